@@ -1,0 +1,27 @@
+//===- RNOps.h - Ops of the rn dialect --------------------------*- C++ -*-===//
+
+#ifndef RN_DIALECTS_RN_RNOPS_H
+#define RN_DIALECTS_RN_RNOPS_H
+
+#include "dialects/rn/RNDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::rn {
+
+/// The state of the random generator that dropout masks are drawn from.
+struct RandomGeneratorResource
+    : public SideEffects::Resource::Base<RandomGeneratorResource> {
+  llvm::StringRef getName() override { return "rn.random_generator"; }
+};
+
+} // namespace mlir::rn
+
+#define GET_OP_CLASSES
+#include "dialects/rn/RNOps.h.inc"
+
+#endif // RN_DIALECTS_RN_RNOPS_H

@@ -1,0 +1,257 @@
+//===- RNOps.td - Model-level ops of the rn dialect --------*- tablegen -*-===//
+//
+// Model level: parameters, the forward tensor ops and the loss. Every
+// shape-changing op infers its result type; the inference functions are also
+// the verifiers, so a bad shape gets one precise message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_DIALECT_RN_OPS_TD
+#define RN_DIALECT_RN_OPS_TD
+
+include "dialects/rn/RNBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def RN_FloatElement : AnyTypeOf<[F32, F16, BF16]>;
+def RN_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+def RN_LabelTensor : RankedTensorOf<[I32]>;
+def RN_ScalarF32Tensor : 0DTensorOf<[F32]>;
+
+// Dropout draws a fresh mask on every execution: two dropouts of one value
+// must not be merged, which is what this resource prevents.
+def RN_RandomGenerator : Resource<"::mlir::rn::RandomGeneratorResource">;
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+def RN_ParameterOp : RN_Op<"parameter", [
+    Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "declares a model parameter or buffer";
+  let description = [{
+    A named tensor that persists across training steps. Trainable parameters
+    receive gradients; `buffer` marks state that does not (BatchNorm running
+    statistics). Names follow PyTorch's state-dict convention.
+
+    ```mlir
+    rn.parameter @conv1.weight : tensor<64x3x3x3xf32> = #rn.init<normal, 5.892556509e-02>
+    rn.parameter buffer @bn1.running_var : tensor<64xf32> = #rn.init<ones>
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    TypeAttrOf<AnyType>:$type,
+    RN_InitAttr:$init,
+    UnitAttr:$buffer);
+  let assemblyFormat = [{
+    (`buffer` $buffer^)? $sym_name `:` $type `=` qualified($init) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+    bool isTrainable() { return !getBuffer(); }
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_ParamOp : RN_Op<"param", [
+    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "reads a parameter declared by rn.parameter";
+  let description = [{
+    ```mlir
+    %w = rn.param @conv1.weight : tensor<64x3x3x3xf32>
+    ```
+    The type must equal the declared one.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and normalization
+//===----------------------------------------------------------------------===//
+
+def RN_Conv2dOp : RN_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D convolution, NHWC input, OHWI filter";
+  let description = [{
+    `input` is [N, H, W, C], `filter` is [O, KH, KW, C / groups], the optional
+    `bias` is [O]. Padding is symmetric per spatial dimension. Output
+    spatial size: floor((H + 2 * pad - dilation * (KH - 1) - 1) / stride) + 1.
+
+    ```mlir
+    %y = rn.conv2d %x, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1
+        : (tensor<8x32x32x3xf32>, tensor<64x3x3x3xf32>) -> tensor<8x32x32x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$filter,
+    Optional<RN_FloatTensor>:$bias,
+    DenseI64ArrayAttr:$strides,
+    DenseI64ArrayAttr:$padding,
+    DenseI64ArrayAttr:$dilation,
+    I64Attr:$groups);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? `stride` $strides `pad` $padding
+    `dilation` $dilation `groups` $groups attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def RN_BatchNormOp : RN_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "batch normalization over the channel (last) dimension";
+  let description = [{
+    Training-mode batch normalization of an NHWC (rank 4) or [N, C] (rank 2)
+    tensor: normalizes with the batch statistics; `running_mean` and
+    `running_var` are the buffers the training step updates with `momentum`
+    (PyTorch's convention: new = (1 - momentum) * old + momentum * batch).
+
+    ```mlir
+    %y = rn.batch_norm %x, %gamma, %beta, %mean, %var eps 1.000000e-05 momentum 1.000000e-01
+        : (tensor<8x32x32x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+        -> tensor<8x32x32x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$weight,
+    RN_FloatTensor:$bias,
+    RN_FloatTensor:$running_mean,
+    RN_FloatTensor:$running_var,
+    F64Attr:$epsilon,
+    F64Attr:$momentum);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `,` $running_mean `,` $running_var
+    `eps` $epsilon `momentum` $momentum attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class RN_UnaryElementwiseOp<string mnemonic, string what>
+    : RN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins RN_FloatTensor:$input);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def RN_ReluOp : RN_UnaryElementwiseOp<"relu", "max(x, 0)">;
+def RN_TanhOp : RN_UnaryElementwiseOp<"tanh", "hyperbolic tangent">;
+def RN_SiluOp : RN_UnaryElementwiseOp<"silu", "x * sigmoid(x)">;
+
+def RN_AddOp : RN_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "elementwise sum of two tensors of one type (residual joins)";
+  let arguments = (ins RN_FloatTensor:$lhs, RN_FloatTensor:$rhs);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def RN_DropoutOp : RN_Op<"dropout", [
+    SameOperandsAndResultType,
+    MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {
+  let summary = "inverted dropout: zeroes with probability p, scales by 1/(1-p)";
+  let arguments = (ins RN_FloatTensor:$input, F64Attr:$p);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input `p` $p attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling and reshaping
+//===----------------------------------------------------------------------===//
+
+class RN_Pool2dOp<string mnemonic, string what>
+    : RN_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = what;
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    DenseI64ArrayAttr:$kernel,
+    DenseI64ArrayAttr:$strides,
+    DenseI64ArrayAttr:$padding);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` $kernel `stride` $strides `pad` $padding attr-dict
+    `:` type($input) `->` type($result)
+  }];
+}
+
+def RN_MaxPool2dOp : RN_Pool2dOp<"max_pool2d", "2-D max pooling over NHWC"> {
+  let description = [{
+    Padding is at most half the kernel, as in PyTorch; padded positions never
+    win the max.
+  }];
+}
+
+def RN_AvgPool2dOp : RN_Pool2dOp<"avg_pool2d", "2-D average pooling over NHWC"> {
+  let description = [{
+    Padded positions count in the divisor (PyTorch's count_include_pad=True).
+  }];
+}
+
+def RN_GlobalAvgPoolOp : RN_Op<"global_avg_pool", [Pure, InferTypeOpAdaptor]> {
+  let summary = "mean over H and W: [N, H, W, C] -> [N, 1, 1, C]";
+  let arguments = (ins RN_FloatTensor:$input);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def RN_FlattenOp : RN_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
+  let summary = "[N, d1, ..., dk] -> [N, d1 * ... * dk]";
+  let description = [{
+    Flattens in memory (NHWC) order, so for C > 1 and H * W > 1 the feature
+    order differs from PyTorch's NCHW flatten.
+  }];
+  let arguments = (ins RN_FloatTensor:$input);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Fully connected and loss
+//===----------------------------------------------------------------------===//
+
+def RN_LinearOp : RN_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+  let summary = "y = x * W^T + b with W as [out, in]";
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$weight,
+    Optional<RN_FloatTensor>:$bias);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def RN_SoftmaxCrossEntropyOp : RN_Op<"softmax_cross_entropy", [
+    Pure, InferTypeOpAdaptor]> {
+  let summary = "mean softmax cross-entropy of logits [N, C] against labels [N]";
+  let description = [{
+    The loss of the model, accumulated in f32 whatever the logits' type. With
+    label smoothing s the target is (1 - s) * onehot + s / C.
+
+    ```mlir
+    %loss = rn.softmax_cross_entropy %logits, %labels label_smoothing 0.000000e+00
+        : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$logits,
+    RN_LabelTensor:$labels,
+    F64Attr:$label_smoothing);
+  let results = (outs RN_ScalarF32Tensor:$loss);
+  let assemblyFormat = [{
+    $logits `,` $labels `label_smoothing` $label_smoothing attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+#endif // RN_DIALECT_RN_OPS_TD

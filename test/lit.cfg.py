@@ -1,0 +1,25 @@
+# lit configuration for RN: IR tests of the dialect and passes, and the
+# models that the Python frontend emits.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "RN"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.rn_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+# The frontend is pure Python; models are emitted straight from the source.
+frontend_dir = os.path.join(config.rn_src_root, "python-frontend")
+llvm_config.with_environment("PYTHONPATH", frontend_dir, append_path=True)
+config.substitutions.append(("%python", config.python_executable))
+
+tool_dirs = [config.rn_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions([ToolSubst("rn-opt", unresolved="fatal")], tool_dirs)
