@@ -21,5 +21,7 @@ frontend_dir = os.path.join(config.rn_src_root, "python-frontend")
 llvm_config.with_environment("PYTHONPATH", frontend_dir, append_path=True)
 config.substitutions.append(("%python", config.python_executable))
 
+# FileCheck, not, count and split-file come from the LLVM installation.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.rn_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions([ToolSubst("rn-opt", unresolved="fatal")], tool_dirs)

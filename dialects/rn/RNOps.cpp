@@ -1,8 +1,9 @@
 //===- RNOps.cpp - Verification and shape inference of rn ops -------------===//
 //
-// Shape inference doubles as verification: InferTypeOpInterface checks the
-// parsed result type against what these functions compute, and a bad operand
-// is reported here with a message that names it.
+// Each shape-changing op has an inference function that computes its result
+// type from operands and attributes and reports a bad operand with a message
+// naming it. The verifiers run it at the op's location; builders in later
+// passes can run it without a location to infer types silently.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,7 +78,7 @@ struct WindowParams {
   ArrayRef<int64_t> kernel;
   ArrayRef<int64_t> strides;
   ArrayRef<int64_t> padding;
-  ArrayRef<int64_t> dilation; // empty means 1
+  ArrayRef<int64_t> dilation;
 };
 
 } // namespace
@@ -94,8 +95,7 @@ inferWindowOutput(const ShapeDiagnostics &diag, ArrayRef<int64_t> spatial,
   if (failed(requireTwo("kernel", window.kernel)) ||
       failed(requireTwo("stride", window.strides)) ||
       failed(requireTwo("padding", window.padding)) ||
-      (!window.dilation.empty() &&
-       failed(requireTwo("dilation", window.dilation))))
+      failed(requireTwo("dilation", window.dilation)))
     return failure();
 
   static constexpr StringLiteral dimNames[] = {"height", "width"};
@@ -104,7 +104,7 @@ inferWindowOutput(const ShapeDiagnostics &diag, ArrayRef<int64_t> spatial,
     int64_t kernel = window.kernel[dim];
     int64_t stride = window.strides[dim];
     int64_t pad = window.padding[dim];
-    int64_t dilation = window.dilation.empty() ? 1 : window.dilation[dim];
+    int64_t dilation = window.dilation[dim];
     if (kernel <= 0)
       return diag.fail("kernel ", dimNames[dim], " must be positive, got ",
                        kernel);
@@ -126,6 +126,20 @@ inferWindowOutput(const ShapeDiagnostics &diag, ArrayRef<int64_t> spatial,
     output.push_back((padded - extent) / stride + 1);
   }
   return output;
+}
+
+/// Runs `infer` at the op's location and checks the written result type.
+template <typename OpT, typename InferFn>
+static LogicalResult verifyInferredResultType(OpT op, InferFn infer) {
+  ShapeDiagnostics diag(op.getLoc(), OpT::getOperationName());
+  FailureOr<Type> inferred = infer(diag, typename OpT::Adaptor(op));
+  if (failed(inferred))
+    return failure();
+  Type written = op->getResult(0).getType();
+  if (*inferred != written)
+    return op.emitOpError("result type ")
+           << written << " differs from the inferred type " << *inferred;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -162,11 +176,8 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // Conv2dOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                           Adaptor adaptor,
-                           SmallVectorImpl<Type> &inferredReturnTypes) {
-  ShapeDiagnostics diag(loc, getOperationName());
+static FailureOr<Type> inferConv2dType(const ShapeDiagnostics &diag,
+                                    Conv2dOp::Adaptor adaptor) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   auto filter = cast<RankedTensorType>(adaptor.getFilter().getType());
   if (failed(diag.requireRank("input", input, 4, "NHWC")) ||
@@ -202,21 +213,17 @@ Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       inferWindowOutput(diag, input.getShape().slice(1, 2), window);
   if (failed(spatial))
     return failure();
-  inferredReturnTypes.push_back(RankedTensorType::get(
+  return Type(RankedTensorType::get(
       {input.getDimSize(0), (*spatial)[0], (*spatial)[1], outChannels},
       input.getElementType()));
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
 // BatchNormOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-BatchNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                              Adaptor adaptor,
-                              SmallVectorImpl<Type> &inferredReturnTypes) {
-  ShapeDiagnostics diag(loc, getOperationName());
+static FailureOr<Type> inferBatchNormType(const ShapeDiagnostics &diag,
+                                    BatchNormOp::Adaptor adaptor) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   if (input.getRank() != 2 && input.getRank() != 4)
     return diag.fail("input must be NHWC (rank 4) or [N, C] (rank 2), got ",
@@ -243,8 +250,7 @@ BatchNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
     return diag.fail("epsilon must be positive, got ", epsilon);
   if (!(momentum >= 0.0 && momentum <= 1.0))
     return diag.fail("momentum must be in [0, 1], got ", momentum);
-  inferredReturnTypes.push_back(input);
-  return success();
+  return Type(input);
 }
 
 //===----------------------------------------------------------------------===//
@@ -263,15 +269,14 @@ LogicalResult DropoutOp::verify() {
 //===----------------------------------------------------------------------===//
 
 template <typename PoolOp>
-static LogicalResult inferPool2d(std::optional<Location> loc,
-                                 typename PoolOp::Adaptor adaptor,
-                                 SmallVectorImpl<Type> &inferredReturnTypes) {
-  ShapeDiagnostics diag(loc, PoolOp::getOperationName());
+static FailureOr<Type> inferPool2dType(const ShapeDiagnostics &diag,
+                                       typename PoolOp::Adaptor adaptor) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   if (failed(diag.requireRank("input", input, 4, "NHWC")))
     return failure();
+  static constexpr int64_t noDilation[] = {1, 1};
   WindowParams window{adaptor.getKernel(), adaptor.getStrides(),
-                      adaptor.getPadding(), {}};
+                      adaptor.getPadding(), noDilation};
   FailureOr<SmallVector<int64_t, 2>> spatial =
       inferWindowOutput(diag, input.getShape().slice(1, 2), window);
   if (failed(spatial))
@@ -282,44 +287,23 @@ static LogicalResult inferPool2d(std::optional<Location> loc,
     if (window.padding[dim] * 2 > window.kernel[dim])
       return diag.fail("padding ", window.padding[dim],
                        " exceeds half the kernel size ", window.kernel[dim]);
-  inferredReturnTypes.push_back(RankedTensorType::get(
+  return Type(RankedTensorType::get(
       {input.getDimSize(0), (*spatial)[0], (*spatial)[1], input.getDimSize(3)},
       input.getElementType()));
-  return success();
 }
 
-LogicalResult
-MaxPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                              Adaptor adaptor,
-                              SmallVectorImpl<Type> &inferredReturnTypes) {
-  return inferPool2d<MaxPool2dOp>(loc, adaptor, inferredReturnTypes);
-}
-
-LogicalResult
-AvgPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                              Adaptor adaptor,
-                              SmallVectorImpl<Type> &inferredReturnTypes) {
-  return inferPool2d<AvgPool2dOp>(loc, adaptor, inferredReturnTypes);
-}
-
-LogicalResult GlobalAvgPoolOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
-  ShapeDiagnostics diag(loc, getOperationName());
+static FailureOr<Type> inferGlobalAvgPoolType(const ShapeDiagnostics &diag,
+                                    GlobalAvgPoolOp::Adaptor adaptor) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   if (failed(diag.requireRank("input", input, 4, "NHWC")))
     return failure();
-  inferredReturnTypes.push_back(RankedTensorType::get(
+  return Type(RankedTensorType::get(
       {input.getDimSize(0), 1, 1, input.getDimSize(3)},
       input.getElementType()));
-  return success();
 }
 
-LogicalResult
-FlattenOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                            Adaptor adaptor,
-                            SmallVectorImpl<Type> &inferredReturnTypes) {
-  ShapeDiagnostics diag(loc, getOperationName());
+static FailureOr<Type> inferFlattenType(const ShapeDiagnostics &diag,
+                                    FlattenOp::Adaptor adaptor) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   if (input.getRank() < 2)
     return diag.fail("input must have a batch dimension and at least one "
@@ -330,20 +314,16 @@ FlattenOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   int64_t features = 1;
   for (int64_t size : input.getShape().drop_front())
     features *= size;
-  inferredReturnTypes.push_back(RankedTensorType::get(
+  return Type(RankedTensorType::get(
       {input.getDimSize(0), features}, input.getElementType()));
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
 // LinearOp / SoftmaxCrossEntropyOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                           Adaptor adaptor,
-                           SmallVectorImpl<Type> &inferredReturnTypes) {
-  ShapeDiagnostics diag(loc, getOperationName());
+static FailureOr<Type> inferLinearType(const ShapeDiagnostics &diag,
+                                    LinearOp::Adaptor adaptor) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   auto weight = cast<RankedTensorType>(adaptor.getWeight().getType());
   if (failed(diag.requireRank("input", input, 2, "[N, in_features]")) ||
@@ -362,15 +342,12 @@ LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   outFeatures, "input", input)))
       return failure();
   }
-  inferredReturnTypes.push_back(RankedTensorType::get(
+  return Type(RankedTensorType::get(
       {input.getDimSize(0), outFeatures}, input.getElementType()));
-  return success();
 }
 
-LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
-    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
-  ShapeDiagnostics diag(loc, getOperationName());
+static FailureOr<Type> inferSoftmaxCrossEntropyType(const ShapeDiagnostics &diag,
+                                    SoftmaxCrossEntropyOp::Adaptor adaptor) {
   auto logits = cast<RankedTensorType>(adaptor.getLogits().getType());
   auto labels = cast<RankedTensorType>(adaptor.getLabels().getType());
   if (failed(diag.requireRank("logits", logits, 2, "[N, classes]")) ||
@@ -383,9 +360,33 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
   double smoothing = adaptor.getLabelSmoothing().convertToDouble();
   if (!(smoothing >= 0.0 && smoothing < 1.0))
     return diag.fail("label smoothing must be in [0, 1), got ", smoothing);
-  inferredReturnTypes.push_back(
-      RankedTensorType::get({}, Float32Type::get(context)));
-  return success();
+  return Type(
+      RankedTensorType::get({}, Float32Type::get(logits.getContext())));
+}
+
+LogicalResult Conv2dOp::verify() {
+  return verifyInferredResultType(*this, inferConv2dType);
+}
+LogicalResult BatchNormOp::verify() {
+  return verifyInferredResultType(*this, inferBatchNormType);
+}
+LogicalResult MaxPool2dOp::verify() {
+  return verifyInferredResultType(*this, inferPool2dType<MaxPool2dOp>);
+}
+LogicalResult AvgPool2dOp::verify() {
+  return verifyInferredResultType(*this, inferPool2dType<AvgPool2dOp>);
+}
+LogicalResult GlobalAvgPoolOp::verify() {
+  return verifyInferredResultType(*this, inferGlobalAvgPoolType);
+}
+LogicalResult FlattenOp::verify() {
+  return verifyInferredResultType(*this, inferFlattenType);
+}
+LogicalResult LinearOp::verify() {
+  return verifyInferredResultType(*this, inferLinearType);
+}
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  return verifyInferredResultType(*this, inferSoftmaxCrossEntropyType);
 }
 
 #define GET_OP_CLASSES

@@ -1,8 +1,9 @@
 //===- RNOps.td - Model-level ops of the rn dialect --------*- tablegen -*-===//
 //
-// Model level: parameters, the forward tensor ops and the loss. Every
-// shape-changing op infers its result type; the inference functions are also
-// the verifiers, so a bad shape gets one precise message.
+// Model level: parameters, the forward tensor ops and the loss. The verifier
+// of every shape-changing op computes its result type from the operands and
+// attributes (with one precise message for a bad operand) and compares it
+// with the written type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,7 +77,7 @@ def RN_ParamOp : RN_Op<"param", [
 // Convolution and normalization
 //===----------------------------------------------------------------------===//
 
-def RN_Conv2dOp : RN_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+def RN_Conv2dOp : RN_Op<"conv2d", [Pure]> {
   let summary = "2-D convolution, NHWC input, OHWI filter";
   let description = [{
     `input` is [N, H, W, C], `filter` is [O, KH, KW, C / groups], the optional
@@ -101,9 +102,10 @@ def RN_Conv2dOp : RN_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
     $input `,` $filter (`,` $bias^)? `stride` $strides `pad` $padding
     `dilation` $dilation `groups` $groups attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
-def RN_BatchNormOp : RN_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
+def RN_BatchNormOp : RN_Op<"batch_norm", [Pure]> {
   let summary = "batch normalization over the channel (last) dimension";
   let description = [{
     Training-mode batch normalization of an NHWC (rank 4) or [N, C] (rank 2)
@@ -130,6 +132,7 @@ def RN_BatchNormOp : RN_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
     $input `,` $weight `,` $bias `,` $running_mean `,` $running_var
     `eps` $epsilon `momentum` $momentum attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -170,7 +173,7 @@ def RN_DropoutOp : RN_Op<"dropout", [
 //===----------------------------------------------------------------------===//
 
 class RN_Pool2dOp<string mnemonic, string what>
-    : RN_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : RN_Op<mnemonic, [Pure]> {
   let summary = what;
   let arguments = (ins
     RN_FloatTensor:$input,
@@ -182,6 +185,7 @@ class RN_Pool2dOp<string mnemonic, string what>
     $input `kernel` $kernel `stride` $strides `pad` $padding attr-dict
     `:` type($input) `->` type($result)
   }];
+  let hasVerifier = 1;
 }
 
 def RN_MaxPool2dOp : RN_Pool2dOp<"max_pool2d", "2-D max pooling over NHWC"> {
@@ -197,14 +201,15 @@ def RN_AvgPool2dOp : RN_Pool2dOp<"avg_pool2d", "2-D average pooling over NHWC"> 
   }];
 }
 
-def RN_GlobalAvgPoolOp : RN_Op<"global_avg_pool", [Pure, InferTypeOpAdaptor]> {
+def RN_GlobalAvgPoolOp : RN_Op<"global_avg_pool", [Pure]> {
   let summary = "mean over H and W: [N, H, W, C] -> [N, 1, 1, C]";
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
 }
 
-def RN_FlattenOp : RN_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
+def RN_FlattenOp : RN_Op<"flatten", [Pure]> {
   let summary = "[N, d1, ..., dk] -> [N, d1 * ... * dk]";
   let description = [{
     Flattens in memory (NHWC) order, so for C > 1 and H * W > 1 the feature
@@ -213,13 +218,14 @@ def RN_FlattenOp : RN_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Fully connected and loss
 //===----------------------------------------------------------------------===//
 
-def RN_LinearOp : RN_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+def RN_LinearOp : RN_Op<"linear", [Pure]> {
   let summary = "y = x * W^T + b with W as [out, in]";
   let arguments = (ins
     RN_FloatTensor:$input,
@@ -229,10 +235,11 @@ def RN_LinearOp : RN_Op<"linear", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def RN_SoftmaxCrossEntropyOp : RN_Op<"softmax_cross_entropy", [
-    Pure, InferTypeOpAdaptor]> {
+    Pure]> {
   let summary = "mean softmax cross-entropy of logits [N, C] against labels [N]";
   let description = [{
     The loss of the model, accumulated in f32 whatever the logits' type. With
@@ -252,6 +259,7 @@ def RN_SoftmaxCrossEntropyOp : RN_Op<"softmax_cross_entropy", [
     $logits `,` $labels `label_smoothing` $label_smoothing attr-dict
     `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 #endif // RN_DIALECT_RN_OPS_TD

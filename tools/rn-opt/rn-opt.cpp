@@ -12,32 +12,24 @@
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
-#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 using namespace mlir;
 
-/// An empty file parses as an empty module, which is never what a user of
-/// rn-opt meant; say so instead of printing an empty module.
-static LogicalResult checkInputNotEmpty(llvm::StringRef inputFilename) {
-  if (inputFilename == "-")
-    return success(); // stdin cannot be peeked without consuming it
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(inputFilename);
-  if (!buffer)
-    return success(); // MlirOptMain reports unreadable files itself
-  if (!(*buffer)->getBuffer().trim().empty())
-    return success();
-  llvm::WithColor::error(llvm::errs(), "rn-opt")
-      << inputFilename << ":1:1: input is empty; expected a module\n";
-  return failure();
+static int fail(llvm::StringRef message) {
+  llvm::WithColor::error(llvm::errs(), "rn-opt") << message << "\n";
+  return EXIT_FAILURE;
 }
 
 int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
   registerTransformsPasses();
 
   DialectRegistry registry;
@@ -46,8 +38,29 @@ int main(int argc, char **argv) {
 
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, "RN optimizer driver\n", registry);
-  if (failed(checkInputNotEmpty(inputFilename)))
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return asMainReturnCode(
+        MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(inputFilename, &errorMessage);
+  if (!input)
+    return fail(errorMessage);
+  // An empty file parses as an empty module, which is never what a user of
+  // rn-opt meant (usually a failed producer upstream of a pipe): say so.
+  if (input->getBuffer().trim().empty())
+    return fail((input->getBufferIdentifier() +
+                 ":1:1: input is empty; expected a module")
+                    .str());
+
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputFilename, &errorMessage);
+  if (!output)
+    return fail(errorMessage);
+  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
     return EXIT_FAILURE;
-  return asMainReturnCode(
-      MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+  output->keep();
+  return EXIT_SUCCESS;
 }
