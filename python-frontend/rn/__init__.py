@@ -1,0 +1,64 @@
+"""RN: a frontend that describes neural networks in Python and emits the `rn` MLIR dialect.
+
+>>> import rn
+>>> from rn import nn
+>>> model = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+>>> text = rn.emit_model(model, batch=2, input_shape=(1, 28, 28), num_classes=10)
+"""
+
+from . import nn
+from .emitter import (
+    DTYPES,
+    Init,
+    LayerInfo,
+    ParamSpec,
+    TensorType,
+    Trace,
+    Value,
+    adaptive_avg_pool2d,
+    add,
+    avg_pool2d,
+    batch_norm,
+    conv2d,
+    dropout,
+    emit_model,
+    flatten,
+    global_avg_pool,
+    linear,
+    max_pool2d,
+    relu,
+    silu,
+    softmax_cross_entropy,
+    tanh,
+    trace_model,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DTYPES",
+    "Init",
+    "LayerInfo",
+    "ParamSpec",
+    "TensorType",
+    "Trace",
+    "Value",
+    "__version__",
+    "adaptive_avg_pool2d",
+    "add",
+    "avg_pool2d",
+    "batch_norm",
+    "conv2d",
+    "dropout",
+    "emit_model",
+    "flatten",
+    "global_avg_pool",
+    "linear",
+    "max_pool2d",
+    "nn",
+    "relu",
+    "silu",
+    "softmax_cross_entropy",
+    "tanh",
+    "trace_model",
+]

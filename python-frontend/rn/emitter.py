@@ -1,0 +1,753 @@
+"""MLIR text emission and shape inference for the `rn` dialect (model level).
+
+A model is traced by calling it on a symbolic :class:`Value`; every functional
+op below checks and infers shapes, then appends one line of MLIR. Activations
+are NHWC; filters are OHWI; the loss is always ``tensor<f32>``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+
+if TYPE_CHECKING:
+    from .nn import Module
+
+__all__ = [
+    "DTYPES",
+    "Init",
+    "LayerInfo",
+    "ParamSpec",
+    "TensorType",
+    "Trace",
+    "Value",
+    "adaptive_avg_pool2d",
+    "add",
+    "avg_pool2d",
+    "batch_norm",
+    "conv2d",
+    "dropout",
+    "emit_model",
+    "flatten",
+    "format_float",
+    "global_avg_pool",
+    "linear",
+    "max_pool2d",
+    "relu",
+    "silu",
+    "softmax_cross_entropy",
+    "symbol",
+    "tanh",
+    "trace_model",
+]
+
+DType: TypeAlias = Literal["f32", "f16", "bf16"]
+DTYPES: tuple[str, ...] = ("f32", "f16", "bf16")
+IntPair: TypeAlias = int | tuple[int, int]
+
+_BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+
+
+def format_float(x: float) -> str:
+    """Print a float as an MLIR literal with a '.' and an exponent: ``1.000000000e-05``."""
+    if not math.isfinite(x):
+        raise ValueError(f"cannot emit non-finite float {x!r}")
+    return format(float(x), ".9e")
+
+
+def _escape(s: str) -> str:
+    """Escape a string for an MLIR string literal."""
+    out: list[str] = []
+    for ch in s:
+        if ch in '"\\' or not ch.isprintable() or not ch.isascii():
+            out.extend(f"\\{b:02X}" for b in ch.encode())
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def symbol(name: str) -> str:
+    """Return ``@name``, quoted when ``name`` is not a bare MLIR identifier."""
+    if _BARE_SYMBOL.fullmatch(name):
+        return f"@{name}"
+    return f'@"{_escape(name)}"'
+
+
+def _pair(v: IntPair, what: str) -> tuple[int, int]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v, v)
+    if (
+        isinstance(v, tuple)
+        and len(v) == 2
+        and all(isinstance(e, int) and not isinstance(e, bool) for e in v)
+    ):
+        return (v[0], v[1])
+    raise ValueError(f"{what} must be an int or a pair of ints, got {v!r}")
+
+
+def _list(p: tuple[int, int]) -> str:
+    return f"[{p[0]}, {p[1]}]"
+
+
+# --------------------------------------------------------------------------- #
+# Initializers and parameter specs
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class Init:
+    """A parameter initializer, printed as ``#rn.init<...>``.
+
+    ``uniform`` draws from U(-value, value); ``normal`` from N(0, value^2).
+    """
+
+    kind: Literal["zeros", "ones", "uniform", "normal"]
+    value: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind in ("zeros", "ones"):
+            if self.value is not None:
+                raise ValueError(f"#rn.init<{self.kind}> takes no value")
+        elif self.kind in ("uniform", "normal"):
+            if self.value is None or not math.isfinite(self.value) or self.value < 0:
+                raise ValueError(
+                    f"#rn.init<{self.kind}> needs a finite non-negative value, got {self.value!r}"
+                )
+        else:
+            raise ValueError(f"unknown initializer kind {self.kind!r}")
+
+    @staticmethod
+    def zeros() -> Init:
+        return Init("zeros")
+
+    @staticmethod
+    def ones() -> Init:
+        return Init("ones")
+
+    @staticmethod
+    def uniform(bound: float) -> Init:
+        return Init("uniform", float(bound))
+
+    @staticmethod
+    def normal(std: float) -> Init:
+        return Init("normal", float(std))
+
+    def __str__(self) -> str:
+        if self.value is None:
+            return f"#rn.init<{self.kind}>"
+        return f"#rn.init<{self.kind}, {format_float(self.value)}>"
+
+
+class TensorLike(Protocol):
+    """What a module registers as a parameter or buffer (see ``rn.nn.Parameter``)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def init(self) -> Init: ...
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """A named model tensor as declared in the IR (a parameter or a buffer)."""
+
+    name: str
+    shape: tuple[int, ...]
+    init: Init
+    buffer: bool = False
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def declaration(self, dtype: str) -> str:
+        kw = "buffer " if self.buffer else ""
+        ty = TensorType(self.shape, dtype)
+        return f"rn.parameter {kw}{symbol(self.name)} : {ty} = {self.init}"
+
+
+# --------------------------------------------------------------------------- #
+# Types and values
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """A ranked tensor type such as ``tensor<4x32x32x3xf32>``."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __str__(self) -> str:
+        return "tensor<" + "".join(f"{d}x" for d in self.shape) + self.dtype + ">"
+
+
+@dataclass(frozen=True, eq=False)
+class Value:
+    """A symbolic SSA value produced while tracing a model."""
+
+    emitter: Emitter
+    name: str
+    type: TensorType
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.type.shape)
+
+    def __add__(self, other: Value) -> Value:
+        if not isinstance(other, Value):
+            return NotImplemented
+        return add(self, other)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Value({self.name}: {self.type})"
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    """One row of a model summary: a leaf module call."""
+
+    name: str
+    kind: str
+    output_shape: tuple[int, ...]
+    num_params: int
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The result of tracing a model: MLIR text plus a per-layer summary."""
+
+    text: str
+    params: tuple[ParamSpec, ...]
+    layers: tuple[LayerInfo, ...]
+    logits_shape: tuple[int, ...]
+
+    @property
+    def num_parameters(self) -> int:
+        """Trainable parameter count (buffers excluded)."""
+        return sum(p.numel for p in self.params if not p.buffer)
+
+    def summary(self) -> str:
+        """Render the per-layer table (name, type, output shape, params)."""
+        rows = [("name", "type", "output shape", "params")]
+        rows += [
+            (
+                layer.name,
+                layer.kind,
+                "x".join(map(str, layer.output_shape)) or "scalar",
+                f"{layer.num_params:,}",
+            )
+            for layer in self.layers
+        ]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = [
+            f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:>{widths[3]}}"
+            for r in rows
+        ]
+        lines.insert(1, "-" * len(lines[0]))
+        lines.append("-" * len(lines[0]))
+        lines.append(f"trainable parameters: {self.num_parameters:,}")
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- #
+# The emitter
+# --------------------------------------------------------------------------- #
+
+
+class Emitter:
+    """Accumulates the body of ``@forward`` while a model is traced."""
+
+    def __init__(
+        self,
+        dtype: str,
+        params: Sequence[tuple[ParamSpec, object]] = (),
+        module_paths: dict[int, str] | None = None,
+        root_label: str = "model",
+    ) -> None:
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        self.dtype = dtype
+        self.lines: list[str] = []
+        self._counter = 0
+        self._specs: dict[int, ParamSpec] = {id(t): spec for spec, t in params}
+        self._keepalive = [t for _, t in params]
+        self._paths = module_paths or {}
+        self._root_label = root_label
+        self._stack: list[str] = []
+        self.layers: list[LayerInfo] = []
+
+    # -- naming and errors -------------------------------------------------- #
+
+    def fresh(self) -> str:
+        name = f"%{self._counter}"
+        self._counter += 1
+        return name
+
+    @property
+    def location(self) -> str:
+        """Dotted path of the module being traced (for error messages)."""
+        return self._stack[-1] if self._stack else self._root_label
+
+    def error(self, message: str) -> ValueError:
+        return ValueError(f"{self.location}: {message}")
+
+    def path_of(self, module: Module) -> str:
+        """The state-dict path of ``module``; unregistered modules get a synthetic one."""
+        path = self._paths.get(id(module))
+        if path is None:
+            parent = self._stack[-1] if self._stack else ""
+            path = f"{parent}.<{type(module).__name__}>" if parent else f"<{type(module).__name__}>"
+        return path if path else self._root_label
+
+    def name_module(self, module: object, path: str) -> None:
+        """Give ``module`` a path for error messages unless it already has one."""
+        self._paths.setdefault(id(module), path)
+        self._keepalive.append(module)
+
+    @contextmanager
+    def scope(self, module: Module) -> Iterator[str]:
+        """Enter ``module`` while its ``forward`` runs."""
+        path = self.path_of(module)
+        self._stack.append(path)
+        try:
+            yield path
+        finally:
+            self._stack.pop()
+
+    def record_layer(self, name: str, kind: str, out: object, num_params: int) -> None:
+        if isinstance(out, Value):
+            self.layers.append(LayerInfo(name, kind, out.shape, num_params))
+
+    # -- values ------------------------------------------------------------- #
+
+    def type(self, shape: Iterable[int], dtype: str | None = None) -> TensorType:
+        return TensorType(tuple(shape), dtype or self.dtype)
+
+    def argument(self, name: str, shape: Iterable[int], dtype: str | None = None) -> Value:
+        return Value(self, f"%{name}", self.type(shape, dtype))
+
+    def op(self, rhs: str, ty: TensorType) -> Value:
+        """Append ``%n = rhs`` and return the new value of type ``ty``."""
+        v = Value(self, self.fresh(), ty)
+        self.lines.append(f"{v.name} = {rhs}")
+        return v
+
+    def param(self, tensor: TensorLike, what: str) -> Value:
+        """Emit ``rn.param`` for a registered parameter or buffer."""
+        spec = self._specs.get(id(tensor))
+        if spec is None:
+            raise self.error(
+                f"{what} is not registered in the model (assign it to a module attribute)"
+            )
+        ty = self.type(spec.shape)
+        return self.op(f"rn.param {symbol(spec.name)} : {ty}", ty)
+
+    def check(self, x: object, rank: int, what: str, layout: str) -> Value:
+        if not isinstance(x, Value):
+            raise self.error(f"expected a traced tensor value, got {type(x).__name__}")
+        if x.emitter is not self:
+            raise self.error("value belongs to a different trace")
+        if x.ndim != rank:
+            raise self.error(
+                f"{what} expects a {rank}-D {layout} input, got shape {_shape(x.shape)}"
+            )
+        return x
+
+
+def _shape(shape: Sequence[int]) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _emitter_of(x: object, op: str) -> Emitter:
+    if not isinstance(x, Value):
+        raise ValueError(f"{op}: expected a traced tensor value, got {type(x).__name__}")
+    return x.emitter
+
+
+def _window_out(
+    e: Emitter,
+    what: str,
+    size: tuple[int, int],
+    kernel: tuple[int, int],
+    stride: tuple[int, int],
+    pad: tuple[int, int],
+    dilation: tuple[int, int] = (1, 1),
+) -> tuple[int, int]:
+    """floor((H + 2*pad - dilation*(k-1) - 1)/stride) + 1, with checks."""
+    for label, vals, lo in (
+        ("kernel", kernel, 1),
+        ("stride", stride, 1),
+        ("dilation", dilation, 1),
+        ("padding", pad, 0),
+    ):
+        if min(vals) < lo:
+            raise e.error(f"{what} {label} must be >= {lo}, got {_list(vals)}")
+    out = tuple(
+        (size[i] + 2 * pad[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in (0, 1)
+    )
+    if min(out) < 1:
+        raise e.error(
+            f"{what} output spatial size would be {out[0]}x{out[1]} (non-positive): input "
+            f"{size[0]}x{size[1]}, kernel {_list(kernel)}, stride {_list(stride)}, "
+            f"pad {_list(pad)}, dilation {_list(dilation)}"
+        )
+    return (out[0], out[1])
+
+
+# --------------------------------------------------------------------------- #
+# Functional ops (each appends one op; parameters are emitted before use)
+# --------------------------------------------------------------------------- #
+
+
+def conv2d(
+    x: Value,
+    weight: TensorLike,
+    bias: TensorLike | None = None,
+    stride: IntPair = 1,
+    padding: IntPair = 0,
+    dilation: IntPair = 1,
+    groups: int = 1,
+) -> Value:
+    """2-D convolution; ``x`` is NHWC, ``weight`` is OHWI ``[out, kh, kw, in/groups]``."""
+    e = _emitter_of(x, "conv2d")
+    x = e.check(x, 4, "conv2d", "NHWC")
+    st, pd, dl = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
+    if len(weight.shape) != 4:
+        raise e.error(f"conv2d weight must be 4-D OHWI, got shape {_shape(weight.shape)}")
+    out_c, kh, kw, in_per_group = weight.shape
+    if groups < 1 or out_c % groups:
+        raise e.error(f"conv2d groups {groups} must be >= 1 and divide {out_c} output channels")
+    n, h, w, c = x.shape
+    if c != in_per_group * groups:
+        raise e.error(f"expected {in_per_group * groups} input channels, got {c}")
+    oh, ow = _window_out(e, "conv2d", (h, w), (kh, kw), st, pd, dl)
+    wv = e.param(weight, "conv2d weight")
+    operands, types = [x, wv], [x.type, wv.type]
+    if bias is not None:
+        if tuple(bias.shape) != (out_c,):
+            raise e.error(f"conv2d bias must have shape [{out_c}], got {_shape(bias.shape)}")
+        bv = e.param(bias, "conv2d bias")
+        operands.append(bv)
+        types.append(bv.type)
+    ty = e.type((n, oh, ow, out_c))
+    return e.op(
+        f"rn.conv2d {', '.join(v.name for v in operands)} stride {_list(st)} pad {_list(pd)} "
+        f"dilation {_list(dl)} groups {groups} : ({', '.join(map(str, types))}) -> {ty}",
+        ty,
+    )
+
+
+def batch_norm(
+    x: Value,
+    weight: TensorLike,
+    bias: TensorLike,
+    running_mean: TensorLike,
+    running_var: TensorLike,
+    eps: float = 1e-5,
+    momentum: float = 0.1,
+) -> Value:
+    """Batch normalization over the channel (last) dimension of an NHWC tensor."""
+    e = _emitter_of(x, "batch_norm")
+    x = e.check(x, 4, "batch_norm", "NHWC")
+    c = x.shape[-1]
+    features = weight.shape[0] if len(weight.shape) == 1 else -1
+    if c != features:
+        raise e.error(f"expected {features} channels, got {c}")
+    if not eps > 0:
+        raise e.error(f"batch_norm eps must be positive, got {eps!r}")
+    if not 0.0 <= momentum <= 1.0:
+        raise e.error(f"batch_norm momentum must be in [0, 1], got {momentum!r}")
+    for t, what in ((bias, "bias"), (running_mean, "running_mean"), (running_var, "running_var")):
+        if tuple(t.shape) != (c,):
+            raise e.error(f"batch_norm {what} must have shape [{c}], got {_shape(t.shape)}")
+    vals = [
+        x,
+        e.param(weight, "batch_norm weight"),
+        e.param(bias, "batch_norm bias"),
+        e.param(running_mean, "batch_norm running_mean"),
+        e.param(running_var, "batch_norm running_var"),
+    ]
+    return e.op(
+        f"rn.batch_norm {', '.join(v.name for v in vals)} eps {format_float(eps)} "
+        f"momentum {format_float(momentum)} : ({', '.join(str(v.type) for v in vals)}) -> {x.type}",
+        x.type,
+    )
+
+
+def _unary(op: str, x: Value) -> Value:
+    e = _emitter_of(x, op)
+    return e.op(f"rn.{op} {x.name} : {x.type}", x.type)
+
+
+def relu(x: Value) -> Value:
+    """Elementwise max(x, 0)."""
+    return _unary("relu", x)
+
+
+def tanh(x: Value) -> Value:
+    """Elementwise tanh."""
+    return _unary("tanh", x)
+
+
+def silu(x: Value) -> Value:
+    """Elementwise x * sigmoid(x)."""
+    return _unary("silu", x)
+
+
+def add(a: Value, b: Value) -> Value:
+    """Elementwise sum of two tensors of identical type (no broadcasting)."""
+    e = _emitter_of(a, "add")
+    if not isinstance(b, Value) or b.emitter is not e:
+        raise e.error("add expects two traced tensor values of the same trace")
+    if a.type != b.type:
+        raise e.error(f"add operands differ: {a.type} vs {b.type}")
+    return e.op(f"rn.add {a.name}, {b.name} : {a.type}", a.type)
+
+
+def _pool(op: str, x: Value, kernel: IntPair, stride: IntPair | None, padding: IntPair) -> Value:
+    e = _emitter_of(x, op)
+    x = e.check(x, 4, op, "NHWC")
+    k = _pair(kernel, "kernel_size")
+    s = k if stride is None else _pair(stride, "stride")
+    p = _pair(padding, "padding")
+    if p[0] > k[0] // 2 or p[1] > k[1] // 2:
+        raise e.error(f"{op} padding {_list(p)} must be at most half the kernel {_list(k)}")
+    n, h, w, c = x.shape
+    oh, ow = _window_out(e, op, (h, w), k, s, p)
+    ty = e.type((n, oh, ow, c))
+    return e.op(
+        f"rn.{op} {x.name} kernel {_list(k)} stride {_list(s)} pad {_list(p)} : {x.type} -> {ty}",
+        ty,
+    )
+
+
+def max_pool2d(
+    x: Value, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0
+) -> Value:
+    """Max pooling (floor mode)."""
+    return _pool("max_pool2d", x, kernel_size, stride, padding)
+
+
+def avg_pool2d(
+    x: Value, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0
+) -> Value:
+    """Average pooling (floor mode; padding counts in the divisor)."""
+    return _pool("avg_pool2d", x, kernel_size, stride, padding)
+
+
+def global_avg_pool(x: Value) -> Value:
+    """Mean over H and W: ``[N, H, W, C] -> [N, 1, 1, C]``."""
+    e = _emitter_of(x, "global_avg_pool")
+    x = e.check(x, 4, "global_avg_pool", "NHWC")
+    n, _, _, c = x.shape
+    ty = e.type((n, 1, 1, c))
+    return e.op(f"rn.global_avg_pool {x.name} : {x.type} -> {ty}", ty)
+
+
+def adaptive_avg_pool2d(x: Value, output_size: IntPair) -> Value:
+    """Adaptive average pooling, lowered to global/plain average pooling or nothing."""
+    e = _emitter_of(x, "adaptive_avg_pool2d")
+    x = e.check(x, 4, "adaptive_avg_pool2d", "NHWC")
+    out = _pair(output_size, "output_size")
+    if min(out) < 1:
+        raise e.error(f"adaptive_avg_pool2d output size must be positive, got {_list(out)}")
+    h, w = x.shape[1], x.shape[2]
+    if out == (1, 1):
+        return global_avg_pool(x)
+    if out == (h, w):
+        return x
+    if h % out[0] == 0 and w % out[1] == 0:
+        k = (h // out[0], w // out[1])
+        return avg_pool2d(x, k, k, 0)
+    raise e.error(
+        f"adaptive_avg_pool2d cannot pool {h}x{w} to {out[0]}x{out[1]}: the input size must equal "
+        "or be a multiple of the output size (or the output must be 1x1)"
+    )
+
+
+def flatten(x: Value) -> Value:
+    """Flatten all but the batch dimension (NHWC order); a no-op on 2-D input."""
+    e = _emitter_of(x, "flatten")
+    if x.ndim < 2:
+        raise e.error(f"flatten expects at least a 2-D input, got shape {_shape(x.shape)}")
+    if x.ndim == 2:
+        return x
+    ty = e.type((x.shape[0], math.prod(x.shape[1:])))
+    return e.op(f"rn.flatten {x.name} : {x.type} -> {ty}", ty)
+
+
+def dropout(x: Value, p: float = 0.5) -> Value:
+    """Inverted dropout with drop probability ``p`` (training mode)."""
+    e = _emitter_of(x, "dropout")
+    if not 0.0 <= p <= 1.0:
+        raise e.error(f"dropout probability must be in [0, 1], got {p!r}")
+    return e.op(f"rn.dropout {x.name} p {format_float(p)} : {x.type}", x.type)
+
+
+def linear(x: Value, weight: TensorLike, bias: TensorLike | None = None) -> Value:
+    """``x @ weight.T + bias`` with ``weight`` of shape ``[out, in]``."""
+    e = _emitter_of(x, "linear")
+    if x.ndim != 2:
+        raise e.error(
+            f"linear expects a 2-D input [N, features], got shape {_shape(x.shape)} "
+            "(add a Flatten() before it)"
+        )
+    if len(weight.shape) != 2:
+        raise e.error(f"linear weight must be 2-D [out, in], got {_shape(weight.shape)}")
+    out_f, in_f = weight.shape
+    if x.shape[1] != in_f:
+        raise e.error(f"expected {in_f} input features, got {x.shape[1]}")
+    wv = e.param(weight, "linear weight")
+    operands, types = [x, wv], [x.type, wv.type]
+    if bias is not None:
+        if tuple(bias.shape) != (out_f,):
+            raise e.error(f"linear bias must have shape [{out_f}], got {_shape(bias.shape)}")
+        bv = e.param(bias, "linear bias")
+        operands.append(bv)
+        types.append(bv.type)
+    ty = e.type((x.shape[0], out_f))
+    return e.op(
+        f"rn.linear {', '.join(v.name for v in operands)} : ({', '.join(map(str, types))}) -> {ty}",
+        ty,
+    )
+
+
+def softmax_cross_entropy(logits: Value, labels: Value, label_smoothing: float = 0.0) -> Value:
+    """Mean softmax cross-entropy of ``[N, K]`` logits against ``[N]`` i32 labels."""
+    e = _emitter_of(logits, "softmax_cross_entropy")
+    if logits.ndim != 2:
+        raise e.error(f"cross-entropy expects 2-D logits [N, classes], got {_shape(logits.shape)}")
+    if not isinstance(labels, Value) or labels.shape != logits.shape[:1] or labels.dtype != "i32":
+        got = labels.type if isinstance(labels, Value) else type(labels).__name__
+        raise e.error(
+            f"cross-entropy expects labels of type tensor<{logits.shape[0]}xi32>, got {got}"
+        )
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise e.error(f"label_smoothing must be in [0, 1], got {label_smoothing!r}")
+    ty = TensorType((), "f32")
+    return e.op(
+        f"rn.softmax_cross_entropy {logits.name}, {labels.name} label_smoothing "
+        f"{format_float(label_smoothing)} : ({logits.type}, {labels.type}) -> {ty}",
+        ty,
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Whole-model emission
+# --------------------------------------------------------------------------- #
+
+LossFn: TypeAlias = Callable[[Value, Value], Value]
+
+
+def _positive(value: object, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    return value
+
+
+def trace_model(
+    model: Module,
+    *,
+    batch: int,
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    loss: LossFn | None = None,
+    dtype: str = "f32",
+    name: str = "model",
+) -> Trace:
+    """Trace ``model`` on an ``[N, C, H, W]`` batch (emitted NHWC); see :func:`emit_model`."""
+    from .nn import CrossEntropyLoss
+
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    batch = _positive(batch, "batch")
+    num_classes = _positive(num_classes, "num_classes")
+    if not isinstance(input_shape, (tuple, list)) or len(input_shape) != 3:
+        raise ValueError(f"input_shape must be (C, H, W), got {input_shape!r}")
+    c, h, w = (_positive(d, "input_shape entries") for d in input_shape)
+    loss_fn: LossFn = CrossEntropyLoss() if loss is None else loss
+
+    entries = list(model.named_state())
+    seen: dict[str, ParamSpec] = {}
+    for spec, _ in entries:
+        if spec.name in seen:
+            raise ValueError(f"duplicate parameter name {spec.name!r}")
+        seen[spec.name] = spec
+    paths = {id(m): path for path, m in model.named_modules()}
+    e = Emitter(dtype, entries, paths, root_label=type(model).__name__)
+
+    images = e.argument("images", (batch, h, w, c))
+    labels = e.argument("labels", (batch,), "i32")
+    logits = model(images)
+    if not isinstance(logits, Value):
+        raise ValueError(
+            f"{type(model).__name__}.forward must return a tensor value, "
+            f"got {type(logits).__name__}"
+        )
+    if logits.shape != (batch, num_classes):
+        raise ValueError(
+            f"model output: expected logits of shape {_shape((batch, num_classes))} "
+            f"[N, num_classes], got {_shape(logits.shape)}"
+        )
+    e.name_module(loss_fn, "loss")
+    loss_v = loss_fn(logits, labels)
+    if not isinstance(loss_v, Value) or loss_v.type != TensorType((), "f32"):
+        got = loss_v.type if isinstance(loss_v, Value) else type(loss_v).__name__
+        raise ValueError(f"loss must return a tensor<f32> scalar, got {got}")
+
+    specs = tuple(spec for spec, _ in entries)
+    out = [f'module attributes {{rn.model = "{_escape(name)}"}} {{']
+    out += [f"  {spec.declaration(dtype)}" for spec in specs]
+    out.append(
+        f"  func.func @forward({images.name}: {images.type}, {labels.name}: {labels.type}) "
+        f"-> {loss_v.type} {{"
+    )
+    out += [f"    {line}" for line in e.lines]
+    out.append(f"    return {loss_v.name} : {loss_v.type}")
+    out.append("  }")
+    out.append("}")
+    return Trace("\n".join(out) + "\n", specs, tuple(e.layers), logits.shape)
+
+
+def emit_model(
+    model: Module,
+    *,
+    batch: int,
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    loss: LossFn | None = None,
+    dtype: str = "f32",
+    name: str = "model",
+) -> str:
+    """Return the MLIR text of ``model`` (forward + loss) for one training batch.
+
+    ``input_shape`` is (C, H, W) as in PyTorch; the IR is NHWC. ``loss`` defaults
+    to ``rn.nn.CrossEntropyLoss()``. ``dtype`` is the element type of every float
+    tensor (f32, f16 or bf16); the loss is always f32 and labels i32.
+    """
+    return trace_model(
+        model,
+        batch=batch,
+        input_shape=input_shape,
+        num_classes=num_classes,
+        loss=loss,
+        dtype=dtype,
+        name=name,
+    ).text

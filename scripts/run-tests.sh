@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every RN test: the lit suite (dialect, tools and
+# the models the frontend emits) and the Python frontend's pytest suite.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+rn_log "lit tests"
+"$LLVM_ROOT/bin/lit" -sv "$RN_BUILD_DIR/test"
+
+rn_log "pytest"
+cd "$RN_ROOT"
+RN_REQUIRE_TOOLS=1 RN_OPT="$RN_BUILD_DIR/bin/rn-opt" python3 -m pytest -q test/python-frontend

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what RN needs on a Debian machine (idempotent: installs only what
+# is missing) and configures + builds the tree. Sourced by the README's
+# commands; RN_BUILD_DIR (default: build) picks the build folder.
+set -euo pipefail
+
+RN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RN_BUILD_DIR=${RN_BUILD_DIR:-$RN_ROOT/build}
+LLVM_ROOT=/usr/lib/llvm-22
+
+rn_log() { printf '[rn] %s\n' "$*" >&2; }
+
+rn_install_packages() {
+  local wanted=(cmake ninja-build g++ libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools)
+  local missing=()
+  for package in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$package")
+  done
+  if ((${#missing[@]})); then
+    rn_log "installing Debian packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  if ! python3 -c 'import pytest' 2>/dev/null; then
+    rn_log "installing pytest"
+    python3 -m pip install -q pytest
+  fi
+}
+
+rn_build() {
+  if [ ! -f "$RN_BUILD_DIR/build.ninja" ]; then
+    rn_log "configuring $RN_BUILD_DIR"
+    cmake -G Ninja -S "$RN_ROOT" -B "$RN_BUILD_DIR" \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DMLIR_DIR="$LLVM_ROOT/lib/cmake/mlir" \
+      -DLLVM_EXTERNAL_LIT="$LLVM_ROOT/bin/lit" \
+      -DPython3_EXECUTABLE="$(command -v python3)" >/dev/null
+  fi
+  rn_log "building"
+  ninja -C "$RN_BUILD_DIR"
+}
+
+rn_install_packages
+rn_build
+export PATH="$RN_BUILD_DIR/bin:$PATH"
+export PYTHONPATH="$RN_ROOT/python-frontend${PYTHONPATH:+:$PYTHONPATH}"

@@ -1,0 +1,63 @@
+"""Shared fixtures: put the frontend on sys.path and locate rn-opt."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FRONTEND = REPO / "python-frontend"
+sys.path.insert(0, str(FRONTEND))
+
+
+def _find_rn_opt() -> Path | None:
+    env = os.environ.get("RN_OPT")
+    if env:
+        found = shutil.which(env)
+        return Path(found) if found else None
+    candidate = REPO / "build" / "bin" / "rn-opt"
+    return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
+
+
+@pytest.fixture(scope="session")
+def rn_opt() -> Path:
+    """Path of rn-opt (env RN_OPT, else build/bin/rn-opt); skips unless RN_REQUIRE_TOOLS=1."""
+    path = _find_rn_opt()
+    if path is None:
+        msg = (
+            "rn-opt not found (set RN_OPT or build it into build/bin/rn-opt; "
+            f"RN_OPT={os.environ.get('RN_OPT')!r})"
+        )
+        if os.environ.get("RN_REQUIRE_TOOLS") == "1":
+            pytest.fail(msg + " and RN_REQUIRE_TOOLS=1")
+        pytest.skip(msg)
+    return path
+
+
+@pytest.fixture(scope="session")
+def run_rn_opt(rn_opt: Path) -> Callable[[str], str]:
+    """Run rn-opt on MLIR text; fail the test with its stderr unless it exits 0."""
+
+    def run(text: str, *args: str) -> str:
+        proc = subprocess.run(
+            [str(rn_opt), *args], input=text, capture_output=True, text=True, timeout=300
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"rn-opt exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+        return proc.stdout
+
+    return run
+
+
+@pytest.fixture
+def cli_env() -> dict[str, str]:
+    """Environment for `python -m rn.models` subprocesses."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FRONTEND), env.get("PYTHONPATH")]))
+    return env

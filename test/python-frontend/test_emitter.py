@@ -1,0 +1,370 @@
+"""Tests the MLIR text that rn.emit_model produces: syntax, shape inference, dtypes, errors."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+import rn
+from rn import nn
+from rn.emitter import format_float, symbol
+
+EXAMPLE = """\
+module attributes {rn.model = "tiny"} {
+  rn.parameter @"0.weight" : tensor<8x3x3x3xf32> = #rn.init<uniform, 1.924500897e-01>
+  rn.parameter @"1.weight" : tensor<8xf32> = #rn.init<ones>
+  rn.parameter @"1.bias" : tensor<8xf32> = #rn.init<zeros>
+  rn.parameter buffer @"1.running_mean" : tensor<8xf32> = #rn.init<zeros>
+  rn.parameter buffer @"1.running_var" : tensor<8xf32> = #rn.init<ones>
+  rn.parameter @fc.weight : tensor<10x8xf32> = #rn.init<normal, 1.000000000e-02>
+  func.func @forward(%images: tensor<4x32x32x3xf32>, %labels: tensor<4xi32>) -> tensor<f32> {
+    %0 = rn.param @"0.weight" : tensor<8x3x3x3xf32>
+    %1 = rn.conv2d %images, %0 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<4x32x32x3xf32>, tensor<8x3x3x3xf32>) -> tensor<4x32x32x8xf32>
+    %2 = rn.param @"1.weight" : tensor<8xf32>
+    %3 = rn.param @"1.bias" : tensor<8xf32>
+    %4 = rn.param @"1.running_mean" : tensor<8xf32>
+    %5 = rn.param @"1.running_var" : tensor<8xf32>
+    %6 = rn.batch_norm %1, %2, %3, %4, %5 eps 1.000000000e-05 momentum 1.000000000e-01 : (tensor<4x32x32x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x32x32x8xf32>
+    %7 = rn.relu %6 : tensor<4x32x32x8xf32>
+    %8 = rn.max_pool2d %7 kernel [2, 2] stride [2, 2] pad [0, 0] : tensor<4x32x32x8xf32> -> tensor<4x16x16x8xf32>
+    %9 = rn.global_avg_pool %8 : tensor<4x16x16x8xf32> -> tensor<4x1x1x8xf32>
+    %10 = rn.flatten %9 : tensor<4x1x1x8xf32> -> tensor<4x8xf32>
+    %11 = rn.dropout %10 p 5.000000000e-01 : tensor<4x8xf32>
+    %12 = rn.param @fc.weight : tensor<10x8xf32>
+    %13 = rn.linear %11, %12 : (tensor<4x8xf32>, tensor<10x8xf32>) -> tensor<4x10xf32>
+    %14 = rn.softmax_cross_entropy %13, %labels label_smoothing 0.000000000e+00 : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+    return %14 : tensor<f32>
+  }
+}
+"""  # noqa: E501
+
+
+class Tiny(nn.Module):
+    """The model of the reference example (children named "0" and "1", then attributes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_module("0", nn.Conv2d(3, 8, 3, padding=1, bias=False))
+        self.add_module("1", nn.BatchNorm2d(8))
+        self.relu = nn.ReLU()
+        self.pool = nn.MaxPool2d(2)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.drop = nn.Dropout()
+        self.fc = nn.Linear(8, 10, bias=False, weight_init=rn.Init.normal(0.01))
+
+    def forward(self, x: rn.Value) -> rn.Value:
+        x = self.relu(getattr(self, "1")(getattr(self, "0")(x)))
+        x = self.flatten(self.gap(self.pool(x)))
+        return self.fc(self.drop(x))
+
+
+def emit(
+    model: nn.Module, shape: tuple[int, int, int] = (3, 8, 8), classes: int = 10, **kw: object
+) -> str:
+    return rn.emit_model(model, batch=2, input_shape=shape, num_classes=classes, **kw)  # type: ignore[arg-type]
+
+
+def body(text: str) -> list[str]:
+    """The op lines of @forward, without the rn.param lines."""
+    lines = text.split("func.func")[1].splitlines()[1:-3]
+    return [ln.strip() for ln in lines if "rn.param " not in ln]
+
+
+def test_reference_example_exact() -> None:
+    assert (
+        rn.emit_model(Tiny(), batch=4, input_shape=(3, 32, 32), num_classes=10, name="tiny")
+        == EXAMPLE
+    )
+
+
+def test_format_float() -> None:
+    assert format_float(1e-5) == "1.000000000e-05"
+    assert format_float(0.0) == "0.000000000e+00"
+    assert format_float(1) == "1.000000000e+00"
+    assert "." in format_float(123456789.0)
+    with pytest.raises(ValueError, match="non-finite"):
+        format_float(math.inf)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("fc.weight", "@fc.weight"),
+        ("layer1.0.conv1.weight", "@layer1.0.conv1.weight"),
+        ("_a$b", "@_a$b"),
+        ("0.weight", '@"0.weight"'),
+        ("a-b", '@"a-b"'),
+        ('q"x', '@"q\\22x"'),
+    ],
+)
+def test_symbol_quoting(name: str, expected: str) -> None:
+    assert symbol(name) == expected
+
+
+def test_conv_and_linear_with_bias() -> None:
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.Flatten(), nn.Linear(64, 10))
+    text = emit(model)
+    ops = body(text)
+    assert ops[0] == (
+        "%2 = rn.conv2d %images, %0, %1 stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 : "
+        "(tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x4x4xf32>"
+    )
+    assert ops[1] == "%3 = rn.flatten %2 : tensor<2x4x4x4xf32> -> tensor<2x64xf32>"
+    assert ops[2] == (
+        "%6 = rn.linear %3, %4, %5 : (tensor<2x64xf32>, tensor<10x64xf32>, tensor<10xf32>) "
+        "-> tensor<2x10xf32>"
+    )
+    assert 'rn.parameter @"0.bias" : tensor<4xf32> = #rn.init<uniform, 1.924500897e-01>' in text
+    assert 'rn.parameter @"2.bias" : tensor<10xf32> = #rn.init<uniform, 1.250000000e-01>' in text
+
+
+def test_params_emitted_right_before_each_use() -> None:
+    text = emit(nn.Sequential(nn.Flatten(), nn.Linear(192, 10)))
+    lines = [ln.strip() for ln in text.splitlines()]
+    i = lines.index('%1 = rn.param @"1.weight" : tensor<10x192xf32>')
+    assert lines[i + 1] == '%2 = rn.param @"1.bias" : tensor<10xf32>'
+    assert lines[i + 2].startswith("%3 = rn.linear %0, %1, %2 :")
+
+
+def test_unary_pools_and_add() -> None:
+    class Res(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 3, 3, padding=1, dilation=1, groups=3, bias=False)
+            self.tanh = nn.Tanh()
+            self.silu = nn.SiLU()
+            self.avg = nn.AvgPool2d(3, stride=2, padding=1)
+            self.head = nn.Sequential(nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(12, 5))
+
+        def forward(self, x: rn.Value) -> rn.Value:
+            y = self.silu(self.tanh(self.conv(x)))
+            return self.head(self.avg(y + x))
+
+    ops = body(emit(Res(), classes=5))
+    assert ops[0].endswith(
+        "groups 3 : (tensor<2x8x8x3xf32>, tensor<3x3x3x1xf32>) -> tensor<2x8x8x3xf32>"
+    )
+    assert ops[1] == "%2 = rn.tanh %1 : tensor<2x8x8x3xf32>"
+    assert ops[2] == "%3 = rn.silu %2 : tensor<2x8x8x3xf32>"
+    assert ops[3] == "%4 = rn.add %3, %images : tensor<2x8x8x3xf32>"
+    assert ops[4] == (
+        "%5 = rn.avg_pool2d %4 kernel [3, 3] stride [2, 2] pad [1, 1] : "
+        "tensor<2x8x8x3xf32> -> tensor<2x4x4x3xf32>"
+    )
+    # AdaptiveAvgPool2d(2) on 4x4 is an average pool with kernel = stride = 2.
+    assert ops[5] == (
+        "%6 = rn.avg_pool2d %5 kernel [2, 2] stride [2, 2] pad [0, 0] : "
+        "tensor<2x4x4x3xf32> -> tensor<2x2x2x3xf32>"
+    )
+
+
+def test_functional_add_and_relu() -> None:
+    class M(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x: rn.Value) -> rn.Value:
+            x = rn.flatten(rn.global_avg_pool(x))
+            return rn.relu(rn.add(self.fc(x), x))
+
+    ops = body(emit(M(), classes=3))
+    assert ops[-3] == "%5 = rn.add %4, %1 : tensor<2x3xf32>"
+    assert ops[-2] == "%6 = rn.relu %5 : tensor<2x3xf32>"
+
+
+def test_adaptive_avg_pool_identity_emits_nothing() -> None:
+    model = nn.Sequential(nn.AdaptiveAvgPool2d((8, 8)), nn.Flatten(), nn.Linear(192, 10))
+    ops = body(emit(model))
+    assert ops[0].startswith("%0 = rn.flatten %images")
+
+
+def test_adaptive_avg_pool_rejects_non_divisible() -> None:
+    model = nn.Sequential(nn.AdaptiveAvgPool2d(3), nn.Flatten(), nn.Linear(27, 10))
+    with pytest.raises(ValueError, match=r"^0: adaptive_avg_pool2d cannot pool 8x8 to 3x3"):
+        emit(model)
+
+
+def test_output_size_rule() -> None:
+    # floor((H + 2p - d(k-1) - 1)/s) + 1 = floor((9 + 2 - 4 - 1)/2) + 1 = 4
+    model = nn.Sequential(
+        nn.Conv2d(3, 4, 3, stride=2, padding=1, dilation=2), nn.MaxPool2d(3, 1, 1)
+    )
+    model.append(nn.Flatten()).append(nn.Linear(64, 10))
+    ops = body(emit(model, shape=(3, 9, 9)))
+    assert ops[0].endswith("-> tensor<2x4x4x4xf32>")
+    assert ops[1].endswith("tensor<2x4x4x4xf32> -> tensor<2x4x4x4xf32>")
+
+
+def test_label_smoothing() -> None:
+    text = emit(
+        nn.Sequential(nn.Flatten(), nn.Linear(192, 10)),
+        loss=nn.CrossEntropyLoss(label_smoothing=0.1),
+    )
+    assert (
+        "label_smoothing 1.000000000e-01 : (tensor<2x10xf32>, tensor<2xi32>) -> tensor<f32>" in text
+    )
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_low_precision_dtypes(dtype: str) -> None:
+    model = nn.Sequential(
+        nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(144, 10)
+    )
+    text = emit(model, dtype=dtype)
+    assert f"%images: tensor<2x8x8x3x{dtype}>, %labels: tensor<2xi32>) -> tensor<f32>" in text
+    assert f'rn.parameter buffer @"1.running_var" : tensor<4x{dtype}> = #rn.init<ones>' in text
+    assert f"-> tensor<2x10x{dtype}>" in text
+    assert "return %" in text and text.count("tensor<f32>") == 3  # signature, loss op, return
+    floats = set(re.findall(r"x(f32|f16|bf16)>", text))
+    assert floats == {dtype}
+
+
+@pytest.mark.parametrize("dtype", ["f64", "fp16", "F32", ""])
+def test_bad_dtype(dtype: str) -> None:
+    with pytest.raises(ValueError, match=r"dtype must be one of f32, f16, bf16, got"):
+        emit(nn.Sequential(nn.Flatten(), nn.Linear(192, 10)), dtype=dtype)
+
+
+def test_channel_mismatch_names_module_path() -> None:
+    class Inner(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(64, 64, 3, padding=1)
+
+        def forward(self, x: rn.Value) -> rn.Value:
+            return self.conv1(x)
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Conv2d(3, 128, 1)
+            self.layer2 = nn.Sequential(Inner())
+
+        def forward(self, x: rn.Value) -> rn.Value:
+            return self.layer2(self.stem(x))
+
+    with pytest.raises(
+        ValueError, match=r"^layer2\.0\.conv1: expected 64 input channels, got 128$"
+    ):
+        emit(Outer())
+
+
+def test_batch_norm_mismatch() -> None:
+    model = nn.Sequential(nn.Conv2d(3, 8, 1), nn.BatchNorm2d(16))
+    with pytest.raises(ValueError, match=r"^1: expected 16 channels, got 8$"):
+        emit(model)
+
+
+def test_linear_mismatch() -> None:
+    model = nn.Sequential(nn.Flatten(), nn.Linear(100, 10))
+    with pytest.raises(ValueError, match=r"^1: expected 100 input features, got 192$"):
+        emit(model)
+
+
+def test_linear_needs_flatten() -> None:
+    with pytest.raises(ValueError, match=r"^0: linear expects a 2-D input .*add a Flatten\(\)"):
+        emit(nn.Sequential(nn.Linear(3, 10)))
+
+
+def test_conv_on_flat_input() -> None:
+    with pytest.raises(
+        ValueError, match=r"^1: conv2d expects a 4-D NHWC input, got shape \[2, 192\]"
+    ):
+        emit(nn.Sequential(nn.Flatten(), nn.Conv2d(3, 3, 1)))
+
+
+def test_negative_spatial_size() -> None:
+    model = nn.Sequential(nn.Conv2d(3, 4, 5), nn.Conv2d(4, 4, 5))
+    with pytest.raises(
+        ValueError, match=r"^1: conv2d output spatial size would be 0x0 \(non-positive\)"
+    ):
+        emit(model)
+    with pytest.raises(ValueError, match=r"^0: max_pool2d output spatial size would be 0x0"):
+        emit(nn.Sequential(nn.MaxPool2d(10)))
+
+
+def test_pool_padding_limit() -> None:
+    with pytest.raises(
+        ValueError, match=r"padding \[2, 2\] must be at most half the kernel \[2, 2\]"
+    ):
+        emit(nn.Sequential(nn.MaxPool2d(2, padding=2)))
+
+
+def test_logits_shape_checked() -> None:
+    with pytest.raises(
+        ValueError, match=r"expected logits of shape \[2, 10\] \[N, num_classes\], got \[2, 7\]"
+    ):
+        emit(nn.Sequential(nn.Flatten(), nn.Linear(192, 7)))
+    with pytest.raises(
+        ValueError,
+        match=r"expected logits of shape \[2, 10\] \[N, num_classes\], got \[2, 8, 8, 3\]",
+    ):
+        emit(nn.Sequential(nn.ReLU()))
+
+
+def test_add_shape_mismatch_in_custom_forward() -> None:
+    class Bad(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 1)
+
+        def forward(self, x: rn.Value) -> rn.Value:
+            return self.conv(x) + x
+
+    with pytest.raises(
+        ValueError, match=r"^Bad: add operands differ: tensor<2x8x8x4xf32> vs tensor<2x8x8x3xf32>$"
+    ):
+        emit(Bad())
+
+
+def test_unregistered_parameter() -> None:
+    class Sneaky(nn.Module):
+        hidden: nn.Linear
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(192, 10)
+            self.__dict__["hidden"] = nn.Linear(192, 10)  # bypasses registration
+
+        def forward(self, x: rn.Value) -> rn.Value:
+            return self.hidden(rn.flatten(x))
+
+    with pytest.raises(ValueError, match=r"linear weight is not registered in the model"):
+        emit(Sneaky())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"batch": 0}, r"batch must be a positive integer, got 0"),
+        ({"num_classes": -1}, r"num_classes must be a positive integer, got -1"),
+        ({"input_shape": (3, 8)}, r"input_shape must be \(C, H, W\)"),
+    ],
+)
+def test_bad_arguments(kwargs: dict[str, object], message: str) -> None:
+    args: dict[str, object] = {"batch": 2, "input_shape": (3, 8, 8), "num_classes": 10, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        rn.emit_model(nn.Sequential(nn.Flatten(), nn.Linear(192, 10)), **args)  # type: ignore[arg-type]
+
+
+def test_module_outside_trace() -> None:
+    with pytest.raises(TypeError, match="must be called on a traced tensor value"):
+        nn.ReLU()(3)
+
+
+def test_trace_summary() -> None:
+    trace = rn.trace_model(Tiny(), batch=4, input_shape=(3, 32, 32), num_classes=10)
+    assert [layer.name for layer in trace.layers] == [
+        *("0", "1", "relu", "pool", "gap", "flatten", "drop", "fc"),
+        "loss",
+    ]
+    assert trace.layers[0].output_shape == (4, 32, 32, 8)
+    assert trace.layers[0].num_params == 216
+    assert trace.num_parameters == 216 + 16 + 80
+    assert trace.layers[-1].output_shape == ()
+    assert "trainable parameters: 312" in trace.summary()
+    assert re.search(r"^loss +CrossEntropyLoss +scalar +0$", trace.summary(), re.M)

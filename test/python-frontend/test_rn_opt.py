@@ -1,0 +1,77 @@
+"""Tests that rn-opt verifies everything the frontend emits and re-parses its own output."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+
+import rn
+from rn import models, nn
+
+RunOpt = Callable[..., str]
+
+
+def op_counts(text: str) -> Counter[str]:
+    return Counter(re.findall(r"= (rn\.[a-z_0-9]+) ", text))
+
+
+def check(run_rn_opt: RunOpt, text: str) -> str:
+    out = run_rn_opt(text)
+    assert op_counts(out) == op_counts(text)
+    assert out.count("rn.parameter ") == text.count("rn.parameter ")
+    again = run_rn_opt(out)
+    assert again == out, "rn-opt output does not round-trip"
+    return out
+
+
+@pytest.mark.parametrize("name", list(models.MODELS))
+def test_zoo_model_verifies(run_rn_opt: RunOpt, name: str) -> None:
+    check(run_rn_opt, models.emit(name, batch=2))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("name", ["resnet18c", "vgg11", "lenet5"])
+def test_low_precision_verifies(run_rn_opt: RunOpt, name: str, dtype: str) -> None:
+    out = check(run_rn_opt, models.emit(name, batch=2, dtype=dtype))
+    assert f"x{dtype}>" in out and "-> tensor<f32>" in out
+
+
+def test_every_op_form_verifies(run_rn_opt: RunOpt) -> None:
+    class AllOps(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(4, 8, 3, stride=2, padding=2, dilation=2, groups=2)
+            self.bn = nn.BatchNorm2d(8, eps=1e-3, momentum=0.01)
+            self.tanh = nn.Tanh()
+            self.silu = nn.SiLU()
+            self.avg = nn.AvgPool2d(3, 1, 1)
+            self.max = nn.MaxPool2d((2, 3), (2, 1), (0, 1))
+            self.adapt = nn.AdaptiveAvgPool2d((1, 5))  # 2x5 -> 1x5: kernel [2, 1]
+            self.flat = nn.Flatten()
+            self.drop = nn.Dropout(0.25)
+            self.fc = nn.Linear(8 * 1 * 5, 7)
+
+        def forward(self, x: rn.Value) -> rn.Value:
+            y = self.silu(self.tanh(self.bn(self.conv(x))))
+            y = self.max(self.avg(y) + y)
+            return self.fc(self.drop(self.flat(self.adapt(rn.relu(y)))))
+
+    text = rn.emit_model(
+        AllOps(),
+        batch=3,
+        input_shape=(4, 9, 9),
+        num_classes=7,
+        loss=nn.CrossEntropyLoss(label_smoothing=0.1),
+        name='odd "name"',
+    )
+    check(run_rn_opt, text)
+
+
+def test_reference_example_verifies(run_rn_opt: RunOpt) -> None:
+    from test_emitter import EXAMPLE
+
+    out = check(run_rn_opt, EXAMPLE)
+    assert "rn.parameter @fc.weight : tensor<10x8xf32>" in out
