@@ -1,0 +1,232 @@
+//===- RNShapes.cpp - Shape rules shared by rn op verifiers ---------------===//
+
+#include "dialects/rn/RNShapes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::rn::shapes;
+
+LogicalResult ShapeDiagnostics::requireRank(StringRef what,
+                                            RankedTensorType type,
+                                            int64_t rank,
+                                            StringRef layout) const {
+  if (type.getRank() != rank)
+    return fail(what, " must be ", layout, " (rank ", rank, "), got ", type);
+  return requireStatic(what, type);
+}
+
+LogicalResult ShapeDiagnostics::requireStatic(StringRef what,
+                                              RankedTensorType type) const {
+  if (!type.hasStaticShape())
+    return fail(what, " must have a static shape, got ", type);
+  return success();
+}
+
+LogicalResult ShapeDiagnostics::requireSameElementType(
+    StringRef what, RankedTensorType type, StringRef refWhat,
+    RankedTensorType ref) const {
+  if (type.getElementType() != ref.getElementType())
+    return fail("element type mismatch: ", what, " is ", type.getElementType(),
+                " but ", refWhat, " is ", ref.getElementType());
+  return success();
+}
+
+LogicalResult ShapeDiagnostics::requireVector(StringRef what,
+                                              RankedTensorType type,
+                                              int64_t channels,
+                                              StringRef refWhat,
+                                              RankedTensorType ref) const {
+  if (type.getRank() != 1 || type.getDimSize(0) != channels)
+    return fail(what, " must be [", channels,
+                "] (one per output channel), got ", type);
+  return requireSameElementType(what, type, refWhat, ref);
+}
+
+LogicalResult ShapeDiagnostics::requireType(StringRef what, Type type,
+                                            Type expected) const {
+  if (type != expected)
+    return fail(what, " type ", type, " differs from the expected type ",
+                expected);
+  return success();
+}
+
+namespace {
+/// Window geometry shared by convolution and pooling, per spatial dimension.
+struct WindowParams {
+  ArrayRef<int64_t> kernel;
+  ArrayRef<int64_t> strides;
+  ArrayRef<int64_t> padding;
+  ArrayRef<int64_t> dilation;
+};
+} // namespace
+
+static FailureOr<SmallVector<int64_t, 2>>
+inferWindowOutput(const ShapeDiagnostics &diag, ArrayRef<int64_t> spatial,
+                  const WindowParams &window) {
+  auto requireTwo = [&](StringRef what, ArrayRef<int64_t> values) {
+    if (values.size() != 2)
+      return diag.fail("expects 2 ", what, " values (height, width), got ",
+                       values.size());
+    return success();
+  };
+  if (failed(requireTwo("kernel", window.kernel)) ||
+      failed(requireTwo("stride", window.strides)) ||
+      failed(requireTwo("padding", window.padding)) ||
+      failed(requireTwo("dilation", window.dilation)))
+    return failure();
+
+  static constexpr StringLiteral dimNames[] = {"height", "width"};
+  SmallVector<int64_t, 2> output;
+  for (int dim = 0; dim < 2; ++dim) {
+    int64_t kernel = window.kernel[dim];
+    int64_t stride = window.strides[dim];
+    int64_t pad = window.padding[dim];
+    int64_t dilation = window.dilation[dim];
+    if (kernel <= 0)
+      return diag.fail("kernel ", dimNames[dim], " must be positive, got ",
+                       kernel);
+    if (stride <= 0)
+      return diag.fail("stride must be positive, got ", stride, " for ",
+                       dimNames[dim]);
+    if (pad < 0)
+      return diag.fail("padding must be non-negative, got ", pad, " for ",
+                       dimNames[dim]);
+    if (dilation <= 0)
+      return diag.fail("dilation must be positive, got ", dilation, " for ",
+                       dimNames[dim]);
+    int64_t extent = dilation * (kernel - 1) + 1;
+    int64_t padded = spatial[dim] + 2 * pad;
+    if (padded < extent)
+      return diag.fail("window ", dimNames[dim], " ", extent,
+                       " exceeds the padded input ", dimNames[dim], " ",
+                       padded);
+    output.push_back((padded - extent) / stride + 1);
+  }
+  return output;
+}
+
+FailureOr<RankedTensorType>
+mlir::rn::shapes::inferConv2d(const ShapeDiagnostics &diag,
+                              RankedTensorType input, RankedTensorType filter,
+                              RankedTensorType bias, ArrayRef<int64_t> strides,
+                              ArrayRef<int64_t> padding,
+                              ArrayRef<int64_t> dilation, int64_t groups) {
+  if (failed(diag.requireRank("input", input, 4, "NHWC")) ||
+      failed(diag.requireRank("filter", filter, 4, "OHWI")) ||
+      failed(diag.requireSameElementType("filter", filter, "input", input)))
+    return failure();
+
+  int64_t inChannels = input.getDimSize(3);
+  int64_t outChannels = filter.getDimSize(0);
+  if (groups <= 0)
+    return diag.fail("groups must be positive, got ", groups);
+  if (inChannels % groups != 0)
+    return diag.fail("input channels ", inChannels,
+                     " are not divisible by groups ", groups);
+  if (outChannels % groups != 0)
+    return diag.fail("output channels ", outChannels,
+                     " are not divisible by groups ", groups);
+  if (filter.getDimSize(3) != inChannels / groups)
+    return diag.fail("filter expects ", filter.getDimSize(3),
+                     " input channels per group but the input has ",
+                     inChannels, " channels in ", groups, " group(s)");
+  if (bias && failed(diag.requireVector("bias", bias, outChannels, "input",
+                                        input)))
+    return failure();
+
+  WindowParams window{filter.getShape().slice(1, 2), strides, padding,
+                      dilation};
+  FailureOr<SmallVector<int64_t, 2>> spatial =
+      inferWindowOutput(diag, input.getShape().slice(1, 2), window);
+  if (failed(spatial))
+    return failure();
+  return RankedTensorType::get(
+      {input.getDimSize(0), (*spatial)[0], (*spatial)[1], outChannels},
+      input.getElementType());
+}
+
+FailureOr<RankedTensorType> mlir::rn::shapes::inferPool2d(
+    const ShapeDiagnostics &diag, RankedTensorType input,
+    ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+    ArrayRef<int64_t> padding) {
+  if (failed(diag.requireRank("input", input, 4, "NHWC")))
+    return failure();
+  static constexpr int64_t noDilation[] = {1, 1};
+  WindowParams window{kernel, strides, padding, noDilation};
+  FailureOr<SmallVector<int64_t, 2>> spatial =
+      inferWindowOutput(diag, input.getShape().slice(1, 2), window);
+  if (failed(spatial))
+    return failure();
+  // PyTorch's rule: a pad wider than half the window would make windows of
+  // padding only.
+  for (int dim = 0; dim < 2; ++dim)
+    if (padding[dim] * 2 > kernel[dim])
+      return diag.fail("padding ", padding[dim],
+                       " exceeds half the kernel size ", kernel[dim]);
+  return RankedTensorType::get(
+      {input.getDimSize(0), (*spatial)[0], (*spatial)[1], input.getDimSize(3)},
+      input.getElementType());
+}
+
+FailureOr<RankedTensorType>
+mlir::rn::shapes::inferGlobalAvgPool(const ShapeDiagnostics &diag,
+                                     RankedTensorType input) {
+  if (failed(diag.requireRank("input", input, 4, "NHWC")))
+    return failure();
+  return RankedTensorType::get({input.getDimSize(0), 1, 1, input.getDimSize(3)},
+                               input.getElementType());
+}
+
+FailureOr<RankedTensorType> mlir::rn::shapes::inferLinear(
+    const ShapeDiagnostics &diag, RankedTensorType input,
+    RankedTensorType weight, RankedTensorType bias) {
+  if (failed(diag.requireRank("input", input, 2, "[N, in_features]")) ||
+      failed(diag.requireRank("weight", weight, 2,
+                              "[out_features, in_features]")) ||
+      failed(diag.requireSameElementType("weight", weight, "input", input)))
+    return failure();
+  if (weight.getDimSize(1) != input.getDimSize(1))
+    return diag.fail("weight expects ", weight.getDimSize(1),
+                     " input features but the input has ",
+                     input.getDimSize(1));
+  int64_t outFeatures = weight.getDimSize(0);
+  if (bias &&
+      failed(diag.requireVector("bias", bias, outFeatures, "input", input)))
+    return failure();
+  return RankedTensorType::get({input.getDimSize(0), outFeatures},
+                               input.getElementType());
+}
+
+LogicalResult mlir::rn::shapes::verifyBatchNormOperands(
+    const ShapeDiagnostics &diag, RankedTensorType input,
+    ArrayRef<std::pair<StringRef, Type>> vectors, bool allowF32Vectors) {
+  if (input.getRank() != 2 && input.getRank() != 4)
+    return diag.fail("input must be NHWC (rank 4) or [N, C] (rank 2), got ",
+                     input);
+  if (failed(diag.requireStatic("input", input)))
+    return failure();
+  int64_t channels = input.getShape().back();
+  for (auto [what, valueType] : vectors) {
+    auto type = cast<RankedTensorType>(valueType);
+    if (type.getRank() != 1 || type.getDimSize(0) != channels)
+      return diag.fail(what, " must be [", channels,
+                       "] (one per channel), got ", type);
+    if (allowF32Vectors && type.getElementType().isF32())
+      continue;
+    if (failed(diag.requireSameElementType(what, type, "input", input)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult
+mlir::rn::shapes::verifyBatchNormAttributes(const ShapeDiagnostics &diag,
+                                            double epsilon,
+                                            std::optional<double> momentum) {
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon))
+    return diag.fail("epsilon must be positive, got ", epsilon);
+  if (momentum && !(*momentum >= 0.0 && *momentum <= 1.0))
+    return diag.fail("momentum must be in [0, 1], got ", *momentum);
+  return success();
+}

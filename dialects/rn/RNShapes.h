@@ -1,0 +1,92 @@
+//===- RNShapes.h - Shape rules shared by rn op verifiers -------*- C++ -*-===//
+//
+// Forward ops and their backward ops obey the same shape rules (a conv2d
+// backward checks its output gradient against the conv2d it differentiates),
+// so the rules live here, as functions of types and attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_DIALECTS_RN_RNSHAPES_H
+#define RN_DIALECTS_RN_RNSHAPES_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Operation.h"
+
+namespace mlir::rn::shapes {
+
+/// Reports shape errors of one op; messages read like emitOpError's. Without
+/// a location (type inference in builders) it stays silent.
+class ShapeDiagnostics {
+public:
+  ShapeDiagnostics(std::optional<Location> loc, StringRef opName)
+      : loc(loc), opName(opName) {}
+  explicit ShapeDiagnostics(Operation *op)
+      : loc(op->getLoc()), opName(op->getName().getStringRef()) {}
+
+  template <typename... Args>
+  LogicalResult fail(Args &&...args) const {
+    return emitOptionalError(loc, "'", opName, "' op ",
+                             std::forward<Args>(args)...);
+  }
+
+  /// `type` is statically shaped with rank `rank`; `what` names the operand
+  /// and `layout` says what its dimensions mean.
+  LogicalResult requireRank(StringRef what, RankedTensorType type,
+                            int64_t rank, StringRef layout) const;
+  LogicalResult requireStatic(StringRef what, RankedTensorType type) const;
+  LogicalResult requireSameElementType(StringRef what, RankedTensorType type,
+                                       StringRef refWhat,
+                                       RankedTensorType ref) const;
+  /// A per-output-channel vector (a bias): [channels] of the reference's
+  /// element type.
+  LogicalResult requireVector(StringRef what, RankedTensorType type,
+                              int64_t channels, StringRef refWhat,
+                              RankedTensorType ref) const;
+  /// `type` equals `expected`, which the op's shape rule computed.
+  LogicalResult requireType(StringRef what, Type type, Type expected) const;
+
+private:
+  std::optional<Location> loc;
+  StringRef opName;
+};
+
+/// Result of a convolution; `bias` may be null.
+FailureOr<RankedTensorType>
+inferConv2d(const ShapeDiagnostics &diag, RankedTensorType input,
+            RankedTensorType filter, RankedTensorType bias,
+            ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
+            ArrayRef<int64_t> dilation, int64_t groups);
+
+/// Result of max or average pooling.
+FailureOr<RankedTensorType> inferPool2d(const ShapeDiagnostics &diag,
+                                        RankedTensorType input,
+                                        ArrayRef<int64_t> kernel,
+                                        ArrayRef<int64_t> strides,
+                                        ArrayRef<int64_t> padding);
+
+FailureOr<RankedTensorType> inferGlobalAvgPool(const ShapeDiagnostics &diag,
+                                               RankedTensorType input);
+
+/// Result of a fully connected layer; `bias` may be null.
+FailureOr<RankedTensorType> inferLinear(const ShapeDiagnostics &diag,
+                                        RankedTensorType input,
+                                        RankedTensorType weight,
+                                        RankedTensorType bias);
+
+/// The operands of a batch normalization: `input` is NHWC or [N, C] and each
+/// named vector is [C]. Vectors share the input's element type, or are f32
+/// when `allowF32Vectors` (mixed precision keeps BN parameters in f32).
+LogicalResult
+verifyBatchNormOperands(const ShapeDiagnostics &diag, RankedTensorType input,
+                        ArrayRef<std::pair<StringRef, Type>> vectors,
+                        bool allowF32Vectors);
+
+/// epsilon > 0 and, where given, momentum in [0, 1].
+LogicalResult verifyBatchNormAttributes(const ShapeDiagnostics &diag,
+                                        double epsilon,
+                                        std::optional<double> momentum);
+
+} // namespace mlir::rn::shapes
+
+#endif // RN_DIALECTS_RN_RNSHAPES_H
