@@ -28,6 +28,8 @@ def RN_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
@@ -42,9 +44,12 @@ def RN_InitZeros : I32EnumAttrCase<"zeros", 0>;
 def RN_InitOnes : I32EnumAttrCase<"ones", 1>;
 def RN_InitUniform : I32EnumAttrCase<"uniform", 2>;
 def RN_InitNormal : I32EnumAttrCase<"normal", 3>;
+def RN_InitConstant : I32EnumAttrCase<"constant", 4>;
+def RN_InitDerived : I32EnumAttrCase<"derived", 5>;
 
 def RN_InitKind : I32EnumAttr<"InitKind", "parameter initializer distribution",
-    [RN_InitZeros, RN_InitOnes, RN_InitUniform, RN_InitNormal]> {
+    [RN_InitZeros, RN_InitOnes, RN_InitUniform, RN_InitNormal,
+     RN_InitConstant, RN_InitDerived]> {
   let cppNamespace = "::mlir::rn";
   let genSpecializedAttr = 0;
 }
@@ -62,11 +67,15 @@ def RN_InitAttr : AttrDef<RN_Dialect, "Init"> {
     #rn.init<ones>
     #rn.init<uniform, 3.571428731e-02>   // U(-bound, +bound)
     #rn.init<normal, 5.892556509e-02>    // N(0, std^2)
+    #rn.init<constant, 6.553600e+04>     // every element equal (loss scale)
+    #rn.init<derived>                    // computed from its parameter before
+                                         // the first step (low-precision
+                                         // copies, EMA weights)
     ```
   }];
   let parameters = (ins
     EnumParameter<RN_InitKind>:$kind,
-    APFloatParameter<"bound (uniform) or std (normal); 0 otherwise">:$scale);
+    APFloatParameter<"bound (uniform), std (normal), value (constant); 0 otherwise">:$scale);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }

@@ -3,6 +3,7 @@
 #include "dialects/rn/RNDialect.h"
 #include "dialects/rn/RNOps.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -29,17 +30,90 @@ void RNDialect::initialize() {
 
 LogicalResult RNDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attribute) {
-  if (attribute.getName() == kModelNameAttr) {
+  StringRef name = attribute.getName().getValue();
+  if (name == kModelNameAttr || name == kTrainingAttr) {
     if (!isa<ModuleOp>(op))
-      return op->emitError() << "'" << kModelNameAttr
+      return op->emitError() << "'" << name
                              << "' belongs on the top-level module";
-    if (!isa<StringAttr>(attribute.getValue()))
-      return op->emitError() << "'" << kModelNameAttr
+    if (name == kModelNameAttr && !isa<StringAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name
                              << "' must be a string naming the model";
+    if (name == kTrainingAttr && !isa<DictionaryAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be a dictionary of training options";
     return success();
   }
-  return op->emitError() << "unknown rn dialect attribute '"
-                         << attribute.getName().getValue() << "'";
+  return op->emitError() << "unknown rn dialect attribute '" << name << "'";
+}
+
+/// Checks an `rn.state = @symbol` binding of a function argument or result:
+/// the symbol declares state of exactly this type.
+static LogicalResult verifyStateBinding(Operation *op, Attribute binding,
+                                        Type valueType, StringRef where) {
+  auto symbol = dyn_cast<FlatSymbolRefAttr>(binding);
+  if (!symbol)
+    return op->emitError() << "'" << kStateAttr << "' on " << where
+                           << " must name an rn.parameter or rn.state";
+  Operation *declaration = SymbolTable::lookupNearestSymbolFrom(op, symbol);
+  if (!declaration || !isa<ParameterOp, StateOp>(declaration))
+    return op->emitError() << where << " is bound to " << symbol
+                           << ", which is not an rn.parameter or rn.state";
+  Type declared = isa<ParameterOp>(declaration)
+                      ? cast<ParameterOp>(declaration).getType()
+                      : cast<StateOp>(declaration).getType();
+  if (declared != valueType)
+    return op->emitError() << where << " has type " << valueType
+                           << " but its state " << symbol << " is "
+                           << declared;
+  return success();
+}
+
+static Type functionValueType(Operation *op, bool isArgument, unsigned index) {
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return {};
+  ArrayRef<Type> types =
+      isArgument ? function.getArgumentTypes() : function.getResultTypes();
+  return index < types.size() ? types[index] : Type();
+}
+
+static LogicalResult verifyFunctionValueAttribute(Operation *op,
+                                                  bool isArgument,
+                                                  unsigned index,
+                                                  NamedAttribute attribute) {
+  std::string where = (llvm::Twine(isArgument ? "argument #" : "result #") +
+                       llvm::Twine(index))
+                          .str();
+  StringRef name = attribute.getName().getValue();
+  Type type = functionValueType(op, isArgument, index);
+  if (name == kStateAttr) {
+    if (!type)
+      return op->emitError() << "'" << name << "' belongs on a function";
+    return verifyStateBinding(op, attribute.getValue(), type, where);
+  }
+  StringRef expectedName = isArgument ? kInputAttr : kOutputAttr;
+  if (name == expectedName) {
+    if (!isa<StringAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' on " << where
+                             << " must be a string";
+    return success();
+  }
+  return op->emitError() << "unknown rn dialect attribute '" << name << "' on "
+                         << where;
+}
+
+LogicalResult RNDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attribute) {
+  return verifyFunctionValueAttribute(op, /*isArgument=*/true, argIndex,
+                                      attribute);
+}
+
+LogicalResult RNDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attribute) {
+  return verifyFunctionValueAttribute(op, /*isArgument=*/false, resultIndex,
+                                      attribute);
 }
 
 //===----------------------------------------------------------------------===//
@@ -47,7 +121,8 @@ LogicalResult RNDialect::verifyOperationAttribute(Operation *op,
 //===----------------------------------------------------------------------===//
 
 static bool initTakesScale(InitKind kind) {
-  return kind == InitKind::uniform || kind == InitKind::normal;
+  return kind == InitKind::uniform || kind == InitKind::normal ||
+         kind == InitKind::constant;
 }
 
 Attribute InitAttr::parse(AsmParser &parser, Type) {
@@ -58,7 +133,7 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   std::optional<InitKind> kind = symbolizeInitKind(keyword);
   if (!kind) {
     parser.emitError(loc) << "unknown initializer '" << keyword
-                          << "', expected zeros, ones, uniform or normal";
+                          << "', expected zeros, ones, constant, uniform, normal or derived";
     return {};
   }
   double scale = 0.0;
@@ -86,6 +161,12 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (scale != 0.0)
       return emitError() << "'" << stringifyInitKind(kind)
                          << "' initializer takes no scale";
+    return success();
+  }
+  if (kind == InitKind::constant) {
+    if (!std::isfinite(scale))
+      return emitError() << "'constant' initializer needs a finite value, got "
+                         << scale;
     return success();
   }
   if (!std::isfinite(scale) || scale <= 0.0)

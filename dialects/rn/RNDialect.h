@@ -17,8 +17,18 @@
 
 namespace mlir::rn {
 
-/// Name of the module attribute that records which model a module holds.
+/// Module attribute: which model the module holds.
 constexpr llvm::StringLiteral kModelNameAttr = "rn.model";
+/// Module attribute: the options rn-build-training ran with.
+constexpr llvm::StringLiteral kTrainingAttr = "rn.training";
+/// Function argument/result attribute: the state symbol the value is.
+constexpr llvm::StringLiteral kStateAttr = "rn.state";
+/// Function argument attribute: which per-step input (images, labels, lr,
+/// step) the argument is.
+constexpr llvm::StringLiteral kInputAttr = "rn.input";
+/// Function result attribute: which per-step output (loss, correct,
+/// logits) the result is.
+constexpr llvm::StringLiteral kOutputAttr = "rn.output";
 
 } // namespace mlir::rn
 

@@ -46,6 +46,10 @@ LogicalResult ParameterOp::verify() {
     return emitOpError("type must be a statically shaped f32, f16 or bf16 "
                        "tensor, got ")
            << getType();
+  if (getInit().getKind() == InitKind::derived)
+    return emitOpError("a parameter cannot be initialized as "
+                       "#rn.init<derived>; only training state derives from "
+                       "a parameter");
   return success();
 }
 

@@ -262,4 +262,6 @@ def RN_SoftmaxCrossEntropyOp : RN_Op<"softmax_cross_entropy", [
   let hasVerifier = 1;
 }
 
+include "dialects/rn/RNTrainingOps.td"
+
 #endif // RN_DIALECT_RN_OPS_TD

@@ -2,12 +2,13 @@
 //
 // MLIR's usual flags (--pass-pipeline, --mlir-print-ir-after-all,
 // --split-input-file, --verify-diagnostics, ...) with the rn dialect, the
-// func dialect and the generic transforms (canonicalize, cse, view-op-graph)
-// registered.
+// func dialect, every RN pass and the generic transforms (canonicalize, cse,
+// view-op-graph) registered.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/rn/RNDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +32,7 @@ static int fail(llvm::StringRef message) {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   registerTransformsPasses();
+  rn::registerRNPasses();
 
   DialectRegistry registry;
   registry.insert<rn::RNDialect, func::FuncDialect>();

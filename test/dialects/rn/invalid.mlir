@@ -467,7 +467,7 @@ module {
 
 // Tests that unknown initializers are named in the error.
 module {
-  // expected-error@+1 {{unknown initializer 'xavier', expected zeros, ones, uniform or normal}}
+  // expected-error@+1 {{unknown initializer 'xavier', expected zeros, ones, constant, uniform, normal or derived}}
   rn.parameter @w : tensor<4xf32> = #rn.init<xavier>
 }
 

@@ -1,0 +1,481 @@
+//===- RNTrainingOps.cpp - Verification of training-level rn ops ----------===//
+//
+// Backward ops are checked against the shape rule of the forward op they
+// differentiate (a conv2d_backward's output gradient must have the shape the
+// conv2d produces); state updates return exactly the types they update.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/rn/RNOps.h"
+#include "dialects/rn/RNShapes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::rn;
+using namespace mlir::rn::shapes;
+
+namespace {
+/// A named operand or result type, for messages.
+using NamedType = std::pair<StringRef, Type>;
+} // namespace
+
+/// Every named type equals `reference`'s.
+static LogicalResult requireSameTypes(const ShapeDiagnostics &diag,
+                                      NamedType reference,
+                                      ArrayRef<NamedType> others) {
+  for (auto [what, type] : others)
+    if (type != reference.second)
+      return diag.fail(what, " type ", type, " differs from ", reference.first,
+                       " type ", reference.second);
+  return success();
+}
+
+static LogicalResult requireInRange(const ShapeDiagnostics &diag,
+                                    StringRef what, double value, double low,
+                                    double high, bool highInclusive) {
+  bool ok = value >= low && (highInclusive ? value <= high : value < high);
+  if (!ok || !std::isfinite(value))
+    return diag.fail(what, " must be in [", low, ", ", high,
+                     highInclusive ? "]" : ")", ", got ", value);
+  return success();
+}
+
+/// The [C] f32 statistics saved by batch_norm_train, for an input of `input`.
+static LogicalResult verifySavedStatistics(const ShapeDiagnostics &diag,
+                                           RankedTensorType input,
+                                           ArrayRef<NamedType> statistics) {
+  auto expected = RankedTensorType::get({input.getShape().back()},
+                                        Float32Type::get(input.getContext()));
+  for (auto [what, type] : statistics)
+    if (failed(diag.requireType(what, type, expected)))
+      return failure();
+  return success();
+}
+
+/// Number and types of the results of a backward op with an optional input
+/// gradient and an optional bias gradient.
+static LogicalResult
+verifyBackwardResults(const ShapeDiagnostics &diag, ValueRange results,
+                      ArrayRef<std::optional<NamedType>> expected) {
+  SmallVector<NamedType> present;
+  for (const std::optional<NamedType> &entry : expected)
+    if (entry)
+      present.push_back(*entry);
+  if (results.size() != present.size()) {
+    std::string names;
+    for (auto [what, type] : present)
+      names += (names.empty() ? "" : ", ") + what.str();
+    return diag.fail("expects ", present.size(), " results (", names,
+                     "), got ", results.size());
+  }
+  for (auto [result, entry] : llvm::zip(results, present))
+    if (failed(diag.requireType(entry.first, result.getType(), entry.second)))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// StateOp
+//===----------------------------------------------------------------------===//
+
+static bool isPerParameterRole(StateRole role) {
+  return role != StateRole::loss_scale &&
+         role != StateRole::loss_scale_good_steps;
+}
+
+LogicalResult StateOp::verify() {
+  auto tensorType = dyn_cast<RankedTensorType>(getType());
+  if (!tensorType || !tensorType.hasStaticShape() ||
+      !isa<Float32Type, Float16Type, BFloat16Type, IntegerType>(
+          tensorType.getElementType()))
+    return emitOpError("type must be a statically shaped tensor, got ")
+           << getType();
+  if (isPerParameterRole(getRole()) != getOf().has_value())
+    return emitOpError() << "'" << stringifyStateRole(getRole()) << "' state "
+                         << (getOf() ? "must not name" : "must name")
+                         << " a parameter with 'of'";
+  bool derivedRole = getRole() == StateRole::low_precision_weight ||
+                     getRole() == StateRole::ema;
+  if ((getInit().getKind() == InitKind::derived) != derivedRole)
+    return emitOpError() << "'" << stringifyStateRole(getRole()) << "' state "
+                         << (derivedRole ? "must be" : "cannot be")
+                         << " initialized as #rn.init<derived>";
+  Builder builder(getContext());
+  if (getRole() == StateRole::loss_scale &&
+      getType() != RankedTensorType::get({}, builder.getF32Type()))
+    return emitOpError("the loss scale must be tensor<f32>, got ") << getType();
+  if (getRole() == StateRole::loss_scale_good_steps &&
+      getType() != RankedTensorType::get({}, builder.getI32Type()))
+    return emitOpError("the loss-scale step count must be tensor<i32>, got ")
+           << getType();
+  return success();
+}
+
+LogicalResult StateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (!getOf())
+    return success();
+  auto parameter =
+      symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this, getOfAttr());
+  if (!parameter)
+    return emitOpError("names ") << getOfAttr() << ", which is not an rn.parameter";
+  if (!parameter.isTrainable())
+    return emitOpError("names the buffer ")
+           << getOfAttr() << ", which is not trained";
+  RankedTensorType parameterType = parameter.getTensorType();
+  if (getTensorType().getShape() != parameterType.getShape())
+    return emitOpError("shape of ")
+           << getType() << " differs from the parameter's " << parameterType;
+  bool mayChangePrecision = getRole() == StateRole::gradient ||
+                            getRole() == StateRole::low_precision_weight;
+  if (!mayChangePrecision && getType() != parameterType)
+    return emitOpError() << "'" << stringifyStateRole(getRole())
+                         << "' state must have the parameter's type "
+                         << parameterType << ", got " << getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Casts and reshapes
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  if (getInput().getType().getElementType() ==
+      getResult().getType().getElementType())
+    return emitOpError("casts ") << getInput().getType() << " to itself";
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType input = getInput().getType();
+  RankedTensorType result = getResult().getType();
+  ShapeDiagnostics diag(*this);
+  if (failed(diag.requireStatic("input", input)) ||
+      failed(diag.requireStatic("result", result)))
+    return failure();
+  if (input.getElementType() != result.getElementType() ||
+      input.getNumElements() != result.getNumElements())
+    return diag.fail("cannot reshape ", input, " to ", result,
+                     ": element type and count must be kept");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Training-mode forward variants
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormTrainOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  NamedType vectors[] = {{"weight", getWeight().getType()},
+                         {"bias", getBias().getType()}};
+  if (failed(verifyBatchNormOperands(diag, input, vectors,
+                                     /*allowF32Vectors=*/true)) ||
+      failed(verifyBatchNormAttributes(diag, getEpsilon().convertToDouble(),
+                                       std::nullopt)) ||
+      failed(diag.requireType("result", getResult().getType(), input)))
+    return failure();
+  NamedType statistics[] = {{"batch_mean", getBatchMean().getType()},
+                            {"batch_inv_std", getBatchInvStd().getType()}};
+  return verifySavedStatistics(diag, input, statistics);
+}
+
+LogicalResult BatchNormInferenceOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  NamedType vectors[] = {{"weight", getWeight().getType()},
+                         {"bias", getBias().getType()},
+                         {"running_mean", getRunningMean().getType()},
+                         {"running_var", getRunningVar().getType()}};
+  if (failed(verifyBatchNormOperands(diag, input, vectors,
+                                     /*allowF32Vectors=*/true)) ||
+      failed(verifyBatchNormAttributes(diag, getEpsilon().convertToDouble(),
+                                       std::nullopt)))
+    return failure();
+  return diag.requireType("result", getResult().getType(), input);
+}
+
+LogicalResult UpdateRunningStatsOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType mean = getRunningMean().getType();
+  if (failed(diag.requireRank("running_mean", mean, 1, "[C]")) ||
+      failed(requireSameTypes(
+          diag, {"running_mean", mean},
+          {{"running_var", getRunningVar().getType()},
+           {"new_running_mean", getNewRunningMean().getType()},
+           {"new_running_var", getNewRunningVar().getType()}})) ||
+      failed(verifyBatchNormAttributes(diag, getEpsilon().convertToDouble(),
+                                       getMomentum().convertToDouble())))
+    return failure();
+  if (getCount() < 2)
+    return diag.fail("count must be at least 2 for an unbiased variance, got ",
+                     getCount());
+  NamedType statistics[] = {{"batch_mean", getBatchMean().getType()},
+                            {"batch_inv_std", getBatchInvStd().getType()}};
+  return verifySavedStatistics(diag, mean, statistics);
+}
+
+LogicalResult DropoutTrainOp::verify() {
+  ShapeDiagnostics diag(*this);
+  if (failed(requireInRange(diag, "drop probability",
+                            getP().convertToDouble(), 0.0, 1.0,
+                            /*highInclusive=*/false)))
+    return failure();
+  return requireSameTypes(diag, {"input", getInput().getType()},
+                          {{"result", getResult().getType()},
+                           {"mask", getMask().getType()}});
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dBackwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  RankedTensorType filter = getFilter().getType();
+  RankedTensorType bias =
+      getBiasGradAcc() ? cast<RankedTensorType>(getBiasGradAcc().getType())
+                       : RankedTensorType();
+  FailureOr<RankedTensorType> output =
+      inferConv2d(diag, input, filter, bias, getStrides(), getPadding(),
+                  getDilation(), getGroups());
+  if (failed(output) ||
+      failed(diag.requireType("output_grad", getOutputGrad().getType(),
+                              *output)) ||
+      failed(diag.requireType("filter_grad_acc",
+                              getFilterGradAcc().getType(), filter)))
+    return failure();
+  std::optional<NamedType> expected[] = {
+      getInputGrad() ? std::optional<NamedType>({"input_grad", input})
+                     : std::nullopt,
+      NamedType{"filter_grad", filter},
+      bias ? std::optional<NamedType>({"bias_grad", bias}) : std::nullopt};
+  return verifyBackwardResults(diag, getGrads(), expected);
+}
+
+LogicalResult LinearBackwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  RankedTensorType weight = getWeight().getType();
+  RankedTensorType bias =
+      getBiasGradAcc() ? cast<RankedTensorType>(getBiasGradAcc().getType())
+                       : RankedTensorType();
+  FailureOr<RankedTensorType> output = inferLinear(diag, input, weight, bias);
+  if (failed(output) ||
+      failed(diag.requireType("output_grad", getOutputGrad().getType(),
+                              *output)) ||
+      failed(diag.requireType("weight_grad_acc",
+                              getWeightGradAcc().getType(), weight)))
+    return failure();
+  std::optional<NamedType> expected[] = {
+      getInputGrad() ? std::optional<NamedType>({"input_grad", input})
+                     : std::nullopt,
+      NamedType{"weight_grad", weight},
+      bias ? std::optional<NamedType>({"bias_grad", bias}) : std::nullopt};
+  return verifyBackwardResults(diag, getGrads(), expected);
+}
+
+LogicalResult BatchNormBackwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  NamedType vectors[] = {{"weight", getWeight().getType()},
+                         {"weight_grad_acc", getWeightGradAcc().getType()},
+                         {"bias_grad_acc", getBiasGradAcc().getType()}};
+  NamedType statistics[] = {{"batch_mean", getBatchMean().getType()},
+                            {"batch_inv_std", getBatchInvStd().getType()}};
+  if (failed(verifyBatchNormOperands(diag, input, vectors,
+                                     /*allowF32Vectors=*/true)) ||
+      failed(verifySavedStatistics(diag, input, statistics)) ||
+      failed(diag.requireType("output_grad", getOutputGrad().getType(),
+                              input)) ||
+      failed(diag.requireType("weight_grad_acc", getWeightGradAcc().getType(),
+                              getWeight().getType())))
+    return failure();
+  std::optional<NamedType> expected[] = {
+      NamedType{"input_grad", input},
+      NamedType{"weight_grad", getWeightGradAcc().getType()},
+      NamedType{"bias_grad", getBiasGradAcc().getType()}};
+  return verifyBackwardResults(diag, getOperation()->getResults(), expected);
+}
+
+LogicalResult MaxPool2dBackwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  FailureOr<RankedTensorType> output =
+      inferPool2d(diag, input, getKernel(), getStrides(), getPadding());
+  if (failed(output) ||
+      failed(diag.requireType("output_grad", getOutputGrad().getType(),
+                              *output)))
+    return failure();
+  return diag.requireType("input_grad", getInputGrad().getType(), input);
+}
+
+LogicalResult AvgPool2dBackwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  FailureOr<RankedTensorType> output =
+      inferPool2d(diag, getInputGrad().getType(), getKernel(), getStrides(),
+                  getPadding());
+  if (failed(output))
+    return failure();
+  return diag.requireType("output_grad", getOutputGrad().getType(), *output);
+}
+
+LogicalResult GlobalAvgPoolBackwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  FailureOr<RankedTensorType> output =
+      inferGlobalAvgPool(diag, getInputGrad().getType());
+  if (failed(output))
+    return failure();
+  return diag.requireType("output_grad", getOutputGrad().getType(), *output);
+}
+
+/// logits [N, C] with labels [N].
+static LogicalResult verifyLogitsAndLabels(const ShapeDiagnostics &diag,
+                                           RankedTensorType logits,
+                                           RankedTensorType labels) {
+  if (failed(diag.requireRank("logits", logits, 2, "[N, classes]")) ||
+      failed(diag.requireRank("labels", labels, 1, "[N]")))
+    return failure();
+  if (labels.getDimSize(0) != logits.getDimSize(0))
+    return diag.fail("labels hold ", labels.getDimSize(0),
+                     " entries but the logits have a batch of ",
+                     logits.getDimSize(0));
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyBackwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  if (failed(verifyLogitsAndLabels(diag, getLogits().getType(),
+                                   getLabels().getType())) ||
+      failed(requireInRange(diag, "label smoothing",
+                            getLabelSmoothing().convertToDouble(), 0.0, 1.0,
+                            /*highInclusive=*/false)))
+    return failure();
+  return diag.requireType("logits_grad", getLogitsGrad().getType(),
+                          getLogits().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Loss scaling
+//===----------------------------------------------------------------------===//
+
+LogicalResult CheckFiniteOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one tensor to check");
+  return success();
+}
+
+LogicalResult UnscaleOp::verify() {
+  return ShapeDiagnostics(*this).requireType("result", getResult().getType(),
+                                             getGrad().getType());
+}
+
+LogicalResult UpdateLossScaleOp::verify() {
+  ShapeDiagnostics diag(*this);
+  double growth = getGrowth().convertToDouble();
+  if (!(growth > 1.0) || !std::isfinite(growth))
+    return diag.fail("growth factor must be greater than 1, got ", growth);
+  if (failed(requireInRange(diag, "backoff factor",
+                            getBackoff().convertToDouble(), 0.0, 1.0,
+                            /*highInclusive=*/false)))
+    return failure();
+  if (getBackoff().convertToDouble() == 0.0)
+    return diag.fail("backoff factor must be positive");
+  if (getGrowthInterval() < 1)
+    return diag.fail("growth interval must be at least 1, got ",
+                     getGrowthInterval());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers and EMA
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyWeightDecay(const ShapeDiagnostics &diag,
+                                       double weightDecay) {
+  if (!(weightDecay >= 0.0) || !std::isfinite(weightDecay))
+    return diag.fail("weight decay must be non-negative, got ", weightDecay);
+  return success();
+}
+
+LogicalResult SgdUpdateOp::verify() {
+  ShapeDiagnostics diag(*this);
+  double momentum = getMomentum().convertToDouble();
+  NamedType param = {"param", getParam().getType()};
+  SmallVector<NamedType> others = {{"grad", getGrad().getType()},
+                                   {"new_param", getNewParam().getType()}};
+  if (getMomentumBuffer())
+    others.push_back({"momentum_buffer", getMomentumBuffer().getType()});
+  if (getNewMomentumBuffer())
+    others.push_back({"new_momentum_buffer", getNewMomentumBuffer().getType()});
+  if (failed(requireSameTypes(diag, param, others)) ||
+      failed(requireInRange(diag, "momentum", momentum, 0.0, 1.0,
+                            /*highInclusive=*/false)) ||
+      failed(verifyWeightDecay(diag, getWeightDecay().convertToDouble())))
+    return failure();
+  bool hasBuffer = static_cast<bool>(getMomentumBuffer());
+  if (hasBuffer != (momentum != 0.0))
+    return diag.fail(hasBuffer ? "has a momentum buffer but momentum is 0"
+                               : "needs a momentum buffer for momentum ",
+                     hasBuffer ? "" : std::to_string(momentum));
+  if (hasBuffer != static_cast<bool>(getNewMomentumBuffer()))
+    return diag.fail("returns the momentum buffer exactly when it takes one");
+  if (getNesterov() && momentum == 0.0)
+    return diag.fail("Nesterov momentum needs momentum > 0");
+  return success();
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  ShapeDiagnostics diag(*this);
+  if (failed(requireSameTypes(
+          diag, {"param", getParam().getType()},
+          {{"grad", getGrad().getType()},
+           {"exp_avg", getExpAvg().getType()},
+           {"exp_avg_sq", getExpAvgSq().getType()},
+           {"new_param", getNewParam().getType()},
+           {"new_exp_avg", getNewExpAvg().getType()},
+           {"new_exp_avg_sq", getNewExpAvgSq().getType()}})) ||
+      failed(requireInRange(diag, "beta1", getBeta1().convertToDouble(), 0.0,
+                            1.0, /*highInclusive=*/false)) ||
+      failed(requireInRange(diag, "beta2", getBeta2().convertToDouble(), 0.0,
+                            1.0, /*highInclusive=*/false)) ||
+      failed(verifyWeightDecay(diag, getWeightDecay().convertToDouble())))
+    return failure();
+  if (!(getEpsilon().convertToDouble() > 0.0))
+    return diag.fail("epsilon must be positive, got ",
+                     getEpsilon().convertToDouble());
+  return success();
+}
+
+LogicalResult LarsUpdateOp::verify() {
+  ShapeDiagnostics diag(*this);
+  if (failed(requireSameTypes(
+          diag, {"param", getParam().getType()},
+          {{"grad", getGrad().getType()},
+           {"momentum_buffer", getMomentumBuffer().getType()},
+           {"new_param", getNewParam().getType()},
+           {"new_momentum_buffer", getNewMomentumBuffer().getType()}})) ||
+      failed(requireInRange(diag, "momentum", getMomentum().convertToDouble(),
+                            0.0, 1.0, /*highInclusive=*/false)) ||
+      failed(verifyWeightDecay(diag, getWeightDecay().convertToDouble())))
+    return failure();
+  if (!(getTrustCoefficient().convertToDouble() > 0.0))
+    return diag.fail("trust coefficient must be positive, got ",
+                     getTrustCoefficient().convertToDouble());
+  if (!(getEpsilon().convertToDouble() >= 0.0))
+    return diag.fail("epsilon must be non-negative, got ",
+                     getEpsilon().convertToDouble());
+  return success();
+}
+
+LogicalResult EmaUpdateOp::verify() {
+  return requireInRange(ShapeDiagnostics(*this), "decay",
+                        getDecay().convertToDouble(), 0.0, 1.0,
+                        /*highInclusive=*/false);
+}
+
+LogicalResult CountCorrectOp::verify() {
+  return verifyLogitsAndLabels(ShapeDiagnostics(*this), getLogits().getType(),
+                               getLabels().getType());
+}

@@ -1,0 +1,530 @@
+//===- RNTrainingOps.td - Training-level ops of the rn dialect -*- tablegen -*-===//
+//
+// What rn-build-training produces: training-mode forward variants, one
+// backward op per forward op, loss scaling, mixed-precision casts, optimizer
+// updates, zero-grad, BatchNorm running statistics and EMA. Every op is a
+// pure function of its operands (state updates return the new value), so
+// each can be checked against finite differences of its forward op.
+//
+// Ops that update state name the operand they update in their description
+// ("updates `param`"); the memory planner places such a result in its
+// operand's slot.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_DIALECT_RN_TRAINING_OPS_TD
+#define RN_DIALECT_RN_TRAINING_OPS_TD
+
+include "dialects/rn/RNBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def RN_ScalarI32Tensor : 0DTensorOf<[I32]>;
+def RN_ScalarI1Tensor : 0DTensorOf<[I1]>;
+def RN_StateTensor : RankedTensorOf<[F32, F16, BF16, I32]>;
+
+//===----------------------------------------------------------------------===//
+// State declarations
+//===----------------------------------------------------------------------===//
+
+def RN_RoleGradient : I32EnumAttrCase<"gradient", 0>;
+def RN_RoleMasterGradient : I32EnumAttrCase<"master_gradient", 1>;
+def RN_RoleMomentum : I32EnumAttrCase<"momentum", 2>;
+def RN_RoleAdamFirstMoment : I32EnumAttrCase<"adam_m", 3>;
+def RN_RoleAdamSecondMoment : I32EnumAttrCase<"adam_v", 4>;
+def RN_RoleLowPrecisionWeight : I32EnumAttrCase<"low_precision_weight", 5>;
+def RN_RoleEma : I32EnumAttrCase<"ema", 6>;
+def RN_RoleLossScale : I32EnumAttrCase<"loss_scale", 7>;
+def RN_RoleLossScaleGoodSteps : I32EnumAttrCase<"loss_scale_good_steps", 8>;
+
+def RN_StateRole : I32EnumAttr<"StateRole", "what a piece of training state holds",
+    [RN_RoleGradient, RN_RoleMasterGradient, RN_RoleMomentum,
+     RN_RoleAdamFirstMoment, RN_RoleAdamSecondMoment,
+     RN_RoleLowPrecisionWeight, RN_RoleEma, RN_RoleLossScale,
+     RN_RoleLossScaleGoodSteps]> {
+  let cppNamespace = "::mlir::rn";
+}
+
+def RN_StateOp : RN_Op<"state", [
+    Symbol, HasParent<"::mlir::ModuleOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "declares training state derived from the model";
+  let description = [{
+    Persistent tensors the training step needs besides the model's
+    parameters: gradients, optimizer moments, low-precision weight copies,
+    EMA weights and the loss scale. Per-parameter state names its parameter
+    with `of` and has the parameter's shape; the role tells the memory
+    planner which region it belongs to.
+
+    ```mlir
+    rn.state gradient @grad.fc.weight of @fc.weight : tensor<10x512xf16> = #rn.init<zeros>
+    rn.state loss_scale @loss_scale : tensor<f32> = #rn.init<constant, 6.553600e+04>
+    ```
+  }];
+  let arguments = (ins
+    RN_StateRole:$role,
+    SymbolNameAttr:$sym_name,
+    OptionalAttr<FlatSymbolRefAttr>:$of,
+    TypeAttrOf<AnyType>:$type,
+    RN_InitAttr:$init);
+  let assemblyFormat = [{
+    $role $sym_name (`of` $of^)? `:` $type `=` qualified($init) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Mixed precision and reshaping
+//===----------------------------------------------------------------------===//
+
+def RN_CastOp : RN_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "converts a tensor to another float type (round to nearest even)";
+  let arguments = (ins RN_FloatTensor:$input);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def RN_ReshapeOp : RN_Op<"reshape", [Pure]> {
+  let summary = "reinterprets a tensor with another shape of the same size";
+  let description = [{
+    The backward of `rn.flatten`: the data does not move.
+  }];
+  let arguments = (ins RN_FloatTensor:$input);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Training-mode forward variants
+//===----------------------------------------------------------------------===//
+
+def RN_BatchNormTrainOp : RN_Op<"batch_norm_train", [Pure]> {
+  let summary = "batch normalization with batch statistics, saving them";
+  let description = [{
+    Normalizes with the batch mean and variance and returns them (as mean
+    and 1 / sqrt(var + eps), in f32) for the backward op and the running
+    statistics update. `weight` and `bias` may be f32 with an f16/bf16 input.
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$weight,
+    RN_FloatTensor:$bias,
+    F64Attr:$epsilon);
+  let results = (outs
+    RN_FloatTensor:$result,
+    RankedTensorOf<[F32]>:$batch_mean,
+    RankedTensorOf<[F32]>:$batch_inv_std);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $epsilon attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_BatchNormInferenceOp : RN_Op<"batch_norm_inference", [Pure]> {
+  let summary = "batch normalization with the running statistics";
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$weight,
+    RN_FloatTensor:$bias,
+    RN_FloatTensor:$running_mean,
+    RN_FloatTensor:$running_var,
+    F64Attr:$epsilon);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `,` $running_mean `,` $running_var
+    `eps` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_UpdateRunningStatsOp : RN_Op<"update_running_stats", [Pure]> {
+  let summary = "folds batch statistics into the running statistics";
+  let description = [{
+    Updates `running_mean` and `running_var` (PyTorch's convention):
+    new = (1 - momentum) * old + momentum * batch, with the batch variance
+    made unbiased by count / (count - 1), count = N * H * W.
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$running_mean,
+    RN_FloatTensor:$running_var,
+    RankedTensorOf<[F32]>:$batch_mean,
+    RankedTensorOf<[F32]>:$batch_inv_std,
+    F64Attr:$epsilon,
+    F64Attr:$momentum,
+    I64Attr:$count);
+  let results = (outs RN_FloatTensor:$new_running_mean,
+                      RN_FloatTensor:$new_running_var);
+  let assemblyFormat = [{
+    $running_mean `,` $running_var `,` $batch_mean `,` $batch_inv_std
+    `eps` $epsilon `momentum` $momentum `count` $count attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_DropoutTrainOp : RN_Op<"dropout_train", [
+    MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {
+  let summary = "inverted dropout that returns its mask for the backward op";
+  let description = [{
+    `mask` holds 0 or 1 / (1 - p) per element; `result` = input * mask.
+  }];
+  let arguments = (ins RN_FloatTensor:$input, F64Attr:$p);
+  let results = (outs RN_FloatTensor:$result, RN_FloatTensor:$mask);
+  let assemblyFormat = "$input `p` $p attr-dict `:` type($input) `->` type(results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+class RN_ElementwiseBackwardOp<string mnemonic, string saved, string what>
+    : RN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins RN_FloatTensor:$output_grad, RN_FloatTensor:$saved);
+  let results = (outs RN_FloatTensor:$input_grad);
+  let assemblyFormat = "$output_grad `,` $saved attr-dict `:` type($input_grad)";
+  let description = "`saved` is the forward op's " # saved # ".";
+}
+
+def RN_ReluBackwardOp : RN_ElementwiseBackwardOp<"relu_backward", "result",
+    "dx = dy where y > 0, else 0">;
+def RN_TanhBackwardOp : RN_ElementwiseBackwardOp<"tanh_backward", "result",
+    "dx = dy * (1 - y^2)">;
+def RN_SiluBackwardOp : RN_ElementwiseBackwardOp<"silu_backward", "input",
+    "dx = dy * s * (1 + x * (1 - s)), s = sigmoid(x)">;
+def RN_DropoutBackwardOp : RN_ElementwiseBackwardOp<"dropout_backward", "mask",
+    "dx = dy * mask">;
+
+def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [Pure]> {
+  let summary = "gradients of a convolution: dX, dW and dB";
+  let description = [{
+    Results, in order: the input gradient (only with `input_grad`; the first
+    layer, whose input is the batch, has none), the filter gradient and, when
+    a bias accumulator is given, the bias gradient. Weight gradients are
+    accumulated: the results are `filter_grad_acc + dW` and
+    `bias_grad_acc + dB`, which updates the accumulators (zeroed at the start
+    of the step) and sums the contributions of a parameter used twice.
+
+    ```mlir
+    %dx, %gw = rn.conv2d_backward %dy, %x, %w, %gw0 stride [1, 1] pad [1, 1]
+        dilation [1, 1] groups 1 input_grad : (...) -> (dx, gw)
+    ```
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$output_grad,
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$filter,
+    RN_FloatTensor:$filter_grad_acc,
+    Optional<RN_FloatTensor>:$bias_grad_acc,
+    DenseI64ArrayAttr:$strides,
+    DenseI64ArrayAttr:$padding,
+    DenseI64ArrayAttr:$dilation,
+    I64Attr:$groups,
+    UnitAttr:$input_grad);
+  let results = (outs Variadic<RN_FloatTensor>:$grads);
+  let assemblyFormat = [{
+    $output_grad `,` $input `,` $filter `,` $filter_grad_acc (`,` $bias_grad_acc^)?
+    `stride` $strides `pad` $padding `dilation` $dilation `groups` $groups
+    (`input_grad` $input_grad^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::Value getInputGradResult() {
+      return getInputGrad() ? getGrads()[0] : ::mlir::Value();
+    }
+    ::mlir::Value getFilterGradResult() { return getGrads()[getInputGrad() ? 1 : 0]; }
+    ::mlir::Value getBiasGradResult() {
+      return getBiasGradAcc() ? getGrads().back() : ::mlir::Value();
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_LinearBackwardOp : RN_Op<"linear_backward", [Pure]> {
+  let summary = "gradients of a fully connected layer: dX, dW and dB";
+  let description = [{
+    Results as for `rn.conv2d_backward`: the input gradient (with
+    `input_grad`), `weight_grad_acc + dW` and, with a bias accumulator,
+    `bias_grad_acc + dB`.
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$output_grad,
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$weight,
+    RN_FloatTensor:$weight_grad_acc,
+    Optional<RN_FloatTensor>:$bias_grad_acc,
+    UnitAttr:$input_grad);
+  let results = (outs Variadic<RN_FloatTensor>:$grads);
+  let assemblyFormat = [{
+    $output_grad `,` $input `,` $weight `,` $weight_grad_acc (`,` $bias_grad_acc^)?
+    (`input_grad` $input_grad^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::Value getInputGradResult() {
+      return getInputGrad() ? getGrads()[0] : ::mlir::Value();
+    }
+    ::mlir::Value getWeightGradResult() { return getGrads()[getInputGrad() ? 1 : 0]; }
+    ::mlir::Value getBiasGradResult() {
+      return getBiasGradAcc() ? getGrads().back() : ::mlir::Value();
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_BatchNormBackwardOp : RN_Op<"batch_norm_backward", [Pure]> {
+  let summary = "gradients of training-mode batch normalization";
+  let description = [{
+    Uses the batch statistics saved by `rn.batch_norm_train`. Results: the
+    input gradient, `weight_grad_acc + dgamma` and `bias_grad_acc + dbeta`.
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$output_grad,
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$weight,
+    RankedTensorOf<[F32]>:$batch_mean,
+    RankedTensorOf<[F32]>:$batch_inv_std,
+    RN_FloatTensor:$weight_grad_acc,
+    RN_FloatTensor:$bias_grad_acc);
+  let results = (outs RN_FloatTensor:$input_grad, RN_FloatTensor:$weight_grad,
+                      RN_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $input `,` $weight `,` $batch_mean `,` $batch_inv_std `,`
+    $weight_grad_acc `,` $bias_grad_acc attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_MaxPool2dBackwardOp : RN_Op<"max_pool2d_backward", [Pure]> {
+  let summary = "routes each output gradient to the max of its window";
+  let description = [{
+    Ties go to the first maximum in row-major window order, as in PyTorch.
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$output_grad,
+    RN_FloatTensor:$input,
+    DenseI64ArrayAttr:$kernel,
+    DenseI64ArrayAttr:$strides,
+    DenseI64ArrayAttr:$padding);
+  let results = (outs RN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $input `kernel` $kernel `stride` $strides `pad` $padding
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_AvgPool2dBackwardOp : RN_Op<"avg_pool2d_backward", [Pure]> {
+  let summary = "spreads each output gradient evenly over its window";
+  let arguments = (ins
+    RN_FloatTensor:$output_grad,
+    DenseI64ArrayAttr:$kernel,
+    DenseI64ArrayAttr:$strides,
+    DenseI64ArrayAttr:$padding);
+  let results = (outs RN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $output_grad `kernel` $kernel `stride` $strides `pad` $padding attr-dict
+    `:` type($output_grad) `->` type($input_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_GlobalAvgPoolBackwardOp : RN_Op<"global_avg_pool_backward", [Pure]> {
+  let summary = "spreads [N, 1, 1, C] gradients over [N, H, W, C]";
+  let arguments = (ins RN_FloatTensor:$output_grad);
+  let results = (outs RN_FloatTensor:$input_grad);
+  let assemblyFormat = "$output_grad attr-dict `:` type($output_grad) `->` type($input_grad)";
+  let hasVerifier = 1;
+}
+
+def RN_SoftmaxCrossEntropyBackwardOp : RN_Op<"softmax_cross_entropy_backward", [Pure]> {
+  let summary = "gradient of the mean loss with respect to the logits";
+  let description = [{
+    (softmax(logits) - target) * scale / N, with the smoothed target of the
+    forward op. `scale` is the loss scale (1 when absent): scaling the seed
+    gradient scales every gradient of the step.
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$logits,
+    RN_LabelTensor:$labels,
+    Optional<RN_ScalarF32Tensor>:$scale,
+    F64Attr:$label_smoothing);
+  let results = (outs RN_FloatTensor:$logits_grad);
+  let assemblyFormat = [{
+    $logits `,` $labels (`scale` $scale^)? `label_smoothing` $label_smoothing
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Zero-grad, loss scaling
+//===----------------------------------------------------------------------===//
+
+def RN_ZeroOp : RN_Op<"zero", [Pure, SameOperandsAndResultType]> {
+  let summary = "zeroes a gradient accumulator (updates `input`)";
+  let arguments = (ins RN_FloatTensor:$input);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def RN_CheckFiniteOp : RN_Op<"check_finite", [Pure]> {
+  let summary = "true when any element of any input is Inf or NaN";
+  let arguments = (ins Variadic<RN_FloatTensor>:$inputs);
+  let results = (outs RN_ScalarI1Tensor:$found_non_finite);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($found_non_finite)";
+  let hasVerifier = 1;
+}
+
+def RN_UnscaleOp : RN_Op<"unscale", [Pure]> {
+  let summary = "divides a gradient by the loss scale (updates `grad`)";
+  let arguments = (ins RN_FloatTensor:$grad, RN_ScalarF32Tensor:$scale);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $scale attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [Pure]> {
+  let summary = "dynamic loss scaling: back off on overflow, grow when clean";
+  let description = [{
+    Updates `scale` and `good_steps`: on a non-finite gradient the scale is
+    multiplied by `backoff` and the count reset; otherwise the count grows
+    and, once it reaches `growth_interval`, the scale is multiplied by
+    `growth` and the count reset.
+  }];
+  let arguments = (ins
+    RN_ScalarF32Tensor:$scale,
+    RN_ScalarI32Tensor:$good_steps,
+    RN_ScalarI1Tensor:$found_non_finite,
+    F64Attr:$growth,
+    F64Attr:$backoff,
+    I64Attr:$growth_interval);
+  let results = (outs RN_ScalarF32Tensor:$new_scale,
+                      RN_ScalarI32Tensor:$new_good_steps);
+  let assemblyFormat = [{
+    $scale `,` $good_steps `,` $found_non_finite `growth` $growth `backoff` $backoff
+    `interval` $growth_interval attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers, EMA, evaluation
+//===----------------------------------------------------------------------===//
+
+def RN_SgdUpdateOp : RN_Op<"sgd_update", [Pure, AttrSizedOperandSegments]> {
+  let summary = "SGD with momentum, Nesterov and weight decay (updates `param`, `momentum_buffer`)";
+  let description = [{
+    PyTorch's torch.optim.SGD (dampening 0): g = grad + weight_decay * param;
+    buf = momentum * buf + g; step = nesterov ? g + momentum * buf : buf;
+    param -= lr * step. The momentum buffer is present exactly when momentum
+    is non-zero. With `skip_if` true (a non-finite gradient under dynamic
+    loss scaling) nothing changes.
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$param,
+    RN_FloatTensor:$grad,
+    Optional<RN_FloatTensor>:$momentum_buffer,
+    RN_ScalarF32Tensor:$lr,
+    Optional<RN_ScalarI1Tensor>:$skip_if,
+    F64Attr:$momentum,
+    F64Attr:$weight_decay,
+    UnitAttr:$nesterov);
+  let results = (outs RN_FloatTensor:$new_param,
+                      Optional<RN_FloatTensor>:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad (`,` $momentum_buffer^)? `lr` $lr (`skip_if` $skip_if^)?
+    `momentum` $momentum `weight_decay` $weight_decay (`nesterov` $nesterov^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_AdamWUpdateOp : RN_Op<"adamw_update", [Pure]> {
+  let summary = "AdamW with decoupled weight decay (updates `param`, `exp_avg`, `exp_avg_sq`)";
+  let description = [{
+    PyTorch's torch.optim.AdamW: param *= 1 - lr * weight_decay; m and v
+    are updated with beta1/beta2; the step is lr * m_hat / (sqrt(v_hat) +
+    epsilon) with bias correction from `step` (1 on the first step).
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$param,
+    RN_FloatTensor:$grad,
+    RN_FloatTensor:$exp_avg,
+    RN_FloatTensor:$exp_avg_sq,
+    RN_ScalarF32Tensor:$lr,
+    RN_ScalarI32Tensor:$step,
+    Optional<RN_ScalarI1Tensor>:$skip_if,
+    F64Attr:$beta1,
+    F64Attr:$beta2,
+    F64Attr:$epsilon,
+    F64Attr:$weight_decay);
+  let results = (outs RN_FloatTensor:$new_param, RN_FloatTensor:$new_exp_avg,
+                      RN_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `lr` $lr `step` $step
+    (`skip_if` $skip_if^)? `betas` `(` $beta1 `,` $beta2 `)` `eps` $epsilon
+    `weight_decay` $weight_decay attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_LarsUpdateOp : RN_Op<"lars_update", [Pure]> {
+  let summary = "LARS: SGD with a layer-wise trust ratio (updates `param`, `momentum_buffer`)";
+  let description = [{
+    local_lr = trust_coefficient * |param| / (|grad| + weight_decay * |param|
+    + epsilon) (1 when either norm is zero); g = local_lr * (grad +
+    weight_decay * param); buf = momentum * buf + g; param -= lr * buf.
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$param,
+    RN_FloatTensor:$grad,
+    RN_FloatTensor:$momentum_buffer,
+    RN_ScalarF32Tensor:$lr,
+    Optional<RN_ScalarI1Tensor>:$skip_if,
+    F64Attr:$momentum,
+    F64Attr:$weight_decay,
+    F64Attr:$trust_coefficient,
+    F64Attr:$epsilon);
+  let results = (outs RN_FloatTensor:$new_param,
+                      RN_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `lr` $lr (`skip_if` $skip_if^)?
+    `momentum` $momentum `weight_decay` $weight_decay `trust` $trust_coefficient
+    `eps` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_EmaUpdateOp : RN_Op<"ema_update", [
+    Pure, AllTypesMatch<["average", "param", "new_average"]>]> {
+  let summary = "exponential moving average of a weight (updates `average`)";
+  let description = "average = decay * average + (1 - decay) * param.";
+  let arguments = (ins RN_FloatTensor:$average, RN_FloatTensor:$param,
+                       F64Attr:$decay);
+  let results = (outs RN_FloatTensor:$new_average);
+  let assemblyFormat = [{
+    $average `,` $param `decay` $decay attr-dict `:` type($new_average)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_CountCorrectOp : RN_Op<"count_correct", [Pure]> {
+  let summary = "number of rows whose arg-max equals the label (top-1 hits)";
+  let arguments = (ins RN_FloatTensor:$logits, RN_LabelTensor:$labels);
+  let results = (outs RN_ScalarI32Tensor:$correct);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // RN_DIALECT_RN_TRAINING_OPS_TD

@@ -1,0 +1,963 @@
+//===- BuildTraining.cpp - Derive the training and evaluation steps -------===//
+//
+// Reverse-mode differentiation of the forward function, op by op, plus
+// everything a training step does besides gradients: zero-grad, loss
+// scaling, mixed-precision casts, optimizer updates, BatchNorm running
+// statistics and EMA. The result keeps every piece of state explicit:
+// function arguments and results bound to the symbols that declare them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "rn-build-training"
+
+namespace mlir::rn {
+#define GEN_PASS_DEF_BUILDTRAINING
+#include "passes/Passes.h.inc"
+} // namespace mlir::rn
+
+using namespace mlir;
+using namespace mlir::rn;
+
+namespace {
+
+enum class OptimizerKind { Sgd, AdamW, Lars };
+enum class LossScalingKind { None, Static, Dynamic };
+
+/// How a parameter is used by the forward function.
+struct ParameterUse {
+  ParameterOp declaration;
+  /// BatchNorm weight/bias or a conv/linear bias: excluded from weight decay
+  /// on request, and BatchNorm parameters stay f32 under mixed precision.
+  bool isBatchNormParameter = false;
+  bool isBias = false;
+};
+
+/// The state of one trainable parameter; null members do not exist.
+struct TrainableState {
+  ParameterOp parameter;
+  bool noDecay = false;
+  /// The forward pass reads a low-precision copy of this parameter.
+  bool lowPrecision = false;
+  StateOp gradient, masterGradient, lowPrecisionWeight, momentum, adamFirst,
+      adamSecond, ema;
+};
+
+/// A function under construction: arguments are added with their binding
+/// before the body is built, results while it is built.
+class StepFunctionBuilder {
+public:
+  unsigned addInput(Type type, StringRef name) {
+    return addArgument(type,
+                       NamedAttribute(inputAttr(), StringAttr::get(ctx, name)));
+  }
+  unsigned addState(Type type, StringRef symbol) {
+    return addArgument(type, stateBinding(symbol));
+  }
+  void addOutput(Value value, StringRef name) {
+    resultValues.push_back(value);
+    resultAttrs.push_back(NamedAttribute(
+        StringAttr::get(ctx, kOutputAttr), StringAttr::get(ctx, name)));
+  }
+  void addStateResult(Value value, StringRef symbol) {
+    resultValues.push_back(value);
+    resultAttrs.push_back(stateBinding(symbol));
+  }
+
+  explicit StepFunctionBuilder(MLIRContext *ctx) : ctx(ctx) {}
+
+  /// Creates the function with the arguments added so far; `build` fills
+  /// the body, then the results and their bindings are set.
+  func::FuncOp create(OpBuilder &moduleBuilder, Location loc, StringRef name,
+                      function_ref<LogicalResult(OpBuilder &, Block &)> build) {
+    auto function = func::FuncOp::create(
+        moduleBuilder, loc, name, FunctionType::get(ctx, argTypes, {}));
+    Block *entry = function.addEntryBlock();
+    for (auto [index, attr] : llvm::enumerate(argAttrs))
+      function.setArgAttr(index, attr.getName(), attr.getValue());
+    OpBuilder builder = OpBuilder::atBlockBegin(entry);
+    if (failed(build(builder, *entry)))
+      return {};
+    func::ReturnOp::create(builder, loc, resultValues);
+    SmallVector<Type> resultTypes;
+    for (Value value : resultValues)
+      resultTypes.push_back(value.getType());
+    function.setFunctionType(FunctionType::get(ctx, argTypes, resultTypes));
+    for (auto [index, attr] : llvm::enumerate(resultAttrs))
+      function.setResultAttr(index, attr.getName(), attr.getValue());
+    return function;
+  }
+
+private:
+  StringAttr inputAttr() { return StringAttr::get(ctx, kInputAttr); }
+  NamedAttribute stateBinding(StringRef symbol) {
+    return NamedAttribute(StringAttr::get(ctx, kStateAttr),
+                          FlatSymbolRefAttr::get(ctx, symbol));
+  }
+  unsigned addArgument(Type type, NamedAttribute binding) {
+    argTypes.push_back(type);
+    argAttrs.push_back(binding);
+    return argTypes.size() - 1;
+  }
+
+  MLIRContext *ctx;
+  SmallVector<Type> argTypes;
+  SmallVector<NamedAttribute> argAttrs;
+  SmallVector<Value> resultValues;
+  SmallVector<NamedAttribute> resultAttrs;
+};
+
+struct BuildTrainingPass
+    : public mlir::rn::impl::BuildTrainingBase<BuildTrainingPass> {
+  using BuildTrainingBase::BuildTrainingBase;
+
+  void runOnOperation() override;
+
+private:
+  // Configuration, validated from the string options.
+  LogicalResult parseOptions(ModuleOp module);
+  OptimizerKind optimizerKind = OptimizerKind::Sgd;
+  LossScalingKind scalingKind = LossScalingKind::None;
+  /// f16/bf16 under mixed precision; null for f32 training.
+  Type lowPrecisionType;
+
+  // Analysis of the forward function.
+  LogicalResult analyzeForward(func::FuncOp forward);
+  SoftmaxCrossEntropyOp lossOp;
+  llvm::MapVector<StringRef, ParameterUse> parameterUses;
+
+  // Declarations.
+  LogicalResult declareState(ModuleOp module, OpBuilder &builder);
+  StateOp declare(OpBuilder &builder, StateRole role, StringRef name,
+                  ParameterOp of, Type type, InitAttr init);
+  SmallVector<ParameterOp> parameters; // declaration order
+  SmallVector<TrainableState> trainables;
+  StateOp lossScaleState, goodStepsState;
+
+  // The two functions.
+  LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward,
+                               OpBuilder &moduleBuilder);
+  LogicalResult buildEvalStep(ModuleOp module, func::FuncOp forward,
+                              OpBuilder &moduleBuilder);
+  Type computeType(Type type) const;
+  DictionaryAttr trainingSummary(MLIRContext *ctx) const;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+LogicalResult BuildTrainingPass::parseOptions(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  std::optional<OptimizerKind> optimizerChoice =
+      llvm::StringSwitch<std::optional<OptimizerKind>>(optimizer)
+          .Case("sgd", OptimizerKind::Sgd)
+          .Case("adamw", OptimizerKind::AdamW)
+          .Case("lars", OptimizerKind::Lars)
+          .Default(std::nullopt);
+  if (!optimizerChoice)
+    return module.emitError("unknown optimizer '")
+           << optimizer << "'; expected sgd, adamw or lars";
+  optimizerKind = *optimizerChoice;
+
+  if (precision == "f32")
+    lowPrecisionType = nullptr;
+  else if (precision == "f16")
+    lowPrecisionType = Float16Type::get(ctx);
+  else if (precision == "bf16")
+    lowPrecisionType = BFloat16Type::get(ctx);
+  else
+    return module.emitError("unknown precision '")
+           << precision << "'; expected f32, f16 or bf16";
+
+  std::optional<LossScalingKind> scalingChoice =
+      llvm::StringSwitch<std::optional<LossScalingKind>>(lossScaling)
+          .Case("none", LossScalingKind::None)
+          .Case("static", LossScalingKind::Static)
+          .Case("dynamic", LossScalingKind::Dynamic)
+          .Default(std::nullopt);
+  if (!scalingChoice)
+    return module.emitError("unknown loss scaling '")
+           << lossScaling << "'; expected none, static or dynamic";
+  scalingKind = *scalingChoice;
+  if (scalingKind != LossScalingKind::None && precision == "bf16")
+    return module.emitError("loss scaling is not needed with bf16, which has "
+                            "the exponent range of f32; use loss-scaling=none");
+  if (scalingKind != LossScalingKind::None &&
+      (!(lossScale > 0.0) || !std::isfinite(lossScale)))
+    return module.emitError("loss-scale must be positive, got ") << lossScale;
+  if (!(momentum >= 0.0 && momentum < 1.0))
+    return module.emitError("momentum must be in [0, 1), got ") << momentum;
+  if (nesterov && (optimizerKind != OptimizerKind::Sgd || momentum == 0.0))
+    return module.emitError("nesterov needs optimizer=sgd with momentum > 0");
+  if (optimizerKind == OptimizerKind::Lars && momentum == 0.0)
+    return module.emitError("lars needs momentum > 0");
+  if (!(weightDecay >= 0.0))
+    return module.emitError("weight-decay must be non-negative, got ")
+           << weightDecay;
+  if (!(emaDecay >= 0.0 && emaDecay < 1.0))
+    return module.emitError("ema-decay must be in [0, 1), got ") << emaDecay;
+  return success();
+}
+
+Type BuildTrainingPass::computeType(Type type) const {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!lowPrecisionType || !tensor || !tensor.getElementType().isF32())
+    return type;
+  return tensor.clone(lowPrecisionType);
+}
+
+//===----------------------------------------------------------------------===//
+// Forward analysis
+//===----------------------------------------------------------------------===//
+
+LogicalResult BuildTrainingPass::analyzeForward(func::FuncOp forward) {
+  if (forward.getNumArguments() != 2)
+    return forward.emitError("@")
+           << forwardFunction
+           << " must take (images, labels), got "
+           << forward.getNumArguments() << " arguments";
+  if (!forward.getBody().hasOneBlock())
+    return forward.emitError("@") << forwardFunction << " must be one block";
+  auto returnOp = cast<func::ReturnOp>(forward.getBody().front().back());
+  if (returnOp.getNumOperands() == 1)
+    lossOp = returnOp.getOperand(0).getDefiningOp<SoftmaxCrossEntropyOp>();
+  if (!lossOp)
+    return returnOp.emitError("the model has no loss: @")
+           << forwardFunction
+           << " must return the result of rn.softmax_cross_entropy";
+
+  auto imagesType = dyn_cast<RankedTensorType>(forward.getArgumentTypes()[0]);
+  if (lowPrecisionType &&
+      !(imagesType && imagesType.getElementType().isF32()))
+    return forward.emitError("mixed precision needs an f32 model (the master "
+                             "weights); the images are ")
+           << forward.getArgumentTypes()[0];
+
+  // Which parameters are read where, and which of them can receive a
+  // gradient (those that the loss depends on through a differentiable
+  // operand).
+  llvm::DenseSet<Value> lossCone;
+  lossCone.insert(lossOp.getLoss());
+  SmallVector<Operation *> ops;
+  for (Operation &op : forward.getBody().front().without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops)) {
+    if (!llvm::any_of(op->getResults(),
+                      [&](Value v) { return lossCone.contains(v); }))
+      continue;
+    for (OpOperand &operand : op->getOpOperands()) {
+      // Running statistics do not take part in differentiation.
+      if (isa<BatchNormOp>(op) && operand.getOperandNumber() >= 3)
+        continue;
+      lossCone.insert(operand.get());
+    }
+  }
+
+  for (Operation *op : ops) {
+    if (!isa<ParamOp, Conv2dOp, BatchNormOp, ReluOp, TanhOp, SiluOp, AddOp,
+             DropoutOp, MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp, FlattenOp,
+             LinearOp, SoftmaxCrossEntropyOp>(op))
+      return op->emitError("rn-build-training has no gradient rule for '")
+             << op->getName() << "'";
+    if (auto softmax = dyn_cast<SoftmaxCrossEntropyOp>(op);
+        softmax && softmax != lossOp)
+      return op->emitError("the model has more than one loss");
+  }
+
+  ModuleOp module = forward->getParentOfType<ModuleOp>();
+  for (auto declaration : module.getOps<ParameterOp>()) {
+    parameters.push_back(declaration);
+    parameterUses[declaration.getSymName()].declaration = declaration;
+  }
+  llvm::DenseSet<StringRef> reachesLoss;
+  for (Operation *op : ops) {
+    auto param = dyn_cast<ParamOp>(op);
+    if (!param)
+      continue;
+    ParameterUse &use = parameterUses[param.getName()];
+    if (lossCone.contains(param.getResult()))
+      reachesLoss.insert(param.getName());
+    for (OpOperand &user : param.getResult().getUses()) {
+      Operation *owner = user.getOwner();
+      unsigned index = user.getOperandNumber();
+      if (isa<BatchNormOp>(owner) && (index == 1 || index == 2))
+        use.isBatchNormParameter = true;
+      if ((isa<Conv2dOp>(owner) || isa<LinearOp>(owner)) && index == 2)
+        use.isBias = true;
+      bool weightOperand =
+          (isa<Conv2dOp, LinearOp>(owner) && index >= 1) ||
+          (isa<BatchNormOp>(owner) && (index == 1 || index == 2));
+      if (use.declaration.isTrainable() && !weightOperand)
+        return owner->emitError("rn-build-training supports trainable "
+                                "parameters only as conv2d/linear weights and "
+                                "biases and batch_norm weight/bias; @")
+               << param.getName() << " is operand #" << index;
+      if (weightOperand && !use.declaration.isTrainable())
+        return owner->emitError("the buffer @")
+               << param.getName()
+               << " is used as a weight; declare it without 'buffer' to "
+                  "train it";
+    }
+  }
+  for (ParameterOp declaration : parameters)
+    if (declaration.isTrainable() &&
+        !reachesLoss.contains(declaration.getSymName()))
+      return declaration.emitError("trainable parameter @")
+             << declaration.getSymName()
+             << " does not contribute to the loss, so it would get no "
+                "gradient; remove it or declare it 'buffer'";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// State declarations
+//===----------------------------------------------------------------------===//
+
+StateOp BuildTrainingPass::declare(OpBuilder &builder, StateRole role,
+                                   StringRef name, ParameterOp of, Type type,
+                                   InitAttr init) {
+  ++numStateTensors;
+  return StateOp::create(
+      builder, of ? of.getLoc() : builder.getUnknownLoc(), role, name,
+      of ? FlatSymbolRefAttr::get(of.getSymNameAttr()) : FlatSymbolRefAttr(),
+      type, init);
+}
+
+LogicalResult BuildTrainingPass::declareState(ModuleOp module,
+                                              OpBuilder &builder) {
+  MLIRContext *ctx = module.getContext();
+  auto zeros = InitAttr::get(ctx, InitKind::zeros, llvm::APFloat(0.0));
+  auto derived = InitAttr::get(ctx, InitKind::derived, llvm::APFloat(0.0));
+  SymbolTable symbols(module);
+  auto freeName = [&](StringRef prefix, StringRef base,
+                      std::string &name) -> LogicalResult {
+    name = (prefix + "." + base).str();
+    if (Operation *existing = symbols.lookup(name))
+      return existing->emitError("@")
+             << name << " collides with training state rn-build-training "
+             << "declares; rename it";
+    return success();
+  };
+
+  for (ParameterOp parameter : parameters) {
+    if (!parameter.isTrainable())
+      continue;
+    const ParameterUse &use = parameterUses[parameter.getSymName()];
+    TrainableState state;
+    state.parameter = parameter;
+    state.noDecay = noDecayBnBias && (use.isBatchNormParameter || use.isBias);
+    state.lowPrecision = lowPrecisionType && !use.isBatchNormParameter;
+    RankedTensorType type = parameter.getTensorType();
+    RankedTensorType lowType =
+        state.lowPrecision ? type.clone(lowPrecisionType) : type;
+    StringRef base = parameter.getSymName();
+    std::string name;
+
+    if (failed(freeName("grad", base, name)))
+      return failure();
+    state.gradient =
+        declare(builder, StateRole::gradient, name, parameter, lowType, zeros);
+    if (state.lowPrecision) {
+      if (failed(freeName("grad_f32", base, name)))
+        return failure();
+      state.masterGradient = declare(builder, StateRole::master_gradient,
+                                     name, parameter, type, zeros);
+      if (failed(freeName(precision, base, name)))
+        return failure();
+      state.lowPrecisionWeight =
+          declare(builder, StateRole::low_precision_weight, name, parameter,
+                  lowType, derived);
+    }
+    bool needsMomentum =
+        optimizerKind == OptimizerKind::Lars ||
+        (optimizerKind == OptimizerKind::Sgd && momentum != 0.0);
+    if (needsMomentum) {
+      if (failed(freeName("momentum", base, name)))
+        return failure();
+      state.momentum = declare(builder, StateRole::momentum, name, parameter,
+                               type, zeros);
+    }
+    if (optimizerKind == OptimizerKind::AdamW) {
+      if (failed(freeName("adam_m", base, name)))
+        return failure();
+      state.adamFirst = declare(builder, StateRole::adam_m, name, parameter,
+                                type, zeros);
+      if (failed(freeName("adam_v", base, name)))
+        return failure();
+      state.adamSecond = declare(builder, StateRole::adam_v, name, parameter,
+                                 type, zeros);
+    }
+    if (emaDecay > 0.0) {
+      if (failed(freeName("ema", base, name)))
+        return failure();
+      state.ema =
+          declare(builder, StateRole::ema, name, parameter, type, derived);
+    }
+    trainables.push_back(state);
+  }
+
+  if (scalingKind != LossScalingKind::None) {
+    for (StringRef name : {"loss_scale", "loss_scale.good_steps"})
+      if (Operation *existing = symbols.lookup(name))
+        return existing->emitError("@")
+               << name << " collides with training state rn-build-training "
+               << "declares; rename it";
+    lossScaleState = declare(
+        builder, StateRole::loss_scale, "loss_scale", nullptr,
+        RankedTensorType::get({}, builder.getF32Type()),
+        InitAttr::get(ctx, InitKind::constant, llvm::APFloat(lossScale)));
+    if (scalingKind == LossScalingKind::Dynamic)
+      goodStepsState = declare(builder, StateRole::loss_scale_good_steps,
+                               "loss_scale.good_steps", nullptr,
+                               RankedTensorType::get({}, builder.getI32Type()),
+                               zeros);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The training step
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Reverse-mode state while the backward pass is emitted: the gradient of
+/// each forward value, and the running gradient accumulator of each
+/// trainable parameter.
+class GradientMap {
+public:
+  GradientMap(OpBuilder &builder, const llvm::DenseSet<Value> &requiresGrad)
+      : builder(builder), requiresGrad(requiresGrad) {}
+
+  Value get(Value value) const { return gradients.lookup(value); }
+
+  /// Adds a contribution to `value`'s gradient (fan-out sums with rn.add).
+  void accumulate(Location loc, Value value, Value gradient) {
+    if (!requiresGrad.contains(value))
+      return;
+    Value &slot = gradients[value];
+    slot = slot ? AddOp::create(builder, loc, slot, gradient).getResult()
+                : gradient;
+  }
+
+private:
+  OpBuilder &builder;
+  const llvm::DenseSet<Value> &requiresGrad;
+  llvm::DenseMap<Value, Value> gradients;
+};
+
+/// A batch normalization of the training forward pass, for the running
+/// statistics update.
+struct BatchNormRecord {
+  BatchNormTrainOp op;
+  StringRef runningMean, runningVar;
+  double momentum;
+};
+
+} // namespace
+
+LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
+                                                func::FuncOp forward,
+                                                OpBuilder &moduleBuilder) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = forward.getLoc();
+  auto f32Scalar = RankedTensorType::get({}, Float32Type::get(ctx));
+  auto i32Scalar = RankedTensorType::get({}, IntegerType::get(ctx, 32));
+
+  StepFunctionBuilder step(ctx);
+  unsigned imagesArg = step.addInput(forward.getArgumentTypes()[0], "images");
+  unsigned labelsArg = step.addInput(forward.getArgumentTypes()[1], "labels");
+  unsigned lrArg = step.addInput(f32Scalar, "lr");
+  unsigned stepArg = step.addInput(i32Scalar, "step");
+  llvm::StringMap<unsigned> stateArgs;
+  auto addStateArg = [&](Type type, StringRef symbol) {
+    stateArgs[symbol] = step.addState(type, symbol);
+  };
+  for (ParameterOp parameter : parameters)
+    addStateArg(parameter.getType(), parameter.getSymName());
+  for (TrainableState &state : trainables)
+    for (StateOp op :
+         {state.gradient, state.masterGradient, state.lowPrecisionWeight,
+          state.momentum, state.adamFirst, state.adamSecond, state.ema})
+      if (op)
+        addStateArg(op.getType(), op.getSymName());
+  for (StateOp op : {lossScaleState, goodStepsState})
+    if (op)
+      addStateArg(op.getType(), op.getSymName());
+
+  auto build = [&](OpBuilder &b, Block &entry) -> LogicalResult {
+    auto arg = [&](StringRef symbol) {
+      return entry.getArgument(stateArgs.lookup(symbol));
+    };
+
+    // Zero-grad: every accumulator starts the step at zero.
+    llvm::StringMap<Value> accumulators;
+    for (TrainableState &state : trainables)
+      accumulators[state.parameter.getSymName()] =
+          ZeroOp::create(b, loc, arg(state.gradient.getSymName()));
+
+    // Forward pass in training mode.
+    IRMapping mapping;
+    Value images = entry.getArgument(imagesArg);
+    if (lowPrecisionType)
+      images = CastOp::create(b, loc, computeType(images.getType()), images);
+    mapping.map(forward.getArgument(0), images);
+    mapping.map(forward.getArgument(1), entry.getArgument(labelsArg));
+
+    llvm::DenseSet<Value> requiresGrad;
+    llvm::DenseMap<Value, StringRef> parameterOfValue;
+    llvm::StringMap<TrainableState *> trainableByName;
+    for (TrainableState &state : trainables)
+      trainableByName[state.parameter.getSymName()] = &state;
+    SmallVector<Operation *> forwardOps;
+    SmallVector<BatchNormRecord> batchNorms;
+    Value loss, logits;
+
+    for (Operation &op : forward.getBody().front().without_terminator()) {
+      Location opLoc = op.getLoc();
+      if (auto param = dyn_cast<ParamOp>(op)) {
+        TrainableState *state = trainableByName.lookup(param.getName());
+        Value value = arg(state && state->lowPrecision
+                              ? state->lowPrecisionWeight.getSymName()
+                              : param.getName());
+        mapping.map(param.getResult(), value);
+        if (state) {
+          requiresGrad.insert(value);
+          parameterOfValue[value] = param.getName();
+        }
+        continue;
+      }
+      Operation *created;
+      if (auto bn = dyn_cast<BatchNormOp>(op)) {
+        Value input = mapping.lookup(bn.getInput());
+        auto inputType = cast<RankedTensorType>(input.getType());
+        auto statsType = RankedTensorType::get({inputType.getShape().back()},
+                                               b.getF32Type());
+        auto train = BatchNormTrainOp::create(
+            b, opLoc, TypeRange{inputType, statsType, statsType}, input,
+            mapping.lookup(bn.getWeight()), mapping.lookup(bn.getBias()),
+            bn.getEpsilonAttr());
+        auto nameOf = [](Value v) {
+          return v.getDefiningOp<ParamOp>().getName();
+        };
+        batchNorms.push_back({train, nameOf(bn.getRunningMean()),
+                              nameOf(bn.getRunningVar()),
+                              bn.getMomentum().convertToDouble()});
+        mapping.map(bn.getResult(), train.getResult());
+        created = train;
+      } else if (auto dropout = dyn_cast<DropoutOp>(op)) {
+        Value input = mapping.lookup(dropout.getInput());
+        auto train = DropoutTrainOp::create(
+            b, opLoc, TypeRange{input.getType(), input.getType()}, input,
+            dropout.getPAttr());
+        mapping.map(dropout.getResult(), train.getResult());
+        created = train;
+      } else {
+        created = b.clone(op, mapping);
+        for (Value result : created->getResults())
+          if (!isa<SoftmaxCrossEntropyOp>(created))
+            result.setType(computeType(result.getType()));
+      }
+      if (llvm::any_of(created->getOperands(), [&](Value v) {
+            return requiresGrad.contains(v);
+          }))
+        for (Value result : created->getResults())
+          requiresGrad.insert(result);
+      forwardOps.push_back(created);
+      if (&op == lossOp.getOperation()) {
+        loss = created->getResult(0);
+        logits = created->getOperand(0);
+      }
+    }
+
+    // Backward pass, seeded with the (scaled) gradient of the loss.
+    GradientMap grads(b, requiresGrad);
+    auto softmax = cast<SoftmaxCrossEntropyOp>(
+        mapping.lookup(lossOp.getLoss()).getDefiningOp());
+    Value scale = lossScaleState ? arg(lossScaleState.getSymName()) : Value();
+    grads.accumulate(loc, logits,
+                     SoftmaxCrossEntropyBackwardOp::create(
+                         b, softmax.getLoc(), logits.getType(), logits,
+                         softmax.getLabels(), scale,
+                         softmax.getLabelSmoothingAttr()));
+    ++numBackwardOps;
+
+    /// The accumulator of the parameter `value` reads, with the new value
+    /// the backward op returns for it.
+    auto accumulatorOf = [&](Value value) {
+      return accumulators[parameterOfValue.lookup(value)];
+    };
+    auto updateAccumulator = [&](Value value, Value newValue) {
+      accumulators[parameterOfValue.lookup(value)] = newValue;
+    };
+
+    for (Operation *op : llvm::reverse(forwardOps)) {
+      if (isa<SoftmaxCrossEntropyOp>(op))
+        continue;
+      Value dy = grads.get(op->getResult(0));
+      if (!dy)
+        continue;
+      Location opLoc = op->getLoc();
+      ++numBackwardOps;
+      if (auto conv = dyn_cast<Conv2dOp>(op)) {
+        Value input = conv.getInput();
+        bool inputGrad = requiresGrad.contains(input);
+        SmallVector<Type> resultTypes;
+        if (inputGrad)
+          resultTypes.push_back(input.getType());
+        resultTypes.push_back(conv.getFilter().getType());
+        Value biasAcc;
+        if (conv.getBias()) {
+          biasAcc = accumulatorOf(conv.getBias());
+          resultTypes.push_back(conv.getBias().getType());
+        }
+        auto backward = Conv2dBackwardOp::create(
+            b, opLoc, resultTypes, dy, input, conv.getFilter(),
+            accumulatorOf(conv.getFilter()), biasAcc, conv.getStridesAttr(),
+            conv.getPaddingAttr(), conv.getDilationAttr(),
+            conv.getGroupsAttr(), inputGrad ? b.getUnitAttr() : UnitAttr());
+        updateAccumulator(conv.getFilter(), backward.getFilterGradResult());
+        if (conv.getBias())
+          updateAccumulator(conv.getBias(), backward.getBiasGradResult());
+        if (inputGrad)
+          grads.accumulate(opLoc, input, backward.getInputGradResult());
+      } else if (auto linear = dyn_cast<LinearOp>(op)) {
+        Value input = linear.getInput();
+        bool inputGrad = requiresGrad.contains(input);
+        SmallVector<Type> resultTypes;
+        if (inputGrad)
+          resultTypes.push_back(input.getType());
+        resultTypes.push_back(linear.getWeight().getType());
+        Value biasAcc;
+        if (linear.getBias()) {
+          biasAcc = accumulatorOf(linear.getBias());
+          resultTypes.push_back(linear.getBias().getType());
+        }
+        auto backward = LinearBackwardOp::create(
+            b, opLoc, resultTypes, dy, input, linear.getWeight(),
+            accumulatorOf(linear.getWeight()), biasAcc,
+            inputGrad ? b.getUnitAttr() : UnitAttr());
+        updateAccumulator(linear.getWeight(), backward.getWeightGradResult());
+        if (linear.getBias())
+          updateAccumulator(linear.getBias(), backward.getBiasGradResult());
+        if (inputGrad)
+          grads.accumulate(opLoc, input, backward.getInputGradResult());
+      } else if (auto bn = dyn_cast<BatchNormTrainOp>(op)) {
+        Value gammaAcc = accumulatorOf(bn.getWeight());
+        Value betaAcc = accumulatorOf(bn.getBias());
+        auto backward = BatchNormBackwardOp::create(
+            b, opLoc,
+            TypeRange{bn.getInput().getType(), gammaAcc.getType(),
+                      betaAcc.getType()},
+            dy, bn.getInput(), bn.getWeight(), bn.getBatchMean(),
+            bn.getBatchInvStd(), gammaAcc, betaAcc);
+        updateAccumulator(bn.getWeight(), backward.getWeightGrad());
+        updateAccumulator(bn.getBias(), backward.getBiasGrad());
+        grads.accumulate(opLoc, bn.getInput(), backward.getInputGrad());
+      } else if (auto relu = dyn_cast<ReluOp>(op)) {
+        grads.accumulate(opLoc, relu.getInput(),
+                         ReluBackwardOp::create(b, opLoc, dy, relu));
+      } else if (auto tanh = dyn_cast<TanhOp>(op)) {
+        grads.accumulate(opLoc, tanh.getInput(),
+                         TanhBackwardOp::create(b, opLoc, dy, tanh));
+      } else if (auto silu = dyn_cast<SiluOp>(op)) {
+        grads.accumulate(
+            opLoc, silu.getInput(),
+            SiluBackwardOp::create(b, opLoc, dy, silu.getInput()));
+      } else if (auto add = dyn_cast<AddOp>(op)) {
+        --numBackwardOps; // the gradient fans out unchanged
+        grads.accumulate(opLoc, add.getLhs(), dy);
+        grads.accumulate(opLoc, add.getRhs(), dy);
+      } else if (auto dropout = dyn_cast<DropoutTrainOp>(op)) {
+        grads.accumulate(opLoc, dropout.getInput(),
+                         DropoutBackwardOp::create(b, opLoc, dy,
+                                                   dropout.getMask()));
+      } else if (auto pool = dyn_cast<MaxPool2dOp>(op)) {
+        grads.accumulate(opLoc, pool.getInput(),
+                         MaxPool2dBackwardOp::create(
+                             b, opLoc, pool.getInput().getType(), dy,
+                             pool.getInput(), pool.getKernelAttr(),
+                             pool.getStridesAttr(), pool.getPaddingAttr()));
+      } else if (auto pool = dyn_cast<AvgPool2dOp>(op)) {
+        grads.accumulate(opLoc, pool.getInput(),
+                         AvgPool2dBackwardOp::create(
+                             b, opLoc, pool.getInput().getType(), dy,
+                             pool.getKernelAttr(), pool.getStridesAttr(),
+                             pool.getPaddingAttr()));
+      } else if (auto gap = dyn_cast<GlobalAvgPoolOp>(op)) {
+        grads.accumulate(opLoc, gap.getInput(),
+                         GlobalAvgPoolBackwardOp::create(
+                             b, opLoc, gap.getInput().getType(), dy));
+      } else if (auto flatten = dyn_cast<FlattenOp>(op)) {
+        grads.accumulate(opLoc, flatten.getInput(),
+                         ReshapeOp::create(b, opLoc,
+                                           flatten.getInput().getType(), dy));
+      } else {
+        return op->emitError("rn-build-training has no gradient rule for '")
+               << op->getName() << "'";
+      }
+    }
+
+    step.addOutput(loss, "loss");
+
+    // Gradients in f32 for the optimizer: mixed precision casts the
+    // low-precision accumulators (BatchNorm gradients are f32 already).
+    SmallVector<Value> masterGrads;
+    for (TrainableState &state : trainables) {
+      Value grad = accumulators[state.parameter.getSymName()];
+      if (state.lowPrecision)
+        grad = CastOp::create(b, loc, state.parameter.getType(), grad);
+      masterGrads.push_back(grad);
+    }
+
+    // Loss scaling: check the scaled gradients, then unscale them.
+    Value foundNonFinite;
+    if (scalingKind == LossScalingKind::Dynamic)
+      foundNonFinite = CheckFiniteOp::create(b, loc, RankedTensorType::get({}, b.getI1Type()),
+                                             masterGrads);
+    if (scalingKind != LossScalingKind::None)
+      for (Value &grad : masterGrads)
+        grad = UnscaleOp::create(b, loc, grad.getType(), grad, scale);
+
+    // Optimizer updates, one per parameter.
+    Value lr = entry.getArgument(lrArg);
+    llvm::StringMap<Value> newValues;
+    for (auto [state, grad] : llvm::zip(trainables, masterGrads)) {
+      ++numOptimizerUpdates;
+      StringRef name = state.parameter.getSymName();
+      Value param = arg(name);
+      double decay = state.noDecay ? 0.0 : weightDecay.getValue();
+      Location paramLoc = state.parameter.getLoc();
+      switch (optimizerKind) {
+      case OptimizerKind::Sgd: {
+        Value buffer =
+            state.momentum ? arg(state.momentum.getSymName()) : Value();
+        auto update = SgdUpdateOp::create(
+            b, paramLoc, param.getType(),
+            buffer ? buffer.getType() : Type(), param, grad, buffer, lr,
+            foundNonFinite, b.getF64FloatAttr(momentum),
+            b.getF64FloatAttr(decay),
+            nesterov ? b.getUnitAttr() : UnitAttr());
+        newValues[name] = update.getNewParam();
+        if (buffer)
+          newValues[state.momentum.getSymName()] =
+              update.getNewMomentumBuffer();
+        break;
+      }
+      case OptimizerKind::AdamW: {
+        auto update = AdamWUpdateOp::create(
+            b, paramLoc, param.getType(), param.getType(), param.getType(),
+            param, grad, arg(state.adamFirst.getSymName()),
+            arg(state.adamSecond.getSymName()), lr,
+            entry.getArgument(stepArg), foundNonFinite,
+            b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+            b.getF64FloatAttr(adamEpsilon), b.getF64FloatAttr(decay));
+        newValues[name] = update.getNewParam();
+        newValues[state.adamFirst.getSymName()] = update.getNewExpAvg();
+        newValues[state.adamSecond.getSymName()] = update.getNewExpAvgSq();
+        break;
+      }
+      case OptimizerKind::Lars: {
+        auto update = LarsUpdateOp::create(
+            b, paramLoc, param.getType(), param.getType(), param, grad,
+            arg(state.momentum.getSymName()), lr, foundNonFinite,
+            b.getF64FloatAttr(momentum), b.getF64FloatAttr(decay),
+            b.getF64FloatAttr(larsTrust), b.getF64FloatAttr(larsEpsilon));
+        newValues[name] = update.getNewParam();
+        newValues[state.momentum.getSymName()] = update.getNewMomentumBuffer();
+        break;
+      }
+      }
+      newValues[state.gradient.getSymName()] = accumulators[name];
+      if (state.masterGradient)
+        newValues[state.masterGradient.getSymName()] = grad;
+    }
+
+    // BatchNorm running statistics.
+    for (BatchNormRecord &record : batchNorms) {
+      Value mean = newValues.lookup(record.runningMean);
+      Value var = newValues.lookup(record.runningVar);
+      if (!mean)
+        mean = arg(record.runningMean);
+      if (!var)
+        var = arg(record.runningVar);
+      auto inputType = cast<RankedTensorType>(record.op.getInput().getType());
+      int64_t count = inputType.getNumElements() / inputType.getShape().back();
+      auto update = UpdateRunningStatsOp::create(
+          b, record.op.getLoc(), mean.getType(), var.getType(), mean, var,
+          record.op.getBatchMean(), record.op.getBatchInvStd(),
+          record.op.getEpsilonAttr(), b.getF64FloatAttr(record.momentum),
+          b.getI64IntegerAttr(count));
+      newValues[record.runningMean] = update.getNewRunningMean();
+      newValues[record.runningVar] = update.getNewRunningVar();
+    }
+
+    // Low-precision weights for the next forward pass, and EMA.
+    for (TrainableState &state : trainables) {
+      Value updated = newValues[state.parameter.getSymName()];
+      if (state.lowPrecisionWeight)
+        newValues[state.lowPrecisionWeight.getSymName()] = CastOp::create(
+            b, loc, state.lowPrecisionWeight.getType(), updated);
+      if (state.ema)
+        newValues[state.ema.getSymName()] = EmaUpdateOp::create(
+            b, loc, arg(state.ema.getSymName()), updated,
+            b.getF64FloatAttr(emaDecay));
+    }
+
+    if (scalingKind == LossScalingKind::Dynamic) {
+      auto update = UpdateLossScaleOp::create(
+          b, loc, scale.getType(), i32Scalar, scale,
+          arg(goodStepsState.getSymName()), foundNonFinite,
+          b.getF64FloatAttr(growthFactor), b.getF64FloatAttr(backoffFactor),
+          b.getI64IntegerAttr(growthInterval));
+      newValues[lossScaleState.getSymName()] = update.getNewScale();
+      newValues[goodStepsState.getSymName()] = update.getNewGoodSteps();
+    }
+
+    // Results: every state the step wrote, in argument order.
+    SmallVector<std::pair<unsigned, StringRef>> written;
+    for (const auto &entry : stateArgs)
+      if (newValues.lookup(entry.getKey()))
+        written.push_back({entry.getValue(), entry.getKey()});
+    llvm::sort(written);
+    for (auto [index, symbol] : written)
+      step.addStateResult(newValues.lookup(symbol), symbol);
+    return success();
+  };
+
+  moduleBuilder.setInsertionPointAfter(forward);
+  return success(static_cast<bool>(
+      step.create(moduleBuilder, loc, "train_step", build)));
+}
+
+//===----------------------------------------------------------------------===//
+// The evaluation step
+//===----------------------------------------------------------------------===//
+
+LogicalResult BuildTrainingPass::buildEvalStep(ModuleOp module,
+                                               func::FuncOp forward,
+                                               OpBuilder &moduleBuilder) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = forward.getLoc();
+  StepFunctionBuilder step(ctx);
+  unsigned imagesArg = step.addInput(forward.getArgumentTypes()[0], "images");
+  unsigned labelsArg = step.addInput(forward.getArgumentTypes()[1], "labels");
+  // Inference reads the weights the training forward pass reads: the
+  // low-precision copies under mixed precision.
+  llvm::StringMap<unsigned> weightArgs;
+  llvm::StringMap<StringRef> readSymbol;
+  for (TrainableState &state : trainables)
+    if (state.lowPrecisionWeight)
+      readSymbol[state.parameter.getSymName()] =
+          state.lowPrecisionWeight.getSymName();
+  for (ParameterOp parameter : parameters) {
+    StringRef name = parameter.getSymName();
+    StringRef symbol = readSymbol.lookup(name);
+    if (symbol.empty())
+      symbol = name;
+    auto *declaration = SymbolTable::lookupSymbolIn(module, symbol);
+    Type type = isa<StateOp>(declaration) ? cast<StateOp>(declaration).getType()
+                                          : parameter.getType();
+    weightArgs[name] = step.addState(type, symbol);
+  }
+
+  auto build = [&](OpBuilder &b, Block &entry) -> LogicalResult {
+    IRMapping mapping;
+    Value images = entry.getArgument(imagesArg);
+    if (lowPrecisionType)
+      images = CastOp::create(b, loc, computeType(images.getType()), images);
+    mapping.map(forward.getArgument(0), images);
+    mapping.map(forward.getArgument(1), entry.getArgument(labelsArg));
+    Value loss, logits;
+    for (Operation &op : forward.getBody().front().without_terminator()) {
+      if (auto param = dyn_cast<ParamOp>(op)) {
+        mapping.map(param.getResult(),
+                    entry.getArgument(weightArgs.lookup(param.getName())));
+      } else if (auto bn = dyn_cast<BatchNormOp>(op)) {
+        Value input = mapping.lookup(bn.getInput());
+        mapping.map(bn.getResult(),
+                    BatchNormInferenceOp::create(
+                        b, op.getLoc(), input.getType(), input,
+                        mapping.lookup(bn.getWeight()),
+                        mapping.lookup(bn.getBias()),
+                        mapping.lookup(bn.getRunningMean()),
+                        mapping.lookup(bn.getRunningVar()),
+                        bn.getEpsilonAttr()));
+      } else if (auto dropout = dyn_cast<DropoutOp>(op)) {
+        mapping.map(dropout.getResult(), mapping.lookup(dropout.getInput()));
+      } else {
+        Operation *created = b.clone(op, mapping);
+        if (&op == lossOp.getOperation()) {
+          loss = created->getResult(0);
+          logits = created->getOperand(0);
+        } else {
+          for (Value result : created->getResults())
+            result.setType(computeType(result.getType()));
+        }
+      }
+    }
+    Value labels = entry.getArgument(labelsArg);
+    Value correct = CountCorrectOp::create(
+        b, loc, RankedTensorType::get({}, b.getI32Type()), logits, labels);
+    step.addOutput(loss, "loss");
+    step.addOutput(correct, "correct");
+    step.addOutput(logits, "logits");
+    return success();
+  };
+  return success(static_cast<bool>(
+      step.create(moduleBuilder, loc, "eval_step", build)));
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+DictionaryAttr BuildTrainingPass::trainingSummary(MLIRContext *ctx) const {
+  Builder b(ctx);
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
+      b.getNamedAttr("precision", b.getStringAttr(precision)),
+      b.getNamedAttr("loss_scaling", b.getStringAttr(lossScaling)),
+      b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecay)),
+      b.getNamedAttr("no_decay_bn_bias", b.getBoolAttr(noDecayBnBias)),
+      b.getNamedAttr("ema_decay", b.getF64FloatAttr(emaDecay)),
+  };
+  return b.getDictionaryAttr(entries);
+}
+
+void BuildTrainingPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (failed(parseOptions(module)))
+    return signalPassFailure();
+  auto forward = module.lookupSymbol<func::FuncOp>(forwardFunction);
+  if (!forward) {
+    module.emitError("no function @")
+        << forwardFunction << " to build a training step from";
+    return signalPassFailure();
+  }
+  if (failed(analyzeForward(forward)))
+    return signalPassFailure();
+
+  OpBuilder builder(module.getContext());
+  builder.setInsertionPoint(forward);
+  if (failed(declareState(module, builder)) ||
+      failed(buildTrainStep(module, forward, builder)) ||
+      failed(buildEvalStep(module, forward, builder)))
+    return signalPassFailure();
+  forward.erase();
+  module->setAttr(kTrainingAttr, trainingSummary(module.getContext()));
+  LLVM_DEBUG(llvm::dbgs() << "built training step with "
+                          << trainables.size() << " trainable parameters\n");
+}
