@@ -32,25 +32,39 @@ from .emitter import (
     tanh,
     trace_model,
 )
+from .training import (
+    LOSS_SCALINGS,
+    OPTIMIZERS,
+    PRECISIONS,
+    TrainingOptions,
+    build_training,
+    find_rn_opt,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DTYPES",
+    "LOSS_SCALINGS",
+    "OPTIMIZERS",
+    "PRECISIONS",
     "Init",
     "LayerInfo",
     "ParamSpec",
     "TensorType",
     "Trace",
+    "TrainingOptions",
     "Value",
     "__version__",
     "adaptive_avg_pool2d",
     "add",
     "avg_pool2d",
     "batch_norm",
+    "build_training",
     "conv2d",
     "dropout",
     "emit_model",
+    "find_rn_opt",
     "flatten",
     "global_avg_pool",
     "linear",

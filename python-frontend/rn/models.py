@@ -3,7 +3,11 @@
 Usage::
 
     python -m rn.models resnet18c --batch 256 -o resnet18c.mlir
+    python -m rn.models resnet18c --train --optimizer sgd --nesterov -o resnet18c-train.mlir
     python -m rn.models --list
+
+``--train`` runs ``rn-opt --rn-build-training`` (see :mod:`rn.training`) on the model
+and writes the training module; ``--print-pass-options`` prints that pass argument only.
 
 Models and their defaults (input C x H x W, classes):
 
@@ -31,7 +35,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TypeAlias
 
@@ -44,6 +48,7 @@ from .nn import (
     BatchNorm2d,
     Bottleneck,
     Conv2d,
+    CrossEntropyLoss,
     Dropout,
     Flatten,
     InitArg,
@@ -55,6 +60,7 @@ from .nn import (
     Tanh,
     kaiming_normal,
 )
+from .training import LOSS_SCALINGS, OPTIMIZERS, PRECISIONS, TrainingOptions, build_training
 
 __all__ = [
     "MODELS",
@@ -123,8 +129,9 @@ def trace(
     num_classes: int | None = None,
     input_shape: Shape3 | None = None,
     dtype: str = "f32",
+    label_smoothing: float = 0.0,
 ) -> Trace:
-    """Build and trace zoo model ``name``."""
+    """Build and trace zoo model ``name`` (loss: ``CrossEntropyLoss(label_smoothing)``)."""
     info = _info(name)
     classes = info.num_classes if num_classes is None else num_classes
     shape = info.input_shape if input_shape is None else input_shape
@@ -133,6 +140,7 @@ def trace(
         batch=batch,
         input_shape=shape,
         num_classes=classes,
+        loss=CrossEntropyLoss(label_smoothing),
         dtype=dtype,
         name=name,
     )
@@ -145,10 +153,16 @@ def emit(
     num_classes: int | None = None,
     input_shape: Shape3 | None = None,
     dtype: str = "f32",
+    label_smoothing: float = 0.0,
 ) -> str:
     """MLIR text of zoo model ``name``."""
     return trace(
-        name, batch=batch, num_classes=num_classes, input_shape=input_shape, dtype=dtype
+        name,
+        batch=batch,
+        num_classes=num_classes,
+        input_shape=input_shape,
+        dtype=dtype,
+        label_smoothing=label_smoothing,
     ).text
 
 
@@ -481,7 +495,83 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", default="-", help="output file ('-' for stdout, the default)")
     p.add_argument("--summary", action="store_true", help="print a per-layer table to stderr")
+    p.add_argument(
+        "--label-smoothing",
+        type=float,
+        default=0.0,
+        help="label smoothing of the cross-entropy loss (default 0)",
+    )
+
+    t = p.add_argument_group(
+        "training",
+        "Run rn-opt --rn-build-training (rn-opt: env RN_OPT, build/bin/rn-opt or PATH). "
+        "The options below need --train or --print-pass-options; defaults are the pass's.",
+    )
+    t.add_argument(
+        "--train", action="store_true", help="write the training module instead of the model"
+    )
+    t.add_argument(
+        "--print-pass-options",
+        action="store_true",
+        help="print the rn-opt pass argument and exit",
+    )
+    # None means "not given": main() rejects given options without --train/--print-pass-options.
+    t.add_argument("--optimizer", choices=OPTIMIZERS, help="optimizer (default sgd)")
+    t.add_argument("--momentum", type=float, help="SGD/LARS momentum (default 0.9)")
+    t.add_argument("--nesterov", action="store_true", default=None, help="Nesterov momentum (SGD)")
+    t.add_argument("--weight-decay", type=float, help="weight decay (default 0)")
+    t.add_argument(
+        "--no-decay-bn-bias",
+        action="store_true",
+        default=None,
+        help="exclude BatchNorm parameters and biases from weight decay",
+    )
+    t.add_argument("--beta1", type=float, help="AdamW beta1 (default 0.9)")
+    t.add_argument("--beta2", type=float, help="AdamW beta2 (default 0.999)")
+    t.add_argument("--adam-eps", type=float, help="AdamW epsilon (default 1e-8)")
+    t.add_argument("--lars-trust", type=float, help="LARS trust coefficient (default 0.001)")
+    t.add_argument("--lars-eps", type=float, help="LARS epsilon (default 1e-9)")
+    t.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        help="compute precision; f16/bf16 are mixed precision with f32 master weights "
+        "(default f32)",
+    )
+    t.add_argument("--loss-scaling", choices=LOSS_SCALINGS, help="loss scaling (default none)")
+    t.add_argument(
+        "--loss-scale", type=float, help="static or initial dynamic loss scale (default 65536)"
+    )
+    t.add_argument(
+        "--growth-interval",
+        type=int,
+        help="dynamic scaling: clean steps before the scale grows (default 2000)",
+    )
+    t.add_argument("--growth-factor", type=float, help="dynamic scaling: growth (default 2)")
+    t.add_argument(
+        "--backoff-factor", type=float, help="dynamic scaling: factor on overflow (default 0.5)"
+    )
+    t.add_argument("--ema-decay", type=float, help="weight EMA decay (default 0: off)")
     return p
+
+
+def _training_options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> TrainingOptions | None:
+    """The TrainingOptions given on the command line (None without --train/--print-pass-options)."""
+    given = {
+        f.name: getattr(args, f.name)
+        for f in fields(TrainingOptions)
+        if getattr(args, f.name) is not None
+    }
+    if not (args.train or args.print_pass_options):
+        if given:
+            flag = "--" + next(iter(given)).replace("_", "-")
+            parser.error(f"{flag} needs --train or --print-pass-options")
+        return None
+    try:
+        return TrainingOptions(**given)
+    except ValueError as e:
+        parser.error(str(e))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -490,6 +580,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.list:
         print(_list_models())
+        return 0
+    options = _training_options(parser, args)
+    if args.print_pass_options:
+        assert options is not None
+        print(options.pass_argument())
         return 0
     if args.name is None:
         parser.error(f"a model name is required (one of: {', '.join(MODELS)})")
@@ -508,21 +603,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             num_classes=args.classes,
             input_shape=(c, h, w),
             dtype=args.dtype,
+            label_smoothing=args.label_smoothing,
         )
     except ValueError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 1
     if args.summary:
         print(result.summary(), file=sys.stderr)
+    text = result.text
+    if options is not None:
+        try:
+            text = build_training(text, options)
+        except (OSError, RuntimeError) as e:
+            print(f"{parser.prog}: error: {e}", file=sys.stderr)
+            return 1
     if args.output == "-":
         try:
-            sys.stdout.write(result.text)
+            sys.stdout.write(text)
             sys.stdout.flush()
         except BrokenPipeError:  # e.g. piped into `head`
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
             return 1
     else:
-        Path(args.output).write_text(result.text)
+        Path(args.output).write_text(text)
     return 0
 
 

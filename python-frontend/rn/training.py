@@ -1,0 +1,161 @@
+"""Options of the ``rn-build-training`` pass, and running it through ``rn-opt``.
+
+>>> opts = TrainingOptions(optimizer="adamw", precision="f16", loss_scaling="dynamic")
+>>> opts.pass_argument()
+'--rn-build-training=optimizer=adamw precision=f16 loss-scaling=dynamic'
+
+The pass argument is one argv element (no shell quoting when given to
+``subprocess``); the pass itself checks combinations of options (e.g. loss
+scaling with bf16) and :func:`build_training` reports its errors.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+__all__ = [
+    "LOSS_SCALINGS",
+    "OPTIMIZERS",
+    "PASS_NAME",
+    "PRECISIONS",
+    "TrainingOptions",
+    "build_training",
+    "find_rn_opt",
+]
+
+Optimizer: TypeAlias = Literal["sgd", "adamw", "lars"]
+Precision: TypeAlias = Literal["f32", "f16", "bf16"]
+LossScaling: TypeAlias = Literal["none", "static", "dynamic"]
+
+OPTIMIZERS: tuple[str, ...] = ("sgd", "adamw", "lars")
+PRECISIONS: tuple[str, ...] = ("f32", "f16", "bf16")
+LOSS_SCALINGS: tuple[str, ...] = ("none", "static", "dynamic")
+PASS_NAME = "rn-build-training"
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "optimizer": OPTIMIZERS,
+    "precision": PRECISIONS,
+    "loss_scaling": LOSS_SCALINGS,
+}
+
+
+@dataclass(frozen=True)
+class TrainingOptions:
+    """Options of ``--rn-build-training``; the defaults are the pass's.
+
+    Field ``foo_bar`` is pass option ``foo-bar``. Ints given for float fields
+    are stored as floats.
+    """
+
+    optimizer: Optimizer = "sgd"
+    momentum: float = 0.9
+    nesterov: bool = False
+    weight_decay: float = 0.0
+    no_decay_bn_bias: bool = False
+    beta1: float = 0.9
+    beta2: float = 0.999
+    adam_eps: float = 1e-8
+    lars_trust: float = 0.001
+    lars_eps: float = 1e-9
+    precision: Precision = "f32"
+    loss_scaling: LossScaling = "none"
+    loss_scale: float = 65536.0
+    growth_interval: int = 2000
+    growth_factor: float = 2.0
+    backoff_factor: float = 0.5
+    ema_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            kind = type(f.default)
+            if kind is str:
+                if value not in _CHOICES[f.name]:
+                    raise ValueError(
+                        f"{f.name} must be one of {', '.join(_CHOICES[f.name])}, got {value!r}"
+                    )
+            elif kind is bool:
+                if not isinstance(value, bool):
+                    raise ValueError(f"{f.name} must be a bool, got {value!r}")
+            elif kind is int:
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise ValueError(f"{f.name} must be an int, got {value!r}")
+            else:
+                if (
+                    not isinstance(value, (int, float))
+                    or isinstance(value, bool)
+                    or not math.isfinite(value)
+                ):
+                    raise ValueError(f"{f.name} must be a finite float, got {value!r}")
+                object.__setattr__(self, f.name, float(value))
+        if not 0.0 <= self.momentum < 1.0:
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+        if self.weight_decay < 0.0:
+            raise ValueError(f"weight_decay must be non-negative, got {self.weight_decay!r}")
+        if not 0.0 <= self.ema_decay < 1.0:
+            raise ValueError(f"ema_decay must be in [0, 1), got {self.ema_decay!r}")
+        if self.loss_scale <= 0.0:
+            raise ValueError(f"loss_scale must be positive, got {self.loss_scale!r}")
+
+    def pass_options(self) -> str:
+        """The pass's option string: non-default values only, in field order."""
+        parts: list[str] = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != f.default:
+                parts.append(f"{f.name.replace('_', '-')}={_format(value)}")
+        return " ".join(parts)
+
+    def pass_argument(self) -> str:
+        """The ``rn-opt`` argument (one argv element), e.g. ``--rn-build-training=optimizer=lars``."""
+        options = self.pass_options()
+        return f"--{PASS_NAME}={options}" if options else f"--{PASS_NAME}"
+
+
+def _format(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def find_rn_opt() -> str | None:
+    """Locate rn-opt: env ``RN_OPT``, else ``<repo>/build/bin/rn-opt``, else ``PATH``."""
+    env = os.environ.get("RN_OPT")
+    if env:
+        return shutil.which(env)
+    built = Path(__file__).resolve().parents[2] / "build" / "bin" / "rn-opt"
+    if built.is_file() and os.access(built, os.X_OK):
+        return str(built)
+    return shutil.which("rn-opt")
+
+
+def build_training(model_mlir: str, options: TrainingOptions, rn_opt: str | None = None) -> str:
+    """Run ``rn-opt --rn-build-training`` on model-level MLIR text; return the training module.
+
+    Raises ``FileNotFoundError`` when rn-opt cannot be found and ``RuntimeError``
+    (with rn-opt's diagnostics) when the pass fails.
+    """
+    tool = rn_opt if rn_opt is not None else find_rn_opt()
+    if tool is None:
+        raise FileNotFoundError(
+            "rn-opt not found: set RN_OPT, build it into build/bin/rn-opt, or put it on PATH"
+        )
+    argv = [tool, "--mlir-print-op-on-diagnostic=false", options.pass_argument()]
+    try:
+        proc = subprocess.run(argv, input=model_mlir, capture_output=True, text=True, check=False)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"rn-opt not found at {tool!r}") from e
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{options.pass_argument()} failed (rn-opt exited {proc.returncode}):\n"
+            f"{proc.stderr.strip()}"
+        )
+    return proc.stdout

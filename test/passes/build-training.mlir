@@ -1,0 +1,312 @@
+// RUN: rn-opt %s --split-input-file --rn-build-training | FileCheck %s
+// RUN: rn-opt %s --split-input-file --rn-build-training="optimizer=adamw weight-decay=0.05 no-decay-bn-bias=true" | FileCheck %s --check-prefix=ADAMW
+// RUN: rn-opt %s --split-input-file --rn-build-training="optimizer=lars weight-decay=1.0e-4" | FileCheck %s --check-prefix=LARS
+// RUN: rn-opt %s --split-input-file --rn-build-training="momentum=0" | FileCheck %s --check-prefix=PLAIN
+// RUN: rn-opt %s --split-input-file --rn-build-training="precision=f16 loss-scaling=static loss-scale=1024" | FileCheck %s --check-prefix=STATIC
+// RUN: rn-opt %s --split-input-file --rn-build-training="precision=f16 loss-scaling=dynamic growth-interval=100" | FileCheck %s --check-prefix=DYNAMIC
+// RUN: rn-opt %s --split-input-file --rn-build-training="precision=bf16" | FileCheck %s --check-prefix=BF16
+// RUN: rn-opt %s --split-input-file --rn-build-training="ema-decay=0.999 nesterov=true" | FileCheck %s --check-prefix=EMA
+
+// Tests an MLP: linear layers with bias and ReLU.
+
+module attributes {rn.model = "mlp"} {
+  rn.parameter @fc1.weight : tensor<16x8xf32> = #rn.init<uniform, 3.535533845e-01>
+  rn.parameter @fc1.bias : tensor<16xf32> = #rn.init<uniform, 3.535533845e-01>
+  rn.parameter @fc2.weight : tensor<10x16xf32> = #rn.init<uniform, 2.500000000e-01>
+  rn.parameter @fc2.bias : tensor<10xf32> = #rn.init<uniform, 2.500000000e-01>
+  func.func @forward(%images: tensor<4x8xf32>, %labels: tensor<4xi32>) -> tensor<f32> {
+    %0 = rn.param @fc1.weight : tensor<16x8xf32>
+    %1 = rn.param @fc1.bias : tensor<16xf32>
+    %2 = rn.linear %images, %0, %1 : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    %3 = rn.relu %2 : tensor<4x16xf32>
+    %4 = rn.param @fc2.weight : tensor<10x16xf32>
+    %5 = rn.param @fc2.bias : tensor<10xf32>
+    %6 = rn.linear %3, %4, %5 : (tensor<4x16xf32>, tensor<10x16xf32>, tensor<10xf32>) -> tensor<4x10xf32>
+    %7 = rn.softmax_cross_entropy %6, %labels label_smoothing 1.000000000e-01 : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+    return %7 : tensor<f32>
+  }
+}
+
+// The default: SGD with momentum 0.9, f32, no loss scaling.
+// CHECK-LABEL: rn.model = "mlp"
+// CHECK-SAME:    rn.training = {{{.*}}optimizer = "sgd", precision = "f32"
+// CHECK:       rn.state gradient @grad.fc1.weight of @fc1.weight : tensor<16x8xf32> = #rn.init<zeros>
+// CHECK:       rn.state momentum @momentum.fc1.weight of @fc1.weight : tensor<16x8xf32> = #rn.init<zeros>
+// CHECK:       func.func @train_step(%[[X:.+]]: tensor<4x8xf32> {rn.input = "images"}, %[[Y:.+]]: tensor<4xi32> {rn.input = "labels"}, %[[LR:.+]]: tensor<f32> {rn.input = "lr"}, %{{.+}}: tensor<i32> {rn.input = "step"}, %[[W1:.+]]: tensor<16x8xf32> {rn.state = @fc1.weight}, %[[B1:.+]]: tensor<16xf32> {rn.state = @fc1.bias}, %[[W2:.+]]: tensor<10x16xf32> {rn.state = @fc2.weight}, %[[B2:.+]]: tensor<10xf32> {rn.state = @fc2.bias}, %[[GW1:.+]]: tensor<16x8xf32> {rn.state = @grad.fc1.weight}, %[[MW1:.+]]: tensor<16x8xf32> {rn.state = @momentum.fc1.weight}
+// CHECK-SAME:    -> (tensor<f32> {rn.output = "loss"}, tensor<16x8xf32> {rn.state = @fc1.weight}
+// CHECK:       %[[Z:.+]] = rn.zero %[[GW1]] : tensor<16x8xf32>
+// CHECK:       %[[H:.+]] = rn.linear %[[X]], %[[W1]], %[[B1]]
+// CHECK:       %[[R:.+]] = rn.relu %[[H]]
+// CHECK:       %[[L:.+]] = rn.linear %[[R]], %[[W2]], %[[B2]]
+// CHECK:       %[[LOSS:.+]] = rn.softmax_cross_entropy %[[L]], %[[Y]] label_smoothing 1.000000e-01
+// CHECK:       %[[DL:.+]] = rn.softmax_cross_entropy_backward %[[L]], %[[Y]] label_smoothing 1.000000e-01
+// CHECK:       %[[G2:.+]]:3 = rn.linear_backward %[[DL]], %[[R]], %[[W2]], %{{.+}}, %{{.+}} input_grad
+// CHECK:       %[[DR:.+]] = rn.relu_backward %[[G2]]#0, %[[R]]
+// The first layer's input is the batch: no input gradient.
+// CHECK:       %[[G1:.+]]:2 = rn.linear_backward %[[DR]], %[[X]], %[[W1]], %[[Z]], %{{.+}} :
+// CHECK-SAME:    -> (tensor<16x8xf32>, tensor<16xf32>)
+// CHECK:       %[[NW1:.+]], %[[NM1:.+]] = rn.sgd_update %[[W1]], %[[G1]]#0, %[[MW1]] lr %[[LR]] momentum 9.000000e-01 weight_decay 0.000000e+00 :
+// CHECK:       return %[[LOSS]], %[[NW1]], {{.+}}, %[[G1]]#0, %[[NM1]],
+// CHECK-LABEL: func.func @eval_step
+// CHECK-SAME:    -> (tensor<f32> {rn.output = "loss"}, tensor<i32> {rn.output = "correct"}, tensor<4x10xf32> {rn.output = "logits"})
+// CHECK:       %[[EL:[0-9]+]] = rn.linear {{.*}} -> tensor<4x10xf32>
+// CHECK:       rn.count_correct %[[EL]]
+
+// Without momentum SGD keeps no buffer.
+// PLAIN-LABEL: rn.model = "mlp"
+// PLAIN-NOT:   rn.state momentum
+// PLAIN:       rn.sgd_update %{{.+}}, %{{.+}} lr %{{.+}} momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>) -> tensor<16x8xf32>
+
+// AdamW keeps two moments and reads the step count; biases are excluded
+// from weight decay on request.
+// ADAMW-LABEL: rn.model = "mlp"
+// ADAMW:       rn.state adam_m @adam_m.fc1.weight of @fc1.weight : tensor<16x8xf32>
+// ADAMW:       rn.state adam_v @adam_v.fc1.weight of @fc1.weight : tensor<16x8xf32>
+// ADAMW:       func.func @train_step({{.*}}%[[STEP:[a-z0-9]+]]: tensor<i32> {rn.input = "step"}
+// ADAMW:       rn.adamw_update %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} lr %{{.+}} step %[[STEP]] betas(9.000000e-01, {{0.99899999.*|9.990000e-01}}) eps 1.000000e-08 weight_decay 5.000000e-02 : (tensor<16x8xf32>
+// ADAMW:       rn.adamw_update {{.*}} weight_decay 0.000000e+00 : (tensor<16xf32>
+
+// LARS keeps a momentum buffer and applies the trust ratio.
+// LARS-LABEL: rn.model = "mlp"
+// LARS:       rn.lars_update %{{.+}}, %{{.+}}, %{{.+}} lr %{{.+}} momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 1.000000e-09 : (tensor<16x8xf32>
+
+// EMA of every weight after its update; Nesterov momentum.
+// EMA-LABEL: rn.model = "mlp"
+// EMA:       rn.state ema @ema.fc1.weight of @fc1.weight : tensor<16x8xf32> = #rn.init<derived>
+// EMA:       %[[NEW:.+]], %{{.+}} = rn.sgd_update {{.*}} nesterov : (tensor<16x8xf32>
+// EMA:       rn.ema_update %{{.+}}, %[[NEW]] decay {{0.99899999.*|9.990000e-01}} : tensor<16x8xf32>
+
+// -----
+
+// Tests a conv-bn-relu chain with pooling, dropout and a classifier.
+
+module attributes {rn.model = "cbr"} {
+  rn.parameter @conv.weight : tensor<8x3x3x3xf32> = #rn.init<normal, 1.000000000e-01>
+  rn.parameter @bn.weight : tensor<8xf32> = #rn.init<ones>
+  rn.parameter @bn.bias : tensor<8xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn.running_mean : tensor<8xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn.running_var : tensor<8xf32> = #rn.init<ones>
+  rn.parameter @fc.weight : tensor<10x8xf32> = #rn.init<uniform, 3.535533845e-01>
+  func.func @forward(%images: tensor<2x8x8x3xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %w = rn.param @conv.weight : tensor<8x3x3x3xf32>
+    %c = rn.conv2d %images, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x8x8x3xf32>, tensor<8x3x3x3xf32>) -> tensor<2x8x8x8xf32>
+    %g = rn.param @bn.weight : tensor<8xf32>
+    %b = rn.param @bn.bias : tensor<8xf32>
+    %m = rn.param @bn.running_mean : tensor<8xf32>
+    %v = rn.param @bn.running_var : tensor<8xf32>
+    %n = rn.batch_norm %c, %g, %b, %m, %v eps 1.000000000e-05 momentum 1.000000000e-01 : (tensor<2x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8x8x8xf32>
+    %r = rn.relu %n : tensor<2x8x8x8xf32>
+    %p = rn.max_pool2d %r kernel [2, 2] stride [2, 2] pad [0, 0] : tensor<2x8x8x8xf32> -> tensor<2x4x4x8xf32>
+    %a = rn.global_avg_pool %p : tensor<2x4x4x8xf32> -> tensor<2x1x1x8xf32>
+    %f = rn.flatten %a : tensor<2x1x1x8xf32> -> tensor<2x8xf32>
+    %d = rn.dropout %f p 5.000000000e-01 : tensor<2x8xf32>
+    %fw = rn.param @fc.weight : tensor<10x8xf32>
+    %l = rn.linear %d, %fw : (tensor<2x8xf32>, tensor<10x8xf32>) -> tensor<2x10xf32>
+    %loss = rn.softmax_cross_entropy %l, %labels label_smoothing 0.000000000e+00 : (tensor<2x10xf32>, tensor<2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// CHECK-LABEL: rn.model = "cbr"
+// CHECK:       func.func @train_step(%[[X:[a-z0-9]+]]: tensor<2x8x8x3xf32>
+// CHECK:       %[[C:.+]] = rn.conv2d %[[X]], %[[W:[a-z0-9]+]]
+// CHECK:       %[[N:.+]], %[[MEAN:.+]], %[[ISTD:.+]] = rn.batch_norm_train %[[C]], %[[G:[a-z0-9]+]], %[[B:[a-z0-9]+]] eps 1.000000e-05 : (tensor<2x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK:       %[[R:.+]] = rn.relu %[[N]]
+// CHECK:       %[[P:.+]] = rn.max_pool2d %[[R]]
+// CHECK:       %[[D:.+]], %[[MASK:.+]] = rn.dropout_train %{{.+}} p 5.000000e-01
+// CHECK:       rn.dropout_backward %{{.+}}, %[[MASK]]
+// CHECK:       rn.reshape %{{.+}} : tensor<2x8xf32> -> tensor<2x1x1x8xf32>
+// CHECK:       rn.global_avg_pool_backward %{{.+}} : tensor<2x1x1x8xf32> -> tensor<2x4x4x8xf32>
+// CHECK:       %[[DP:.+]] = rn.max_pool2d_backward %{{.+}}, %[[R]] kernel [2, 2] stride [2, 2] pad [0, 0]
+// CHECK:       %[[DR:.+]] = rn.relu_backward %[[DP]], %[[R]]
+// CHECK:       %[[DX:.+]], %[[DG:.+]], %[[DB:.+]] = rn.batch_norm_backward %[[DR]], %[[C]], %[[G]], %[[MEAN]], %[[ISTD]], %{{.+}}, %{{.+}} :
+// First layer: only the filter gradient.
+// CHECK:       %[[DW:.+]] = rn.conv2d_backward %[[DX]], %[[X]], %[[W]], %{{.+}} stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : {{.*}} -> tensor<8x3x3x3xf32>
+// CHECK:       %[[RM:.+]], %[[RV:.+]] = rn.update_running_stats %{{.+}}, %{{.+}}, %[[MEAN]], %[[ISTD]] eps 1.000000e-05 momentum 1.000000e-01 count 128
+// CHECK:       return {{.*}}%[[RM]], %[[RV]]
+// CHECK-LABEL: func.func @eval_step
+// CHECK:       rn.batch_norm_inference
+// CHECK-NOT:   rn.dropout
+
+// Mixed precision f16 with a static loss scale: f16 compute and weight
+// copies, f32 BatchNorm parameters, f32 master gradients, unscaled before
+// SGD, and weights cast back to f16 after the update.
+// STATIC-LABEL: rn.model = "cbr"
+// STATIC:       rn.state gradient @grad.conv.weight of @conv.weight : tensor<8x3x3x3xf16>
+// STATIC:       rn.state master_gradient @grad_f32.conv.weight of @conv.weight : tensor<8x3x3x3xf32>
+// STATIC:       rn.state low_precision_weight @f16.conv.weight of @conv.weight : tensor<8x3x3x3xf16> = #rn.init<derived>
+// STATIC:       rn.state gradient @grad.bn.weight of @bn.weight : tensor<8xf32>
+// STATIC-NOT:   rn.state low_precision_weight @f16.bn
+// STATIC:       rn.state loss_scale @loss_scale : tensor<f32> = #rn.init<constant, 1.024000e+03>
+// STATIC-NOT:   loss_scale_good_steps
+// STATIC:       func.func @train_step(%[[X:[a-z0-9]+]]: tensor<2x8x8x3xf32>
+// STATIC-SAME:    %[[SCALE:[a-z0-9]+]]: tensor<f32> {rn.state = @loss_scale}
+// STATIC:       %[[XH:.+]] = rn.cast %[[X]] : tensor<2x8x8x3xf32> -> tensor<2x8x8x3xf16>
+// STATIC:       rn.conv2d %[[XH]], %{{.+}} : (tensor<2x8x8x3xf16>, tensor<8x3x3x3xf16>) -> tensor<2x8x8x8xf16>
+// STATIC:       rn.batch_norm_train {{.*}} : (tensor<2x8x8x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x8x8xf16>, tensor<8xf32>, tensor<8xf32>)
+// STATIC:       rn.softmax_cross_entropy_backward %{{.+}}, %{{.+}} scale %[[SCALE]]
+// STATIC:       %[[GH:.+]] = rn.conv2d_backward {{.*}} -> tensor<8x3x3x3xf16>
+// STATIC:       %[[G32:.+]] = rn.cast %[[GH]] : tensor<8x3x3x3xf16> -> tensor<8x3x3x3xf32>
+// STATIC-NOT:   rn.check_finite
+// STATIC:       %[[U:.+]] = rn.unscale %[[G32]], %[[SCALE]]
+// STATIC:       %[[NW:.+]], %{{.+}} = rn.sgd_update %{{.+}}, %[[U]], %{{.+}} lr
+// STATIC:       rn.cast %[[NW]] : tensor<8x3x3x3xf32> -> tensor<8x3x3x3xf16>
+// STATIC-NOT:   rn.update_loss_scale
+// STATIC-LABEL: func.func @eval_step
+// STATIC-SAME:    tensor<8x3x3x3xf16> {rn.state = @f16.conv.weight}
+
+// Dynamic loss scaling: one finiteness check over all gradients, updates
+// skipped on overflow, and the scale adjusted.
+// DYNAMIC-LABEL: rn.model = "cbr"
+// DYNAMIC:       rn.state loss_scale_good_steps @loss_scale.good_steps : tensor<i32> = #rn.init<zeros>
+// DYNAMIC:       %[[INF:.+]] = rn.check_finite %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<8x3x3x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<10x8xf32> -> tensor<i1>
+// DYNAMIC-COUNT-4: rn.unscale
+// DYNAMIC:       rn.sgd_update {{.*}} skip_if %[[INF]]
+// DYNAMIC:       rn.update_loss_scale %{{.+}}, %{{.+}}, %[[INF]] growth 2.000000e+00 backoff 5.000000e-01 interval 100
+
+// bf16: no loss scaling, bf16 compute.
+// BF16-LABEL: rn.model = "cbr"
+// BF16:       rn.state low_precision_weight @bf16.conv.weight of @conv.weight : tensor<8x3x3x3xbf16>
+// BF16-NOT:   rn.state loss_scale
+// BF16:       rn.softmax_cross_entropy_backward %{{.+}}, %{{.+}} label_smoothing
+// BF16:       rn.conv2d_backward {{.*}} -> tensor<8x3x3x3xbf16>
+
+// -----
+
+// Tests a residual basic block: the identity path and the residual path
+// both receive the gradient of the add, which is summed at the fork.
+
+module attributes {rn.model = "residual"} {
+  rn.parameter @stem.weight : tensor<4x3x3x3xf32> = #rn.init<normal, 1.000000000e-01>
+  rn.parameter @conv1.weight : tensor<4x3x3x4xf32> = #rn.init<normal, 1.000000000e-01>
+  rn.parameter @conv2.weight : tensor<4x3x3x4xf32> = #rn.init<normal, 1.000000000e-01>
+  rn.parameter @fc.weight : tensor<10x4xf32> = #rn.init<uniform, 5.000000000e-01>
+  rn.parameter @fc.bias : tensor<10xf32> = #rn.init<uniform, 5.000000000e-01>
+  func.func @forward(%images: tensor<2x4x4x3xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %w0 = rn.param @stem.weight : tensor<4x3x3x3xf32>
+    %x = rn.conv2d %images, %w0 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32>
+    %w1 = rn.param @conv1.weight : tensor<4x3x3x4xf32>
+    %y1 = rn.conv2d %x, %w1 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>) -> tensor<2x4x4x4xf32>
+    %r1 = rn.relu %y1 : tensor<2x4x4x4xf32>
+    %w2 = rn.param @conv2.weight : tensor<4x3x3x4xf32>
+    %y2 = rn.conv2d %r1, %w2 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>) -> tensor<2x4x4x4xf32>
+    %s = rn.add %y2, %x : tensor<2x4x4x4xf32>
+    %r2 = rn.relu %s : tensor<2x4x4x4xf32>
+    %a = rn.global_avg_pool %r2 : tensor<2x4x4x4xf32> -> tensor<2x1x1x4xf32>
+    %f = rn.flatten %a : tensor<2x1x1x4xf32> -> tensor<2x4xf32>
+    %fw = rn.param @fc.weight : tensor<10x4xf32>
+    %fb = rn.param @fc.bias : tensor<10xf32>
+    %l = rn.linear %f, %fw, %fb : (tensor<2x4xf32>, tensor<10x4xf32>, tensor<10xf32>) -> tensor<2x10xf32>
+    %loss = rn.softmax_cross_entropy %l, %labels label_smoothing 0.000000000e+00 : (tensor<2x10xf32>, tensor<2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// The gradient of the add reaches both branches; the stem output gets the
+// sum of the shortcut gradient and the residual branch's input gradient.
+// CHECK-LABEL: rn.model = "residual"
+// CHECK:       %[[STEM:.+]] = rn.conv2d %{{.+}}, %{{.+}} stride
+// CHECK:       %[[Y1:.+]] = rn.conv2d %[[STEM]], %{{.+}} stride
+// CHECK:       %[[R1:.+]] = rn.relu %[[Y1]]
+// CHECK:       %[[Y2:.+]] = rn.conv2d %[[R1]], %{{.+}} stride
+// CHECK:       %[[SUM:.+]] = rn.add %[[Y2]], %[[STEM]]
+// CHECK:       %[[OUT:.+]] = rn.relu %[[SUM]]
+// CHECK:       %[[DSUM:.+]] = rn.relu_backward %{{.+}}, %[[OUT]]
+// CHECK:       %[[B2:.+]]:2 = rn.conv2d_backward %[[DSUM]], %[[R1]], {{.*}} input_grad
+// CHECK:       %[[DR1:.+]] = rn.relu_backward %[[B2]]#0, %[[R1]]
+// CHECK:       %[[B1:.+]]:2 = rn.conv2d_backward %[[DR1]], %[[STEM]], {{.*}} input_grad
+// CHECK:       %[[DSTEM:.+]] = rn.add %[[DSUM]], %[[B1]]#0
+// CHECK:       rn.conv2d_backward %[[DSTEM]], %{{.+}}, %{{.+}}, %{{.+}} stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : {{.*}} -> tensor<4x3x3x3xf32>
+
+// -----
+
+// Tests a bottleneck block with a downsampling shortcut: 1x1, 3x3 (stride
+// 2), 1x1 convolutions with BatchNorm, and a strided 1x1 conv + BatchNorm
+// on the shortcut; both paths read the block input.
+
+module attributes {rn.model = "bottleneck"} {
+  rn.parameter @conv1.weight : tensor<2x1x1x4xf32> = #rn.init<normal, 1.000000000e-01>
+  rn.parameter @bn1.weight : tensor<2xf32> = #rn.init<ones>
+  rn.parameter @bn1.bias : tensor<2xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn1.running_mean : tensor<2xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn1.running_var : tensor<2xf32> = #rn.init<ones>
+  rn.parameter @conv2.weight : tensor<2x3x3x2xf32> = #rn.init<normal, 1.000000000e-01>
+  rn.parameter @bn2.weight : tensor<2xf32> = #rn.init<ones>
+  rn.parameter @bn2.bias : tensor<2xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn2.running_mean : tensor<2xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn2.running_var : tensor<2xf32> = #rn.init<ones>
+  rn.parameter @conv3.weight : tensor<8x1x1x2xf32> = #rn.init<normal, 1.000000000e-01>
+  rn.parameter @bn3.weight : tensor<8xf32> = #rn.init<ones>
+  rn.parameter @bn3.bias : tensor<8xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn3.running_mean : tensor<8xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn3.running_var : tensor<8xf32> = #rn.init<ones>
+  rn.parameter @down.weight : tensor<8x1x1x4xf32> = #rn.init<normal, 1.000000000e-01>
+  rn.parameter @down_bn.weight : tensor<8xf32> = #rn.init<ones>
+  rn.parameter @down_bn.bias : tensor<8xf32> = #rn.init<zeros>
+  rn.parameter buffer @down_bn.running_mean : tensor<8xf32> = #rn.init<zeros>
+  rn.parameter buffer @down_bn.running_var : tensor<8xf32> = #rn.init<ones>
+  rn.parameter @fc.weight : tensor<10x8xf32> = #rn.init<uniform, 3.535533845e-01>
+  func.func @forward(%images: tensor<2x4x4x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %w1 = rn.param @conv1.weight : tensor<2x1x1x4xf32>
+    %c1 = rn.conv2d %images, %w1 stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x4x4x2xf32>
+    %g1 = rn.param @bn1.weight : tensor<2xf32>
+    %b1 = rn.param @bn1.bias : tensor<2xf32>
+    %m1 = rn.param @bn1.running_mean : tensor<2xf32>
+    %v1 = rn.param @bn1.running_var : tensor<2xf32>
+    %n1 = rn.batch_norm %c1, %g1, %b1, %m1, %v1 eps 1.000000000e-05 momentum 1.000000000e-01 : (tensor<2x4x4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2x4x4x2xf32>
+    %r1 = rn.relu %n1 : tensor<2x4x4x2xf32>
+    %w2 = rn.param @conv2.weight : tensor<2x3x3x2xf32>
+    %c2 = rn.conv2d %r1, %w2 stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x2xf32>, tensor<2x3x3x2xf32>) -> tensor<2x2x2x2xf32>
+    %g2 = rn.param @bn2.weight : tensor<2xf32>
+    %b2 = rn.param @bn2.bias : tensor<2xf32>
+    %m2 = rn.param @bn2.running_mean : tensor<2xf32>
+    %v2 = rn.param @bn2.running_var : tensor<2xf32>
+    %n2 = rn.batch_norm %c2, %g2, %b2, %m2, %v2 eps 1.000000000e-05 momentum 1.000000000e-01 : (tensor<2x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2x2x2x2xf32>
+    %r2 = rn.relu %n2 : tensor<2x2x2x2xf32>
+    %w3 = rn.param @conv3.weight : tensor<8x1x1x2xf32>
+    %c3 = rn.conv2d %r2, %w3 stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 : (tensor<2x2x2x2xf32>, tensor<8x1x1x2xf32>) -> tensor<2x2x2x8xf32>
+    %g3 = rn.param @bn3.weight : tensor<8xf32>
+    %b3 = rn.param @bn3.bias : tensor<8xf32>
+    %m3 = rn.param @bn3.running_mean : tensor<8xf32>
+    %v3 = rn.param @bn3.running_var : tensor<8xf32>
+    %n3 = rn.batch_norm %c3, %g3, %b3, %m3, %v3 eps 1.000000000e-05 momentum 1.000000000e-01 : (tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x2x2x8xf32>
+    %wd = rn.param @down.weight : tensor<8x1x1x4xf32>
+    %cd = rn.conv2d %images, %wd stride [2, 2] pad [0, 0] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<8x1x1x4xf32>) -> tensor<2x2x2x8xf32>
+    %gd = rn.param @down_bn.weight : tensor<8xf32>
+    %bd = rn.param @down_bn.bias : tensor<8xf32>
+    %md = rn.param @down_bn.running_mean : tensor<8xf32>
+    %vd = rn.param @down_bn.running_var : tensor<8xf32>
+    %nd = rn.batch_norm %cd, %gd, %bd, %md, %vd eps 1.000000000e-05 momentum 1.000000000e-01 : (tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x2x2x8xf32>
+    %s = rn.add %n3, %nd : tensor<2x2x2x8xf32>
+    %r3 = rn.relu %s : tensor<2x2x2x8xf32>
+    %a = rn.global_avg_pool %r3 : tensor<2x2x2x8xf32> -> tensor<2x1x1x8xf32>
+    %f = rn.flatten %a : tensor<2x1x1x8xf32> -> tensor<2x8xf32>
+    %fw = rn.param @fc.weight : tensor<10x8xf32>
+    %l = rn.linear %f, %fw : (tensor<2x8xf32>, tensor<10x8xf32>) -> tensor<2x10xf32>
+    %loss = rn.softmax_cross_entropy %l, %labels label_smoothing 0.000000000e+00 : (tensor<2x10xf32>, tensor<2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// Both paths read the block input: the 1x1 reduce conv and the strided
+// shortcut conv; it is the batch, so neither computes an input gradient.
+// Every BatchNorm updates its running statistics.
+// CHECK-LABEL: rn.model = "bottleneck"
+// CHECK:       func.func @train_step(%[[X:[a-z0-9]+]]: tensor<2x4x4x4xf32>
+// CHECK:       %[[DOWN:.+]] = rn.conv2d %[[X]], %{{.+}} stride [2, 2] pad [0, 0] {{.*}} -> tensor<2x2x2x8xf32>
+// CHECK:       %[[SUM:.+]] = rn.add
+// CHECK:       %[[DSUM:.+]] = rn.relu_backward %{{.+}}, %{{.+}} : tensor<2x2x2x8xf32>
+// CHECK:       %{{.+}}, %{{.+}}, %{{.+}} = rn.batch_norm_backward %[[DSUM]], %[[DOWN]]
+// CHECK:       rn.conv2d_backward %{{.+}}, %[[X]], {{.*}} stride [2, 2] pad [0, 0] {{.*}} -> tensor<8x1x1x4xf32>
+// CHECK:       rn.batch_norm_backward %[[DSUM]]
+// CHECK:       rn.conv2d_backward {{.*}} stride [1, 1] pad [0, 0] {{.*}} input_grad
+// CHECK:       rn.conv2d_backward {{.*}} stride [2, 2] pad [1, 1] {{.*}} input_grad
+// CHECK:       rn.conv2d_backward %{{.+}}, %[[X]], {{.*}} stride [1, 1] pad [0, 0] {{.*}} -> tensor<2x1x1x4xf32>
+// CHECK-COUNT-4: rn.update_running_stats {{.*}} count
+// CHECK:       func.func @eval_step
+// CHECK-COUNT-4: rn.batch_norm_inference
+
+// AdamW with BatchNorm parameters excluded from decay.
+// ADAMW-LABEL: rn.model = "bottleneck"
+// ADAMW:       rn.adamw_update {{.*}} weight_decay 5.000000e-02 : (tensor<2x1x1x4xf32>
+// ADAMW:       rn.adamw_update {{.*}} weight_decay 0.000000e+00 : (tensor<2xf32>
