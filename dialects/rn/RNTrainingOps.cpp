@@ -9,6 +9,8 @@
 #include "dialects/rn/RNOps.h"
 #include "dialects/rn/RNShapes.h"
 
+#include "llvm/Support/Format.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -31,14 +33,19 @@ static LogicalResult requireSameTypes(const ShapeDiagnostics &diag,
   return success();
 }
 
+/// `value` in [low, high] or [low, high); numbers print as %g ("0.9", "1").
 static LogicalResult requireInRange(const ShapeDiagnostics &diag,
                                     StringRef what, double value, double low,
                                     double high, bool highInclusive) {
   bool ok = value >= low && (highInclusive ? value <= high : value < high);
-  if (!ok || !std::isfinite(value))
-    return diag.fail(what, " must be in [", low, ", ", high,
-                     highInclusive ? "]" : ")", ", got ", value);
-  return success();
+  if (ok && std::isfinite(value))
+    return success();
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  os << what << " must be in [" << llvm::format("%g", low) << ", "
+     << llvm::format("%g", high) << (highInclusive ? "]" : ")") << ", got "
+     << llvm::format("%g", value);
+  return diag.fail(message);
 }
 
 /// The [C] f32 statistics saved by batch_norm_train, for an input of `input`.

@@ -118,3 +118,125 @@ func.func @half_logits(%logits: tensor<4x10xf16>, %labels: tensor<4xi32>) -> ten
   %0 = rn.softmax_cross_entropy %logits, %labels label_smoothing 0.000000e+00 : (tensor<4x10xf16>, tensor<4xi32>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// Tests training state declarations of every role.
+
+// CHECK-LABEL: module attributes {rn.model = "state", rn.training = {optimizer = "sgd"}}
+module attributes {rn.model = "state", rn.training = {optimizer = "sgd"}} {
+  rn.parameter @w : tensor<4x3x3x2xf32> = #rn.init<normal, 1.000000e-01>
+  // CHECK: rn.state gradient @grad.w of @w : tensor<4x3x3x2xf16> = #rn.init<zeros>
+  rn.state gradient @grad.w of @w : tensor<4x3x3x2xf16> = #rn.init<zeros>
+  // CHECK: rn.state master_gradient @grad_f32.w of @w : tensor<4x3x3x2xf32> = #rn.init<zeros>
+  rn.state master_gradient @grad_f32.w of @w : tensor<4x3x3x2xf32> = #rn.init<zeros>
+  // CHECK: rn.state low_precision_weight @f16.w of @w : tensor<4x3x3x2xf16> = #rn.init<derived>
+  rn.state low_precision_weight @f16.w of @w : tensor<4x3x3x2xf16> = #rn.init<derived>
+  // CHECK: rn.state momentum @momentum.w of @w
+  rn.state momentum @momentum.w of @w : tensor<4x3x3x2xf32> = #rn.init<zeros>
+  // CHECK: rn.state adam_m @adam_m.w of @w
+  rn.state adam_m @adam_m.w of @w : tensor<4x3x3x2xf32> = #rn.init<zeros>
+  // CHECK: rn.state adam_v @adam_v.w of @w
+  rn.state adam_v @adam_v.w of @w : tensor<4x3x3x2xf32> = #rn.init<zeros>
+  // CHECK: rn.state ema @ema.w of @w : tensor<4x3x3x2xf32> = #rn.init<derived>
+  rn.state ema @ema.w of @w : tensor<4x3x3x2xf32> = #rn.init<derived>
+  // CHECK: rn.state loss_scale @loss_scale : tensor<f32> = #rn.init<constant, 6.553600e+04>
+  rn.state loss_scale @loss_scale : tensor<f32> = #rn.init<constant, 6.553600e+04>
+  // CHECK: rn.state loss_scale_good_steps @good_steps : tensor<i32> = #rn.init<zeros>
+  rn.state loss_scale_good_steps @good_steps : tensor<i32> = #rn.init<zeros>
+
+  // CHECK-LABEL: func.func @bound
+  // CHECK-SAME: (%{{.+}}: tensor<4x3x3x2xf32> {rn.state = @w}, %{{.+}}: tensor<f32> {rn.input = "lr"}) -> (tensor<4x3x3x2xf32> {rn.state = @w}, tensor<f32> {rn.output = "loss"})
+  func.func @bound(%w: tensor<4x3x3x2xf32> {rn.state = @w}, %lr: tensor<f32> {rn.input = "lr"})
+      -> (tensor<4x3x3x2xf32> {rn.state = @w}, tensor<f32> {rn.output = "loss"}) {
+    return %w, %lr : tensor<4x3x3x2xf32>, tensor<f32>
+  }
+}
+
+// -----
+
+// Tests the training-mode forward ops, casts and reshapes.
+
+// CHECK-LABEL: func.func @training_forward
+func.func @training_forward(%x: tensor<2x4x4x8xf16>, %g: tensor<8xf32>, %m: tensor<8xf32>, %f: tensor<2x8xf32>) {
+  // CHECK: rn.batch_norm_train %{{.+}}, %{{.+}}, %{{.+}} eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %y, %mean, %istd = rn.batch_norm_train %x, %g, %g eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: rn.batch_norm_inference %{{.+}} eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xf16>
+  %i = rn.batch_norm_inference %x, %g, %g, %m, %m eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xf16>
+  // CHECK: rn.update_running_stats {{.+}} eps 1.000000e-05 momentum 1.000000e-01 count 32 : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %nm, %nv = rn.update_running_stats %m, %m, %mean, %istd eps 1.000000e-05 momentum 1.000000e-01 count 32 : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  // CHECK: rn.dropout_train %{{.+}} p 2.500000e-01 : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xf32>
+  %d, %mask = rn.dropout_train %f p 2.500000e-01 : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xf32>
+  // CHECK: rn.cast %{{.+}} : tensor<2x8xf32> -> tensor<2x8xbf16>
+  %c = rn.cast %f : tensor<2x8xf32> -> tensor<2x8xbf16>
+  // CHECK: rn.reshape %{{.+}} : tensor<2x8xf32> -> tensor<2x1x1x8xf32>
+  %r = rn.reshape %f : tensor<2x8xf32> -> tensor<2x1x1x8xf32>
+  return
+}
+
+// -----
+
+// Tests every backward op.
+
+// CHECK-LABEL: func.func @backward
+func.func @backward(%x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>,
+                    %dy: tensor<2x4x4x4xf32>, %y: tensor<2x8x8x4xf32>, %v: tensor<4xf32>,
+                    %h: tensor<2x16xf32>, %fw: tensor<10x16xf32>, %fb: tensor<10xf32>, %dl: tensor<2x10xf32>,
+                    %labels: tensor<2xi32>, %scale: tensor<f32>) {
+  // CHECK: rn.conv2d_backward %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 input_grad : {{.+}} -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
+  %cg:3 = rn.conv2d_backward %dy, %x, %w, %w, %b stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
+  // CHECK: rn.conv2d_backward {{.+}} groups 1 : {{.+}} -> tensor<4x3x3x3xf32>
+  %cf = rn.conv2d_backward %dy, %x, %w, %w stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
+  // CHECK: rn.linear_backward {{.+}} input_grad : {{.+}} -> (tensor<2x16xf32>, tensor<10x16xf32>, tensor<10xf32>)
+  %lg:3 = rn.linear_backward %dl, %h, %fw, %fw, %fb input_grad : (tensor<2x10xf32>, tensor<2x16xf32>, tensor<10x16xf32>, tensor<10x16xf32>, tensor<10xf32>) -> (tensor<2x16xf32>, tensor<10x16xf32>, tensor<10xf32>)
+  // CHECK: rn.batch_norm_backward {{.+}} -> (tensor<2x8x8x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %bg:3 = rn.batch_norm_backward %y, %y, %v, %v, %v, %v, %v : (tensor<2x8x8x4xf32>, tensor<2x8x8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x8x8x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  // CHECK: rn.relu_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>
+  %r = rn.relu_backward %y, %y : tensor<2x8x8x4xf32>
+  // CHECK: rn.tanh_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>
+  %t = rn.tanh_backward %y, %y : tensor<2x8x8x4xf32>
+  // CHECK: rn.silu_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>
+  %s = rn.silu_backward %y, %y : tensor<2x8x8x4xf32>
+  // CHECK: rn.dropout_backward %{{.+}}, %{{.+}} : tensor<2x16xf32>
+  %d = rn.dropout_backward %h, %h : tensor<2x16xf32>
+  // CHECK: rn.max_pool2d_backward %{{.+}}, %{{.+}} kernel [2, 2] stride [2, 2] pad [0, 0] : (tensor<2x4x4x4xf32>, tensor<2x8x8x4xf32>) -> tensor<2x8x8x4xf32>
+  %mp = rn.max_pool2d_backward %dy, %y kernel [2, 2] stride [2, 2] pad [0, 0] : (tensor<2x4x4x4xf32>, tensor<2x8x8x4xf32>) -> tensor<2x8x8x4xf32>
+  // CHECK: rn.avg_pool2d_backward %{{.+}} kernel [2, 2] stride [2, 2] pad [0, 0] : tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>
+  %ap = rn.avg_pool2d_backward %dy kernel [2, 2] stride [2, 2] pad [0, 0] : tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>
+  %gy = rn.global_avg_pool %y : tensor<2x8x8x4xf32> -> tensor<2x1x1x4xf32>
+  // CHECK: rn.global_avg_pool_backward %{{.+}} : tensor<2x1x1x4xf32> -> tensor<2x8x8x4xf32>
+  %gp = rn.global_avg_pool_backward %gy : tensor<2x1x1x4xf32> -> tensor<2x8x8x4xf32>
+  // CHECK: rn.softmax_cross_entropy_backward %{{.+}}, %{{.+}} scale %{{.+}} label_smoothing 0.000000e+00 : (tensor<2x10xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x10xf32>
+  %sg = rn.softmax_cross_entropy_backward %dl, %labels scale %scale label_smoothing 0.000000e+00 : (tensor<2x10xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x10xf32>
+  return
+}
+
+// -----
+
+// Tests zero-grad, loss scaling, the optimizers, EMA and accuracy.
+
+// CHECK-LABEL: func.func @update
+func.func @update(%w: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %lr: tensor<f32>,
+                  %step: tensor<i32>, %scale: tensor<f32>, %logits: tensor<2x10xf16>, %labels: tensor<2xi32>) {
+  // CHECK: rn.zero %{{.+}} : tensor<16xf32>
+  %z = rn.zero %g : tensor<16xf32>
+  // CHECK: %[[INF:.+]] = rn.check_finite %{{.+}}, %{{.+}} : tensor<16xf32>, tensor<16xf32> -> tensor<i1>
+  %inf = rn.check_finite %g, %m : tensor<16xf32>, tensor<16xf32> -> tensor<i1>
+  // CHECK: rn.unscale %{{.+}}, %{{.+}} : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  %u = rn.unscale %g, %scale : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  // CHECK: rn.update_loss_scale %{{.+}}, %{{.+}}, %[[INF]] growth 2.000000e+00 backoff 5.000000e-01 interval 2000
+  %ns, %ng = rn.update_loss_scale %scale, %step, %inf growth 2.000000e+00 backoff 5.000000e-01 interval 2000 : (tensor<f32>, tensor<i32>, tensor<i1>) -> (tensor<f32>, tensor<i32>)
+  // CHECK: rn.sgd_update %{{.+}}, %{{.+}}, %{{.+}} lr %{{.+}} skip_if %[[INF]] momentum 9.000000e-01 weight_decay 5.000000e-04 nesterov
+  %p1, %b1 = rn.sgd_update %w, %u, %m lr %lr skip_if %inf momentum 9.000000e-01 weight_decay 5.000000e-04 nesterov : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>, tensor<i1>) -> (tensor<16xf32>, tensor<16xf32>)
+  // CHECK: rn.sgd_update %{{.+}}, %{{.+}} lr %{{.+}} momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  %p2 = rn.sgd_update %w, %u lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  // CHECK: rn.adamw_update {{.+}} step %{{.+}} betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 1.000000e-02
+  %p3:3 = rn.adamw_update %w, %u, %m, %m lr %lr step %step betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 1.000000e-02 : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>, tensor<i32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+  // CHECK: rn.lars_update {{.+}} momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 0.000000e+00
+  %p4:2 = rn.lars_update %w, %u, %m lr %lr momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 0.000000e+00 : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> (tensor<16xf32>, tensor<16xf32>)
+  // CHECK: rn.ema_update %{{.+}}, %{{.+}} decay 5.000000e-01 : tensor<16xf32>
+  %e = rn.ema_update %m, %p1 decay 5.000000e-01 : tensor<16xf32>
+  // CHECK: rn.count_correct %{{.+}}, %{{.+}} : (tensor<2x10xf16>, tensor<2xi32>) -> tensor<i32>
+  %c = rn.count_correct %logits, %labels : (tensor<2x10xf16>, tensor<2xi32>) -> tensor<i32>
+  return
+}
