@@ -611,49 +611,51 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
         continue;
       Location opLoc = op->getLoc();
       ++numBackwardOps;
+      // Conv and linear backward: dX (unless the input is the batch), dW
+      // and dB, the weight gradients accumulated into their accumulators.
+      auto emitWeightedBackward = [&](Value input, Value weight, Value bias,
+                                      auto create) {
+        bool inputGrad = requiresGrad.contains(input);
+        SmallVector<Type> resultTypes;
+        if (inputGrad)
+          resultTypes.push_back(input.getType());
+        resultTypes.push_back(weight.getType());
+        if (bias)
+          resultTypes.push_back(bias.getType());
+        ResultRange results =
+            create(resultTypes, accumulatorOf(weight),
+                   bias ? accumulatorOf(bias) : Value(),
+                   inputGrad ? b.getUnitAttr() : UnitAttr());
+        updateAccumulator(weight, results[inputGrad ? 1 : 0]);
+        if (bias)
+          updateAccumulator(bias, results.back());
+        if (inputGrad)
+          grads.accumulate(opLoc, input, results.front());
+      };
       if (auto conv = dyn_cast<Conv2dOp>(op)) {
-        Value input = conv.getInput();
-        bool inputGrad = requiresGrad.contains(input);
-        SmallVector<Type> resultTypes;
-        if (inputGrad)
-          resultTypes.push_back(input.getType());
-        resultTypes.push_back(conv.getFilter().getType());
-        Value biasAcc;
-        if (conv.getBias()) {
-          biasAcc = accumulatorOf(conv.getBias());
-          resultTypes.push_back(conv.getBias().getType());
-        }
-        auto backward = Conv2dBackwardOp::create(
-            b, opLoc, resultTypes, dy, input, conv.getFilter(),
-            accumulatorOf(conv.getFilter()), biasAcc, conv.getStridesAttr(),
-            conv.getPaddingAttr(), conv.getDilationAttr(),
-            conv.getGroupsAttr(), inputGrad ? b.getUnitAttr() : UnitAttr());
-        updateAccumulator(conv.getFilter(), backward.getFilterGradResult());
-        if (conv.getBias())
-          updateAccumulator(conv.getBias(), backward.getBiasGradResult());
-        if (inputGrad)
-          grads.accumulate(opLoc, input, backward.getInputGradResult());
+        emitWeightedBackward(
+            conv.getInput(), conv.getFilter(), conv.getBias(),
+            [&](TypeRange types, Value weightAcc, Value biasAcc,
+                UnitAttr inputGrad) {
+              return Conv2dBackwardOp::create(
+                         b, opLoc, types, dy, conv.getInput(),
+                         conv.getFilter(), weightAcc, biasAcc,
+                         conv.getStridesAttr(), conv.getPaddingAttr(),
+                         conv.getDilationAttr(), conv.getGroupsAttr(),
+                         inputGrad)
+                  ->getResults();
+            });
       } else if (auto linear = dyn_cast<LinearOp>(op)) {
-        Value input = linear.getInput();
-        bool inputGrad = requiresGrad.contains(input);
-        SmallVector<Type> resultTypes;
-        if (inputGrad)
-          resultTypes.push_back(input.getType());
-        resultTypes.push_back(linear.getWeight().getType());
-        Value biasAcc;
-        if (linear.getBias()) {
-          biasAcc = accumulatorOf(linear.getBias());
-          resultTypes.push_back(linear.getBias().getType());
-        }
-        auto backward = LinearBackwardOp::create(
-            b, opLoc, resultTypes, dy, input, linear.getWeight(),
-            accumulatorOf(linear.getWeight()), biasAcc,
-            inputGrad ? b.getUnitAttr() : UnitAttr());
-        updateAccumulator(linear.getWeight(), backward.getWeightGradResult());
-        if (linear.getBias())
-          updateAccumulator(linear.getBias(), backward.getBiasGradResult());
-        if (inputGrad)
-          grads.accumulate(opLoc, input, backward.getInputGradResult());
+        emitWeightedBackward(
+            linear.getInput(), linear.getWeight(), linear.getBias(),
+            [&](TypeRange types, Value weightAcc, Value biasAcc,
+                UnitAttr inputGrad) {
+              return LinearBackwardOp::create(b, opLoc, types, dy,
+                                              linear.getInput(),
+                                              linear.getWeight(), weightAcc,
+                                              biasAcc, inputGrad)
+                  ->getResults();
+            });
       } else if (auto bn = dyn_cast<BatchNormTrainOp>(op)) {
         Value gammaAcc = accumulatorOf(bn.getWeight());
         Value betaAcc = accumulatorOf(bn.getBias());

@@ -144,15 +144,9 @@ LogicalResult LinearOp::verify() {
 
 LogicalResult SoftmaxCrossEntropyOp::verify() {
   ShapeDiagnostics diag(*this);
-  RankedTensorType logits = getLogits().getType();
-  RankedTensorType labels = getLabels().getType();
-  if (failed(diag.requireRank("logits", logits, 2, "[N, classes]")) ||
-      failed(diag.requireRank("labels", labels, 1, "[N]")))
+  if (failed(verifyLogitsAndLabels(diag, getLogits().getType(),
+                                   getLabels().getType())))
     return failure();
-  if (labels.getDimSize(0) != logits.getDimSize(0))
-    return diag.fail("labels hold ", labels.getDimSize(0),
-                     " entries but the logits have a batch of ",
-                     logits.getDimSize(0));
   double smoothing = getLabelSmoothing().convertToDouble();
   if (!(smoothing >= 0.0 && smoothing < 1.0))
     return diag.fail("label smoothing must be in [0, 1), got ", smoothing);

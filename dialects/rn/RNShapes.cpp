@@ -230,3 +230,17 @@ mlir::rn::shapes::verifyBatchNormAttributes(const ShapeDiagnostics &diag,
     return diag.fail("momentum must be in [0, 1], got ", *momentum);
   return success();
 }
+
+LogicalResult
+mlir::rn::shapes::verifyLogitsAndLabels(const ShapeDiagnostics &diag,
+                                        RankedTensorType logits,
+                                        RankedTensorType labels) {
+  if (failed(diag.requireRank("logits", logits, 2, "[N, classes]")) ||
+      failed(diag.requireRank("labels", labels, 1, "[N]")))
+    return failure();
+  if (labels.getDimSize(0) != logits.getDimSize(0))
+    return diag.fail("labels hold ", labels.getDimSize(0),
+                     " entries but the logits have a batch of ",
+                     logits.getDimSize(0));
+  return success();
+}

@@ -82,6 +82,11 @@ verifyBatchNormOperands(const ShapeDiagnostics &diag, RankedTensorType input,
                         ArrayRef<std::pair<StringRef, Type>> vectors,
                         bool allowF32Vectors);
 
+/// logits [N, classes] with labels [N].
+LogicalResult verifyLogitsAndLabels(const ShapeDiagnostics &diag,
+                                    RankedTensorType logits,
+                                    RankedTensorType labels);
+
 /// epsilon > 0 and, where given, momentum in [0, 1].
 LogicalResult verifyBatchNormAttributes(const ShapeDiagnostics &diag,
                                         double epsilon,

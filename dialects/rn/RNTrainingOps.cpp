@@ -337,20 +337,6 @@ LogicalResult GlobalAvgPoolBackwardOp::verify() {
   return diag.requireType("output_grad", getOutputGrad().getType(), *output);
 }
 
-/// logits [N, C] with labels [N].
-static LogicalResult verifyLogitsAndLabels(const ShapeDiagnostics &diag,
-                                           RankedTensorType logits,
-                                           RankedTensorType labels) {
-  if (failed(diag.requireRank("logits", logits, 2, "[N, classes]")) ||
-      failed(diag.requireRank("labels", labels, 1, "[N]")))
-    return failure();
-  if (labels.getDimSize(0) != logits.getDimSize(0))
-    return diag.fail("labels hold ", labels.getDimSize(0),
-                     " entries but the logits have a batch of ",
-                     logits.getDimSize(0));
-  return success();
-}
-
 LogicalResult SoftmaxCrossEntropyBackwardOp::verify() {
   ShapeDiagnostics diag(*this);
   if (failed(verifyLogitsAndLabels(diag, getLogits().getType(),
