@@ -13,6 +13,7 @@ using namespace mlir::rn;
 
 #include "dialects/rn/RNDialect.cpp.inc"
 #include "dialects/rn/RNEnums.cpp.inc"
+#include "dialects/rn/RNInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/rn/RNAttrs.cpp.inc"
@@ -28,19 +29,84 @@ void RNDialect::initialize() {
       >();
 }
 
+std::optional<uint64_t> mlir::rn::getStorageBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !tensor.getElementType().isIntOrFloat())
+    return std::nullopt;
+  uint64_t elementBytes =
+      std::max<uint64_t>(1, tensor.getElementTypeBitWidth() / 8);
+  return elementBytes * tensor.getNumElements();
+}
+
+/// A slot must hold its value.
+static LogicalResult verifySlotHolds(Operation *op, Attribute attr, Type type,
+                                     const llvm::Twine &what) {
+  auto slot = dyn_cast<SlotAttr>(attr);
+  if (!slot)
+    return op->emitError() << what << " must be an #rn.slot, got " << attr;
+  std::optional<uint64_t> bytes = getStorageBytes(type);
+  if (bytes && slot.getSize() < *bytes)
+    return op->emitError() << what << " " << slot << " holds "
+                           << slot.getSize() << " bytes but the value ("
+                           << type << ") needs " << *bytes;
+  return success();
+}
+
 LogicalResult RNDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
+  Attribute value = attribute.getValue();
   if (name == kModelNameAttr || name == kTrainingAttr) {
     if (!isa<ModuleOp>(op))
       return op->emitError() << "'" << name
                              << "' belongs on the top-level module";
-    if (name == kModelNameAttr && !isa<StringAttr>(attribute.getValue()))
+    if (name == kModelNameAttr && !isa<StringAttr>(value))
       return op->emitError() << "'" << name
                              << "' must be a string naming the model";
-    if (name == kTrainingAttr && !isa<DictionaryAttr>(attribute.getValue()))
+    if (name == kTrainingAttr && !isa<DictionaryAttr>(value))
       return op->emitError() << "'" << name
                              << "' must be a dictionary of training options";
+    return success();
+  }
+  if (name == kSubgraphAttr) {
+    auto symbol = dyn_cast<FlatSymbolRefAttr>(value);
+    if (!symbol)
+      return op->emitError() << "'" << name << "' must name an rn.subgraph";
+    auto subgraph = SymbolTable::lookupNearestSymbolFrom<SubgraphOp>(op, symbol);
+    if (!subgraph)
+      return op->emitError() << "'" << name << "' names " << symbol
+                             << ", which is not an rn.subgraph";
+    auto function = op->getParentOfType<func::FuncOp>();
+    if (!function || function.getSymName() != subgraph.getFunction())
+      return op->emitError() << "op is in subgraph " << symbol
+                             << " of @" << subgraph.getFunction()
+                             << " but not in that function";
+    return success();
+  }
+  if (name == kStreamAttr) {
+    if (!isa<StreamKindAttr>(value))
+      return op->emitError() << "'" << name << "' must be an #rn.stream";
+    return success();
+  }
+  if (name == kStreamMapAttr) {
+    auto map = dyn_cast<DictionaryAttr>(value);
+    if (!map || !llvm::all_of(map, [](NamedAttribute entry) {
+          return isa<StreamKindAttr>(entry.getValue());
+        }))
+      return op->emitError() << "'" << name
+                             << "' must map result names to #rn.stream";
+    return success();
+  }
+  if (name == kSlotsAttr) {
+    auto slots = dyn_cast<ArrayAttr>(value);
+    if (!slots || slots.size() != op->getNumResults())
+      return op->emitError() << "'" << name << "' must hold one #rn.slot per "
+                             << "result (" << op->getNumResults() << ")";
+    for (auto [index, slot] : llvm::enumerate(slots))
+      if (failed(verifySlotHolds(op, slot, op->getResult(index).getType(),
+                                 "slot of result #" + llvm::Twine(index))))
+        return failure();
     return success();
   }
   return op->emitError() << "unknown rn dialect attribute '" << name << "'";
@@ -90,6 +156,11 @@ static LogicalResult verifyFunctionValueAttribute(Operation *op,
     if (!type)
       return op->emitError() << "'" << name << "' belongs on a function";
     return verifyStateBinding(op, attribute.getValue(), type, where);
+  }
+  if (name == kSlotAttr) {
+    if (!type)
+      return op->emitError() << "'" << name << "' belongs on a function";
+    return verifySlotHolds(op, attribute.getValue(), type, "slot of " + where);
   }
   StringRef expectedName = isArgument ? kInputAttr : kOutputAttr;
   if (name == expectedName) {

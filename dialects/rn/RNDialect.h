@@ -11,6 +11,7 @@
 
 #include "dialects/rn/RNDialect.h.inc"
 #include "dialects/rn/RNEnums.h.inc"
+#include "mlir/IR/BuiltinTypes.h"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/rn/RNAttrs.h.inc"
@@ -29,6 +30,20 @@ constexpr llvm::StringLiteral kInputAttr = "rn.input";
 /// Function result attribute: which per-step output (loss, correct,
 /// logits) the result is.
 constexpr llvm::StringLiteral kOutputAttr = "rn.output";
+/// Op attribute: the rn.subgraph symbol the op is captured in.
+constexpr llvm::StringLiteral kSubgraphAttr = "rn.subgraph";
+/// Op attribute: the representative stream (#rn.stream<...>).
+constexpr llvm::StringLiteral kStreamAttr = "rn.stream";
+/// Op attribute of forking ops: result name -> stream that computes it.
+constexpr llvm::StringLiteral kStreamMapAttr = "rn.stream_map";
+/// Op attribute: one #rn.slot per result.
+constexpr llvm::StringLiteral kSlotsAttr = "rn.slots";
+/// Function argument/result attribute: the #rn.slot of the value.
+constexpr llvm::StringLiteral kSlotAttr = "rn.slot";
+
+/// Bytes a value of `type` occupies on the device (i1 takes a byte); none
+/// for types without a static size.
+std::optional<uint64_t> getStorageBytes(Type type);
 
 } // namespace mlir::rn
 

@@ -21,6 +21,8 @@ struct RandomGeneratorResource
 
 } // namespace mlir::rn
 
+#include "dialects/rn/RNInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/rn/RNOps.h.inc"
 

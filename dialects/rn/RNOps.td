@@ -263,5 +263,7 @@ def RN_SoftmaxCrossEntropyOp : RN_Op<"softmax_cross_entropy", [
 }
 
 include "dialects/rn/RNTrainingOps.td"
+include "dialects/rn/RNFusedOps.td"
+include "dialects/rn/RNScheduleOps.td"
 
 #endif // RN_DIALECT_RN_OPS_TD

@@ -472,3 +472,99 @@ LogicalResult CountCorrectOp::verify() {
   return verifyLogitsAndLabels(ShapeDiagnostics(*this), getLogits().getType(),
                                getLabels().getType());
 }
+
+//===----------------------------------------------------------------------===//
+// InPlaceOpInterface: which results update which operand
+//===----------------------------------------------------------------------===//
+
+/// Results map one to one onto the leading operands.
+static std::optional<unsigned> sameIndex(unsigned resultIndex,
+                                         unsigned numUpdated) {
+  if (resultIndex < numUpdated)
+    return resultIndex;
+  return std::nullopt;
+}
+
+std::optional<unsigned> ZeroOp::getUpdatedOperand(unsigned resultIndex) {
+  return sameIndex(resultIndex, 1);
+}
+
+std::optional<unsigned> UnscaleOp::getUpdatedOperand(unsigned resultIndex) {
+  return sameIndex(resultIndex, 1);
+}
+
+std::optional<unsigned> EmaUpdateOp::getUpdatedOperand(unsigned resultIndex) {
+  return sameIndex(resultIndex, 1);
+}
+
+std::optional<unsigned>
+UpdateRunningStatsOp::getUpdatedOperand(unsigned resultIndex) {
+  return sameIndex(resultIndex, 2);
+}
+
+std::optional<unsigned>
+UpdateLossScaleOp::getUpdatedOperand(unsigned resultIndex) {
+  return sameIndex(resultIndex, 2);
+}
+
+/// Backward ops with optional dX first: the weight gradient updates its
+/// accumulator, and the bias gradient (last) the bias accumulator.
+template <typename BackwardOp>
+static std::optional<unsigned> weightGradientUpdate(BackwardOp op,
+                                                    unsigned resultIndex) {
+  unsigned first = op.getInputGrad() ? 1 : 0;
+  if (resultIndex == first)
+    return op.getOperation()->getNumOperands() - (op.getBiasGradAcc() ? 2 : 1);
+  if (op.getBiasGradAcc() && resultIndex == first + 1)
+    return op.getOperation()->getNumOperands() - 1;
+  return std::nullopt;
+}
+
+std::optional<unsigned>
+Conv2dBackwardOp::getUpdatedOperand(unsigned resultIndex) {
+  return weightGradientUpdate(*this, resultIndex);
+}
+
+std::optional<unsigned>
+LinearBackwardOp::getUpdatedOperand(unsigned resultIndex) {
+  return weightGradientUpdate(*this, resultIndex);
+}
+
+std::optional<unsigned>
+BatchNormBackwardOp::getUpdatedOperand(unsigned resultIndex) {
+  if (resultIndex == 1)
+    return getWeightGradAccMutable().getOperandNumber();
+  if (resultIndex == 2)
+    return getBiasGradAccMutable().getOperandNumber();
+  return std::nullopt;
+}
+
+std::optional<unsigned> SgdUpdateOp::getUpdatedOperand(unsigned resultIndex) {
+  if (resultIndex == 0)
+    return getParamMutable().getOperandNumber();
+  if (resultIndex == 1 && getMomentumBuffer())
+    return getMomentumBufferMutable()[0].getOperandNumber();
+  return std::nullopt;
+}
+
+std::optional<unsigned>
+AdamWUpdateOp::getUpdatedOperand(unsigned resultIndex) {
+  switch (resultIndex) {
+  case 0:
+    return getParamMutable().getOperandNumber();
+  case 1:
+    return getExpAvgMutable().getOperandNumber();
+  case 2:
+    return getExpAvgSqMutable().getOperandNumber();
+  default:
+    return std::nullopt;
+  }
+}
+
+std::optional<unsigned> LarsUpdateOp::getUpdatedOperand(unsigned resultIndex) {
+  if (resultIndex == 0)
+    return getParamMutable().getOperandNumber();
+  if (resultIndex == 1)
+    return getMomentumBufferMutable().getOperandNumber();
+  return std::nullopt;
+}

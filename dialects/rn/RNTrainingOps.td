@@ -16,6 +16,7 @@
 #define RN_DIALECT_RN_TRAINING_OPS_TD
 
 include "dialects/rn/RNBase.td"
+include "dialects/rn/RNInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -146,7 +147,7 @@ def RN_BatchNormInferenceOp : RN_Op<"batch_norm_inference", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_UpdateRunningStatsOp : RN_Op<"update_running_stats", [Pure]> {
+def RN_UpdateRunningStatsOp : RN_Op<"update_running_stats", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "folds batch statistics into the running statistics";
   let description = [{
     Updates `running_mean` and `running_var` (PyTorch's convention):
@@ -205,7 +206,7 @@ def RN_SiluBackwardOp : RN_ElementwiseBackwardOp<"silu_backward", "input",
 def RN_DropoutBackwardOp : RN_ElementwiseBackwardOp<"dropout_backward", "mask",
     "dx = dy * mask">;
 
-def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [Pure]> {
+def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "gradients of a convolution: dX, dW and dB";
   let description = [{
     Results, in order: the input gradient (only with `input_grad`; the first
@@ -249,7 +250,7 @@ def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_LinearBackwardOp : RN_Op<"linear_backward", [Pure]> {
+def RN_LinearBackwardOp : RN_Op<"linear_backward", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "gradients of a fully connected layer: dX, dW and dB";
   let description = [{
     Results as for `rn.conv2d_backward`: the input gradient (with
@@ -280,7 +281,7 @@ def RN_LinearBackwardOp : RN_Op<"linear_backward", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_BatchNormBackwardOp : RN_Op<"batch_norm_backward", [Pure]> {
+def RN_BatchNormBackwardOp : RN_Op<"batch_norm_backward", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "gradients of training-mode batch normalization";
   let description = [{
     Uses the batch statistics saved by `rn.batch_norm_train`. Results: the
@@ -369,7 +370,7 @@ def RN_SoftmaxCrossEntropyBackwardOp : RN_Op<"softmax_cross_entropy_backward", [
 // Zero-grad, loss scaling
 //===----------------------------------------------------------------------===//
 
-def RN_ZeroOp : RN_Op<"zero", [Pure, SameOperandsAndResultType]> {
+def RN_ZeroOp : RN_Op<"zero", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "zeroes a gradient accumulator (updates `input`)";
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
@@ -384,7 +385,7 @@ def RN_CheckFiniteOp : RN_Op<"check_finite", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_UnscaleOp : RN_Op<"unscale", [Pure]> {
+def RN_UnscaleOp : RN_Op<"unscale", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "divides a gradient by the loss scale (updates `grad`)";
   let arguments = (ins RN_FloatTensor:$grad, RN_ScalarF32Tensor:$scale);
   let results = (outs RN_FloatTensor:$result);
@@ -392,7 +393,7 @@ def RN_UnscaleOp : RN_Op<"unscale", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [Pure]> {
+def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "dynamic loss scaling: back off on overflow, grow when clean";
   let description = [{
     Updates `scale` and `good_steps`: on a non-finite gradient the scale is
@@ -420,7 +421,7 @@ def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [Pure]> {
 // Optimizers, EMA, evaluation
 //===----------------------------------------------------------------------===//
 
-def RN_SgdUpdateOp : RN_Op<"sgd_update", [Pure, AttrSizedOperandSegments]> {
+def RN_SgdUpdateOp : RN_Op<"sgd_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
   let summary = "SGD with momentum, Nesterov and weight decay (updates `param`, `momentum_buffer`)";
   let description = [{
     PyTorch's torch.optim.SGD (dampening 0): g = grad + weight_decay * param;
@@ -448,7 +449,7 @@ def RN_SgdUpdateOp : RN_Op<"sgd_update", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def RN_AdamWUpdateOp : RN_Op<"adamw_update", [Pure]> {
+def RN_AdamWUpdateOp : RN_Op<"adamw_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "AdamW with decoupled weight decay (updates `param`, `exp_avg`, `exp_avg_sq`)";
   let description = [{
     PyTorch's torch.optim.AdamW: param *= 1 - lr * weight_decay; m and v
@@ -477,7 +478,7 @@ def RN_AdamWUpdateOp : RN_Op<"adamw_update", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_LarsUpdateOp : RN_Op<"lars_update", [Pure]> {
+def RN_LarsUpdateOp : RN_Op<"lars_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "LARS: SGD with a layer-wise trust ratio (updates `param`, `momentum_buffer`)";
   let description = [{
     local_lr = trust_coefficient * |param| / (|grad| + weight_decay * |param|
@@ -504,7 +505,7 @@ def RN_LarsUpdateOp : RN_Op<"lars_update", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_EmaUpdateOp : RN_Op<"ema_update", [
+def RN_EmaUpdateOp : RN_Op<"ema_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, 
     Pure, AllTypesMatch<["average", "param", "new_average"]>]> {
   let summary = "exponential moving average of a weight (updates `average`)";
   let description = "average = decay * average + (1 - decay) * param.";
