@@ -782,7 +782,11 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
         break;
       }
       }
-      newValues[state.gradient.getSymName()] = accumulators[name];
+      // The gradient state ends the step holding what the optimizer read:
+      // unscaled (rn.unscale updates it in place) unless a separate f32
+      // master gradient holds that, leaving the low-precision accumulator.
+      newValues[state.gradient.getSymName()] =
+          state.masterGradient ? accumulators[name] : grad;
       if (state.masterGradient)
         newValues[state.masterGradient.getSymName()] = grad;
     }

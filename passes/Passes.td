@@ -100,4 +100,297 @@ def BuildTraining : Pass<"rn-build-training", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::rn::RNDialect", "::mlir::func::FuncDialect"];
 }
 
+
+def FuseCbr : Pass<"rn-fuse-cbr", "::mlir::ModuleOp"> {
+  let summary = "Fuse conv2d + batch norm (+ relu) and their backward into CBR ops";
+  let description = [{
+    Runs on every function (`@train_step` and `@eval_step` of
+    rn-build-training) and rewrites:
+
+    | unfused chain | fused op |
+    |---|---|
+    | `conv2d` -> `batch_norm_train` (-> `relu`) | `rn.cbr_forward` (`relu`) |
+    | (`relu_backward` ->) `batch_norm_backward` -> `conv2d_backward` | `rn.cbr_backward` |
+    | `conv2d` -> `batch_norm_inference` (-> `relu`) | `rn.cbr_inference` |
+    | `batch_norm_train` -> `add` -> `relu` | `rn.bn_add_relu` |
+    | `relu_backward` -> `batch_norm_backward` | `rn.bn_add_relu_backward` |
+    | `batch_norm_inference` -> `add` -> `relu` | `rn.bn_add_relu_inference` |
+
+    Forward chains are fused first; a backward chain is fused when it
+    differentiates a fused forward op (it reads that op's saved statistics),
+    and the first layer's conv2d_backward without `input_grad` gives a
+    cbr_backward without `input_grad`. The fused ops return every value the
+    rest of the step reads: the conv output and batch statistics (for the
+    backward op and `rn.update_running_stats`), the gradient at the conv
+    output, the shortcut gradient. A value they do not return (the batch
+    norm output before a fused ReLU, the sum of a residual add, a fused ReLU
+    gradient, the conv output at inference) must have no other user, else
+    the chain is left unfused, or fused without its ReLU, with a remark
+    saying why; convolutions with a bias are not fused (the batch norm
+    cancels the bias). The fused op takes the place of the last op of the
+    chain, or of the first when a result is used in between.
+
+    A batch norm between a conv2d and an add + relu (a ResNet block's last
+    batch norm) joins the residual tail by default, leaving a plain conv2d;
+    `prefer-residual-tails=false` fuses it with the conv instead
+    (cbr_forward without relu), leaving add and relu unfused.
+
+    Before (`@train_step`, one layer):
+    ```mlir
+    %c = rn.conv2d %x, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1
+    %n, %mean, %istd = rn.batch_norm_train %c, %gamma, %beta eps 1.0e-05
+    %y = rn.relu %n
+    ...
+    %d = rn.relu_backward %dy, %y
+    %dc, %ggamma, %gbeta = rn.batch_norm_backward %d, %c, %gamma, %mean, %istd, %ggamma0, %gbeta0
+    %dx, %gw = rn.conv2d_backward %dc, %x, %w, %gw0 stride [1, 1] pad [1, 1]
+        dilation [1, 1] groups 1 input_grad
+    %rm, %rv = rn.update_running_stats %m0, %v0, %mean, %istd eps 1.0e-05 ...
+    ```
+    After:
+    ```mlir
+    %y, %c, %mean, %istd = rn.cbr_forward %x, %w, %gamma, %beta stride [1, 1]
+        pad [1, 1] dilation [1, 1] groups 1 eps 1.0e-05 relu
+    ...
+    %dc, %grads:4 = rn.cbr_backward %dy, %x, %w, %c, %gamma, %mean, %istd,
+        %gw0, %ggamma0, %gbeta0 relu %y stride [1, 1] pad [1, 1]
+        dilation [1, 1] groups 1 input_grad      // dx, gw, ggamma, gbeta
+    %rm, %rv = rn.update_running_stats %m0, %v0, %mean, %istd eps 1.0e-05 ...
+    ```
+    A residual tail `%s = rn.add %n, %shortcut; %y = rn.relu %s` becomes
+    `%y, %mean, %istd = rn.bn_add_relu %c, %gamma, %beta shortcut %shortcut
+    eps ..` and its backward `%dc, %dshortcut, %ggamma, %gbeta =
+    rn.bn_add_relu_backward %dy, %y, %c, %gamma, %mean, %istd, %ggamma0,
+    %gbeta0`.
+  }];
+  let options = [
+    Option<"enabled", "enable", "bool", "true",
+           "fuse (false keeps the unfused ops, the baseline to measure)">,
+    Option<"preferResidualTails", "prefer-residual-tails", "bool", "true",
+           "a batch norm between a conv2d and an add + relu joins the "
+           "residual tail (rn.bn_add_relu) rather than the conv "
+           "(rn.cbr_forward without relu)">,
+  ];
+  let statistics = [
+    Statistic<"numFusedForward", "num-fused-forward", "forward CBR ops formed">,
+    Statistic<"numFusedBackward", "num-fused-backward", "backward CBR ops formed">,
+    Statistic<"numFusedInference", "num-fused-inference",
+              "inference CBR ops formed">,
+    Statistic<"numResidualTails", "num-residual-tails",
+              "bn_add_relu ops formed (forward, backward and inference)">,
+    Statistic<"numSkipped", "num-skipped", "candidates left unfused">,
+  ];
+  let dependentDialects = ["::mlir::rn::RNDialect"];
+}
+
+def Partition : Pass<"rn-partition", "::mlir::ModuleOp"> {
+  let summary = "Cut the train and eval steps into subgraphs and write the step schedules";
+  let description = [{
+    (to be written with the pass)
+  }];
+  let statistics = [
+    Statistic<"numSubgraphs", "num-subgraphs", "subgraphs declared">,
+  ];
+  let dependentDialects = ["::mlir::rn::RNDialect"];
+}
+
+def PlanMemory : Pass<"rn-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Give every value a slot in a typed region of one device arena";
+  let description = [{
+    Plans the device memory of the step functions (every function with
+    `rn.state` or `rn.input` arguments, in module order) so that captured
+    CUDA graphs never allocate. Every device value gets a slot
+    `#rn.slot<region, offset, bytes>`: op results in `rn.slots` (one per
+    result), function arguments in the argument attribute `rn.slot`. A
+    module-level `rn.memory_plan` lists the regions of the arena, back to
+    back in enum order, every offset `alignment`-aligned; empty regions are
+    left out.
+
+    Values that an op updates in place (`InPlaceOpInterface`) share their
+    operand's slot; the operand must not be read after the update. Where a
+    value lives:
+
+    - state (`rn.state = @S` on an argument or a returned result, followed
+      back through in-place chains): S's slot, one per symbol, shared by all
+      functions. Trainable `rn.parameter` -> `weights`, buffers ->
+      `bn_statistics`; `rn.state` roles gradient/master_gradient ->
+      `gradients`, momentum/adam_m/adam_v -> `optimizer_state`,
+      low_precision_weight -> `weights_low_precision`, ema -> `ema`,
+      loss_scale/loss_scale_good_steps -> `scalars`;
+    - per-step inputs (the `rn.input` argument, or its `rn.host_to_device`
+      copy after rn-partition): batches in `inputs_a` (mirrored in
+      `inputs_b` for double buffering), rank-0 inputs (lr, step) in
+      `scalars`; one slot per input name, shared by all functions. An
+      argument read only by `rn.host_to_device` is a host staging buffer and
+      gets no slot;
+    - rank-0 `rn.output` results (loss, correct): their own `scalars` slot;
+    - everything else (logits included, live to the end): `activations`,
+      reused by liveness over the function order with best fit. Functions
+      never run at once, so they share the region.
+
+    Workspaces: `workspace-mib` MiB for each compute stream, 1 MiB for the
+    update stream, none for the transfer stream.
+
+    Before (after `rn-build-training`, abridged):
+    ```mlir
+    func.func @train_step(%x: tensor<4x8xf32> {rn.input = "images"}, ...,
+        %w: tensor<10x8xf32> {rn.state = @fc.weight},
+        %g: tensor<10x8xf32> {rn.state = @grad.fc.weight},
+        %m: tensor<10x8xf32> {rn.state = @momentum.fc.weight}) -> (...) {
+      %g0 = rn.zero %g : tensor<10x8xf32>
+      %h, %mean, %inv_std = rn.batch_norm_train %x, %gamma, %beta ...
+      %r = rn.relu %h : tensor<4x8xf32>
+      %logits = rn.linear %r, %w : ... -> tensor<4x10xf32>
+      ...
+      %g1 = rn.linear_backward %dlogits, %r, %w, %g0 : ...
+      %w1, %m1 = rn.sgd_update %w, %g1, %m lr %lr ...
+      return %loss, ..., %w1, %g1, %m1 : ...
+    }
+    ```
+    After (`workspace-mib=1`; test/passes/plan-memory.mlir):
+    ```mlir
+    rn.memory_plan arena 4200448 alignment 256 regions [
+        #rn.extent<weights, 0, 1024>, #rn.extent<gradients, 1024, 512>, ...,
+        #rn.extent<activations, 4864, 1280>, ...]
+    func.func @train_step(
+        %x: tensor<4x8xf32> {rn.input = "images",
+                             rn.slot = #rn.slot<inputs_a, 0, 128>}, ...,
+        %w: tensor<10x8xf32> {rn.slot = #rn.slot<weights, 512, 320>,
+                              rn.state = @fc.weight}, ...) -> (...) {
+      %g0 = rn.zero %g {rn.slots = [#rn.slot<gradients, 0, 320>]} : ...
+      %h, %mean, %inv_std = rn.batch_norm_train %x, %gamma, %beta ...
+          {rn.slots = [#rn.slot<activations, 0, 128>,
+                       #rn.slot<activations, 256, 32>,
+                       #rn.slot<activations, 512, 32>]} : ...
+      %r = rn.relu %h {rn.slots = [#rn.slot<activations, 768, 128>]} : ...
+      // %h is dead: the logits take its offset.
+      %logits = rn.linear %r, %w {rn.slots = [#rn.slot<activations, 0, 160>]} : ...
+      ...
+      %g1 = rn.linear_backward ... {rn.slots = [#rn.slot<gradients, 0, 320>]} : ...
+      %w1, %m1 = rn.sgd_update %w, %g1, %m lr %lr ...
+          {rn.slots = [#rn.slot<weights, 512, 320>,
+                       #rn.slot<optimizer_state, 0, 320>]} : ...
+    }
+    ```
+    Errors: a value without a static size, an in-place update whose operand
+    is read afterwards, an in-place chain that would need two homes (two
+    state slots, or state and input), a new value written into a state slot
+    whose old value is still read, state updated in place but not returned,
+    a host staging buffer read directly, and a module that already has a
+    memory plan.
+  }];
+  let options = [
+    Option<"reuse", "reuse", "bool", "true",
+           "reuse activation slots by liveness over the step schedule">,
+    Option<"alignment", "alignment", "int64_t", "256",
+           "byte alignment of every slot and region">,
+    Option<"workspaceMiB", "workspace-mib", "int64_t", "64",
+           "workspace per compute stream, in MiB">,
+    Option<"printSummary", "summary", "bool", "false",
+           "report the region sizes and activation bytes as a remark (pass "
+           "statistics are compiled out of release builds of LLVM)">,
+  ];
+  let statistics = [
+    Statistic<"totalBytes", "total-bytes", "arena size">,
+    Statistic<"activationBytes", "activation-bytes", "activation region size">,
+    Statistic<"activationBytesWithoutReuse", "activation-bytes-without-reuse",
+              "activation bytes if no slot were reused">,
+    Statistic<"weightBytes", "weight-bytes", "weights region size">,
+    Statistic<"lowPrecisionWeightBytes", "low-precision-weight-bytes",
+              "weights_low_precision region size">,
+    Statistic<"gradientBytes", "gradient-bytes", "gradients region size">,
+    Statistic<"optimizerStateBytes", "optimizer-state-bytes",
+              "optimizer_state region size">,
+    Statistic<"bnStatisticsBytes", "bn-statistics-bytes",
+              "bn_statistics region size">,
+    Statistic<"emaBytes", "ema-bytes", "ema region size">,
+    Statistic<"inputBytes", "input-bytes", "inputs_a plus inputs_b">,
+    Statistic<"scalarBytes", "scalar-bytes", "scalars region size">,
+    Statistic<"workspaceBytes", "workspace-bytes", "all workspace regions">,
+    Statistic<"numSlots", "num-slots", "device values given a slot">,
+  ];
+  let dependentDialects = ["::mlir::rn::RNDialect"];
+}
+
+def AssignStreams : Pass<"rn-assign-streams", "::mlir::ModuleOp"> {
+  let summary = "Give every op its representative stream from the static policy";
+  let description = [{
+    (to be written with the pass)
+  }];
+  let options = [
+    Option<"singleStream", "single-stream", "bool", "false",
+           "put everything on comp1 (the baseline to measure against)">,
+    Option<"policy", "policy", "std::string", "\"\"",
+           "overrides of the policy table: 'op=stream,...', e.g. 'relu=comp2'">,
+  ];
+  let statistics = [
+    Statistic<"numOps", "num-ops", "ops given a stream">,
+    Statistic<"numForkingOps", "num-forking-ops", "ops split across streams">,
+  ];
+  let dependentDialects = ["::mlir::rn::RNDialect"];
+}
+
+def InsertBarriers : Pass<"rn-insert-barriers", "::mlir::ModuleOp"> {
+  let summary = "Insert precise point-to-point event barriers for every cross-stream hazard";
+  let description = [{
+    (to be written with the pass)
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "emit a remark per function with the wait counts (pass statistics "
+           "need an LLVM built with assertions)">,
+  ];
+  let statistics = [
+    Statistic<"numCrossStreamWaits", "num-cross-stream-waits",
+              "event waits inserted (internal and external)">,
+    Statistic<"numNaiveWaits", "num-naive-waits",
+              "waits a barrier-per-op baseline would insert (each op waits "
+              "for every other stream the step uses)">,
+    Statistic<"numUnelidedWaits", "num-unelided-waits",
+              "waits one per unordered hazard would need, without transitive "
+              "elision">,
+    Statistic<"numForkJoinEvents", "num-fork-join-events",
+              "fork and join events at subgraph entry and exit">,
+  ];
+  let dependentDialects = ["::mlir::rn::RNDialect"];
+}
+
+def VerifySchedule : Pass<"rn-verify-schedule", "::mlir::ModuleOp"> {
+  let summary = "Prove every cross-stream hazard is ordered by events";
+  let description = [{
+    (to be written with the pass)
+  }];
+  let statistics = [
+    Statistic<"numHazards", "num-hazards", "cross-stream hazards checked">,
+    Statistic<"numRedundantWaits", "num-redundant-waits",
+              "waits that order nothing new">,
+  ];
+  let dependentDialects = ["::mlir::rn::RNDialect"];
+}
+
+def PrintSchedule : Pass<"rn-print-schedule", "::mlir::ModuleOp"> {
+  let summary = "Print the schedule: per subgraph and stream, ops with their events (text or Graphviz)";
+  let description = [{
+    A readable dump of a scheduled module (after rn-assign-streams, best
+    after rn-insert-barriers): for each step function, each subgraph in
+    launch order with its primary stream and variants, and per stream the
+    ops in issue order with the events they record and wait for, plus the
+    step schedules. `format=dot` writes Graphviz instead: one cluster per
+    subgraph, ops coloured by stream (trans grey, comp1 blue, comp2 green,
+    comp3 orange, update red), data edges solid, event edges dashed. The IR
+    is not changed.
+
+    ```sh
+    rn-opt step.mlir --rn-print-schedule -o /dev/null
+    rn-opt step.mlir --rn-print-schedule="format=dot output=step.dot" -o /dev/null
+    dot -Tsvg step.dot -o step.svg
+    ```
+  }];
+  let options = [
+    Option<"format", "format", "std::string", "\"text\"", "text or dot">,
+    Option<"output", "output", "std::string", "\"-\"",
+           "file to write ('-': standard error)">,
+  ];
+}
+
 #endif // RN_PASSES_PASSES_TD

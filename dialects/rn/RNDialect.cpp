@@ -98,6 +98,23 @@ LogicalResult RNDialect::verifyOperationAttribute(Operation *op,
                              << "' must map result names to #rn.stream";
     return success();
   }
+  if (name == kPartWaitsAttr) {
+    auto pairs = dyn_cast<DenseI64ArrayAttr>(value);
+    auto forking = dyn_cast<ForkingOpInterface>(op);
+    if (!forking)
+      return op->emitError() << "'" << name << "' belongs on a forking op";
+    int64_t numParts = forking.getForkParts().size();
+    if (!pairs || pairs.size() % 2 != 0)
+      return op->emitError() << "'" << name
+                             << "' must hold (from, to) pairs of part indices";
+    for (int64_t i = 0; i < pairs.size(); i += 2)
+      if (pairs[i] < 0 || pairs[i] >= pairs[i + 1] || pairs[i + 1] >= numParts)
+        return op->emitError()
+               << "'" << name << "' pair (" << pairs[i] << ", " << pairs[i + 1]
+               << ") must order an earlier part before a later one of the "
+               << numParts << " parts";
+    return success();
+  }
   if (name == kSlotsAttr) {
     auto slots = dyn_cast<ArrayAttr>(value);
     if (!slots || slots.size() != op->getNumResults())

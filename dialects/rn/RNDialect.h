@@ -36,6 +36,10 @@ constexpr llvm::StringLiteral kSubgraphAttr = "rn.subgraph";
 constexpr llvm::StringLiteral kStreamAttr = "rn.stream";
 /// Op attribute of forking ops: result name -> stream that computes it.
 constexpr llvm::StringLiteral kStreamMapAttr = "rn.stream_map";
+/// Op attribute of forking ops: flattened (from, to) pairs of parts; part
+/// `to` starts after part `from` (an internal event, set by
+/// rn-insert-barriers).
+constexpr llvm::StringLiteral kPartWaitsAttr = "rn.part_waits";
 /// Op attribute: one #rn.slot per result.
 constexpr llvm::StringLiteral kSlotsAttr = "rn.slots";
 /// Function argument/result attribute: the #rn.slot of the value.

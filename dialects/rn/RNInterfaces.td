@@ -20,4 +20,20 @@ def RN_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
   ];
 }
 
+def RN_ForkingOpInterface : OpInterface<"ForkingOpInterface"> {
+  let cppNamespace = "::mlir::rn";
+  let description = [{
+    An op made of parts that can run on different streams (a convolution's
+    dW, dB and dX). Each part has a role, which the stream policy maps to a
+    stream, and the values it reads and writes; a part may read a result of
+    an earlier part of the same op. The barrier pass orders the parts like
+    separate ops; consumers of the op wait on its representative part.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The parts, in an order that respects their data dependencies.",
+      "::llvm::SmallVector<::mlir::rn::ForkPart>", "getForkParts">,
+  ];
+}
+
 #endif // RN_DIALECT_RN_INTERFACES_TD

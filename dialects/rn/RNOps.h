@@ -19,6 +19,15 @@ struct RandomGeneratorResource
   llvm::StringRef getName() override { return "rn.random_generator"; }
 };
 
+/// One part of a forking op (see ForkingOpInterface): a role such as
+/// "input_grad", "weight_grad" or "bias_grad", and the values it reads and
+/// writes.
+struct ForkPart {
+  llvm::StringRef role;
+  llvm::SmallVector<Value, 4> reads;
+  llvm::SmallVector<Value, 2> writes;
+};
+
 } // namespace mlir::rn
 
 #include "dialects/rn/RNInterfaces.h.inc"

@@ -90,4 +90,9 @@ LogicalResult EventRecordOp::verify() {
   return verifyEventId(*this, getEvent());
 }
 
-LogicalResult EventWaitOp::verify() { return verifyEventId(*this, getEvent()); }
+LogicalResult EventWaitOp::verify() {
+  if (getDistance() < 0 || getDistance() > 2)
+    return emitOpError("distance must be 0, 1 or 2 steps, got ")
+           << getDistance();
+  return verifyEventId(*this, getEvent());
+}

@@ -224,12 +224,22 @@ def RN_EventRecordOp : RN_Op<"event_record"> {
 }
 
 def RN_EventWaitOp : RN_Op<"event_wait"> {
-  let summary = "makes `stream` wait for the last record of `event`";
+  let summary = "makes `stream` wait for a record of `event`";
+  let description = [{
+    Waits for the most recent record of `event` issued before it. Between
+    two double-buffered subgraphs the record exists once per input variant
+    and `distance` says which: the record of this step (0), of the previous
+    step (1, the other variant) or of the step before (2, the same variant);
+    a single-variant subgraph waits on the latest record of each variant.
+  }];
   let arguments = (ins
     RN_EventKindEnum:$kind,
     I64Attr:$event,
-    RN_StreamAttr:$stream);
-  let assemblyFormat = "$kind $event `on` qualified($stream) attr-dict";
+    RN_StreamAttr:$stream,
+    DefaultValuedAttr<I64Attr, "0">:$distance);
+  let assemblyFormat = [{
+    $kind $event `on` qualified($stream) (`distance` $distance^)? attr-dict
+  }];
   let hasVerifier = 1;
 }
 

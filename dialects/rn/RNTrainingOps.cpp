@@ -568,3 +568,37 @@ std::optional<unsigned> LarsUpdateOp::getUpdatedOperand(unsigned resultIndex) {
     return getMomentumBufferMutable().getOperandNumber();
   return std::nullopt;
 }
+
+//===----------------------------------------------------------------------===//
+// ForkingOpInterface: dX, dW and dB of conv and linear backward
+//===----------------------------------------------------------------------===//
+
+/// dW reads the output gradient and the input and updates its accumulator;
+/// dB reads the output gradient; dX reads the output gradient and the
+/// weight. dX is listed last: it may overwrite the input that dW reads.
+template <typename BackwardOp>
+static SmallVector<ForkPart> weightedBackwardParts(BackwardOp op,
+                                                   Value weight,
+                                                   Value weightAcc,
+                                                   Value weightGrad) {
+  SmallVector<ForkPart> parts;
+  parts.push_back({"weight_grad",
+                   {op.getOutputGrad(), op.getInput(), weightAcc},
+                   {weightGrad}});
+  if (Value biasAcc = op.getBiasGradAcc())
+    parts.push_back(
+        {"bias_grad", {op.getOutputGrad(), biasAcc}, {op.getBiasGradResult()}});
+  if (Value inputGrad = op.getInputGradResult())
+    parts.push_back({"input_grad", {op.getOutputGrad(), weight}, {inputGrad}});
+  return parts;
+}
+
+SmallVector<ForkPart> Conv2dBackwardOp::getForkParts() {
+  return weightedBackwardParts(*this, getFilter(), getFilterGradAcc(),
+                               getFilterGradResult());
+}
+
+SmallVector<ForkPart> LinearBackwardOp::getForkParts() {
+  return weightedBackwardParts(*this, getWeight(), getWeightGradAcc(),
+                               getWeightGradResult());
+}

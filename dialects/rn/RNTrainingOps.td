@@ -206,7 +206,7 @@ def RN_SiluBackwardOp : RN_ElementwiseBackwardOp<"silu_backward", "input",
 def RN_DropoutBackwardOp : RN_ElementwiseBackwardOp<"dropout_backward", "mask",
     "dx = dy * mask">;
 
-def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "gradients of a convolution: dX, dW and dB";
   let description = [{
     Results, in order: the input gradient (only with `input_grad`; the first
@@ -250,7 +250,7 @@ def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN
   let hasVerifier = 1;
 }
 
-def RN_LinearBackwardOp : RN_Op<"linear_backward", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_LinearBackwardOp : RN_Op<"linear_backward", [DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "gradients of a fully connected layer: dX, dW and dB";
   let description = [{
     Results as for `rn.conv2d_backward`: the input gradient (with

@@ -9,6 +9,7 @@
 
 #include "dialects/rn/RNDialect.h"
 #include "passes/Passes.h"
+#include "passes/TrainingPipeline.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   registerTransformsPasses();
   rn::registerRNPasses();
+  rn::registerTrainingPipeline();
 
   DialectRegistry registry;
   registry.insert<rn::RNDialect, func::FuncDialect>();

@@ -1,0 +1,250 @@
+//===- RNFusedOps.cpp - Verification of fused CBR ops ---------------------===//
+//
+// A fused op obeys the shape rules of the ops it replaces: the convolution
+// part is checked with inferConv2d, the batch normalization part with
+// verifyBatchNormOperands against the convolution's output, and every
+// result against the type its unfused counterpart would have.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/rn/RNOps.h"
+#include "dialects/rn/RNShapes.h"
+
+using namespace mlir;
+using namespace mlir::rn;
+using namespace mlir::rn::shapes;
+
+namespace {
+/// A named operand or result type, for messages.
+using NamedType = std::pair<StringRef, Type>;
+} // namespace
+
+/// Each named type equals `expected`.
+static LogicalResult requireTypes(const ShapeDiagnostics &diag,
+                                  ArrayRef<NamedType> named, Type expected) {
+  for (auto [what, type] : named)
+    if (failed(diag.requireType(what, type, expected)))
+      return failure();
+  return success();
+}
+
+/// The [C] f32 statistics saved by a training-mode batch normalization of
+/// `normalized`.
+static LogicalResult verifySavedStatistics(const ShapeDiagnostics &diag,
+                                           RankedTensorType normalized,
+                                           Value batchMean, Value batchInvStd) {
+  auto expected = RankedTensorType::get({normalized.getShape().back()},
+                                        Float32Type::get(normalized.getContext()));
+  NamedType statistics[] = {{"batch_mean", batchMean.getType()},
+                            {"batch_inv_std", batchInvStd.getType()}};
+  return requireTypes(diag, statistics, expected);
+}
+
+/// The batch normalization part: per-channel vectors of `normalized` (f32
+/// allowed under mixed precision) and, when given, a positive epsilon.
+static LogicalResult verifyBatchNormPart(const ShapeDiagnostics &diag,
+                                         RankedTensorType normalized,
+                                         ArrayRef<NamedType> vectors,
+                                         std::optional<double> epsilon) {
+  if (failed(verifyBatchNormOperands(diag, normalized, vectors,
+                                     /*allowF32Vectors=*/true)))
+    return failure();
+  if (epsilon)
+    return verifyBatchNormAttributes(diag, *epsilon, std::nullopt);
+  return success();
+}
+
+/// The output of the bias-free convolution of a CBR op.
+template <typename CbrOp>
+static FailureOr<RankedTensorType> inferCbrConvolution(const ShapeDiagnostics &diag,
+                                                       CbrOp op) {
+  return inferConv2d(diag, cast<RankedTensorType>(op.getInput().getType()),
+                     cast<RankedTensorType>(op.getFilter().getType()),
+                     RankedTensorType(), op.getStrides(), op.getPadding(),
+                     op.getDilation(), op.getGroups());
+}
+
+//===----------------------------------------------------------------------===//
+// CBR
+//===----------------------------------------------------------------------===//
+
+LogicalResult CbrForwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  FailureOr<RankedTensorType> output = inferCbrConvolution(diag, *this);
+  if (failed(output))
+    return failure();
+  NamedType vectors[] = {{"gamma", getGamma().getType()},
+                         {"beta", getBeta().getType()}};
+  NamedType activations[] = {{"conv_output", getConvOutput().getType()},
+                             {"result", getResult().getType()}};
+  if (failed(verifyBatchNormPart(diag, *output, vectors,
+                                 getEpsilon().convertToDouble())) ||
+      failed(requireTypes(diag, activations, *output)))
+    return failure();
+  return verifySavedStatistics(diag, *output, getBatchMean(),
+                               getBatchInvStd());
+}
+
+LogicalResult CbrBackwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  FailureOr<RankedTensorType> output = inferCbrConvolution(diag, *this);
+  if (failed(output))
+    return failure();
+  SmallVector<NamedType> activations = {
+      {"conv_output", getConvOutput().getType()},
+      {"output_grad", getOutputGrad().getType()}};
+  if (Value reluOutput = getReluOutput())
+    activations.push_back({"relu_output", reluOutput.getType()});
+  NamedType vectors[] = {{"gamma", getGamma().getType()},
+                         {"gamma_grad_acc", getGammaGradAcc().getType()},
+                         {"beta_grad_acc", getBetaGradAcc().getType()}};
+  if (failed(requireTypes(diag, activations, *output)) ||
+      failed(verifyBatchNormPart(diag, *output, vectors, std::nullopt)) ||
+      failed(verifySavedStatistics(diag, *output, getBatchMean(),
+                                   getBatchInvStd())) ||
+      failed(diag.requireType("gamma_grad_acc", getGammaGradAcc().getType(),
+                              getGamma().getType())) ||
+      failed(diag.requireType("filter_grad_acc", getFilterGradAcc().getType(),
+                              getFilter().getType())) ||
+      failed(diag.requireType("conv_output_grad",
+                              getConvOutputGrad().getType(), *output)))
+    return failure();
+
+  SmallVector<NamedType> expected;
+  if (getInputGrad())
+    expected.push_back({"input_grad", getInput().getType()});
+  expected.push_back({"filter_grad", getFilterGradAcc().getType()});
+  expected.push_back({"gamma_grad", getGammaGradAcc().getType()});
+  expected.push_back({"beta_grad", getBetaGradAcc().getType()});
+  if (getGrads().size() != expected.size())
+    return diag.fail("expects ", expected.size() + 1, " results (",
+                     getInputGrad() ? "with" : "without",
+                     " input_grad), got ", getNumResults());
+  for (auto [result, entry] : llvm::zip(getGrads(), expected))
+    if (failed(diag.requireType(entry.first, result.getType(), entry.second)))
+      return failure();
+  return success();
+}
+
+LogicalResult CbrInferenceOp::verify() {
+  ShapeDiagnostics diag(*this);
+  FailureOr<RankedTensorType> output = inferCbrConvolution(diag, *this);
+  if (failed(output))
+    return failure();
+  NamedType vectors[] = {{"gamma", getGamma().getType()},
+                         {"beta", getBeta().getType()},
+                         {"running_mean", getRunningMean().getType()},
+                         {"running_var", getRunningVar().getType()}};
+  if (failed(verifyBatchNormPart(diag, *output, vectors,
+                                 getEpsilon().convertToDouble())))
+    return failure();
+  return diag.requireType("result", getResult().getType(), *output);
+}
+
+//===----------------------------------------------------------------------===//
+// Residual tail
+//===----------------------------------------------------------------------===//
+
+LogicalResult BnAddReluOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  NamedType vectors[] = {{"gamma", getGamma().getType()},
+                         {"beta", getBeta().getType()}};
+  NamedType activations[] = {{"shortcut", getShortcut().getType()},
+                             {"result", getResult().getType()}};
+  if (failed(verifyBatchNormPart(diag, input, vectors,
+                                 getEpsilon().convertToDouble())) ||
+      failed(requireTypes(diag, activations, input)))
+    return failure();
+  return verifySavedStatistics(diag, input, getBatchMean(), getBatchInvStd());
+}
+
+LogicalResult BnAddReluBackwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  NamedType vectors[] = {{"gamma", getGamma().getType()},
+                         {"gamma_grad_acc", getGammaGradAcc().getType()},
+                         {"beta_grad_acc", getBetaGradAcc().getType()}};
+  NamedType activations[] = {{"output_grad", getOutputGrad().getType()},
+                             {"relu_output", getReluOutput().getType()},
+                             {"input_grad", getInputGrad().getType()},
+                             {"shortcut_grad", getShortcutGrad().getType()}};
+  if (failed(verifyBatchNormPart(diag, input, vectors, std::nullopt)) ||
+      failed(verifySavedStatistics(diag, input, getBatchMean(),
+                                   getBatchInvStd())) ||
+      failed(requireTypes(diag, activations, input)) ||
+      failed(diag.requireType("gamma_grad_acc", getGammaGradAcc().getType(),
+                              getGamma().getType())) ||
+      failed(diag.requireType("gamma_grad", getGammaGrad().getType(),
+                              getGammaGradAcc().getType())))
+    return failure();
+  return diag.requireType("beta_grad", getBetaGrad().getType(),
+                          getBetaGradAcc().getType());
+}
+
+LogicalResult BnAddReluInferenceOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  NamedType vectors[] = {{"gamma", getGamma().getType()},
+                         {"beta", getBeta().getType()},
+                         {"running_mean", getRunningMean().getType()},
+                         {"running_var", getRunningVar().getType()}};
+  NamedType activations[] = {{"shortcut", getShortcut().getType()},
+                             {"result", getResult().getType()}};
+  if (failed(verifyBatchNormPart(diag, input, vectors,
+                                 getEpsilon().convertToDouble())))
+    return failure();
+  return requireTypes(diag, activations, input);
+}
+
+//===----------------------------------------------------------------------===//
+// InPlaceOpInterface: accumulated gradients update their accumulators
+//===----------------------------------------------------------------------===//
+
+std::optional<unsigned> CbrBackwardOp::getUpdatedOperand(unsigned resultIndex) {
+  // Results: conv_output_grad, [input_grad], filter, gamma, beta gradients.
+  unsigned first = getInputGrad() ? 2 : 1;
+  if (resultIndex == first)
+    return getFilterGradAccMutable().getOperandNumber();
+  if (resultIndex == first + 1)
+    return getGammaGradAccMutable().getOperandNumber();
+  if (resultIndex == first + 2)
+    return getBetaGradAccMutable().getOperandNumber();
+  return std::nullopt;
+}
+
+std::optional<unsigned>
+BnAddReluBackwardOp::getUpdatedOperand(unsigned resultIndex) {
+  if (resultIndex == 2)
+    return getGammaGradAccMutable().getOperandNumber();
+  if (resultIndex == 3)
+    return getBetaGradAccMutable().getOperandNumber();
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// ForkingOpInterface: batch norm backward, then dW and dX
+//===----------------------------------------------------------------------===//
+
+/// `bn_grad` (ReLU and batch norm backward) produces the gradient at the
+/// convolution output that dW and dX read. dX is listed last, as for
+/// rn.conv2d_backward: it may overwrite the input that dW reads.
+SmallVector<ForkPart> CbrBackwardOp::getForkParts() {
+  SmallVector<ForkPart> parts;
+  ForkPart bnGrad{"bn_grad",
+                  {getOutputGrad(), getConvOutput(), getGamma(),
+                   getBatchMean(), getBatchInvStd(), getGammaGradAcc(),
+                   getBetaGradAcc()},
+                  {getConvOutputGrad(), getGammaGradResult(),
+                   getBetaGradResult()}};
+  if (Value reluOutput = getReluOutput())
+    bnGrad.reads.push_back(reluOutput);
+  parts.push_back(std::move(bnGrad));
+  parts.push_back({"weight_grad",
+                   {getConvOutputGrad(), getInput(), getFilterGradAcc()},
+                   {getFilterGradResult()}});
+  if (Value inputGrad = getInputGradResult())
+    parts.push_back(
+        {"input_grad", {getConvOutputGrad(), getFilter()}, {inputGrad}});
+  return parts;
+}

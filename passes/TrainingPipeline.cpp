@@ -1,0 +1,94 @@
+//===- TrainingPipeline.cpp - The rn-training-pipeline ----------------------===//
+//
+// Everything between the model and the capture program, in order:
+// rn-build-training, rn-fuse-cbr, rn-partition, rn-plan-memory,
+// rn-assign-streams, rn-insert-barriers, rn-verify-schedule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/TrainingPipeline.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+using namespace mlir::rn;
+
+namespace {
+struct TrainingPipelineOptions
+    : public PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd, adamw or lars"),
+                                llvm::cl::init("sgd")};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("momentum"),
+                          llvm::cl::init(0.9)};
+  Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("Nesterov (SGD)"),
+                        llvm::cl::init(false)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("weight decay"),
+                             llvm::cl::init(0.0)};
+  Option<bool> noDecayBnBias{*this, "no-decay-bn-bias",
+                             llvm::cl::desc("no decay on BN and biases"),
+                             llvm::cl::init(false)};
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("f32, f16 or bf16"),
+                                llvm::cl::init("f32")};
+  Option<std::string> lossScaling{*this, "loss-scaling",
+                                  llvm::cl::desc("none, static or dynamic"),
+                                  llvm::cl::init("none")};
+  Option<double> lossScale{*this, "loss-scale",
+                           llvm::cl::desc("static or initial loss scale"),
+                           llvm::cl::init(65536.0)};
+  Option<double> emaDecay{*this, "ema-decay",
+                          llvm::cl::desc("EMA of the weights (0: off)"),
+                          llvm::cl::init(0.0)};
+  Option<bool> fuse{*this, "fuse", llvm::cl::desc("fuse CBR ops"),
+                    llvm::cl::init(true)};
+  Option<bool> reuse{*this, "reuse",
+                     llvm::cl::desc("reuse activation memory by liveness"),
+                     llvm::cl::init(true)};
+  Option<bool> singleStream{*this, "single-stream",
+                            llvm::cl::desc("everything on one stream"),
+                            llvm::cl::init(false)};
+  Option<bool> verify{*this, "verify",
+                      llvm::cl::desc("prove the schedule at the end"),
+                      llvm::cl::init(true)};
+};
+} // namespace
+
+static void buildPipeline(OpPassManager &pm,
+                          const TrainingPipelineOptions &options) {
+  BuildTrainingOptions training;
+  training.optimizer = options.optimizer;
+  training.momentum = options.momentum;
+  training.nesterov = options.nesterov;
+  training.weightDecay = options.weightDecay;
+  training.noDecayBnBias = options.noDecayBnBias;
+  training.precision = options.precision;
+  training.lossScaling = options.lossScaling;
+  training.lossScale = options.lossScale;
+  training.emaDecay = options.emaDecay;
+  pm.addPass(createBuildTraining(training));
+  pm.addPass(createFuseCbr(FuseCbrOptions{options.fuse}));
+  pm.addPass(createPartition());
+  PlanMemoryOptions memory;
+  memory.reuse = options.reuse;
+  pm.addPass(createPlanMemory(memory));
+  AssignStreamsOptions streams;
+  streams.singleStream = options.singleStream;
+  pm.addPass(createAssignStreams(streams));
+  pm.addPass(createInsertBarriers());
+  if (options.verify)
+    pm.addPass(createVerifySchedule());
+}
+
+void mlir::rn::registerTrainingPipeline() {
+  PassPipelineRegistration<TrainingPipelineOptions>(
+      "rn-training-pipeline",
+      "Model -> scheduled training step: build-training, fuse-cbr, "
+      "partition, plan-memory, assign-streams, insert-barriers, "
+      "verify-schedule",
+      buildPipeline);
+}

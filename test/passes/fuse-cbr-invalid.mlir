@@ -1,0 +1,399 @@
+// RUN: rn-opt %s --split-input-file --verify-diagnostics
+
+// Negative tests of the fused CBR ops: one per verifier check. The shape
+// rules they share with conv2d and batch_norm are tested in full in
+// test/dialects/rn/invalid.mlir; here each op shows that it applies them.
+
+// Tests that cbr_forward checks its convolution with the conv2d shape rule.
+func.func @fwd_conv(%x: tensor<2x4x4x5xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{filter expects 3 input channels per group but the input has 5 channels in 1 group(s)}}
+  %y, %c, %m, %s = rn.cbr_forward %x, %w, %g, %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x5xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_forward returns the convolution output.
+func.func @fwd_conv_output(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{conv_output type 'tensor<2x2x2x4xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %y, %c, %m, %s = rn.cbr_forward %x, %w, %g, %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_forward's gamma has one entry per output channel.
+func.func @fwd_gamma(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<3xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{gamma must be [4] (one per channel), got 'tensor<3xf32>'}}
+  %y, %c, %m, %s = rn.cbr_forward %x, %w, %g, %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<3xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_forward's beta is f32 or the activation type.
+func.func @fwd_beta_type(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error@+1 {{element type mismatch: beta is 'f16' but input is 'f32'}}
+  %y, %c, %m, %s = rn.cbr_forward %x, %w, %g, %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf16>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_forward needs a positive epsilon.
+func.func @fwd_eps(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{epsilon must be positive, got 0}}
+  %y, %c, %m, %s = rn.cbr_forward %x, %w, %g, %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 0.000000e+00 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_forward's result has the convolution output type.
+func.func @fwd_result(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x4x4x4xf16>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %y, %c, %m, %s = rn.cbr_forward %x, %w, %g, %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf16>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_forward saves [C] f32 statistics.
+func.func @fwd_stats(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{batch_inv_std type 'tensor<8xf32>' differs from the expected type 'tensor<4xf32>'}}
+  %y, %c, %m, %s = rn.cbr_forward %x, %w, %g, %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward checks its convolution with the conv2d shape rule.
+func.func @bwd_conv(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{expects 2 stride values (height, width), got 1}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's conv_output has the convolution output type.
+func.func @bwd_conv_output(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x8xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{conv_output type 'tensor<2x4x4x8xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's output gradient has the convolution output type.
+func.func @bwd_output_grad(%dy: tensor<2x2x2x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{output_grad type 'tensor<2x2x2x4xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x2x2x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's relu_output has the convolution output type.
+func.func @bwd_relu_output(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf16>) {
+  // expected-error@+1 {{relu_output type 'tensor<2x4x4x4xf16>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf16>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's gamma accumulator has one entry per channel.
+func.func @bwd_gamma_acc(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<8xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{gamma_grad_acc must be [4] (one per channel), got 'tensor<8xf32>'}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<8xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<8xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward reads [C] f32 statistics.
+func.func @bwd_stats(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<8xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{batch_mean type 'tensor<8xf32>' differs from the expected type 'tensor<4xf32>'}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward accumulates dgamma in gamma's type.
+func.func @bwd_gamma_acc_type(%dy: tensor<2x4x4x4xf16>, %x: tensor<2x4x4x3xf16>, %w: tensor<4x3x3x3xf16>, %c: tensor<2x4x4x4xf16>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf16>, %gg: tensor<4xf16>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf16>) {
+  // expected-error@+1 {{gamma_grad_acc type 'tensor<4xf16>' differs from the expected type 'tensor<4xf32>'}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>, tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf16>, tensor<4xf16>, tensor<4xf32>, tensor<2x4x4x4xf16>) -> (tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>, tensor<4xf16>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's filter accumulator has the filter type.
+func.func @bwd_filter_acc(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x4xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{filter_grad_acc type 'tensor<4x3x3x4xf32>' differs from the expected type 'tensor<4x3x3x3xf32>'}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's conv_output_grad has the convolution output type.
+func.func @bwd_conv_output_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{conv_output_grad type 'tensor<2x4x4x3xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward returns the input gradient exactly with input_grad.
+func.func @bwd_count(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{expects 5 results (with input_grad), got 4}}
+  %dc, %gr:3 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that the first-layer cbr_backward returns no input gradient.
+func.func @bwd_count_first(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{expects 4 results (without input_grad), got 5}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's input gradient has the input type.
+func.func @bwd_input_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{input_grad type 'tensor<2x4x4x4xf32>' differs from the expected type 'tensor<2x4x4x3xf32>'}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's filter gradient has the accumulator type.
+func.func @bwd_filter_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{filter_grad type 'tensor<4x3x3x3xf16>' differs from the expected type 'tensor<4x3x3x3xf32>'}}
+  %dc, %gr:3 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf16>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's beta gradient has the accumulator type.
+func.func @bwd_beta_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{beta_grad type 'tensor<4xf16>' differs from the expected type 'tensor<4xf32>'}}
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf16>)
+  return
+}
+
+// -----
+
+// Tests that cbr_inference checks its convolution with the conv2d shape rule.
+func.func @inf_conv(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<4xf32>, %rv: tensor<4xf32>) {
+  // expected-error@+1 {{groups must be positive, got 0}}
+  %y = rn.cbr_inference %x, %w, %g, %b, %rm, %rv stride [1, 1] pad [1, 1] dilation [1, 1] groups 0 eps 1.000000e-05 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that cbr_inference's running statistics have one entry per channel.
+func.func @inf_running_var(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<4xf32>, %rv: tensor<8xf32>) {
+  // expected-error@+1 {{running_var must be [4] (one per channel), got 'tensor<8xf32>'}}
+  %y = rn.cbr_inference %x, %w, %g, %b, %rm, %rv stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that cbr_inference needs a positive epsilon.
+func.func @inf_eps(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<4xf32>, %rv: tensor<4xf32>) {
+  // expected-error@+1 {{epsilon must be positive, got -1.000000e-05}}
+  %y = rn.cbr_inference %x, %w, %g, %b, %rm, %rv stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps -1.000000e-05 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that cbr_inference's result has the convolution output type.
+func.func @inf_result(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<4xf32>, %rv: tensor<4xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x2x2x4xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %y = rn.cbr_inference %x, %w, %g, %b, %rm, %rv stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x2x2x4xf32>
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu normalizes NHWC or [N, C].
+func.func @bar_rank(%c: tensor<2x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %sc: tensor<2x4x4xf32>) {
+  // expected-error@+1 {{input must be NHWC (rank 4) or [N, C] (rank 2), got 'tensor<2x4x4xf32>'}}
+  %y, %m, %s = rn.bn_add_relu %c, %g, %b shortcut %sc eps 1.000000e-05 : (tensor<2x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4xf32>) -> (tensor<2x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu's gamma has one entry per channel.
+func.func @bar_gamma(%c: tensor<2x4x4x4xf32>, %g: tensor<8xf32>, %b: tensor<4xf32>, %sc: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{gamma must be [4] (one per channel), got 'tensor<8xf32>'}}
+  %y, %m, %s = rn.bn_add_relu %c, %g, %b shortcut %sc eps 1.000000e-05 : (tensor<2x4x4x4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu needs a positive epsilon.
+func.func @bar_eps(%c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %sc: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{epsilon must be positive, got 0}}
+  %y, %m, %s = rn.bn_add_relu %c, %g, %b shortcut %sc eps 0.000000e+00 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu's shortcut has the input type.
+func.func @bar_shortcut(%c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %sc: tensor<2x4x4x4xf16>) {
+  // expected-error@+1 {{shortcut type 'tensor<2x4x4x4xf16>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %y, %m, %s = rn.bn_add_relu %c, %g, %b shortcut %sc eps 1.000000e-05 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf16>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu's result has the input type.
+func.func @bar_result(%c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %sc: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x4x4x8xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %y, %m, %s = rn.bn_add_relu %c, %g, %b shortcut %sc eps 1.000000e-05 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu saves [C] f32 statistics.
+func.func @bar_stats(%c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %sc: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{batch_mean type 'tensor<8xf32>' differs from the expected type 'tensor<4xf32>'}}
+  %y, %m, %s = rn.bn_add_relu %c, %g, %b shortcut %sc eps 1.000000e-05 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<8xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_backward's accumulators have one entry per channel.
+func.func @barb_beta_acc(%dy: tensor<2x4x4x4xf32>, %y: tensor<2x4x4x4xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gg: tensor<4xf32>, %gb: tensor<8xf32>) {
+  // expected-error@+1 {{beta_grad_acc must be [4] (one per channel), got 'tensor<8xf32>'}}
+  %dc, %dsc, %dg, %db = rn.bn_add_relu_backward %dy, %y, %c, %g, %m, %s, %gg, %gb : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_backward reads [C] f32 statistics.
+func.func @barb_stats(%dy: tensor<2x4x4x4xf32>, %y: tensor<2x4x4x4xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<8xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>) {
+  // expected-error@+1 {{batch_inv_std type 'tensor<8xf32>' differs from the expected type 'tensor<4xf32>'}}
+  %dc, %dsc, %dg, %db = rn.bn_add_relu_backward %dy, %y, %c, %g, %m, %s, %gg, %gb : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_backward's output gradient has the input type.
+func.func @barb_output_grad(%dy: tensor<2x4x4x8xf32>, %y: tensor<2x4x4x4xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>) {
+  // expected-error@+1 {{output_grad type 'tensor<2x4x4x8xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %dc, %dsc, %dg, %db = rn.bn_add_relu_backward %dy, %y, %c, %g, %m, %s, %gg, %gb : (tensor<2x4x4x8xf32>, tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_backward's relu_output has the input type.
+func.func @barb_relu_output(%dy: tensor<2x4x4x4xf32>, %y: tensor<2x4x4x4xf16>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>) {
+  // expected-error@+1 {{relu_output type 'tensor<2x4x4x4xf16>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %dc, %dsc, %dg, %db = rn.bn_add_relu_backward %dy, %y, %c, %g, %m, %s, %gg, %gb : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf16>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_backward's input gradient has the input type.
+func.func @barb_input_grad(%dy: tensor<2x4x4x4xf32>, %y: tensor<2x4x4x4xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>) {
+  // expected-error@+1 {{input_grad type 'tensor<2x2x2x4xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %dc, %dsc, %dg, %db = rn.bn_add_relu_backward %dy, %y, %c, %g, %m, %s, %gg, %gb : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x2x2x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_backward's shortcut gradient has the input type.
+func.func @barb_shortcut_grad(%dy: tensor<2x4x4x4xf32>, %y: tensor<2x4x4x4xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>) {
+  // expected-error@+1 {{shortcut_grad type 'tensor<2x2x2x4xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %dc, %dsc, %dg, %db = rn.bn_add_relu_backward %dy, %y, %c, %g, %m, %s, %gg, %gb : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x2x2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_backward accumulates dgamma in gamma's type.
+func.func @barb_gamma_acc_type(%dy: tensor<2x4x4x4xf16>, %y: tensor<2x4x4x4xf16>, %c: tensor<2x4x4x4xf16>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gg: tensor<4xf16>, %gb: tensor<4xf32>) {
+  // expected-error@+1 {{gamma_grad_acc type 'tensor<4xf16>' differs from the expected type 'tensor<4xf32>'}}
+  %dc, %dsc, %dg, %db = rn.bn_add_relu_backward %dy, %y, %c, %g, %m, %s, %gg, %gb : (tensor<2x4x4x4xf16>, tensor<2x4x4x4xf16>, tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf16>, tensor<4xf32>) -> (tensor<2x4x4x4xf16>, tensor<2x4x4x4xf16>, tensor<4xf16>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_backward's gamma gradient has the accumulator type.
+func.func @barb_gamma_grad(%dy: tensor<2x4x4x4xf16>, %y: tensor<2x4x4x4xf16>, %c: tensor<2x4x4x4xf16>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>) {
+  // expected-error@+1 {{gamma_grad type 'tensor<4xf16>' differs from the expected type 'tensor<4xf32>'}}
+  %dc, %dsc, %dg, %db = rn.bn_add_relu_backward %dy, %y, %c, %g, %m, %s, %gg, %gb : (tensor<2x4x4x4xf16>, tensor<2x4x4x4xf16>, tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf16>, tensor<2x4x4x4xf16>, tensor<4xf16>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_backward's beta gradient has the accumulator type.
+func.func @barb_beta_grad(%dy: tensor<2x4x4x4xf32>, %y: tensor<2x4x4x4xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>) {
+  // expected-error@+1 {{beta_grad type 'tensor<4xf16>' differs from the expected type 'tensor<4xf32>'}}
+  %dc, %dsc, %dg, %db = rn.bn_add_relu_backward %dy, %y, %c, %g, %m, %s, %gg, %gb : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf16>)
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_inference's running statistics have one entry per channel.
+func.func @bari_running_mean(%c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<2xf32>, %rv: tensor<4xf32>, %sc: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{running_mean must be [4] (one per channel), got 'tensor<2xf32>'}}
+  %y = rn.bn_add_relu_inference %c, %g, %b, %rm, %rv shortcut %sc eps 1.000000e-05 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_inference needs a positive epsilon.
+func.func @bari_eps(%c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<4xf32>, %rv: tensor<4xf32>, %sc: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{epsilon must be positive, got 0}}
+  %y = rn.bn_add_relu_inference %c, %g, %b, %rm, %rv shortcut %sc eps 0.000000e+00 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_inference's shortcut has the input type.
+func.func @bari_shortcut(%c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<4xf32>, %rv: tensor<4xf32>, %sc: tensor<1x4x4x4xf32>) {
+  // expected-error@+1 {{shortcut type 'tensor<1x4x4x4xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %y = rn.bn_add_relu_inference %c, %g, %b, %rm, %rv shortcut %sc eps 1.000000e-05 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<1x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that bn_add_relu_inference's result has the input type.
+func.func @bari_result(%c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %rm: tensor<4xf32>, %rv: tensor<4xf32>, %sc: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x4x4x4xbf16>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %y = rn.bn_add_relu_inference %c, %g, %b, %rm, %rv shortcut %sc eps 1.000000e-05 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xbf16>
+  return
+}
