@@ -186,7 +186,45 @@ def FuseCbr : Pass<"rn-fuse-cbr", "::mlir::ModuleOp"> {
 def Partition : Pass<"rn-partition", "::mlir::ModuleOp"> {
   let summary = "Cut the train and eval steps into subgraphs and write the step schedules";
   let description = [{
-    (to be written with the pass)
+    Classifies every op of `@train_step` and `@eval_step` into a named
+    subgraph (TRANSFER, ZERO_GRAD, FIRST_LAYER_FWD, DEEP_FWD_BWD,
+    FIRST_LAYER_BWD, CAST_GRAD, NAN_CHECK_AND_GRAD_SCALING, OPTIMIZER,
+    UPDATE_BN_STATS, CAST_WEIGHTS, EMA_UPDATE; INFERENCE for evaluation),
+    reorders each function so its subgraphs are contiguous in launch order,
+    and declares each subgraph with its primary stream. Every `rn.input`
+    argument becomes a host staging buffer copied by `rn.host_to_device`
+    (TRANSFER). Subgraphs that read the copied inputs are `double_buffered`:
+    they exist in an A and a B variant. The host-side step schedules are
+    written as `rn.step_schedule` ops: a prologue that fills buffer A, even
+    and odd steps that compute on A (B) while prefetching the next batch into
+    B (A), and last steps that prefetch nothing and end with a host wait.
+
+    Before (after rn-build-training):
+    ```mlir
+    func.func @train_step(%x: tensor<2x4xf32> {rn.input = "images"}, ...) {
+      %g0 = rn.zero %g
+      %h = rn.linear %x, %w, %b
+      ...
+    ```
+    After:
+    ```mlir
+    rn.subgraph @TRANSFER in @train_step on #rn.stream<trans> double_buffered
+    rn.subgraph @ZERO_GRAD in @train_step on #rn.stream<update>
+    rn.subgraph @FIRST_LAYER_FWD in @train_step on #rn.stream<comp1> double_buffered
+    ...
+    rn.step_schedule @train_even {
+      rn.host_wait @TRANSFER variant a
+      rn.launch @TRANSFER variant b
+      rn.launch @ZERO_GRAD
+      rn.launch @FIRST_LAYER_FWD variant a
+      ...
+    }
+    func.func @train_step(%x: tensor<2x4xf32> {rn.input = "images"}, ...) {
+      %xd = rn.host_to_device %x {rn.subgraph = @TRANSFER}
+      %g0 = rn.zero %g {rn.subgraph = @ZERO_GRAD}
+      %h = rn.linear %xd, %w, %b {rn.subgraph = @FIRST_LAYER_FWD}
+      ...
+    ```
   }];
   let statistics = [
     Statistic<"numSubgraphs", "num-subgraphs", "subgraphs declared">,
@@ -315,7 +353,26 @@ def PlanMemory : Pass<"rn-plan-memory", "::mlir::ModuleOp"> {
 def AssignStreams : Pass<"rn-assign-streams", "::mlir::ModuleOp"> {
   let summary = "Give every op its representative stream from the static policy";
   let description = [{
-    (to be written with the pass)
+    Applies the static policy (the table in passes/StreamPolicy.cpp): host
+    copies on `trans`; convolution, fully connected layers and the loss on
+    `comp1`; BatchNorm, pooling, dropout and accuracy on `comp2`;
+    elementwise ops on `comp3`; zero-grad, loss scaling, casts of gradients
+    and weights, optimizers, running statistics and EMA on `update`. Each
+    op gets its representative stream; forking ops (ForkingOpInterface:
+    conv/linear/CBR backward) also get one stream per part: dW on comp1,
+    dB and the BatchNorm part on comp2, dX on comp3, and are represented by
+    dX (by dW in the first layer, which has no dX). `single-stream` puts
+    every op and subgraph on comp1; `policy` overrides entries.
+
+    Before: `%d:3 = rn.linear_backward %dy, %x, %w, %gw, %gb input_grad {rn.subgraph = @DEEP_FWD_BWD}`
+    After:
+    ```mlir
+    %d:3 = rn.linear_backward %dy, %x, %w, %gw, %gb input_grad {
+        rn.stream = #rn.stream<comp3>,
+        rn.stream_map = {bias_grad = #rn.stream<comp2>, input_grad = #rn.stream<comp3>,
+                         weight_grad = #rn.stream<comp1>},
+        rn.subgraph = @DEEP_FWD_BWD}
+    ```
   }];
   let options = [
     Option<"singleStream", "single-stream", "bool", "false",
@@ -333,7 +390,37 @@ def AssignStreams : Pass<"rn-assign-streams", "::mlir::ModuleOp"> {
 def InsertBarriers : Pass<"rn-insert-barriers", "::mlir::ModuleOp"> {
   let summary = "Insert precise point-to-point event barriers for every cross-stream hazard";
   let description = [{
-    (to be written with the pass)
+    Builds the happens-before model of each step (passes/ScheduleModel.h:
+    three unrolled steps, A/B inputs, graph launch order, fork/join) and, for
+    every hazard on a slot (read after write, write after read, write after
+    write: slot reuse and in-place updates create the latter two) between
+    units on different streams or subgraphs that nothing orders yet, records
+    an event after the producer on its stream and waits for it before the
+    consumer on the consumer's stream. Hazards are visited in issue order,
+    so a wait implied by earlier ones is never added. Between two
+    double-buffered subgraphs a wait carries its step `distance`. Parts of
+    one forking op are ordered through `rn.part_waits` on the op. Finally
+    every subgraph with several streams gets explicit fork events at entry
+    and join events at exit. `report` emits the counts as remarks (pass
+    statistics need an LLVM built with assertions).
+
+    Before:
+    ```mlir
+    %r = rn.relu %h {rn.stream = #rn.stream<comp3>, rn.subgraph = @DEEP_FWD_BWD}
+    %l = rn.linear %r, %w {rn.stream = #rn.stream<comp1>, rn.subgraph = @DEEP_FWD_BWD}
+    ```
+    After:
+    ```mlir
+    rn.event_record fork 12 on #rn.stream<comp1> {rn.subgraph = @DEEP_FWD_BWD}
+    rn.event_wait fork 12 on #rn.stream<comp3> {rn.subgraph = @DEEP_FWD_BWD}
+    %r = rn.relu %h {rn.stream = #rn.stream<comp3>, ...}
+    rn.event_record internal 1 on #rn.stream<comp3> {rn.subgraph = @DEEP_FWD_BWD}
+    rn.event_wait internal 1 on #rn.stream<comp1> {rn.subgraph = @DEEP_FWD_BWD}
+    %l = rn.linear %r, %w {rn.stream = #rn.stream<comp1>, ...}
+    ...
+    rn.event_record join 13 on #rn.stream<comp3> {rn.subgraph = @DEEP_FWD_BWD}
+    rn.event_wait join 13 on #rn.stream<comp1> {rn.subgraph = @DEEP_FWD_BWD}
+    ```
   }];
   let options = [
     Option<"report", "report", "bool", "false",
@@ -358,7 +445,20 @@ def InsertBarriers : Pass<"rn-insert-barriers", "::mlir::ModuleOp"> {
 def VerifySchedule : Pass<"rn-verify-schedule", "::mlir::ModuleOp"> {
   let summary = "Prove every cross-stream hazard is ordered by events";
   let description = [{
-    (to be written with the pass)
+    Rebuilds the happens-before model from the explicit events only and
+    proves every cross-stream hazard on a slot is ordered. Reports each
+    unordered pair as an error at the later op naming both ops, the slot,
+    the streams and the hazard kind; a secondary stream not forked from its
+    subgraph's primary or not joined back (capture would fail); waits on
+    events nothing records. Waits that order nothing new are remarks. The
+    IR is not changed.
+
+    ```
+    step.mlir:12:10: error: missing barrier: 'rn.tanh' on comp1 reads an
+      unplanned value that 'rn.relu' on comp3 writes, and no event orders
+      them (read after write)
+    step.mlir:10:10: note: the earlier access
+    ```
   }];
   let statistics = [
     Statistic<"numHazards", "num-hazards", "cross-stream hazards checked">,
