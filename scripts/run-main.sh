@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The main job: set up, build, emit a model from the Python frontend and
-# verify it with rn-opt. Training needs the runtime, which does not exist yet:
-# for now the job ends after verification, and says so.
-#   RN_MODEL (default resnet18c), RN_BATCH (default 256)
+# compile it through the whole pipeline into a scheduled training step
+# (memory plan, streams, verified event barriers). Training needs the
+# runtime, which does not exist yet: for now the job ends there, and says so.
+#   RN_MODEL (default resnet18c), RN_BATCH (default 256),
+#   RN_PIPELINE (default "precision=f16 loss-scaling=dynamic")
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
@@ -14,7 +16,13 @@ mlir="$out_dir/$model.mlir"
 
 rn_log "emitting $model (batch $batch) to $mlir"
 python3 -m rn.models "$model" --batch "$batch" -o "$mlir"
-rn_log "verifying with rn-opt"
-rn-opt "$mlir" -o "$out_dir/$model.verified.mlir"
-rn_log "$model: $(grep -c '^  rn.parameter ' "$mlir") parameter tensors, $(grep -c ' = rn\.' "$mlir") ops; verified"
+rn_log "$model: $(grep -c '^  rn.parameter ' "$mlir") parameter tensors, $(grep -c ' = rn\.' "$mlir") ops"
+pipeline=${RN_PIPELINE:-precision=f16 loss-scaling=dynamic}
+step="$out_dir/$model.step.mlir"
+rn_log "compiling the training step (rn-training-pipeline: $pipeline) to $step"
+rn-opt "$mlir" --rn-build-training="$pipeline" --rn-fuse-cbr --rn-partition \
+  --rn-plan-memory=summary --rn-assign-streams --rn-insert-barriers=report \
+  --rn-verify-schedule -o "$step" 2>&1 | grep -E 'remark|bytes|@' | sed 's/^/[rn]   /' >&2
+rn-opt "$step" --rn-print-schedule -o /dev/null 2> "$out_dir/$model.schedule.txt"
+rn_log "schedule verified; readable dump in $out_dir/$model.schedule.txt"
 rn_log "training is not available yet: the runtime (rn-compile, rn-run) is still to be built"
