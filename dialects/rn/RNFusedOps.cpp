@@ -28,18 +28,6 @@ static LogicalResult requireTypes(const ShapeDiagnostics &diag,
   return success();
 }
 
-/// The [C] f32 statistics saved by a training-mode batch normalization of
-/// `normalized`.
-static LogicalResult verifySavedStatistics(const ShapeDiagnostics &diag,
-                                           RankedTensorType normalized,
-                                           Value batchMean, Value batchInvStd) {
-  auto expected = RankedTensorType::get({normalized.getShape().back()},
-                                        Float32Type::get(normalized.getContext()));
-  NamedType statistics[] = {{"batch_mean", batchMean.getType()},
-                            {"batch_inv_std", batchInvStd.getType()}};
-  return requireTypes(diag, statistics, expected);
-}
-
 /// The batch normalization part: per-channel vectors of `normalized` (f32
 /// allowed under mixed precision) and, when given, a positive epsilon.
 static LogicalResult verifyBatchNormPart(const ShapeDiagnostics &diag,

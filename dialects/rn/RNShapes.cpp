@@ -244,3 +244,13 @@ mlir::rn::shapes::verifyLogitsAndLabels(const ShapeDiagnostics &diag,
                      logits.getDimSize(0));
   return success();
 }
+
+LogicalResult mlir::rn::shapes::verifySavedStatistics(
+    const ShapeDiagnostics &diag, RankedTensorType normalized, Value batchMean,
+    Value batchInvStd) {
+  auto expected = RankedTensorType::get({normalized.getShape().back()},
+                                        Float32Type::get(normalized.getContext()));
+  if (failed(diag.requireType("batch_mean", batchMean.getType(), expected)))
+    return failure();
+  return diag.requireType("batch_inv_std", batchInvStd.getType(), expected);
+}

@@ -82,6 +82,12 @@ verifyBatchNormOperands(const ShapeDiagnostics &diag, RankedTensorType input,
                         ArrayRef<std::pair<StringRef, Type>> vectors,
                         bool allowF32Vectors);
 
+/// The statistics a training-mode batch normalization of `normalized`
+/// saves: [C] f32 mean and inverse standard deviation.
+LogicalResult verifySavedStatistics(const ShapeDiagnostics &diag,
+                                    RankedTensorType normalized,
+                                    Value batchMean, Value batchInvStd);
+
 /// logits [N, classes] with labels [N].
 LogicalResult verifyLogitsAndLabels(const ShapeDiagnostics &diag,
                                     RankedTensorType logits,

@@ -48,18 +48,6 @@ static LogicalResult requireInRange(const ShapeDiagnostics &diag,
   return diag.fail(message);
 }
 
-/// The [C] f32 statistics saved by batch_norm_train, for an input of `input`.
-static LogicalResult verifySavedStatistics(const ShapeDiagnostics &diag,
-                                           RankedTensorType input,
-                                           ArrayRef<NamedType> statistics) {
-  auto expected = RankedTensorType::get({input.getShape().back()},
-                                        Float32Type::get(input.getContext()));
-  for (auto [what, type] : statistics)
-    if (failed(diag.requireType(what, type, expected)))
-      return failure();
-  return success();
-}
-
 /// Number and types of the results of a backward op with an optional input
 /// gradient and an optional bias gradient.
 static LogicalResult
@@ -182,9 +170,7 @@ LogicalResult BatchNormTrainOp::verify() {
                                        std::nullopt)) ||
       failed(diag.requireType("result", getResult().getType(), input)))
     return failure();
-  NamedType statistics[] = {{"batch_mean", getBatchMean().getType()},
-                            {"batch_inv_std", getBatchInvStd().getType()}};
-  return verifySavedStatistics(diag, input, statistics);
+  return verifySavedStatistics(diag, input, getBatchMean(), getBatchInvStd());
 }
 
 LogicalResult BatchNormInferenceOp::verify() {
@@ -217,9 +203,7 @@ LogicalResult UpdateRunningStatsOp::verify() {
   if (getCount() < 2)
     return diag.fail("count must be at least 2 for an unbiased variance, got ",
                      getCount());
-  NamedType statistics[] = {{"batch_mean", getBatchMean().getType()},
-                            {"batch_inv_std", getBatchInvStd().getType()}};
-  return verifySavedStatistics(diag, mean, statistics);
+  return verifySavedStatistics(diag, mean, getBatchMean(), getBatchInvStd());
 }
 
 LogicalResult DropoutTrainOp::verify() {
@@ -289,11 +273,9 @@ LogicalResult BatchNormBackwardOp::verify() {
   NamedType vectors[] = {{"weight", getWeight().getType()},
                          {"weight_grad_acc", getWeightGradAcc().getType()},
                          {"bias_grad_acc", getBiasGradAcc().getType()}};
-  NamedType statistics[] = {{"batch_mean", getBatchMean().getType()},
-                            {"batch_inv_std", getBatchInvStd().getType()}};
   if (failed(verifyBatchNormOperands(diag, input, vectors,
                                      /*allowF32Vectors=*/true)) ||
-      failed(verifySavedStatistics(diag, input, statistics)) ||
+      failed(verifySavedStatistics(diag, input, getBatchMean(), getBatchInvStd())) ||
       failed(diag.requireType("output_grad", getOutputGrad().getType(),
                               input)) ||
       failed(diag.requireType("weight_grad_acc", getWeightGradAcc().getType(),
