@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every RN test: the lit suite (dialect, tools and
-# the models the frontend emits) and the Python frontend's pytest suite.
+# Sets up, builds and runs every RN test: the lit suite (dialect, passes,
+# tools and the models the frontend emits), the runtime's unit tests (ctest)
+# and the Python frontend's pytest suite.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 rn_log "lit tests"
 "$LLVM_ROOT/bin/lit" -sv "$RN_BUILD_DIR/test"
+
+rn_log "runtime unit tests"
+ctest --test-dir "$RN_BUILD_DIR" --output-on-failure -j2
 
 rn_log "pytest"
 cd "$RN_ROOT"

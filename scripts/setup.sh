@@ -11,7 +11,8 @@ LLVM_ROOT=/usr/lib/llvm-22
 rn_log() { printf '[rn] %s\n' "$*" >&2; }
 
 rn_install_packages() {
-  local wanted=(cmake ninja-build g++ libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools)
+  local wanted=(cmake ninja-build g++ libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+                nlohmann-json3-dev zlib1g-dev libgtest-dev)
   local missing=()
   for package in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
