@@ -11,7 +11,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.rn_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -24,4 +24,7 @@ config.substitutions.append(("%python", config.python_executable))
 # FileCheck, not, count and split-file come from the LLVM installation.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.rn_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions([ToolSubst("rn-opt", unresolved="fatal")], tool_dirs)
+llvm_config.add_tool_substitutions(
+    [ToolSubst("rn-opt", unresolved="fatal"), ToolSubst("rn-compile", unresolved="fatal")],
+    tool_dirs,
+)

@@ -1,0 +1,593 @@
+//===- rn-compile.cpp - Model -> runnable training artifact ---------------===//
+//
+// Runs rn-training-pipeline on a model and writes the artifact described in
+// docs/artifact.md: a safetensors file with the initial parameters whose
+// metadata holds the program (memory plan, tensors, subgraphs with their
+// nodes and events, step schedules) as JSON.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/rn/RNOps.h"
+#include "passes/Passes.h"
+#include "passes/TrainingPipeline.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/ADT/APFloat.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cstring>
+#include <random>
+
+using namespace mlir;
+using namespace mlir::rn;
+namespace json = llvm::json;
+
+static llvm::cl::opt<std::string> inputFilename(llvm::cl::Positional,
+                                                llvm::cl::desc("<model.mlir>"),
+                                                llvm::cl::Required);
+static llvm::cl::opt<std::string>
+    outputFilename("o", llvm::cl::desc("artifact to write (.rnx)"),
+                   llvm::cl::value_desc("file"), llvm::cl::Required);
+static llvm::cl::opt<std::string> pipelineOptions(
+    "pipeline",
+    llvm::cl::desc("options of rn-training-pipeline, e.g. \"precision=f16 "
+                   "loss-scaling=dynamic\""),
+    llvm::cl::init(""));
+static llvm::cl::opt<uint64_t>
+    seed("seed", llvm::cl::desc("seed of the parameter initialization"),
+         llvm::cl::init(0));
+static llvm::cl::opt<bool> quiet("quiet",
+                                 llvm::cl::desc("no progress messages"),
+                                 llvm::cl::init(false));
+
+static void progress(const llvm::Twine &message) {
+  if (!quiet)
+    llvm::errs() << "rn-compile: " << message << "\n";
+}
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "rn-compile") << message << "\n";
+  return EXIT_FAILURE;
+}
+
+//===----------------------------------------------------------------------===//
+// Program JSON
+//===----------------------------------------------------------------------===//
+
+static std::string dtypeName(Type type) {
+  Type element = cast<RankedTensorType>(type).getElementType();
+  if (element.isF32())
+    return "f32";
+  if (element.isF16())
+    return "f16";
+  if (element.isBF16())
+    return "bf16";
+  if (element.isInteger(32))
+    return "i32";
+  if (element.isInteger(1))
+    return "i1";
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  os << element;
+  return name;
+}
+
+static json::Array shapeOf(Type type) {
+  json::Array shape;
+  for (int64_t size : cast<RankedTensorType>(type).getShape())
+    shape.push_back(size);
+  return shape;
+}
+
+static json::Object slotJson(SlotAttr slot) {
+  return json::Object{{"region", stringifyRegionKind(slot.getRegion()).str()},
+                      {"offset", static_cast<int64_t>(slot.getOffset())},
+                      {"bytes", static_cast<int64_t>(slot.getSize())}};
+}
+
+/// An op attribute as JSON: numbers, integer arrays, booleans (unit
+/// attributes), strings for the rest (enums, symbols).
+static json::Value attributeJson(Attribute attr) {
+  if (auto array = dyn_cast<DenseI64ArrayAttr>(attr)) {
+    json::Array values;
+    for (int64_t v : array.asArrayRef())
+      values.push_back(v);
+    return values;
+  }
+  if (auto array = dyn_cast<DenseI32ArrayAttr>(attr)) {
+    json::Array values;
+    for (int32_t v : array.asArrayRef())
+      values.push_back(v);
+    return values;
+  }
+  if (auto boolean = dyn_cast<BoolAttr>(attr))
+    return boolean.getValue();
+  if (auto integer = dyn_cast<IntegerAttr>(attr))
+    return integer.getValue().getSExtValue();
+  if (auto real = dyn_cast<FloatAttr>(attr))
+    return real.getValueAsDouble();
+  if (isa<UnitAttr>(attr))
+    return true;
+  if (auto string = dyn_cast<StringAttr>(attr))
+    return string.getValue().str();
+  if (auto symbol = dyn_cast<FlatSymbolRefAttr>(attr))
+    return symbol.getValue().str();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  attr.print(os, /*elideType=*/true);
+  return text;
+}
+
+namespace {
+class ProgramWriter {
+public:
+  explicit ProgramWriter(ModuleOp module) : module(module) {}
+  LogicalResult write(json::Object &program);
+
+private:
+  LogicalResult writeFunction(func::FuncOp function, json::Object &out);
+  json::Value node(Operation *op,
+                   const llvm::DenseMap<Value, int64_t> &tensorIds);
+  ModuleOp module;
+  int64_t maxEvent = -1;
+};
+} // namespace
+
+json::Value ProgramWriter::node(Operation *op,
+                                const llvm::DenseMap<Value, int64_t> &ids) {
+  auto streamName = [](StreamKind kind) {
+    return stringifyStreamKind(kind).str();
+  };
+  if (auto record = dyn_cast<EventRecordOp>(op)) {
+    maxEvent = std::max<int64_t>(maxEvent, record.getEvent());
+    return json::Object{
+        {"kind", "event_record"},
+        {"event", record.getEvent()},
+        {"event_kind", stringifyEventKind(record.getKind()).str()},
+        {"stream", streamName(record.getStream())}};
+  }
+  if (auto wait = dyn_cast<EventWaitOp>(op)) {
+    maxEvent = std::max<int64_t>(maxEvent, wait.getEvent());
+    return json::Object{
+        {"kind", "event_wait"},
+        {"event", wait.getEvent()},
+        {"event_kind", stringifyEventKind(wait.getKind()).str()},
+        {"stream", streamName(wait.getStream())},
+        {"distance", wait.getDistance()}};
+  }
+  json::Array operands, results;
+  for (Value v : op->getOperands())
+    operands.push_back(ids.lookup(v));
+  for (Value v : op->getResults())
+    results.push_back(ids.lookup(v));
+  json::Object attributes;
+  if (auto inherent =
+          dyn_cast_or_null<DictionaryAttr>(op->getPropertiesAsAttribute()))
+    for (NamedAttribute attr : inherent)
+      attributes[attr.getName().getValue()] = attributeJson(attr.getValue());
+  for (NamedAttribute attr : op->getAttrDictionary())
+    if (!attr.getName().getValue().starts_with("rn."))
+      attributes[attr.getName().getValue()] = attributeJson(attr.getValue());
+  json::Object result{
+      {"kind", "op"},
+      {"op", op->getName().stripDialect().str()},
+      {"stream", streamName(op->getAttrOfType<StreamKindAttr>(kStreamAttr)
+                                .getValue())},
+      {"operands", std::move(operands)},
+      {"results", std::move(results)},
+      {"attributes", std::move(attributes)}};
+  if (auto forking = dyn_cast<ForkingOpInterface>(op)) {
+    auto map = op->getAttrOfType<DictionaryAttr>(kStreamMapAttr);
+    json::Array parts;
+    for (const ForkPart &part : forking.getForkParts())
+      parts.push_back(json::Object{
+          {"role", part.role.str()},
+          {"stream", streamName(
+                         map.getAs<StreamKindAttr>(part.role).getValue())}});
+    result["parts"] = std::move(parts);
+    json::Array waits;
+    if (auto pairs = op->getAttrOfType<DenseI64ArrayAttr>(kPartWaitsAttr))
+      for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+        waits.push_back(json::Array{pairs[i], pairs[i + 1]});
+    result["part_waits"] = std::move(waits);
+  }
+  return result;
+}
+
+LogicalResult ProgramWriter::writeFunction(func::FuncOp function,
+                                           json::Object &out) {
+  llvm::DenseMap<Value, int64_t> ids;
+  json::Array tensors, inputs, state, outputs, stateResults;
+  auto addTensor = [&](Value value, json::Object extra) {
+    int64_t id = ids.size();
+    ids[value] = id;
+    json::Object tensor{{"id", id},
+                        {"dtype", dtypeName(value.getType())},
+                        {"shape", shapeOf(value.getType())}};
+    for (auto &entry : extra)
+      tensor[entry.first] = std::move(entry.second);
+    tensors.push_back(std::move(tensor));
+    return id;
+  };
+  for (BlockArgument arg : function.getArguments()) {
+    unsigned index = arg.getArgNumber();
+    json::Object extra;
+    auto input = function.getArgAttrOfType<StringAttr>(index, kInputAttr);
+    if (auto slot = function.getArgAttrOfType<SlotAttr>(index, kSlotAttr))
+      extra["slot"] = slotJson(slot);
+    else if (input)
+      extra["host_input"] = input.getValue().str();
+    else
+      return function.emitError("argument #")
+             << index << " has no slot: run rn-plan-memory";
+    int64_t id = addTensor(arg, std::move(extra));
+    if (input)
+      inputs.push_back(json::Object{{"name", input.getValue().str()},
+                                    {"tensor", id}});
+    if (auto bound =
+            function.getArgAttrOfType<FlatSymbolRefAttr>(index, kStateAttr))
+      state.push_back(
+          json::Object{{"name", bound.getValue().str()}, {"tensor", id}});
+  }
+  for (Operation &op : function.getBody().front().without_terminator()) {
+    auto slots = op.getAttrOfType<ArrayAttr>(kSlotsAttr);
+    if (op.getNumResults() && !slots)
+      return op.emitError("op has no slots: run rn-plan-memory");
+    for (OpResult result : op.getResults())
+      addTensor(result,
+                json::Object{{"slot", slotJson(cast<SlotAttr>(
+                                          slots[result.getResultNumber()]))}});
+  }
+  auto returnOp = cast<func::ReturnOp>(function.getBody().front().back());
+  for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
+    if (auto name = function.getResultAttrOfType<StringAttr>(index, kOutputAttr))
+      outputs.push_back(json::Object{{"name", name.getValue().str()},
+                                     {"tensor", ids.lookup(value)}});
+    if (auto bound =
+            function.getResultAttrOfType<FlatSymbolRefAttr>(index, kStateAttr))
+      stateResults.push_back(json::Object{{"name", bound.getValue().str()},
+                                          {"tensor", ids.lookup(value)}});
+  }
+
+  json::Array subgraphs;
+  StringRef current;
+  for (Operation &op : function.getBody().front().without_terminator()) {
+    auto symbol = op.getAttrOfType<FlatSymbolRefAttr>(kSubgraphAttr);
+    if (!symbol)
+      return op.emitError("op belongs to no subgraph: run rn-partition");
+    if (symbol.getValue() != current) {
+      current = symbol.getValue();
+      auto declaration = module.lookupSymbol<SubgraphOp>(current);
+      subgraphs.push_back(json::Object{
+          {"name", current.str()},
+          {"primary", stringifyStreamKind(declaration.getPrimary()).str()},
+          {"double_buffered", declaration.getDoubleBuffered()},
+          {"nodes", json::Array{}}});
+    }
+    if (!isa<EventRecordOp, EventWaitOp>(op) &&
+        !op.getAttrOfType<StreamKindAttr>(kStreamAttr))
+      return op.emitError("op has no stream: run rn-assign-streams");
+    subgraphs.back().getAsObject()->getArray("nodes")->push_back(
+        node(&op, ids));
+  }
+
+  out = json::Object{{"name", function.getSymName().str()},
+                     {"tensors", std::move(tensors)},
+                     {"inputs", std::move(inputs)},
+                     {"state", std::move(state)},
+                     {"outputs", std::move(outputs)},
+                     {"state_results", std::move(stateResults)},
+                     {"subgraphs", std::move(subgraphs)}};
+  return success();
+}
+
+LogicalResult ProgramWriter::write(json::Object &program) {
+  auto plans = module.getOps<MemoryPlanOp>();
+  if (plans.empty())
+    return module.emitError("the module has no memory plan: run rn-plan-memory");
+  MemoryPlanOp plan = *plans.begin();
+  json::Array regions;
+  for (Attribute attr : plan.getRegions()) {
+    auto extent = cast<ExtentAttr>(attr);
+    regions.push_back(
+        json::Object{{"kind", stringifyRegionKind(extent.getRegion()).str()},
+                     {"offset", static_cast<int64_t>(extent.getOffset())},
+                     {"bytes", static_cast<int64_t>(extent.getSize())}});
+  }
+
+  // State: parameters, buffers and training state, with the slot their
+  // arguments carry in @train_step.
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  llvm::StringMap<SlotAttr> stateSlots;
+  for (BlockArgument arg : train.getArguments())
+    if (auto bound = train.getArgAttrOfType<FlatSymbolRefAttr>(
+            arg.getArgNumber(), kStateAttr))
+      stateSlots[bound.getValue()] =
+          train.getArgAttrOfType<SlotAttr>(arg.getArgNumber(), kSlotAttr);
+  json::Array state;
+  auto initJson = [](InitAttr init) {
+    return json::Object{{"kind", stringifyInitKind(init.getKind()).str()},
+                        {"scale", init.getScale().convertToDouble()}};
+  };
+  for (Operation &op : *module.getBody()) {
+    json::Object entry;
+    if (auto parameter = dyn_cast<ParameterOp>(op)) {
+      entry = json::Object{
+          {"name", parameter.getSymName().str()},
+          {"role", parameter.isTrainable() ? "parameter" : "buffer"},
+          {"dtype", dtypeName(parameter.getType())},
+          {"shape", shapeOf(parameter.getType())},
+          {"init", initJson(parameter.getInit())}};
+    } else if (auto declared = dyn_cast<StateOp>(op)) {
+      entry = json::Object{
+          {"name", declared.getSymName().str()},
+          {"role", stringifyStateRole(declared.getRole()).str()},
+          {"dtype", dtypeName(declared.getType())},
+          {"shape", shapeOf(declared.getType())},
+          {"init", initJson(declared.getInit())}};
+      if (declared.getOf())
+        entry["of"] = declared.getOf()->str();
+    } else {
+      continue;
+    }
+    StringRef name = *entry.getString("name");
+    SlotAttr slot = stateSlots.lookup(name);
+    if (!slot)
+      return op.emitError("state @") << name << " has no slot in @train_step";
+    entry["slot"] = slotJson(slot);
+    state.push_back(std::move(entry));
+  }
+
+  json::Array functions;
+  for (StringRef name : {"train_step", "eval_step"}) {
+    json::Object function;
+    if (failed(writeFunction(module.lookupSymbol<func::FuncOp>(name),
+                             function)))
+      return failure();
+    functions.push_back(std::move(function));
+  }
+
+  json::Array schedules;
+  for (auto schedule : module.getOps<StepScheduleOp>()) {
+    json::Array steps;
+    std::string function;
+    for (Operation &op : schedule.getBody().front()) {
+      json::Object step;
+      StringRef subgraph;
+      std::optional<InputBuffer> variant;
+      if (auto launch = dyn_cast<LaunchOp>(op)) {
+        subgraph = launch.getSubgraph();
+        variant = launch.getVariant();
+        step["launch"] = subgraph.str();
+      } else if (auto wait = dyn_cast<HostWaitOp>(op)) {
+        subgraph = wait.getSubgraph();
+        variant = wait.getVariant();
+        step["host_wait"] = subgraph.str();
+      }
+      if (variant)
+        step["variant"] = stringifyInputBuffer(*variant).str();
+      function = module.lookupSymbol<SubgraphOp>(subgraph).getFunction().str();
+      steps.push_back(std::move(step));
+    }
+    schedules.push_back(json::Object{{"name", schedule.getSymName().str()},
+                                     {"function", function},
+                                     {"steps", std::move(steps)}});
+  }
+
+  json::Object training;
+  if (auto options = module->getAttrOfType<DictionaryAttr>(kTrainingAttr))
+    for (NamedAttribute attr : options)
+      training[attr.getName().getValue()] = attributeJson(attr.getValue());
+  auto model = module->getAttrOfType<StringAttr>(kModelNameAttr);
+  program = json::Object{
+      {"format", "rn-program"},
+      {"version", 1},
+      {"model", model ? model.getValue().str() : std::string("model")},
+      {"training", std::move(training)},
+      {"arena", json::Object{{"bytes", plan.getArenaBytes()},
+                             {"alignment", plan.getAlignment()},
+                             {"regions", std::move(regions)}}},
+      {"state", std::move(state)},
+      {"functions", std::move(functions)},
+      {"schedules", std::move(schedules)},
+      {"num_events", maxEvent + 1}};
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Initial parameters (safetensors)
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct InitialTensor {
+  std::string name;
+  std::string dtype; // safetensors dtype name
+  std::vector<int64_t> shape;
+  std::vector<char> bytes;
+};
+} // namespace
+
+/// Samples a parameter's initial value. Each parameter has its own stream
+/// of random numbers (seed and name), so adding a layer changes no other.
+static InitialTensor initialValue(ParameterOp parameter) {
+  RankedTensorType type = parameter.getTensorType();
+  InitAttr init = parameter.getInit();
+  std::mt19937_64 engine(seed ^ llvm::xxh3_64bits(parameter.getSymName()));
+  double scale = init.getScale().convertToDouble();
+  std::uniform_real_distribution<double> uniform(-scale, scale);
+  std::normal_distribution<double> normal(0.0, scale > 0 ? scale : 1.0);
+  InitialTensor tensor{parameter.getSymName().str(), "F32",
+                       std::vector<int64_t>(type.getShape()), {}};
+  tensor.bytes.reserve(type.getNumElements() * 4);
+  const llvm::fltSemantics *semantics = &llvm::APFloat::IEEEsingle();
+  if (type.getElementType().isF16()) {
+    tensor.dtype = "F16";
+    semantics = &llvm::APFloat::IEEEhalf();
+  } else if (type.getElementType().isBF16()) {
+    tensor.dtype = "BF16";
+    semantics = &llvm::APFloat::BFloat();
+  }
+  for (int64_t i = 0, n = type.getNumElements(); i < n; ++i) {
+    double value = 0.0;
+    switch (init.getKind()) {
+    case InitKind::zeros:
+    case InitKind::derived:
+      value = 0.0;
+      break;
+    case InitKind::ones:
+      value = 1.0;
+      break;
+    case InitKind::constant:
+      value = scale;
+      break;
+    case InitKind::uniform:
+      value = uniform(engine);
+      break;
+    case InitKind::normal:
+      value = normal(engine);
+      break;
+    }
+    uint64_t bits;
+    size_t width = 4;
+    if (semantics == &llvm::APFloat::IEEEsingle()) {
+      float single = static_cast<float>(value);
+      uint32_t word;
+      std::memcpy(&word, &single, sizeof word);
+      bits = word;
+    } else {
+      llvm::APFloat real(value);
+      bool lost;
+      real.convert(*semantics, llvm::APFloat::rmNearestTiesToEven, &lost);
+      bits = real.bitcastToAPInt().getZExtValue();
+      width = 2;
+    }
+    for (size_t b = 0; b < width; ++b)
+      tensor.bytes.push_back(static_cast<char>((bits >> (8 * b)) & 0xff));
+  }
+  return tensor;
+}
+
+static LogicalResult writeArtifact(ModuleOp module, const json::Object &program,
+                                   StringRef path) {
+  std::vector<InitialTensor> tensors;
+  for (auto parameter : module.getOps<ParameterOp>())
+    tensors.push_back(initialValue(parameter));
+
+  json::Object header;
+  std::string programText;
+  llvm::raw_string_ostream(programText) << json::Value(json::Object(program));
+  header["__metadata__"] = json::Object{{"rn.format", "rn-program"},
+                                        {"rn.version", "1"},
+                                        {"rn.program", programText}};
+  uint64_t offset = 0;
+  for (const InitialTensor &tensor : tensors) {
+    json::Array shape;
+    for (int64_t size : tensor.shape)
+      shape.push_back(size);
+    header[tensor.name] = json::Object{
+        {"dtype", tensor.dtype},
+        {"shape", std::move(shape)},
+        {"data_offsets",
+         json::Array{static_cast<int64_t>(offset),
+                     static_cast<int64_t>(offset + tensor.bytes.size())}}};
+    offset += tensor.bytes.size();
+  }
+  std::string headerText;
+  llvm::raw_string_ostream(headerText) << json::Value(std::move(header));
+  // The data starts 8-byte aligned, as safetensors writers do.
+  headerText.append((8 - headerText.size() % 8) % 8, ' ');
+
+  std::string errorMessage;
+  std::string temporary = (path + ".tmp").str();
+  auto file = openOutputFile(temporary, &errorMessage);
+  if (!file) {
+    llvm::WithColor::error(llvm::errs(), "rn-compile") << errorMessage << "\n";
+    return failure();
+  }
+  uint64_t length = headerText.size();
+  for (int b = 0; b < 8; ++b)
+    file->os() << static_cast<char>((length >> (8 * b)) & 0xff);
+  file->os() << headerText;
+  for (const InitialTensor &tensor : tensors)
+    file->os().write(tensor.bytes.data(), tensor.bytes.size());
+  file->os().flush();
+  if (file->os().has_error()) {
+    llvm::WithColor::error(llvm::errs(), "rn-compile")
+        << "cannot write " << temporary << "\n";
+    return failure();
+  }
+  file->keep();
+  file.reset();
+  if (std::error_code error = llvm::sys::fs::rename(temporary, path)) {
+    llvm::WithColor::error(llvm::errs(), "rn-compile")
+        << "cannot rename " << temporary << " to " << path << ": "
+        << error.message() << "\n";
+    return failure();
+  }
+  progress("wrote " + path + " (" + llvm::Twine(offset >> 10) +
+           " KiB of parameters, " + llvm::Twine(programText.size() >> 10) +
+           " KiB of program)");
+  return success();
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  registerRNPasses();
+  registerTrainingPipeline();
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "rn-compile: compile a model (rn dialect) into a training artifact\n");
+
+  DialectRegistry registry;
+  registry.insert<RNDialect, func::FuncDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // Diagnostics point at the source; dumping whole modules helps nobody.
+  context.printOpOnDiagnostic(false);
+
+  std::string errorMessage;
+  auto input = openInputFile(inputFilename, &errorMessage);
+  if (!input)
+    return fail(errorMessage);
+  if (input->getBuffer().trim().empty())
+    return fail(inputFilename + ": input is empty; expected a model");
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  progress("parsing " + inputFilename);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return EXIT_FAILURE;
+
+  PassManager pm = PassManager::on<ModuleOp>(&context);
+  std::string pipeline = "rn-training-pipeline{" + pipelineOptions + "}";
+  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
+    return fail("bad --pipeline options: " + pipelineOptions);
+  progress("running rn-training-pipeline" +
+           (pipelineOptions.empty() ? std::string()
+                                    : " (" + pipelineOptions + ")"));
+  if (failed(pm.run(*module)))
+    return EXIT_FAILURE;
+
+  json::Object program;
+  ProgramWriter writer(*module);
+  if (failed(writer.write(program)))
+    return EXIT_FAILURE;
+  if (failed(writeArtifact(*module, program, outputFilename)))
+    return EXIT_FAILURE;
+  return EXIT_SUCCESS;
+}
