@@ -26,4 +26,4 @@ rn-opt "$mlir" --rn-build-training="$pipeline" --rn-fuse-cbr --rn-partition \
 rn-opt "$step" --rn-print-schedule -o /dev/null 2> "$out_dir/$model.schedule.txt"
 rn_log "schedule verified; readable dump in $out_dir/$model.schedule.txt"
 rn-compile "$mlir" -o "$out_dir/$model.rnx" --pipeline "$pipeline" 2>&1 | sed 's/^/[rn]   /' >&2
-rn_log "training is not available yet: the runtime (rn-compile, rn-run) is still to be built"
+rn_log "training is not available yet: the runtime executors and rn-run are still to be built"
