@@ -724,6 +724,15 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
       masterGrads.push_back(grad);
     }
 
+    // Data parallelism: every replica continues with the mean gradient.
+    if (dataParallel) {
+      SmallVector<Type> types;
+      for (Value grad : masterGrads)
+        types.push_back(grad.getType());
+      auto reduce = AllReduceMeanOp::create(b, loc, types, masterGrads);
+      llvm::copy(reduce.getResults(), masterGrads.begin());
+    }
+
     // Loss scaling: check the scaled gradients, then unscale them.
     Value foundNonFinite;
     if (scalingKind == LossScalingKind::Dynamic)
@@ -939,6 +948,7 @@ DictionaryAttr BuildTrainingPass::trainingSummary(MLIRContext *ctx) const {
       b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecay)),
       b.getNamedAttr("no_decay_bn_bias", b.getBoolAttr(noDecayBnBias)),
       b.getNamedAttr("ema_decay", b.getF64FloatAttr(emaDecay)),
+      b.getNamedAttr("data_parallel", b.getBoolAttr(dataParallel)),
   };
   return b.getDictionaryAttr(entries);
 }

@@ -32,7 +32,7 @@ namespace {
 /// The subgraphs of each step function, in launch order.
 constexpr StringLiteral kTrainOrder[] = {
     kTransfer,  kZeroGrad,  kFirstLayerFwd, kDeepFwdBwd,
-    kFirstLayerBwd, kCastGrad, kNanCheck,  kOptimizer,
+    kFirstLayerBwd, kCastGrad, kAllReduce, kNanCheck, kOptimizer,
     kUpdateBnStats, kCastWeights, kEmaUpdate};
 constexpr StringLiteral kEvalOrder[] = {kTransfer, kInference};
 
@@ -107,6 +107,8 @@ PartitionPass::classify(func::FuncOp function, Value images,
       subgraph = kDeepFwdBwd;
     } else if (isa<ZeroOp>(op)) {
       subgraph = kZeroGrad;
+    } else if (isa<AllReduceMeanOp>(op)) {
+      subgraph = kAllReduce;
     } else if (isa<CheckFiniteOp, UnscaleOp, UpdateLossScaleOp>(op)) {
       subgraph = kNanCheck;
     } else if (isa<SgdUpdateOp, AdamWUpdateOp, LarsUpdateOp>(op)) {

@@ -88,6 +88,9 @@ def BuildTraining : Pass<"rn-build-training", "::mlir::ModuleOp"> {
            "dynamic scaling: factor applied on overflow">,
     Option<"emaDecay", "ema-decay", "double", "0.0",
            "keep an exponential moving average of the weights (0: off)">,
+    Option<"dataParallel", "data-parallel", "bool", "false",
+           "average the gradients over data-parallel replicas "
+           "(rn.all_reduce_mean) before loss scaling and the optimizer">,
   ];
   let statistics = [
     Statistic<"numBackwardOps", "num-backward-ops",

@@ -18,7 +18,8 @@ struct PolicyEntry {
 // COMP_1: GEMM-heavy work (convolution, fully connected, the loss, dW).
 // COMP_2: reductions (BatchNorm, pooling, dropout, dB, accuracy).
 // COMP_3: elementwise work and dX. UPDATE: zero-grad, loss scaling,
-// optimizers, casts of gradients and weights, EMA, running statistics.
+// optimizers, casts of gradients and weights, EMA, running statistics and
+// the gradient all-reduce of data-parallel training.
 static constexpr PolicyEntry kPolicy[] = {
     // Transfer.
     {"host_to_device", StreamKind::trans},
@@ -68,6 +69,7 @@ static constexpr PolicyEntry kPolicy[] = {
     {"lars_update", StreamKind::update},
     {"ema_update", StreamKind::update},
     {"update_running_stats", StreamKind::update},
+    {"all_reduce_mean", StreamKind::update},
     // Parts of forking ops (conv/linear/CBR backward).
     {"weight_grad", StreamKind::comp1},
     {"bias_grad", StreamKind::comp2},

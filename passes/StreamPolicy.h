@@ -21,6 +21,7 @@ constexpr llvm::StringLiteral kFirstLayerFwd = "FIRST_LAYER_FWD";
 constexpr llvm::StringLiteral kDeepFwdBwd = "DEEP_FWD_BWD";
 constexpr llvm::StringLiteral kFirstLayerBwd = "FIRST_LAYER_BWD";
 constexpr llvm::StringLiteral kCastGrad = "CAST_GRAD";
+constexpr llvm::StringLiteral kAllReduce = "ALL_REDUCE";
 constexpr llvm::StringLiteral kNanCheck = "NAN_CHECK_AND_GRAD_SCALING";
 constexpr llvm::StringLiteral kOptimizer = "OPTIMIZER";
 constexpr llvm::StringLiteral kUpdateBnStats = "UPDATE_BN_STATS";

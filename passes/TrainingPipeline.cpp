@@ -44,6 +44,10 @@ struct TrainingPipelineOptions
   Option<double> emaDecay{*this, "ema-decay",
                           llvm::cl::desc("EMA of the weights (0: off)"),
                           llvm::cl::init(0.0)};
+  Option<bool> dataParallel{*this, "data-parallel",
+                            llvm::cl::desc("all-reduce the gradients over "
+                                           "data-parallel replicas"),
+                            llvm::cl::init(false)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("fuse CBR ops"),
                     llvm::cl::init(true)};
   Option<bool> reuse{*this, "reuse",
@@ -70,6 +74,7 @@ static void buildPipeline(OpPassManager &pm,
   training.lossScaling = options.lossScaling;
   training.lossScale = options.lossScale;
   training.emaDecay = options.emaDecay;
+  training.dataParallel = options.dataParallel;
   pm.addPass(createBuildTraining(training));
   pm.addPass(createFuseCbr(FuseCbrOptions{options.fuse}));
   pm.addPass(createPartition());

@@ -19,6 +19,13 @@ struct RandomGeneratorResource
   llvm::StringRef getName() override { return "rn.random_generator"; }
 };
 
+/// What data-parallel replicas exchange: collectives must stay where they
+/// are, as many as there are.
+struct CollectiveResource
+    : public SideEffects::Resource::Base<CollectiveResource> {
+  llvm::StringRef getName() override { return "rn.collective"; }
+};
+
 /// One part of a forking op (see ForkingOpInterface): a role such as
 /// "input_grad", "weight_grad" or "bias_grad", and the values it reads and
 /// writes.

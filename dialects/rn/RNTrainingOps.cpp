@@ -364,6 +364,18 @@ LogicalResult UpdateLossScaleOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Data parallelism
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceMeanOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one tensor to reduce");
+  if (getInputs().getTypes() != getResults().getTypes())
+    return emitOpError("results must have the types of the inputs");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Optimizers and EMA
 //===----------------------------------------------------------------------===//
 
@@ -465,6 +477,11 @@ static std::optional<unsigned> sameIndex(unsigned resultIndex,
   if (resultIndex < numUpdated)
     return resultIndex;
   return std::nullopt;
+}
+
+std::optional<unsigned>
+AllReduceMeanOp::getUpdatedOperand(unsigned resultIndex) {
+  return sameIndex(resultIndex, getNumOperands());
 }
 
 std::optional<unsigned> ZeroOp::getUpdatedOperand(unsigned resultIndex) {

@@ -418,6 +418,34 @@ def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [DeclareOpInterfaceMethods
 }
 
 //===----------------------------------------------------------------------===//
+// Data parallelism
+//===----------------------------------------------------------------------===//
+
+// The replicas' gradients: an all-reduce must neither be merged nor dropped.
+def RN_Collective : Resource<"::mlir::rn::CollectiveResource">;
+
+def RN_AllReduceMeanOp : RN_Op<"all_reduce_mean", [
+    DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    MemoryEffects<[MemRead<RN_Collective>, MemWrite<RN_Collective>]>]> {
+  let summary = "averages tensors over the data-parallel replicas (updates each input)";
+  let description = [{
+    Data-parallel training: every replica computes gradients on its share of
+    the batch; this op replaces each input with the mean of that tensor over
+    all replicas (an NCCL all-reduce on the UPDATE stream, one call for all
+    inputs). With one replica it is the identity.
+
+    ```mlir
+    %g:2 = rn.all_reduce_mean %a, %b
+        : (tensor<64x3x3x3xf32>, tensor<64xf32>) -> (tensor<64x3x3x3xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<RN_FloatTensor>:$inputs);
+  let results = (outs Variadic<RN_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Optimizers, EMA, evaluation
 //===----------------------------------------------------------------------===//
 

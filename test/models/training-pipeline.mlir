@@ -11,7 +11,7 @@
 // RUN: %python -m rn.models vgg16 --batch 2 | rn-opt --rn-training-pipeline | rn-opt | FileCheck %s
 // RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 loss-scaling=dynamic nesterov=true weight-decay=5e-4 no-decay-bn-bias=true" | rn-opt | FileCheck %s
 // RUN: %python -m rn.models resnet34c --batch 2 | rn-opt --rn-training-pipeline="single-stream=true" | rn-opt | FileCheck %s --check-prefix=SINGLE
-// RUN: %python -m rn.models resnet50c --batch 2 | rn-opt --rn-training-pipeline="optimizer=adamw" | rn-opt | FileCheck %s
+// RUN: %python -m rn.models resnet50c --batch 2 | rn-opt --rn-training-pipeline="optimizer=adamw data-parallel=true" | rn-opt | FileCheck %s
 // RUN: %python -m rn.models resnet18 --batch 2 | rn-opt --rn-training-pipeline="precision=bf16" | rn-opt | FileCheck %s
 // RUN: %python -m rn.models resnet34 --batch 2 | rn-opt --rn-training-pipeline="fuse=false" | rn-opt | FileCheck %s
 // RUN: %python -m rn.models resnet50 --batch 2 | rn-opt --rn-training-pipeline="precision=f16 loss-scaling=dynamic ema-decay=0.999" | rn-opt | FileCheck %s

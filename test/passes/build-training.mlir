@@ -6,6 +6,7 @@
 // RUN: rn-opt %s --split-input-file --rn-build-training="precision=f16 loss-scaling=dynamic growth-interval=100" | FileCheck %s --check-prefix=DYNAMIC
 // RUN: rn-opt %s --split-input-file --rn-build-training="precision=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: rn-opt %s --split-input-file --rn-build-training="ema-decay=0.999 nesterov=true" | FileCheck %s --check-prefix=EMA
+// RUN: rn-opt %s --split-input-file --rn-build-training="precision=f16 loss-scaling=dynamic data-parallel=true" | FileCheck %s --check-prefix=DATAPAR
 
 // Tests an MLP: linear layers with bias and ReLU.
 
@@ -163,6 +164,14 @@ module attributes {rn.model = "cbr"} {
 // DYNAMIC-COUNT-4: rn.unscale
 // DYNAMIC:       rn.sgd_update {{.*}} skip_if %[[INF]]
 // DYNAMIC:       rn.update_loss_scale %{{.+}}, %{{.+}}, %[[INF]] growth 2.000000e+00 backoff 5.000000e-01 interval 100
+
+// Data parallelism averages the f32 gradients over the replicas in one
+// all-reduce, before the finiteness check and unscaling.
+// DATAPAR-LABEL: rn.model = "cbr"
+// DATAPAR:       %[[G:.+]] = rn.cast %{{.+}} : tensor<8x3x3x3xf16> -> tensor<8x3x3x3xf32>
+// DATAPAR:       %[[R:.+]]:4 = rn.all_reduce_mean %[[G]], %{{.+}}, %{{.+}}, %{{.+}} : (tensor<8x3x3x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<10x8xf32>) -> (tensor<8x3x3x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<10x8xf32>)
+// DATAPAR-NEXT:  rn.check_finite %[[R]]#0, %[[R]]#1, %[[R]]#2, %[[R]]#3
+// DATAPAR-NEXT:  rn.unscale %[[R]]#0
 
 // bf16: no loss scaling, bf16 compute.
 // BF16-LABEL: rn.model = "cbr"

@@ -1,5 +1,6 @@
 // RUN: rn-opt %s --split-input-file --rn-build-training --rn-partition | FileCheck %s
 // RUN: rn-opt %s --split-input-file --rn-build-training="precision=f16 loss-scaling=dynamic ema-decay=0.99" --rn-partition | FileCheck %s --check-prefix=AMP
+// RUN: rn-opt %s --split-input-file --rn-build-training="data-parallel=true" --rn-partition | FileCheck %s --check-prefix=DATAPAR
 
 // Tests the subgraphs of an f32 MLP: the inputs are copied by TRANSFER;
 // the first linear layer forms FIRST_LAYER_FWD and its backward, which reads
@@ -85,6 +86,16 @@ module attributes {rn.model = "tiny"} {
 // then reads the cast copy and needs no B variant; gradient casts, loss
 // scaling, the optimizer, BatchNorm statistics, weight casts and EMA each
 // form their own subgraph on the update stream, in launch order.
+
+// Data parallelism adds the gradient all-reduce between the gradient casts
+// and loss scaling, on the update stream.
+// DATAPAR-LABEL: rn.model = "cnn"
+// DATAPAR:      rn.subgraph @FIRST_LAYER_BWD in @train_step on #rn.stream<comp1> double_buffered
+// DATAPAR-NEXT: rn.subgraph @ALL_REDUCE in @train_step on #rn.stream<update>{{$}}
+// DATAPAR-NEXT: rn.subgraph @OPTIMIZER
+// DATAPAR:      rn.launch @FIRST_LAYER_BWD variant a
+// DATAPAR-NEXT: rn.launch @ALL_REDUCE{{$}}
+// DATAPAR:      rn.all_reduce_mean {{.*}}{rn.subgraph = @ALL_REDUCE}
 
 // AMP-LABEL: rn.model = "cnn"
 // AMP:      rn.subgraph @TRANSFER in @train_step on #rn.stream<trans> double_buffered

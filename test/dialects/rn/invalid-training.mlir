@@ -584,3 +584,21 @@ func.func @count_correct_labels(%l: tensor<2x10xf32>, %y: tensor<4xi32>) {
   %0 = rn.count_correct %l, %y : (tensor<2x10xf32>, tensor<4xi32>) -> tensor<i32>
   return
 }
+
+// -----
+
+// Tests that an all-reduce needs a tensor.
+func.func @all_reduce_empty() {
+  // expected-error@+1 {{needs at least one tensor to reduce}}
+  "rn.all_reduce_mean"() : () -> ()
+  return
+}
+
+// -----
+
+// Tests that an all-reduce keeps the types.
+func.func @all_reduce_types(%g: tensor<4xf32>) {
+  // expected-error@+1 {{results must have the types of the inputs}}
+  %0 = "rn.all_reduce_mean"(%g) : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}

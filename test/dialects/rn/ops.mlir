@@ -236,6 +236,8 @@ func.func @update(%w: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %l
   %p4:2 = rn.lars_update %w, %u, %m lr %lr momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 0.000000e+00 : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> (tensor<16xf32>, tensor<16xf32>)
   // CHECK: rn.ema_update %{{.+}}, %{{.+}} decay 5.000000e-01 : tensor<16xf32>
   %e = rn.ema_update %m, %p1 decay 5.000000e-01 : tensor<16xf32>
+  // CHECK: rn.all_reduce_mean %{{.+}}, %{{.+}} : (tensor<16xf32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>)
+  %r:2 = rn.all_reduce_mean %g, %scale : (tensor<16xf32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>)
   // CHECK: rn.count_correct %{{.+}}, %{{.+}} : (tensor<2x10xf16>, tensor<2xi32>) -> tensor<i32>
   %c = rn.count_correct %logits, %labels : (tensor<2x10xf16>, tensor<2xi32>) -> tensor<i32>
   return
