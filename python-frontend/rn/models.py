@@ -551,6 +551,12 @@ def _parser() -> argparse.ArgumentParser:
         "--backoff-factor", type=float, help="dynamic scaling: factor on overflow (default 0.5)"
     )
     t.add_argument("--ema-decay", type=float, help="weight EMA decay (default 0: off)")
+    t.add_argument(
+        "--data-parallel",
+        action="store_const",
+        const=True,
+        help="average gradients over data-parallel replicas",
+    )
     return p
 
 

@@ -70,6 +70,7 @@ class TrainingOptions:
     growth_factor: float = 2.0
     backoff_factor: float = 0.5
     ema_decay: float = 0.0
+    data_parallel: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):

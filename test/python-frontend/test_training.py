@@ -75,8 +75,20 @@ def test_each_option(kwargs: dict[str, object], expected: str) -> None:
     assert opts.pass_argument() == f"--rn-build-training={expected}"
 
 
-def test_every_field_is_an_option() -> None:
-    assert len(dataclasses.fields(TrainingOptions)) == 17
+def test_every_field_is_an_option(rn_opt: Path) -> None:
+    """Each field names an option of the pass, and each pass option but
+    `forward` (always @forward here) has a field."""
+    help_text = subprocess.run(
+        [str(rn_opt), "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    section = help_text.split("--rn-build-training", 1)[1].split("\n      --rn-", 1)[0]
+    pass_options = {
+        line.split()[0].split("=")[0].lstrip("-")
+        for line in section.splitlines()[1:]
+        if line.strip().startswith("--")
+    } - {"forward"}
+    field_options = {f.name.replace("_", "-") for f in dataclasses.fields(TrainingOptions)}
+    assert field_options == pass_options
 
 
 def test_option_order_is_field_order() -> None:
