@@ -14,11 +14,6 @@ using namespace mlir;
 using namespace mlir::rn;
 using namespace mlir::rn::shapes;
 
-namespace {
-/// A named operand or result type, for messages.
-using NamedType = std::pair<StringRef, Type>;
-} // namespace
-
 /// Each named type equals `expected`.
 static LogicalResult requireTypes(const ShapeDiagnostics &diag,
                                   ArrayRef<NamedType> named, Type expected) {

@@ -2,6 +2,8 @@
 
 #include "dialects/rn/RNShapes.h"
 
+#include "llvm/Support/Format.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -253,4 +255,29 @@ LogicalResult mlir::rn::shapes::verifySavedStatistics(
   if (failed(diag.requireType("batch_mean", batchMean.getType(), expected)))
     return failure();
   return diag.requireType("batch_inv_std", batchInvStd.getType(), expected);
+}
+
+LogicalResult mlir::rn::shapes::requireSameTypes(const ShapeDiagnostics &diag,
+                                                 NamedType reference,
+                                                 ArrayRef<NamedType> others) {
+  for (auto [what, type] : others)
+    if (type != reference.second)
+      return diag.fail(what, " type ", type, " differs from ", reference.first,
+                       " type ", reference.second);
+  return success();
+}
+
+LogicalResult mlir::rn::shapes::requireInRange(const ShapeDiagnostics &diag,
+                                               StringRef what, double value,
+                                               double low, double high,
+                                               bool highInclusive) {
+  bool ok = value >= low && (highInclusive ? value <= high : value < high);
+  if (ok && std::isfinite(value))
+    return success();
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  os << what << " must be in [" << llvm::format("%g", low) << ", "
+     << llvm::format("%g", high) << (highInclusive ? "]" : ")") << ", got "
+     << llvm::format("%g", value);
+  return diag.fail(message);
 }

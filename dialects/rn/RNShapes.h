@@ -51,6 +51,19 @@ private:
   StringRef opName;
 };
 
+/// A named operand or result type, for messages.
+using NamedType = std::pair<StringRef, Type>;
+
+/// Every named type equals `reference`'s.
+LogicalResult requireSameTypes(const ShapeDiagnostics &diag,
+                               NamedType reference, ArrayRef<NamedType> others);
+
+/// `value` in [low, high] (or [low, high) unless `highInclusive`); numbers
+/// print as %g ("0.9", "1").
+LogicalResult requireInRange(const ShapeDiagnostics &diag, StringRef what,
+                             double value, double low, double high,
+                             bool highInclusive);
+
 /// Result of a convolution; `bias` may be null.
 FailureOr<RankedTensorType>
 inferConv2d(const ShapeDiagnostics &diag, RankedTensorType input,

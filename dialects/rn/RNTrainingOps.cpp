@@ -9,44 +9,11 @@
 #include "dialects/rn/RNOps.h"
 #include "dialects/rn/RNShapes.h"
 
-#include "llvm/Support/Format.h"
-
 #include <cmath>
 
 using namespace mlir;
 using namespace mlir::rn;
 using namespace mlir::rn::shapes;
-
-namespace {
-/// A named operand or result type, for messages.
-using NamedType = std::pair<StringRef, Type>;
-} // namespace
-
-/// Every named type equals `reference`'s.
-static LogicalResult requireSameTypes(const ShapeDiagnostics &diag,
-                                      NamedType reference,
-                                      ArrayRef<NamedType> others) {
-  for (auto [what, type] : others)
-    if (type != reference.second)
-      return diag.fail(what, " type ", type, " differs from ", reference.first,
-                       " type ", reference.second);
-  return success();
-}
-
-/// `value` in [low, high] or [low, high); numbers print as %g ("0.9", "1").
-static LogicalResult requireInRange(const ShapeDiagnostics &diag,
-                                    StringRef what, double value, double low,
-                                    double high, bool highInclusive) {
-  bool ok = value >= low && (highInclusive ? value <= high : value < high);
-  if (ok && std::isfinite(value))
-    return success();
-  std::string message;
-  llvm::raw_string_ostream os(message);
-  os << what << " must be in [" << llvm::format("%g", low) << ", "
-     << llvm::format("%g", high) << (highInclusive ? "]" : ")") << ", got "
-     << llvm::format("%g", value);
-  return diag.fail(message);
-}
 
 /// Number and types of the results of a backward op with an optional input
 /// gradient and an optional bias gradient.
