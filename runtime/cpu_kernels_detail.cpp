@@ -1,0 +1,64 @@
+//===- cpu_kernels_detail.cpp - Helpers of the CPU reference kernels ------===//
+
+#include "runtime/cpu_kernels_detail.h"
+
+namespace rn::cpu::detail {
+
+std::string shapeString(const Shape &shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i)
+    os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+Check &Check::view(const char *what, const TensorView &v) {
+  if (failed())
+    return *this;
+  if (v.dtype != DType::f32 && v.dtype != DType::f16 && v.dtype != DType::bf16)
+    return fail(what, " must be f32, f16 or bf16, got ", dtypeName(v.dtype));
+  for (int64_t d : v.shape)
+    if (d < 0)
+      return fail(what, " has a negative size in ", shapeString(v.shape));
+  return require(v.data != nullptr || v.numel() == 0, what, " has no data");
+}
+
+Check &Check::rank(const char *what, const TensorView &v, int64_t rank,
+                   const char *layout) {
+  view(what, v);
+  return require(failed() || v.rank() == rank, what, " must be ", layout,
+                 " (rank ", rank, "), got shape ", shapeString(v.shape));
+}
+
+Check &Check::shape(const char *what, const TensorView &v,
+                    const Shape &expected) {
+  view(what, v);
+  return require(failed() || v.shape == expected, what, " must have shape ",
+                 shapeString(expected), ", got ", shapeString(v.shape));
+}
+
+Check &Check::f32(const char *what, const TensorView &v,
+                  const Shape &expected) {
+  shape(what, v, expected);
+  return require(failed() || v.dtype == DType::f32, what, " must be f32, got ",
+                 dtypeName(v.dtype));
+}
+
+Check &checkBatchNormInput(Check &check, const TensorView &input,
+                           int64_t &channels, int64_t &count) {
+  channels = 0;
+  count = 0;
+  check.view("input", input);
+  if (check.failed())
+    return check;
+  if (input.rank() != 4 && input.rank() != 2)
+    return check.fail("input must be NHWC or [N, C], got shape ",
+                      shapeString(input.shape));
+  channels = input.shape.back();
+  count = channels ? input.numel() / channels : 0;
+  return check.require(count > 0, "input has no elements per channel: ",
+                       shapeString(input.shape));
+}
+
+} // namespace rn::cpu::detail

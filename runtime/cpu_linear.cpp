@@ -1,0 +1,169 @@
+//===- cpu_linear.cpp - Fully connected layer: forward and backward -------===//
+//
+// Plain loops whose innermost loop runs over a contiguous row and
+// accumulates in double.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu_kernels_detail.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace rn::cpu {
+namespace {
+
+using detail::Check;
+using detail::shapeString;
+using detail::store;
+
+/// Checks x [N, in] and W [out, in]; sets the sizes.
+Check &checkLinear(Check &check, const Shape &input, const Shape &weight,
+                   int64_t &n, int64_t &in, int64_t &out) {
+  if (input.size() != 2)
+    return check.fail("input must be [N, in_features], got shape ",
+                      shapeString(input));
+  if (weight.size() != 2)
+    return check.fail("weight must be [out_features, in_features], got shape ",
+                      shapeString(weight));
+  n = input[0];
+  in = input[1];
+  out = weight[0];
+  return check.require(weight[1] == in, "weight ", shapeString(weight),
+                       " expects ", weight[1], " input features but the input ",
+                       shapeString(input), " has ", in);
+}
+
+} // namespace
+
+KernelStatus linear(const TensorView &input, const TensorView &weight,
+                    const TensorView *bias, const TensorView &result) {
+  Check check("linear");
+  int64_t n, in, out;
+  if (check.view("input", input).view("weight", weight).failed() ||
+      checkLinear(check, input.shape, weight.shape, n, in, out).failed())
+    return check.status();
+  if (bias)
+    check.shape("bias", *bias, Shape{out});
+  if (check.shape("result", result, Shape{n, out}).failed())
+    return check.status();
+
+  // W^T as [in, out], so the innermost loop runs over contiguous outputs.
+  std::vector<float> wt(static_cast<size_t>(in * out));
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i)
+      wt[i * out + o] = weight.data[o * in + i];
+  std::vector<double> acc(static_cast<size_t>(out));
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t o = 0; o < out; ++o)
+      acc[o] = bias ? bias->data[o] : 0.0;
+    for (int64_t i = 0; i < in; ++i) {
+      double xv = input.data[b * in + i];
+      const float *wrow = wt.data() + i * out;
+      for (int64_t o = 0; o < out; ++o)
+        acc[o] += xv * wrow[o];
+    }
+    for (int64_t o = 0; o < out; ++o)
+      result.data[b * out + o] = store(result.dtype, acc[o]);
+  }
+  return {};
+}
+
+KernelStatus linearBackwardInput(const TensorView &outputGrad,
+                                 const TensorView &weight,
+                                 const TensorView &inputGrad) {
+  Check check("linear_backward (input gradient)");
+  int64_t n, in, out;
+  if (check.view("input_grad", inputGrad).view("weight", weight).failed() ||
+      checkLinear(check, inputGrad.shape, weight.shape, n, in, out).failed() ||
+      check.shape("output_grad", outputGrad, Shape{n, out}).failed())
+    return check.status();
+  std::vector<double> acc(static_cast<size_t>(in));
+  for (int64_t b = 0; b < n; ++b) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t o = 0; o < out; ++o) {
+      double d = outputGrad.data[b * out + o];
+      const float *wrow = weight.data + o * in;
+      for (int64_t i = 0; i < in; ++i)
+        acc[i] += d * wrow[i];
+    }
+    for (int64_t i = 0; i < in; ++i)
+      inputGrad.data[b * in + i] = store(inputGrad.dtype, acc[i]);
+  }
+  return {};
+}
+
+KernelStatus linearBackwardWeight(const TensorView &outputGrad,
+                                  const TensorView &input,
+                                  const TensorView &weightGradAcc,
+                                  const TensorView &weightGrad) {
+  Check check("linear_backward (weight gradient)");
+  int64_t n, in, out;
+  if (check.view("input", input).view("weight_grad_acc", weightGradAcc).failed() ||
+      checkLinear(check, input.shape, weightGradAcc.shape, n, in, out).failed() ||
+      check.shape("output_grad", outputGrad, Shape{n, out})
+          .shape("weight_grad", weightGrad, weightGradAcc.shape)
+          .failed())
+    return check.status();
+  std::vector<double> acc(static_cast<size_t>(out * in), 0.0);
+  for (int64_t b = 0; b < n; ++b) {
+    const float *xrow = input.data + b * in;
+    for (int64_t o = 0; o < out; ++o) {
+      double d = outputGrad.data[b * out + o];
+      double *a = acc.data() + o * in;
+      for (int64_t i = 0; i < in; ++i)
+        a[i] += d * xrow[i];
+    }
+  }
+  for (size_t k = 0; k < acc.size(); ++k)
+    weightGrad.data[k] = store(weightGrad.dtype, double(weightGradAcc.data[k]) + acc[k]);
+  return {};
+}
+
+KernelStatus linearBackwardBias(const TensorView &outputGrad,
+                                const TensorView &biasGradAcc,
+                                const TensorView &biasGrad) {
+  Check check("linear_backward (bias gradient)");
+  if (check.rank("output_grad", outputGrad, 2, "[N, out_features]").failed())
+    return check.status();
+  int64_t n = outputGrad.dim(0), out = outputGrad.dim(1);
+  if (check.shape("bias_grad_acc", biasGradAcc, Shape{out})
+          .shape("bias_grad", biasGrad, Shape{out})
+          .failed())
+    return check.status();
+  std::vector<double> acc(static_cast<size_t>(out), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < out; ++o)
+      acc[o] += outputGrad.data[b * out + o];
+  for (int64_t o = 0; o < out; ++o)
+    biasGrad.data[o] = store(biasGrad.dtype, double(biasGradAcc.data[o]) + acc[o]);
+  return {};
+}
+
+KernelStatus linearBackward(const TensorView &outputGrad,
+                            const TensorView &input, const TensorView &weight,
+                            const TensorView &weightGradAcc,
+                            const TensorView *biasGradAcc,
+                            const TensorView *inputGrad,
+                            const TensorView &weightGrad,
+                            const TensorView *biasGrad) {
+  Check check("linear_backward");
+  check.require((biasGradAcc == nullptr) == (biasGrad == nullptr),
+                "bias_grad_acc and the bias gradient go together");
+  check.shape("weight", weight, weightGradAcc.shape);
+  if (inputGrad)
+    check.shape("input_grad", *inputGrad, input.shape);
+  if (check.failed())
+    return check.status();
+  if (inputGrad) {
+    KernelStatus s = linearBackwardInput(outputGrad, weight, *inputGrad);
+    if (!s.ok())
+      return s;
+  }
+  KernelStatus s = linearBackwardWeight(outputGrad, input, weightGradAcc, weightGrad);
+  if (!s.ok() || !biasGrad)
+    return s;
+  return linearBackwardBias(outputGrad, *biasGradAcc, *biasGrad);
+}
+
+} // namespace rn::cpu
