@@ -28,3 +28,7 @@ llvm_config.add_tool_substitutions(
     [ToolSubst("rn-opt", unresolved="fatal"), ToolSubst("rn-compile", unresolved="fatal")],
     tool_dirs,
 )
+# rn-run belongs to the runtime half (absent with -DRN_BUILD_RUNTIME=OFF).
+if os.path.exists(os.path.join(config.rn_tools_dir, "rn-run")):
+    config.available_features.add("rn-run")
+    llvm_config.add_tool_substitutions([ToolSubst("rn-run", unresolved="ignore")], tool_dirs)

@@ -1,0 +1,45 @@
+// REQUIRES: rn-run
+// RUN: rn-compile %s -o %t.rnx --quiet --pipeline "momentum=0.9"
+// RUN: rn-run %t.rnx --synthetic --steps 20 --lr 0.1 | FileCheck %s
+// RUN: rn-run %t.rnx --synthetic --steps 3 --interleave --seed 2 | FileCheck %s --check-prefix=INTERLEAVE
+// RUN: not rn-run %t.missing.rnx --synthetic --steps 1 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: head -c 100 %t.rnx > %t.corrupt.rnx
+// RUN: not rn-run %t.corrupt.rnx --synthetic --steps 1 2>&1 | FileCheck %s --check-prefix=CORRUPT
+// RUN: not rn-run %t.rnx --steps 1 2>&1 | FileCheck %s --check-prefix=NODATA
+
+// rn-run trains a tiny MLP from its artifact on the CPU executor with
+// synthetic data: one loss per step, then the first and last loss and the
+// speed. That the loss decreases is asserted in
+// test/runtime/cpu_executor_test.cpp; here only the output format.
+
+// CHECK: model tiny_mlp: batch 8, 4 features, 3 classes, 20 steps, lr 0.1
+// CHECK: step 1 loss {{[0-9]+\.[0-9]+}}
+// CHECK: step 20 loss {{[0-9]+\.[0-9]+}}
+// CHECK: loss first {{[0-9]+\.[0-9]+}} last {{[0-9]+\.[0-9]+}}
+// CHECK: {{[0-9.]+}} steps/s
+
+// INTERLEAVE: interleaved
+// INTERLEAVE: step 3 loss
+// INTERLEAVE-NOT: error
+
+// MISSING: rn-run: error: {{.*}}missing.rnx
+// CORRUPT: rn-run: error: {{.*}}corrupt.rnx
+// NODATA: rn-run: error: only --synthetic data is supported so far
+
+module attributes {rn.model = "tiny_mlp"} {
+  rn.parameter @fc1.weight : tensor<16x4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @fc1.bias : tensor<16xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @fc2.weight : tensor<3x16xf32> = #rn.init<uniform, 2.500000e-01>
+  rn.parameter @fc2.bias : tensor<3xf32> = #rn.init<uniform, 2.500000e-01>
+  func.func @forward(%images: tensor<8x4xf32>, %labels: tensor<8xi32>) -> tensor<f32> {
+    %0 = rn.param @fc1.weight : tensor<16x4xf32>
+    %1 = rn.param @fc1.bias : tensor<16xf32>
+    %2 = rn.linear %images, %0, %1 : (tensor<8x4xf32>, tensor<16x4xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+    %3 = rn.relu %2 : tensor<8x16xf32>
+    %4 = rn.param @fc2.weight : tensor<3x16xf32>
+    %5 = rn.param @fc2.bias : tensor<3xf32>
+    %6 = rn.linear %3, %4, %5 : (tensor<8x16xf32>, tensor<3x16xf32>, tensor<3xf32>) -> tensor<8x3xf32>
+    %7 = rn.softmax_cross_entropy %6, %labels label_smoothing 0.000000e+00 : (tensor<8x3xf32>, tensor<8xi32>) -> tensor<f32>
+    return %7 : tensor<f32>
+  }
+}
