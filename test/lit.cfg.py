@@ -32,3 +32,8 @@ llvm_config.add_tool_substitutions(
 if os.path.exists(os.path.join(config.rn_tools_dir, "rn-run")):
     config.available_features.add("rn-run")
     llvm_config.add_tool_substitutions([ToolSubst("rn-run", unresolved="ignore")], tool_dirs)
+
+# The Fashion-MNIST IDX files of the Debian package dataset-fashion-mnist
+# (scripts/setup.sh installs it) for the rn-run training tests.
+if os.path.isdir("/usr/share/datasets/fashion-mnist"):
+    config.available_features.add("fashion-mnist")

@@ -1,39 +1,75 @@
 //===- rn-run.cpp - Train from an artifact on the CPU ----------------------===//
 //
 //   rn-run model.rnx --synthetic --steps N [--lr 0.1] [--seed S] [--interleave]
+//   rn-run model.rnx --data DIR [--epochs N] [--lr LR] [--warmup-epochs W]
+//          [--limit-train K] [--limit-test K] [--seed S]
+//          [--checkpoint PATH] [--resume PATH] [--no-progress]
 //
-// Loads an artifact (docs/artifact.md), initializes its state and runs N
-// training steps with the CPU reference executor on a fixed synthetic
-// dataset: 8 batches of uniform random images whose labels come from a
-// fixed random linear teacher (argmax of W x), so the loss can decrease.
-// Prints the loss of every step, then `loss first F last L` and the speed.
+// Loads an artifact (docs/artifact.md), initializes its state and trains it
+// with the CPU reference executor (docs/rn-run.md).
+//
+// --synthetic: a fixed synthetic dataset, 8 batches of uniform random images
+// whose labels come from a fixed random linear teacher (argmax of W x), so
+// the loss can decrease. Prints the loss of every step, then `loss first F
+// last L` and the speed.
+//
+// --data: Fashion-MNIST (or MNIST) IDX files (runtime/idx_dataset.h). Each
+// epoch shuffles the training set with a permutation that depends only on
+// (seed, epoch), trains on the full batches (the incomplete last one is
+// dropped) with linear warmup then cosine decay to 0 of the learning rate,
+// evaluates on the full batches of the test set and prints a summary; with
+// --checkpoint, all state is saved after each epoch, and --resume continues
+// from the epoch after a checkpoint's, reproducing an uninterrupted run.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/artifact.h"
 #include "runtime/cpu_executor.h"
+#include "runtime/idx_dataset.h"
+#include "runtime/safetensors.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <cerrno>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace {
 
 void usage(FILE *out) {
-  std::fprintf(out,
-               "usage: rn-run MODEL.rnx --synthetic --steps N [--lr LR] [--seed S] "
-               "[--interleave]\n"
-               "  --synthetic   train on a fixed synthetic dataset (random images,\n"
-               "                labels from a random linear teacher)\n"
-               "  --steps N     training steps (default 10)\n"
-               "  --lr LR       learning rate (default 0.1)\n"
-               "  --seed S      data, dropout and interleaving seed (default 0)\n"
-               "  --interleave  run the streams interleaved at random and check\n"
-               "                for hazards (slow)\n");
+  std::fprintf(
+      out,
+      "usage: rn-run MODEL.rnx --synthetic --steps N [--lr LR] [--seed S] [--interleave]\n"
+      "       rn-run MODEL.rnx --data DIR [--epochs N] [--lr LR] [--warmup-epochs W]\n"
+      "              [--limit-train K] [--limit-test K] [--seed S]\n"
+      "              [--checkpoint PATH] [--resume PATH] [--stop-after-epoch E]\n"
+      "              [--no-progress]\n"
+      "  --synthetic        train on a fixed synthetic dataset (random images,\n"
+      "                     labels from a random linear teacher)\n"
+      "  --steps N          synthetic training steps (default 10)\n"
+      "  --data DIR         train on the IDX files of Fashion-MNIST in DIR\n"
+      "                     (train-images-idx3-ubyte.gz, ..., t10k-labels-idx1-ubyte.gz)\n"
+      "  --epochs N         epochs (default 1)\n"
+      "  --lr LR            (peak) learning rate (default 0.1)\n"
+      "  --warmup-epochs W  linear warmup epochs, then cosine decay to 0 (default 0)\n"
+      "  --limit-train K    use only the first K training examples\n"
+      "  --limit-test K     use only the first K test examples\n"
+      "  --seed S           shuffling, dropout and interleaving seed (default 0)\n"
+      "  --checkpoint PATH  save all state after each epoch (safetensors)\n"
+      "  --resume PATH      restore a checkpoint and continue with its next epoch\n"
+      "  --stop-after-epoch E  stop after epoch E (the schedule still spans\n"
+      "                     --epochs; to resume later from --checkpoint)\n"
+      "  --no-progress      no progress lines on stderr\n"
+      "  --interleave       run the streams interleaved at random and check\n"
+      "                     for hazards (slow)\n");
 }
 
 int fail(const std::string &message) {
@@ -54,93 +90,32 @@ int64_t classCount(const rn::Function &fn) {
   return 0;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+struct Options {
   std::string path;
-  bool synthetic = false, interleave = false;
+  bool synthetic = false, interleave = false, progress = true;
   long steps = 10;
   double lr = 0.1;
   unsigned long long seed = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](const char *name) -> const char * {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "rn-run: error: %s needs a value\n", name);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    char *end = nullptr;
-    if (arg == "--synthetic") {
-      synthetic = true;
-    } else if (arg == "--interleave") {
-      interleave = true;
-    } else if (arg == "--steps") {
-      const char *v = value("--steps");
-      steps = std::strtol(v, &end, 10);
-      if (*end || steps < 1)
-        return fail(std::string("--steps must be a positive integer, got '") + v + "'");
-    } else if (arg == "--lr") {
-      const char *v = value("--lr");
-      lr = std::strtod(v, &end);
-      if (*end || !(lr >= 0))
-        return fail(std::string("--lr must be a non-negative number, got '") + v + "'");
-    } else if (arg == "--seed") {
-      const char *v = value("--seed");
-      seed = std::strtoull(v, &end, 10);
-      if (*end)
-        return fail(std::string("--seed must be an integer, got '") + v + "'");
-    } else if (arg == "-h" || arg == "--help") {
-      usage(stdout);
-      return 0;
-    } else if (!arg.empty() && arg[0] == '-') {
-      usage(stderr);
-      return fail("unknown option '" + arg + "'");
-    } else if (path.empty()) {
-      path = arg;
-    } else {
-      return fail("more than one artifact given ('" + path + "', '" + arg + "')");
-    }
-  }
-  if (path.empty()) {
-    usage(stderr);
-    return fail("no artifact given");
-  }
-  if (!synthetic)
-    return fail("only --synthetic data is supported so far");
+  std::string data, checkpoint, resume;
+  long epochs = 1;
+  double warmupEpochs = 0;
+  long long limitTrain = 0, limitTest = 0;
+  long long stopAfterEpoch = 0;
+};
 
-  rn::Result<rn::Artifact> artifact = rn::loadArtifact(path);
-  if (!artifact)
-    return fail(artifact.error().message());
-  rn::CpuExecutor::Options options;
-  options.seed = seed;
-  options.interleave = interleave;
-  auto executor = rn::CpuExecutor::create(*artifact, options);
-  if (!executor)
-    return fail(executor.error().message());
-  rn::CpuExecutor &ex = **executor;
-  if (rn::Status s = ex.initialize(); !s)
-    return fail(s.error().message());
+double seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
 
-  const rn::Function *train = artifact->program.findFunction("train_step");
-  if (!train)
-    return fail(path + ": the artifact has no train_step function");
-  auto imageShape = ex.inputShape("train_step", "images");
-  auto labelShape = ex.inputShape("train_step", "labels");
-  if (!imageShape || !labelShape || imageShape->empty() || labelShape->size() != 1)
-    return fail(path + ": train_step needs inputs images [N, ...] and labels [N]");
-  int64_t batch = (*imageShape)[0];
-  int64_t features = 1;
-  for (size_t d = 1; d < imageShape->size(); ++d)
-    features *= (*imageShape)[d];
-  int64_t classes = classCount(*train);
-  if (classes < 1)
-    return fail(path + ": cannot find the class count (no softmax_cross_entropy)");
+//===----------------------------------------------------------------------===//
+// Synthetic data
+//===----------------------------------------------------------------------===//
 
+int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::CpuExecutor &ex,
+                 int64_t batch, int64_t features, int64_t classes) {
   // The dataset: 8 batches, labels from a fixed random linear teacher.
   const int numBatches = 8;
-  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 12345);
+  std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + 12345);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> teacher(size_t(classes * features));
@@ -170,13 +145,13 @@ int main(int argc, char **argv) {
   }
 
   std::printf("model %s: batch %lld, %lld features, %lld classes, %ld steps, lr %g%s\n",
-              artifact->program.model.c_str(), (long long)batch, (long long)features,
-              (long long)classes, steps, lr, interleave ? ", interleaved" : "");
+              artifact.program.model.c_str(), (long long)batch, (long long)features,
+              (long long)classes, o.steps, o.lr, o.interleave ? ", interleaved" : "");
   float first = 0, last = 0;
   auto start = std::chrono::steady_clock::now();
-  for (long step = 0; step < steps; ++step) {
+  for (long step = 0; step < o.steps; ++step) {
     rn::TrainOutputs out;
-    rn::Status s = ex.trainStep(data[size_t(step % numBatches)], float(lr),
+    rn::Status s = ex.trainStep(data[size_t(step % numBatches)], float(o.lr),
                                 int32_t(step + 1), out);
     if (!s)
       return fail("step " + std::to_string(step + 1) + ": " + s.error().message());
@@ -186,9 +161,467 @@ int main(int argc, char **argv) {
     std::printf("step %ld loss %.6f\n", step + 1, out.loss);
     std::fflush(stdout);
   }
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double secs = seconds(start);
   std::printf("loss first %.6f last %.6f\n", first, last);
-  std::printf("%.2f steps/s (%.3f s for %ld steps)\n", steps / seconds, seconds, steps);
+  std::printf("%.2f steps/s (%.3f s for %ld steps)\n", o.steps / secs, secs, o.steps);
   return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// IDX data
+//===----------------------------------------------------------------------===//
+
+/// The learning rate of 0-based global step `step` of `total`: linear warmup
+/// over `warmup` steps to `peak`, then cosine decay to 0 at step `total`.
+double scheduledLr(double peak, int64_t step, int64_t warmup, int64_t total) {
+  if (step < warmup)
+    return peak * double(step + 1) / double(warmup);
+  int64_t decay = total - warmup;
+  if (decay <= 0)
+    return peak;
+  const double pi = 3.14159265358979323846;
+  return peak * 0.5 * (1 + std::cos(pi * double(step - warmup) / double(decay)));
+}
+
+/// The order of the training examples in `epoch` (0-based): a function of
+/// (seed, epoch) only, so a resumed run shuffles as an uninterrupted one.
+std::vector<int64_t> shuffledOrder(int64_t count, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(count));
+  std::iota(order.begin(), order.end(), 0);
+  std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(epoch),
+                    uint32_t(uint64_t(epoch) >> 32), 0x52u /* 'R' */};
+  std::mt19937_64 rng(seq);
+  for (int64_t i = count - 1; i > 0; --i) {
+    // Multiply-shift into [0, i], independent of the library's distributions.
+    uint64_t j = uint64_t((unsigned __int128)rng() * uint64_t(i + 1) >> 64);
+    std::swap(order[size_t(i)], order[size_t(j)]);
+  }
+  return order;
+}
+
+void fillBatch(const rn::IdxDataset &d, const int64_t *indices, int64_t batch,
+               rn::HostBatch &out) {
+  int64_t size = d.imageSize();
+  out.images.resize(size_t(batch * size));
+  out.labels.resize(size_t(batch));
+  for (int64_t n = 0; n < batch; ++n) {
+    rn::normalizeImage(d, indices[n], out.images.data() + n * size);
+    out.labels[size_t(n)] = int32_t(d.labels[size_t(indices[n])]);
+  }
+}
+
+std::string formatDuration(double s) {
+  char buf[32];
+  long t = long(s + 0.5);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+/// Fails early if `path` cannot be written: a directory, or a file in a
+/// directory where no temporary file can be created (writeSafetensors
+/// writes one there and renames it).
+rn::Status checkWritable(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return rn::Error("checkpoint path " + path + " is a directory");
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  std::string probe = dir + (dir.back() == '/' ? "" : "/") + ".rn-run-probe-XXXXXX";
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0)
+    return rn::Error("cannot write the checkpoint " + path + ": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return rn::Status::success();
+}
+
+rn::Status saveCheckpoint(const std::string &path, rn::CpuExecutor &ex,
+                          const std::map<std::string, std::string> &metadata) {
+  const rn::Program &p = ex.program();
+  std::vector<std::vector<float>> values;
+  values.reserve(p.state.size());
+  std::vector<rn::TensorData> tensors;
+  for (const rn::StateEntry &e : p.state) {
+    rn::Result<std::vector<float>> v = ex.readState(e.name);
+    if (!v)
+      return v.error().withContext("state " + e.name);
+    values.push_back(std::move(*v));
+    rn::TensorData t;
+    t.name = e.name;
+    t.dtype = rn::DType::f32;
+    t.shape = e.shape;
+    t.data = values.back().data();
+    t.bytes = values.back().size() * sizeof(float);
+    tensors.push_back(t);
+  }
+  return rn::writeSafetensors(path, tensors, metadata);
+}
+
+/// Restores every state entry from checkpoint `ck` (already read).
+rn::Status restoreCheckpoint(const std::string &path, const rn::Safetensors &ck,
+                             rn::CpuExecutor &ex) {
+  const rn::Program &p = ex.program();
+  if (ck.tensors.size() != p.state.size())
+    return rn::Error(path + ": holds " + std::to_string(ck.tensors.size()) +
+                     " tensors, the model has " + std::to_string(p.state.size()) +
+                     " state entries");
+  for (const rn::StateEntry &e : p.state) {
+    const rn::SafetensorsEntry *t = ck.find(e.name);
+    if (!t)
+      return rn::Error(path + ": no tensor for state " + e.name);
+    if (t->dtype != rn::DType::f32 || t->shape != e.shape)
+      return rn::Error(path + ": tensor " + e.name + " is " +
+                       std::string(rn::safetensorsDTypeName(t->dtype)) + " " +
+                       rn::shapeString(t->shape) + ", expected F32 " +
+                       rn::shapeString(e.shape));
+    std::string_view bytes = ck.bytesOf(*t);
+    std::vector<float> values(bytes.size() / sizeof(float));
+    std::memcpy(values.data(), bytes.data(), bytes.size());
+    if (rn::Status s = ex.writeState(e.name, values); !s)
+      return s.error().withContext(path + ": state " + e.name);
+  }
+  return rn::Status::success();
+}
+
+int runData(const Options &o, const rn::Artifact &artifact, rn::CpuExecutor &ex,
+            const std::vector<int64_t> &imageShape, int64_t classes) {
+  const rn::Program &program = artifact.program;
+  int64_t batch = imageShape[0];
+  if (batch < 1)
+    return fail(o.path + ": the images input has batch size " + std::to_string(batch));
+
+  // Check the checkpoint path before any work.
+  if (!o.checkpoint.empty())
+    if (rn::Status s = checkWritable(o.checkpoint); !s)
+      return fail(s.error().message());
+
+  auto loadStart = std::chrono::steady_clock::now();
+  rn::Result<rn::IdxSplits> splits = rn::loadIdxSplits(o.data, o.limitTrain, o.limitTest);
+  if (!splits)
+    return fail(splits.error().message());
+  const rn::IdxDataset &train = splits->train, &test = splits->test;
+  std::vector<int64_t> want = {batch, train.rows, train.cols, 1};
+  if (imageShape != want)
+    return fail(o.path + ": the model's images input is " + rn::shapeString(imageShape) +
+                ", but the data in " + o.data + " needs " + rn::shapeString(want) +
+                " (NHWC, " + std::to_string(train.rows) + "x" +
+                std::to_string(train.cols) + " grayscale)");
+  auto evalShape = ex.inputShape("eval_step", "images");
+  if (!evalShape)
+    return fail(o.path + ": the artifact has no eval_step images input: " +
+                evalShape.error().message());
+  if (*evalShape != imageShape)
+    return fail(o.path + ": eval_step's images input " + rn::shapeString(*evalShape) +
+                " differs from train_step's " + rn::shapeString(imageShape));
+  for (const rn::IdxDataset *d : {&train, &test})
+    for (int64_t i = 0; i < d->count; ++i)
+      if (int64_t(d->labels[size_t(i)]) >= classes)
+        return fail(o.data + ": label " + std::to_string(d->labels[size_t(i)]) +
+                    " of example " + std::to_string(i) + " is out of range for " +
+                    std::to_string(classes) + " classes");
+  int64_t stepsPerEpoch = train.count / batch;
+  int64_t testBatches = test.count / batch;
+  if (stepsPerEpoch < 1)
+    return fail("the training set has " + std::to_string(train.count) +
+                " examples, fewer than one batch of " + std::to_string(batch));
+  int64_t totalSteps = stepsPerEpoch * o.epochs;
+  int64_t warmupSteps = std::llround(o.warmupEpochs * double(stepsPerEpoch));
+  if (warmupSteps > totalSteps)
+    warmupSteps = totalSteps;
+
+  int64_t firstEpoch = 0;
+  if (!o.resume.empty()) {
+    rn::Result<rn::Safetensors> ck = rn::readSafetensors(o.resume);
+    if (!ck)
+      return fail(ck.error().message());
+    auto meta = [&](const char *key) -> std::string {
+      auto it = ck->metadata.find(key);
+      return it == ck->metadata.end() ? std::string() : it->second;
+    };
+    if (meta("rn.checkpoint") != "1")
+      return fail(o.resume + ": not an rn-run checkpoint (no rn.checkpoint metadata)");
+    if (meta("model") != program.model)
+      return fail(o.resume + ": a checkpoint of model '" + meta("model") +
+                  "', the artifact is '" + program.model + "'");
+    if (meta("steps_per_epoch") != std::to_string(stepsPerEpoch) ||
+        meta("batch") != std::to_string(batch))
+      return fail(o.resume + ": saved with batch " + meta("batch") + " and " +
+                  meta("steps_per_epoch") + " steps per epoch; this run has batch " +
+                  std::to_string(batch) + " and " + std::to_string(stepsPerEpoch) +
+                  " (use the same --limit-train and artifact)");
+    if (meta("seed") != std::to_string(o.seed))
+      std::fprintf(stderr,
+                   "rn-run: warning: %s was saved with --seed %s, this run uses %llu; "
+                   "the shuffling differs from an uninterrupted run\n",
+                   o.resume.c_str(), meta("seed").c_str(), o.seed);
+    char *end = nullptr;
+    std::string e = meta("epoch");
+    firstEpoch = std::strtol(e.c_str(), &end, 10);
+    if (e.empty() || *end || firstEpoch < 1)
+      return fail(o.resume + ": bad epoch '" + e + "' in the metadata");
+    if (rn::Status s = restoreCheckpoint(o.resume, *ck, ex); !s)
+      return fail(s.error().message());
+    if (firstEpoch >= o.epochs) {
+      std::printf("resumed from %s after epoch %lld of %ld: nothing left to train\n",
+                  o.resume.c_str(), (long long)firstEpoch, o.epochs);
+      return 0;
+    }
+  }
+
+  std::printf("model %s: batch %lld, %lld classes; train %lld examples (%lld steps/epoch), "
+              "test %lld examples; %ld epochs, lr %g, warmup %g epochs, cosine decay\n",
+              program.model.c_str(), (long long)batch, (long long)classes,
+              (long long)train.count, (long long)stepsPerEpoch, (long long)test.count,
+              o.epochs, o.lr, o.warmupEpochs);
+  std::printf("data loaded in %.2f s\n", seconds(loadStart));
+  if (firstEpoch > 0)
+    std::printf("resumed from %s after epoch %lld\n", o.resume.c_str(),
+                (long long)firstEpoch);
+  std::fflush(stdout);
+
+  bool tty = o.progress && ::isatty(2);
+  auto clearProgress = [&] {
+    if (tty)
+      std::fprintf(stderr, "\r\033[K");
+  };
+  rn::HostBatch hb;
+  auto runStart = std::chrono::steady_clock::now();
+  int64_t stepsDone = 0; // in this run, for the ETA
+  for (int64_t epoch = firstEpoch; epoch < o.epochs; ++epoch) {
+    std::vector<int64_t> order = shuffledOrder(train.count, o.seed, epoch);
+    auto epochStart = std::chrono::steady_clock::now();
+    auto lastReport = epochStart;
+    double lossSum = 0;
+    double lr = 0;
+    for (int64_t s = 0; s < stepsPerEpoch; ++s) {
+      int64_t global = epoch * stepsPerEpoch + s;
+      lr = scheduledLr(o.lr, global, warmupSteps, totalSteps);
+      fillBatch(train, order.data() + s * batch, batch, hb);
+      rn::TrainOutputs out;
+      if (rn::Status st = ex.trainStep(hb, float(lr), int32_t(global + 1), out); !st) {
+        clearProgress();
+        return fail("epoch " + std::to_string(epoch + 1) + ", step " +
+                    std::to_string(s + 1) + ": " + st.error().message());
+      }
+      if (!std::isfinite(out.loss)) {
+        clearProgress();
+        return fail("epoch " + std::to_string(epoch + 1) + ", step " +
+                    std::to_string(s + 1) + ": the loss is " + std::to_string(out.loss) +
+                    " (try a lower --lr)");
+      }
+      lossSum += out.loss;
+      ++stepsDone;
+      auto now = std::chrono::steady_clock::now();
+      if (o.progress && (std::chrono::duration<double>(now - lastReport).count() >= 1.0 ||
+                         (tty && s + 1 == stepsPerEpoch))) {
+        lastReport = now;
+        double elapsed = seconds(runStart);
+        double rate = double(stepsDone) / elapsed;
+        int64_t left = (o.epochs - epoch - 1) * stepsPerEpoch + (stepsPerEpoch - s - 1);
+        std::fprintf(stderr,
+                     "%sepoch %lld/%ld step %lld/%lld loss %.4f lr %.4g %.2f batches/s "
+                     "%.0f images/s ETA %s%s",
+                     tty ? "\r\033[K" : "", (long long)epoch + 1, o.epochs,
+                     (long long)s + 1, (long long)stepsPerEpoch, lossSum / double(s + 1), lr,
+                     rate, rate * double(batch),
+                     formatDuration(double(left) / rate).c_str(), tty ? "" : "\n");
+        std::fflush(stderr);
+      }
+    }
+    double trainSecs = seconds(epochStart);
+    clearProgress();
+    std::printf("epoch %lld/%ld train loss %.6f (%lld steps, lr %.6g at the last step)\n",
+                (long long)epoch + 1, o.epochs, lossSum / double(stepsPerEpoch),
+                (long long)stepsPerEpoch, lr);
+    std::fflush(stdout);
+
+    auto evalStart = std::chrono::steady_clock::now();
+    double testLoss = 0;
+    int64_t correct = 0;
+    std::vector<int64_t> testOrder(size_t(testBatches * batch));
+    std::iota(testOrder.begin(), testOrder.end(), 0);
+    for (int64_t b = 0; b < testBatches; ++b) {
+      fillBatch(test, testOrder.data() + b * batch, batch, hb);
+      rn::EvalOutputs out;
+      if (rn::Status st = ex.evalStep(hb, out); !st)
+        return fail("epoch " + std::to_string(epoch + 1) + ", evaluation batch " +
+                    std::to_string(b + 1) + ": " + st.error().message());
+      testLoss += out.loss;
+      correct += out.correct;
+    }
+    int64_t evaluated = testBatches * batch;
+    if (testBatches > 0)
+      std::printf("epoch %lld/%ld test loss %.6f accuracy %.2f%% (%lld of %lld examples "
+                  "evaluated, the last %lld do not fill a batch)\n",
+                  (long long)epoch + 1, o.epochs, testLoss / double(testBatches),
+                  100.0 * double(correct) / double(evaluated), (long long)evaluated,
+                  (long long)test.count, (long long)(test.count - evaluated));
+    else
+      std::printf("epoch %lld/%ld test: not evaluated (%lld examples, fewer than a batch)\n",
+                  (long long)epoch + 1, o.epochs, (long long)test.count);
+    double evalSecs = seconds(evalStart);
+    std::printf("epoch %lld/%ld time %.2f s train (%.2f batches/s, %.0f images/s), "
+                "%.2f s test\n",
+                (long long)epoch + 1, o.epochs, trainSecs, double(stepsPerEpoch) / trainSecs,
+                double(stepsPerEpoch * batch) / trainSecs, evalSecs);
+    std::fflush(stdout);
+
+    if (!o.checkpoint.empty()) {
+      std::map<std::string, std::string> meta = {
+          {"rn.checkpoint", "1"},
+          {"model", program.model},
+          {"epoch", std::to_string(epoch + 1)},
+          {"step", std::to_string((epoch + 1) * stepsPerEpoch)},
+          {"steps_per_epoch", std::to_string(stepsPerEpoch)},
+          {"batch", std::to_string(batch)},
+          {"seed", std::to_string(o.seed)},
+          {"lr", std::to_string(o.lr)},
+          {"epochs", std::to_string(o.epochs)},
+      };
+      if (rn::Status s = saveCheckpoint(o.checkpoint, ex, meta); !s)
+        return fail("saving the checkpoint: " + s.error().message());
+      std::printf("epoch %lld/%ld checkpoint %s\n", (long long)epoch + 1, o.epochs,
+                  o.checkpoint.c_str());
+      std::fflush(stdout);
+    }
+    if (o.stopAfterEpoch > 0 && epoch + 1 == o.stopAfterEpoch && epoch + 1 < o.epochs) {
+      std::printf("stopped after epoch %lld (--stop-after-epoch)\n", (long long)epoch + 1);
+      return 0;
+    }
+  }
+  std::printf("done: %lld epochs in %.2f s\n", (long long)(o.epochs - firstEpoch),
+              seconds(runStart));
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char *name) -> const char * {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "rn-run: error: %s needs a value\n", name);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    auto integer = [&](const char *name, long long min, long long &out) -> bool {
+      const char *v = value(name);
+      char *end = nullptr;
+      errno = 0;
+      out = std::strtoll(v, &end, 10);
+      if (!*v || *end || errno || out < min) {
+        fail(std::string(name) + " must be an integer >= " + std::to_string(min) +
+             ", got '" + v + "'");
+        return false;
+      }
+      return true;
+    };
+    char *end = nullptr;
+    long long n = 0;
+    if (arg == "--synthetic") {
+      o.synthetic = true;
+    } else if (arg == "--interleave") {
+      o.interleave = true;
+    } else if (arg == "--no-progress") {
+      o.progress = false;
+    } else if (arg == "--steps") {
+      const char *v = value("--steps");
+      o.steps = std::strtol(v, &end, 10);
+      if (*end || o.steps < 1)
+        return fail(std::string("--steps must be a positive integer, got '") + v + "'");
+    } else if (arg == "--epochs") {
+      if (!integer("--epochs", 1, n))
+        return 1;
+      o.epochs = long(n);
+    } else if (arg == "--limit-train") {
+      if (!integer("--limit-train", 1, o.limitTrain))
+        return 1;
+    } else if (arg == "--stop-after-epoch") {
+      if (!integer("--stop-after-epoch", 1, o.stopAfterEpoch))
+        return 1;
+    } else if (arg == "--limit-test") {
+      if (!integer("--limit-test", 1, o.limitTest))
+        return 1;
+    } else if (arg == "--lr") {
+      const char *v = value("--lr");
+      o.lr = std::strtod(v, &end);
+      if (*end || !(o.lr >= 0))
+        return fail(std::string("--lr must be a non-negative number, got '") + v + "'");
+    } else if (arg == "--warmup-epochs") {
+      const char *v = value("--warmup-epochs");
+      o.warmupEpochs = std::strtod(v, &end);
+      if (!*v || *end || !(o.warmupEpochs >= 0))
+        return fail(std::string("--warmup-epochs must be a non-negative number, got '") +
+                    v + "'");
+    } else if (arg == "--seed") {
+      const char *v = value("--seed");
+      o.seed = std::strtoull(v, &end, 10);
+      if (*end)
+        return fail(std::string("--seed must be an integer, got '") + v + "'");
+    } else if (arg == "--data") {
+      o.data = value("--data");
+    } else if (arg == "--checkpoint") {
+      o.checkpoint = value("--checkpoint");
+    } else if (arg == "--resume") {
+      o.resume = value("--resume");
+    } else if (arg == "-h" || arg == "--help") {
+      usage(stdout);
+      return 0;
+    } else if (!arg.empty() && arg[0] == '-') {
+      usage(stderr);
+      return fail("unknown option '" + arg + "'");
+    } else if (o.path.empty()) {
+      o.path = arg;
+    } else {
+      return fail("more than one artifact given ('" + o.path + "', '" + arg + "')");
+    }
+  }
+  if (o.path.empty()) {
+    usage(stderr);
+    return fail("no artifact given");
+  }
+  if (o.synthetic && !o.data.empty())
+    return fail("--synthetic and --data exclude each other");
+  if (!o.synthetic && o.data.empty())
+    return fail("no data: give --data DIR or --synthetic");
+  if (o.synthetic && (!o.checkpoint.empty() || !o.resume.empty()))
+    return fail("--checkpoint and --resume need --data");
+
+  rn::Result<rn::Artifact> artifact = rn::loadArtifact(o.path);
+  if (!artifact)
+    return fail(artifact.error().message());
+  rn::CpuExecutor::Options options;
+  options.seed = o.seed;
+  options.interleave = o.interleave;
+  auto executor = rn::CpuExecutor::create(*artifact, options);
+  if (!executor)
+    return fail(executor.error().message());
+  rn::CpuExecutor &ex = **executor;
+  if (rn::Status s = ex.initialize(); !s)
+    return fail(s.error().message());
+
+  const rn::Function *train = artifact->program.findFunction("train_step");
+  if (!train)
+    return fail(o.path + ": the artifact has no train_step function");
+  auto imageShape = ex.inputShape("train_step", "images");
+  auto labelShape = ex.inputShape("train_step", "labels");
+  if (!imageShape || !labelShape || imageShape->empty() || labelShape->size() != 1)
+    return fail(o.path + ": train_step needs inputs images [N, ...] and labels [N]");
+  int64_t batch = (*imageShape)[0];
+  int64_t features = 1;
+  for (size_t d = 1; d < imageShape->size(); ++d)
+    features *= (*imageShape)[d];
+  int64_t classes = classCount(*train);
+  if (classes < 1)
+    return fail(o.path + ": cannot find the class count (no softmax_cross_entropy)");
+
+  if (o.synthetic)
+    return runSynthetic(o, *artifact, ex, batch, features, classes);
+  return runData(o, *artifact, ex, *imageShape, classes);
 }

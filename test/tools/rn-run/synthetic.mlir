@@ -24,7 +24,7 @@
 
 // MISSING: rn-run: error: {{.*}}missing.rnx
 // CORRUPT: rn-run: error: {{.*}}corrupt.rnx
-// NODATA: rn-run: error: only --synthetic data is supported so far
+// NODATA: rn-run: error: no data: give --data DIR or --synthetic
 
 module attributes {rn.model = "tiny_mlp"} {
   rn.parameter @fc1.weight : tensor<16x4xf32> = #rn.init<uniform, 5.000000e-01>
