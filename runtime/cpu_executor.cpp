@@ -938,30 +938,45 @@ Status CpuExecutor::runSchedule(std::string_view name,
   return runFunctionStep(*fn, *s, inputs, variant, nullptr);
 }
 
+/// One step of `kind` ("train" or "eval") on the input variant its parity
+/// selects: the prologue's copy of the inputs, then the non-prefetching
+/// schedule of that parity.
+Result<const Function *>
+CpuExecutor::runStep(const std::string &kind, bool odd,
+                     const std::map<std::string, HostValue> &inputs) {
+  const Program &p = artifact_->program;
+  const Schedule *prologue = p.findSchedule(kind + "_prologue");
+  const Schedule *body =
+      p.findSchedule(kind + (odd ? "_last_odd" : "_last_even"));
+  if (!prologue || !body)
+    return Error("the artifact has no " + kind + "_prologue/" + kind +
+                 "_last_even/" + kind + "_last_odd schedules");
+  const Function *fn = p.findFunction(body->function);
+  if (!fn)
+    return Error("no function " + body->function);
+  Status st = runFunctionStep(*fn, *body, inputs,
+                              odd ? Variant::b : Variant::a, prologue);
+  if (!st.ok())
+    return st.error();
+  return fn;
+}
+
 Status CpuExecutor::trainStep(const HostBatch &batch, float lr, int32_t step,
                               TrainOutputs &outputs) {
   const Program &p = artifact_->program;
   bool odd = trainCalls_ % 2 == 1;
-  Variant v = odd ? Variant::b : Variant::a;
-  const Schedule *prologue = p.findSchedule("train_prologue");
-  const Schedule *body = p.findSchedule(odd ? "train_last_odd" : "train_last_even");
-  if (!prologue || !body)
-    return Error("the artifact has no train_prologue/train_last_even/train_last_odd schedules");
-  const Function *fn = p.findFunction(body->function);
-  if (!fn)
-    return Error("no function " + body->function);
   std::map<std::string, HostValue> in;
   in["images"].floats = batch.images;
   in["labels"].ints = batch.labels;
   in["lr"].floats = {lr};
   in["step"].ints = {step};
   impl_->step = step;
-  Status st = runFunctionStep(*fn, *body, in, v, prologue);
-  if (!st.ok())
-    return st;
+  Result<const Function *> fn = runStep("train", odd, in);
+  if (!fn.ok())
+    return fn.error();
   ++trainCalls_;
-  size_t fnIndex = size_t(fn - p.functions.data());
-  for (const Binding &b : fn->outputs)
+  size_t fnIndex = size_t(*fn - p.functions.data());
+  for (const Binding &b : (*fn)->outputs)
     if (b.name == "loss") {
       int64_t i = odd ? impl_->layouts[fnIndex].indexB[b.tensor]
                       : impl_->layouts[fnIndex].indexA[b.tensor];
@@ -973,20 +988,13 @@ Status CpuExecutor::trainStep(const HostBatch &batch, float lr, int32_t step,
 Status CpuExecutor::evalStep(const HostBatch &batch, EvalOutputs &outputs) {
   const Program &p = artifact_->program;
   bool odd = evalCalls_ % 2 == 1;
-  Variant v = odd ? Variant::b : Variant::a;
-  const Schedule *prologue = p.findSchedule("eval_prologue");
-  const Schedule *body = p.findSchedule(odd ? "eval_last_odd" : "eval_last_even");
-  if (!prologue || !body)
-    return Error("the artifact has no eval_prologue/eval_last_even/eval_last_odd schedules");
-  const Function *fn = p.findFunction(body->function);
-  if (!fn)
-    return Error("no function " + body->function);
   std::map<std::string, HostValue> in;
   in["images"].floats = batch.images;
   in["labels"].ints = batch.labels;
-  Status st = runFunctionStep(*fn, *body, in, v, prologue);
-  if (!st.ok())
-    return st;
+  Result<const Function *> result = runStep("eval", odd, in);
+  if (!result.ok())
+    return result.error();
+  const Function *fn = *result;
   ++evalCalls_;
   size_t fnIndex = size_t(fn - p.functions.data());
   const Impl::FnLayout &layout = impl_->layouts[fnIndex];

@@ -135,6 +135,8 @@ private:
   friend struct ExecutorAccess;
   Status launch(const Function &function, const Subgraph &subgraph,
                 Variant variant);
+  Result<const Function *> runStep(const std::string &kind, bool odd,
+                                   const std::map<std::string, HostValue> &inputs);
   Status runFunctionStep(const Function &function, const Schedule &schedule,
                          const std::map<std::string, HostValue> &inputs,
                          std::optional<Variant> variant,
