@@ -47,17 +47,17 @@ Check &checkPool(Check &check, const Shape &input, const Pool2dAttrs &attrs,
 
 Shape outputShape(const PoolGeometry &g) { return {g.n, g.oh, g.ow, g.c}; }
 
-/// Calls visit(outputIndex, inputIndex) once per output element with the
-/// element of its window that max pooling picks: the first maximum in
-/// row-major window order, a NaN over any number, padding never. A window
-/// of padding only (impossible when padding <= kernel / 2) picks nothing.
-template <typename Visit>
-void forEachArgMax(const float *x, const PoolGeometry &g, Visit visit) {
-  std::vector<int64_t> arg(static_cast<size_t>(g.c));
+/// Walks every output pixel (element offset `outBase` of its first channel):
+/// begin(outBase), then visit(outBase, inBase) for each input pixel of its
+/// window inside the input (padding is skipped), in row-major window order,
+/// then end(outBase).
+template <typename Begin, typename Visit, typename End>
+void forEachWindow(const PoolGeometry &g, Begin begin, Visit visit, End end) {
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t oy = 0; oy < g.oh; ++oy)
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        bool any = false;
+        int64_t outBase = ((n * g.oh + oy) * g.ow + ox) * g.c;
+        begin(outBase);
         for (int64_t ky = 0; ky < g.kh; ++ky) {
           int64_t iy = oy * g.sh - g.ph + ky;
           if (iy < 0 || iy >= g.h)
@@ -66,22 +66,37 @@ void forEachArgMax(const float *x, const PoolGeometry &g, Visit visit) {
             int64_t ix = ox * g.sw - g.pw + kx;
             if (ix < 0 || ix >= g.w)
               continue;
-            int64_t base = ((n * g.h + iy) * g.w + ix) * g.c;
-            for (int64_t c = 0; c < g.c; ++c) {
-              float v = x[base + c];
-              float best = any ? x[arg[c]] : 0.0f;
-              if (!any || v > best || (std::isnan(v) && !std::isnan(best)))
-                arg[c] = base + c;
-            }
-            any = true;
+            visit(outBase, ((n * g.h + iy) * g.w + ix) * g.c);
           }
         }
-        if (!any)
-          continue;
-        int64_t outBase = ((n * g.oh + oy) * g.ow + ox) * g.c;
-        for (int64_t c = 0; c < g.c; ++c)
-          visit(outBase + c, arg[c]);
+        end(outBase);
       }
+}
+
+/// Calls visit(outputIndex, inputIndex) once per output element with the
+/// element of its window that max pooling picks: the first maximum in
+/// row-major window order, a NaN over any number, padding never. A window
+/// of padding only (impossible when padding <= kernel / 2) picks nothing.
+template <typename Visit>
+void forEachArgMax(const float *x, const PoolGeometry &g, Visit visit) {
+  std::vector<int64_t> arg(static_cast<size_t>(g.c));
+  bool any = false;
+  forEachWindow(
+      g, [&](int64_t) { any = false; },
+      [&](int64_t, int64_t base) {
+        for (int64_t c = 0; c < g.c; ++c) {
+          float v = x[base + c];
+          float best = any ? x[arg[c]] : 0.0f;
+          if (!any || v > best || (std::isnan(v) && !std::isnan(best)))
+            arg[c] = base + c;
+        }
+        any = true;
+      },
+      [&](int64_t outBase) {
+        if (any)
+          for (int64_t c = 0; c < g.c; ++c)
+            visit(outBase + c, arg[c]);
+      });
 }
 
 } // namespace
@@ -143,27 +158,18 @@ KernelStatus avgPool2d(const TensorView &input, const Pool2dAttrs &attrs,
     return check.status();
   const double divisor = static_cast<double>(g.kh * g.kw);
   std::vector<double> acc(static_cast<size_t>(g.c));
-  for (int64_t n = 0; n < g.n; ++n)
-    for (int64_t oy = 0; oy < g.oh; ++oy)
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
-          int64_t iy = oy * g.sh - g.ph + ky;
-          if (iy < 0 || iy >= g.h)
-            continue;
-          for (int64_t kx = 0; kx < g.kw; ++kx) {
-            int64_t ix = ox * g.sw - g.pw + kx;
-            if (ix < 0 || ix >= g.w)
-              continue;
-            const float *xp = input.data + ((n * g.h + iy) * g.w + ix) * g.c;
-            for (int64_t c = 0; c < g.c; ++c)
-              acc[c] += xp[c];
-          }
-        }
-        float *yp = result.data + ((n * g.oh + oy) * g.ow + ox) * g.c;
+  forEachWindow(
+      g, [&](int64_t) { std::fill(acc.begin(), acc.end(), 0.0); },
+      [&](int64_t, int64_t inBase) {
+        const float *xp = input.data + inBase;
+        for (int64_t c = 0; c < g.c; ++c)
+          acc[c] += xp[c];
+      },
+      [&](int64_t outBase) {
+        float *yp = result.data + outBase;
         for (int64_t c = 0; c < g.c; ++c)
           yp[c] = store(result.dtype, acc[c] / divisor);
-      }
+      });
   return {};
 }
 
@@ -178,24 +184,15 @@ KernelStatus avgPool2dBackward(const TensorView &outputGrad,
     return check.status();
   const double divisor = static_cast<double>(g.kh * g.kw);
   std::vector<double> acc(static_cast<size_t>(inputGrad.numel()), 0.0);
-  for (int64_t n = 0; n < g.n; ++n)
-    for (int64_t oy = 0; oy < g.oh; ++oy)
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const float *dyp = outputGrad.data + ((n * g.oh + oy) * g.ow + ox) * g.c;
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
-          int64_t iy = oy * g.sh - g.ph + ky;
-          if (iy < 0 || iy >= g.h)
-            continue;
-          for (int64_t kx = 0; kx < g.kw; ++kx) {
-            int64_t ix = ox * g.sw - g.pw + kx;
-            if (ix < 0 || ix >= g.w)
-              continue;
-            double *a = acc.data() + ((n * g.h + iy) * g.w + ix) * g.c;
-            for (int64_t c = 0; c < g.c; ++c)
-              a[c] += dyp[c] / divisor;
-          }
-        }
-      }
+  forEachWindow(
+      g, [](int64_t) {},
+      [&](int64_t outBase, int64_t inBase) {
+        const float *dyp = outputGrad.data + outBase;
+        double *a = acc.data() + inBase;
+        for (int64_t c = 0; c < g.c; ++c)
+          a[c] += dyp[c] / divisor;
+      },
+      [](int64_t) {});
   for (size_t i = 0; i < acc.size(); ++i)
     inputGrad.data[i] = store(inputGrad.dtype, acc[i]);
   return {};
