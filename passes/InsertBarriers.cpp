@@ -40,10 +40,6 @@ private:
 };
 } // namespace
 
-static SubgraphOp subgraphOf(Operation *op) {
-  return SymbolTable::lookupNearestSymbolFrom<SubgraphOp>(
-      op, op->getAttrOfType<FlatSymbolRefAttr>(kSubgraphAttr));
-}
 
 LogicalResult InsertBarriersPass::insertInto(func::FuncOp function) {
   ScheduleModel model(function, /*implicitForkJoin=*/true);
@@ -103,8 +99,8 @@ LogicalResult InsertBarriersPass::insertInto(func::FuncOp function) {
       ++waits;
       continue;
     }
-    SubgraphOp producerGraph = subgraphOf(producer->op);
-    SubgraphOp consumerGraph = subgraphOf(consumer->op);
+    SubgraphOp producerGraph = producer->subgraph;
+    SubgraphOp consumerGraph = consumer->subgraph;
     EventKind kind =
         producerGraph == consumerGraph ? EventKind::internal
                                        : EventKind::external;
@@ -152,7 +148,8 @@ LogicalResult InsertBarriersPass::insertInto(func::FuncOp function) {
       continue;
     Operation *first = nullptr, *last = nullptr;
     for (Operation &op : body.without_terminator())
-      if (subgraphOf(&op) == subgraph) {
+      if (op.getAttrOfType<FlatSymbolRefAttr>(kSubgraphAttr).getAttr() ==
+          subgraph.getSymNameAttr()) {
         if (!first)
           first = &op;
         last = &op;

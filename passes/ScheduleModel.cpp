@@ -136,10 +136,10 @@ LogicalResult ScheduleModel::initialize() {
           return op.emitError("forking op has no stream for its '")
                  << part.role << "' part; run rn-assign-streams first";
         units.push_back({&op, static_cast<int>(index), partStream.getValue(),
-                         part.role});
+                         part.role, subgraph});
       }
     } else {
-      units.push_back({&op, -1, stream.getValue(), StringRef()});
+      units.push_back({&op, -1, stream.getValue(), StringRef(), subgraph});
     }
   }
   for (const ScheduleUnit &unit : units)
@@ -150,7 +150,7 @@ LogicalResult ScheduleModel::initialize() {
 SmallVector<StreamKind> ScheduleModel::getStreams(SubgraphOp subgraph) const {
   SmallVector<StreamKind> streams = {subgraph.getPrimary()};
   for (const ScheduleUnit &unit : units)
-    if (subgraphOf(unit.op) == subgraph && !llvm::is_contained(streams, unit.stream))
+    if (unit.subgraph == subgraph && !llvm::is_contained(streams, unit.stream))
       streams.push_back(unit.stream);
   return streams;
 }
@@ -208,7 +208,8 @@ void ScheduleModel::run(const Callbacks &callbacks) {
   {
     unsigned index = 0;
     for (Operation &op : function.getBody().front().without_terminator()) {
-      while (subgraphs[index] != subgraphOf(&op))
+      while (op.getAttrOfType<FlatSymbolRefAttr>(kSubgraphAttr).getAttr() !=
+             subgraphs[index].getSymNameAttr())
         ++index;
       if (auto record = dyn_cast<EventRecordOp>(op))
         graphs[index].push_back({nullptr, &op, record.getStream()});
@@ -229,11 +230,8 @@ void ScheduleModel::run(const Callbacks &callbacks) {
                  SmallVector<std::pair<const ScheduleUnit *, unsigned>>>
       waitsOf;
   llvm::DenseMap<Operation *, bool> waitUseful;
-  llvm::DenseMap<const ScheduleUnit *, SubgraphOp> unitSubgraph;
-  for (const ScheduleUnit &unit : units) {
-    unitSubgraph[&unit] = subgraphOf(unit.op);
+  for (const ScheduleUnit &unit : units)
     unitInstances[&unit].resize(kUnrolledSteps);
-  }
 
   // The record a wait in step `step` (node `node`) depends on: between two
   // double-buffered subgraphs the instance `distance` steps back, otherwise
@@ -329,7 +327,7 @@ void ScheduleModel::run(const Callbacks &callbacks) {
         for (auto [producer, distance] : waitsOf.lookup(unit)) {
           RecordHistory &history = unitInstances[producer];
           for (unsigned source :
-               sources(history, unitSubgraph[producer].getDoubleBuffered(),
+               sources(history, SubgraphOp(producer->subgraph).getDoubleBuffered(),
                        doubled, step, distance, node))
             order.addEdge(source, node);
         }

@@ -54,6 +54,7 @@ struct ScheduleUnit {
   int part; // index into getForkParts(), -1 for a whole op
   StreamKind stream;
   llvm::StringRef role; // fork role, empty for whole ops
+  SubgraphOp subgraph;  // the subgraph the op is captured in
 };
 
 /// An unordered pair of accesses found by the analysis.
