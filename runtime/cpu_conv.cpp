@@ -1,13 +1,12 @@
 //===- cpu_conv.cpp - 2-D convolution: forward and backward ---------------===//
 //
-// Direct loops over NHWC activations and OHWI filters, no im2col. Every
-// sum is accumulated in double (products of floats are exact in double),
-// in blocks of 8 contiguous channels that the compiler keeps in vector
-// registers (accumulateBlock): the forward pass sums over the window for 8
-// output channels at a time, dX gathers over the windows that read an input
-// position for 8 input channels at a time, and dW sums per filter tap over
-// tiles of output pixels. The summation order is fixed, so results are
-// deterministic.
+// Matrix products over NHWC activations and OHWI filters: each chunk of
+// output pixels is unfolded into a patch matrix (im2col, one row per pixel
+// in the filter's (KH, KW, Cg) order, so an OHWI filter is already its
+// [O, K] matrix), multiplied in double with OpenBLAS's dgemm (products of
+// floats are exact in double, sums are in double), and for dX folded back
+// (col2im). Chunks run in a fixed order and dgemm never splits a sum across
+// threads, so results are deterministic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,47 +82,77 @@ Shape outputShape(const ConvGeometry &geo) {
   return {geo.n, geo.oh, geo.ow, geo.o};
 }
 
-/// Sums per register block.
-constexpr int64_t kBlock = 8;
+/// Elements of one chunk of the patch matrix: the pixels are processed in
+/// chunks so that the scratch matrices stay a few MiB whatever the batch.
+constexpr int64_t kChunkElements = int64_t{1} << 20;
 
-/// Two rows that one step of a sum multiplies: for the forward pass an
-/// input pixel's channels and the filter taps of its window position (as
-/// [Cg, O]); for dX an output-gradient pixel and the filter rows of the
-/// window position; for dW an input pixel and an output-gradient pixel.
-struct Tap {
-  const float *x;
-  const float *w;
-};
+/// Patch-matrix columns per group: one filter row, (KH, KW, Cg) in OHWI order.
+int64_t patchSize(const ConvGeometry &g) { return g.kh * g.kw * g.cg; }
 
-/// sums[j] += sum over taps t and k < count of
-/// t.x[xOffset + k] * t.w[k * wStride + wOffset + j], for j < width. A full
-/// block (width == kBlock) keeps its sums in registers: every index into `a`
-/// is a constant once the j loops are unrolled.
-inline void accumulateBlock(const std::vector<Tap> &taps, int64_t xOffset,
-                            int64_t count, int64_t wOffset, int64_t wStride,
-                            int64_t width, double *sums) {
-  if (width == kBlock) {
-    double a[kBlock];
-    for (int64_t j = 0; j < kBlock; ++j)
-      a[j] = sums[j];
-    for (const Tap &t : taps)
-      for (int64_t k = 0; k < count; ++k) {
-        const double xv = t.x[xOffset + k];
-        const float *w = t.w + k * wStride + wOffset;
-        for (int64_t j = 0; j < kBlock; ++j)
-          a[j] += xv * w[j];
+/// Output pixels per chunk (at least one).
+int64_t chunkPixels(const ConvGeometry &g) {
+  return std::max<int64_t>(1, kChunkElements / std::max<int64_t>({patchSize(g), g.o, 1}));
+}
+
+/// The input position that filter tap (ky, kx) of output pixel (oy, ox)
+/// reads, or false when it falls in the padding.
+bool tapPosition(const ConvGeometry &g, int64_t oy, int64_t ox, int64_t ky,
+                 int64_t kx, int64_t &iy, int64_t &ix) {
+  iy = oy * g.sh - g.ph + ky * g.dh;
+  ix = ox * g.sw - g.pw + kx * g.dw;
+  return iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
+}
+
+/// im2col of group `grp` for output pixels [p0, p1) (p = (n * OH + oy) * OW
+/// + ox): row p - p0 of `patches` is the window of pixel p in the filter's
+/// (KH, KW, Cg) order, zero where the window covers padding.
+void gatherPatches(const ConvGeometry &g, const float *x, int64_t grp,
+                   int64_t p0, int64_t p1, double *patches) {
+  const int64_t k = patchSize(g);
+  for (int64_t p = p0; p < p1; ++p) {
+    int64_t n = p / (g.oh * g.ow), oy = p / g.ow % g.oh, ox = p % g.ow;
+    double *row = patches + (p - p0) * k;
+    for (int64_t ky = 0; ky < g.kh; ++ky)
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        double *dst = row + (ky * g.kw + kx) * g.cg;
+        int64_t iy, ix;
+        if (!tapPosition(g, oy, ox, ky, kx, iy, ix)) {
+          std::fill(dst, dst + g.cg, 0.0);
+          continue;
+        }
+        const float *src = x + ((n * g.h + iy) * g.w + ix) * g.c + grp * g.cg;
+        for (int64_t c = 0; c < g.cg; ++c)
+          dst[c] = src[c];
       }
-    for (int64_t j = 0; j < kBlock; ++j)
-      sums[j] = a[j];
-    return;
   }
-  for (const Tap &t : taps)
-    for (int64_t k = 0; k < count; ++k) {
-      const double xv = t.x[xOffset + k];
-      const float *w = t.w + k * wStride + wOffset;
-      for (int64_t j = 0; j < width; ++j)
-        sums[j] += xv * w[j];
-    }
+}
+
+/// col2im: adds row p - p0 of `patches` (gradients of pixel p's window in
+/// (KH, KW, Cg) order) into the group-`grp` channels of `dx`; padded taps
+/// are dropped. Pixels and taps go in a fixed order, so sums are
+/// deterministic.
+void scatterPatches(const ConvGeometry &g, const double *patches, int64_t grp,
+                    int64_t p0, int64_t p1, double *dx) {
+  const int64_t k = patchSize(g);
+  for (int64_t p = p0; p < p1; ++p) {
+    int64_t n = p / (g.oh * g.ow), oy = p / g.ow % g.oh, ox = p % g.ow;
+    const double *row = patches + (p - p0) * k;
+    for (int64_t ky = 0; ky < g.kh; ++ky)
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        int64_t iy, ix;
+        if (!tapPosition(g, oy, ox, ky, kx, iy, ix))
+          continue;
+        const double *src = row + (ky * g.kw + kx) * g.cg;
+        double *dst = dx + ((n * g.h + iy) * g.w + ix) * g.c + grp * g.cg;
+        for (int64_t c = 0; c < g.cg; ++c)
+          dst[c] += src[c];
+      }
+  }
+}
+
+/// The floats of `v` as doubles.
+std::vector<double> widen(const float *data, int64_t count) {
+  return std::vector<double>(data, data + count);
 }
 
 } // namespace
@@ -151,46 +180,27 @@ KernelStatus conv2d(const TensorView &input, const TensorView &filter,
   if (check.failed())
     return check.status();
 
-  // The filter as [KH, KW, Cg, O]: the innermost loop then runs over
-  // contiguous output channels.
-  std::vector<float> wt(static_cast<size_t>(g.kh * g.kw * g.cg * g.o));
-  for (int64_t oc = 0; oc < g.o; ++oc)
-    for (int64_t ky = 0; ky < g.kh; ++ky)
-      for (int64_t kx = 0; kx < g.kw; ++kx)
-        for (int64_t c = 0; c < g.cg; ++c)
-          wt[((ky * g.kw + kx) * g.cg + c) * g.o + oc] =
-              filter.data[((oc * g.kh + ky) * g.kw + kx) * g.cg + c];
-
-  // Per output pixel: the window positions inside the input, then blocks of
-  // kBlock output channels whose sums stay in registers over the window.
-  std::vector<Tap> taps;
-  taps.reserve(static_cast<size_t>(g.kh * g.kw));
-  std::vector<double> acc(static_cast<size_t>(g.o));
-  for (int64_t n = 0; n < g.n; ++n)
-    for (int64_t oy = 0; oy < g.oh; ++oy)
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        taps.clear();
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
-          int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-          if (iy < 0 || iy >= g.h)
-            continue;
-          for (int64_t kx = 0; kx < g.kw; ++kx) {
-            int64_t ix = ox * g.sw - g.pw + kx * g.dw;
-            if (ix >= 0 && ix < g.w)
-              taps.push_back({input.data + ((n * g.h + iy) * g.w + ix) * g.c,
-                              wt.data() + (ky * g.kw + kx) * g.cg * g.o});
-          }
-        }
-        for (int64_t oc = 0; oc < g.o; ++oc)
-          acc[oc] = bias ? bias->data[oc] : 0.0;
-        for (int64_t grp = 0; grp < g.groups; ++grp)
-          for (int64_t oc0 = grp * g.og; oc0 < (grp + 1) * g.og; oc0 += kBlock)
-            accumulateBlock(taps, grp * g.cg, g.cg, oc0, g.o,
-                            std::min(kBlock, (grp + 1) * g.og - oc0), &acc[oc0]);
-        float *yp = result.data + ((n * g.oh + oy) * g.ow + ox) * g.o;
-        for (int64_t oc = 0; oc < g.o; ++oc)
-          yp[oc] = store(result.dtype, acc[oc]);
-      }
+  // Per chunk of output pixels and per group: Y[P, Og] = patches[P, K] *
+  // W_g[Og, K]^T, the OHWI filter rows being the patch order already.
+  const int64_t k = patchSize(g), pixels = g.n * g.oh * g.ow,
+                chunk = chunkPixels(g);
+  const std::vector<double> w = widen(filter.data, filter.numel());
+  std::vector<double> patches(static_cast<size_t>(chunk * k));
+  std::vector<double> y(static_cast<size_t>(chunk * g.o));
+  for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+    const int64_t p1 = std::min(pixels, p0 + chunk), rows = p1 - p0;
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      gatherPatches(g, input.data, grp, p0, p1, patches.data());
+      detail::gemm(false, true, rows, g.og, k, 1.0, patches.data(), k,
+                   w.data() + grp * g.og * k, k, 0.0, y.data() + grp * g.og,
+                   g.o);
+    }
+    float *out = result.data + p0 * g.o;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t oc = 0; oc < g.o; ++oc)
+        out[r * g.o + oc] = store(result.dtype, y[r * g.o + oc] +
+                                                    (bias ? bias->data[oc] : 0.0));
+  }
   return {};
 }
 
@@ -208,41 +218,25 @@ KernelStatus conv2dBackwardInput(const TensorView &outputGrad,
   if (check.shape("output_grad", outputGrad, outputShape(g)).failed())
     return check.status();
 
-  // dx[n,iy,ix,grp*Cg+c] = sum over the (ky, kx, oc) that read it of
-  // dy[n,oy,ox,oc] * w[oc,ky,kx,c], gathered per input position in blocks
-  // of kBlock channels.
-  const int64_t filterRow = g.kh * g.kw * g.cg; // w[oc + 1] - w[oc]
-  std::vector<Tap> taps;
-  taps.reserve(static_cast<size_t>(g.kh * g.kw));
-  std::vector<double> acc(static_cast<size_t>(g.c));
-  for (int64_t n = 0; n < g.n; ++n)
-    for (int64_t iy = 0; iy < g.h; ++iy)
-      for (int64_t ix = 0; ix < g.w; ++ix) {
-        taps.clear();
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
-          int64_t ty = iy + g.ph - ky * g.dh; // oy * sh
-          if (ty < 0 || ty % g.sh != 0 || ty / g.sh >= g.oh)
-            continue;
-          int64_t oy = ty / g.sh;
-          for (int64_t kx = 0; kx < g.kw; ++kx) {
-            int64_t tx = ix + g.pw - kx * g.dw;
-            if (tx < 0 || tx % g.sw != 0 || tx / g.sw >= g.ow)
-              continue;
-            int64_t ox = tx / g.sw;
-            taps.push_back({outputGrad.data + ((n * g.oh + oy) * g.ow + ox) * g.o,
-                            filter.data + (ky * g.kw + kx) * g.cg});
-          }
-        }
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t grp = 0; grp < g.groups; ++grp)
-          for (int64_t c0 = 0; c0 < g.cg; c0 += kBlock)
-            accumulateBlock(taps, grp * g.og, g.og, grp * g.og * filterRow + c0,
-                            filterRow, std::min(kBlock, g.cg - c0),
-                            &acc[grp * g.cg + c0]);
-        float *dxp = inputGrad.data + ((n * g.h + iy) * g.w + ix) * g.c;
-        for (int64_t c = 0; c < g.c; ++c)
-          dxp[c] = store(inputGrad.dtype, acc[c]);
-      }
+  // Per chunk of output pixels and per group: dPatches[P, K] = dY[P, Og] *
+  // W_g[Og, K], scattered back onto the input positions (col2im).
+  const int64_t k = patchSize(g), pixels = g.n * g.oh * g.ow,
+                chunk = chunkPixels(g);
+  const std::vector<double> w = widen(filter.data, filter.numel());
+  std::vector<double> dx(static_cast<size_t>(inputGrad.numel()), 0.0);
+  std::vector<double> dy(static_cast<size_t>(chunk * g.o));
+  std::vector<double> patches(static_cast<size_t>(chunk * k));
+  for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+    const int64_t p1 = std::min(pixels, p0 + chunk), rows = p1 - p0;
+    std::copy(outputGrad.data + p0 * g.o, outputGrad.data + p1 * g.o, dy.begin());
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      detail::gemm(false, false, rows, k, g.og, 1.0, dy.data() + grp * g.og,
+                   g.o, w.data() + grp * g.og * k, k, 0.0, patches.data(), k);
+      scatterPatches(g, patches.data(), grp, p0, p1, dx.data());
+    }
+  }
+  for (size_t i = 0; i < dx.size(); ++i)
+    inputGrad.data[i] = store(inputGrad.dtype, dx[i]);
   return {};
 }
 
@@ -263,44 +257,24 @@ KernelStatus conv2dBackwardFilter(const TensorView &outputGrad,
   if (check.failed())
     return check.status();
 
-  // dw[oc,ky,kx,c] = sum over n, oy, ox of dy[n,oy,ox,oc] * x[n,iy,ix,grp*Cg+c]:
-  // per filter tap a [Cg, O] product of the input and output-gradient rows
-  // of the output pixels, accumulated as [KH, KW, Cg, O] over tiles of
-  // kTile pixels (which stay in cache) in register blocks of output channels.
-  constexpr int64_t kTile = 64;
-  const int64_t pixels = g.n * g.oh * g.ow;
-  std::vector<double> acc(static_cast<size_t>(g.o * g.kh * g.kw * g.cg), 0.0);
-  std::vector<Tap> rows; // (input row, output-gradient row) per pixel
-  rows.reserve(kTile);
-  for (int64_t p0 = 0; p0 < pixels; p0 += kTile)
-    for (int64_t ky = 0; ky < g.kh; ++ky)
-      for (int64_t kx = 0; kx < g.kw; ++kx) {
-        rows.clear();
-        for (int64_t p = p0; p < std::min(p0 + kTile, pixels); ++p) {
-          int64_t n = p / (g.oh * g.ow), oy = p / g.ow % g.oh, ox = p % g.ow;
-          int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-          int64_t ix = ox * g.sw - g.pw + kx * g.dw;
-          if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w)
-            rows.push_back({input.data + ((n * g.h + iy) * g.w + ix) * g.c,
-                            outputGrad.data + p * g.o});
-        }
-        double *tapAcc = acc.data() + (ky * g.kw + kx) * g.cg * g.o;
-        for (int64_t grp = 0; grp < g.groups; ++grp)
-          for (int64_t c = 0; c < g.cg; ++c)
-            for (int64_t oc0 = grp * g.og; oc0 < (grp + 1) * g.og; oc0 += kBlock)
-              accumulateBlock(rows, grp * g.cg + c, 1, oc0, 0,
-                              std::min(kBlock, (grp + 1) * g.og - oc0),
-                              tapAcc + c * g.o + oc0);
-      }
-  for (int64_t oc = 0; oc < g.o; ++oc)
-    for (int64_t ky = 0; ky < g.kh; ++ky)
-      for (int64_t kx = 0; kx < g.kw; ++kx)
-        for (int64_t c = 0; c < g.cg; ++c) {
-          int64_t i = ((oc * g.kh + ky) * g.kw + kx) * g.cg + c;
-          filterGrad.data[i] = store(
-              filterGrad.dtype,
-              double(filterGradAcc.data[i]) + acc[((ky * g.kw + kx) * g.cg + c) * g.o + oc]);
-        }
+  // dW_g[Og, K] = sum over chunks of dY[P, Og]^T * patches[P, K],
+  // accumulated chunk after chunk in the OHWI order of the filter.
+  const int64_t k = patchSize(g), pixels = g.n * g.oh * g.ow,
+                chunk = chunkPixels(g);
+  std::vector<double> dw(static_cast<size_t>(g.o * k), 0.0);
+  std::vector<double> dy(static_cast<size_t>(chunk * g.o));
+  std::vector<double> patches(static_cast<size_t>(chunk * k));
+  for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+    const int64_t p1 = std::min(pixels, p0 + chunk), rows = p1 - p0;
+    std::copy(outputGrad.data + p0 * g.o, outputGrad.data + p1 * g.o, dy.begin());
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      gatherPatches(g, input.data, grp, p0, p1, patches.data());
+      detail::gemm(true, false, g.og, k, rows, 1.0, dy.data() + grp * g.og,
+                   g.o, patches.data(), k, 1.0, dw.data() + grp * g.og * k, k);
+    }
+  }
+  for (size_t i = 0; i < dw.size(); ++i)
+    filterGrad.data[i] = store(filterGrad.dtype, double(filterGradAcc.data[i]) + dw[i]);
   return {};
 }
 

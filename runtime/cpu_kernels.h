@@ -18,7 +18,8 @@
 //   may alias the operand it updates (InPlaceOpInterface: gradient
 //   accumulators, optimizer state, running statistics); outputs must not
 //   overlap other operands.
-// - Sums (contractions, statistics, the loss, norms) accumulate in double.
+// - Sums (contractions, statistics, the loss, norms) accumulate in double;
+//   the contractions of conv and linear run as dgemm (OpenBLAS).
 // - "Accumulated" gradients are `acc + d`: the output is the accumulator
 //   plus this op's contribution.
 //

@@ -2,6 +2,8 @@
 
 #include "runtime/cpu_kernels_detail.h"
 
+#include <cblas.h>
+
 namespace rn::cpu::detail {
 
 std::string shapeString(const Shape &shape) {
@@ -59,6 +61,24 @@ Check &checkBatchNormInput(Check &check, const TensorView &input,
   count = channels ? input.numel() / channels : 0;
   return check.require(count > 0, "input has no elements per channel: ",
                        shapeString(input.shape));
+}
+
+void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
+          double alpha, const double *a, int64_t lda, const double *b,
+          int64_t ldb, double beta, double *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0 ? 0.0 : beta * c[i * ldc + j];
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
+              transposeB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+              static_cast<int>(ldc));
 }
 
 } // namespace rn::cpu::detail

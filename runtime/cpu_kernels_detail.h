@@ -70,6 +70,16 @@ private:
   std::string error;
 };
 
+/// C = alpha * op(A) * op(B) + beta * C over row-major double matrices
+/// (op(A) is M x K, op(B) is K x N), through OpenBLAS's dgemm. Products of
+/// floats are exact in double and every sum is in double; OpenBLAS splits
+/// the work over rows and columns of C, never over K, so the result does not
+/// depend on the number of threads. Empty sizes are allowed (K == 0 scales C
+/// by beta).
+void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
+          double alpha, const double *a, int64_t lda, const double *b,
+          int64_t ldb, double beta, double *c, int64_t ldc);
+
 /// Checks the layout of a batch normalization input: NHWC or [N, C].
 /// Sets `channels` and `count` (elements per channel).
 Check &checkBatchNormInput(Check &check, const TensorView &input,

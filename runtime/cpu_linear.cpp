@@ -1,7 +1,7 @@
 //===- cpu_linear.cpp - Fully connected layer: forward and backward -------===//
 //
-// Plain loops whose innermost loop runs over a contiguous row and
-// accumulates in double.
+// Matrix products in double through OpenBLAS's dgemm (products of floats
+// are exact in double, sums are in double; deterministic, see detail::gemm).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,24 +48,16 @@ KernelStatus linear(const TensorView &input, const TensorView &weight,
   if (check.shape("result", result, Shape{n, out}).failed())
     return check.status();
 
-  // W^T as [in, out], so the innermost loop runs over contiguous outputs.
-  std::vector<float> wt(static_cast<size_t>(in * out));
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t i = 0; i < in; ++i)
-      wt[i * out + o] = weight.data[o * in + i];
-  std::vector<double> acc(static_cast<size_t>(out));
-  for (int64_t b = 0; b < n; ++b) {
+  // y[N, out] = x[N, in] * W[out, in]^T + b.
+  const std::vector<double> x(input.data, input.data + n * in);
+  const std::vector<double> w(weight.data, weight.data + out * in);
+  std::vector<double> y(static_cast<size_t>(n * out));
+  detail::gemm(false, true, n, out, in, 1.0, x.data(), in, w.data(), in, 0.0,
+               y.data(), out);
+  for (int64_t b = 0; b < n; ++b)
     for (int64_t o = 0; o < out; ++o)
-      acc[o] = bias ? bias->data[o] : 0.0;
-    for (int64_t i = 0; i < in; ++i) {
-      double xv = input.data[b * in + i];
-      const float *wrow = wt.data() + i * out;
-      for (int64_t o = 0; o < out; ++o)
-        acc[o] += xv * wrow[o];
-    }
-    for (int64_t o = 0; o < out; ++o)
-      result.data[b * out + o] = store(result.dtype, acc[o]);
-  }
+      result.data[b * out + o] =
+          store(result.dtype, y[b * out + o] + (bias ? bias->data[o] : 0.0));
   return {};
 }
 
@@ -78,18 +70,14 @@ KernelStatus linearBackwardInput(const TensorView &outputGrad,
       checkLinear(check, inputGrad.shape, weight.shape, n, in, out).failed() ||
       check.shape("output_grad", outputGrad, Shape{n, out}).failed())
     return check.status();
-  std::vector<double> acc(static_cast<size_t>(in));
-  for (int64_t b = 0; b < n; ++b) {
-    std::fill(acc.begin(), acc.end(), 0.0);
-    for (int64_t o = 0; o < out; ++o) {
-      double d = outputGrad.data[b * out + o];
-      const float *wrow = weight.data + o * in;
-      for (int64_t i = 0; i < in; ++i)
-        acc[i] += d * wrow[i];
-    }
-    for (int64_t i = 0; i < in; ++i)
-      inputGrad.data[b * in + i] = store(inputGrad.dtype, acc[i]);
-  }
+  // dx[N, in] = dy[N, out] * W[out, in].
+  const std::vector<double> dy(outputGrad.data, outputGrad.data + n * out);
+  const std::vector<double> w(weight.data, weight.data + out * in);
+  std::vector<double> dx(static_cast<size_t>(n * in));
+  detail::gemm(false, false, n, in, out, 1.0, dy.data(), out, w.data(), in,
+               0.0, dx.data(), in);
+  for (size_t i = 0; i < dx.size(); ++i)
+    inputGrad.data[i] = store(inputGrad.dtype, dx[i]);
   return {};
 }
 
@@ -105,16 +93,12 @@ KernelStatus linearBackwardWeight(const TensorView &outputGrad,
           .shape("weight_grad", weightGrad, weightGradAcc.shape)
           .failed())
     return check.status();
-  std::vector<double> acc(static_cast<size_t>(out * in), 0.0);
-  for (int64_t b = 0; b < n; ++b) {
-    const float *xrow = input.data + b * in;
-    for (int64_t o = 0; o < out; ++o) {
-      double d = outputGrad.data[b * out + o];
-      double *a = acc.data() + o * in;
-      for (int64_t i = 0; i < in; ++i)
-        a[i] += d * xrow[i];
-    }
-  }
+  // dW[out, in] = dy[N, out]^T * x[N, in].
+  const std::vector<double> dy(outputGrad.data, outputGrad.data + n * out);
+  const std::vector<double> x(input.data, input.data + n * in);
+  std::vector<double> acc(static_cast<size_t>(out * in));
+  detail::gemm(true, false, out, in, n, 1.0, dy.data(), out, x.data(), in, 0.0,
+               acc.data(), in);
   for (size_t k = 0; k < acc.size(); ++k)
     weightGrad.data[k] = store(weightGrad.dtype, double(weightGradAcc.data[k]) + acc[k]);
   return {};
