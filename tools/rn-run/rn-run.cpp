@@ -17,7 +17,8 @@
 // epoch shuffles the training set with a permutation that depends only on
 // (seed, epoch), trains on the full batches (the incomplete last one is
 // dropped) with linear warmup then cosine decay to 0 of the learning rate,
-// evaluates on the full batches of the test set and prints a summary; with
+// evaluates on the whole test set (a last incomplete batch is padded and
+// scored from its logits) and prints a summary; with
 // --checkpoint, all state is saved after each epoch, and --resume continues
 // from the epoch after a checkpoint's, reproducing an uninterrupted run.
 //
@@ -25,6 +26,7 @@
 
 #include "runtime/artifact.h"
 #include "runtime/cpu_executor.h"
+#include "runtime/cpu_kernels.h"
 #include "runtime/idx_dataset.h"
 #include "runtime/safetensors.h"
 
@@ -87,6 +89,15 @@ int64_t classCount(const rn::Function &fn) {
         if (!shape.empty())
           return shape.back();
       }
+  return 0;
+}
+
+/// The label smoothing of `fn`'s loss (0 when it has none).
+double labelSmoothing(const rn::Function &fn) {
+  for (const rn::Subgraph &sg : fn.subgraphs)
+    for (const rn::Node &n : sg.nodes)
+      if (n.kind == rn::Node::Kind::op && n.op == "softmax_cross_entropy")
+        return n.attributes.value("label_smoothing", 0.0);
   return 0;
 }
 
@@ -210,6 +221,56 @@ void fillBatch(const rn::IdxDataset &d, const int64_t *indices, int64_t batch,
   }
 }
 
+/// Test loss and top-1 over the whole test set. The program's batch is
+/// fixed, so a last incomplete batch is padded with copies of the test set's
+/// first examples and its loss and correct count are taken from the logits
+/// of its real rows only (with the loss op's own kernel and smoothing).
+struct TestResult {
+  double loss = 0; ///< mean over the evaluated examples
+  int64_t correct = 0;
+  int64_t evaluated = 0;
+};
+
+rn::Result<TestResult> evaluateTestSet(rn::CpuExecutor &ex, const rn::IdxDataset &test,
+                                       int64_t batch, int64_t classes, double smoothing) {
+  TestResult r;
+  double lossSum = 0; // sum over examples
+  rn::HostBatch hb;
+  std::vector<int64_t> indices(static_cast<size_t>(batch));
+  for (int64_t first = 0; first < test.count; first += batch) {
+    int64_t rows = std::min(batch, test.count - first);
+    for (int64_t i = 0; i < batch; ++i)
+      indices[size_t(i)] = i < rows ? first + i : (i - rows) % test.count;
+    fillBatch(test, indices.data(), batch, hb);
+    rn::EvalOutputs out;
+    if (rn::Status st = ex.evalStep(hb, out); !st)
+      return rn::Error("evaluation batch " + std::to_string(first / batch + 1) + ": " +
+                       st.error().message());
+    if (rows == batch) {
+      lossSum += double(out.loss) * double(batch);
+      r.correct += out.correct;
+      r.evaluated += batch;
+      continue;
+    }
+    if (out.logits.size() != size_t(batch * classes))
+      break; // the program returns no logits: the partial batch is skipped
+    rn::cpu::TensorView logits{out.logits.data(), {rows, classes}, rn::DType::f32};
+    rn::cpu::LabelView labels{hb.labels.data(), {rows}};
+    float loss = 0;
+    int32_t correct = 0;
+    rn::cpu::KernelStatus ls = rn::cpu::softmaxCrossEntropy(logits, labels, smoothing, loss);
+    rn::cpu::KernelStatus cs = rn::cpu::countCorrect(logits, labels, correct);
+    if (!ls.ok() || !cs.ok())
+      return rn::Error("evaluation of the last " + std::to_string(rows) +
+                       " examples: " + (ls.ok() ? cs.error : ls.error));
+    lossSum += double(loss) * double(rows);
+    r.correct += correct;
+    r.evaluated += rows;
+  }
+  r.loss = r.evaluated ? lossSum / double(r.evaluated) : 0;
+  return r;
+}
+
 std::string formatDuration(double s) {
   char buf[32];
   long t = long(s + 0.5);
@@ -323,7 +384,7 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::CpuExecutor &ex,
                     " of example " + std::to_string(i) + " is out of range for " +
                     std::to_string(classes) + " classes");
   int64_t stepsPerEpoch = train.count / batch;
-  int64_t testBatches = test.count / batch;
+  const double smoothing = labelSmoothing(*program.findFunction("eval_step"));
   if (stepsPerEpoch < 1)
     return fail("the training set has " + std::to_string(train.count) +
                 " examples, fewer than one batch of " + std::to_string(batch));
@@ -439,28 +500,24 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::CpuExecutor &ex,
     std::fflush(stdout);
 
     auto evalStart = std::chrono::steady_clock::now();
-    double testLoss = 0;
-    int64_t correct = 0;
-    std::vector<int64_t> testOrder(size_t(testBatches * batch));
-    std::iota(testOrder.begin(), testOrder.end(), 0);
-    for (int64_t b = 0; b < testBatches; ++b) {
-      fillBatch(test, testOrder.data() + b * batch, batch, hb);
-      rn::EvalOutputs out;
-      if (rn::Status st = ex.evalStep(hb, out); !st)
-        return fail("epoch " + std::to_string(epoch + 1) + ", evaluation batch " +
-                    std::to_string(b + 1) + ": " + st.error().message());
-      testLoss += out.loss;
-      correct += out.correct;
-    }
-    int64_t evaluated = testBatches * batch;
-    if (testBatches > 0)
-      std::printf("epoch %lld/%ld test loss %.6f accuracy %.2f%% (%lld of %lld examples "
-                  "evaluated, the last %lld do not fill a batch)\n",
-                  (long long)epoch + 1, o.epochs, testLoss / double(testBatches),
-                  100.0 * double(correct) / double(evaluated), (long long)evaluated,
-                  (long long)test.count, (long long)(test.count - evaluated));
+    rn::Result<TestResult> tr = evaluateTestSet(ex, test, batch, classes, smoothing);
+    if (!tr)
+      return fail("epoch " + std::to_string(epoch + 1) + ", " + tr.error().message());
+    if (tr->evaluated == test.count)
+      std::printf("epoch %lld/%ld test loss %.6f accuracy %.2f%% (%lld examples)\n",
+                  (long long)epoch + 1, o.epochs, tr->loss,
+                  100.0 * double(tr->correct) / double(tr->evaluated),
+                  (long long)tr->evaluated);
+    else if (tr->evaluated > 0)
+      std::printf("epoch %lld/%ld test loss %.6f accuracy %.2f%% (%lld of %lld examples: "
+                  "the program returns no logits, so the last incomplete batch is "
+                  "skipped)\n",
+                  (long long)epoch + 1, o.epochs, tr->loss,
+                  100.0 * double(tr->correct) / double(tr->evaluated),
+                  (long long)tr->evaluated, (long long)test.count);
     else
-      std::printf("epoch %lld/%ld test: not evaluated (%lld examples, fewer than a batch)\n",
+      std::printf("epoch %lld/%ld test: not evaluated (%lld examples, fewer than a batch, "
+                  "and the program returns no logits)\n",
                   (long long)epoch + 1, o.epochs, (long long)test.count);
     double evalSecs = seconds(evalStart);
     std::printf("epoch %lld/%ld time %.2f s train (%.2f batches/s, %.0f images/s), "
