@@ -1,0 +1,39 @@
+module attributes {rn.model = "cnn_tiny"} {
+  rn.parameter @conv1.weight : tensor<4x3x3x1xf32> = #rn.init<uniform, 3.333333333e-01>
+  rn.parameter @bn1.weight : tensor<4xf32> = #rn.init<ones>
+  rn.parameter @bn1.bias : tensor<4xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn1.running_mean : tensor<4xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn1.running_var : tensor<4xf32> = #rn.init<ones>
+  rn.parameter @conv2.weight : tensor<6x3x3x4xf32> = #rn.init<uniform, 1.666666667e-01>
+  rn.parameter @bn2.weight : tensor<6xf32> = #rn.init<ones>
+  rn.parameter @bn2.bias : tensor<6xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn2.running_mean : tensor<6xf32> = #rn.init<zeros>
+  rn.parameter buffer @bn2.running_var : tensor<6xf32> = #rn.init<ones>
+  rn.parameter @fc.weight : tensor<3x96xf32> = #rn.init<uniform, 1.020620726e-01>
+  rn.parameter @fc.bias : tensor<3xf32> = #rn.init<uniform, 1.020620726e-01>
+  func.func @forward(%images: tensor<4x8x8x1xf32>, %labels: tensor<4xi32>) -> tensor<f32> {
+    %0 = rn.param @conv1.weight : tensor<4x3x3x1xf32>
+    %1 = rn.conv2d %images, %0 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<4x8x8x1xf32>, tensor<4x3x3x1xf32>) -> tensor<4x8x8x4xf32>
+    %2 = rn.param @bn1.weight : tensor<4xf32>
+    %3 = rn.param @bn1.bias : tensor<4xf32>
+    %4 = rn.param @bn1.running_mean : tensor<4xf32>
+    %5 = rn.param @bn1.running_var : tensor<4xf32>
+    %6 = rn.batch_norm %1, %2, %3, %4, %5 eps 1.000000000e-05 momentum 1.000000000e-01 : (tensor<4x8x8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x8x8x4xf32>
+    %7 = rn.relu %6 : tensor<4x8x8x4xf32>
+    %8 = rn.max_pool2d %7 kernel [2, 2] stride [2, 2] pad [0, 0] : tensor<4x8x8x4xf32> -> tensor<4x4x4x4xf32>
+    %9 = rn.param @conv2.weight : tensor<6x3x3x4xf32>
+    %10 = rn.conv2d %8, %9 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<4x4x4x4xf32>, tensor<6x3x3x4xf32>) -> tensor<4x4x4x6xf32>
+    %11 = rn.param @bn2.weight : tensor<6xf32>
+    %12 = rn.param @bn2.bias : tensor<6xf32>
+    %13 = rn.param @bn2.running_mean : tensor<6xf32>
+    %14 = rn.param @bn2.running_var : tensor<6xf32>
+    %15 = rn.batch_norm %10, %11, %12, %13, %14 eps 1.000000000e-05 momentum 1.000000000e-01 : (tensor<4x4x4x6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>) -> tensor<4x4x4x6xf32>
+    %16 = rn.relu %15 : tensor<4x4x4x6xf32>
+    %17 = rn.flatten %16 : tensor<4x4x4x6xf32> -> tensor<4x96xf32>
+    %18 = rn.param @fc.weight : tensor<3x96xf32>
+    %19 = rn.param @fc.bias : tensor<3xf32>
+    %20 = rn.linear %17, %18, %19 : (tensor<4x96xf32>, tensor<3x96xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+    %21 = rn.softmax_cross_entropy %20, %labels label_smoothing 0.000000000e+00 : (tensor<4x3xf32>, tensor<4xi32>) -> tensor<f32>
+    return %21 : tensor<f32>
+  }
+}
