@@ -150,7 +150,14 @@ void scatterPatches(const ConvGeometry &g, const double *patches, int64_t grp,
   }
 }
 
-/// The floats of `v` as doubles.
+/// Calls body(p0, p1) for the consecutive chunks [p0, p1) of output pixels.
+template <typename Body> void forEachPixelChunk(const ConvGeometry &g, Body body) {
+  const int64_t pixels = g.n * g.oh * g.ow, chunk = chunkPixels(g);
+  for (int64_t p0 = 0; p0 < pixels; p0 += chunk)
+    body(p0, std::min(pixels, p0 + chunk));
+}
+
+/// `count` floats as doubles.
 std::vector<double> widen(const float *data, int64_t count) {
   return std::vector<double>(data, data + count);
 }
@@ -182,13 +189,12 @@ KernelStatus conv2d(const TensorView &input, const TensorView &filter,
 
   // Per chunk of output pixels and per group: Y[P, Og] = patches[P, K] *
   // W_g[Og, K]^T, the OHWI filter rows being the patch order already.
-  const int64_t k = patchSize(g), pixels = g.n * g.oh * g.ow,
-                chunk = chunkPixels(g);
+  const int64_t k = patchSize(g), chunk = chunkPixels(g);
   const std::vector<double> w = widen(filter.data, filter.numel());
   std::vector<double> patches(static_cast<size_t>(chunk * k));
   std::vector<double> y(static_cast<size_t>(chunk * g.o));
-  for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
-    const int64_t p1 = std::min(pixels, p0 + chunk), rows = p1 - p0;
+  forEachPixelChunk(g, [&](int64_t p0, int64_t p1) {
+    const int64_t rows = p1 - p0;
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       gatherPatches(g, input.data, grp, p0, p1, patches.data());
       detail::gemm(false, true, rows, g.og, k, 1.0, patches.data(), k,
@@ -200,7 +206,7 @@ KernelStatus conv2d(const TensorView &input, const TensorView &filter,
       for (int64_t oc = 0; oc < g.o; ++oc)
         out[r * g.o + oc] = store(result.dtype, y[r * g.o + oc] +
                                                     (bias ? bias->data[oc] : 0.0));
-  }
+  });
   return {};
 }
 
@@ -220,21 +226,18 @@ KernelStatus conv2dBackwardInput(const TensorView &outputGrad,
 
   // Per chunk of output pixels and per group: dPatches[P, K] = dY[P, Og] *
   // W_g[Og, K], scattered back onto the input positions (col2im).
-  const int64_t k = patchSize(g), pixels = g.n * g.oh * g.ow,
-                chunk = chunkPixels(g);
+  const int64_t k = patchSize(g), chunk = chunkPixels(g);
   const std::vector<double> w = widen(filter.data, filter.numel());
   std::vector<double> dx(static_cast<size_t>(inputGrad.numel()), 0.0);
-  std::vector<double> dy(static_cast<size_t>(chunk * g.o));
   std::vector<double> patches(static_cast<size_t>(chunk * k));
-  for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
-    const int64_t p1 = std::min(pixels, p0 + chunk), rows = p1 - p0;
-    std::copy(outputGrad.data + p0 * g.o, outputGrad.data + p1 * g.o, dy.begin());
+  forEachPixelChunk(g, [&](int64_t p0, int64_t p1) {
+    const std::vector<double> dy = widen(outputGrad.data + p0 * g.o, (p1 - p0) * g.o);
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      detail::gemm(false, false, rows, k, g.og, 1.0, dy.data() + grp * g.og,
+      detail::gemm(false, false, p1 - p0, k, g.og, 1.0, dy.data() + grp * g.og,
                    g.o, w.data() + grp * g.og * k, k, 0.0, patches.data(), k);
       scatterPatches(g, patches.data(), grp, p0, p1, dx.data());
     }
-  }
+  });
   for (size_t i = 0; i < dx.size(); ++i)
     inputGrad.data[i] = store(inputGrad.dtype, dx[i]);
   return {};
@@ -259,20 +262,17 @@ KernelStatus conv2dBackwardFilter(const TensorView &outputGrad,
 
   // dW_g[Og, K] = sum over chunks of dY[P, Og]^T * patches[P, K],
   // accumulated chunk after chunk in the OHWI order of the filter.
-  const int64_t k = patchSize(g), pixels = g.n * g.oh * g.ow,
-                chunk = chunkPixels(g);
+  const int64_t k = patchSize(g), chunk = chunkPixels(g);
   std::vector<double> dw(static_cast<size_t>(g.o * k), 0.0);
-  std::vector<double> dy(static_cast<size_t>(chunk * g.o));
   std::vector<double> patches(static_cast<size_t>(chunk * k));
-  for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
-    const int64_t p1 = std::min(pixels, p0 + chunk), rows = p1 - p0;
-    std::copy(outputGrad.data + p0 * g.o, outputGrad.data + p1 * g.o, dy.begin());
+  forEachPixelChunk(g, [&](int64_t p0, int64_t p1) {
+    const std::vector<double> dy = widen(outputGrad.data + p0 * g.o, (p1 - p0) * g.o);
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       gatherPatches(g, input.data, grp, p0, p1, patches.data());
-      detail::gemm(true, false, g.og, k, rows, 1.0, dy.data() + grp * g.og,
+      detail::gemm(true, false, g.og, k, p1 - p0, 1.0, dy.data() + grp * g.og,
                    g.o, patches.data(), k, 1.0, dw.data() + grp * g.og * k, k);
     }
-  }
+  });
   for (size_t i = 0; i < dw.size(); ++i)
     filterGrad.data[i] = store(filterGrad.dtype, double(filterGradAcc.data[i]) + dw[i]);
   return {};
