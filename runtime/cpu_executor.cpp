@@ -26,7 +26,22 @@ using cpu::TensorView;
 namespace {
 
 constexpr int kStreams = 5;
-using Clock = std::array<uint32_t, kStreams>;
+/// Reads of one word kept by the hazard detector (pairwise unordered).
+constexpr size_t kReaders = 4;
+/// Records kept per event (waits reach at most two steps back).
+constexpr size_t kRecordHistory = 16;
+
+/// A vector clock over the simulation's threads (missing entries are 0).
+using VClock = std::vector<uint32_t>;
+uint32_t clockAt(const VClock &vc, uint32_t thread) {
+  return thread < vc.size() ? vc[thread] : 0;
+}
+void merge(VClock &into, const VClock &from) {
+  if (into.size() < from.size())
+    into.resize(from.size(), 0);
+  for (size_t i = 0; i < from.size(); ++i)
+    into[i] = std::max(into[i], from[i]);
+}
 
 int64_t numel(const std::vector<int64_t> &shape) {
   int64_t n = 1;
@@ -73,18 +88,102 @@ cpu::Pool2dAttrs poolAttrs(const json &a) {
   return p;
 }
 
-/// Per-element access record of the hazard detector (FastTrack-like).
-struct Shadow {
-  int32_t wNode = -1;
-  uint32_t wClock = 0;
-  uint8_t wStream = 0;
-  std::array<int32_t, kStreams> rNode{-1, -1, -1, -1, -1};
-  std::array<uint32_t, kStreams> rClock{};
+/// One access of the hazard detector: the accessing thread, its clock and
+/// the site (index into Impl::sites; 0: none). Packed: the shadow holds
+/// five per word.
+#pragma pack(push, 2)
+struct Epoch {
+  uint32_t clock = 0;
+  uint32_t site = 0;
+  uint16_t thread = 0;
 };
+#pragma pack(pop)
+static_assert(sizeof(Epoch) == 10);
+
+/// Per-word access record (FastTrack-like): the last write and the reads
+/// since, pruned to those no later read is ordered after.
+struct Shadow {
+  Epoch write;
+  std::array<Epoch, kReaders> reads{};
+};
+static_assert(sizeof(Shadow) == 50);
 
 /// What one work item reads and writes (tensor ids).
 struct Access {
   std::vector<uint32_t> reads, writes;
+};
+Access accessOf(const Node &node, int part);
+
+/// One work item of a subgraph: a node, or one part of a forking op.
+struct Item {
+  uint32_t node = 0;
+  int32_t part = -1;
+  Stream stream = Stream::comp1;
+  Access access;
+  std::vector<uint32_t> outputs; ///< output bindings it writes
+};
+
+struct SubgraphItems {
+  std::vector<Item> items;
+  std::vector<uint32_t> firstItem; ///< per node
+};
+
+/// Who made an access, for hazard messages.
+struct Site {
+  enum class Kind : uint8_t { none, device, stage, read };
+  Kind kind = Kind::none;
+  uint32_t launch = 0; ///< device: launch id
+  uint32_t index = 0;  ///< device: node index; host: input/output binding
+  int32_t part = -1;   ///< device: part of a forking op
+  uint32_t fn = 0;     ///< host: function index
+  int64_t step = 0;    ///< host: step
+};
+
+/// A launch as hazard messages name it.
+struct LaunchInfo {
+  uint32_t fn = 0;
+  const Subgraph *sg = nullptr;
+  Variant variant = Variant::a;
+  int64_t step = 0;
+};
+
+/// One issued event record.
+struct RecordInstance {
+  uint32_t launch = 0;
+  int64_t step = 0;
+  Variant variant = Variant::a;
+  bool doubled = false; ///< recorded by a double-buffered subgraph
+  bool executed = false;
+  VClock clock; ///< the recording stream's clock, once executed
+};
+
+/// A thread of the simulation: the host (0) or a stream of a launch.
+struct SimThread {
+  VClock clock;
+  bool busy = false;
+};
+
+/// A launch being simulated.
+struct LaunchSim {
+  uint32_t id = 0;
+  uint32_t fn = 0;
+  const Subgraph *sg = nullptr;
+  Variant variant = Variant::a;
+  int64_t step = 0;
+  int32_t rngStep = 0;
+  StepOutputs *outputs = nullptr;
+  const SubgraphItems *items = nullptr;
+  std::shared_ptr<LaunchSim> previous; ///< on the same primary stream
+  VClock issueClock;                   ///< the host's clock when issued
+  bool started = false, done = false;
+  std::array<std::deque<uint32_t>, kStreams> queues;
+  std::vector<std::vector<std::shared_ptr<RecordInstance>>> sources; ///< per wait item
+  std::vector<std::shared_ptr<RecordInstance>> records;              ///< per record item
+  std::vector<std::optional<VClock>> partDone;                        ///< per part item
+  std::array<uint16_t, kStreams> thread{};
+  std::array<bool, kStreams> forked{}, used{};
+  size_t remaining = 0;
+  VClock endClock;
 };
 
 } // namespace
@@ -94,23 +193,29 @@ struct CpuExecutor::Impl {
     std::vector<int64_t> indexA, indexB; ///< word index per tensor (-1 host)
     std::vector<int64_t> units;          ///< words covered per tensor
     std::vector<std::vector<float>> host; ///< host staging buffers
+    std::vector<int64_t> hostShadow;      ///< shadow index of host buffers (-1 device)
+    std::vector<int32_t> outputOf;        ///< output binding per tensor, or -1
     std::unordered_map<const Node *, uint64_t> dropoutIndex;
     uint64_t numDropouts = 0;
   };
   std::map<std::string, int64_t, std::less<>> regionBase;
   std::vector<float> words;
   std::vector<FnLayout> layouts; ///< by function index
-  std::vector<std::string> nodeNames;
-  std::unordered_map<const Node *, int32_t> nodeIds;
+  std::unordered_map<const Subgraph *, SubgraphItems> items;
+  std::vector<int64_t> stepCounter; ///< per function: the next step
+  int32_t step = 0;                 ///< the dropout key of the running launch
 
   // Interleaving.
   std::mt19937_64 rng;
-  std::vector<Shadow> shadow;
-  std::array<Clock, kStreams> clocks{};
-  std::vector<Clock> eventClocks;
+  std::vector<Shadow> shadow; ///< arena words, then host buffers
+  std::vector<SimThread> threads;
+  std::vector<Site> sites;
+  std::vector<LaunchInfo> launches;
+  std::vector<std::deque<std::shared_ptr<RecordInstance>>> eventHistory;
+  std::map<std::pair<const Subgraph *, int>, std::shared_ptr<LaunchSim>> latestLaunch;
+  std::array<std::shared_ptr<LaunchSim>, kStreams> lastOnPrimary;
   std::string firstHazard;
   uint64_t hazards = 0;
-  int32_t step = 0;
 
   int64_t base(const std::string &region, Variant variant) const {
     if (variant == Variant::b && region == "inputs_a") {
@@ -122,6 +227,71 @@ struct CpuExecutor::Impl {
   }
   int64_t wordOf(const Slot &slot, Variant variant) const {
     return base(slot.region, variant) + static_cast<int64_t>(slot.offset / 2);
+  }
+  uint32_t newSite(const Site &site) {
+    sites.push_back(site);
+    return uint32_t(sites.size() - 1);
+  }
+
+  /// "function F, subgraph S (variant a, step 3), node 7 (op, part role)
+  /// on stream comp1".
+  static std::string describeItem(const Program &p, const LaunchInfo &l, uint32_t node,
+                                  int32_t part) {
+    const Node &n = l.sg->nodes[node];
+    std::string s = "function " + p.functions[l.fn].name + ", subgraph " + l.sg->name + " (";
+    if (l.sg->doubleBuffered)
+      s += std::string("variant ") + (l.variant == Variant::a ? "a" : "b") + ", ";
+    s += "step " + std::to_string(l.step) + "), node " + std::to_string(node);
+    if (n.kind == Node::Kind::op)
+      s += " (" + n.op + (part >= 0 ? ", part " + n.parts[size_t(part)].role : "") + ")";
+    Stream stream = part >= 0 ? n.parts[size_t(part)].stream : n.stream;
+    return s + " on stream " + std::string(streamName(stream));
+  }
+  std::string describe(const Program &p, uint32_t site) const {
+    const Site &s = sites[site];
+    switch (s.kind) {
+    case Site::Kind::device:
+      return describeItem(p, launches[s.launch], s.index, s.part);
+    case Site::Kind::stage:
+      return "the host's write of the staging buffer of input '" +
+             p.functions[s.fn].inputs[s.index].name + "' of function " + p.functions[s.fn].name +
+             " (step " + std::to_string(s.step) + ")";
+    case Site::Kind::read:
+      return "the host's read of output '" + p.functions[s.fn].outputs[s.index].name +
+             "' of function " + p.functions[s.fn].name + " (step " + std::to_string(s.step) + ")";
+    case Site::Kind::none:
+      break;
+    }
+    return "nothing";
+  }
+
+  /// Copies output `binding` of function `fnIndex` (variant `variant`) to
+  /// `out`; outputs without a device slot are skipped.
+  void readOutput(const Function &fn, uint32_t fnIndex, size_t binding, Variant variant,
+                  StepOutputs &out) const {
+    const Binding &b = fn.outputs[binding];
+    const TensorInfo &t = fn.tensors[b.tensor];
+    const FnLayout &l = layouts[fnIndex];
+    int64_t i = variant == Variant::a ? l.indexA[b.tensor] : l.indexB[b.tensor];
+    if (i < 0)
+      return;
+    const float *w = words.data() + i;
+    size_t n = size_t(numel(t.shape));
+    HostValue &v = out[b.name];
+    if (t.dtype == DType::i32) {
+      v.ints.resize(n);
+      std::memcpy(v.ints.data(), w, n * 4);
+    } else {
+      v.floats.assign(w, w + n);
+    }
+  }
+
+  /// First shadow word and word count of tensor `t` of function `fn`.
+  std::pair<int64_t, int64_t> shadowRange(uint32_t fn, uint32_t t, Variant variant) const {
+    const FnLayout &l = layouts[fn];
+    if (l.hostShadow[t] >= 0)
+      return {l.hostShadow[t], int64_t(l.host[t].size())};
+    return {variant == Variant::a ? l.indexA[t] : l.indexB[t], l.units[t]};
   }
 };
 
@@ -163,8 +333,13 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
   }
   im.words.assign(static_cast<size_t>(total), 0.0f);
 
+  // Host staging buffers get shadow words after the arena's.
+  int64_t shadowWords = total;
   for (const Function &f : p.functions) {
     Impl::FnLayout layout;
+    layout.outputOf.assign(f.tensors.size(), -1);
+    for (size_t k = 0; k < f.outputs.size(); ++k)
+      layout.outputOf[f.outputs[k].tensor] = int32_t(k);
     for (const TensorInfo &t : f.tensors) {
       int64_t n = numel(t.shape);
       if (t.slot) {
@@ -172,32 +347,56 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
         layout.indexB.push_back(im.wordOf(*t.slot, Variant::b));
         layout.units.push_back(slotUnits(*t.slot, n));
         layout.host.emplace_back();
+        layout.hostShadow.push_back(-1);
       } else {
         layout.indexA.push_back(-1);
         layout.indexB.push_back(-1);
         layout.units.push_back(0);
         layout.host.emplace_back(static_cast<size_t>(n), 0.0f);
+        layout.hostShadow.push_back(shadowWords);
+        shadowWords += n;
       }
     }
-    for (const Subgraph &sg : f.subgraphs)
+    for (const Subgraph &sg : f.subgraphs) {
+      SubgraphItems &si = im.items[&sg];
       for (size_t i = 0; i < sg.nodes.size(); ++i) {
         const Node &node = sg.nodes[i];
-        im.nodeIds[&node] = static_cast<int32_t>(im.nodeNames.size());
-        std::string name = "function " + f.name + ", subgraph " + sg.name +
-                           ", node " + std::to_string(i);
-        if (node.kind == Node::Kind::op)
-          name += " (" + node.op + ")";
-        im.nodeNames.push_back(std::move(name));
+        si.firstItem.push_back(uint32_t(si.items.size()));
+        auto add = [&](int part, Stream stream) {
+          Item it;
+          it.node = uint32_t(i);
+          it.part = part;
+          it.stream = stream;
+          if (node.kind == Node::Kind::op) {
+            it.access = accessOf(node, part);
+            for (uint32_t t : it.access.writes)
+              if (layout.outputOf[t] >= 0)
+                it.outputs.push_back(uint32_t(layout.outputOf[t]));
+          }
+          si.items.push_back(std::move(it));
+        };
+        if (node.kind == Node::Kind::op && !node.parts.empty()) {
+          for (size_t q = 0; q < node.parts.size(); ++q)
+            add(int(q), node.parts[q].stream);
+        } else {
+          add(-1, node.stream);
+        }
         if (node.kind == Node::Kind::op &&
             (node.op == "dropout" || node.op == "dropout_train"))
           layout.dropoutIndex[&node] = layout.numDropouts++;
       }
+    }
     im.layouts.push_back(std::move(layout));
   }
+  im.stepCounter.assign(p.functions.size(), 0);
   im.rng.seed(options.seed);
   if (options.interleave) {
-    im.shadow.assign(static_cast<size_t>(total), Shadow());
-    im.eventClocks.assign(p.numEvents, Clock{});
+    im.shadow.assign(static_cast<size_t>(shadowWords), Shadow());
+    im.threads.resize(1); // the host
+    im.threads[0].busy = true;
+    im.threads[0].clock.assign(1, 0);
+    im.sites.resize(1); // site 0: none
+    im.eventHistory.resize(p.numEvents);
   }
   return ex;
 }
@@ -660,208 +859,579 @@ struct ExecutorAccess {
 };
 
 //===----------------------------------------------------------------------===//
-// Launches
+// Host programs
 //===----------------------------------------------------------------------===//
 
-Status CpuExecutor::launch(const Function &fn, const Subgraph &sg, Variant variant) {
-  const Program &p = artifact_->program;
-  size_t fnIndex = size_t(&fn - p.functions.data());
-  Impl &im = *impl_;
-  ExecutorAccess acc{*this, fn, im.layouts[fnIndex], variant};
-  auto where = [&](size_t nodeIndex, int part, Stream stream) {
-    const Node &n = sg.nodes[nodeIndex];
-    std::string s = "function " + fn.name + ", subgraph " + sg.name + ", node " +
-                    std::to_string(nodeIndex);
-    if (n.kind == Node::Kind::op)
-      s += " (" + n.op + (part >= 0 ? ", part " + n.parts[size_t(part)].role : "") + ")";
-    s += " on stream " + std::string(streamName(stream));
-    return s;
+/// What the host does in one call, in program order.
+struct CpuExecutor::HostProgram {
+  struct Action {
+    enum class Kind : uint8_t { stage, launch, wait, read };
+    Kind kind = Kind::launch;
+    uint32_t fn = 0;
+    const Subgraph *sg = nullptr;  ///< launch, wait
+    Variant variant = Variant::a;  ///< launch, wait, read
+    int64_t step = 0;              ///< the step the action belongs to
+    int32_t rngStep = 0;           ///< launch: the dropout key
+    const std::map<std::string, HostValue> *inputs = nullptr; ///< stage
+    StepOutputs *outputs = nullptr; ///< launch (outputs it writes), read
   };
+  std::vector<Action> actions;
 
-  // Work items: (node index, part or -1, stream).
-  struct Item {
-    size_t node;
-    int part;
-    Stream stream;
-  };
-  std::vector<Item> items;
-  for (size_t k = 0; k < sg.nodes.size(); ++k) {
-    const Node &n = sg.nodes[k];
-    if (n.kind == Node::Kind::op && !n.parts.empty()) {
-      for (size_t q = 0; q < n.parts.size(); ++q)
-        items.push_back({k, int(q), n.parts[q].stream});
+  void stage(uint32_t fn, int64_t step, const std::map<std::string, HostValue> *inputs) {
+    Action a;
+    a.kind = Action::Kind::stage;
+    a.fn = fn;
+    a.step = step;
+    a.inputs = inputs;
+    actions.push_back(a);
+  }
+  void launch(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step, int32_t rngStep,
+              StepOutputs *outputs) {
+    Action a;
+    a.kind = Action::Kind::launch;
+    a.fn = fn;
+    a.sg = sg;
+    a.variant = variant;
+    a.step = step;
+    a.rngStep = rngStep;
+    a.outputs = outputs;
+    actions.push_back(a);
+  }
+  void wait(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step) {
+    Action a;
+    a.kind = Action::Kind::wait;
+    a.fn = fn;
+    a.sg = sg;
+    a.variant = variant;
+    a.step = step;
+    actions.push_back(a);
+  }
+  void read(uint32_t fn, Variant variant, int64_t step, StepOutputs *outputs) {
+    Action a;
+    a.kind = Action::Kind::read;
+    a.fn = fn;
+    a.variant = variant;
+    a.step = step;
+    a.outputs = outputs;
+    actions.push_back(a);
+  }
+};
+
+namespace {
+
+/// Checks `inputs` against the host inputs of `fn` and, with `host`, stores
+/// them in the staging buffers (rounded to the input's dtype). Inputs not
+/// named keep their buffer's contents.
+Status stageInputs(const Function &fn, std::vector<std::vector<float>> *host,
+                   const std::map<std::string, HostValue> &inputs) {
+  for (const Binding &b : fn.inputs) {
+    auto it = inputs.find(b.name);
+    if (it == inputs.end())
+      continue;
+    const TensorInfo &t = fn.tensors[b.tensor];
+    if (!t.isHost())
+      return Error("function " + fn.name + ": input " + b.name + " is not a host input");
+    size_t n = size_t(numel(t.shape));
+    if (t.dtype == DType::i32) {
+      if (it->second.ints.size() != n)
+        return Error("function " + fn.name + ": input " + b.name + " needs " +
+                     std::to_string(n) + " int32 values, got " +
+                     std::to_string(it->second.ints.size()));
+      if (host)
+        std::memcpy((*host)[b.tensor].data(), it->second.ints.data(), n * 4);
     } else {
-      items.push_back({k, -1, n.stream});
+      if (it->second.floats.size() != n)
+        return Error("function " + fn.name + ": input " + b.name + " needs " +
+                     std::to_string(n) + " values, got " +
+                     std::to_string(it->second.floats.size()));
+      if (host) {
+        std::vector<float> &buffer = (*host)[b.tensor];
+        for (size_t k = 0; k < n; ++k)
+          buffer[k] = isFloat(t.dtype) ? roundTo(t.dtype, it->second.floats[k])
+                                       : (it->second.floats[k] != 0 ? 1.0f : 0.0f);
+      }
     }
   }
+  return Status::success();
+}
 
-  auto execute = [&](const Item &it) -> Status {
-    const Node &n = sg.nodes[it.node];
-    if (n.kind != Node::Kind::op)
-      return Status::success();
-    ++executedNodes_;
-    KernelStatus s = acc.run(n, it.part);
-    if (!s.ok())
-      return Error(where(it.node, it.part, it.stream) + ": " + s.error);
-    return Status::success();
-  };
+/// Host waits and launches of a double-buffered subgraph are told apart by
+/// variant.
+std::pair<const Subgraph *, int> launchKey(const Subgraph *sg, Variant variant) {
+  return {sg, sg->doubleBuffered ? int(variant) : -1};
+}
 
-  if (!options_.interleave) {
-    for (const Item &it : items) {
-      Status s = execute(it);
+} // namespace
+
+Status CpuExecutor::run(const HostProgram &program) {
+  return options_.interleave ? runInterleaved(program) : runSequential(program);
+}
+
+Status CpuExecutor::runSequential(const HostProgram &program) {
+  const Program &p = artifact_->program;
+  Impl &im = *impl_;
+  using Kind = HostProgram::Action::Kind;
+  for (const HostProgram::Action &a : program.actions) {
+    const Function &fn = p.functions[a.fn];
+    switch (a.kind) {
+    case Kind::stage: {
+      Status s = stageInputs(fn, &im.layouts[a.fn].host, *a.inputs);
       if (!s.ok())
         return s;
+      break;
     }
-    return Status::success();
+    case Kind::launch: {
+      ExecutorAccess acc{*this, fn, im.layouts[a.fn], a.variant};
+      im.step = a.rngStep;
+      for (const Item &it : im.items.at(a.sg).items) {
+        const Node &n = a.sg->nodes[it.node];
+        if (n.kind != Node::Kind::op)
+          continue;
+        ++executedNodes_;
+        KernelStatus s = acc.run(n, it.part);
+        if (!s.ok())
+          return Error(Impl::describeItem(p, {a.fn, a.sg, a.variant, a.step}, it.node,
+                                          it.part) +
+                       ": " + s.error);
+        if (a.outputs)
+          for (uint32_t o : it.outputs)
+            im.readOutput(fn, a.fn, o, a.variant, *a.outputs);
+      }
+      break;
+    }
+    case Kind::wait:
+      break;
+    case Kind::read:
+      for (size_t o = 0; o < fn.outputs.size(); ++o)
+        im.readOutput(fn, a.fn, o, a.variant, *a.outputs);
+      break;
+    }
   }
+  return Status::success();
+}
 
-  // Interleaved: per-stream FIFOs, vector clocks, hazard checks.
-  std::array<std::deque<size_t>, kStreams> queues;
-  for (size_t k = 0; k < items.size(); ++k)
-    queues[size_t(items[k].stream)].push_back(k);
-  // Events recorded in this subgraph (a distance-0 wait on them waits for
-  // this launch's record).
-  std::vector<char> localEvent(p.numEvents, 0), recorded(p.numEvents, 0);
-  for (const Node &n : sg.nodes)
-    if (n.kind == Node::Kind::event_record)
-      localEvent[n.event] = 1;
-  // Every earlier launch is complete: synchronize all streams.
-  Clock joined{};
-  for (const Clock &c : im.clocks)
-    for (int s = 0; s < kStreams; ++s)
-      joined[size_t(s)] = std::max(joined[size_t(s)], c[size_t(s)]);
-  for (Clock &c : im.clocks)
-    c = joined;
-  std::vector<std::vector<std::optional<Clock>>> partDone(sg.nodes.size());
-  for (size_t k = 0; k < sg.nodes.size(); ++k)
-    partDone[k].resize(sg.nodes[k].parts.size());
+Status CpuExecutor::runInterleaved(const HostProgram &program) {
+  const Program &p = artifact_->program;
+  Impl &im = *impl_;
+  using Kind = HostProgram::Action::Kind;
+  constexpr uint16_t kHost = 0;
 
-  auto merge = [](Clock &into, const Clock &from) {
-    for (int s = 0; s < kStreams; ++s)
-      into[size_t(s)] = std::max(into[size_t(s)], from[size_t(s)]);
+  // Calls do not overlap: the device is idle, every earlier access is
+  // ordered before the host.
+  {
+    VClock all;
+    for (const SimThread &t : im.threads)
+      merge(all, t.clock);
+    im.threads[kHost].clock = all;
+  }
+  im.firstHazard.clear();
+
+  std::vector<std::shared_ptr<LaunchSim>> active; // issued, not complete
+
+  auto report = [&](const char *kind, uint32_t tensor, uint32_t site, uint32_t other) {
+    ++im.hazards;
+    if (!im.firstHazard.empty())
+      return;
+    im.firstHazard = std::string("hazard (") + kind + ") on tensor " + std::to_string(tensor) +
+                     ": " + im.describe(p, site) + " is not ordered after " +
+                     im.describe(p, other);
   };
-  auto ready = [&](const Item &it) {
-    const Node &n = sg.nodes[it.node];
-    if (n.kind == Node::Kind::event_wait)
-      return n.distance != 0 || !localEvent[n.event] || recorded[n.event];
+  // Checks (and records) an access of `thread` at `clock` to tensor `t`.
+  auto check = [&](uint32_t fn, uint32_t t, Variant variant, bool write, uint16_t thread,
+                   const VClock &vc, uint32_t clock, uint32_t site) {
+    auto [begin, count] = im.shadowRange(fn, t, variant);
+    if (begin < 0)
+      return;
+    const uint32_t *known = vc.data();
+    size_t threads = vc.size();
+    // Whether `e` happens-before this access (its own thread: always).
+    auto ordered = [&](const Epoch &e) {
+      return e.thread == thread || (e.thread < threads && known[e.thread] >= e.clock);
+    };
+    const Epoch self{clock, site, thread};
+    Shadow *sh = im.shadow.data() + begin;
+    for (int64_t w = 0; w < count; ++w, ++sh) {
+      if (sh->write.site && !ordered(sh->write))
+        report(write ? "write after write" : "read after write", t, site, sh->write.site);
+      if (write) {
+        for (Epoch &r : sh->reads)
+          if (r.site) {
+            if (!ordered(r))
+              report("write after read", t, site, r.site);
+            r = Epoch{};
+          }
+        sh->write = self;
+      } else {
+        // Keep the reads this one is not ordered after (a later write must
+        // be ordered after them too); the others are implied by this one.
+        Epoch *slot = nullptr;
+        for (Epoch &r : sh->reads) {
+          if (r.site) {
+            if (!ordered(r))
+              continue;
+            r = Epoch{};
+          }
+          if (!slot)
+            slot = &r;
+        }
+        if (!slot) // more unordered readers than kept: forget one
+          slot = &sh->reads[0];
+        *slot = self;
+      }
+    }
+  };
+
+  // Binds a wait to its records (docs/scheduling.md, the happens-before
+  // model): the record `distance` steps back between double-buffered
+  // subgraphs, else the most recent one (of each variant).
+  auto bind = [&](const Node &wait, const LaunchSim &l) {
+    std::vector<std::shared_ptr<RecordInstance>> out;
+    const auto &history = im.eventHistory[wait.event];
+    if (history.empty())
+      return out;
+    bool producerDoubled = history.back()->doubled;
+    if (producerDoubled && l.sg->doubleBuffered) {
+      int64_t target = l.step - int64_t(wait.distance);
+      for (auto it = history.rbegin(); it != history.rend(); ++it)
+        if ((*it)->step == target) {
+          out.push_back(*it);
+          break;
+        }
+    } else if (producerDoubled) {
+      std::array<bool, 2> seen{};
+      for (auto it = history.rbegin(); it != history.rend(); ++it)
+        if (!seen[size_t((*it)->variant)]) {
+          seen[size_t((*it)->variant)] = true;
+          out.push_back(*it);
+        }
+    } else {
+      out.push_back(history.back());
+    }
+    return out;
+  };
+
+  auto issue = [&](const HostProgram::Action &a) {
+    auto l = std::make_shared<LaunchSim>();
+    l->id = uint32_t(im.launches.size());
+    im.launches.push_back({a.fn, a.sg, a.variant, a.step});
+    l->fn = a.fn;
+    l->sg = a.sg;
+    l->variant = a.variant;
+    l->step = a.step;
+    l->rngStep = a.rngStep;
+    l->outputs = a.outputs;
+    l->items = &im.items.at(a.sg);
+    l->issueClock = im.threads[kHost].clock;
+    auto &last = im.lastOnPrimary[size_t(a.sg->primary)];
+    l->previous = last;
+    last = l;
+    im.latestLaunch[launchKey(a.sg, a.variant)] = l;
+    const std::vector<Item> &items = l->items->items;
+    l->sources.resize(items.size());
+    l->records.resize(items.size());
+    l->partDone.resize(items.size());
+    l->remaining = items.size();
+    for (uint32_t k = 0; k < items.size(); ++k) {
+      const Node &n = a.sg->nodes[items[k].node];
+      if (n.kind == Node::Kind::event_record) {
+        auto record = std::make_shared<RecordInstance>();
+        record->launch = l->id;
+        record->step = a.step;
+        record->variant = a.variant;
+        record->doubled = a.sg->doubleBuffered;
+        auto &history = im.eventHistory[n.event];
+        history.push_back(record);
+        if (history.size() > kRecordHistory)
+          history.pop_front();
+        l->records[k] = std::move(record);
+      } else if (n.kind == Node::Kind::event_wait) {
+        l->sources[k] = bind(n, *l);
+      }
+      l->queues[size_t(items[k].stream)].push_back(k);
+    }
+    active.push_back(std::move(l));
+  };
+
+  // A launch starts once the previous launch on its primary stream has
+  // completed; each stream it uses gets a thread.
+  auto start = [&](LaunchSim &l) -> Status {
+    VClock begin = l.issueClock;
+    if (l.previous) {
+      merge(begin, l.previous->endClock);
+      l.previous.reset();
+    }
+    std::array<bool, kStreams> needs{};
+    needs[size_t(l.sg->primary)] = true;
+    for (const Item &it : l.items->items)
+      needs[size_t(it.stream)] = true;
+    for (size_t s = 0; s < kStreams; ++s) {
+      if (!needs[s])
+        continue;
+      // Reuse a free thread whose whole past this launch is ordered after.
+      size_t u = 1;
+      for (; u < im.threads.size(); ++u)
+        if (!im.threads[u].busy && clockAt(begin, uint32_t(u)) >= clockAt(im.threads[u].clock, uint32_t(u)))
+          break;
+      if (u == im.threads.size()) {
+        if (u > std::numeric_limits<uint16_t>::max())
+          return Error("interleaving: too many concurrent streams");
+        im.threads.emplace_back();
+      }
+      SimThread &t = im.threads[u];
+      t.busy = true;
+      t.clock = begin;
+      if (t.clock.size() <= u)
+        t.clock.resize(u + 1, 0);
+      l.thread[s] = uint16_t(u);
+      l.used[s] = false;
+    }
+    l.forked[size_t(l.sg->primary)] = true;
+    l.started = true;
+    return Status::success();
+  };
+  auto streamsOf = [&](const LaunchSim &l) {
+    std::array<bool, kStreams> has{};
+    has[size_t(l.sg->primary)] = true;
+    for (const Item &it : l.items->items)
+      has[size_t(it.stream)] = true;
+    return has;
+  };
+
+  // The launch completes: every node ran; its streams must be joined back.
+  auto finish = [&](LaunchSim &l) -> Status {
+    std::array<bool, kStreams> has = streamsOf(l);
+    size_t primary = size_t(l.sg->primary);
+    const VClock &pc = im.threads[l.thread[primary]].clock;
+    std::string error;
+    for (size_t s = 0; s < kStreams; ++s) {
+      if (!has[s])
+        continue;
+      uint16_t u = l.thread[s];
+      merge(l.endClock, im.threads[u].clock);
+      if (error.empty() && s != primary && l.used[s] &&
+          clockAt(pc, u) < clockAt(im.threads[u].clock, u))
+        error = "capture error: function " + p.functions[l.fn].name + ", subgraph " +
+                l.sg->name + ": stream " + std::string(streamName(Stream(s))) +
+                " is not joined back to the primary stream " +
+                std::string(streamName(l.sg->primary));
+    }
+    for (size_t s = 0; s < kStreams; ++s)
+      if (has[s])
+        im.threads[l.thread[s]].busy = false;
+    l.done = true;
+    l.sources.clear();
+    l.records.clear();
+    l.partDone.clear();
+    if (!error.empty())
+      return Error(error);
+    return Status::success();
+  };
+
+  auto ready = [&](const LaunchSim &l, uint32_t k) {
+    const Item &it = l.items->items[k];
+    const Node &n = l.sg->nodes[it.node];
+    if (n.kind == Node::Kind::event_wait) {
+      for (const auto &source : l.sources[k])
+        if (!source->executed)
+          return false;
+      return true;
+    }
     if (it.part >= 0)
       for (auto [earlier, later] : n.partWaits)
-        if (later == uint32_t(it.part) && !partDone[it.node][earlier])
+        if (later == uint32_t(it.part) &&
+            !l.partDone[l.items->firstItem[it.node] + earlier])
           return false;
     return true;
   };
 
-  std::string launchHazard;
-  auto check = [&](const Item &it, uint32_t clock, int32_t nodeId) {
-    const Node &n = sg.nodes[it.node];
-    Access a = accessOf(n, it.part);
-    size_t s = size_t(it.stream);
-    const Clock &vc = im.clocks[s];
-    auto report = [&](int32_t other, int otherStream, const char *kind, uint32_t t) {
-      ++im.hazards;
-      if (!launchHazard.empty())
-        return;
-      launchHazard = std::string("hazard (") + kind + ") on tensor " + std::to_string(t) +
-                     ": " + where(it.node, it.part, it.stream) + " is not ordered after " +
-                     im.nodeNames[size_t(other)] + " on stream " +
-                     std::string(streamName(Stream(otherStream)));
-    };
-    auto visit = [&](uint32_t t, bool write) {
-      int64_t base = variant == Variant::a ? acc.layout.indexA[t] : acc.layout.indexB[t];
-      if (base < 0)
-        return;
-      int64_t end = base + acc.layout.units[t];
-      for (int64_t w = base; w < end; ++w) {
-        Shadow &sh = im.shadow[size_t(w)];
-        if (sh.wNode >= 0 && sh.wStream != s && vc[sh.wStream] < sh.wClock)
-          report(sh.wNode, sh.wStream, write ? "write after write" : "read after write", t);
-        if (write) {
-          for (size_t q = 0; q < kStreams; ++q)
-            if (q != s && sh.rNode[q] >= 0 && vc[q] < sh.rClock[q])
-              report(sh.rNode[q], int(q), "write after read", t);
-          sh.wNode = nodeId;
-          sh.wStream = uint8_t(s);
-          sh.wClock = clock;
-          sh.rNode.fill(-1);
-        } else {
-          sh.rNode[s] = nodeId;
-          sh.rClock[s] = clock;
-        }
-      }
-    };
-    for (uint32_t t : a.reads)
-      visit(t, false);
-    for (uint32_t t : a.writes)
-      visit(t, true);
+  // Runs the head of stream `s` of launch `l`.
+  auto runItem = [&](LaunchSim &l, size_t s) -> Status {
+    uint32_t k = l.queues[s].front();
+    l.queues[s].pop_front();
+    const Item &it = l.items->items[k];
+    const Node &n = l.sg->nodes[it.node];
+    const Function &fn = p.functions[l.fn];
+    uint16_t u = l.thread[s];
+    VClock &vc = im.threads[u].clock;
+    uint32_t clock = ++vc[u];
+    l.used[s] = true;
+    if (n.kind == Node::Kind::event_wait)
+      for (const auto &source : l.sources[k])
+        if (source->launch == l.id)
+          l.forked[s] = true;
+    if (!l.forked[s])
+      return Error("capture error: " +
+                   Impl::describeItem(p, im.launches[l.id], it.node, it.part) +
+                   " runs before the stream is forked from the primary stream " +
+                   std::string(streamName(l.sg->primary)));
+    if (n.kind == Node::Kind::event_record) {
+      l.records[k]->clock = vc;
+      l.records[k]->executed = true;
+    } else if (n.kind == Node::Kind::event_wait) {
+      for (const auto &source : l.sources[k])
+        merge(vc, source->clock);
+    } else {
+      if (it.part >= 0)
+        for (auto [earlier, later] : n.partWaits)
+          if (later == uint32_t(it.part))
+            merge(vc, *l.partDone[l.items->firstItem[it.node] + earlier]);
+      Site site;
+      site.kind = Site::Kind::device;
+      site.launch = l.id;
+      site.index = it.node;
+      site.part = it.part;
+      uint32_t siteId = im.newSite(site);
+      for (uint32_t t : it.access.reads)
+        check(l.fn, t, l.variant, false, u, vc, clock, siteId);
+      for (uint32_t t : it.access.writes)
+        check(l.fn, t, l.variant, true, u, vc, clock, siteId);
+      ExecutorAccess acc{*this, fn, im.layouts[l.fn], l.variant};
+      im.step = l.rngStep;
+      ++executedNodes_;
+      KernelStatus ks = acc.run(n, it.part);
+      if (!ks.ok())
+        return Error(Impl::describeItem(p, im.launches[l.id], it.node, it.part) + ": " +
+                     ks.error);
+      if (l.outputs)
+        for (uint32_t o : it.outputs)
+          im.readOutput(fn, l.fn, o, l.variant, *l.outputs);
+      if (it.part >= 0)
+        l.partDone[k] = vc;
+    }
+    if (--l.remaining == 0)
+      return finish(l);
+    return Status::success();
   };
 
-  // Capture rules: a stream other than the primary joins the capture by
-  // waiting on an event recorded in this launch (the fork), and must be
-  // joined back (the primary waits for its last work) before the end.
-  std::array<bool, kStreams> forked{};
-  std::array<bool, kStreams> used{};
-  forked[size_t(sg.primary)] = true;
+  auto hostReady = [&](const HostProgram::Action &a) {
+    if (a.kind != Kind::wait)
+      return true;
+    auto it = im.latestLaunch.find(launchKey(a.sg, a.variant));
+    return it == im.latestLaunch.end() || it->second->done;
+  };
+  auto runHost = [&](const HostProgram::Action &a) -> Status {
+    const Function &fn = p.functions[a.fn];
+    VClock &hc = im.threads[kHost].clock;
+    uint32_t clock = ++hc[kHost];
+    switch (a.kind) {
+    case Kind::stage:
+      for (size_t b = 0; b < fn.inputs.size(); ++b) {
+        if (!a.inputs->count(fn.inputs[b].name))
+          continue;
+        Site site;
+        site.kind = Site::Kind::stage;
+        site.index = uint32_t(b);
+        site.fn = a.fn;
+        site.step = a.step;
+        check(a.fn, fn.inputs[b].tensor, a.variant, true, kHost, hc, clock, im.newSite(site));
+      }
+      return stageInputs(fn, &im.layouts[a.fn].host, *a.inputs);
+    case Kind::launch:
+      issue(a);
+      return Status::success();
+    case Kind::wait: {
+      auto it = im.latestLaunch.find(launchKey(a.sg, a.variant));
+      if (it != im.latestLaunch.end())
+        merge(hc, it->second->endClock);
+      return Status::success();
+    }
+    case Kind::read:
+      for (size_t o = 0; o < fn.outputs.size(); ++o) {
+        Site site;
+        site.kind = Site::Kind::read;
+        site.index = uint32_t(o);
+        site.fn = a.fn;
+        site.step = a.step;
+        check(a.fn, fn.outputs[o].tensor, a.variant, false, kHost, hc, clock,
+              im.newSite(site));
+        im.readOutput(fn, a.fn, o, a.variant, *a.outputs);
+      }
+      return Status::success();
+    }
+    return Status::success();
+  };
 
-  size_t remaining = items.size();
-  std::vector<size_t> candidates;
-  while (remaining > 0) {
+  // On an error the call ends: pending launches are dropped (the next call
+  // starts from an idle device again).
+  auto abandon = [&](Error error) -> Status {
+    for (auto &l : active) {
+      if (l->started && !l->done) {
+        std::array<bool, kStreams> has = streamsOf(*l);
+        for (size_t s = 0; s < kStreams; ++s)
+          if (has[s]) {
+            merge(l->endClock, im.threads[l->thread[s]].clock);
+            im.threads[l->thread[s]].busy = false;
+          }
+      }
+      l->done = true;
+      l->previous.reset();
+      l->sources.clear();
+      l->records.clear();
+    }
+    for (auto &history : im.eventHistory)
+      for (auto &record : history)
+        record->executed = true;
+    im.firstHazard.clear();
+    return error;
+  };
+
+  const std::vector<HostProgram::Action> &actions = program.actions;
+  size_t next = 0; // the host's next action
+  struct Candidate {
+    LaunchSim *launch; // null: the host
+    size_t stream;
+  };
+  std::vector<Candidate> candidates;
+  while (true) {
+    for (auto &l : active)
+      if (!l->started && (!l->previous || l->previous->done)) {
+        Status st = start(*l);
+        if (st.ok() && l->remaining == 0) // an empty subgraph
+          st = finish(*l);
+        if (!st.ok())
+          return abandon(st.error());
+      }
+    active.erase(std::remove_if(active.begin(), active.end(),
+                                [](const auto &l) { return l->done; }),
+                 active.end());
     candidates.clear();
-    for (size_t s = 0; s < kStreams; ++s)
-      if (!queues[s].empty() && ready(items[queues[s].front()]))
-        candidates.push_back(s);
+    if (next < actions.size() && hostReady(actions[next]))
+      candidates.push_back({nullptr, 0});
+    for (auto &l : active)
+      if (l->started && !l->done)
+        for (size_t s = 0; s < kStreams; ++s)
+          if (!l->queues[s].empty() && ready(*l, l->queues[s].front()))
+            candidates.push_back({l.get(), s});
     if (candidates.empty()) {
+      if (next == actions.size() && active.empty())
+        break;
       std::string heads;
-      for (size_t s = 0; s < kStreams; ++s)
-        if (!queues[s].empty())
-          heads += "; waiting: " + where(items[queues[s].front()].node,
-                                         items[queues[s].front()].part, Stream(s));
-      return Error("function " + fn.name + ", subgraph " + sg.name +
-                   ": deadlock, no stream can proceed" + heads);
+      if (next < actions.size())
+        heads += "; the host waits for subgraph " + actions[next].sg->name;
+      for (auto &l : active) {
+        if (!l->started) {
+          heads += "; subgraph " + l->sg->name + " waits for the previous launch on stream " +
+                   std::string(streamName(l->sg->primary));
+          continue;
+        }
+        for (size_t s = 0; s < kStreams; ++s)
+          if (!l->queues[s].empty()) {
+            const Item &it = l->items->items[l->queues[s].front()];
+            heads += "; waiting: " + Impl::describeItem(p, im.launches[l->id], it.node, it.part);
+          }
+      }
+      return abandon(Error("deadlock, nothing can proceed" + heads));
     }
-    size_t s = candidates[size_t(im.rng() % candidates.size())];
-    const Item &it = items[queues[s].front()];
-    queues[s].pop_front();
-    --remaining;
-    const Node &n = sg.nodes[it.node];
-    Clock &vc = im.clocks[s];
-    uint32_t clock = ++vc[s];
-    used[s] = true;
-    if (n.kind == Node::Kind::event_wait && n.distance == 0 && localEvent[n.event])
-      forked[s] = true;
-    if (!forked[s])
-      return Error("capture error: " + where(it.node, it.part, it.stream) +
-                   " runs before the stream is forked from the primary stream " +
-                   std::string(streamName(sg.primary)));
-    if (n.kind == Node::Kind::event_record) {
-      im.eventClocks[n.event] = vc;
-      recorded[n.event] = 1;
-      continue;
-    }
-    if (n.kind == Node::Kind::event_wait) {
-      if (n.distance == 0 && localEvent[n.event])
-        merge(vc, im.eventClocks[n.event]);
-      continue;
-    }
-    if (it.part >= 0)
-      for (auto [earlier, later] : n.partWaits)
-        if (later == uint32_t(it.part))
-          merge(vc, *partDone[it.node][earlier]);
-    check(it, clock, im.nodeIds.at(&n));
-    Status st = execute(it);
+    const Candidate &c = candidates[size_t(im.rng() % candidates.size())];
+    Status st = c.launch ? runItem(*c.launch, c.stream) : runHost(actions[next++]);
     if (!st.ok())
-      return st;
-    if (it.part >= 0)
-      partDone[it.node][size_t(it.part)] = vc;
+      return abandon(st.error());
   }
-  if (!launchHazard.empty())
-    return Error(launchHazard);
-  const Clock &primary = im.clocks[size_t(sg.primary)];
-  for (size_t s = 0; s < kStreams; ++s)
-    if (used[s] && s != size_t(sg.primary) && primary[s] < im.clocks[s][s])
-      return Error("capture error: function " + fn.name + ", subgraph " + sg.name +
-                   ": stream " + std::string(streamName(Stream(s))) +
-                   " is not joined back to the primary stream " +
-                   std::string(streamName(sg.primary)));
+  if (!im.firstHazard.empty()) {
+    Error error(std::move(im.firstHazard));
+    im.firstHazard.clear();
+    return error;
+  }
   return Status::success();
 }
 
@@ -869,60 +1439,151 @@ Status CpuExecutor::launch(const Function &fn, const Subgraph &sg, Variant varia
 // Steps
 //===----------------------------------------------------------------------===//
 
-Status CpuExecutor::runFunctionStep(const Function &fn, const Schedule &schedule,
-                                    const std::map<std::string, HostValue> &inputs,
-                                    std::optional<Variant> variant,
-                                    const Schedule *transferFrom) {
+uint64_t CpuExecutor::hazards() const { return impl_->hazards; }
+
+Status CpuExecutor::runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
+                                 std::vector<StepOutputs> &outputs) {
   const Program &p = artifact_->program;
-  size_t fnIndex = size_t(&fn - p.functions.data());
-  Impl::FnLayout &layout = impl_->layouts[fnIndex];
-  for (const Binding &b : fn.inputs) {
-    auto it = inputs.find(b.name);
-    if (it == inputs.end())
-      continue;
-    const TensorInfo &t = fn.tensors[b.tensor];
-    std::vector<float> &host = layout.host[b.tensor];
-    if (!t.isHost())
-      return Error("function " + fn.name + ": input " + b.name + " is not a host input");
-    size_t n = host.size();
-    if (t.dtype == DType::i32) {
-      if (it->second.ints.size() != n)
-        return Error("function " + fn.name + ": input " + b.name + " needs " +
-                     std::to_string(n) + " int32 values, got " +
-                     std::to_string(it->second.ints.size()));
-      std::memcpy(host.data(), it->second.ints.data(), n * 4);
-    } else {
-      if (it->second.floats.size() != n)
-        return Error("function " + fn.name + ": input " + b.name + " needs " +
-                     std::to_string(n) + " values, got " +
-                     std::to_string(it->second.floats.size()));
-      for (size_t k = 0; k < n; ++k)
-        host[k] = isFloat(t.dtype) ? roundTo(t.dtype, it->second.floats[k])
-                                   : (it->second.floats[k] != 0 ? 1.0f : 0.0f);
-    }
-  }
-  auto runSteps = [&](const Schedule &s) -> Status {
-    for (const Step &step : s.steps) {
-      if (step.kind != Step::Kind::launch)
-        continue;
-      const Subgraph *sg = fn.findSubgraph(step.subgraph);
-      if (!sg)
-        return Error("schedule " + s.name + ": no subgraph " + step.subgraph);
-      Variant v = step.variant.value_or(Variant::a);
-      if (variant && step.variant)
-        v = *variant;
-      Status st = launch(fn, *sg, v);
-      if (!st.ok())
-        return st;
-    }
+  outputs.clear();
+  if (steps.empty())
     return Status::success();
-  };
-  if (transferFrom) {
-    Status st = runSteps(*transferFrom);
+  std::string k(kind);
+  const Schedule *prologue = p.findSchedule(k + "_prologue");
+  const Schedule *even = p.findSchedule(k + "_even"), *odd = p.findSchedule(k + "_odd");
+  const Schedule *lastEven = p.findSchedule(k + "_last_even");
+  const Schedule *lastOdd = p.findSchedule(k + "_last_odd");
+  if (!prologue || !lastEven || !lastOdd || (steps.size() > 1 && (!even || !odd)))
+    return Error("the artifact has no " + k + "_prologue/" + k + "_even/" + k + "_odd/" + k +
+                 "_last_even/" + k + "_last_odd schedules");
+  const Function *fn = p.findFunction(prologue->function);
+  if (!fn)
+    return Error("no function " + prologue->function);
+  for (const Schedule *s : {even, odd, lastEven, lastOdd})
+    if (s && s->function != fn->name)
+      return Error("schedule " + s->name + " runs function " + s->function + ", not " +
+                   fn->name);
+  uint32_t f = uint32_t(fn - p.functions.data());
+  for (const StepInputs &s : steps) {
+    Status st = stageInputs(*fn, nullptr, s.values);
     if (!st.ok())
       return st;
   }
-  return runSteps(schedule);
+  outputs.assign(steps.size(), StepOutputs());
+  int64_t first = impl_->stepCounter[f];
+  auto variantOf = [](int64_t step) { return step % 2 == 1 ? Variant::b : Variant::a; };
+
+  HostProgram program;
+  program.stage(f, first, &steps[0].values);
+  // Adds schedule `s` for step `first + i`. The prologue fills the step's
+  // own variant; elsewhere a launch on the other variant prefetches step
+  // i + 1, whose inputs the host stages first.
+  auto add = [&](const Schedule &s, size_t i, bool isPrologue) -> Status {
+    int64_t step = first + int64_t(i);
+    Variant v = variantOf(step);
+    bool staged = false;
+    for (const Step &st : s.steps) {
+      const Subgraph *sg = fn->findSubgraph(st.subgraph);
+      if (!sg)
+        return Error("schedule " + s.name + ": no subgraph " + st.subgraph);
+      Variant sv = Variant::a;
+      if (sg->doubleBuffered)
+        sv = isPrologue ? v : st.variant.value_or(Variant::a);
+      if (st.kind == Step::Kind::host_wait) {
+        program.wait(f, sg, sv, step);
+        continue;
+      }
+      size_t target = i;
+      if (sg->doubleBuffered && sv != v) {
+        target = i + 1;
+        if (target >= steps.size())
+          return Error("schedule " + s.name + " prefetches a step after the last");
+        if (!staged)
+          program.stage(f, step + 1, &steps[target].values);
+        staged = true;
+      }
+      program.launch(f, sg, sv, first + int64_t(target), steps[target].rngStep,
+                     &outputs[target]);
+    }
+    return Status::success();
+  };
+  if (Status st = add(*prologue, 0, true); !st.ok())
+    return st;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    bool isOdd = variantOf(first + int64_t(i)) == Variant::b;
+    bool last = i + 1 == steps.size();
+    const Schedule *s = last ? (isOdd ? lastOdd : lastEven) : (isOdd ? odd : even);
+    if (Status st = add(*s, i, false); !st.ok())
+      return st;
+    // After a final host wait the host reads the step's outputs.
+    if (!s->steps.empty() && s->steps.back().kind == Step::Kind::host_wait)
+      program.read(f, variantOf(first + int64_t(i)), first + int64_t(i), &outputs[i]);
+  }
+  Status st = run(program);
+  if (!st.ok())
+    return st;
+  impl_->stepCounter[f] += int64_t(steps.size());
+  return Status::success();
+}
+
+Status CpuExecutor::trainSteps(const std::vector<HostBatch> &batches,
+                               const std::vector<float> &lrs, int32_t firstStep,
+                               std::vector<TrainOutputs> &outputs) {
+  outputs.clear();
+  if (lrs.size() != batches.size())
+    return Error("trainSteps: " + std::to_string(batches.size()) + " batches but " +
+                 std::to_string(lrs.size()) + " learning rates");
+  std::vector<StepInputs> steps(batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    int32_t step = firstStep + int32_t(i);
+    steps[i].values["images"].floats = batches[i].images;
+    steps[i].values["labels"].ints = batches[i].labels;
+    steps[i].values["lr"].floats = {lrs[i]};
+    steps[i].values["step"].ints = {step};
+    steps[i].rngStep = step;
+  }
+  std::vector<StepOutputs> out;
+  Status st = runPipelined("train", steps, out);
+  if (!st.ok())
+    return st;
+  outputs.resize(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto it = out[i].find("loss");
+    if (it != out[i].end() && !it->second.floats.empty())
+      outputs[i].loss = it->second.floats[0];
+  }
+  return Status::success();
+}
+
+Status CpuExecutor::trainStep(const HostBatch &batch, float lr, int32_t step,
+                              TrainOutputs &outputs) {
+  std::vector<TrainOutputs> out;
+  Status st = trainSteps({batch}, {lr}, step, out);
+  if (!st.ok())
+    return st;
+  outputs = out[0];
+  return Status::success();
+}
+
+Status CpuExecutor::evalStep(const HostBatch &batch, EvalOutputs &outputs) {
+  std::vector<StepInputs> steps(1);
+  steps[0].values["images"].floats = batch.images;
+  steps[0].values["labels"].ints = batch.labels;
+  steps[0].rngStep = impl_->step;
+  std::vector<StepOutputs> out;
+  Status st = runPipelined("eval", steps, out);
+  if (!st.ok())
+    return st;
+  for (auto &[name, value] : out[0]) {
+    if (name == "loss" && !value.floats.empty())
+      outputs.loss = value.floats[0];
+    else if (name == "correct")
+      outputs.correct = !value.ints.empty()     ? value.ints[0]
+                        : !value.floats.empty() ? int32_t(value.floats[0])
+                                                : 0;
+    else if (name == "logits")
+      outputs.logits = std::move(value.floats);
+  }
+  return Status::success();
 }
 
 Status CpuExecutor::runSchedule(std::string_view name,
@@ -935,82 +1596,25 @@ Status CpuExecutor::runSchedule(std::string_view name,
   const Function *fn = p.findFunction(s->function);
   if (!fn)
     return Error("schedule " + s->name + ": no function " + s->function);
-  return runFunctionStep(*fn, *s, inputs, variant, nullptr);
-}
-
-/// One step of `kind` ("train" or "eval") on the input variant its parity
-/// selects: the prologue's copy of the inputs, then the non-prefetching
-/// schedule of that parity.
-Result<const Function *>
-CpuExecutor::runStep(const std::string &kind, bool odd,
-                     const std::map<std::string, HostValue> &inputs) {
-  const Program &p = artifact_->program;
-  const Schedule *prologue = p.findSchedule(kind + "_prologue");
-  const Schedule *body =
-      p.findSchedule(kind + (odd ? "_last_odd" : "_last_even"));
-  if (!prologue || !body)
-    return Error("the artifact has no " + kind + "_prologue/" + kind +
-                 "_last_even/" + kind + "_last_odd schedules");
-  const Function *fn = p.findFunction(body->function);
-  if (!fn)
-    return Error("no function " + body->function);
-  Status st = runFunctionStep(*fn, *body, inputs,
-                              odd ? Variant::b : Variant::a, prologue);
-  if (!st.ok())
-    return st.error();
-  return fn;
-}
-
-Status CpuExecutor::trainStep(const HostBatch &batch, float lr, int32_t step,
-                              TrainOutputs &outputs) {
-  const Program &p = artifact_->program;
-  bool odd = trainCalls_ % 2 == 1;
-  std::map<std::string, HostValue> in;
-  in["images"].floats = batch.images;
-  in["labels"].ints = batch.labels;
-  in["lr"].floats = {lr};
-  in["step"].ints = {step};
-  impl_->step = step;
-  Result<const Function *> fn = runStep("train", odd, in);
-  if (!fn.ok())
-    return fn.error();
-  ++trainCalls_;
-  size_t fnIndex = size_t(*fn - p.functions.data());
-  for (const Binding &b : (*fn)->outputs)
-    if (b.name == "loss") {
-      int64_t i = odd ? impl_->layouts[fnIndex].indexB[b.tensor]
-                      : impl_->layouts[fnIndex].indexA[b.tensor];
-      outputs.loss = impl_->words[size_t(i)];
-    }
-  return Status::success();
-}
-
-Status CpuExecutor::evalStep(const HostBatch &batch, EvalOutputs &outputs) {
-  const Program &p = artifact_->program;
-  bool odd = evalCalls_ % 2 == 1;
-  std::map<std::string, HostValue> in;
-  in["images"].floats = batch.images;
-  in["labels"].ints = batch.labels;
-  Result<const Function *> result = runStep("eval", odd, in);
-  if (!result.ok())
-    return result.error();
-  const Function *fn = *result;
-  ++evalCalls_;
-  size_t fnIndex = size_t(fn - p.functions.data());
-  const Impl::FnLayout &layout = impl_->layouts[fnIndex];
-  for (const Binding &b : fn->outputs) {
-    int64_t i = odd ? layout.indexB[b.tensor] : layout.indexA[b.tensor];
-    if (i < 0)
-      continue;
-    const float *w = impl_->words.data() + i;
-    if (b.name == "loss")
-      outputs.loss = *w;
-    else if (b.name == "correct")
-      std::memcpy(&outputs.correct, w, 4);
-    else if (b.name == "logits")
-      outputs.logits.assign(w, w + numel(fn->tensors[b.tensor].shape));
+  uint32_t f = uint32_t(fn - p.functions.data());
+  if (Status st = stageInputs(*fn, nullptr, inputs); !st.ok())
+    return st;
+  int64_t step = impl_->stepCounter[f];
+  HostProgram program;
+  program.stage(f, step, &inputs);
+  for (const Step &st : s->steps) {
+    const Subgraph *sg = fn->findSubgraph(st.subgraph);
+    if (!sg)
+      return Error("schedule " + s->name + ": no subgraph " + st.subgraph);
+    Variant v = Variant::a;
+    if (sg->doubleBuffered)
+      v = variant ? *variant : st.variant.value_or(Variant::a);
+    if (st.kind == Step::Kind::host_wait)
+      program.wait(f, sg, v, step);
+    else
+      program.launch(f, sg, v, step, impl_->step, nullptr);
   }
-  return Status::success();
+  return run(program);
 }
 
 } // namespace rn
