@@ -114,6 +114,12 @@ struct Options {
   long long stopAfterEpoch = 0;
 };
 
+/// Training steps per CpuExecutor::trainSteps call: each group runs through
+/// the prefetching schedules (prologue, even/odd, last), so the next batch's
+/// copy overlaps the current step as on the GPU and --interleave checks those
+/// schedules; the executor idles between groups.
+constexpr int64_t kStepsPerGroup = 8;
+
 double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -160,16 +166,23 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::CpuExecutor
               (long long)classes, o.steps, o.lr, o.interleave ? ", interleaved" : "");
   float first = 0, last = 0;
   auto start = std::chrono::steady_clock::now();
-  for (long step = 0; step < o.steps; ++step) {
-    rn::TrainOutputs out;
-    rn::Status s = ex.trainStep(data[size_t(step % numBatches)], float(o.lr),
-                                int32_t(step + 1), out);
+  for (long step0 = 0; step0 < o.steps; step0 += kStepsPerGroup) {
+    long count = std::min<long>(kStepsPerGroup, o.steps - step0);
+    std::vector<rn::HostBatch> batches;
+    for (long step = step0; step < step0 + count; ++step)
+      batches.push_back(data[size_t(step % numBatches)]);
+    std::vector<rn::TrainOutputs> outs;
+    rn::Status s = ex.trainSteps(batches, std::vector<float>(size_t(count), float(o.lr)),
+                                 int32_t(step0 + 1), outs);
     if (!s)
-      return fail("step " + std::to_string(step + 1) + ": " + s.error().message());
-    if (step == 0)
-      first = out.loss;
-    last = out.loss;
-    std::printf("step %ld loss %.6f\n", step + 1, out.loss);
+      return fail("steps " + std::to_string(step0 + 1) + "-" +
+                  std::to_string(step0 + count) + ": " + s.error().message());
+    for (long i = 0; i < count; ++i) {
+      if (step0 + i == 0)
+        first = outs[size_t(i)].loss;
+      last = outs[size_t(i)].loss;
+      std::printf("step %ld loss %.6f\n", step0 + i + 1, outs[size_t(i)].loss);
+    }
     std::fflush(stdout);
   }
   double secs = seconds(start);
@@ -448,7 +461,6 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::CpuExecutor &ex,
     if (tty)
       std::fprintf(stderr, "\r\033[K");
   };
-  rn::HostBatch hb;
   auto runStart = std::chrono::steady_clock::now();
   int64_t stepsDone = 0; // in this run, for the ETA
   for (int64_t epoch = firstEpoch; epoch < o.epochs; ++epoch) {
@@ -457,24 +469,37 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::CpuExecutor &ex,
     auto lastReport = epochStart;
     double lossSum = 0;
     double lr = 0;
-    for (int64_t s = 0; s < stepsPerEpoch; ++s) {
-      int64_t global = epoch * stepsPerEpoch + s;
-      lr = scheduledLr(o.lr, global, warmupSteps, totalSteps);
-      fillBatch(train, order.data() + s * batch, batch, hb);
-      rn::TrainOutputs out;
-      if (rn::Status st = ex.trainStep(hb, float(lr), int32_t(global + 1), out); !st) {
-        clearProgress();
-        return fail("epoch " + std::to_string(epoch + 1) + ", step " +
-                    std::to_string(s + 1) + ": " + st.error().message());
+    std::vector<rn::HostBatch> batches;
+    std::vector<float> lrs;
+    std::vector<rn::TrainOutputs> outs;
+    for (int64_t s0 = 0; s0 < stepsPerEpoch; s0 += kStepsPerGroup) {
+      int64_t count = std::min(kStepsPerGroup, stepsPerEpoch - s0);
+      int64_t global0 = epoch * stepsPerEpoch + s0;
+      batches.resize(size_t(count));
+      lrs.resize(size_t(count));
+      for (int64_t i = 0; i < count; ++i) {
+        lr = scheduledLr(o.lr, global0 + i, warmupSteps, totalSteps);
+        lrs[size_t(i)] = float(lr);
+        fillBatch(train, order.data() + (s0 + i) * batch, batch, batches[size_t(i)]);
       }
-      if (!std::isfinite(out.loss)) {
+      if (rn::Status st = ex.trainSteps(batches, lrs, int32_t(global0 + 1), outs); !st) {
         clearProgress();
-        return fail("epoch " + std::to_string(epoch + 1) + ", step " +
-                    std::to_string(s + 1) + ": the loss is " + std::to_string(out.loss) +
-                    " (try a lower --lr)");
+        return fail("epoch " + std::to_string(epoch + 1) + ", steps " +
+                    std::to_string(s0 + 1) + "-" + std::to_string(s0 + count) + ": " +
+                    st.error().message());
       }
-      lossSum += out.loss;
-      ++stepsDone;
+      for (int64_t i = 0; i < count; ++i) {
+        float loss = outs[size_t(i)].loss;
+        if (!std::isfinite(loss)) {
+          clearProgress();
+          return fail("epoch " + std::to_string(epoch + 1) + ", step " +
+                      std::to_string(s0 + i + 1) + ": the loss is " + std::to_string(loss) +
+                      " (try a lower --lr)");
+        }
+        lossSum += loss;
+      }
+      stepsDone += count;
+      int64_t s = s0 + count - 1; // the last step done
       auto now = std::chrono::steady_clock::now();
       if (o.progress && (std::chrono::duration<double>(now - lastReport).count() >= 1.0 ||
                          (tty && s + 1 == stepsPerEpoch))) {
