@@ -17,6 +17,7 @@
 
 #include "runtime/artifact.h"
 #include "runtime/cpu_executor.h"
+#include "test_inputs.h"
 
 #include <gtest/gtest.h>
 
@@ -30,16 +31,8 @@
 namespace rn {
 namespace {
 
-std::string inputPath(const char *name) {
-  return std::string(RN_TEST_INPUTS_DIR) + "/" + name;
-}
-
-Artifact load(const char *name) {
-  Result<Artifact> a = loadArtifact(inputPath(name));
-  if (!a.ok())
-    ADD_FAILURE() << a.error().message();
-  return a.ok() ? std::move(a).value() : Artifact{};
-}
+using test_inputs::inputPath;
+using test_inputs::load;
 
 std::unique_ptr<CpuExecutor> makeExecutor(const Artifact &artifact,
                                           CpuExecutor::Options options = {}) {

@@ -26,6 +26,7 @@
 
 #include "runtime/artifact.h"
 #include "runtime/cpu_executor.h"
+#include "test_inputs.h"
 
 #include <gtest/gtest.h>
 
@@ -467,16 +468,8 @@ double cnnReferenceStep(State &s, const HostBatch &batch, double lr, bool firstS
 // Executor side and comparison
 //===----------------------------------------------------------------------===//
 
-std::string inputPath(const char *name) {
-  return std::string(RN_TEST_INPUTS_DIR) + "/" + name;
-}
-
-Artifact load(const char *name) {
-  Result<Artifact> a = loadArtifact(inputPath(name));
-  if (!a.ok())
-    ADD_FAILURE() << a.error().message();
-  return a.ok() ? std::move(a).value() : Artifact{};
-}
+using test_inputs::inputPath;
+using test_inputs::load;
 
 std::unique_ptr<CpuExecutor> makeExecutor(const Artifact &artifact) {
   auto ex = CpuExecutor::create(artifact, {});
