@@ -945,6 +945,8 @@ DictionaryAttr BuildTrainingPass::trainingSummary(MLIRContext *ctx) const {
       b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
       b.getNamedAttr("precision", b.getStringAttr(precision)),
       b.getNamedAttr("loss_scaling", b.getStringAttr(lossScaling)),
+      b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)),
+      b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
       b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecay)),
       b.getNamedAttr("no_decay_bn_bias", b.getBoolAttr(noDecayBnBias)),
       b.getNamedAttr("ema_decay", b.getF64FloatAttr(emaDecay)),

@@ -46,8 +46,8 @@ struct PartitionPass : public mlir::rn::impl::PartitionBase<PartitionPass> {
   void runOnOperation() override;
 
 private:
-  /// Makes every rn.input argument a host staging buffer copied by
-  /// rn.host_to_device; returns the device copy of the images.
+  /// Makes every rn.input argument that is read a host staging buffer copied
+  /// by rn.host_to_device; returns the device copy of the images.
   Value insertTransfers(func::FuncOp function);
   /// Subgraph of each op; fails on ops no rule covers.
   LogicalResult classify(func::FuncOp function, Value images,
@@ -66,7 +66,10 @@ Value PartitionPass::insertTransfers(func::FuncOp function) {
   for (BlockArgument arg : function.getArguments()) {
     auto input = function.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                        kInputAttr);
-    if (!input)
+    // An input nothing reads (the step number under SGD) gets no copy: it
+    // would be the one copy no event follows, still reading the host buffer
+    // after the step's final host wait, when the host restages it.
+    if (!input || arg.use_empty())
       continue;
     auto copy = HostToDeviceOp::create(builder, arg.getLoc(), arg.getType(),
                                        arg);

@@ -268,7 +268,14 @@ LogicalResult PlanMemoryPass::analyzeFunction(FunctionPlan &plan) {
       return function.emitOpError("argument #")
              << index << " has neither '" << kStateAttr << "' nor '"
              << kInputAttr << "': the planner cannot tell where it lives";
-    if (isInput && !argument.use_empty()) {
+    // An input nothing reads (the step number under SGD; rn-partition copies
+    // only inputs that are read) needs no device memory: it stays a host
+    // buffer.
+    if (isInput && argument.use_empty()) {
+      plan.hostArguments.insert(index);
+      continue;
+    }
+    if (isInput) {
       unsigned copies = 0;
       Operation *direct = nullptr;
       for (Operation *user : argument.getUsers()) {

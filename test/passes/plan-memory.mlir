@@ -53,18 +53,19 @@ module attributes {rn.model = "roles"} {
 }
 
 // CHECK-LABEL: rn.model = "roles"
-// CHECK:       rn.memory_plan arena 4200960 alignment 256 regions [
+// CHECK:       rn.memory_plan arena 4200448 alignment 256 regions [
 // CHECK-SAME:    #rn.extent<weights, 0, 1024>, #rn.extent<gradients, 1024, 512>,
 // CHECK-SAME:    #rn.extent<optimizer_state, 1536, 512>, #rn.extent<bn_statistics, 2048, 512>,
-// CHECK-SAME:    #rn.extent<inputs_a, 2560, 1024>, #rn.extent<inputs_b, 3584, 1024>,
-// CHECK-SAME:    #rn.extent<scalars, 4608, 768>, #rn.extent<activations, 5376, 1280>,
-// CHECK-SAME:    #rn.extent<workspace_comp1, 6656, 1048576>, #rn.extent<workspace_comp2, 1055232, 1048576>,
-// CHECK-SAME:    #rn.extent<workspace_comp3, 2103808, 1048576>, #rn.extent<workspace_update, 3152384, 1048576>]
+// CHECK-SAME:    #rn.extent<inputs_a, 2560, 768>, #rn.extent<inputs_b, 3328, 768>,
+// CHECK-SAME:    #rn.extent<scalars, 4096, 768>, #rn.extent<activations, 4864, 1280>,
+// CHECK-SAME:    #rn.extent<workspace_comp1, 6144, 1048576>, #rn.extent<workspace_comp2, 1054720, 1048576>,
+// CHECK-SAME:    #rn.extent<workspace_comp3, 2103296, 1048576>, #rn.extent<workspace_update, 3151872, 1048576>]
 // CHECK:       func.func @train_step(
 // CHECK-SAME:    %[[X:.+]]: tensor<4x8xf32> {rn.input = "images", rn.slot = #rn.slot<inputs_a, 0, 128>},
 // CHECK-SAME:    %{{.+}}: tensor<4xi32> {rn.input = "labels", rn.slot = #rn.slot<inputs_a, 256, 16>},
 // CHECK-SAME:    %{{.+}}: tensor<f32> {rn.input = "lr", rn.slot = #rn.slot<inputs_a, 512, 4>},
-// CHECK-SAME:    %{{.+}}: tensor<i32> {rn.input = "step", rn.slot = #rn.slot<inputs_a, 768, 4>},
+// An input nothing reads (the step number) stays a host buffer: no slot.
+// CHECK-SAME:    %{{.+}}: tensor<i32> {rn.input = "step"},
 // CHECK-SAME:    %{{.+}}: tensor<8xf32> {rn.slot = #rn.slot<weights, 0, 32>, rn.state = @bn.weight},
 // CHECK-SAME:    %{{.+}}: tensor<8xf32> {rn.slot = #rn.slot<weights, 256, 32>, rn.state = @bn.bias},
 // CHECK-SAME:    %[[MEAN:.+]]: tensor<8xf32> {rn.slot = #rn.slot<bn_statistics, 0, 32>, rn.state = @bn.running_mean},
@@ -94,17 +95,17 @@ module attributes {rn.model = "roles"} {
 
 // Without reuse every activation of every function has its own slot.
 // NOREUSE-LABEL: rn.model = "roles"
-// NOREUSE:       #rn.extent<activations, 5376, 2304>
+// NOREUSE:       #rn.extent<activations, 4864, 2304>
 // NOREUSE:       rn.batch_norm_train {{.*}} {rn.slots = [#rn.slot<activations, 0, 128>, #rn.slot<activations, 256, 32>, #rn.slot<activations, 512, 32>]}
 // NOREUSE:       rn.relu {{.*}} {rn.slots = [#rn.slot<activations, 768, 128>]}
 // NOREUSE:       rn.linear {{.*}} {rn.slots = [#rn.slot<activations, 1024, 160>]}
 // NOREUSE:       rn.softmax_cross_entropy_backward {{.*}} {rn.slots = [#rn.slot<activations, 1280, 160>]}
 // NOREUSE:       rn.batch_norm_inference {{.*}} {rn.slots = [#rn.slot<activations, 1536, 128>]}
 
-// SUMMARY:      remark: memory plan: arena 4200960 bytes, alignment 256, activation reuse on
+// SUMMARY:      remark: memory plan: arena 4200448 bytes, alignment 256, activation reuse on
 // SUMMARY-NEXT:   weights at 0: 1024 bytes
-// SUMMARY:        activations at 5376: 1280 bytes
-// SUMMARY:        @train_step: 24 device values in 18 buffers, activations 1280 bytes (1536 without reuse)
+// SUMMARY:        activations at 4864: 1280 bytes
+// SUMMARY:        @train_step: 23 device values in 17 buffers, activations 1280 bytes (1536 without reuse)
 // SUMMARY-NEXT:   @eval_step: 12 device values in 12 buffers, activations 512 bytes (768 without reuse)
 // SUMMARY-NEXT:   activations: 1280 bytes, 2304 without reuse
 
@@ -151,18 +152,18 @@ module attributes {rn.model = "reuse"} {
 // batch of any function (eval's 16 images here); inputs_b mirrors inputs_a.
 
 module attributes {rn.model = "inputs"} {
-  func.func @train_step(%images: tensor<4x8xf32> {rn.input = "images"}, %labels: tensor<4xi32> {rn.input = "labels"}) -> (tensor<4x8xf32> {rn.output = "features"}) {
-    %r = rn.relu %images : tensor<4x8xf32>
-    return %r : tensor<4x8xf32>
+  func.func @train_step(%images: tensor<4x8xf32> {rn.input = "images"}, %labels: tensor<4xi32> {rn.input = "labels"}) -> (tensor<i32> {rn.output = "correct"}) {
+    %c = rn.count_correct %images, %labels : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<i32>
+    return %c : tensor<i32>
   }
-  func.func @eval_step(%images: tensor<16x8xf32> {rn.input = "images"}, %labels: tensor<16xi32> {rn.input = "labels"}) -> (tensor<16x8xf32> {rn.output = "features"}) {
-    %r = rn.relu %images : tensor<16x8xf32>
-    return %r : tensor<16x8xf32>
+  func.func @eval_step(%images: tensor<16x8xf32> {rn.input = "images"}, %labels: tensor<16xi32> {rn.input = "labels"}) -> (tensor<i32> {rn.output = "correct"}) {
+    %c = rn.count_correct %images, %labels : (tensor<16x8xf32>, tensor<16xi32>) -> tensor<i32>
+    return %c : tensor<i32>
   }
 }
 
 // CHECK-LABEL: rn.model = "inputs"
-// CHECK:       rn.memory_plan arena {{[0-9]+}} alignment 256 regions [#rn.extent<inputs_a, 0, 768>, #rn.extent<inputs_b, 768, 768>, #rn.extent<activations, 1536, 512>,
+// CHECK:       rn.memory_plan arena {{[0-9]+}} alignment 256 regions [#rn.extent<inputs_a, 0, 768>, #rn.extent<inputs_b, 768, 768>, #rn.extent<scalars, 1536, 512>,
 // CHECK:       func.func @train_step(%{{.+}}: tensor<4x8xf32> {rn.input = "images", rn.slot = #rn.slot<inputs_a, 0, 128>}, %{{.+}}: tensor<4xi32> {rn.input = "labels", rn.slot = #rn.slot<inputs_a, 512, 16>})
 // CHECK:       func.func @eval_step(%{{.+}}: tensor<16x8xf32> {rn.input = "images", rn.slot = #rn.slot<inputs_a, 0, 512>}, %{{.+}}: tensor<16xi32> {rn.input = "labels", rn.slot = #rn.slot<inputs_a, 512, 64>})
 
@@ -213,7 +214,7 @@ module attributes {rn.model = "mixed"} {
 // CHECK:       rn.memory_plan arena {{[0-9]+}} alignment 256 regions [
 // CHECK-SAME:    #rn.extent<weights, 0, 512>, #rn.extent<weights_low_precision, 512, 256>,
 // CHECK-SAME:    #rn.extent<gradients, 768, 768>, #rn.extent<optimizer_state, 1536, 512>, #rn.extent<ema, 2048, 512>,
-// CHECK-SAME:    #rn.extent<inputs_a, 2560, 1024>, #rn.extent<inputs_b, 3584, 1024>, #rn.extent<scalars, 4608, 768>,
+// CHECK-SAME:    #rn.extent<inputs_a, 2560, 768>, #rn.extent<inputs_b, 3328, 768>, #rn.extent<scalars, 4096, 768>,
 // CHECK:       func.func @train_step(
 // CHECK-SAME:    tensor<f32> {rn.input = "lr", rn.slot = #rn.slot<inputs_a, 512, 4>}
 // CHECK-SAME:    %[[G16:[^:]+]]: tensor<10x8xf16> {rn.slot = #rn.slot<gradients, 0, 160>, rn.state = @grad.w}
@@ -268,12 +269,12 @@ module attributes {rn.model = "staging"} {
 
 // A zoo model: ResNet-18 (CIFAR) at batch 2, f32, SGD with momentum. The
 // output re-verifies: every slot holds its value.
-// ZOO:       rn.memory_plan arena 346098432 alignment 256 regions [
+// ZOO:       rn.memory_plan arena 346097920 alignment 256 regions [
 // ZOO-SAME:    #rn.extent<weights, 0, 44696064>, #rn.extent<gradients, 44696064, 44696064>,
 // ZOO-SAME:    #rn.extent<optimizer_state, 89392128, 44696064>, #rn.extent<bn_statistics, 134088192, 38400>,
-// ZOO-SAME:    #rn.extent<inputs_a, 134126592, 25344>, #rn.extent<inputs_b, 134151936, 25344>,
-// ZOO-SAME:    #rn.extent<scalars, 134177280, 768>, #rn.extent<activations, 134178048, 9545216>,
-// ZOO-SAME:    #rn.extent<workspace_comp1, 143723264, 67108864>
+// ZOO-SAME:    #rn.extent<inputs_a, 134126592, 25088>, #rn.extent<inputs_b, 134151680, 25088>,
+// ZOO-SAME:    #rn.extent<scalars, 134176768, 768>, #rn.extent<activations, 134177536, 9545216>,
+// ZOO-SAME:    #rn.extent<workspace_comp1, 143722752, 67108864>
 // ZOO:       func.func @train_step(%{{.+}}: tensor<2x32x32x3xf32> {rn.input = "images", rn.slot = #rn.slot<inputs_a, 0, 24576>}
 // ZOO:       rn.zero %{{.+}} {rn.slots = [#rn.slot<gradients, 0, 6912>]} : tensor<64x3x3x3xf32>
 // ZOO:       rn.sgd_update {{.*}} {rn.slots = [#rn.slot<weights, 0, 6912>, #rn.slot<optimizer_state, 0, 6912>]}

@@ -7,3 +7,5 @@
 // RUN: cmp %t.mlp.rnx %S/../../runtime/Inputs/mlp.rnx
 // RUN: rn-compile %S/../../runtime/Inputs/cbr.mlir -o %t.cbr.rnx --quiet --pipeline "precision=f16 loss-scaling=dynamic momentum=0.9"
 // RUN: cmp %t.cbr.rnx %S/../../runtime/Inputs/cbr.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/cnn.mlir -o %t.cnn.rnx --quiet
+// RUN: cmp %t.cnn.rnx %S/../../runtime/Inputs/cnn.rnx
