@@ -878,42 +878,17 @@ struct CpuExecutor::HostProgram {
   std::vector<Action> actions;
 
   void stage(uint32_t fn, int64_t step, const std::map<std::string, HostValue> *inputs) {
-    Action a;
-    a.kind = Action::Kind::stage;
-    a.fn = fn;
-    a.step = step;
-    a.inputs = inputs;
-    actions.push_back(a);
+    actions.push_back({Action::Kind::stage, fn, nullptr, Variant::a, step, 0, inputs, nullptr});
   }
   void launch(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step, int32_t rngStep,
               StepOutputs *outputs) {
-    Action a;
-    a.kind = Action::Kind::launch;
-    a.fn = fn;
-    a.sg = sg;
-    a.variant = variant;
-    a.step = step;
-    a.rngStep = rngStep;
-    a.outputs = outputs;
-    actions.push_back(a);
+    actions.push_back({Action::Kind::launch, fn, sg, variant, step, rngStep, nullptr, outputs});
   }
   void wait(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step) {
-    Action a;
-    a.kind = Action::Kind::wait;
-    a.fn = fn;
-    a.sg = sg;
-    a.variant = variant;
-    a.step = step;
-    actions.push_back(a);
+    actions.push_back({Action::Kind::wait, fn, sg, variant, step, 0, nullptr, nullptr});
   }
   void read(uint32_t fn, Variant variant, int64_t step, StepOutputs *outputs) {
-    Action a;
-    a.kind = Action::Kind::read;
-    a.fn = fn;
-    a.variant = variant;
-    a.step = step;
-    a.outputs = outputs;
-    actions.push_back(a);
+    actions.push_back({Action::Kind::read, fn, nullptr, variant, step, 0, nullptr, outputs});
   }
 };
 

@@ -17,7 +17,7 @@
 
 #include "runtime/artifact.h"
 #include "runtime/cpu_executor.h"
-#include "test_inputs.h"
+#include "executor_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -33,18 +33,8 @@ namespace {
 
 using test_inputs::inputPath;
 using test_inputs::load;
+using test_inputs::makeExecutor;
 
-std::unique_ptr<CpuExecutor> makeExecutor(const Artifact &artifact,
-                                          CpuExecutor::Options options = {}) {
-  auto ex = CpuExecutor::create(artifact, options);
-  if (!ex.ok()) {
-    ADD_FAILURE() << ex.error().message();
-    return nullptr;
-  }
-  Status s = (*ex)->initialize();
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
-  return std::move(ex).value();
-}
 
 /// Batches of uniform images with labels from a fixed linear teacher.
 std::vector<HostBatch> syntheticData(const CpuExecutor &ex, int64_t classes,

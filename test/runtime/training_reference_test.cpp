@@ -26,7 +26,7 @@
 
 #include "runtime/artifact.h"
 #include "runtime/cpu_executor.h"
-#include "test_inputs.h"
+#include "executor_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -470,17 +470,8 @@ double cnnReferenceStep(State &s, const HostBatch &batch, double lr, bool firstS
 
 using test_inputs::inputPath;
 using test_inputs::load;
+using test_inputs::makeExecutor;
 
-std::unique_ptr<CpuExecutor> makeExecutor(const Artifact &artifact) {
-  auto ex = CpuExecutor::create(artifact, {});
-  if (!ex.ok()) {
-    ADD_FAILURE() << ex.error().message();
-    return nullptr;
-  }
-  Status s = (*ex)->initialize();
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
-  return std::move(ex).value();
-}
 
 /// `count` batches of `batchSize` rows: `features` images values uniform in
 /// [-1, 1] per row and uniform labels in [0, classes), from a fixed seed.
