@@ -2,7 +2,9 @@
 
 #include "runtime/cpu_kernels_detail.h"
 
+#if RN_HAVE_OPENBLAS
 #include <cblas.h>
+#endif
 
 namespace rn::cpu::detail {
 
@@ -63,9 +65,27 @@ Check &checkBatchNormInput(Check &check, const TensorView &input,
                        shapeString(input.shape));
 }
 
+void referenceGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
+                   int64_t k, double alpha, const double *a, int64_t lda,
+                   const double *b, int64_t ldb, double beta, double *c,
+                   int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += (transposeA ? a[p * lda + i] : a[i * lda + p]) *
+               (transposeB ? b[j * ldb + p] : b[p * ldb + j]);
+      double &out = c[i * ldc + j];
+      out = alpha * sum + (beta == 0 ? 0.0 : beta * out);
+    }
+}
+
+bool gemmUsesOpenBlas() { return RN_HAVE_OPENBLAS; }
+
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
           double alpha, const double *a, int64_t lda, const double *b,
           int64_t ldb, double beta, double *c, int64_t ldc) {
+#if RN_HAVE_OPENBLAS
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
@@ -79,6 +99,10 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
               static_cast<int>(n), static_cast<int>(k), alpha, a,
               static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
+#else
+  referenceGemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta,
+                c, ldc);
+#endif
 }
 
 } // namespace rn::cpu::detail

@@ -75,10 +75,21 @@ private:
 /// floats are exact in double and every sum is in double; OpenBLAS splits
 /// the work over rows and columns of C, never over K, so the result does not
 /// depend on the number of threads. Empty sizes are allowed (K == 0 scales C
-/// by beta).
+/// by beta). A build without OpenBLAS (RN_HAVE_OPENBLAS unset) uses
+/// referenceGemm instead.
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
           double alpha, const double *a, int64_t lda, const double *b,
           int64_t ldb, double beta, double *c, int64_t ldc);
+
+/// gemm with plain loops (each element of C summed over K in order): the
+/// fallback without OpenBLAS and the oracle of gemm's tests.
+void referenceGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
+                   int64_t k, double alpha, const double *a, int64_t lda,
+                   const double *b, int64_t ldb, double beta, double *c,
+                   int64_t ldc);
+
+/// Whether gemm runs on OpenBLAS (false: referenceGemm).
+bool gemmUsesOpenBlas();
 
 /// Checks the layout of a batch normalization input: NHWC or [N, C].
 /// Sets `channels` and `count` (elements per channel).

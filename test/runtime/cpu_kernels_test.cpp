@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cpu_test_util.h"
+#include "runtime/cpu_kernels_detail.h"
 
 #include <gtest/gtest.h>
 
@@ -100,9 +101,63 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{{1, 6, 9, 3}, {3, 2, 3, 1}, {{1, 3}, {0, 1}, {3, 1}, 3}, true},
         // 1x1 with stride 2
         ConvCase{{3, 4, 4, 5}, {2, 1, 1, 5}, {{2, 2}, {0, 0}, {1, 1}, 1}, true},
-        // 10 output and 9 input channels per group: full register blocks of
-        // 8 channels and tails
-        ConvCase{{2, 5, 6, 18}, {20, 3, 3, 9}, {{1, 2}, {1, 1}, {1, 1}, 2}, true}));
+        // two groups of 10 output and 9 input channels
+        ConvCase{{2, 5, 6, 18}, {20, 3, 3, 9}, {{1, 2}, {1, 1}, {1, 1}, 2}, true},
+        // 2304 patch columns: the 576 output pixels take two chunks
+        ConvCase{{1, 24, 24, 256}, {4, 3, 3, 256}, {{1, 1}, {1, 1}, {1, 1}, 1}, true}));
+
+// dX and dW are the adjoints of the forward product: for the convolution
+// y = conv(x, w) without bias, <y, dy> = <x, dX(dy, w)> = <w, dW(dy, x)>.
+// Checked on a shape whose pixels span several chunks (cpu_conv.cpp), with
+// padding and stride.
+TEST(Conv2d, ChunkedBackwardIsTheAdjoint) {
+  std::mt19937 rng(11);
+  const Conv2dAttrs attrs{{2, 1}, {1, 1}, {1, 1}, 1};
+  Buffer x = randomBuffer({2, 40, 24, 128}, rng);
+  Buffer w = randomBuffer({5, 3, 3, 128}, rng);
+  Shape yShape;
+  RN_ASSERT_OK(conv2dOutputShape(x.shape, w.shape, attrs, yShape));
+  Buffer y(yShape);
+  RN_ASSERT_OK(conv2d(x.view(), w.view(), nullptr, attrs, y.view()));
+  Buffer dy = randomBuffer(yShape, rng);
+  Buffer dx(x.shape), zero(w.shape), dw(w.shape);
+  RN_ASSERT_OK(conv2dBackwardInput(dy.view(), w.view(), attrs, dx.view()));
+  RN_ASSERT_OK(conv2dBackwardFilter(dy.view(), x.view(), zero.view(), attrs, dw.view()));
+  const double forward = dot(y, dy);
+  EXPECT_NEAR(dot(x, dx), forward, 1e-5 * std::abs(forward) + 1e-3);
+  EXPECT_NEAR(dot(w, dw), forward, 1e-5 * std::abs(forward) + 1e-3);
+}
+
+// detail::gemm (OpenBLAS when the build has it) against plain loops, for
+// every transpose pair, leading dimensions wider than the matrices, beta 0
+// (C's old values ignored, NaN included) and 1, and K = 0.
+TEST(Gemm, MatchesPlainLoops) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> value(-1, 1);
+  const int64_t m = 37, n = 29, k = 41, pad = 3;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (double beta : {0.0, 1.0})
+        for (int64_t kk : {k, int64_t{0}}) {
+          const int64_t lda = (ta ? m : kk) + pad, ldb = (tb ? kk : n) + pad, ldc = n + pad;
+          std::vector<double> a(size_t((ta ? kk : m) * lda)), b(size_t((tb ? n : kk) * ldb)),
+              c(size_t(m * ldc));
+          for (auto *vec : {&a, &b, &c})
+            for (double &v : *vec)
+              v = value(rng);
+          if (beta == 0)
+            c[0] = std::numeric_limits<double>::quiet_NaN();
+          std::vector<double> expected = c;
+          detail::referenceGemm(ta, tb, m, n, kk, 0.5, a.data(), lda, b.data(), ldb, beta,
+                                expected.data(), ldc);
+          detail::gemm(ta, tb, m, n, kk, 0.5, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j)
+              ASSERT_NEAR(c[size_t(i * ldc + j)], expected[size_t(i * ldc + j)], 1e-12)
+                  << "transpose " << ta << tb << " beta " << beta << " k " << kk << " at "
+                  << i << "," << j;
+        }
+}
 
 TEST(Conv2d, ShapeErrors) {
   Shape out;
