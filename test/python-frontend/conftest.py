@@ -6,8 +6,9 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeAlias
 
 import pytest
 
@@ -55,9 +56,24 @@ def run_rn_opt(rn_opt: Path) -> Callable[[str], str]:
     return run
 
 
+Cli: TypeAlias = Callable[..., subprocess.CompletedProcess[str]]
+
+
 @pytest.fixture
-def cli_env() -> dict[str, str]:
-    """Environment for `python -m rn.models` subprocesses."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FRONTEND), env.get("PYTHONPATH")]))
-    return env
+def cli() -> Cli:
+    """Run ``python -m rn.models ARGS`` in the repository root with the frontend on
+    PYTHONPATH; ``env`` adds variables (e.g. ``RN_OPT``) to the environment."""
+    base = dict(os.environ)
+    base["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FRONTEND), base.get("PYTHONPATH")]))
+
+    def run(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "rn.models", *args],
+            capture_output=True,
+            text=True,
+            env={**base, **(env or {})},
+            cwd=REPO,
+            timeout=300,
+        )
+
+    return run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,7 +43,7 @@ EXPECTED_PARAMS = {
     "resnet50c": 23_520_842,
 }
 
-REPO = Path(__file__).resolve().parents[2]
+Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def test_registry_is_complete() -> None:
@@ -217,42 +217,31 @@ def test_resnet_is_custom_module() -> None:
 # --------------------------------------------------------------------------- #
 
 
-def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rn.models", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-    )
-
-
-def test_cli_stdout(cli_env: dict[str, str]) -> None:
-    proc = cli("mlp", "--batch", "2", env=cli_env)
+def test_cli_stdout(cli: Cli) -> None:
+    proc = cli("mlp", "--batch", "2")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == models.emit("mlp", batch=2)
     assert proc.stderr == ""
 
 
-def test_cli_options(cli_env: dict[str, str], tmp_path: Path) -> None:
+def test_cli_options(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "m.mlir"
     proc = cli(
         "resnet18c", "--batch", "4", "--image", "64", "--channels", "1", "--classes", "100",
-        "--dtype", "bf16", "-o", str(out), env=cli_env,
+        "--dtype", "bf16", "-o", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     text = out.read_text()
     assert "%images: tensor<4x64x64x1xbf16>" in text
     assert "rn.parameter @fc.weight : tensor<100x512xbf16>" in text
-    assert cli("mlp", "-o", "-", "--batch", "2", env=cli_env).stdout.startswith(
+    assert cli("mlp", "-o", "-", "--batch", "2").stdout.startswith(
         'module attributes {rn.model = "mlp"}'
     )
 
 
-def test_cli_list(cli_env: dict[str, str]) -> None:
-    proc = cli("--list", env=cli_env)
+def test_cli_list(cli: Cli) -> None:
+    proc = cli("--list")
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
     assert len(lines) == 1 + len(EXPECTED_PARAMS)
@@ -260,8 +249,8 @@ def test_cli_list(cli_env: dict[str, str]) -> None:
     assert "3x224x224" in row and "1000" in row and "25,557,032" in row
 
 
-def test_cli_summary(cli_env: dict[str, str]) -> None:
-    proc = cli("lenet5", "--batch", "2", "--summary", env=cli_env)
+def test_cli_summary(cli: Cli) -> None:
+    proc = cli("lenet5", "--batch", "2", "--summary")
     assert proc.returncode == 0
     assert proc.stdout.startswith("module attributes")
     assert "trainable parameters: 61,706" in proc.stderr
@@ -270,17 +259,17 @@ def test_cli_summary(cli_env: dict[str, str]) -> None:
     )
 
 
-def test_cli_unknown_model(cli_env: dict[str, str]) -> None:
-    proc = cli("resnet9", env=cli_env)
+def test_cli_unknown_model(cli: Cli) -> None:
+    proc = cli("resnet9")
     assert proc.returncode == 2
     assert "unknown model 'resnet9'" in proc.stderr
     assert "mlp, lenet5, fashion_cnn, vgg11c" in proc.stderr
-    assert cli(env=cli_env).returncode == 2
-    assert cli("mlp", "--dtype", "f64", env=cli_env).returncode == 2
+    assert cli().returncode == 2
+    assert cli("mlp", "--dtype", "f64").returncode == 2
 
 
-def test_cli_shape_error(cli_env: dict[str, str]) -> None:
-    proc = cli("vgg11", "--image", "32", env=cli_env)
+def test_cli_shape_error(cli: Cli) -> None:
+    proc = cli("vgg11", "--image", "32")
     assert proc.returncode == 1
     assert "error: avgpool: adaptive_avg_pool2d cannot pool 1x1 to 7x7" in proc.stderr
     assert proc.stdout == ""

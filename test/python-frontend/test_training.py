@@ -17,17 +17,7 @@ from rn.training import TrainingOptions, build_training, find_rn_opt
 
 REPO = Path(__file__).resolve().parents[2]
 RunOpt = Callable[..., str]
-
-
-def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rn.models", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=300,
-    )
+Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
 # --------------------------------------------------------------------------- #
@@ -234,11 +224,10 @@ def test_build_training_failure(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- #
 
 
-def test_cli_print_pass_options(cli_env: dict[str, str]) -> None:
+def test_cli_print_pass_options(cli: Cli) -> None:
     proc = cli(
         "--print-pass-options", "--optimizer", "lars", "--momentum", "0.95", "--weight-decay",
         "5e-5", "--no-decay-bn-bias", "--precision", "bf16", "--ema-decay", "0.999",
-        env=cli_env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     expected = TrainingOptions(
@@ -251,9 +240,9 @@ def test_cli_print_pass_options(cli_env: dict[str, str]) -> None:
         "no-decay-bn-bias=true precision=bf16 ema-decay=0.999"
     )
     # A model name is allowed and nothing but the argument is printed.
-    proc = cli("resnet18c", "--print-pass-options", "--nesterov", env=cli_env)
+    proc = cli("resnet18c", "--print-pass-options", "--nesterov")
     assert (proc.returncode, proc.stdout) == (0, "--rn-build-training=nesterov=true\n")
-    assert cli("--print-pass-options", env=cli_env).stdout == "--rn-build-training\n"
+    assert cli("--print-pass-options").stdout == "--rn-build-training\n"
 
 
 @pytest.mark.parametrize(
@@ -271,32 +260,32 @@ def test_cli_print_pass_options(cli_env: dict[str, str]) -> None:
         ["--growth-interval", "10"],
     ],
 )
-def test_cli_training_flag_needs_train(cli_env: dict[str, str], args: list[str]) -> None:
-    proc = cli("mlp", *args, env=cli_env)
+def test_cli_training_flag_needs_train(cli: Cli, args: list[str]) -> None:
+    proc = cli("mlp", *args)
     assert proc.returncode == 2
     assert f"error: {args[0]} needs --train or --print-pass-options" in proc.stderr
     assert proc.stdout == ""
 
 
-def test_cli_bad_training_values(cli_env: dict[str, str]) -> None:
-    proc = cli("--print-pass-options", "--momentum", "1.5", env=cli_env)
+def test_cli_bad_training_values(cli: Cli) -> None:
+    proc = cli("--print-pass-options", "--momentum", "1.5")
     assert proc.returncode == 2
     assert "error: momentum must be in [0, 1), got 1.5" in proc.stderr
-    proc = cli("mlp", "--train", "--optimizer", "adam", env=cli_env)
+    proc = cli("mlp", "--train", "--optimizer", "adam")
     assert proc.returncode == 2 and "invalid choice: 'adam'" in proc.stderr
 
 
-def test_cli_label_smoothing(cli_env: dict[str, str]) -> None:
-    proc = cli("mlp", "--batch", "2", "--label-smoothing", "0.1", env=cli_env)
+def test_cli_label_smoothing(cli: Cli) -> None:
+    proc = cli("mlp", "--batch", "2", "--label-smoothing", "0.1")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == models.emit("mlp", batch=2, label_smoothing=0.1)
     assert "label_smoothing 1.000000000e-01" in proc.stdout
-    proc = cli("mlp", "--label-smoothing", "2", env=cli_env)
+    proc = cli("mlp", "--label-smoothing", "2")
     assert proc.returncode == 1 and "label_smoothing must be in [0, 1], got 2.0" in proc.stderr
 
 
-def test_cli_train_without_rn_opt(cli_env: dict[str, str], tmp_path: Path) -> None:
-    env = {**cli_env, "RN_OPT": str(tmp_path / "missing")}
+def test_cli_train_without_rn_opt(cli: Cli, tmp_path: Path) -> None:
+    env = {"RN_OPT": str(tmp_path / "missing")}
     proc = cli("mlp", "--batch", "2", "--train", env=env)
     assert proc.returncode == 1
     assert "error: rn-opt not found" in proc.stderr
@@ -352,10 +341,8 @@ def test_build_training_finds_rn_opt(rn_opt: Path, monkeypatch: pytest.MonkeyPat
         ("resnet18c", ["--optimizer", "lars", "--precision", "bf16", "--label-smoothing", "0.1"]),
     ],
 )  # fmt: skip
-def test_cli_train(
-    rn_opt: Path, cli_env: dict[str, str], tmp_path: Path, name: str, args: list[str]
-) -> None:
-    env = {**cli_env, "RN_OPT": str(rn_opt)}
+def test_cli_train(rn_opt: Path, cli: Cli, tmp_path: Path, name: str, args: list[str]) -> None:
+    env = {"RN_OPT": str(rn_opt)}
     out = tmp_path / "train.mlir"
     proc = cli(name, "--batch", "2", "--train", *args, "-o", str(out), env=env)
     assert proc.returncode == 0, proc.stderr
@@ -365,8 +352,8 @@ def test_cli_train(
     assert ("rn.cast" in text) == ("--precision" in args)
 
 
-def test_cli_train_pass_error(rn_opt: Path, cli_env: dict[str, str]) -> None:
-    env = {**cli_env, "RN_OPT": str(rn_opt)}
+def test_cli_train_pass_error(rn_opt: Path, cli: Cli) -> None:
+    env = {"RN_OPT": str(rn_opt)}
     proc = cli(
         "mlp", "--batch", "2", "--train", "--precision", "bf16", "--loss-scaling", "static",
         env=env,
