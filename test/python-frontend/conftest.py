@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -16,29 +15,22 @@ REPO = Path(__file__).resolve().parents[2]
 FRONTEND = REPO / "python-frontend"
 sys.path.insert(0, str(FRONTEND))
 
-
-def _find_rn_opt() -> Path | None:
-    env = os.environ.get("RN_OPT")
-    if env:
-        found = shutil.which(env)
-        return Path(found) if found else None
-    candidate = REPO / "build" / "bin" / "rn-opt"
-    return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
+from rn.training import find_rn_opt  # noqa: E402 - needs FRONTEND on sys.path
 
 
 @pytest.fixture(scope="session")
 def rn_opt() -> Path:
-    """Path of rn-opt (env RN_OPT, else build/bin/rn-opt); skips unless RN_REQUIRE_TOOLS=1."""
-    path = _find_rn_opt()
-    if path is None:
+    """Path of rn-opt as rn.find_rn_opt finds it; skips unless RN_REQUIRE_TOOLS=1."""
+    found = find_rn_opt()
+    if found is None:
         msg = (
-            "rn-opt not found (set RN_OPT or build it into build/bin/rn-opt; "
+            "rn-opt not found (set RN_OPT, build it into build/bin/rn-opt or put it on PATH; "
             f"RN_OPT={os.environ.get('RN_OPT')!r})"
         )
         if os.environ.get("RN_REQUIRE_TOOLS") == "1":
             pytest.fail(msg + " and RN_REQUIRE_TOOLS=1")
         pytest.skip(msg)
-    return path
+    return Path(found)
 
 
 @pytest.fixture(scope="session")
