@@ -359,17 +359,6 @@ class Emitter:
         ty = self.type(spec.shape)
         return self.op(f"rn.param {symbol(spec.name)} : {ty}", ty)
 
-    def check(self, x: object, rank: int, what: str, layout: str) -> Value:
-        if not isinstance(x, Value):
-            raise self.error(f"expected a traced tensor value, got {type(x).__name__}")
-        if x.emitter is not self:
-            raise self.error("value belongs to a different trace")
-        if x.ndim != rank:
-            raise self.error(
-                f"{what} expects a {rank}-D {layout} input, got shape {_shape(x.shape)}"
-            )
-        return x
-
 
 def _shape(shape: Sequence[int]) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"
@@ -379,6 +368,14 @@ def _emitter_of(x: object, op: str) -> Emitter:
     if not isinstance(x, Value):
         raise ValueError(f"{op}: expected a traced tensor value, got {type(x).__name__}")
     return x.emitter
+
+
+def _nhwc_emitter_of(x: Value, op: str) -> Emitter:
+    """The emitter of ``x``, checked to be a 4-D (NHWC) value."""
+    e = _emitter_of(x, op)
+    if x.ndim != 4:
+        raise e.error(f"{op} expects a 4-D NHWC input, got shape {_shape(x.shape)}")
+    return e
 
 
 def _window_out(
@@ -426,8 +423,7 @@ def conv2d(
     groups: int = 1,
 ) -> Value:
     """2-D convolution; ``x`` is NHWC, ``weight`` is OHWI ``[out, kh, kw, in/groups]``."""
-    e = _emitter_of(x, "conv2d")
-    x = e.check(x, 4, "conv2d", "NHWC")
+    e = _nhwc_emitter_of(x, "conv2d")
     st, pd, dl = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
     if len(weight.shape) != 4:
         raise e.error(f"conv2d weight must be 4-D OHWI, got shape {_shape(weight.shape)}")
@@ -464,8 +460,7 @@ def batch_norm(
     momentum: float = 0.1,
 ) -> Value:
     """Batch normalization over the channel (last) dimension of an NHWC tensor."""
-    e = _emitter_of(x, "batch_norm")
-    x = e.check(x, 4, "batch_norm", "NHWC")
+    e = _nhwc_emitter_of(x, "batch_norm")
     c = x.shape[-1]
     features = weight.shape[0] if len(weight.shape) == 1 else -1
     if c != features:
@@ -522,8 +517,7 @@ def add(a: Value, b: Value) -> Value:
 
 
 def _pool(op: str, x: Value, kernel: IntPair, stride: IntPair | None, padding: IntPair) -> Value:
-    e = _emitter_of(x, op)
-    x = e.check(x, 4, op, "NHWC")
+    e = _nhwc_emitter_of(x, op)
     k = _pair(kernel, "kernel_size")
     s = k if stride is None else _pair(stride, "stride")
     p = _pair(padding, "padding")
@@ -554,8 +548,7 @@ def avg_pool2d(
 
 def global_avg_pool(x: Value) -> Value:
     """Mean over H and W: ``[N, H, W, C] -> [N, 1, 1, C]``."""
-    e = _emitter_of(x, "global_avg_pool")
-    x = e.check(x, 4, "global_avg_pool", "NHWC")
+    e = _nhwc_emitter_of(x, "global_avg_pool")
     n, _, _, c = x.shape
     ty = e.type((n, 1, 1, c))
     return e.op(f"rn.global_avg_pool {x.name} : {x.type} -> {ty}", ty)
@@ -563,8 +556,7 @@ def global_avg_pool(x: Value) -> Value:
 
 def adaptive_avg_pool2d(x: Value, output_size: IntPair) -> Value:
     """Adaptive average pooling, lowered to global/plain average pooling or nothing."""
-    e = _emitter_of(x, "adaptive_avg_pool2d")
-    x = e.check(x, 4, "adaptive_avg_pool2d", "NHWC")
+    e = _nhwc_emitter_of(x, "adaptive_avg_pool2d")
     out = _pair(output_size, "output_size")
     if min(out) < 1:
         raise e.error(f"adaptive_avg_pool2d output size must be positive, got {_list(out)}")
