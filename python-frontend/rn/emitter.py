@@ -272,7 +272,8 @@ class Trace:
 
 
 class Emitter:
-    """Accumulates the body of ``@forward`` while a model is traced."""
+    """Accumulates the body of ``@forward`` while a model is traced (``dtype`` checked by
+    :func:`trace_model`)."""
 
     def __init__(
         self,
@@ -281,8 +282,6 @@ class Emitter:
         module_paths: dict[int, str] | None = None,
         root_label: str = "model",
     ) -> None:
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
         self.dtype = dtype
         self.lines: list[str] = []
         self._counter = 0
