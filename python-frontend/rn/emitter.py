@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, get_args
 
 if TYPE_CHECKING:
     from .nn import Module
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 DType: TypeAlias = Literal["f32", "f16", "bf16"]
-DTYPES: tuple[str, ...] = ("f32", "f16", "bf16")
+DTYPES: tuple[str, ...] = get_args(DType)
 IntPair: TypeAlias = int | tuple[int, int]
 
 _BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, get_args
 
 __all__ = [
     "LOSS_SCALINGS",
@@ -33,9 +33,9 @@ Optimizer: TypeAlias = Literal["sgd", "adamw", "lars"]
 Precision: TypeAlias = Literal["f32", "f16", "bf16"]
 LossScaling: TypeAlias = Literal["none", "static", "dynamic"]
 
-OPTIMIZERS: tuple[str, ...] = ("sgd", "adamw", "lars")
-PRECISIONS: tuple[str, ...] = ("f32", "f16", "bf16")
-LOSS_SCALINGS: tuple[str, ...] = ("none", "static", "dynamic")
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+LOSS_SCALINGS: tuple[str, ...] = get_args(LossScaling)
 PASS_NAME = "rn-build-training"
 
 _CHOICES: dict[str, tuple[str, ...]] = {
