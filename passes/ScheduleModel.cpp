@@ -180,9 +180,8 @@ public:
     llvm::BitVector &target = reach[to];
     if (target.size() < reach.size())
       target.resize(reach.size());
-    llvm::BitVector source = reach[from];
-    source.resize(reach.size());
-    target |= source;
+    // |= takes a shorter operand as it is: no copy of the source row.
+    target |= reach[from];
     target.set(from);
   }
   bool ordered(unsigned from, unsigned to) const {
