@@ -412,6 +412,23 @@ def _window_out(
 # --------------------------------------------------------------------------- #
 
 
+def _weight_and_bias(
+    e: Emitter, op: str, weight: TensorLike, bias: TensorLike | None, out: int
+) -> list[Value]:
+    """Emit ``rn.param`` for ``weight`` and, if given, ``bias`` (checked to be ``[out]``)."""
+    vals = [e.param(weight, f"{op} weight")]
+    if bias is not None:
+        if tuple(bias.shape) != (out,):
+            raise e.error(f"{op} bias must have shape [{out}], got {_shape(bias.shape)}")
+        vals.append(e.param(bias, f"{op} bias"))
+    return vals
+
+
+def _operands(vals: Sequence[Value]) -> tuple[str, str]:
+    """``%a, %b`` and ``(type_a, type_b)`` for an op's operand list and signature."""
+    return ", ".join(v.name for v in vals), "(" + ", ".join(str(v.type) for v in vals) + ")"
+
+
 def conv2d(
     x: Value,
     weight: TensorLike,
@@ -433,18 +450,11 @@ def conv2d(
     if c != in_per_group * groups:
         raise e.error(f"expected {in_per_group * groups} input channels, got {c}")
     oh, ow = _window_out(e, "conv2d", (h, w), (kh, kw), st, pd, dl)
-    wv = e.param(weight, "conv2d weight")
-    operands, types = [x, wv], [x.type, wv.type]
-    if bias is not None:
-        if tuple(bias.shape) != (out_c,):
-            raise e.error(f"conv2d bias must have shape [{out_c}], got {_shape(bias.shape)}")
-        bv = e.param(bias, "conv2d bias")
-        operands.append(bv)
-        types.append(bv.type)
+    names, types = _operands([x, *_weight_and_bias(e, "conv2d", weight, bias, out_c)])
     ty = e.type((n, oh, ow, out_c))
     return e.op(
-        f"rn.conv2d {', '.join(v.name for v in operands)} stride {_list(st)} pad {_list(pd)} "
-        f"dilation {_list(dl)} groups {groups} : ({', '.join(map(str, types))}) -> {ty}",
+        f"rn.conv2d {names} stride {_list(st)} pad {_list(pd)} "
+        f"dilation {_list(dl)} groups {groups} : {types} -> {ty}",
         ty,
     )
 
@@ -471,16 +481,18 @@ def batch_norm(
     for t, what in ((bias, "bias"), (running_mean, "running_mean"), (running_var, "running_var")):
         if tuple(t.shape) != (c,):
             raise e.error(f"batch_norm {what} must have shape [{c}], got {_shape(t.shape)}")
-    vals = [
-        x,
-        e.param(weight, "batch_norm weight"),
-        e.param(bias, "batch_norm bias"),
-        e.param(running_mean, "batch_norm running_mean"),
-        e.param(running_var, "batch_norm running_var"),
-    ]
+    names, types = _operands(
+        [
+            x,
+            e.param(weight, "batch_norm weight"),
+            e.param(bias, "batch_norm bias"),
+            e.param(running_mean, "batch_norm running_mean"),
+            e.param(running_var, "batch_norm running_var"),
+        ]
+    )
     return e.op(
-        f"rn.batch_norm {', '.join(v.name for v in vals)} eps {format_float(eps)} "
-        f"momentum {format_float(momentum)} : ({', '.join(str(v.type) for v in vals)}) -> {x.type}",
+        f"rn.batch_norm {names} eps {format_float(eps)} "
+        f"momentum {format_float(momentum)} : {types} -> {x.type}",
         x.type,
     )
 
@@ -605,19 +617,9 @@ def linear(x: Value, weight: TensorLike, bias: TensorLike | None = None) -> Valu
     out_f, in_f = weight.shape
     if x.shape[1] != in_f:
         raise e.error(f"expected {in_f} input features, got {x.shape[1]}")
-    wv = e.param(weight, "linear weight")
-    operands, types = [x, wv], [x.type, wv.type]
-    if bias is not None:
-        if tuple(bias.shape) != (out_f,):
-            raise e.error(f"linear bias must have shape [{out_f}], got {_shape(bias.shape)}")
-        bv = e.param(bias, "linear bias")
-        operands.append(bv)
-        types.append(bv.type)
+    names, types = _operands([x, *_weight_and_bias(e, "linear", weight, bias, out_f)])
     ty = e.type((x.shape[0], out_f))
-    return e.op(
-        f"rn.linear {', '.join(v.name for v in operands)} : ({', '.join(map(str, types))}) -> {ty}",
-        ty,
-    )
+    return e.op(f"rn.linear {names} : {types} -> {ty}", ty)
 
 
 def softmax_cross_entropy(logits: Value, labels: Value, label_smoothing: float = 0.0) -> Value:
