@@ -21,6 +21,7 @@ namespace {
 using detail::Check;
 using detail::shapeString;
 using detail::store;
+using detail::widen;
 
 /// Sizes of one convolution.
 struct ConvGeometry {
@@ -157,11 +158,6 @@ template <typename Body> void forEachPixelChunk(const ConvGeometry &g, Body body
     body(p0, std::min(pixels, p0 + chunk));
 }
 
-/// `count` floats as doubles.
-std::vector<double> widen(const float *data, int64_t count) {
-  return std::vector<double>(data, data + count);
-}
-
 } // namespace
 
 KernelStatus conv2dOutputShape(const Shape &input, const Shape &filter,
@@ -289,13 +285,8 @@ KernelStatus conv2dBackwardBias(const TensorView &outputGrad,
       .shape("bias_grad", biasGrad, Shape{o});
   if (check.failed())
     return check.status();
-  std::vector<double> acc(static_cast<size_t>(o), 0.0);
-  int64_t rows = o ? outputGrad.numel() / o : 0;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t oc = 0; oc < o; ++oc)
-      acc[oc] += outputGrad.data[r * o + oc];
-  for (int64_t oc = 0; oc < o; ++oc)
-    biasGrad.data[oc] = store(biasGrad.dtype, double(biasGradAcc.data[oc]) + acc[oc]);
+  detail::accumulateChannelSums(outputGrad.data, o ? outputGrad.numel() / o : 0,
+                                o, biasGradAcc, biasGrad);
   return {};
 }
 

@@ -65,6 +65,16 @@ Check &checkBatchNormInput(Check &check, const TensorView &input,
                        shapeString(input.shape));
 }
 
+void accumulateChannelSums(const float *rows, int64_t count, int64_t channels,
+                           const TensorView &acc, const TensorView &out) {
+  std::vector<double> sums(static_cast<size_t>(channels), 0.0);
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t c = 0; c < channels; ++c)
+      sums[c] += rows[r * channels + c];
+  for (int64_t c = 0; c < channels; ++c)
+    out.data[c] = store(out.dtype, double(acc.data[c]) + sums[c]);
+}
+
 void referenceGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
                    int64_t k, double alpha, const double *a, int64_t lda,
                    const double *b, int64_t ldb, double beta, double *c,

@@ -12,6 +12,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace rn::cpu::detail {
 
@@ -24,6 +25,17 @@ inline float store(DType type, double value) {
   float f = static_cast<float>(value);
   return type == DType::f32 ? f : roundTo(type, f);
 }
+
+/// `count` floats as doubles (operands of detail::gemm).
+inline std::vector<double> widen(const float *data, int64_t count) {
+  return std::vector<double>(data, data + count);
+}
+
+/// out[c] = acc[c] + sum over the rows of rows[r * channels + c], for the
+/// `count` rows of a row-major tensor whose last dimension is `channels`
+/// (bias gradients of conv and linear). Shapes are checked by the caller.
+void accumulateChannelSums(const float *rows, int64_t count, int64_t channels,
+                           const TensorView &acc, const TensorView &out);
 
 /// Collects the first shape error of one kernel call. Each check is skipped
 /// once one failed, so a kernel checks ranks, returns on failure, then

@@ -16,6 +16,7 @@ namespace {
 using detail::Check;
 using detail::shapeString;
 using detail::store;
+using detail::widen;
 
 /// Checks x [N, in] and W [out, in]; sets the sizes.
 Check &checkLinear(Check &check, const Shape &input, const Shape &weight,
@@ -49,8 +50,8 @@ KernelStatus linear(const TensorView &input, const TensorView &weight,
     return check.status();
 
   // y[N, out] = x[N, in] * W[out, in]^T + b.
-  const std::vector<double> x(input.data, input.data + n * in);
-  const std::vector<double> w(weight.data, weight.data + out * in);
+  const std::vector<double> x = widen(input.data, n * in);
+  const std::vector<double> w = widen(weight.data, out * in);
   std::vector<double> y(static_cast<size_t>(n * out));
   detail::gemm(false, true, n, out, in, 1.0, x.data(), in, w.data(), in, 0.0,
                y.data(), out);
@@ -71,8 +72,8 @@ KernelStatus linearBackwardInput(const TensorView &outputGrad,
       check.shape("output_grad", outputGrad, Shape{n, out}).failed())
     return check.status();
   // dx[N, in] = dy[N, out] * W[out, in].
-  const std::vector<double> dy(outputGrad.data, outputGrad.data + n * out);
-  const std::vector<double> w(weight.data, weight.data + out * in);
+  const std::vector<double> dy = widen(outputGrad.data, n * out);
+  const std::vector<double> w = widen(weight.data, out * in);
   std::vector<double> dx(static_cast<size_t>(n * in));
   detail::gemm(false, false, n, in, out, 1.0, dy.data(), out, w.data(), in,
                0.0, dx.data(), in);
@@ -94,8 +95,8 @@ KernelStatus linearBackwardWeight(const TensorView &outputGrad,
           .failed())
     return check.status();
   // dW[out, in] = dy[N, out]^T * x[N, in].
-  const std::vector<double> dy(outputGrad.data, outputGrad.data + n * out);
-  const std::vector<double> x(input.data, input.data + n * in);
+  const std::vector<double> dy = widen(outputGrad.data, n * out);
+  const std::vector<double> x = widen(input.data, n * in);
   std::vector<double> acc(static_cast<size_t>(out * in));
   detail::gemm(true, false, out, in, n, 1.0, dy.data(), out, x.data(), in, 0.0,
                acc.data(), in);
@@ -115,12 +116,7 @@ KernelStatus linearBackwardBias(const TensorView &outputGrad,
           .shape("bias_grad", biasGrad, Shape{out})
           .failed())
     return check.status();
-  std::vector<double> acc(static_cast<size_t>(out), 0.0);
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t o = 0; o < out; ++o)
-      acc[o] += outputGrad.data[b * out + o];
-  for (int64_t o = 0; o < out; ++o)
-    biasGrad.data[o] = store(biasGrad.dtype, double(biasGradAcc.data[o]) + acc[o]);
+  detail::accumulateChannelSums(outputGrad.data, n, out, biasGradAcc, biasGrad);
   return {};
 }
 

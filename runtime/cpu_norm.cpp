@@ -17,6 +17,25 @@ using detail::Check;
 using detail::checkBatchNormInput;
 using detail::store;
 
+namespace {
+
+/// result = (x - mean[c]) * scale[c] + bias[c] per channel c (the last
+/// dimension) over `count` rows: the normalization of training and
+/// inference, which differ in where mean and scale come from.
+void normalize(const TensorView &input, int64_t count, const std::vector<double> &mean,
+               const std::vector<double> &scale, const TensorView &bias,
+               const TensorView &result) {
+  const int64_t channels = static_cast<int64_t>(mean.size());
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t k = 0; k < channels; ++k) {
+      int64_t i = r * channels + k;
+      result.data[i] =
+          store(result.dtype, (input.data[i] - mean[k]) * scale[k] + bias.data[k]);
+    }
+}
+
+} // namespace
+
 KernelStatus batchNormTrain(const TensorView &input, const TensorView &weight,
                             const TensorView &bias, double epsilon,
                             const TensorView &result,
@@ -54,12 +73,7 @@ KernelStatus batchNormTrain(const TensorView &input, const TensorView &weight,
     batchInvStd.data[k] = static_cast<float>(invStd);
     scale[k] = invStd * weight.data[k];
   }
-  for (int64_t r = 0; r < count; ++r)
-    for (size_t k = 0; k < c; ++k) {
-      int64_t i = r * channels + static_cast<int64_t>(k);
-      result.data[i] = store(result.dtype, (input.data[i] - mean[k]) * scale[k] +
-                                               bias.data[k]);
-    }
+  normalize(input, count, mean, scale, bias, result);
   return {};
 }
 
@@ -96,13 +110,7 @@ KernelStatus batchNormInference(const TensorView &input,
   std::vector<double> scale(c);
   for (size_t k = 0; k < c; ++k)
     scale[k] = double(weight.data[k]) / std::sqrt(double(runningVar.data[k]) + epsilon);
-  for (int64_t r = 0; r < count; ++r)
-    for (size_t k = 0; k < c; ++k) {
-      int64_t i = r * channels + static_cast<int64_t>(k);
-      result.data[i] = store(
-          result.dtype,
-          (double(input.data[i]) - runningMean.data[k]) * scale[k] + bias.data[k]);
-    }
+  normalize(input, count, detail::widen(runningMean.data, channels), scale, bias, result);
   return {};
 }
 
