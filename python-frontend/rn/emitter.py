@@ -34,6 +34,7 @@ __all__ = [
     "emit_model",
     "flatten",
     "format_float",
+    "format_table",
     "global_avg_pool",
     "linear",
     "max_pool2d",
@@ -57,6 +58,20 @@ def format_float(x: float) -> str:
     if not math.isfinite(x):
         raise ValueError(f"cannot emit non-finite float {x!r}")
     return format(float(x), ".9e")
+
+
+def format_table(rows: Sequence[Sequence[str]], align: str) -> list[str]:
+    """Lines of a text table with columns two spaces apart.
+
+    Column ``i`` is padded to its widest cell, left- or right-aligned as ``align[i]``
+    (``"<"`` or ``">"``); columns past ``len(align)`` are printed as they are.
+    """
+    widths = [max(len(row[i]) for row in rows) for i in range(len(align))]
+    lines = []
+    for row in rows:
+        padded = [f"{c:{a}{w}}" for c, a, w in zip(row, align, widths, strict=False)]
+        lines.append("  ".join([*padded, *row[len(align) :]]))
+    return lines
 
 
 def _escape(s: str) -> str:
@@ -255,11 +270,7 @@ class Trace:
             )
             for layer in self.layers
         ]
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [
-            f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:>{widths[3]}}"
-            for r in rows
-        ]
+        lines = format_table(rows, "<<<>")
         lines.insert(1, "-" * len(lines[0]))
         lines.append("-" * len(lines[0]))
         lines.append(f"trainable parameters: {self.num_parameters:,}")

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from . import emitter as F
-from .emitter import DTYPES, Init, Trace, Value, trace_model
+from .emitter import DTYPES, Init, Trace, Value, format_table, trace_model
 from .nn import (
     AdaptiveAvgPool2d,
     AvgPool2d,
@@ -468,12 +468,7 @@ def _list_models() -> str:
                 info.description,
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join(
-        f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  "
-        f"{r[3]:>{widths[3]}}  {r[4]}"
-        for r in rows
-    )
+    return "\n".join(format_table(rows, "<<>>"))
 
 
 def _parser() -> argparse.ArgumentParser:
