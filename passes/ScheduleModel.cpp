@@ -263,6 +263,7 @@ void ScheduleModel::run(const Callbacks &callbacks) {
   struct AccessRecord {
     MemoryLocation location;
     unsigned node;
+    unsigned step; // the unrolled step of `node`
     const ScheduleUnit *unit;
     Value value;
     bool write;
@@ -351,12 +352,7 @@ void ScheduleModel::run(const Callbacks &callbacks) {
                           access.value};
             if (!callbacks.orderHazard || !callbacks.orderHazard(hazard))
               continue;
-            unsigned priorStep = 0;
-            RecordHistory &history = unitInstances[prior.unit];
-            for (unsigned s = 0; s < kUnrolledSteps; ++s)
-              if (history[s] == prior.node)
-                priorStep = s;
-            unsigned distance = step - priorStep;
+            unsigned distance = step - prior.step;
             auto &waits = waitsOf[unit];
             if (!llvm::is_contained(waits, std::make_pair(prior.unit, distance))) {
               waits.push_back({prior.unit, distance});
@@ -372,7 +368,8 @@ void ScheduleModel::run(const Callbacks &callbacks) {
                      prior.location.offset + prior.location.size <=
                          location.offset + location.size;
             });
-          records.push_back({location, node, unit, access.value, access.write});
+          records.push_back(
+              {location, node, step, unit, access.value, access.write});
         }
       }
 
