@@ -187,7 +187,8 @@ class Module:
             ) from None
 
     def __setattr__(self, name: str, value: object) -> None:
-        params, buffers, modules = self._registries()
+        registries = self._registries()
+        params, buffers, modules = registries
         target: dict[str, Any] | None = None
         if isinstance(value, Buffer):
             target = buffers
@@ -195,18 +196,16 @@ class Module:
             target = params
         elif isinstance(value, Module):
             target = modules
-        elif value is None:
-            target = next((d for d in (params, buffers, modules) if name in d), None)
-        if target is None:
-            for d in (params, buffers, modules):
-                d.pop(name, None)
-            object.__setattr__(self, name, value)
-            return
-        for d in (params, buffers, modules):
+        elif value is None:  # keeps a registered name registered, as absent
+            target = next((d for d in registries if name in d), None)
+        for d in registries:
             if d is not target:
                 d.pop(name, None)
-        self.__dict__.pop(name, None)
-        target[name] = value
+        if target is None:
+            object.__setattr__(self, name, value)
+        else:
+            self.__dict__.pop(name, None)
+            target[name] = value
 
     def __getattr__(self, name: str) -> Any:
         if not name.startswith("_"):
