@@ -159,6 +159,22 @@ def _resolve(arg: InitArg, default: InitFn, fan_in: int, fan_out: int) -> Init:
     return arg(fan_in, fan_out)
 
 
+def _weight_and_bias(
+    shape: tuple[int, ...],
+    bias: bool,
+    weight_init: InitArg,
+    bias_init: InitArg,
+    fan_in: int,
+    fan_out: int,
+) -> tuple[Parameter, Parameter | None]:
+    """The weight of ``shape`` and the optional ``[shape[0]]`` bias of Conv2d and Linear,
+    with PyTorch's default initializers unless overridden."""
+    weight = Parameter(shape, _resolve(weight_init, _default_weight, fan_in, fan_out))
+    if not bias:
+        return weight, None
+    return weight, Parameter((shape[0],), _resolve(bias_init, _default_bias, fan_in, fan_out))
+
+
 # --------------------------------------------------------------------------- #
 # Module
 # --------------------------------------------------------------------------- #
@@ -443,16 +459,13 @@ class Conv2d(Module):
         self.padding = F._pair(padding, "padding")
         self.dilation = F._pair(dilation, "dilation")
         kh, kw = self.kernel_size
-        fan_in = in_channels // groups * kh * kw
-        fan_out = out_channels * kh * kw
-        self.weight = Parameter(
+        self.weight, self.bias = _weight_and_bias(
             (out_channels, kh, kw, in_channels // groups),
-            _resolve(weight_init, _default_weight, fan_in, fan_out),
-        )
-        self.bias = (
-            Parameter((out_channels,), _resolve(bias_init, _default_bias, fan_in, fan_out))
-            if bias
-            else None
+            bias,
+            weight_init,
+            bias_init,
+            fan_in=in_channels // groups * kh * kw,
+            fan_out=out_channels * kh * kw,
         )
 
     def forward(self, x: Value) -> Value:
@@ -523,16 +536,13 @@ class Linear(Module):
         super().__init__()
         self.in_features = _int(in_features, "in_features")
         self.out_features = _int(out_features, "out_features")
-        self.weight = Parameter(
+        self.weight, self.bias = _weight_and_bias(
             (out_features, in_features),
-            _resolve(weight_init, _default_weight, in_features, out_features),
-        )
-        self.bias = (
-            Parameter(
-                (out_features,), _resolve(bias_init, _default_bias, in_features, out_features)
-            )
-            if bias
-            else None
+            bias,
+            weight_init,
+            bias_init,
+            fan_in=in_features,
+            fan_out=out_features,
         )
 
     def forward(self, x: Value) -> Value:
