@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rn import models, nn
-from rn.emitter import Init
+from rn.emitter import Init, ParamSpec
 
 # Trainable parameters (BN affine included, running stats excluded), as PyTorch counts them.
 EXPECTED_PARAMS = {
@@ -161,29 +161,29 @@ def test_torchvision_state_dict_names() -> None:
     ]
 
 
-def _specs(name: str) -> dict[str, object]:
+def _specs(name: str) -> dict[str, ParamSpec]:
     return {s.name: s for s in models.build(name).state_specs()}
 
 
 def test_zoo_initializers() -> None:
     r18 = _specs("resnet18")
     conv1 = r18["conv1.weight"]
-    assert conv1.shape == (64, 7, 7, 3)  # type: ignore[attr-defined]
-    assert conv1.init.kind == "normal"  # type: ignore[attr-defined]
-    assert conv1.init.value == pytest.approx(math.sqrt(2 / (64 * 7 * 7)))  # type: ignore[attr-defined]
+    assert conv1.shape == (64, 7, 7, 3)
+    assert conv1.init.kind == "normal"
+    assert conv1.init.value == pytest.approx(math.sqrt(2 / (64 * 7 * 7)))
     down = r18["layer2.0.downsample.0.weight"]
-    assert down.init.value == pytest.approx(math.sqrt(2 / 128))  # type: ignore[attr-defined]
-    assert r18["fc.weight"].init.value == pytest.approx(1 / math.sqrt(512))  # type: ignore[attr-defined]
-    assert r18["bn1.running_var"].init == Init.ones()  # type: ignore[attr-defined]
+    assert down.init.value == pytest.approx(math.sqrt(2 / 128))
+    assert r18["fc.weight"].init.value == pytest.approx(1 / math.sqrt(512))
+    assert r18["bn1.running_var"].init == Init.ones()
     # CIFAR variants keep PyTorch defaults, like bench/torch_reference.py.
     r18c = _specs("resnet18c")
-    assert r18c["conv1.weight"].init.kind == "uniform"  # type: ignore[attr-defined]
-    assert r18c["conv1.weight"].init.value == pytest.approx(1 / math.sqrt(27))  # type: ignore[attr-defined]
+    assert r18c["conv1.weight"].init.kind == "uniform"
+    assert r18c["conv1.weight"].init.value == pytest.approx(1 / math.sqrt(27))
     vgg = _specs("vgg11")
-    assert vgg["features.0.bias"].init == Init.zeros()  # type: ignore[attr-defined]
-    assert vgg["features.4.weight"].init.value == pytest.approx(math.sqrt(2 / (128 * 9)))  # type: ignore[attr-defined]
-    assert vgg["classifier.6.weight"].init == Init.normal(0.01)  # type: ignore[attr-defined]
-    assert vgg["classifier.6.bias"].init == Init.zeros()  # type: ignore[attr-defined]
+    assert vgg["features.0.bias"].init == Init.zeros()
+    assert vgg["features.4.weight"].init.value == pytest.approx(math.sqrt(2 / (128 * 9)))
+    assert vgg["classifier.6.weight"].init == Init.normal(0.01)
+    assert vgg["classifier.6.bias"].init == Init.zeros()
 
 
 def test_custom_classes_and_shape() -> None:
