@@ -88,6 +88,147 @@ cpu::Pool2dAttrs poolAttrs(const json &a) {
   return p;
 }
 
+/// The kernel an op node runs, resolved from its op name once when the
+/// executor is created (not per execution). `copy` covers host_to_device
+/// and reshape_noop; the forking ops run their parts.
+enum class OpKind : uint8_t {
+  unknown, copy, all_reduce_mean, conv2d, linear, batch_norm, batch_norm_train,
+  batch_norm_inference, update_running_stats, batch_norm_backward, relu, tanh, silu,
+  relu_backward, tanh_backward, silu_backward, dropout_backward, add, cast, reshape,
+  flatten, zero, dropout, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
+  avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
+  softmax_cross_entropy_backward, count_correct, check_finite, unscale, update_loss_scale,
+  sgd_update, adamw_update, lars_update, ema_update, cbr_forward, cbr_inference,
+  bn_add_relu, bn_add_relu_backward, bn_add_relu_inference, linear_backward,
+  conv2d_backward, cbr_backward
+};
+
+OpKind opKindOf(std::string_view op) {
+  static const std::unordered_map<std::string_view, OpKind> byName = {
+      {"host_to_device", OpKind::copy},
+      {"reshape_noop", OpKind::copy},
+      {"all_reduce_mean", OpKind::all_reduce_mean},
+      {"conv2d", OpKind::conv2d},
+      {"linear", OpKind::linear},
+      {"batch_norm", OpKind::batch_norm},
+      {"batch_norm_train", OpKind::batch_norm_train},
+      {"batch_norm_inference", OpKind::batch_norm_inference},
+      {"update_running_stats", OpKind::update_running_stats},
+      {"batch_norm_backward", OpKind::batch_norm_backward},
+      {"relu", OpKind::relu},
+      {"tanh", OpKind::tanh},
+      {"silu", OpKind::silu},
+      {"relu_backward", OpKind::relu_backward},
+      {"tanh_backward", OpKind::tanh_backward},
+      {"silu_backward", OpKind::silu_backward},
+      {"dropout_backward", OpKind::dropout_backward},
+      {"add", OpKind::add},
+      {"cast", OpKind::cast},
+      {"reshape", OpKind::reshape},
+      {"flatten", OpKind::flatten},
+      {"zero", OpKind::zero},
+      {"dropout", OpKind::dropout},
+      {"dropout_train", OpKind::dropout_train},
+      {"max_pool2d", OpKind::max_pool2d},
+      {"avg_pool2d", OpKind::avg_pool2d},
+      {"max_pool2d_backward", OpKind::max_pool2d_backward},
+      {"avg_pool2d_backward", OpKind::avg_pool2d_backward},
+      {"global_avg_pool", OpKind::global_avg_pool},
+      {"global_avg_pool_backward", OpKind::global_avg_pool_backward},
+      {"softmax_cross_entropy", OpKind::softmax_cross_entropy},
+      {"softmax_cross_entropy_backward", OpKind::softmax_cross_entropy_backward},
+      {"count_correct", OpKind::count_correct},
+      {"check_finite", OpKind::check_finite},
+      {"unscale", OpKind::unscale},
+      {"update_loss_scale", OpKind::update_loss_scale},
+      {"sgd_update", OpKind::sgd_update},
+      {"adamw_update", OpKind::adamw_update},
+      {"lars_update", OpKind::lars_update},
+      {"ema_update", OpKind::ema_update},
+      {"cbr_forward", OpKind::cbr_forward},
+      {"cbr_inference", OpKind::cbr_inference},
+      {"bn_add_relu", OpKind::bn_add_relu},
+      {"bn_add_relu_backward", OpKind::bn_add_relu_backward},
+      {"bn_add_relu_inference", OpKind::bn_add_relu_inference},
+      {"linear_backward", OpKind::linear_backward},
+      {"conv2d_backward", OpKind::conv2d_backward},
+      {"cbr_backward", OpKind::cbr_backward},
+  };
+  auto it = byName.find(op);
+  return it == byName.end() ? OpKind::unknown : it->second;
+}
+
+/// The role of one part of a forking op.
+enum class PartRole : uint8_t { unknown, weight_grad, bias_grad, input_grad, bn_grad };
+
+PartRole partRoleOf(std::string_view role) {
+  if (role == "weight_grad")
+    return PartRole::weight_grad;
+  if (role == "bias_grad")
+    return PartRole::bias_grad;
+  if (role == "input_grad")
+    return PartRole::input_grad;
+  if (role == "bn_grad")
+    return PartRole::bn_grad;
+  return PartRole::unknown;
+}
+
+/// An op node ready to run: its kernel, part roles and attributes, parsed
+/// from the JSON once (absent numbers read as 0, absent flags as false).
+struct Kernel {
+  OpKind kind = OpKind::unknown;
+  std::vector<PartRole> roles; ///< per part
+  cpu::Conv2dAttrs conv;       ///< convolutions
+  cpu::Pool2dAttrs pool;       ///< pooling
+  double epsilon = 0, momentum = 0, p = 0, labelSmoothing = 0, growth = 0, backoff = 0,
+         weightDecay = 0, beta1 = 0, beta2 = 0, trustCoefficient = 0, decay = 0;
+  int64_t count = 0, growthInterval = 0;
+  bool inputGrad = false, relu = false, nesterov = false;
+  uint64_t dropoutIndex = 0; ///< dropout ops: index among the function's
+};
+
+Kernel kernelOf(const Node &node) {
+  Kernel k;
+  k.kind = opKindOf(node.op);
+  for (const Part &part : node.parts)
+    k.roles.push_back(partRoleOf(part.role));
+  const json &a = node.attributes;
+  switch (k.kind) {
+  case OpKind::conv2d:
+  case OpKind::conv2d_backward:
+  case OpKind::cbr_forward:
+  case OpKind::cbr_inference:
+  case OpKind::cbr_backward:
+    k.conv = convAttrs(a);
+    break;
+  case OpKind::max_pool2d:
+  case OpKind::avg_pool2d:
+  case OpKind::max_pool2d_backward:
+  case OpKind::avg_pool2d_backward:
+    k.pool = poolAttrs(a);
+    break;
+  default:
+    break;
+  }
+  k.epsilon = numAttr(a, "epsilon");
+  k.momentum = numAttr(a, "momentum");
+  k.p = numAttr(a, "p");
+  k.labelSmoothing = numAttr(a, "label_smoothing");
+  k.growth = numAttr(a, "growth");
+  k.backoff = numAttr(a, "backoff");
+  k.weightDecay = numAttr(a, "weight_decay");
+  k.beta1 = numAttr(a, "beta1");
+  k.beta2 = numAttr(a, "beta2");
+  k.trustCoefficient = numAttr(a, "trust_coefficient");
+  k.decay = numAttr(a, "decay");
+  k.count = static_cast<int64_t>(numAttr(a, "count"));
+  k.growthInterval = static_cast<int64_t>(numAttr(a, "growth_interval"));
+  k.inputGrad = flagAttr(a, "input_grad");
+  k.relu = flagAttr(a, "relu");
+  k.nesterov = flagAttr(a, "nesterov");
+  return k;
+}
+
 /// One access of the hazard detector: the accessing thread, its clock and
 /// the site (index into Impl::sites; 0: none). Packed: the shadow holds
 /// five per word.
@@ -126,6 +267,7 @@ struct Item {
 struct SubgraphItems {
   std::vector<Item> items;
   std::vector<uint32_t> firstItem; ///< per node
+  std::vector<Kernel> kernels;     ///< per node (op nodes)
 };
 
 /// Who made an access, for hazard messages.
@@ -195,7 +337,6 @@ struct CpuExecutor::Impl {
     std::vector<std::vector<float>> host; ///< host staging buffers
     std::vector<int64_t> hostShadow;      ///< shadow index of host buffers (-1 device)
     std::vector<int32_t> outputOf;        ///< output binding per tensor, or -1
-    std::unordered_map<const Node *, uint64_t> dropoutIndex;
     uint64_t numDropouts = 0;
   };
   std::map<std::string, int64_t, std::less<>> regionBase;
@@ -381,9 +522,12 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
         } else {
           add(-1, node.stream);
         }
-        if (node.kind == Node::Kind::op &&
-            (node.op == "dropout" || node.op == "dropout_train"))
-          layout.dropoutIndex[&node] = layout.numDropouts++;
+        Kernel &kernel = si.kernels.emplace_back();
+        if (node.kind == Node::Kind::op) {
+          kernel = kernelOf(node);
+          if (kernel.kind == OpKind::dropout || kernel.kind == OpKind::dropout_train)
+            kernel.dropoutIndex = layout.numDropouts++;
+        }
       }
     }
     im.layouts.push_back(std::move(layout));
@@ -635,34 +779,33 @@ struct ExecutorAccess {
     return {};
   }
 
-  /// Runs `node` (or its part `part`).
-  KernelStatus run(const Node &node, int part) {
+  /// Runs `node` (or its part `part`) with its kernel `k`.
+  KernelStatus run(const Node &node, const Kernel &k, int part) {
     const auto &o = node.operands;
     const auto &r = node.results;
-    const json &at = node.attributes;
-    const std::string &op = node.op;
     auto V = [&](uint32_t t) { return view(t); };
 
     if (part >= 0) {
-      std::string_view role = node.parts[size_t(part)].role;
-      if (op == "linear_backward" || op == "conv2d_backward") {
-        bool conv = op == "conv2d_backward";
-        bool dx = flagAttr(at, "input_grad");
-        size_t dw = dx ? 1 : 0;
-        cpu::Conv2dAttrs ca = conv ? convAttrs(at) : cpu::Conv2dAttrs{};
-        if (role == "weight_grad")
-          return conv ? cpu::conv2dBackwardFilter(V(o[0]), V(o[1]), V(o[3]), ca, V(r[dw]))
+      PartRole role = k.roles[size_t(part)];
+      switch (k.kind) {
+      case OpKind::linear_backward:
+      case OpKind::conv2d_backward: {
+        bool conv = k.kind == OpKind::conv2d_backward;
+        size_t dw = k.inputGrad ? 1 : 0;
+        if (role == PartRole::weight_grad)
+          return conv ? cpu::conv2dBackwardFilter(V(o[0]), V(o[1]), V(o[3]), k.conv, V(r[dw]))
                       : cpu::linearBackwardWeight(V(o[0]), V(o[1]), V(o[3]), V(r[dw]));
-        if (role == "bias_grad")
+        if (role == PartRole::bias_grad)
           return conv ? cpu::conv2dBackwardBias(V(o[0]), V(o[4]), V(r[dw + 1]))
                       : cpu::linearBackwardBias(V(o[0]), V(o[4]), V(r[dw + 1]));
-        if (role == "input_grad")
-          return conv ? cpu::conv2dBackwardInput(V(o[0]), V(o[2]), ca, V(r[0]))
+        if (role == PartRole::input_grad)
+          return conv ? cpu::conv2dBackwardInput(V(o[0]), V(o[2]), k.conv, V(r[0]))
                       : cpu::linearBackwardInput(V(o[0]), V(o[2]), V(r[0]));
-      } else if (op == "cbr_backward") {
-        bool dx = flagAttr(at, "input_grad");
-        cpu::Conv2dAttrs ca = convAttrs(at);
-        if (role == "bn_grad") {
+        break;
+      }
+      case OpKind::cbr_backward: {
+        bool dx = k.inputGrad;
+        if (role == PartRole::bn_grad) {
           TensorView dy = V(o[0]);
           std::vector<float> masked;
           if (o.size() == 11) {
@@ -677,135 +820,134 @@ struct ExecutorAccess {
           return cpu::batchNormBackward(dy, V(o[3]), V(o[4]), V(o[5]), V(o[6]), V(o[8]),
                                         V(o[9]), V(r[0]), V(r[dx ? 3 : 2]), V(r[dx ? 4 : 3]));
         }
-        if (role == "weight_grad")
-          return cpu::conv2dBackwardFilter(V(r[0]), V(o[1]), V(o[7]), ca, V(r[dx ? 2 : 1]));
-        if (role == "input_grad")
-          return cpu::conv2dBackwardInput(V(r[0]), V(o[2]), ca, V(r[1]));
+        if (role == PartRole::weight_grad)
+          return cpu::conv2dBackwardFilter(V(r[0]), V(o[1]), V(o[7]), k.conv, V(r[dx ? 2 : 1]));
+        if (role == PartRole::input_grad)
+          return cpu::conv2dBackwardInput(V(r[0]), V(o[2]), k.conv, V(r[1]));
+        break;
       }
-      return KernelStatus{"unknown part '" + std::string(role) + "' of " + op};
+      default:
+        break;
+      }
+      return KernelStatus{"unknown part '" + node.parts[size_t(part)].role + "' of " + node.op};
     }
 
-    if (op == "host_to_device" || op == "reshape_noop")
+    switch (k.kind) {
+    case OpKind::copy:
       return copy(o[0], r[0]);
-    if (op == "all_reduce_mean") { // one replica: the mean is the value
-      for (size_t k = 0; k < o.size(); ++k) {
-        KernelStatus s = copy(o[k], r[k]);
+    case OpKind::all_reduce_mean: // one replica: the mean is the value
+      for (size_t q = 0; q < o.size(); ++q) {
+        KernelStatus s = copy(o[q], r[q]);
         if (!s.ok())
           return s;
       }
       return {};
-    }
-    if (op == "conv2d") {
+    case OpKind::conv2d: {
       TensorView bias = o.size() == 3 ? V(o[2]) : TensorView{};
-      return cpu::conv2d(V(o[0]), V(o[1]), o.size() == 3 ? &bias : nullptr, convAttrs(at), V(r[0]));
+      return cpu::conv2d(V(o[0]), V(o[1]), o.size() == 3 ? &bias : nullptr, k.conv, V(r[0]));
     }
-    if (op == "linear") {
+    case OpKind::linear: {
       TensorView bias = o.size() == 3 ? V(o[2]) : TensorView{};
       return cpu::linear(V(o[0]), V(o[1]), o.size() == 3 ? &bias : nullptr, V(r[0]));
     }
-    if (op == "batch_norm")
-      return cpu::batchNorm(V(o[0]), V(o[1]), V(o[2]), numAttr(at, "epsilon"), V(r[0]));
-    if (op == "batch_norm_train")
-      return cpu::batchNormTrain(V(o[0]), V(o[1]), V(o[2]), numAttr(at, "epsilon"), V(r[0]),
-                                 V(r[1]), V(r[2]));
-    if (op == "batch_norm_inference")
-      return cpu::batchNormInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]),
-                                     numAttr(at, "epsilon"), V(r[0]));
-    if (op == "update_running_stats")
-      return cpu::updateRunningStats(V(o[0]), V(o[1]), V(o[2]), V(o[3]), numAttr(at, "epsilon"),
-                                     numAttr(at, "momentum"),
-                                     static_cast<int64_t>(numAttr(at, "count")), V(r[0]), V(r[1]));
-    if (op == "batch_norm_backward")
+    case OpKind::batch_norm:
+      return cpu::batchNorm(V(o[0]), V(o[1]), V(o[2]), k.epsilon, V(r[0]));
+    case OpKind::batch_norm_train:
+      return cpu::batchNormTrain(V(o[0]), V(o[1]), V(o[2]), k.epsilon, V(r[0]), V(r[1]),
+                                 V(r[2]));
+    case OpKind::batch_norm_inference:
+      return cpu::batchNormInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), k.epsilon,
+                                     V(r[0]));
+    case OpKind::update_running_stats:
+      return cpu::updateRunningStats(V(o[0]), V(o[1]), V(o[2]), V(o[3]), k.epsilon, k.momentum,
+                                     k.count, V(r[0]), V(r[1]));
+    case OpKind::batch_norm_backward:
       return cpu::batchNormBackward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]),
                                     V(o[6]), V(r[0]), V(r[1]), V(r[2]));
-    if (op == "relu")
+    case OpKind::relu:
       return cpu::relu(V(o[0]), V(r[0]));
-    if (op == "tanh")
+    case OpKind::tanh:
       return cpu::tanh(V(o[0]), V(r[0]));
-    if (op == "silu")
+    case OpKind::silu:
       return cpu::silu(V(o[0]), V(r[0]));
-    if (op == "relu_backward")
+    case OpKind::relu_backward:
       return cpu::reluBackward(V(o[0]), V(o[1]), V(r[0]));
-    if (op == "tanh_backward")
+    case OpKind::tanh_backward:
       return cpu::tanhBackward(V(o[0]), V(o[1]), V(r[0]));
-    if (op == "silu_backward")
+    case OpKind::silu_backward:
       return cpu::siluBackward(V(o[0]), V(o[1]), V(r[0]));
-    if (op == "dropout_backward")
+    case OpKind::dropout_backward:
       return cpu::dropoutBackward(V(o[0]), V(o[1]), V(r[0]));
-    if (op == "add")
+    case OpKind::add:
       return cpu::add(V(o[0]), V(o[1]), V(r[0]));
-    if (op == "cast")
+    case OpKind::cast:
       return cpu::cast(V(o[0]), V(r[0]));
-    if (op == "reshape")
+    case OpKind::reshape:
       return cpu::reshape(V(o[0]), V(r[0]));
-    if (op == "flatten")
+    case OpKind::flatten:
       return cpu::flatten(V(o[0]), V(r[0]));
-    if (op == "zero")
+    case OpKind::zero:
       return cpu::zero(V(r[0]));
-    if (op == "dropout" || op == "dropout_train") {
-      uint64_t index = layout.dropoutIndex.at(&node);
+    case OpKind::dropout:
+    case OpKind::dropout_train: {
       cpu::RngKey key{ex.options_.seed,
-                      uint64_t(int64_t(ex.impl_->step)) * layout.numDropouts + index};
-      double p = numAttr(at, "p");
-      if (op == "dropout")
-        return cpu::dropout(V(o[0]), p, key, V(r[0]));
-      return cpu::dropoutTrain(V(o[0]), p, key, V(r[0]), V(r[1]));
+                      uint64_t(int64_t(ex.impl_->step)) * layout.numDropouts + k.dropoutIndex};
+      if (k.kind == OpKind::dropout)
+        return cpu::dropout(V(o[0]), k.p, key, V(r[0]));
+      return cpu::dropoutTrain(V(o[0]), k.p, key, V(r[0]), V(r[1]));
     }
-    if (op == "max_pool2d")
-      return cpu::maxPool2d(V(o[0]), poolAttrs(at), V(r[0]));
-    if (op == "avg_pool2d")
-      return cpu::avgPool2d(V(o[0]), poolAttrs(at), V(r[0]));
-    if (op == "max_pool2d_backward")
-      return cpu::maxPool2dBackward(V(o[0]), V(o[1]), poolAttrs(at), V(r[0]));
-    if (op == "avg_pool2d_backward")
-      return cpu::avgPool2dBackward(V(o[0]), poolAttrs(at), V(r[0]));
-    if (op == "global_avg_pool")
+    case OpKind::max_pool2d:
+      return cpu::maxPool2d(V(o[0]), k.pool, V(r[0]));
+    case OpKind::avg_pool2d:
+      return cpu::avgPool2d(V(o[0]), k.pool, V(r[0]));
+    case OpKind::max_pool2d_backward:
+      return cpu::maxPool2dBackward(V(o[0]), V(o[1]), k.pool, V(r[0]));
+    case OpKind::avg_pool2d_backward:
+      return cpu::avgPool2dBackward(V(o[0]), k.pool, V(r[0]));
+    case OpKind::global_avg_pool:
       return cpu::globalAvgPool(V(o[0]), V(r[0]));
-    if (op == "global_avg_pool_backward")
+    case OpKind::global_avg_pool_backward:
       return cpu::globalAvgPoolBackward(V(o[0]), V(r[0]));
-    if (op == "softmax_cross_entropy") {
+    case OpKind::softmax_cross_entropy: {
       float loss = 0;
-      KernelStatus s = cpu::softmaxCrossEntropy(V(o[0]), labels(o[1]),
-                                                numAttr(at, "label_smoothing"), loss);
+      KernelStatus s = cpu::softmaxCrossEntropy(V(o[0]), labels(o[1]), k.labelSmoothing, loss);
       if (s.ok())
         setF(r[0], loss);
       return s;
     }
-    if (op == "softmax_cross_entropy_backward")
+    case OpKind::softmax_cross_entropy_backward:
       return cpu::softmaxCrossEntropyBackward(V(o[0]), labels(o[1]),
-                                              o.size() == 3 ? f(o[2]) : 1.0f,
-                                              numAttr(at, "label_smoothing"), V(r[0]));
-    if (op == "count_correct") {
+                                              o.size() == 3 ? f(o[2]) : 1.0f, k.labelSmoothing,
+                                              V(r[0]));
+    case OpKind::count_correct: {
       int32_t correct = 0;
       KernelStatus s = cpu::countCorrect(V(o[0]), labels(o[1]), correct);
       if (s.ok())
         setI(r[0], correct);
       return s;
     }
-    if (op == "check_finite") {
+    case OpKind::check_finite: {
       std::vector<TensorView> views;
       for (uint32_t t : o)
         views.push_back(V(t));
       *ptr(r[0]) = cpu::checkFinite(views) ? 1.0f : 0.0f;
       return {};
     }
-    if (op == "unscale")
+    case OpKind::unscale:
       return cpu::unscale(V(o[0]), f(o[1]), V(r[0]));
-    if (op == "update_loss_scale") {
+    case OpKind::update_loss_scale: {
       float scale = 0;
       int32_t good = 0;
-      KernelStatus s = cpu::updateLossScale(
-          f(o[0]), i(o[1]), f(o[2]) != 0, numAttr(at, "growth"), numAttr(at, "backoff"),
-          static_cast<int64_t>(numAttr(at, "growth_interval")), scale, good);
+      KernelStatus s = cpu::updateLossScale(f(o[0]), i(o[1]), f(o[2]) != 0, k.growth,
+                                            k.backoff, k.growthInterval, scale, good);
       if (s.ok()) {
         setF(r[0], scale);
         setI(r[1], good);
       }
       return s;
     }
-    if (op == "sgd_update") {
-      cpu::SgdAttrs a{numAttr(at, "momentum"), numAttr(at, "weight_decay"),
-                      flagAttr(at, "nesterov")};
+    case OpKind::sgd_update: {
+      cpu::SgdAttrs a{k.momentum, k.weightDecay, k.nesterov};
       bool buffer = a.momentum != 0;
       size_t lrIndex = buffer ? 3 : 2;
       bool skip = o.size() > lrIndex + 1 && f(o[lrIndex + 1]) != 0;
@@ -814,47 +956,47 @@ struct ExecutorAccess {
       return cpu::sgdUpdate(V(o[0]), V(o[1]), buffer ? &buf : nullptr, f(o[lrIndex]), skip, a,
                             V(r[0]), buffer ? &newBuf : nullptr);
     }
-    if (op == "adamw_update") {
-      cpu::AdamWAttrs a{numAttr(at, "beta1"), numAttr(at, "beta2"), numAttr(at, "epsilon"),
-                        numAttr(at, "weight_decay")};
+    case OpKind::adamw_update: {
+      cpu::AdamWAttrs a{k.beta1, k.beta2, k.epsilon, k.weightDecay};
       bool skip = o.size() == 7 && f(o[6]) != 0;
       return cpu::adamwUpdate(V(o[0]), V(o[1]), V(o[2]), V(o[3]), f(o[4]), i(o[5]), skip, a,
                               V(r[0]), V(r[1]), V(r[2]));
     }
-    if (op == "lars_update") {
-      cpu::LarsAttrs a{numAttr(at, "momentum"), numAttr(at, "weight_decay"),
-                       numAttr(at, "trust_coefficient"), numAttr(at, "epsilon")};
+    case OpKind::lars_update: {
+      cpu::LarsAttrs a{k.momentum, k.weightDecay, k.trustCoefficient, k.epsilon};
       bool skip = o.size() == 5 && f(o[4]) != 0;
       return cpu::larsUpdate(V(o[0]), V(o[1]), V(o[2]), f(o[3]), skip, a, V(r[0]), V(r[1]));
     }
-    if (op == "ema_update")
-      return cpu::emaUpdate(V(o[0]), V(o[1]), numAttr(at, "decay"), V(r[0]));
-    if (op == "cbr_forward")
-      return cpu::cbrForward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), convAttrs(at),
-                             numAttr(at, "epsilon"), flagAttr(at, "relu"), V(r[0]), V(r[1]),
-                             V(r[2]), V(r[3]));
-    if (op == "cbr_inference")
-      return cpu::cbrInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]),
-                               convAttrs(at), numAttr(at, "epsilon"), flagAttr(at, "relu"),
-                               V(r[0]));
-    if (op == "bn_add_relu")
-      return cpu::bnAddRelu(V(o[0]), V(o[1]), V(o[2]), V(o[3]), numAttr(at, "epsilon"), V(r[0]),
-                            V(r[1]), V(r[2]));
-    if (op == "bn_add_relu_backward")
+    case OpKind::ema_update:
+      return cpu::emaUpdate(V(o[0]), V(o[1]), k.decay, V(r[0]));
+    case OpKind::cbr_forward:
+      return cpu::cbrForward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), k.conv, k.epsilon, k.relu,
+                             V(r[0]), V(r[1]), V(r[2]), V(r[3]));
+    case OpKind::cbr_inference:
+      return cpu::cbrInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]), k.conv,
+                               k.epsilon, k.relu, V(r[0]));
+    case OpKind::bn_add_relu:
+      return cpu::bnAddRelu(V(o[0]), V(o[1]), V(o[2]), V(o[3]), k.epsilon, V(r[0]), V(r[1]),
+                            V(r[2]));
+    case OpKind::bn_add_relu_backward:
       return cpu::bnAddReluBackward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]),
                                     V(o[6]), V(o[7]), V(r[0]), V(r[1]), V(r[2]), V(r[3]));
-    if (op == "bn_add_relu_inference")
+    case OpKind::bn_add_relu_inference:
       return cpu::bnAddReluInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]),
-                                     numAttr(at, "epsilon"), V(r[0]));
-    if (op == "linear_backward" || op == "conv2d_backward" || op == "cbr_backward") {
-      for (size_t k = 0; k < node.parts.size(); ++k) {
-        KernelStatus s = run(node, int(k));
+                                     k.epsilon, V(r[0]));
+    case OpKind::linear_backward:
+    case OpKind::conv2d_backward:
+    case OpKind::cbr_backward:
+      for (size_t q = 0; q < node.parts.size(); ++q) {
+        KernelStatus s = run(node, k, int(q));
         if (!s.ok())
           return s;
       }
       return {};
+    case OpKind::unknown:
+      break;
     }
-    return KernelStatus{"the CPU executor has no kernel for op '" + op + "'"};
+    return KernelStatus{"the CPU executor has no kernel for op '" + node.op + "'"};
   }
 };
 
@@ -958,12 +1100,13 @@ Status CpuExecutor::runSequential(const HostProgram &program) {
     case Kind::launch: {
       ExecutorAccess acc{*this, fn, im.layouts[a.fn], a.variant};
       im.step = a.rngStep;
-      for (const Item &it : im.items.at(a.sg).items) {
+      const SubgraphItems &si = im.items.at(a.sg);
+      for (const Item &it : si.items) {
         const Node &n = a.sg->nodes[it.node];
         if (n.kind != Node::Kind::op)
           continue;
         ++executedNodes_;
-        KernelStatus s = acc.run(n, it.part);
+        KernelStatus s = acc.run(n, si.kernels[it.node], it.part);
         if (!s.ok())
           return Error(Impl::describeItem(p, {a.fn, a.sg, a.variant, a.step}, it.node,
                                           it.part) +
@@ -1263,7 +1406,7 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
       ExecutorAccess acc{*this, fn, im.layouts[l.fn], l.variant};
       im.step = l.rngStep;
       ++executedNodes_;
-      KernelStatus ks = acc.run(n, it.part);
+      KernelStatus ks = acc.run(n, l.items->kernels[it.node], it.part);
       if (!ks.ok())
         return Error(Impl::describeItem(p, im.launches[l.id], it.node, it.part) + ": " +
                      ks.error);
