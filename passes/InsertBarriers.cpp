@@ -60,10 +60,8 @@ LogicalResult InsertBarriersPass::insertInto(func::FuncOp function) {
       streamsUsed.insert(stream);
   naiveWaits = model.getUnits().size() * (streamsUsed.size() - 1);
 
-  ScheduleModel inserting(function, /*implicitForkJoin=*/true);
-  if (failed(inserting.initialize()))
-    return failure();
-  inserting.run({[](const Hazard &) { return true; }, nullptr});
+  // The same model again, now ordering every hazard it sees.
+  model.run({[](const Hazard &) { return true; }, nullptr});
 
   MLIRContext *ctx = function.getContext();
   OpBuilder builder(ctx);
@@ -89,7 +87,7 @@ LogicalResult InsertBarriersPass::insertInto(func::FuncOp function) {
   // One event per producing unit, recorded right after its op.
   llvm::DenseMap<const ScheduleUnit *, int64_t> eventOf;
   llvm::DenseSet<std::tuple<Operation *, unsigned, int64_t, unsigned>> placed;
-  for (const ScheduleModel::Barrier &barrier : inserting.getBarriers()) {
+  for (const ScheduleModel::Barrier &barrier : model.getBarriers()) {
     const ScheduleUnit *producer = barrier.producer;
     const ScheduleUnit *consumer = barrier.consumer;
     if (producer->op == consumer->op && barrier.distance == 0) {
@@ -142,8 +140,8 @@ LogicalResult InsertBarriersPass::insertInto(func::FuncOp function) {
 
   // Fork and join events around every subgraph that uses several streams.
   Block &body = function.getBody().front();
-  for (SubgraphOp subgraph : inserting.getSubgraphs()) {
-    SmallVector<StreamKind> streams = inserting.getStreams(subgraph);
+  for (SubgraphOp subgraph : model.getSubgraphs()) {
+    SmallVector<StreamKind> streams = model.getStreams(subgraph);
     if (streams.size() < 2)
       continue;
     Operation *first = nullptr, *last = nullptr;

@@ -199,6 +199,7 @@ using RecordHistory = llvm::SmallVector<std::optional<unsigned>, kUnrolledSteps>
 } // namespace
 
 void ScheduleModel::run(const Callbacks &callbacks) {
+  barriers.clear();
   // The step's elements grouped by subgraph, in launch order.
   llvm::DenseMap<Operation *, SmallVector<const ScheduleUnit *, 3>> unitsOf;
   for (const ScheduleUnit &unit : units)

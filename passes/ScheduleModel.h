@@ -81,15 +81,17 @@ public:
   /// Callbacks of `run`. `orderHazard` sees each hazard the model cannot
   /// order and returns whether the caller adds a barrier for it (an event
   /// recorded after `earlier`, waited before `later`). `onWait` sees each
-  /// explicit event wait, with whether it ordered nothing new.
+  /// explicit event wait, with whether it ordered nothing new. Each run
+  /// starts from the initialized model; it may be run more than once.
   struct Callbacks {
     std::function<bool(const Hazard &)> orderHazard;
     std::function<void(EventWaitOp, bool redundant)> onWait; // in IR order
   };
   void run(const Callbacks &callbacks);
 
-  /// Barriers added through orderHazard, to be materialized: each unit that
-  /// must record, and each unit that must wait for it.
+  /// Barriers added through orderHazard in the latest run, to be
+  /// materialized: each unit that must record, and each unit that must wait
+  /// for it.
   struct Barrier {
     const ScheduleUnit *producer;
     const ScheduleUnit *consumer;
