@@ -253,7 +253,7 @@ static_assert(sizeof(Shadow) == 50);
 struct Access {
   std::vector<uint32_t> reads, writes;
 };
-Access accessOf(const Node &node, int part);
+Access accessOf(const Node &node, const Kernel &kernel, int part);
 
 /// One work item of a subgraph: a node, or one part of a forking op.
 struct Item {
@@ -503,13 +503,19 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
       for (size_t i = 0; i < sg.nodes.size(); ++i) {
         const Node &node = sg.nodes[i];
         si.firstItem.push_back(uint32_t(si.items.size()));
+        Kernel &kernel = si.kernels.emplace_back();
+        if (node.kind == Node::Kind::op) {
+          kernel = kernelOf(node);
+          if (kernel.kind == OpKind::dropout || kernel.kind == OpKind::dropout_train)
+            kernel.dropoutIndex = layout.numDropouts++;
+        }
         auto add = [&](int part, Stream stream) {
           Item it;
           it.node = uint32_t(i);
           it.part = part;
           it.stream = stream;
           if (node.kind == Node::Kind::op) {
-            it.access = accessOf(node, part);
+            it.access = accessOf(node, kernel, part);
             for (uint32_t t : it.access.writes)
               if (layout.outputOf[t] >= 0)
                 it.outputs.push_back(uint32_t(layout.outputOf[t]));
@@ -521,12 +527,6 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
             add(int(q), node.parts[q].stream);
         } else {
           add(-1, node.stream);
-        }
-        Kernel &kernel = si.kernels.emplace_back();
-        if (node.kind == Node::Kind::op) {
-          kernel = kernelOf(node);
-          if (kernel.kind == OpKind::dropout || kernel.kind == OpKind::dropout_train)
-            kernel.dropoutIndex = layout.numDropouts++;
         }
       }
     }
@@ -689,7 +689,7 @@ Result<std::vector<int64_t>> CpuExecutor::inputShape(std::string_view function,
 namespace {
 
 /// The tensors a node (or one part of a forking node) reads and writes.
-Access accessOf(const Node &node, int part) {
+Access accessOf(const Node &node, const Kernel &k, int part) {
   Access a;
   const auto &o = node.operands;
   const auto &r = node.results;
@@ -698,33 +698,30 @@ Access accessOf(const Node &node, int part) {
     a.writes = r;
     return a;
   }
-  std::string_view role = node.parts[size_t(part)].role;
-  if (node.op == "linear_backward" || node.op == "conv2d_backward") {
-    bool dx = flagAttr(node.attributes, "input_grad");
-    bool bias = o.size() == 5;
+  PartRole role = k.roles[size_t(part)];
+  bool dx = k.inputGrad;
+  if (k.kind == OpKind::linear_backward || k.kind == OpKind::conv2d_backward) {
     size_t dwIndex = dx ? 1 : 0;
-    if (role == "weight_grad") {
+    if (role == PartRole::weight_grad) {
       a.reads = {o[0], o[1], o[3]};
       a.writes = {r[dwIndex]};
-    } else if (role == "bias_grad") {
+    } else if (role == PartRole::bias_grad) {
       a.reads = {o[0], o[4]};
       a.writes = {r[dwIndex + 1]};
-    } else if (role == "input_grad") {
+    } else if (role == PartRole::input_grad) {
       a.reads = {o[0], o[2]};
       a.writes = {r[0]};
     }
-    (void)bias;
-  } else if (node.op == "cbr_backward") {
-    bool dx = flagAttr(node.attributes, "input_grad");
-    if (role == "bn_grad") {
+  } else if (k.kind == OpKind::cbr_backward) {
+    if (role == PartRole::bn_grad) {
       a.reads = {o[0], o[3], o[4], o[5], o[6], o[8], o[9]};
       if (o.size() == 11)
         a.reads.push_back(o[10]);
       a.writes = {r[0], r[dx ? 3 : 2], r[dx ? 4 : 3]};
-    } else if (role == "weight_grad") {
+    } else if (role == PartRole::weight_grad) {
       a.reads = {r[0], o[1], o[7]};
       a.writes = {r[dx ? 2 : 1]};
-    } else if (role == "input_grad") {
+    } else if (role == PartRole::input_grad) {
       a.reads = {r[0], o[2]};
       a.writes = {r[1]};
     }
@@ -1270,6 +1267,15 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
     active.push_back(std::move(l));
   };
 
+  // The streams a launch uses: its primary and those of its items.
+  auto streamsOf = [&](const LaunchSim &l) {
+    std::array<bool, kStreams> has{};
+    has[size_t(l.sg->primary)] = true;
+    for (const Item &it : l.items->items)
+      has[size_t(it.stream)] = true;
+    return has;
+  };
+
   // A launch starts once the previous launch on its primary stream has
   // completed; each stream it uses gets a thread.
   auto start = [&](LaunchSim &l) -> Status {
@@ -1278,10 +1284,7 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
       merge(begin, l.previous->endClock);
       l.previous.reset();
     }
-    std::array<bool, kStreams> needs{};
-    needs[size_t(l.sg->primary)] = true;
-    for (const Item &it : l.items->items)
-      needs[size_t(it.stream)] = true;
+    std::array<bool, kStreams> needs = streamsOf(l);
     for (size_t s = 0; s < kStreams; ++s) {
       if (!needs[s])
         continue;
@@ -1306,13 +1309,6 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
     l.forked[size_t(l.sg->primary)] = true;
     l.started = true;
     return Status::success();
-  };
-  auto streamsOf = [&](const LaunchSim &l) {
-    std::array<bool, kStreams> has{};
-    has[size_t(l.sg->primary)] = true;
-    for (const Item &it : l.items->items)
-      has[size_t(it.stream)] = true;
-    return has;
   };
 
   // The launch completes: every node ran; its streams must be joined back.
