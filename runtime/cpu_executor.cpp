@@ -89,8 +89,8 @@ cpu::Pool2dAttrs poolAttrs(const json &a) {
 }
 
 /// The kernel an op node runs, resolved from its op name once when the
-/// executor is created (not per execution). `copy` covers host_to_device
-/// and reshape_noop; the forking ops run their parts.
+/// executor is created (not per execution); the names are the op
+/// registry's. `copy` is host_to_device; the forking ops run their parts.
 enum class OpKind : uint8_t {
   unknown, copy, all_reduce_mean, conv2d, linear, batch_norm, batch_norm_train,
   batch_norm_inference, update_running_stats, batch_norm_backward, relu, tanh, silu,
@@ -106,7 +106,6 @@ enum class OpKind : uint8_t {
 OpKind opKindOf(std::string_view op) {
   static const std::unordered_map<std::string_view, OpKind> byName = {
       {"host_to_device", OpKind::copy},
-      {"reshape_noop", OpKind::copy},
       {"all_reduce_mean", OpKind::all_reduce_mean},
       {"conv2d", OpKind::conv2d},
       {"linear", OpKind::linear},
