@@ -296,17 +296,11 @@ template <size_t Operands> Status verifyPool(const OpNodeSignature &node) {
   return c.finish();
 }
 
+/// logits, labels and, for the backward op, an optional loss scale.
+template <size_t MaxOperands>
 Status verifySoftmaxCrossEntropy(const OpNodeSignature &node) {
   Checker c(node);
-  c.operands(2);
-  c.results(1);
-  c.inRange("label_smoothing", 0, 1, /*highInclusive=*/false);
-  return c.finish();
-}
-
-Status verifySoftmaxCrossEntropyBackward(const OpNodeSignature &node) {
-  Checker c(node);
-  c.operands(2, 3); // logits, labels, optional loss scale
+  c.operands(2, MaxOperands);
   c.results(1);
   c.inRange("label_smoothing", 0, 1, /*highInclusive=*/false);
   return c.finish();
@@ -440,10 +434,13 @@ Status verifyEmaUpdate(const OpNodeSignature &node) {
   return c.finish();
 }
 
-Status verifyCbrForward(const OpNodeSignature &node) {
+/// cbr_forward and cbr_inference: a convolution, a batch norm and an
+/// optional ReLU.
+template <size_t Operands, size_t Results>
+Status verifyCbr(const OpNodeSignature &node) {
   Checker c(node);
-  c.operands(4);
-  c.results(4);
+  c.operands(Operands);
+  c.results(Results);
   c.convolution();
   c.positive("epsilon");
   c.flag("relu");
@@ -471,16 +468,6 @@ std::vector<std::string_view> cbrBackwardParts(const OpNodeSignature &node) {
   return parts;
 }
 
-Status verifyCbrInference(const OpNodeSignature &node) {
-  Checker c(node);
-  c.operands(6);
-  c.results(1);
-  c.convolution();
-  c.positive("epsilon");
-  c.flag("relu");
-  return c.finish();
-}
-
 std::vector<OpInfo> buildOps() {
   return {
       // RNOps.td
@@ -496,7 +483,7 @@ std::vector<OpInfo> buildOps() {
       {"global_avg_pool", verifyPlain<1, 1>},
       {"flatten", verifyPlain<1, 1>},
       {"linear", verifyLinear},
-      {"softmax_cross_entropy", verifySoftmaxCrossEntropy},
+      {"softmax_cross_entropy", verifySoftmaxCrossEntropy<2>},
       // RNTrainingOps.td
       {"cast", verifyPlain<1, 1>},
       {"reshape", verifyPlain<1, 1>},
@@ -514,7 +501,7 @@ std::vector<OpInfo> buildOps() {
       {"max_pool2d_backward", verifyPool<2>},
       {"avg_pool2d_backward", verifyPool<1>},
       {"global_avg_pool_backward", verifyPlain<1, 1>},
-      {"softmax_cross_entropy_backward", verifySoftmaxCrossEntropyBackward},
+      {"softmax_cross_entropy_backward", verifySoftmaxCrossEntropy<3>},
       {"zero", verifyPlain<1, 1>},
       {"check_finite", verifyCheckFinite},
       {"unscale", verifyPlain<2, 1>},
@@ -526,9 +513,9 @@ std::vector<OpInfo> buildOps() {
       {"ema_update", verifyEmaUpdate},
       {"count_correct", verifyPlain<2, 1>},
       // RNFusedOps.td
-      {"cbr_forward", verifyCbrForward},
+      {"cbr_forward", verifyCbr<4, 4>},
       {"cbr_backward", verifyCbrBackward, cbrBackwardParts},
-      {"cbr_inference", verifyCbrInference},
+      {"cbr_inference", verifyCbr<6, 1>},
       {"bn_add_relu", verifyEpsilonOnly<4, 3>},
       {"bn_add_relu_backward", verifyPlain<8, 4>},
       {"bn_add_relu_inference", verifyEpsilonOnly<6, 1>},
