@@ -48,6 +48,16 @@ struct FusionCounts {
 /// A value of the unfused chain that a result of the fused op replaces.
 using Replacement = std::pair<Value, Value>;
 
+/// A conv2d -> batch norm (-> relu) chain, the forward or inference CBR.
+struct ConvBnChain {
+  Conv2dOp conv;
+  ReluOp relu; // null when the chain ends at the batch norm
+  SmallVector<Operation *, 3> ops;
+  Location loc;
+  /// The value the fused op's main result replaces.
+  Value output;
+};
+
 class FunctionFuser {
 public:
   FunctionFuser(func::FuncOp function, bool preferResidualTails)
@@ -62,6 +72,12 @@ private:
   bool fuseTail(ReluOp relu);
   bool fuseCbr(BatchNormTrainOp bn);
   bool fuseCbrInference(BatchNormInferenceOp bn);
+  /// The conv2d -> `bn` (-> relu) chain, if `bn` reads a conv2d that can be
+  /// fused (with a remark when it cannot). `convOutputReturned`: the fused
+  /// op returns the conv output; otherwise it must have no other user.
+  template <typename BatchNormOp>
+  std::optional<ConvBnChain> matchConvBn(BatchNormOp bn,
+                                         bool convOutputReturned);
   // Backward chains of fused forward ops.
   void fuseCbrBackward(CbrForwardOp forward);
   void fuseTailBackward(BnAddReluOp forward);
@@ -285,21 +301,26 @@ bool FunctionFuser::fuseTail(ReluOp relu) {
   return true;
 }
 
-/// conv2d -> batch_norm_train (-> relu).
-bool FunctionFuser::fuseCbr(BatchNormTrainOp bn) {
-  auto conv = bn.getInput().getDefiningOp<Conv2dOp>();
+template <typename BatchNormOp>
+std::optional<ConvBnChain>
+FunctionFuser::matchConvBn(BatchNormOp bn, bool convOutputReturned) {
+  auto conv = bn.getInput().template getDefiningOp<Conv2dOp>();
   if (!conv)
-    return false;
+    return std::nullopt;
   if (conv.getBias()) {
     skip(conv, "not fusing: the conv2d has a bias, which CBR ops do not take "
                "(the batch norm cancels it)");
-    return false;
+    return std::nullopt;
+  }
+  if (!convOutputReturned && !conv.getResult().hasOneUse()) {
+    skip(conv, "not fusing: the conv2d result has another user");
+    return std::nullopt;
   }
   bool reluWithOtherUsers;
   ReluOp relu = soleReluUser(bn.getResult(), reluWithOtherUsers);
   if (reluWithOtherUsers)
-    skip(bn, "fusing without the relu: the batch_norm_train result has "
-             "another user");
+    skip(bn, "fusing without the relu: the " +
+                 bn->getName().stripDialect() + " result has another user");
 
   SmallVector<Operation *, 3> ops = {conv, bn};
   SmallVector<Location, 3> locs = {conv.getLoc(), bn.getLoc()};
@@ -307,75 +328,65 @@ bool FunctionFuser::fuseCbr(BatchNormTrainOp bn) {
     ops.push_back(relu);
     locs.push_back(relu.getLoc());
   }
+  return ConvBnChain{conv, relu, std::move(ops),
+                     FusedLoc::get(function.getContext(), locs),
+                     relu ? relu.getResult() : bn.getResult()};
+}
+
+/// conv2d -> batch_norm_train (-> relu).
+bool FunctionFuser::fuseCbr(BatchNormTrainOp bn) {
+  std::optional<ConvBnChain> chain =
+      matchConvBn(bn, /*convOutputReturned=*/true);
+  if (!chain)
+    return false;
+  Conv2dOp conv = chain->conv;
   SmallVector<Value> operands = {conv.getInput(), conv.getFilter(),
                                  bn.getWeight(), bn.getBias()};
-  SmallVector<Replacement> replacements = {
-      {relu ? relu.getResult() : bn.getResult(), Value()},
-      {conv.getResult(), Value()},
-      {bn.getBatchMean(), Value()},
-      {bn.getBatchInvStd(), Value()}};
-  Operation *point = findInsertionPoint(bn, ops, operands, replacements);
+  SmallVector<Replacement> replacements = {{chain->output, Value()},
+                                           {conv.getResult(), Value()},
+                                           {bn.getBatchMean(), Value()},
+                                           {bn.getBatchInvStd(), Value()}};
+  Operation *point = findInsertionPoint(bn, chain->ops, operands, replacements);
   if (!point)
     return false;
   OpBuilder builder(point);
   auto fused = CbrForwardOp::create(
-      builder, FusedLoc::get(function.getContext(), locs),
-      bn.getResult().getType(), conv.getType(), bn.getBatchMean().getType(),
-      bn.getBatchInvStd().getType(), conv.getInput(), conv.getFilter(),
-      bn.getWeight(), bn.getBias(), conv.getStridesAttr(),
-      conv.getPaddingAttr(), conv.getDilationAttr(), conv.getGroupsAttr(),
-      bn.getEpsilonAttr(), relu ? builder.getUnitAttr() : UnitAttr());
+      builder, chain->loc, bn.getResult().getType(), conv.getType(),
+      bn.getBatchMean().getType(), bn.getBatchInvStd().getType(),
+      conv.getInput(), conv.getFilter(), bn.getWeight(), bn.getBias(),
+      conv.getStridesAttr(), conv.getPaddingAttr(), conv.getDilationAttr(),
+      conv.getGroupsAttr(), bn.getEpsilonAttr(),
+      chain->relu ? builder.getUnitAttr() : UnitAttr());
   for (auto [index, result] : llvm::enumerate(fused->getResults()))
     replacements[index].second = result;
-  replaceChain(ops, replacements);
+  replaceChain(chain->ops, replacements);
   ++counts.forward;
   return true;
 }
 
 /// conv2d -> batch_norm_inference (-> relu).
 bool FunctionFuser::fuseCbrInference(BatchNormInferenceOp bn) {
-  auto conv = bn.getInput().getDefiningOp<Conv2dOp>();
-  if (!conv)
+  std::optional<ConvBnChain> chain =
+      matchConvBn(bn, /*convOutputReturned=*/false);
+  if (!chain)
     return false;
-  if (conv.getBias()) {
-    skip(conv, "not fusing: the conv2d has a bias, which CBR ops do not take "
-               "(the batch norm cancels it)");
-    return false;
-  }
-  if (!conv.getResult().hasOneUse()) {
-    skip(conv, "not fusing: the conv2d result has another user");
-    return false;
-  }
-  bool reluWithOtherUsers;
-  ReluOp relu = soleReluUser(bn.getResult(), reluWithOtherUsers);
-  if (reluWithOtherUsers)
-    skip(bn, "fusing without the relu: the batch_norm_inference result has "
-             "another user");
-
-  SmallVector<Operation *, 3> ops = {conv, bn};
-  SmallVector<Location, 3> locs = {conv.getLoc(), bn.getLoc()};
-  if (relu) {
-    ops.push_back(relu);
-    locs.push_back(relu.getLoc());
-  }
+  Conv2dOp conv = chain->conv;
   SmallVector<Value> operands = {conv.getInput(),      conv.getFilter(),
                                  bn.getWeight(),       bn.getBias(),
                                  bn.getRunningMean(),  bn.getRunningVar()};
-  SmallVector<Replacement> replacements = {
-      {relu ? relu.getResult() : bn.getResult(), Value()}};
-  Operation *point = findInsertionPoint(bn, ops, operands, replacements);
+  SmallVector<Replacement> replacements = {{chain->output, Value()}};
+  Operation *point = findInsertionPoint(bn, chain->ops, operands, replacements);
   if (!point)
     return false;
   OpBuilder builder(point);
   auto fused = CbrInferenceOp::create(
-      builder, FusedLoc::get(function.getContext(), locs),
-      bn.getResult().getType(), conv.getInput(), conv.getFilter(),
-      bn.getWeight(), bn.getBias(), bn.getRunningMean(), bn.getRunningVar(),
-      conv.getStridesAttr(), conv.getPaddingAttr(), conv.getDilationAttr(),
-      conv.getGroupsAttr(), bn.getEpsilonAttr(),
-      relu ? builder.getUnitAttr() : UnitAttr());
+      builder, chain->loc, bn.getResult().getType(), conv.getInput(),
+      conv.getFilter(), bn.getWeight(), bn.getBias(), bn.getRunningMean(),
+      bn.getRunningVar(), conv.getStridesAttr(), conv.getPaddingAttr(),
+      conv.getDilationAttr(), conv.getGroupsAttr(), bn.getEpsilonAttr(),
+      chain->relu ? builder.getUnitAttr() : UnitAttr());
   replacements[0].second = fused.getResult();
-  replaceChain(ops, replacements);
+  replaceChain(chain->ops, replacements);
   ++counts.inference;
   return true;
 }
