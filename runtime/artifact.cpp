@@ -264,16 +264,8 @@ std::string nameMember(const Context &cx, const json &object, const char *key) {
   return name;
 }
 
-std::optional<uint64_t> asUnsigned(const json &value) {
-  if (value.is_number_unsigned())
-    return value.get<uint64_t>();
-  if (value.is_number_integer() && value.get<int64_t>() >= 0)
-    return static_cast<uint64_t>(value.get<int64_t>());
-  return std::nullopt;
-}
-
 uint64_t unsignedValue(const Context &cx, const json &value, std::string_view what) {
-  std::optional<uint64_t> result = asUnsigned(value);
+  std::optional<uint64_t> result = jsonUnsigned(value);
   if (!result)
     cx.fail(std::string(what) + " must be a non-negative integer, got " +
             describe(value));
@@ -305,7 +297,7 @@ DType dtypeMember(const Context &cx, const json &object) {
 std::vector<int64_t> shapeMember(const Context &cx, const json &object) {
   std::vector<int64_t> shape;
   for (const json &dim : arrayMember(cx, object, "shape")) {
-    std::optional<uint64_t> size = asUnsigned(dim);
+    std::optional<uint64_t> size = jsonUnsigned(dim);
     if (!size || *size > uint64_t(std::numeric_limits<int64_t>::max()))
       cx.fail("shape dimensions must be non-negative integers below 2^63, got " +
               describe(dim));
@@ -333,11 +325,10 @@ uint64_t checkedAdd(const Context &cx, uint64_t a, uint64_t b, std::string_view 
 
 /// Bytes of a dtype/shape, failing on overflow.
 uint64_t tensorBytes(const Context &cx, DType dtype, const std::vector<int64_t> &shape) {
-  std::optional<uint64_t> count = elementCount(shape);
-  uint64_t bytes = 0;
-  if (!count || __builtin_mul_overflow(*count, elementSize(dtype), &bytes))
+  std::optional<uint64_t> bytes = byteCount(dtype, shape);
+  if (!bytes)
     cx.fail("shape " + shapeString(shape) + " is too large");
-  return bytes;
+  return *bytes;
 }
 
 /// "function train_step" when the entry has a name, else "functions[3]"
@@ -456,7 +447,7 @@ void ProgramParser::parseHeader(const json &root) {
   if (format != "rn-program")
     cx_.fail("format " + inQuotes(format) + " is not an rn program (expected \"rn-program\")");
   const json &version = member(cx_, root, "version");
-  std::optional<uint64_t> number = asUnsigned(version);
+  std::optional<uint64_t> number = jsonUnsigned(version);
   if (!number)
     cx_.fail("\"version\" must be a positive integer, got " + describe(version));
   if (*number != uint64_t(kArtifactVersion))

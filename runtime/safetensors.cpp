@@ -135,6 +135,22 @@ std::optional<uint64_t> elementCount(const std::vector<int64_t> &shape) {
   return count;
 }
 
+std::optional<uint64_t> byteCount(DType dtype, const std::vector<int64_t> &shape) {
+  std::optional<uint64_t> count = elementCount(shape);
+  uint64_t bytes = 0;
+  if (!count || __builtin_mul_overflow(*count, elementSize(dtype), &bytes))
+    return std::nullopt;
+  return bytes;
+}
+
+std::optional<uint64_t> jsonUnsigned(const json &value) {
+  if (value.is_number_unsigned())
+    return value.get<uint64_t>();
+  if (value.is_number_integer() && value.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(value.get<int64_t>());
+  return std::nullopt;
+}
+
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -178,16 +194,6 @@ const SafetensorsEntry *Safetensors::find(std::string_view name) const {
 
 namespace {
 
-/// A JSON number as a uint64_t: non-negative and integral (nlohmann keeps
-/// integers beyond 2^64 as floats, which are rejected here).
-std::optional<uint64_t> asUnsigned(const json &value) {
-  if (value.is_number_unsigned())
-    return value.get<uint64_t>();
-  if (value.is_number_integer() && value.get<int64_t>() >= 0)
-    return static_cast<uint64_t>(value.get<int64_t>());
-  return std::nullopt;
-}
-
 /// One header entry; `dataBytes` bounds its offsets.
 Result<SafetensorsEntry> parseEntry(const std::string &name, const json &info,
                                     uint64_t dataBytes) {
@@ -212,7 +218,7 @@ Result<SafetensorsEntry> parseEntry(const std::string &name, const json &info,
   if (shape == info.end() || !shape->is_array())
     return fail("missing array \"shape\"");
   for (const json &dim : *shape) {
-    std::optional<uint64_t> size = asUnsigned(dim);
+    std::optional<uint64_t> size = jsonUnsigned(dim);
     if (!size || *size > uint64_t(std::numeric_limits<int64_t>::max()))
       return fail("shape dimensions must be non-negative integers below 2^63");
     entry.shape.push_back(static_cast<int64_t>(*size));
@@ -221,8 +227,8 @@ Result<SafetensorsEntry> parseEntry(const std::string &name, const json &info,
   auto offsets = info.find("data_offsets");
   if (offsets == info.end() || !offsets->is_array() || offsets->size() != 2)
     return fail("missing \"data_offsets\" [begin, end]");
-  std::optional<uint64_t> begin = asUnsigned((*offsets)[0]);
-  std::optional<uint64_t> end = asUnsigned((*offsets)[1]);
+  std::optional<uint64_t> begin = jsonUnsigned((*offsets)[0]);
+  std::optional<uint64_t> end = jsonUnsigned((*offsets)[1]);
   if (!begin || !end)
     return fail("data_offsets must be non-negative integers");
   if (*begin > *end)
@@ -235,15 +241,14 @@ Result<SafetensorsEntry> parseEntry(const std::string &name, const json &info,
   entry.offset = *begin;
   entry.bytes = *end - *begin;
 
-  std::optional<uint64_t> count = elementCount(entry.shape);
-  uint64_t expected = 0;
-  if (!count || __builtin_mul_overflow(*count, elementSize(entry.dtype), &expected))
+  std::optional<uint64_t> expected = byteCount(entry.dtype, entry.shape);
+  if (!expected)
     return fail("shape " + shapeString(entry.shape) + " is too large");
-  if (entry.bytes != expected)
+  if (entry.bytes != *expected)
     return fail("data_offsets hold " + std::to_string(entry.bytes) +
                 " bytes, but " + std::string(safetensorsDTypeName(entry.dtype)) +
                 " " + shapeString(entry.shape) + " needs " +
-                std::to_string(expected));
+                std::to_string(*expected));
   return entry;
 }
 
@@ -390,10 +395,10 @@ buildHeader(const std::vector<TensorData> &tensors,
       return fail("invalid tensor name");
     if (header.contains(tensor.name))
       return fail("duplicate tensor name");
-    std::optional<uint64_t> count = elementCount(tensor.shape);
-    uint64_t bytes = 0;
-    if (!count || __builtin_mul_overflow(*count, elementSize(tensor.dtype), &bytes))
+    std::optional<uint64_t> size = byteCount(tensor.dtype, tensor.shape);
+    if (!size)
       return fail("invalid shape " + shapeString(tensor.shape));
+    uint64_t bytes = *size;
     if (bytes != tensor.bytes)
       return fail("has " + std::to_string(tensor.bytes) + " bytes, but " +
                   std::string(dtypeName(tensor.dtype)) + " " +

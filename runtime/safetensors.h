@@ -95,6 +95,13 @@ Result<nlohmann::json> parseJsonDocument(std::string_view text,
 /// Element count of `shape`, or nullopt if a dimension is negative or the
 /// product overflows.
 std::optional<uint64_t> elementCount(const std::vector<int64_t> &shape);
+/// Bytes of `shape` elements of `dtype`, or nullopt as elementCount, or if
+/// the byte count overflows.
+std::optional<uint64_t> byteCount(DType dtype, const std::vector<int64_t> &shape);
+
+/// A JSON number as a uint64_t: non-negative and integral (nlohmann keeps
+/// integers beyond 2^64 as floats, which are rejected here).
+std::optional<uint64_t> jsonUnsigned(const nlohmann::json &value);
 
 /// "[64, 3, 3, 3]".
 std::string shapeString(const std::vector<int64_t> &shape);
