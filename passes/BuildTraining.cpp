@@ -872,20 +872,16 @@ LogicalResult BuildTrainingPass::buildEvalStep(ModuleOp module,
   // Inference reads the weights the training forward pass reads: the
   // low-precision copies under mixed precision.
   llvm::StringMap<unsigned> weightArgs;
-  llvm::StringMap<StringRef> readSymbol;
+  llvm::StringMap<StateOp> lowPrecisionWeightOf;
   for (TrainableState &state : trainables)
     if (state.lowPrecisionWeight)
-      readSymbol[state.parameter.getSymName()] =
-          state.lowPrecisionWeight.getSymName();
+      lowPrecisionWeightOf[state.parameter.getSymName()] =
+          state.lowPrecisionWeight;
   for (ParameterOp parameter : parameters) {
     StringRef name = parameter.getSymName();
-    StringRef symbol = readSymbol.lookup(name);
-    if (symbol.empty())
-      symbol = name;
-    auto *declaration = SymbolTable::lookupSymbolIn(module, symbol);
-    Type type = isa<StateOp>(declaration) ? cast<StateOp>(declaration).getType()
-                                          : parameter.getType();
-    weightArgs[name] = step.addState(type, symbol);
+    StateOp copy = lowPrecisionWeightOf.lookup(name);
+    weightArgs[name] = copy ? step.addState(copy.getType(), copy.getSymName())
+                            : step.addState(parameter.getType(), name);
   }
 
   auto build = [&](OpBuilder &b, Block &entry) -> LogicalResult {
