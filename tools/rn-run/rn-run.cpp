@@ -79,26 +79,28 @@ int fail(const std::string &message) {
   return 1;
 }
 
-/// The class count: the last dimension of the loss's logits.
-int64_t classCount(const rn::Function &fn) {
+/// The loss node of `fn` (its first softmax_cross_entropy), or null.
+const rn::Node *lossNode(const rn::Function &fn) {
   for (const rn::Subgraph &sg : fn.subgraphs)
     for (const rn::Node &n : sg.nodes)
-      if (n.kind == rn::Node::Kind::op && n.op == "softmax_cross_entropy" &&
-          !n.operands.empty()) {
-        const auto &shape = fn.tensors[n.operands[0]].shape;
-        if (!shape.empty())
-          return shape.back();
-      }
-  return 0;
+      if (n.kind == rn::Node::Kind::op && n.op == "softmax_cross_entropy")
+        return &n;
+  return nullptr;
+}
+
+/// The class count: the last dimension of the loss's logits.
+int64_t classCount(const rn::Function &fn) {
+  const rn::Node *loss = lossNode(fn);
+  if (!loss || loss->operands.empty())
+    return 0;
+  const auto &shape = fn.tensors[loss->operands[0]].shape;
+  return shape.empty() ? 0 : shape.back();
 }
 
 /// The label smoothing of `fn`'s loss (0 when it has none).
 double labelSmoothing(const rn::Function &fn) {
-  for (const rn::Subgraph &sg : fn.subgraphs)
-    for (const rn::Node &n : sg.nodes)
-      if (n.kind == rn::Node::Kind::op && n.op == "softmax_cross_entropy")
-        return n.attributes.value("label_smoothing", 0.0);
-  return 0;
+  const rn::Node *loss = lossNode(fn);
+  return loss ? loss->attributes.value("label_smoothing", 0.0) : 0;
 }
 
 struct Options {
