@@ -336,6 +336,9 @@ struct CpuExecutor::Impl {
     std::vector<std::vector<float>> host; ///< host staging buffers
     std::vector<int64_t> hostShadow;      ///< shadow index of host buffers (-1 device)
     std::vector<int32_t> outputOf;        ///< output binding per tensor, or -1
+    /// Per tensor: its view on variant A and B (device words or host
+    /// buffer), built once so that running a node copies no shapes.
+    std::vector<TensorView> viewA, viewB;
     uint64_t numDropouts = 0;
   };
   std::map<std::string, int64_t, std::less<>> regionBase;
@@ -530,6 +533,19 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
       }
     }
     im.layouts.push_back(std::move(layout));
+  }
+  // The arena and the host buffers are in place for good now.
+  for (size_t f = 0; f < p.functions.size(); ++f) {
+    Impl::FnLayout &l = im.layouts[f];
+    const std::vector<TensorInfo> &tensors = p.functions[f].tensors;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      auto viewAt = [&](int64_t index) {
+        float *data = index < 0 ? l.host[t].data() : im.words.data() + index;
+        return TensorView{data, tensors[t].shape, tensors[t].dtype};
+      };
+      l.viewA.push_back(viewAt(l.indexA[t]));
+      l.viewB.push_back(viewAt(l.indexB[t]));
+    }
   }
   im.stepCounter.assign(p.functions.size(), 0);
   im.rng.seed(options.seed);
@@ -736,16 +752,10 @@ struct ExecutorAccess {
   CpuExecutor::Impl::FnLayout &layout;
   Variant variant;
 
-  float *ptr(uint32_t t) {
-    int64_t i = variant == Variant::a ? layout.indexA[t] : layout.indexB[t];
-    if (i < 0)
-      return layout.host[t].data();
-    return ex.impl_->words.data() + i;
+  const TensorView &view(uint32_t t) const {
+    return variant == Variant::a ? layout.viewA[t] : layout.viewB[t];
   }
-  TensorView view(uint32_t t) {
-    const TensorInfo &info = fn.tensors[t];
-    return TensorView{ptr(t), info.shape, info.dtype};
-  }
+  float *ptr(uint32_t t) const { return view(t).data; }
   cpu::LabelView labels(uint32_t t) {
     return cpu::LabelView{reinterpret_cast<const int32_t *>(ptr(t)), fn.tensors[t].shape};
   }
@@ -779,7 +789,7 @@ struct ExecutorAccess {
   KernelStatus run(const Node &node, const Kernel &k, int part) {
     const auto &o = node.operands;
     const auto &r = node.results;
-    auto V = [&](uint32_t t) { return view(t); };
+    auto V = [&](uint32_t t) -> const TensorView & { return view(t); };
 
     if (part >= 0) {
       PartRole role = k.roles[size_t(part)];
@@ -838,14 +848,10 @@ struct ExecutorAccess {
           return s;
       }
       return {};
-    case OpKind::conv2d: {
-      TensorView bias = o.size() == 3 ? V(o[2]) : TensorView{};
-      return cpu::conv2d(V(o[0]), V(o[1]), o.size() == 3 ? &bias : nullptr, k.conv, V(r[0]));
-    }
-    case OpKind::linear: {
-      TensorView bias = o.size() == 3 ? V(o[2]) : TensorView{};
-      return cpu::linear(V(o[0]), V(o[1]), o.size() == 3 ? &bias : nullptr, V(r[0]));
-    }
+    case OpKind::conv2d:
+      return cpu::conv2d(V(o[0]), V(o[1]), o.size() == 3 ? &V(o[2]) : nullptr, k.conv, V(r[0]));
+    case OpKind::linear:
+      return cpu::linear(V(o[0]), V(o[1]), o.size() == 3 ? &V(o[2]) : nullptr, V(r[0]));
     case OpKind::batch_norm:
       return cpu::batchNorm(V(o[0]), V(o[1]), V(o[2]), k.epsilon, V(r[0]));
     case OpKind::batch_norm_train:
@@ -947,10 +953,8 @@ struct ExecutorAccess {
       bool buffer = a.momentum != 0;
       size_t lrIndex = buffer ? 3 : 2;
       bool skip = o.size() > lrIndex + 1 && f(o[lrIndex + 1]) != 0;
-      TensorView buf = buffer ? V(o[2]) : TensorView{};
-      TensorView newBuf = buffer ? V(r[1]) : TensorView{};
-      return cpu::sgdUpdate(V(o[0]), V(o[1]), buffer ? &buf : nullptr, f(o[lrIndex]), skip, a,
-                            V(r[0]), buffer ? &newBuf : nullptr);
+      return cpu::sgdUpdate(V(o[0]), V(o[1]), buffer ? &V(o[2]) : nullptr, f(o[lrIndex]), skip,
+                            a, V(r[0]), buffer ? &V(r[1]) : nullptr);
     }
     case OpKind::adamw_update: {
       cpu::AdamWAttrs a{k.beta1, k.beta2, k.epsilon, k.weightDecay};
