@@ -80,32 +80,29 @@ const Region *Arena::find(std::string_view kind) const {
   return nullptr;
 }
 
-const Subgraph *Function::findSubgraph(std::string_view name) const {
-  for (const Subgraph &subgraph : subgraphs)
-    if (subgraph.name == name)
-      return &subgraph;
+/// The first of `items` called `name`, or null.
+template <typename T>
+static const T *findNamed(const std::vector<T> &items, std::string_view name) {
+  for (const T &item : items)
+    if (item.name == name)
+      return &item;
   return nullptr;
+}
+
+const Subgraph *Function::findSubgraph(std::string_view name) const {
+  return findNamed(subgraphs, name);
 }
 
 const Function *Program::findFunction(std::string_view name) const {
-  for (const Function &function : functions)
-    if (function.name == name)
-      return &function;
-  return nullptr;
+  return findNamed(functions, name);
 }
 
 const StateEntry *Program::findState(std::string_view name) const {
-  for (const StateEntry &entry : state)
-    if (entry.name == name)
-      return &entry;
-  return nullptr;
+  return findNamed(state, name);
 }
 
 const Schedule *Program::findSchedule(std::string_view name) const {
-  for (const Schedule &schedule : schedules)
-    if (schedule.name == name)
-      return &schedule;
-  return nullptr;
+  return findNamed(schedules, name);
 }
 
 namespace {
