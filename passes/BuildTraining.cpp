@@ -341,9 +341,7 @@ LogicalResult BuildTrainingPass::declareState(ModuleOp module,
   auto zeros = InitAttr::get(ctx, InitKind::zeros, llvm::APFloat(0.0));
   auto derived = InitAttr::get(ctx, InitKind::derived, llvm::APFloat(0.0));
   SymbolTable symbols(module);
-  auto freeName = [&](StringRef prefix, StringRef base,
-                      std::string &name) -> LogicalResult {
-    name = (prefix + "." + base).str();
+  auto checkFree = [&](StringRef name) -> LogicalResult {
     if (Operation *existing = symbols.lookup(name))
       return existing->emitError("@")
              << name << " collides with training state rn-build-training "
@@ -362,58 +360,47 @@ LogicalResult BuildTrainingPass::declareState(ModuleOp module,
     RankedTensorType type = parameter.getTensorType();
     RankedTensorType lowType =
         state.lowPrecision ? type.clone(lowPrecisionType) : type;
-    StringRef base = parameter.getSymName();
-    std::string name;
+    // Declares the state `prefix.<parameter>` into `result`.
+    auto declareFor = [&](StringRef prefix, StateRole role, Type stateType,
+                          InitAttr init, StateOp &result) {
+      std::string name = (prefix + "." + parameter.getSymName()).str();
+      if (failed(checkFree(name)))
+        return failure();
+      result = declare(builder, role, name, parameter, stateType, init);
+      return success();
+    };
 
-    if (failed(freeName("grad", base, name)))
+    if (failed(declareFor("grad", StateRole::gradient, lowType, zeros,
+                          state.gradient)))
       return failure();
-    state.gradient =
-        declare(builder, StateRole::gradient, name, parameter, lowType, zeros);
-    if (state.lowPrecision) {
-      if (failed(freeName("grad_f32", base, name)))
-        return failure();
-      state.masterGradient = declare(builder, StateRole::master_gradient,
-                                     name, parameter, type, zeros);
-      if (failed(freeName(precision, base, name)))
-        return failure();
-      state.lowPrecisionWeight =
-          declare(builder, StateRole::low_precision_weight, name, parameter,
-                  lowType, derived);
-    }
+    if (state.lowPrecision &&
+        (failed(declareFor("grad_f32", StateRole::master_gradient, type, zeros,
+                           state.masterGradient)) ||
+         failed(declareFor(precision, StateRole::low_precision_weight, lowType,
+                           derived, state.lowPrecisionWeight))))
+      return failure();
     bool needsMomentum =
         optimizerKind == OptimizerKind::Lars ||
         (optimizerKind == OptimizerKind::Sgd && momentum != 0.0);
-    if (needsMomentum) {
-      if (failed(freeName("momentum", base, name)))
-        return failure();
-      state.momentum = declare(builder, StateRole::momentum, name, parameter,
-                               type, zeros);
-    }
-    if (optimizerKind == OptimizerKind::AdamW) {
-      if (failed(freeName("adam_m", base, name)))
-        return failure();
-      state.adamFirst = declare(builder, StateRole::adam_m, name, parameter,
-                                type, zeros);
-      if (failed(freeName("adam_v", base, name)))
-        return failure();
-      state.adamSecond = declare(builder, StateRole::adam_v, name, parameter,
-                                 type, zeros);
-    }
-    if (emaDecay > 0.0) {
-      if (failed(freeName("ema", base, name)))
-        return failure();
-      state.ema =
-          declare(builder, StateRole::ema, name, parameter, type, derived);
-    }
+    if (needsMomentum && failed(declareFor("momentum", StateRole::momentum,
+                                           type, zeros, state.momentum)))
+      return failure();
+    if (optimizerKind == OptimizerKind::AdamW &&
+        (failed(declareFor("adam_m", StateRole::adam_m, type, zeros,
+                           state.adamFirst)) ||
+         failed(declareFor("adam_v", StateRole::adam_v, type, zeros,
+                           state.adamSecond))))
+      return failure();
+    if (emaDecay > 0.0 &&
+        failed(declareFor("ema", StateRole::ema, type, derived, state.ema)))
+      return failure();
     trainables.push_back(state);
   }
 
   if (scalingKind != LossScalingKind::None) {
     for (StringRef name : {"loss_scale", "loss_scale.good_steps"})
-      if (Operation *existing = symbols.lookup(name))
-        return existing->emitError("@")
-               << name << " collides with training state rn-build-training "
-               << "declares; rename it";
+      if (failed(checkFree(name)))
+        return failure();
     lossScaleState = declare(
         builder, StateRole::loss_scale, "loss_scale", nullptr,
         RankedTensorType::get({}, builder.getF32Type()),
