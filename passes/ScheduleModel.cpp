@@ -325,13 +325,13 @@ void ScheduleModel::run(const Callbacks &callbacks) {
                 if (std::optional<unsigned> source =
                         unitInstances[unitsOf[unit->op][pairs[i]]][step])
                   order.addEdge(*source, node);
-        for (auto [producer, distance] : waitsOf.lookup(unit)) {
-          RecordHistory &history = unitInstances[producer];
-          for (unsigned source :
-               sources(history, SubgraphOp(producer->subgraph).getDoubleBuffered(),
-                       doubled, step, distance, node))
-            order.addEdge(source, node);
-        }
+        if (auto it = waitsOf.find(unit); it != waitsOf.end())
+          for (auto [producer, distance] : it->second)
+            for (unsigned source :
+                 sources(unitInstances[producer],
+                         SubgraphOp(producer->subgraph).getDoubleBuffered(),
+                         doubled, step, distance, node))
+              order.addEdge(source, node);
         unitInstances[unit][step] = node;
 
         for (const Access &access : accesses[unit]) {
