@@ -1,8 +1,9 @@
 //===- cpu_executor.h - Reference executor of an artifact on the CPU -*- C++ -*-===//
 //
 // Runs a loaded artifact's programs (docs/artifact.md) with the CPU reference
-// kernels (cpu_kernels.h): deterministic, single threaded, the oracle the GPU
-// executors are compared against.
+// kernels (cpu_kernels.h): deterministic (nodes run one at a time; only the
+// kernels' dgemm calls use threads), the oracle the GPU executors are
+// compared against.
 //
 // Memory. Every element is held as one 32-bit word in one CPU arena: float
 // for f32/f16/bf16 (values rounded to their dtype by the kernels), the int32
