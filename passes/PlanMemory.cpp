@@ -80,12 +80,6 @@ static rn::RegionKind regionOfState(Operation *declaration) {
   llvm_unreachable("unknown state role");
 }
 
-static Type declaredStateType(Operation *declaration) {
-  if (auto parameter = dyn_cast<ParameterOp>(declaration))
-    return parameter.getType();
-  return cast<StateOp>(declaration).getType();
-}
-
 /// Best-fit allocation in a growing region: freed blocks are coalesced; when
 /// nothing fits, the region grows (extending a free block at its end).
 class RegionAllocator {
@@ -513,7 +507,7 @@ LogicalResult PlanMemoryPass::analyzeFunction(FunctionPlan &plan) {
                << demand.description << ": @" << demand.name.getValue()
                << " is not an rn.parameter or rn.state";
       std::optional<uint64_t> declared =
-          getStorageBytes(declaredStateType(declaration));
+          getStorageBytes(getDeclaredStateType(declaration));
       if (!declared)
         return declaration->emitOpError("has no static size: its state "
                                         "cannot get a slot");

@@ -138,12 +138,10 @@ static LogicalResult verifyStateBinding(Operation *op, Attribute binding,
     return op->emitError() << "'" << kStateAttr << "' on " << where
                            << " must name an rn.parameter or rn.state";
   Operation *declaration = SymbolTable::lookupNearestSymbolFrom(op, symbol);
-  if (!declaration || !isa<ParameterOp, StateOp>(declaration))
+  Type declared = declaration ? getDeclaredStateType(declaration) : Type();
+  if (!declared)
     return op->emitError() << where << " is bound to " << symbol
                            << ", which is not an rn.parameter or rn.state";
-  Type declared = isa<ParameterOp>(declaration)
-                      ? cast<ParameterOp>(declaration).getType()
-                      : cast<StateOp>(declaration).getType();
   if (declared != valueType)
     return op->emitError() << where << " has type " << valueType
                            << " but its state " << symbol << " is "

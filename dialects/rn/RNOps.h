@@ -35,6 +35,10 @@ struct ForkPart {
   llvm::SmallVector<Value, 2> writes;
 };
 
+/// The type of the state an rn.parameter or rn.state declares; null for
+/// any other op.
+Type getDeclaredStateType(Operation *declaration);
+
 } // namespace mlir::rn
 
 #include "dialects/rn/RNInterfaces.h.inc"

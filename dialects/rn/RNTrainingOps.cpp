@@ -41,6 +41,14 @@ verifyBackwardResults(const ShapeDiagnostics &diag, ValueRange results,
 // StateOp
 //===----------------------------------------------------------------------===//
 
+Type mlir::rn::getDeclaredStateType(Operation *declaration) {
+  if (auto parameter = dyn_cast<ParameterOp>(declaration))
+    return parameter.getType();
+  if (auto state = dyn_cast<StateOp>(declaration))
+    return state.getType();
+  return {};
+}
+
 static bool isPerParameterRole(StateRole role) {
   return role != StateRole::loss_scale &&
          role != StateRole::loss_scale_good_steps;
