@@ -91,7 +91,7 @@ LogicalResult EventRecordOp::verify() {
 }
 
 LogicalResult EventWaitOp::verify() {
-  if (getDistance() < 0 || getDistance() > 2)
+  if (getDistance() > 2) // unsigned: a negative distance reads as huge
     return emitOpError("distance must be 0, 1 or 2 steps, got ")
            << getDistance();
   return verifyEventId(*this, getEvent());
