@@ -13,7 +13,7 @@
 // the loss can decrease. Prints the loss of every step, then `loss first F
 // last L` and the speed.
 //
-// --data: Fashion-MNIST (or MNIST) IDX files (runtime/idx_dataset.h). Each
+// --data: Fashion-MNIST (or MNIST) IDX files (runtime/data/idx_dataset.h). Each
 // epoch shuffles the training set with a permutation that depends only on
 // (seed, epoch), trains on the full batches (the incomplete last one is
 // dropped) with linear warmup then cosine decay to 0 of the learning rate,
@@ -24,11 +24,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/artifact.h"
-#include "runtime/cpu_executor.h"
-#include "runtime/cpu_kernels.h"
-#include "runtime/idx_dataset.h"
-#include "runtime/safetensors.h"
+#include "runtime/core/artifact.h"
+#include "runtime/cpu/cpu_executor.h"
+#include "runtime/cpu/cpu_kernels.h"
+#include "runtime/data/idx_dataset.h"
+#include "runtime/core/safetensors.h"
 
 #include <chrono>
 #include <cmath>

@@ -1,0 +1,76 @@
+# Finds what the CUDA runtime half needs and defines rn_runtime_cuda.
+#
+#   RN_ENABLE_CUDA       AUTO (default: on when everything is found), ON
+#                        (fail when something is missing) or OFF
+#   RN_CUDNN_FRONTEND_INCLUDE_DIR   folder with cudnn_frontend.h; found from
+#                        the nvidia-cudnn-frontend wheel (pip) by default
+#
+# Sets RN_HAVE_CUDA (ON/OFF) for the rest of the build.
+
+set(RN_ENABLE_CUDA AUTO CACHE STRING "Build the CUDA runtime (AUTO, ON, OFF)")
+set_property(CACHE RN_ENABLE_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(RN_HAVE_CUDA OFF)
+
+function(rn_cuda_missing what)
+  if(RN_ENABLE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "RN_ENABLE_CUDA=ON but ${what}")
+  endif()
+  message(STATUS "CUDA runtime off: ${what}")
+endfunction()
+
+if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(NOT CMAKE_CUDA_COMPILER)
+    rn_cuda_missing("no CUDA compiler (nvcc) was found")
+    return()
+  endif()
+  find_package(CUDAToolkit)
+  find_library(RN_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+  find_path(RN_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  if(NOT RN_CUDNN_FRONTEND_INCLUDE_DIR)
+    # pip puts the wheel's headers into <site-packages>/include.
+    execute_process(
+      COMMAND ${Python3_EXECUTABLE} -c
+        "import importlib.metadata as m, pathlib; d = m.distribution('nvidia-cudnn-frontend'); print(next(pathlib.Path(d.locate_file(f)).parent for f in d.files if f.name == 'cudnn_frontend.h'))"
+      OUTPUT_VARIABLE RN_CUDNN_FRONTEND_INCLUDE_DIR
+      OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  endif()
+  if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cublasLt OR NOT TARGET CUDA::nvrtc)
+    rn_cuda_missing("the CUDA toolkit (cudart, cuBLASLt, NVRTC) was not found")
+    return()
+  endif()
+  if(NOT RN_CUDNN_LIBRARY OR NOT RN_CUDNN_INCLUDE_DIR)
+    rn_cuda_missing("cuDNN (libcudnn.so, cudnn.h) was not found")
+    return()
+  endif()
+  if(NOT RN_CUDNN_FRONTEND_INCLUDE_DIR OR NOT EXISTS "${RN_CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend.h")
+    rn_cuda_missing("the cuDNN frontend headers were not found (pip install nvidia-cudnn-frontend)")
+    return()
+  endif()
+
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+  set(CMAKE_CUDA_ARCHITECTURES 90)
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  enable_language(CUDA)
+  set(RN_HAVE_CUDA ON)
+  set(RN_HAVE_CUDA ON PARENT_SCOPE)
+  message(STATUS "CUDA runtime on: nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_90, cuDNN ${RN_CUDNN_LIBRARY}, frontend ${RN_CUDNN_FRONTEND_INCLUDE_DIR}")
+
+  file(GLOB RN_RUNTIME_CUDA_SOURCES CONFIGURE_DEPENDS
+    ${CMAKE_CURRENT_SOURCE_DIR}/cuda/*.cpp ${CMAKE_CURRENT_SOURCE_DIR}/cuda/*.cu)
+  add_library(rn_runtime_cuda STATIC ${RN_RUNTIME_CUDA_SOURCES})
+  target_include_directories(rn_runtime_cuda PUBLIC ${PROJECT_SOURCE_DIR} ${RN_CUDNN_INCLUDE_DIR})
+  # The frontend's headers are included by conv.cpp only (host C++, g++).
+  target_include_directories(rn_runtime_cuda SYSTEM PRIVATE ${RN_CUDNN_FRONTEND_INCLUDE_DIR})
+  target_link_libraries(rn_runtime_cuda PUBLIC rn_runtime CUDA::cudart CUDA::cublasLt
+    ${RN_CUDNN_LIBRARY} PRIVATE CUDA::nvrtc)
+  target_compile_options(rn_runtime_cuda PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
+    $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
+  target_compile_definitions(rn_runtime_cuda PUBLIC RN_HAVE_CUDA=1)
+endif()

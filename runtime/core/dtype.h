@@ -1,0 +1,42 @@
+//===- dtype.h - Element types of the runtime ------------------*- C++ -*-===//
+//
+// The element types an artifact can hold, their sizes and names, and the
+// f16/bf16 conversions the CPU executor uses to emulate low precision
+// (round to nearest even, like the GPU).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CORE_DTYPE_H
+#define RN_RUNTIME_CORE_DTYPE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace rn {
+
+enum class DType : uint8_t { f32, f16, bf16, i32, i1 };
+
+/// Bytes of one element (i1 is stored as a byte).
+size_t elementSize(DType type);
+
+/// "f32", "f16", "bf16", "i32", "i1".
+std::string_view dtypeName(DType type);
+std::optional<DType> parseDType(std::string_view name);
+
+/// IEEE binary16 bits of `value`, rounded to nearest even; overflow gives
+/// infinity and NaN stays NaN.
+uint16_t floatToHalf(float value);
+float halfToFloat(uint16_t bits);
+
+/// bfloat16 bits of `value`, rounded to nearest even; NaN stays NaN.
+uint16_t floatToBFloat16(float value);
+float bfloat16ToFloat(uint16_t bits);
+
+/// `value` rounded to the precision of `type` (identity for f32).
+float roundTo(DType type, float value);
+
+} // namespace rn
+
+#endif // RN_RUNTIME_CORE_DTYPE_H

@@ -1,0 +1,545 @@
+//===- op_registry.cpp - The ops the runtime knows ------------------------===//
+//
+// One verify function per op (or per family of ops with one signature).
+// Ranges follow the dialect's verifiers (dialects/rn/*.cpp) so that anything
+// rn-opt accepts loads, and anything an executor could divide by zero or
+// index out of bounds with is rejected here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/core/op_registry.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace rn {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string formatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+std::string plural(size_t count, const char *noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+/// An integral JSON number that fits int64_t (nlohmann stores larger ones
+/// as unsigned or float).
+std::optional<int64_t> asInt64(const json &value) {
+  if (!value.is_number_integer())
+    return std::nullopt;
+  if (value.is_number_unsigned() &&
+      value.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    return std::nullopt;
+  return value.get<int64_t>();
+}
+
+/// A unit attribute that is present and true (never throws, unlike
+/// json::value on a mistyped attribute).
+bool isSet(const json &attributes, const char *name) {
+  auto it = attributes.find(name);
+  return it != attributes.end() && it->is_boolean() && it->get<bool>();
+}
+
+/// Collects the first problem of one node.
+class Checker {
+public:
+  explicit Checker(const OpNodeSignature &node) : node_(node) {}
+
+  void operands(size_t min, size_t max) {
+    size_t got = node_.operands;
+    if (got >= min && got <= max)
+      return;
+    if (min == max)
+      fail("takes " + plural(min, "operand") + ", got " + std::to_string(got));
+    else if (max == std::numeric_limits<size_t>::max())
+      fail("takes at least " + plural(min, "operand") + ", got " +
+           std::to_string(got));
+    else
+      fail("takes " + std::to_string(min) + " to " + std::to_string(max) +
+           " operands, got " + std::to_string(got));
+  }
+  void operands(size_t count) { operands(count, count); }
+
+  /// `what` lists the expected results when their number depends on the
+  /// node ("input_grad, filter_grad").
+  void results(size_t count, const std::string &what = {}) {
+    if (node_.results != count)
+      fail("produces " + plural(count, "result") +
+           (what.empty() ? "" : " (" + what + ")") + ", got " +
+           std::to_string(node_.results));
+  }
+
+  /// An optional boolean (a unit attribute: absent means false).
+  bool flag(const char *name) {
+    auto it = node_.attributes.find(name);
+    if (it == node_.attributes.end())
+      return false;
+    if (!it->is_boolean()) {
+      fail(quoted(name) + " must be a boolean, got " + it->type_name());
+      return false;
+    }
+    return it->get<bool>();
+  }
+
+  /// A required integer >= min.
+  int64_t integer(const char *name, int64_t min) {
+    const json *value = require(name, "an integer");
+    if (!value)
+      return min;
+    std::optional<int64_t> parsed = asInt64(*value);
+    if (!parsed) {
+      fail(quoted(name) + " must be an integer, got " + describe(*value));
+      return min;
+    }
+    int64_t result = *parsed;
+    if (result < min) {
+      fail(quoted(name) + " must be at least " + std::to_string(min) +
+           ", got " + std::to_string(result));
+      return min;
+    }
+    return result;
+  }
+
+  /// A required finite number.
+  double number(const char *name) {
+    const json *value = require(name, "a number");
+    if (!value)
+      return 0;
+    if (!value->is_number()) {
+      fail(quoted(name) + " must be a number, got " + value->type_name());
+      return 0;
+    }
+    double result = value->get<double>();
+    if (!std::isfinite(result)) {
+      fail(quoted(name) + " must be finite");
+      return 0;
+    }
+    return result;
+  }
+
+  /// A required number in [low, high] or [low, high).
+  double inRange(const char *name, double low, double high, bool highInclusive) {
+    double value = number(name);
+    if (ok() && !(value >= low && (highInclusive ? value <= high : value < high)))
+      fail(quoted(name) + " must be in [" + formatNumber(low) + ", " +
+           formatNumber(high) + (highInclusive ? "]" : ")") + ", got " +
+           formatNumber(value));
+    return value;
+  }
+  double positive(const char *name) {
+    double value = number(name);
+    if (ok() && !(value > 0))
+      fail(quoted(name) + " must be positive, got " + formatNumber(value));
+    return value;
+  }
+  double nonNegative(const char *name) {
+    double value = number(name);
+    if (ok() && !(value >= 0))
+      fail(quoted(name) + " must be non-negative, got " + formatNumber(value));
+    return value;
+  }
+
+  /// A required [height, width] pair of integers >= min.
+  std::vector<int64_t> pair(const char *name, int64_t min) {
+    const json *value = require(name, "an array of 2 integers");
+    if (!value)
+      return {min, min};
+    if (!value->is_array() || value->size() != 2) {
+      fail(quoted(name) + " must be an array of 2 integers (height, width), got " +
+           describe(*value));
+      return {min, min};
+    }
+    std::vector<int64_t> result;
+    static const char *const dims[] = {"height", "width"};
+    for (size_t i = 0; i < 2; ++i) {
+      const json &element = (*value)[i];
+      std::optional<int64_t> element64 = asInt64(element);
+      if (!element64) {
+        fail(quoted(name) + " must hold integers, got " + describe(element) +
+             " for " + dims[i]);
+        return {min, min};
+      }
+      if (*element64 < min) {
+        fail(quoted(name) + " must be " + (min > 0 ? "positive" : "non-negative") +
+             ", got " + std::to_string(*element64) + " for " + dims[i]);
+        return {min, min};
+      }
+      result.push_back(*element64);
+    }
+    return result;
+  }
+
+  /// strides, padding, dilation and groups of a convolution.
+  void convolution() {
+    pair("strides", 1);
+    pair("padding", 0);
+    pair("dilation", 1);
+    integer("groups", 1);
+  }
+
+  /// kernel, strides and padding of a pooling window; PyTorch's rule
+  /// bounds the padding by half the kernel (a window of padding only).
+  void pooling() {
+    std::vector<int64_t> kernel = pair("kernel", 1);
+    pair("strides", 1);
+    std::vector<int64_t> padding = pair("padding", 0);
+    for (size_t i = 0; i < 2 && ok(); ++i)
+      if (padding[i] > kernel[i] / 2)
+        fail("\"padding\" " + std::to_string(padding[i]) +
+             " exceeds half the kernel size " + std::to_string(kernel[i]) +
+             (i == 0 ? " for height" : " for width"));
+  }
+
+  void fail(std::string message) {
+    if (!problem_)
+      problem_ = std::move(message);
+  }
+  bool ok() const { return !problem_; }
+  Status finish() {
+    if (problem_)
+      return Error(std::move(*problem_));
+    return Status::success();
+  }
+
+private:
+  static std::string quoted(const char *name) {
+    return std::string("attribute \"") + name + "\"";
+  }
+  /// The JSON type, and the value when it is a short scalar.
+  static std::string describe(const json &value) {
+    if (value.is_number() || value.is_boolean())
+      return value.type_name() + std::string(" ") + value.dump();
+    return value.type_name();
+  }
+  const json *require(const char *name, const char *what) {
+    auto it = node_.attributes.find(name);
+    if (it == node_.attributes.end()) {
+      fail(quoted(name) + " is missing (" + what + ")");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  const OpNodeSignature &node_;
+  std::optional<std::string> problem_;
+};
+
+//===----------------------------------------------------------------------===//
+// Families
+//===----------------------------------------------------------------------===//
+
+/// Ops without attributes: `operands` in, `results` out.
+template <size_t Operands, size_t Results>
+Status verifyPlain(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(Operands);
+  c.results(Results);
+  return c.finish();
+}
+
+Status verifyConv2d(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(2, 3); // input, filter, optional bias
+  c.results(1);
+  c.convolution();
+  return c.finish();
+}
+
+Status verifyLinear(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(2, 3); // input, weight, optional bias
+  c.results(1);
+  return c.finish();
+}
+
+Status verifyBatchNorm(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(5);
+  c.results(1);
+  c.positive("epsilon");
+  c.inRange("momentum", 0, 1, /*highInclusive=*/true);
+  return c.finish();
+}
+
+template <size_t Operands, size_t Results>
+Status verifyEpsilonOnly(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(Operands);
+  c.results(Results);
+  c.positive("epsilon");
+  return c.finish();
+}
+
+template <size_t Results> Status verifyDropout(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(1);
+  c.results(Results); // dropout_train also returns its mask
+  c.inRange("p", 0, 1, /*highInclusive=*/false);
+  return c.finish();
+}
+
+template <size_t Operands> Status verifyPool(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(Operands);
+  c.results(1);
+  c.pooling();
+  return c.finish();
+}
+
+/// logits, labels and, for the backward op, an optional loss scale.
+template <size_t MaxOperands>
+Status verifySoftmaxCrossEntropy(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(2, MaxOperands);
+  c.results(1);
+  c.inRange("label_smoothing", 0, 1, /*highInclusive=*/false);
+  return c.finish();
+}
+
+Status verifyUpdateRunningStats(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(4);
+  c.results(2);
+  c.positive("epsilon");
+  c.inRange("momentum", 0, 1, /*highInclusive=*/true);
+  c.integer("count", 2); // the unbiased variance divides by count - 1
+  return c.finish();
+}
+
+/// conv2d_backward and linear_backward: output_grad, input, weight,
+/// weight_grad_acc and an optional bias_grad_acc; results [dX] dW [dB].
+template <bool Conv> Status verifyWeightedBackward(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(4, 5);
+  bool inputGrad = c.flag("input_grad");
+  bool bias = node.operands == 5;
+  std::string what = inputGrad ? "input_grad, " : "";
+  what += Conv ? "filter_grad" : "weight_grad";
+  if (bias)
+    what += ", bias_grad";
+  c.results(size_t(inputGrad) + 1 + size_t(bias), what);
+  if (Conv)
+    c.convolution();
+  return c.finish();
+}
+
+std::vector<std::string_view> weightedBackwardParts(const OpNodeSignature &node) {
+  std::vector<std::string_view> parts = {"weight_grad"};
+  if (node.operands == 5)
+    parts.push_back("bias_grad");
+  if (isSet(node.attributes, "input_grad"))
+    parts.push_back("input_grad");
+  return parts;
+}
+
+Status verifyCheckFinite(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(1, std::numeric_limits<size_t>::max());
+  c.results(1);
+  return c.finish();
+}
+
+/// One result per input, each the replicas' mean of its input.
+Status verifyAllReduceMean(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(1, std::numeric_limits<size_t>::max());
+  c.results(node.operands, "one per input");
+  return c.finish();
+}
+
+Status verifyUpdateLossScale(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(3);
+  c.results(2);
+  double growth = c.number("growth");
+  if (c.ok() && !(growth > 1))
+    c.fail("attribute \"growth\" must be greater than 1, got " + formatNumber(growth));
+  double backoff = c.inRange("backoff", 0, 1, /*highInclusive=*/false);
+  if (c.ok() && backoff == 0)
+    c.fail("attribute \"backoff\" must be positive");
+  c.integer("growth_interval", 1);
+  return c.finish();
+}
+
+/// param, grad, [momentum_buffer], lr, [skip_if]. The buffer is present
+/// exactly when momentum is non-zero, which settles the ambiguous count.
+Status verifySgdUpdate(const OpNodeSignature &node) {
+  Checker c(node);
+  double momentum = c.inRange("momentum", 0, 1, /*highInclusive=*/false);
+  c.nonNegative("weight_decay");
+  bool nesterov = c.flag("nesterov");
+  if (!c.ok())
+    return c.finish();
+  if (nesterov && momentum == 0)
+    c.fail("Nesterov momentum needs momentum > 0");
+  bool buffer = momentum != 0;
+  size_t required = buffer ? 4 : 3;
+  if (node.operands != required && node.operands != required + 1)
+    c.fail(std::string("with momentum ") + formatNumber(momentum) +
+           " takes param, grad, " + (buffer ? "momentum_buffer, " : "") +
+           "lr and an optional skip_if (" + std::to_string(required) + " or " +
+           std::to_string(required + 1) + " operands), got " +
+           std::to_string(node.operands));
+  c.results(buffer ? 2 : 1, buffer ? "new_param, new_momentum_buffer" : "new_param");
+  // MLIR's segment sizes, if the exporter kept them, must agree.
+  auto segments = node.attributes.find("operandSegmentSizes");
+  if (c.ok() && segments != node.attributes.end()) {
+    bool skip = node.operands == required + 1;
+    json expected = {1, 1, int(buffer), 1, int(skip)};
+    if (*segments != expected)
+      c.fail("attribute \"operandSegmentSizes\" disagrees with the operands "
+             "(expected [1, 1, " + std::to_string(int(buffer)) + ", 1, " +
+             std::to_string(int(skip)) + "])");
+  }
+  return c.finish();
+}
+
+Status verifyAdamWUpdate(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(6, 7); // param, grad, exp_avg, exp_avg_sq, lr, step, [skip_if]
+  c.results(3);
+  c.inRange("beta1", 0, 1, /*highInclusive=*/false);
+  c.inRange("beta2", 0, 1, /*highInclusive=*/false);
+  c.positive("epsilon");
+  c.nonNegative("weight_decay");
+  return c.finish();
+}
+
+Status verifyLarsUpdate(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(4, 5); // param, grad, momentum_buffer, lr, [skip_if]
+  c.results(2);
+  c.inRange("momentum", 0, 1, /*highInclusive=*/false);
+  c.nonNegative("weight_decay");
+  c.positive("trust_coefficient");
+  c.nonNegative("epsilon");
+  return c.finish();
+}
+
+Status verifyEmaUpdate(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(2);
+  c.results(1);
+  c.inRange("decay", 0, 1, /*highInclusive=*/false);
+  return c.finish();
+}
+
+/// cbr_forward and cbr_inference: a convolution, a batch norm and an
+/// optional ReLU.
+template <size_t Operands, size_t Results>
+Status verifyCbr(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(Operands);
+  c.results(Results);
+  c.convolution();
+  c.positive("epsilon");
+  c.flag("relu");
+  return c.finish();
+}
+
+/// Ten operands, and relu_output as an eleventh when the forward op applied
+/// the ReLU; results conv_output_grad, [input_grad], filter, gamma and beta
+/// gradients.
+Status verifyCbrBackward(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(10, 11);
+  bool inputGrad = c.flag("input_grad");
+  c.results(inputGrad ? 5 : 4,
+            std::string("conv_output_grad, ") + (inputGrad ? "input_grad, " : "") +
+                "filter_grad, gamma_grad, beta_grad");
+  c.convolution();
+  return c.finish();
+}
+
+std::vector<std::string_view> cbrBackwardParts(const OpNodeSignature &node) {
+  std::vector<std::string_view> parts = {"bn_grad", "weight_grad"};
+  if (isSet(node.attributes, "input_grad"))
+    parts.push_back("input_grad");
+  return parts;
+}
+
+std::vector<OpInfo> buildOps() {
+  return {
+      // RNOps.td
+      {"conv2d", verifyConv2d},
+      {"batch_norm", verifyBatchNorm},
+      {"relu", verifyPlain<1, 1>},
+      {"tanh", verifyPlain<1, 1>},
+      {"silu", verifyPlain<1, 1>},
+      {"add", verifyPlain<2, 1>},
+      {"dropout", verifyDropout<1>},
+      {"max_pool2d", verifyPool<1>},
+      {"avg_pool2d", verifyPool<1>},
+      {"global_avg_pool", verifyPlain<1, 1>},
+      {"flatten", verifyPlain<1, 1>},
+      {"linear", verifyLinear},
+      {"softmax_cross_entropy", verifySoftmaxCrossEntropy<2>},
+      // RNTrainingOps.td
+      {"cast", verifyPlain<1, 1>},
+      {"reshape", verifyPlain<1, 1>},
+      {"batch_norm_train", verifyEpsilonOnly<3, 3>},
+      {"batch_norm_inference", verifyEpsilonOnly<5, 1>},
+      {"update_running_stats", verifyUpdateRunningStats},
+      {"dropout_train", verifyDropout<2>},
+      {"relu_backward", verifyPlain<2, 1>},
+      {"tanh_backward", verifyPlain<2, 1>},
+      {"silu_backward", verifyPlain<2, 1>},
+      {"dropout_backward", verifyPlain<2, 1>},
+      {"conv2d_backward", verifyWeightedBackward<true>, weightedBackwardParts},
+      {"linear_backward", verifyWeightedBackward<false>, weightedBackwardParts},
+      {"batch_norm_backward", verifyPlain<7, 3>},
+      {"max_pool2d_backward", verifyPool<2>},
+      {"avg_pool2d_backward", verifyPool<1>},
+      {"global_avg_pool_backward", verifyPlain<1, 1>},
+      {"softmax_cross_entropy_backward", verifySoftmaxCrossEntropy<3>},
+      {"zero", verifyPlain<1, 1>},
+      {"check_finite", verifyCheckFinite},
+      {"unscale", verifyPlain<2, 1>},
+      {"update_loss_scale", verifyUpdateLossScale},
+      {"all_reduce_mean", verifyAllReduceMean},
+      {"sgd_update", verifySgdUpdate},
+      {"adamw_update", verifyAdamWUpdate},
+      {"lars_update", verifyLarsUpdate},
+      {"ema_update", verifyEmaUpdate},
+      {"count_correct", verifyPlain<2, 1>},
+      // RNFusedOps.td
+      {"cbr_forward", verifyCbr<4, 4>},
+      {"cbr_backward", verifyCbrBackward, cbrBackwardParts},
+      {"cbr_inference", verifyCbr<6, 1>},
+      {"bn_add_relu", verifyEpsilonOnly<4, 3>},
+      {"bn_add_relu_backward", verifyPlain<8, 4>},
+      {"bn_add_relu_inference", verifyEpsilonOnly<6, 1>},
+      // RNScheduleOps.td
+      {"host_to_device", verifyPlain<1, 1>},
+  };
+}
+
+} // namespace
+
+const std::vector<OpInfo> &allOps() {
+  static const std::vector<OpInfo> ops = buildOps();
+  return ops;
+}
+
+const OpInfo *findOp(std::string_view name) {
+  static const std::unordered_map<std::string_view, const OpInfo *> byName = [] {
+    std::unordered_map<std::string_view, const OpInfo *> map;
+    for (const OpInfo &op : allOps())
+      map.emplace(op.name, &op);
+    return map;
+  }();
+  auto it = byName.find(name);
+  return it == byName.end() ? nullptr : it->second;
+}
+
+} // namespace rn

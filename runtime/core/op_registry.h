@@ -1,0 +1,51 @@
+//===- op_registry.h - The ops the runtime knows ---------------*- C++ -*-===//
+//
+// Every op an artifact's nodes may name (the rn dialect's executable ops
+// without "rn."), with the rules the loader checks before anything runs:
+// operand and result counts (including the variadic forms: conv2d's
+// optional bias, the backward ops' optional input and bias gradients,
+// sgd_update's optional momentum buffer and skip_if), the attributes each
+// op needs with their JSON types and ranges (positive strides, probabilities
+// in [0, 1), ...), and the parts forking ops split into. The rules mirror
+// the dialect's verifiers; shapes are the executors' business.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CORE_OP_REGISTRY_H
+#define RN_RUNTIME_CORE_OP_REGISTRY_H
+
+#include "runtime/core/status.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+#include <vector>
+
+namespace rn {
+
+/// What the registry looks at in an op node.
+struct OpNodeSignature {
+  size_t operands = 0;
+  size_t results = 0;
+  const nlohmann::json &attributes; ///< an object
+};
+
+struct OpInfo {
+  std::string_view name;
+  /// Checks the counts and attributes of `node`; messages name no place
+  /// (the caller prefixes the node).
+  Status (*verify)(const OpNodeSignature &node) = nullptr;
+  /// The roles of the parts a forking op runs as, in ForkingOpInterface
+  /// order, for a node that verified; null for ops that do not fork.
+  std::vector<std::string_view> (*forkParts)(const OpNodeSignature &node) = nullptr;
+};
+
+/// The op named `name` ("conv2d"), or null.
+const OpInfo *findOp(std::string_view name);
+
+/// Every op, in the order of the dialect's .td files.
+const std::vector<OpInfo> &allOps();
+
+} // namespace rn
+
+#endif // RN_RUNTIME_CORE_OP_REGISTRY_H

@@ -1,0 +1,234 @@
+//===- cpu_elementwise.cpp - Activations, casts, reshapes, dropout --------===//
+//
+// Each element is computed in double from its float inputs and rounded once
+// to the result's dtype. Dropout draws its mask from Philox4x32-10, keyed by
+// (seed, stream) and counted by the element index, so a mask depends only on
+// the key and the shape, never on the order of evaluation (a GPU kernel can
+// reproduce it bit for bit).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/cpu_kernels_detail.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace rn::cpu {
+namespace {
+
+using detail::Check;
+using detail::shapeString;
+using detail::store;
+
+/// result[i] = f(input[i]) for two views of one shape.
+template <typename F>
+KernelStatus unaryMap(const char *op, const char *inName,
+                      const TensorView &input, const TensorView &result, F f) {
+  Check check(op);
+  if (check.view(inName, input).shape("result", result, input.shape).failed())
+    return check.status();
+  for (int64_t i = 0, e = input.numel(); i < e; ++i)
+    result.data[i] = store(result.dtype, f(double(input.data[i])));
+  return {};
+}
+
+/// result[i] = f(a[i], b[i]) for three views of one shape.
+template <typename F>
+KernelStatus binaryMap(const char *op, const char *aName, const TensorView &a,
+                       const char *bName, const TensorView &b,
+                       const char *resultName, const TensorView &result, F f) {
+  Check check(op);
+  if (check.view(aName, a)
+          .shape(bName, b, a.shape)
+          .shape(resultName, result, a.shape)
+          .failed())
+    return check.status();
+  for (int64_t i = 0, e = a.numel(); i < e; ++i)
+    result.data[i] = store(result.dtype, f(double(a.data[i]), double(b.data[i])));
+  return {};
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+/// 64-bit product of two 32-bit words, split into its halves.
+inline void mulhilo(uint32_t a, uint32_t b, uint32_t &hi, uint32_t &lo) {
+  uint64_t product = static_cast<uint64_t>(a) * b;
+  hi = static_cast<uint32_t>(product >> 32);
+  lo = static_cast<uint32_t>(product);
+}
+
+} // namespace
+
+KernelStatus relu(const TensorView &input, const TensorView &result) {
+  return unaryMap("relu", "input", input, result, [](double x) {
+    return x > 0 || std::isnan(x) ? x : 0.0;
+  });
+}
+
+KernelStatus tanh(const TensorView &input, const TensorView &result) {
+  return unaryMap("tanh", "input", input, result,
+                  [](double x) { return std::tanh(x); });
+}
+
+KernelStatus silu(const TensorView &input, const TensorView &result) {
+  return unaryMap("silu", "input", input, result,
+                  [](double x) { return x * sigmoid(x); });
+}
+
+KernelStatus reluBackward(const TensorView &outputGrad,
+                          const TensorView &result,
+                          const TensorView &inputGrad) {
+  return binaryMap("relu_backward", "output_grad", outputGrad, "result", result,
+                   "input_grad", inputGrad,
+                   [](double dy, double y) { return y > 0 ? dy : 0.0; });
+}
+
+KernelStatus tanhBackward(const TensorView &outputGrad,
+                          const TensorView &result,
+                          const TensorView &inputGrad) {
+  return binaryMap("tanh_backward", "output_grad", outputGrad, "result", result,
+                   "input_grad", inputGrad,
+                   [](double dy, double y) { return dy * (1.0 - y * y); });
+}
+
+KernelStatus siluBackward(const TensorView &outputGrad,
+                          const TensorView &input,
+                          const TensorView &inputGrad) {
+  return binaryMap("silu_backward", "output_grad", outputGrad, "input", input,
+                   "input_grad", inputGrad, [](double dy, double x) {
+                     double s = sigmoid(x);
+                     return dy * s * (1.0 + x * (1.0 - s));
+                   });
+}
+
+KernelStatus add(const TensorView &lhs, const TensorView &rhs,
+                 const TensorView &result) {
+  return binaryMap("add", "lhs", lhs, "rhs", rhs, "result", result,
+                   [](double a, double b) { return a + b; });
+}
+
+KernelStatus cast(const TensorView &input, const TensorView &result) {
+  return unaryMap("cast", "input", input, result, [](double x) { return x; });
+}
+
+KernelStatus reshape(const TensorView &input, const TensorView &result) {
+  Check check("reshape");
+  if (check.view("input", input).view("result", result).failed() ||
+      check.require(input.numel() == result.numel(), "result shape ",
+                    shapeString(result.shape), " has another element count than ",
+                    shapeString(input.shape)).failed())
+    return check.status();
+  for (int64_t i = 0, e = input.numel(); i < e; ++i)
+    result.data[i] = store(result.dtype, input.data[i]);
+  return {};
+}
+
+KernelStatus flatten(const TensorView &input, const TensorView &result) {
+  Check check("flatten");
+  if (check.view("input", input).failed() ||
+      check.require(input.rank() >= 1, "input must have a batch dimension")
+          .failed())
+    return check.status();
+  int64_t n = input.dim(0), rest = 1;
+  for (size_t i = 1; i < input.shape.size(); ++i)
+    rest *= input.shape[i];
+  if (check.shape("result", result, Shape{n, rest}).failed())
+    return check.status();
+  return reshape(input, result);
+}
+
+KernelStatus zero(const TensorView &result) {
+  Check check("zero");
+  if (check.view("input", result).failed())
+    return check.status();
+  for (int64_t i = 0, e = result.numel(); i < e; ++i)
+    result.data[i] = 0.0f;
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> ctr,
+                                   std::array<uint32_t, 2> key) {
+  constexpr uint32_t kMul0 = 0xD2511F53, kMul1 = 0xCD9E8D57;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9, kWeyl1 = 0xBB67AE85;
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      key[0] += kWeyl0;
+      key[1] += kWeyl1;
+    }
+    uint32_t hi0, lo0, hi1, lo1;
+    mulhilo(kMul0, ctr[0], hi0, lo0);
+    mulhilo(kMul1, ctr[2], hi1, lo1);
+    ctr = {hi1 ^ ctr[1] ^ key[0], lo1, hi0 ^ ctr[3] ^ key[1], lo0};
+  }
+  return ctr;
+}
+
+namespace {
+/// The four random words of elements 4 * block .. 4 * block + 3.
+std::array<uint32_t, 4> dropoutBlock(const RngKey &key, uint64_t block) {
+  return philox4x32(
+      {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
+       static_cast<uint32_t>(key.stream), static_cast<uint32_t>(key.stream >> 32)},
+      {static_cast<uint32_t>(key.seed), static_cast<uint32_t>(key.seed >> 32)});
+}
+
+/// ceil(p * 2^24): an element drops when its top 24 random bits are below.
+uint32_t dropThreshold(double p) {
+  return static_cast<uint32_t>(std::ceil(std::min(std::max(p, 0.0), 1.0) * 16777216.0));
+}
+} // namespace
+
+uint32_t dropoutRandomWord(const RngKey &key, uint64_t index) {
+  return dropoutBlock(key, index / 4)[index % 4];
+}
+
+bool dropoutDrops(const RngKey &key, uint64_t index, double p) {
+  return (dropoutRandomWord(key, index) >> 8) < dropThreshold(p);
+}
+
+KernelStatus dropoutTrain(const TensorView &input, double p, const RngKey &key,
+                          const TensorView &result, const TensorView &mask) {
+  Check check("dropout_train");
+  if (check.view("input", input)
+          .shape("result", result, input.shape)
+          .shape("mask", mask, input.shape)
+          .require(p >= 0 && p <= 1, "p must be in [0, 1], got ", p)
+          .failed())
+    return check.status();
+  const uint32_t threshold = dropThreshold(p);
+  const float keep = p < 1 ? store(mask.dtype, 1.0 / (1.0 - p)) : 0.0f;
+  const int64_t count = input.numel();
+  for (int64_t block = 0; block * 4 < count; ++block) {
+    std::array<uint32_t, 4> words = dropoutBlock(key, static_cast<uint64_t>(block));
+    for (int64_t j = 0; j < 4 && block * 4 + j < count; ++j) {
+      int64_t i = block * 4 + j;
+      float m = (words[j] >> 8) < threshold ? 0.0f : keep;
+      double x = input.data[i];
+      mask.data[i] = m;
+      result.data[i] = store(result.dtype, x * m);
+    }
+  }
+  return {};
+}
+
+KernelStatus dropout(const TensorView &input, double p, const RngKey &key,
+                     const TensorView &result) {
+  std::vector<float> mask(static_cast<size_t>(std::max<int64_t>(input.numel(), 0)));
+  return dropoutTrain(input, p, key, result,
+                      TensorView{mask.data(), input.shape, result.dtype});
+}
+
+KernelStatus dropoutBackward(const TensorView &outputGrad,
+                             const TensorView &mask,
+                             const TensorView &inputGrad) {
+  return binaryMap("dropout_backward", "output_grad", outputGrad, "mask", mask,
+                   "input_grad", inputGrad,
+                   [](double dy, double m) { return dy * m; });
+}
+
+} // namespace rn::cpu

@@ -1,0 +1,1737 @@
+//===- cpu_executor.cpp - Reference executor of an artifact on the CPU ----===//
+//
+// See cpu_executor.h for the memory mapping and the interleaving model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/cpu_executor.h"
+
+#include "runtime/cpu/cpu_kernels.h"
+#include "runtime/core/dtype.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <unordered_map>
+
+namespace rn {
+
+using json = nlohmann::json;
+using cpu::KernelStatus;
+using cpu::TensorView;
+
+namespace {
+
+constexpr int kStreams = 5;
+/// Reads of one word kept by the hazard detector (pairwise unordered).
+constexpr size_t kReaders = 4;
+/// Records kept per event (waits reach at most two steps back).
+constexpr size_t kRecordHistory = 16;
+
+/// A vector clock over the simulation's threads (missing entries are 0).
+using VClock = std::vector<uint32_t>;
+uint32_t clockAt(const VClock &vc, uint32_t thread) {
+  return thread < vc.size() ? vc[thread] : 0;
+}
+void merge(VClock &into, const VClock &from) {
+  if (into.size() < from.size())
+    into.resize(from.size(), 0);
+  for (size_t i = 0; i < from.size(); ++i)
+    into[i] = std::max(into[i], from[i]);
+}
+
+int64_t numel(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+bool isFloat(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+/// Words a slot covers in the index space (data and shadow).
+int64_t slotUnits(const Slot &slot, int64_t elements) {
+  return std::max<int64_t>(elements, static_cast<int64_t>((slot.bytes + 1) / 2));
+}
+
+std::array<int64_t, 2> pairAttr(const json &attrs, const char *name,
+                                std::array<int64_t, 2> fallback) {
+  auto it = attrs.find(name);
+  if (it == attrs.end() || !it->is_array() || it->size() != 2)
+    return fallback;
+  return {(*it)[0].get<int64_t>(), (*it)[1].get<int64_t>()};
+}
+double numAttr(const json &attrs, const char *name, double fallback = 0) {
+  auto it = attrs.find(name);
+  return it != attrs.end() && it->is_number() ? it->get<double>() : fallback;
+}
+bool flagAttr(const json &attrs, const char *name) {
+  auto it = attrs.find(name);
+  return it != attrs.end() && it->is_boolean() && it->get<bool>();
+}
+cpu::Conv2dAttrs convAttrs(const json &a) {
+  cpu::Conv2dAttrs c;
+  c.strides = pairAttr(a, "strides", {1, 1});
+  c.padding = pairAttr(a, "padding", {0, 0});
+  c.dilation = pairAttr(a, "dilation", {1, 1});
+  c.groups = static_cast<int64_t>(numAttr(a, "groups", 1));
+  return c;
+}
+cpu::Pool2dAttrs poolAttrs(const json &a) {
+  cpu::Pool2dAttrs p;
+  p.kernel = pairAttr(a, "kernel", {1, 1});
+  p.strides = pairAttr(a, "strides", {1, 1});
+  p.padding = pairAttr(a, "padding", {0, 0});
+  return p;
+}
+
+/// The kernel an op node runs, resolved from its op name once when the
+/// executor is created (not per execution); the names are the op
+/// registry's. `copy` is host_to_device; the forking ops run their parts.
+enum class OpKind : uint8_t {
+  unknown, copy, all_reduce_mean, conv2d, linear, batch_norm, batch_norm_train,
+  batch_norm_inference, update_running_stats, batch_norm_backward, relu, tanh, silu,
+  relu_backward, tanh_backward, silu_backward, dropout_backward, add, cast, reshape,
+  flatten, zero, dropout, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
+  avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
+  softmax_cross_entropy_backward, count_correct, check_finite, unscale, update_loss_scale,
+  sgd_update, adamw_update, lars_update, ema_update, cbr_forward, cbr_inference,
+  bn_add_relu, bn_add_relu_backward, bn_add_relu_inference, linear_backward,
+  conv2d_backward, cbr_backward
+};
+
+OpKind opKindOf(std::string_view op) {
+  static const std::unordered_map<std::string_view, OpKind> byName = {
+      {"host_to_device", OpKind::copy},
+      {"all_reduce_mean", OpKind::all_reduce_mean},
+      {"conv2d", OpKind::conv2d},
+      {"linear", OpKind::linear},
+      {"batch_norm", OpKind::batch_norm},
+      {"batch_norm_train", OpKind::batch_norm_train},
+      {"batch_norm_inference", OpKind::batch_norm_inference},
+      {"update_running_stats", OpKind::update_running_stats},
+      {"batch_norm_backward", OpKind::batch_norm_backward},
+      {"relu", OpKind::relu},
+      {"tanh", OpKind::tanh},
+      {"silu", OpKind::silu},
+      {"relu_backward", OpKind::relu_backward},
+      {"tanh_backward", OpKind::tanh_backward},
+      {"silu_backward", OpKind::silu_backward},
+      {"dropout_backward", OpKind::dropout_backward},
+      {"add", OpKind::add},
+      {"cast", OpKind::cast},
+      {"reshape", OpKind::reshape},
+      {"flatten", OpKind::flatten},
+      {"zero", OpKind::zero},
+      {"dropout", OpKind::dropout},
+      {"dropout_train", OpKind::dropout_train},
+      {"max_pool2d", OpKind::max_pool2d},
+      {"avg_pool2d", OpKind::avg_pool2d},
+      {"max_pool2d_backward", OpKind::max_pool2d_backward},
+      {"avg_pool2d_backward", OpKind::avg_pool2d_backward},
+      {"global_avg_pool", OpKind::global_avg_pool},
+      {"global_avg_pool_backward", OpKind::global_avg_pool_backward},
+      {"softmax_cross_entropy", OpKind::softmax_cross_entropy},
+      {"softmax_cross_entropy_backward", OpKind::softmax_cross_entropy_backward},
+      {"count_correct", OpKind::count_correct},
+      {"check_finite", OpKind::check_finite},
+      {"unscale", OpKind::unscale},
+      {"update_loss_scale", OpKind::update_loss_scale},
+      {"sgd_update", OpKind::sgd_update},
+      {"adamw_update", OpKind::adamw_update},
+      {"lars_update", OpKind::lars_update},
+      {"ema_update", OpKind::ema_update},
+      {"cbr_forward", OpKind::cbr_forward},
+      {"cbr_inference", OpKind::cbr_inference},
+      {"bn_add_relu", OpKind::bn_add_relu},
+      {"bn_add_relu_backward", OpKind::bn_add_relu_backward},
+      {"bn_add_relu_inference", OpKind::bn_add_relu_inference},
+      {"linear_backward", OpKind::linear_backward},
+      {"conv2d_backward", OpKind::conv2d_backward},
+      {"cbr_backward", OpKind::cbr_backward},
+  };
+  auto it = byName.find(op);
+  return it == byName.end() ? OpKind::unknown : it->second;
+}
+
+/// The role of one part of a forking op.
+enum class PartRole : uint8_t { unknown, weight_grad, bias_grad, input_grad, bn_grad };
+
+PartRole partRoleOf(std::string_view role) {
+  if (role == "weight_grad")
+    return PartRole::weight_grad;
+  if (role == "bias_grad")
+    return PartRole::bias_grad;
+  if (role == "input_grad")
+    return PartRole::input_grad;
+  if (role == "bn_grad")
+    return PartRole::bn_grad;
+  return PartRole::unknown;
+}
+
+/// An op node ready to run: its kernel, part roles and attributes, parsed
+/// from the JSON once (absent numbers read as 0, absent flags as false).
+struct Kernel {
+  OpKind kind = OpKind::unknown;
+  std::vector<PartRole> roles; ///< per part
+  cpu::Conv2dAttrs conv;       ///< convolutions
+  cpu::Pool2dAttrs pool;       ///< pooling
+  double epsilon = 0, momentum = 0, p = 0, labelSmoothing = 0, growth = 0, backoff = 0,
+         weightDecay = 0, beta1 = 0, beta2 = 0, trustCoefficient = 0, decay = 0;
+  int64_t count = 0, growthInterval = 0;
+  bool inputGrad = false, relu = false, nesterov = false;
+  uint64_t dropoutIndex = 0; ///< dropout ops: index among the function's
+};
+
+Kernel kernelOf(const Node &node) {
+  Kernel k;
+  k.kind = opKindOf(node.op);
+  for (const Part &part : node.parts)
+    k.roles.push_back(partRoleOf(part.role));
+  const json &a = node.attributes;
+  switch (k.kind) {
+  case OpKind::conv2d:
+  case OpKind::conv2d_backward:
+  case OpKind::cbr_forward:
+  case OpKind::cbr_inference:
+  case OpKind::cbr_backward:
+    k.conv = convAttrs(a);
+    break;
+  case OpKind::max_pool2d:
+  case OpKind::avg_pool2d:
+  case OpKind::max_pool2d_backward:
+  case OpKind::avg_pool2d_backward:
+    k.pool = poolAttrs(a);
+    break;
+  default:
+    break;
+  }
+  k.epsilon = numAttr(a, "epsilon");
+  k.momentum = numAttr(a, "momentum");
+  k.p = numAttr(a, "p");
+  k.labelSmoothing = numAttr(a, "label_smoothing");
+  k.growth = numAttr(a, "growth");
+  k.backoff = numAttr(a, "backoff");
+  k.weightDecay = numAttr(a, "weight_decay");
+  k.beta1 = numAttr(a, "beta1");
+  k.beta2 = numAttr(a, "beta2");
+  k.trustCoefficient = numAttr(a, "trust_coefficient");
+  k.decay = numAttr(a, "decay");
+  k.count = static_cast<int64_t>(numAttr(a, "count"));
+  k.growthInterval = static_cast<int64_t>(numAttr(a, "growth_interval"));
+  k.inputGrad = flagAttr(a, "input_grad");
+  k.relu = flagAttr(a, "relu");
+  k.nesterov = flagAttr(a, "nesterov");
+  return k;
+}
+
+/// One access of the hazard detector: the accessing thread, its clock and
+/// the site (index into Impl::sites; 0: none). Packed: the shadow holds
+/// five per word.
+#pragma pack(push, 2)
+struct Epoch {
+  uint32_t clock = 0;
+  uint32_t site = 0;
+  uint16_t thread = 0;
+};
+#pragma pack(pop)
+static_assert(sizeof(Epoch) == 10);
+
+/// Per-word access record (FastTrack-like): the last write and the reads
+/// since, pruned to those no later read is ordered after.
+struct Shadow {
+  Epoch write;
+  std::array<Epoch, kReaders> reads{};
+};
+static_assert(sizeof(Shadow) == 50);
+
+/// What one work item reads and writes (tensor ids).
+struct Access {
+  std::vector<uint32_t> reads, writes;
+};
+Access accessOf(const Node &node, const Kernel &kernel, int part);
+
+/// One work item of a subgraph: a node, or one part of a forking op.
+struct Item {
+  uint32_t node = 0;
+  int32_t part = -1;
+  Stream stream = Stream::comp1;
+  Access access;
+  std::vector<uint32_t> outputs; ///< output bindings it writes
+};
+
+struct SubgraphItems {
+  std::vector<Item> items;
+  std::vector<uint32_t> firstItem; ///< per node
+  std::vector<Kernel> kernels;     ///< per node (op nodes)
+};
+
+/// Who made an access, for hazard messages.
+struct Site {
+  enum class Kind : uint8_t { none, device, stage, read };
+  Kind kind = Kind::none;
+  uint32_t launch = 0; ///< device: launch id
+  uint32_t index = 0;  ///< device: node index; host: input/output binding
+  int32_t part = -1;   ///< device: part of a forking op
+  uint32_t fn = 0;     ///< host: function index
+  int64_t step = 0;    ///< host: step
+};
+
+/// A launch as hazard messages name it.
+struct LaunchInfo {
+  uint32_t fn = 0;
+  const Subgraph *sg = nullptr;
+  Variant variant = Variant::a;
+  int64_t step = 0;
+};
+
+/// One issued event record.
+struct RecordInstance {
+  uint32_t launch = 0;
+  int64_t step = 0;
+  Variant variant = Variant::a;
+  bool doubled = false; ///< recorded by a double-buffered subgraph
+  bool executed = false;
+  VClock clock; ///< the recording stream's clock, once executed
+};
+
+/// A thread of the simulation: the host (0) or a stream of a launch.
+struct SimThread {
+  VClock clock;
+  bool busy = false;
+};
+
+/// A launch being simulated.
+struct LaunchSim {
+  uint32_t id = 0;
+  uint32_t fn = 0;
+  const Subgraph *sg = nullptr;
+  Variant variant = Variant::a;
+  int64_t step = 0;
+  int32_t rngStep = 0;
+  StepOutputs *outputs = nullptr;
+  const SubgraphItems *items = nullptr;
+  std::shared_ptr<LaunchSim> previous; ///< on the same primary stream
+  VClock issueClock;                   ///< the host's clock when issued
+  bool started = false, done = false;
+  std::array<std::deque<uint32_t>, kStreams> queues;
+  std::vector<std::vector<std::shared_ptr<RecordInstance>>> sources; ///< per wait item
+  std::vector<std::shared_ptr<RecordInstance>> records;              ///< per record item
+  std::vector<std::optional<VClock>> partDone;                        ///< per part item
+  std::array<uint16_t, kStreams> thread{};
+  std::array<bool, kStreams> forked{}, used{};
+  size_t remaining = 0;
+  VClock endClock;
+};
+
+} // namespace
+
+struct CpuExecutor::Impl {
+  struct FnLayout {
+    std::vector<int64_t> indexA, indexB; ///< word index per tensor (-1 host)
+    std::vector<int64_t> units;          ///< words covered per tensor
+    std::vector<std::vector<float>> host; ///< host staging buffers
+    std::vector<int64_t> hostShadow;      ///< shadow index of host buffers (-1 device)
+    std::vector<int32_t> outputOf;        ///< output binding per tensor, or -1
+    /// Per tensor: its view on variant A and B (device words or host
+    /// buffer), built once so that running a node copies no shapes.
+    std::vector<TensorView> viewA, viewB;
+    uint64_t numDropouts = 0;
+  };
+  std::map<std::string, int64_t, std::less<>> regionBase;
+  std::vector<float> words;
+  std::vector<FnLayout> layouts; ///< by function index
+  std::unordered_map<const Subgraph *, SubgraphItems> items;
+  std::vector<int64_t> stepCounter; ///< per function: the next step
+  int32_t step = 0;                 ///< the dropout key of the running launch
+
+  // Interleaving.
+  std::mt19937_64 rng;
+  std::vector<Shadow> shadow; ///< arena words, then host buffers
+  std::vector<SimThread> threads;
+  std::vector<Site> sites;
+  std::vector<LaunchInfo> launches;
+  std::vector<std::deque<std::shared_ptr<RecordInstance>>> eventHistory;
+  std::map<std::pair<const Subgraph *, int>, std::shared_ptr<LaunchSim>> latestLaunch;
+  std::array<std::shared_ptr<LaunchSim>, kStreams> lastOnPrimary;
+  std::string firstHazard;
+  uint64_t hazards = 0;
+
+  int64_t base(const std::string &region, Variant variant) const {
+    if (variant == Variant::b && region == "inputs_a") {
+      auto it = regionBase.find("inputs_b");
+      if (it != regionBase.end())
+        return it->second;
+    }
+    return regionBase.find(region)->second;
+  }
+  int64_t wordOf(const Slot &slot, Variant variant) const {
+    return base(slot.region, variant) + static_cast<int64_t>(slot.offset / 2);
+  }
+  uint32_t newSite(const Site &site) {
+    sites.push_back(site);
+    return uint32_t(sites.size() - 1);
+  }
+
+  /// "function F, subgraph S (variant a, step 3), node 7 (op, part role)
+  /// on stream comp1".
+  static std::string describeItem(const Program &p, const LaunchInfo &l, uint32_t node,
+                                  int32_t part) {
+    const Node &n = l.sg->nodes[node];
+    std::string s = "function " + p.functions[l.fn].name + ", subgraph " + l.sg->name + " (";
+    if (l.sg->doubleBuffered)
+      s += std::string("variant ") + (l.variant == Variant::a ? "a" : "b") + ", ";
+    s += "step " + std::to_string(l.step) + "), node " + std::to_string(node);
+    if (n.kind == Node::Kind::op)
+      s += " (" + n.op + (part >= 0 ? ", part " + n.parts[size_t(part)].role : "") + ")";
+    Stream stream = part >= 0 ? n.parts[size_t(part)].stream : n.stream;
+    return s + " on stream " + std::string(streamName(stream));
+  }
+  std::string describe(const Program &p, uint32_t site) const {
+    const Site &s = sites[site];
+    switch (s.kind) {
+    case Site::Kind::device:
+      return describeItem(p, launches[s.launch], s.index, s.part);
+    case Site::Kind::stage:
+      return "the host's write of the staging buffer of input '" +
+             p.functions[s.fn].inputs[s.index].name + "' of function " + p.functions[s.fn].name +
+             " (step " + std::to_string(s.step) + ")";
+    case Site::Kind::read:
+      return "the host's read of output '" + p.functions[s.fn].outputs[s.index].name +
+             "' of function " + p.functions[s.fn].name + " (step " + std::to_string(s.step) + ")";
+    case Site::Kind::none:
+      break;
+    }
+    return "nothing";
+  }
+
+  /// Copies output `binding` of function `fnIndex` (variant `variant`) to
+  /// `out`; outputs without a device slot are skipped.
+  void readOutput(const Function &fn, uint32_t fnIndex, size_t binding, Variant variant,
+                  StepOutputs &out) const {
+    const Binding &b = fn.outputs[binding];
+    const TensorInfo &t = fn.tensors[b.tensor];
+    const FnLayout &l = layouts[fnIndex];
+    int64_t i = variant == Variant::a ? l.indexA[b.tensor] : l.indexB[b.tensor];
+    if (i < 0)
+      return;
+    const float *w = words.data() + i;
+    size_t n = size_t(numel(t.shape));
+    HostValue &v = out[b.name];
+    if (t.dtype == DType::i32) {
+      v.ints.resize(n);
+      std::memcpy(v.ints.data(), w, n * 4);
+    } else {
+      v.floats.assign(w, w + n);
+    }
+  }
+
+  /// First shadow word and word count of tensor `t` of function `fn`.
+  std::pair<int64_t, int64_t> shadowRange(uint32_t fn, uint32_t t, Variant variant) const {
+    const FnLayout &l = layouts[fn];
+    if (l.hostShadow[t] >= 0)
+      return {l.hostShadow[t], int64_t(l.host[t].size())};
+    return {variant == Variant::a ? l.indexA[t] : l.indexB[t], l.units[t]};
+  }
+};
+
+CpuExecutor::~CpuExecutor() = default;
+
+Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifact,
+                                                         Options options) {
+  std::unique_ptr<CpuExecutor> ex(new CpuExecutor());
+  ex->artifact_ = &artifact;
+  ex->options_ = options;
+  ex->impl_ = std::make_unique<Impl>();
+  Impl &im = *ex->impl_;
+  const Program &p = artifact.program;
+
+  // Region capacities from the slots that use them.
+  std::map<std::string, int64_t, std::less<>> need;
+  for (const Region &r : p.arena.regions)
+    need[r.kind] = 0;
+  auto use = [&](const Slot &slot, int64_t elements) {
+    int64_t end = static_cast<int64_t>(slot.offset / 2) + slotUnits(slot, elements);
+    int64_t &n = need[slot.region];
+    n = std::max(n, end);
+    if (slot.region == "inputs_a") {
+      int64_t &b = need["inputs_b"];
+      b = std::max(b, end);
+    }
+  };
+  for (const StateEntry &s : p.state)
+    if (s.slot)
+      use(*s.slot, numel(s.shape));
+  for (const Function &f : p.functions)
+    for (const TensorInfo &t : f.tensors)
+      if (t.slot)
+        use(*t.slot, numel(t.shape));
+  int64_t total = 0;
+  for (auto &[kind, words] : need) {
+    im.regionBase[kind] = total;
+    total += words;
+  }
+  im.words.assign(static_cast<size_t>(total), 0.0f);
+
+  // Host staging buffers get shadow words after the arena's.
+  int64_t shadowWords = total;
+  for (const Function &f : p.functions) {
+    Impl::FnLayout layout;
+    layout.outputOf.assign(f.tensors.size(), -1);
+    for (size_t k = 0; k < f.outputs.size(); ++k)
+      layout.outputOf[f.outputs[k].tensor] = int32_t(k);
+    for (const TensorInfo &t : f.tensors) {
+      int64_t n = numel(t.shape);
+      if (t.slot) {
+        layout.indexA.push_back(im.wordOf(*t.slot, Variant::a));
+        layout.indexB.push_back(im.wordOf(*t.slot, Variant::b));
+        layout.units.push_back(slotUnits(*t.slot, n));
+        layout.host.emplace_back();
+        layout.hostShadow.push_back(-1);
+      } else {
+        layout.indexA.push_back(-1);
+        layout.indexB.push_back(-1);
+        layout.units.push_back(0);
+        layout.host.emplace_back(static_cast<size_t>(n), 0.0f);
+        layout.hostShadow.push_back(shadowWords);
+        shadowWords += n;
+      }
+    }
+    for (const Subgraph &sg : f.subgraphs) {
+      SubgraphItems &si = im.items[&sg];
+      for (size_t i = 0; i < sg.nodes.size(); ++i) {
+        const Node &node = sg.nodes[i];
+        si.firstItem.push_back(uint32_t(si.items.size()));
+        Kernel &kernel = si.kernels.emplace_back();
+        if (node.kind == Node::Kind::op) {
+          kernel = kernelOf(node);
+          if (kernel.kind == OpKind::dropout || kernel.kind == OpKind::dropout_train)
+            kernel.dropoutIndex = layout.numDropouts++;
+        }
+        auto add = [&](int part, Stream stream) {
+          Item it;
+          it.node = uint32_t(i);
+          it.part = part;
+          it.stream = stream;
+          if (node.kind == Node::Kind::op) {
+            it.access = accessOf(node, kernel, part);
+            for (uint32_t t : it.access.writes)
+              if (layout.outputOf[t] >= 0)
+                it.outputs.push_back(uint32_t(layout.outputOf[t]));
+          }
+          si.items.push_back(std::move(it));
+        };
+        if (node.kind == Node::Kind::op && !node.parts.empty()) {
+          for (size_t q = 0; q < node.parts.size(); ++q)
+            add(int(q), node.parts[q].stream);
+        } else {
+          add(-1, node.stream);
+        }
+      }
+    }
+    im.layouts.push_back(std::move(layout));
+  }
+  // The arena and the host buffers are in place for good now.
+  for (size_t f = 0; f < p.functions.size(); ++f) {
+    Impl::FnLayout &l = im.layouts[f];
+    const std::vector<TensorInfo> &tensors = p.functions[f].tensors;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      auto viewAt = [&](int64_t index) {
+        float *data = index < 0 ? l.host[t].data() : im.words.data() + index;
+        return TensorView{data, tensors[t].shape, tensors[t].dtype};
+      };
+      l.viewA.push_back(viewAt(l.indexA[t]));
+      l.viewB.push_back(viewAt(l.indexB[t]));
+    }
+  }
+  im.stepCounter.assign(p.functions.size(), 0);
+  im.rng.seed(options.seed);
+  if (options.interleave) {
+    im.shadow.assign(static_cast<size_t>(shadowWords), Shadow());
+    im.threads.resize(1); // the host
+    im.threads[0].busy = true;
+    im.threads[0].clock.assign(1, 0);
+    im.sites.resize(1); // site 0: none
+    im.eventHistory.resize(p.numEvents);
+  }
+  return ex;
+}
+
+//===----------------------------------------------------------------------===//
+// State
+//===----------------------------------------------------------------------===//
+
+namespace {
+float readWordAsFloat(const float *w, DType t) {
+  if (t == DType::i32) {
+    int32_t v;
+    std::memcpy(&v, w, 4);
+    return static_cast<float>(v);
+  }
+  return *w;
+}
+void writeFloatAsWord(float *w, DType t, float value) {
+  if (t == DType::i32) {
+    int32_t v = static_cast<int32_t>(value);
+    std::memcpy(w, &v, 4);
+  } else if (t == DType::i1) {
+    *w = value != 0 ? 1.0f : 0.0f;
+  } else {
+    *w = roundTo(t, value);
+  }
+}
+} // namespace
+
+Status CpuExecutor::initialize() {
+  const Program &p = artifact_->program;
+  Impl &im = *impl_;
+  auto fill = [&](const StateEntry &s, auto valueAt) {
+    float *w = im.words.data() + im.wordOf(*s.slot, Variant::a);
+    int64_t n = numel(s.shape);
+    for (int64_t i = 0; i < n; ++i)
+      writeFloatAsWord(w + i, s.dtype, valueAt(i));
+  };
+  // Parameters, buffers and constants first, then what derives from them.
+  for (int pass = 0; pass < 2; ++pass)
+    for (const StateEntry &s : p.state) {
+      if (!s.slot)
+        continue;
+      bool derived = s.init.kind == "derived";
+      if (derived != (pass == 1))
+        continue;
+      std::string where = "state " + s.name;
+      if (derived) {
+        const StateEntry *of = p.findState(s.of);
+        if (!of || !of->slot || numel(of->shape) != numel(s.shape))
+          return Error(where + ": derived from missing or mismatched state '" + s.of + "'");
+        const float *src = im.words.data() + im.wordOf(*of->slot, Variant::a);
+        DType srcType = of->dtype;
+        fill(s, [&](int64_t i) { return readWordAsFloat(src + i, srcType); });
+        continue;
+      }
+      const SafetensorsEntry *e = artifact_->tensors.find(s.name);
+      if (e) {
+        std::string_view bytes = artifact_->tensors.bytesOf(*e);
+        int64_t n = numel(s.shape);
+        if (numel(e->shape) != n || bytes.size() < size_t(n) * elementSize(e->dtype))
+          return Error(where + ": the artifact's tensor has the wrong size");
+        const char *d = bytes.data();
+        DType et = e->dtype;
+        fill(s, [&](int64_t i) -> float {
+          switch (et) {
+          case DType::f32: {
+            float v;
+            std::memcpy(&v, d + 4 * i, 4);
+            return v;
+          }
+          case DType::f16: {
+            uint16_t v;
+            std::memcpy(&v, d + 2 * i, 2);
+            return halfToFloat(v);
+          }
+          case DType::bf16: {
+            uint16_t v;
+            std::memcpy(&v, d + 2 * i, 2);
+            return bfloat16ToFloat(v);
+          }
+          case DType::i32: {
+            int32_t v;
+            std::memcpy(&v, d + 4 * i, 4);
+            return static_cast<float>(v);
+          }
+          case DType::i1:
+            return d[i] ? 1.0f : 0.0f;
+          }
+          return 0.0f;
+        });
+        continue;
+      }
+      if (s.init.kind == "zeros")
+        fill(s, [](int64_t) { return 0.0f; });
+      else if (s.init.kind == "ones")
+        fill(s, [](int64_t) { return 1.0f; });
+      else if (s.init.kind == "constant")
+        fill(s, [&](int64_t) { return static_cast<float>(s.init.scale); });
+      else
+        return Error(where + ": init '" + s.init.kind +
+                     "' needs a tensor in the artifact, which has none");
+    }
+  return Status::success();
+}
+
+Result<std::vector<float>> CpuExecutor::readState(std::string_view name) const {
+  const StateEntry *s = artifact_->program.findState(name);
+  if (!s || !s->slot)
+    return Error("no state entry named '" + std::string(name) + "'");
+  const float *w = impl_->words.data() + impl_->wordOf(*s->slot, Variant::a);
+  std::vector<float> out(static_cast<size_t>(numel(s->shape)));
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = readWordAsFloat(w + i, s->dtype);
+  return out;
+}
+
+Status CpuExecutor::writeState(std::string_view name, const std::vector<float> &values) {
+  const StateEntry *s = artifact_->program.findState(name);
+  if (!s || !s->slot)
+    return Error("no state entry named '" + std::string(name) + "'");
+  if (int64_t(values.size()) != numel(s->shape))
+    return Error("state " + s->name + ": expected " + std::to_string(numel(s->shape)) +
+                 " values, got " + std::to_string(values.size()));
+  float *w = impl_->words.data() + impl_->wordOf(*s->slot, Variant::a);
+  for (size_t i = 0; i < values.size(); ++i)
+    writeFloatAsWord(w + i, s->dtype, values[i]);
+  return Status::success();
+}
+
+Result<std::vector<int64_t>> CpuExecutor::inputShape(std::string_view function,
+                                                     std::string_view input) const {
+  const Function *f = artifact_->program.findFunction(function);
+  if (!f)
+    return Error("no function named '" + std::string(function) + "'");
+  for (const Binding &b : f->inputs)
+    if (b.name == input)
+      return f->tensors[b.tensor].shape;
+  return Error("function " + f->name + " has no input '" + std::string(input) + "'");
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The tensors a node (or one part of a forking node) reads and writes.
+Access accessOf(const Node &node, const Kernel &k, int part) {
+  Access a;
+  const auto &o = node.operands;
+  const auto &r = node.results;
+  if (part < 0) {
+    a.reads = o;
+    a.writes = r;
+    return a;
+  }
+  PartRole role = k.roles[size_t(part)];
+  bool dx = k.inputGrad;
+  if (k.kind == OpKind::linear_backward || k.kind == OpKind::conv2d_backward) {
+    size_t dwIndex = dx ? 1 : 0;
+    if (role == PartRole::weight_grad) {
+      a.reads = {o[0], o[1], o[3]};
+      a.writes = {r[dwIndex]};
+    } else if (role == PartRole::bias_grad) {
+      a.reads = {o[0], o[4]};
+      a.writes = {r[dwIndex + 1]};
+    } else if (role == PartRole::input_grad) {
+      a.reads = {o[0], o[2]};
+      a.writes = {r[0]};
+    }
+  } else if (k.kind == OpKind::cbr_backward) {
+    if (role == PartRole::bn_grad) {
+      a.reads = {o[0], o[3], o[4], o[5], o[6], o[8], o[9]};
+      if (o.size() == 11)
+        a.reads.push_back(o[10]);
+      a.writes = {r[0], r[dx ? 3 : 2], r[dx ? 4 : 3]};
+    } else if (role == PartRole::weight_grad) {
+      a.reads = {r[0], o[1], o[7]};
+      a.writes = {r[dx ? 2 : 1]};
+    } else if (role == PartRole::input_grad) {
+      a.reads = {r[0], o[2]};
+      a.writes = {r[1]};
+    }
+  }
+  return a;
+}
+
+} // namespace
+
+struct ExecutorAccess {
+  CpuExecutor &ex;
+  const Function &fn;
+  CpuExecutor::Impl::FnLayout &layout;
+  Variant variant;
+
+  const TensorView &view(uint32_t t) const {
+    return variant == Variant::a ? layout.viewA[t] : layout.viewB[t];
+  }
+  float *ptr(uint32_t t) const { return view(t).data; }
+  cpu::LabelView labels(uint32_t t) {
+    return cpu::LabelView{reinterpret_cast<const int32_t *>(ptr(t)), fn.tensors[t].shape};
+  }
+  float f(uint32_t t) { return *ptr(t); }
+  int32_t i(uint32_t t) {
+    int32_t v;
+    std::memcpy(&v, ptr(t), 4);
+    return v;
+  }
+  void setF(uint32_t t, float v) { *ptr(t) = roundTo(fn.tensors[t].dtype, v); }
+  void setI(uint32_t t, int32_t v) { std::memcpy(ptr(t), &v, 4); }
+
+  KernelStatus copy(uint32_t from, uint32_t to) {
+    const TensorInfo &src = fn.tensors[from], &dst = fn.tensors[to];
+    int64_t n = numel(dst.shape);
+    if (numel(src.shape) != n)
+      return KernelStatus{"copy: element counts differ"};
+    float *s = ptr(from), *d = ptr(to);
+    if (s == d)
+      return {};
+    if (isFloat(dst.dtype) && isFloat(src.dtype)) {
+      for (int64_t k = 0; k < n; ++k)
+        d[k] = roundTo(dst.dtype, s[k]);
+    } else {
+      std::memmove(d, s, size_t(n) * 4);
+    }
+    return {};
+  }
+
+  /// Runs `node` (or its part `part`) with its kernel `k`.
+  KernelStatus run(const Node &node, const Kernel &k, int part) {
+    const auto &o = node.operands;
+    const auto &r = node.results;
+    auto V = [&](uint32_t t) -> const TensorView & { return view(t); };
+
+    if (part >= 0) {
+      PartRole role = k.roles[size_t(part)];
+      switch (k.kind) {
+      case OpKind::linear_backward:
+      case OpKind::conv2d_backward: {
+        bool conv = k.kind == OpKind::conv2d_backward;
+        size_t dw = k.inputGrad ? 1 : 0;
+        if (role == PartRole::weight_grad)
+          return conv ? cpu::conv2dBackwardFilter(V(o[0]), V(o[1]), V(o[3]), k.conv, V(r[dw]))
+                      : cpu::linearBackwardWeight(V(o[0]), V(o[1]), V(o[3]), V(r[dw]));
+        if (role == PartRole::bias_grad)
+          return conv ? cpu::conv2dBackwardBias(V(o[0]), V(o[4]), V(r[dw + 1]))
+                      : cpu::linearBackwardBias(V(o[0]), V(o[4]), V(r[dw + 1]));
+        if (role == PartRole::input_grad)
+          return conv ? cpu::conv2dBackwardInput(V(o[0]), V(o[2]), k.conv, V(r[0]))
+                      : cpu::linearBackwardInput(V(o[0]), V(o[2]), V(r[0]));
+        break;
+      }
+      case OpKind::cbr_backward: {
+        bool dx = k.inputGrad;
+        if (role == PartRole::bn_grad) {
+          TensorView dy = V(o[0]);
+          std::vector<float> masked;
+          if (o.size() == 11) {
+            masked.resize(size_t(std::max<int64_t>(dy.numel(), 0)));
+            TensorView m = dy;
+            m.data = masked.data();
+            KernelStatus s = cpu::reluBackward(dy, V(o[10]), m);
+            if (!s.ok())
+              return s;
+            dy = m;
+          }
+          return cpu::batchNormBackward(dy, V(o[3]), V(o[4]), V(o[5]), V(o[6]), V(o[8]),
+                                        V(o[9]), V(r[0]), V(r[dx ? 3 : 2]), V(r[dx ? 4 : 3]));
+        }
+        if (role == PartRole::weight_grad)
+          return cpu::conv2dBackwardFilter(V(r[0]), V(o[1]), V(o[7]), k.conv, V(r[dx ? 2 : 1]));
+        if (role == PartRole::input_grad)
+          return cpu::conv2dBackwardInput(V(r[0]), V(o[2]), k.conv, V(r[1]));
+        break;
+      }
+      default:
+        break;
+      }
+      return KernelStatus{"unknown part '" + node.parts[size_t(part)].role + "' of " + node.op};
+    }
+
+    switch (k.kind) {
+    case OpKind::copy:
+      return copy(o[0], r[0]);
+    case OpKind::all_reduce_mean: // one replica: the mean is the value
+      for (size_t q = 0; q < o.size(); ++q) {
+        KernelStatus s = copy(o[q], r[q]);
+        if (!s.ok())
+          return s;
+      }
+      return {};
+    case OpKind::conv2d:
+      return cpu::conv2d(V(o[0]), V(o[1]), o.size() == 3 ? &V(o[2]) : nullptr, k.conv, V(r[0]));
+    case OpKind::linear:
+      return cpu::linear(V(o[0]), V(o[1]), o.size() == 3 ? &V(o[2]) : nullptr, V(r[0]));
+    case OpKind::batch_norm:
+      return cpu::batchNorm(V(o[0]), V(o[1]), V(o[2]), k.epsilon, V(r[0]));
+    case OpKind::batch_norm_train:
+      return cpu::batchNormTrain(V(o[0]), V(o[1]), V(o[2]), k.epsilon, V(r[0]), V(r[1]),
+                                 V(r[2]));
+    case OpKind::batch_norm_inference:
+      return cpu::batchNormInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), k.epsilon,
+                                     V(r[0]));
+    case OpKind::update_running_stats:
+      return cpu::updateRunningStats(V(o[0]), V(o[1]), V(o[2]), V(o[3]), k.epsilon, k.momentum,
+                                     k.count, V(r[0]), V(r[1]));
+    case OpKind::batch_norm_backward:
+      return cpu::batchNormBackward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]),
+                                    V(o[6]), V(r[0]), V(r[1]), V(r[2]));
+    case OpKind::relu:
+      return cpu::relu(V(o[0]), V(r[0]));
+    case OpKind::tanh:
+      return cpu::tanh(V(o[0]), V(r[0]));
+    case OpKind::silu:
+      return cpu::silu(V(o[0]), V(r[0]));
+    case OpKind::relu_backward:
+      return cpu::reluBackward(V(o[0]), V(o[1]), V(r[0]));
+    case OpKind::tanh_backward:
+      return cpu::tanhBackward(V(o[0]), V(o[1]), V(r[0]));
+    case OpKind::silu_backward:
+      return cpu::siluBackward(V(o[0]), V(o[1]), V(r[0]));
+    case OpKind::dropout_backward:
+      return cpu::dropoutBackward(V(o[0]), V(o[1]), V(r[0]));
+    case OpKind::add:
+      return cpu::add(V(o[0]), V(o[1]), V(r[0]));
+    case OpKind::cast:
+      return cpu::cast(V(o[0]), V(r[0]));
+    case OpKind::reshape:
+      return cpu::reshape(V(o[0]), V(r[0]));
+    case OpKind::flatten:
+      return cpu::flatten(V(o[0]), V(r[0]));
+    case OpKind::zero:
+      return cpu::zero(V(r[0]));
+    case OpKind::dropout:
+    case OpKind::dropout_train: {
+      cpu::RngKey key{ex.options_.seed,
+                      uint64_t(int64_t(ex.impl_->step)) * layout.numDropouts + k.dropoutIndex};
+      if (k.kind == OpKind::dropout)
+        return cpu::dropout(V(o[0]), k.p, key, V(r[0]));
+      return cpu::dropoutTrain(V(o[0]), k.p, key, V(r[0]), V(r[1]));
+    }
+    case OpKind::max_pool2d:
+      return cpu::maxPool2d(V(o[0]), k.pool, V(r[0]));
+    case OpKind::avg_pool2d:
+      return cpu::avgPool2d(V(o[0]), k.pool, V(r[0]));
+    case OpKind::max_pool2d_backward:
+      return cpu::maxPool2dBackward(V(o[0]), V(o[1]), k.pool, V(r[0]));
+    case OpKind::avg_pool2d_backward:
+      return cpu::avgPool2dBackward(V(o[0]), k.pool, V(r[0]));
+    case OpKind::global_avg_pool:
+      return cpu::globalAvgPool(V(o[0]), V(r[0]));
+    case OpKind::global_avg_pool_backward:
+      return cpu::globalAvgPoolBackward(V(o[0]), V(r[0]));
+    case OpKind::softmax_cross_entropy: {
+      float loss = 0;
+      KernelStatus s = cpu::softmaxCrossEntropy(V(o[0]), labels(o[1]), k.labelSmoothing, loss);
+      if (s.ok())
+        setF(r[0], loss);
+      return s;
+    }
+    case OpKind::softmax_cross_entropy_backward:
+      return cpu::softmaxCrossEntropyBackward(V(o[0]), labels(o[1]),
+                                              o.size() == 3 ? f(o[2]) : 1.0f, k.labelSmoothing,
+                                              V(r[0]));
+    case OpKind::count_correct: {
+      int32_t correct = 0;
+      KernelStatus s = cpu::countCorrect(V(o[0]), labels(o[1]), correct);
+      if (s.ok())
+        setI(r[0], correct);
+      return s;
+    }
+    case OpKind::check_finite: {
+      std::vector<TensorView> views;
+      for (uint32_t t : o)
+        views.push_back(V(t));
+      *ptr(r[0]) = cpu::checkFinite(views) ? 1.0f : 0.0f;
+      return {};
+    }
+    case OpKind::unscale:
+      return cpu::unscale(V(o[0]), f(o[1]), V(r[0]));
+    case OpKind::update_loss_scale: {
+      float scale = 0;
+      int32_t good = 0;
+      KernelStatus s = cpu::updateLossScale(f(o[0]), i(o[1]), f(o[2]) != 0, k.growth,
+                                            k.backoff, k.growthInterval, scale, good);
+      if (s.ok()) {
+        setF(r[0], scale);
+        setI(r[1], good);
+      }
+      return s;
+    }
+    case OpKind::sgd_update: {
+      cpu::SgdAttrs a{k.momentum, k.weightDecay, k.nesterov};
+      bool buffer = a.momentum != 0;
+      size_t lrIndex = buffer ? 3 : 2;
+      bool skip = o.size() > lrIndex + 1 && f(o[lrIndex + 1]) != 0;
+      return cpu::sgdUpdate(V(o[0]), V(o[1]), buffer ? &V(o[2]) : nullptr, f(o[lrIndex]), skip,
+                            a, V(r[0]), buffer ? &V(r[1]) : nullptr);
+    }
+    case OpKind::adamw_update: {
+      cpu::AdamWAttrs a{k.beta1, k.beta2, k.epsilon, k.weightDecay};
+      bool skip = o.size() == 7 && f(o[6]) != 0;
+      return cpu::adamwUpdate(V(o[0]), V(o[1]), V(o[2]), V(o[3]), f(o[4]), i(o[5]), skip, a,
+                              V(r[0]), V(r[1]), V(r[2]));
+    }
+    case OpKind::lars_update: {
+      cpu::LarsAttrs a{k.momentum, k.weightDecay, k.trustCoefficient, k.epsilon};
+      bool skip = o.size() == 5 && f(o[4]) != 0;
+      return cpu::larsUpdate(V(o[0]), V(o[1]), V(o[2]), f(o[3]), skip, a, V(r[0]), V(r[1]));
+    }
+    case OpKind::ema_update:
+      return cpu::emaUpdate(V(o[0]), V(o[1]), k.decay, V(r[0]));
+    case OpKind::cbr_forward:
+      return cpu::cbrForward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), k.conv, k.epsilon, k.relu,
+                             V(r[0]), V(r[1]), V(r[2]), V(r[3]));
+    case OpKind::cbr_inference:
+      return cpu::cbrInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]), k.conv,
+                               k.epsilon, k.relu, V(r[0]));
+    case OpKind::bn_add_relu:
+      return cpu::bnAddRelu(V(o[0]), V(o[1]), V(o[2]), V(o[3]), k.epsilon, V(r[0]), V(r[1]),
+                            V(r[2]));
+    case OpKind::bn_add_relu_backward:
+      return cpu::bnAddReluBackward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]),
+                                    V(o[6]), V(o[7]), V(r[0]), V(r[1]), V(r[2]), V(r[3]));
+    case OpKind::bn_add_relu_inference:
+      return cpu::bnAddReluInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]),
+                                     k.epsilon, V(r[0]));
+    case OpKind::linear_backward:
+    case OpKind::conv2d_backward:
+    case OpKind::cbr_backward:
+      for (size_t q = 0; q < node.parts.size(); ++q) {
+        KernelStatus s = run(node, k, int(q));
+        if (!s.ok())
+          return s;
+      }
+      return {};
+    case OpKind::unknown:
+      break;
+    }
+    return KernelStatus{"the CPU executor has no kernel for op '" + node.op + "'"};
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Host programs
+//===----------------------------------------------------------------------===//
+
+/// What the host does in one call, in program order.
+struct CpuExecutor::HostProgram {
+  struct Action {
+    enum class Kind : uint8_t { stage, launch, wait, read };
+    Kind kind = Kind::launch;
+    uint32_t fn = 0;
+    const Subgraph *sg = nullptr;  ///< launch, wait
+    Variant variant = Variant::a;  ///< launch, wait, read
+    int64_t step = 0;              ///< the step the action belongs to
+    int32_t rngStep = 0;           ///< launch: the dropout key
+    const std::map<std::string, HostValue> *inputs = nullptr; ///< stage
+    StepOutputs *outputs = nullptr; ///< launch (outputs it writes), read
+  };
+  std::vector<Action> actions;
+
+  void stage(uint32_t fn, int64_t step, const std::map<std::string, HostValue> *inputs) {
+    actions.push_back({Action::Kind::stage, fn, nullptr, Variant::a, step, 0, inputs, nullptr});
+  }
+  void launch(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step, int32_t rngStep,
+              StepOutputs *outputs) {
+    actions.push_back({Action::Kind::launch, fn, sg, variant, step, rngStep, nullptr, outputs});
+  }
+  void wait(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step) {
+    actions.push_back({Action::Kind::wait, fn, sg, variant, step, 0, nullptr, nullptr});
+  }
+  void read(uint32_t fn, Variant variant, int64_t step, StepOutputs *outputs) {
+    actions.push_back({Action::Kind::read, fn, nullptr, variant, step, 0, nullptr, outputs});
+  }
+};
+
+namespace {
+
+/// Checks `inputs` against the host inputs of `fn` and, with `host`, stores
+/// them in the staging buffers (rounded to the input's dtype). Inputs not
+/// named keep their buffer's contents.
+Status stageInputs(const Function &fn, std::vector<std::vector<float>> *host,
+                   const std::map<std::string, HostValue> &inputs) {
+  for (const Binding &b : fn.inputs) {
+    auto it = inputs.find(b.name);
+    if (it == inputs.end())
+      continue;
+    const TensorInfo &t = fn.tensors[b.tensor];
+    if (!t.isHost())
+      return Error("function " + fn.name + ": input " + b.name + " is not a host input");
+    size_t n = size_t(numel(t.shape));
+    if (t.dtype == DType::i32) {
+      if (it->second.ints.size() != n)
+        return Error("function " + fn.name + ": input " + b.name + " needs " +
+                     std::to_string(n) + " int32 values, got " +
+                     std::to_string(it->second.ints.size()));
+      if (host)
+        std::memcpy((*host)[b.tensor].data(), it->second.ints.data(), n * 4);
+    } else {
+      if (it->second.floats.size() != n)
+        return Error("function " + fn.name + ": input " + b.name + " needs " +
+                     std::to_string(n) + " values, got " +
+                     std::to_string(it->second.floats.size()));
+      if (host) {
+        std::vector<float> &buffer = (*host)[b.tensor];
+        for (size_t k = 0; k < n; ++k)
+          buffer[k] = isFloat(t.dtype) ? roundTo(t.dtype, it->second.floats[k])
+                                       : (it->second.floats[k] != 0 ? 1.0f : 0.0f);
+      }
+    }
+  }
+  return Status::success();
+}
+
+/// Host waits and launches of a double-buffered subgraph are told apart by
+/// variant.
+std::pair<const Subgraph *, int> launchKey(const Subgraph *sg, Variant variant) {
+  return {sg, sg->doubleBuffered ? int(variant) : -1};
+}
+
+} // namespace
+
+Status CpuExecutor::run(const HostProgram &program) {
+  return options_.interleave ? runInterleaved(program) : runSequential(program);
+}
+
+Status CpuExecutor::runSequential(const HostProgram &program) {
+  const Program &p = artifact_->program;
+  Impl &im = *impl_;
+  using Kind = HostProgram::Action::Kind;
+  for (const HostProgram::Action &a : program.actions) {
+    const Function &fn = p.functions[a.fn];
+    switch (a.kind) {
+    case Kind::stage: {
+      Status s = stageInputs(fn, &im.layouts[a.fn].host, *a.inputs);
+      if (!s.ok())
+        return s;
+      break;
+    }
+    case Kind::launch: {
+      ExecutorAccess acc{*this, fn, im.layouts[a.fn], a.variant};
+      im.step = a.rngStep;
+      const SubgraphItems &si = im.items.at(a.sg);
+      for (const Item &it : si.items) {
+        const Node &n = a.sg->nodes[it.node];
+        if (n.kind != Node::Kind::op)
+          continue;
+        ++executedNodes_;
+        KernelStatus s = acc.run(n, si.kernels[it.node], it.part);
+        if (!s.ok())
+          return Error(Impl::describeItem(p, {a.fn, a.sg, a.variant, a.step}, it.node,
+                                          it.part) +
+                       ": " + s.error);
+        if (a.outputs)
+          for (uint32_t o : it.outputs)
+            im.readOutput(fn, a.fn, o, a.variant, *a.outputs);
+      }
+      break;
+    }
+    case Kind::wait:
+      break;
+    case Kind::read:
+      for (size_t o = 0; o < fn.outputs.size(); ++o)
+        im.readOutput(fn, a.fn, o, a.variant, *a.outputs);
+      break;
+    }
+  }
+  return Status::success();
+}
+
+Status CpuExecutor::runInterleaved(const HostProgram &program) {
+  const Program &p = artifact_->program;
+  Impl &im = *impl_;
+  using Kind = HostProgram::Action::Kind;
+  constexpr uint16_t kHost = 0;
+
+  // Calls do not overlap: the device is idle, every earlier access is
+  // ordered before the host.
+  {
+    VClock all;
+    for (const SimThread &t : im.threads)
+      merge(all, t.clock);
+    im.threads[kHost].clock = all;
+  }
+  im.firstHazard.clear();
+
+  std::vector<std::shared_ptr<LaunchSim>> active; // issued, not complete
+
+  auto report = [&](const char *kind, uint32_t tensor, uint32_t site, uint32_t other) {
+    ++im.hazards;
+    if (!im.firstHazard.empty())
+      return;
+    im.firstHazard = std::string("hazard (") + kind + ") on tensor " + std::to_string(tensor) +
+                     ": " + im.describe(p, site) + " is not ordered after " +
+                     im.describe(p, other);
+  };
+  // Checks (and records) an access of `thread` at `clock` to tensor `t`.
+  auto check = [&](uint32_t fn, uint32_t t, Variant variant, bool write, uint16_t thread,
+                   const VClock &vc, uint32_t clock, uint32_t site) {
+    auto [begin, count] = im.shadowRange(fn, t, variant);
+    if (begin < 0)
+      return;
+    const uint32_t *known = vc.data();
+    size_t threads = vc.size();
+    // Whether `e` happens-before this access (its own thread: always).
+    auto ordered = [&](const Epoch &e) {
+      return e.thread == thread || (e.thread < threads && known[e.thread] >= e.clock);
+    };
+    const Epoch self{clock, site, thread};
+    Shadow *sh = im.shadow.data() + begin;
+    for (int64_t w = 0; w < count; ++w, ++sh) {
+      if (sh->write.site && !ordered(sh->write))
+        report(write ? "write after write" : "read after write", t, site, sh->write.site);
+      if (write) {
+        for (Epoch &r : sh->reads)
+          if (r.site) {
+            if (!ordered(r))
+              report("write after read", t, site, r.site);
+            r = Epoch{};
+          }
+        sh->write = self;
+      } else {
+        // Keep the reads this one is not ordered after (a later write must
+        // be ordered after them too); the others are implied by this one.
+        Epoch *slot = nullptr;
+        for (Epoch &r : sh->reads) {
+          if (r.site) {
+            if (!ordered(r))
+              continue;
+            r = Epoch{};
+          }
+          if (!slot)
+            slot = &r;
+        }
+        if (!slot) // more unordered readers than kept: forget one
+          slot = &sh->reads[0];
+        *slot = self;
+      }
+    }
+  };
+
+  // Binds a wait to its records (docs/scheduling.md, the happens-before
+  // model): the record `distance` steps back between double-buffered
+  // subgraphs, else the most recent one (of each variant).
+  auto bind = [&](const Node &wait, const LaunchSim &l) {
+    std::vector<std::shared_ptr<RecordInstance>> out;
+    const auto &history = im.eventHistory[wait.event];
+    if (history.empty())
+      return out;
+    bool producerDoubled = history.back()->doubled;
+    if (producerDoubled && l.sg->doubleBuffered) {
+      int64_t target = l.step - int64_t(wait.distance);
+      for (auto it = history.rbegin(); it != history.rend(); ++it)
+        if ((*it)->step == target) {
+          out.push_back(*it);
+          break;
+        }
+    } else if (producerDoubled) {
+      std::array<bool, 2> seen{};
+      for (auto it = history.rbegin(); it != history.rend(); ++it)
+        if (!seen[size_t((*it)->variant)]) {
+          seen[size_t((*it)->variant)] = true;
+          out.push_back(*it);
+        }
+    } else {
+      out.push_back(history.back());
+    }
+    return out;
+  };
+
+  auto issue = [&](const HostProgram::Action &a) {
+    auto l = std::make_shared<LaunchSim>();
+    l->id = uint32_t(im.launches.size());
+    im.launches.push_back({a.fn, a.sg, a.variant, a.step});
+    l->fn = a.fn;
+    l->sg = a.sg;
+    l->variant = a.variant;
+    l->step = a.step;
+    l->rngStep = a.rngStep;
+    l->outputs = a.outputs;
+    l->items = &im.items.at(a.sg);
+    l->issueClock = im.threads[kHost].clock;
+    auto &last = im.lastOnPrimary[size_t(a.sg->primary)];
+    l->previous = last;
+    last = l;
+    im.latestLaunch[launchKey(a.sg, a.variant)] = l;
+    const std::vector<Item> &items = l->items->items;
+    l->sources.resize(items.size());
+    l->records.resize(items.size());
+    l->partDone.resize(items.size());
+    l->remaining = items.size();
+    for (uint32_t k = 0; k < items.size(); ++k) {
+      const Node &n = a.sg->nodes[items[k].node];
+      if (n.kind == Node::Kind::event_record) {
+        auto record = std::make_shared<RecordInstance>();
+        record->launch = l->id;
+        record->step = a.step;
+        record->variant = a.variant;
+        record->doubled = a.sg->doubleBuffered;
+        auto &history = im.eventHistory[n.event];
+        history.push_back(record);
+        if (history.size() > kRecordHistory)
+          history.pop_front();
+        l->records[k] = std::move(record);
+      } else if (n.kind == Node::Kind::event_wait) {
+        l->sources[k] = bind(n, *l);
+      }
+      l->queues[size_t(items[k].stream)].push_back(k);
+    }
+    active.push_back(std::move(l));
+  };
+
+  // The streams a launch uses: its primary and those of its items.
+  auto streamsOf = [&](const LaunchSim &l) {
+    std::array<bool, kStreams> has{};
+    has[size_t(l.sg->primary)] = true;
+    for (const Item &it : l.items->items)
+      has[size_t(it.stream)] = true;
+    return has;
+  };
+
+  // A launch starts once the previous launch on its primary stream has
+  // completed; each stream it uses gets a thread.
+  auto start = [&](LaunchSim &l) -> Status {
+    VClock begin = l.issueClock;
+    if (l.previous) {
+      merge(begin, l.previous->endClock);
+      l.previous.reset();
+    }
+    std::array<bool, kStreams> needs = streamsOf(l);
+    for (size_t s = 0; s < kStreams; ++s) {
+      if (!needs[s])
+        continue;
+      // Reuse a free thread whose whole past this launch is ordered after.
+      size_t u = 1;
+      for (; u < im.threads.size(); ++u)
+        if (!im.threads[u].busy && clockAt(begin, uint32_t(u)) >= clockAt(im.threads[u].clock, uint32_t(u)))
+          break;
+      if (u == im.threads.size()) {
+        if (u > std::numeric_limits<uint16_t>::max())
+          return Error("interleaving: too many concurrent streams");
+        im.threads.emplace_back();
+      }
+      SimThread &t = im.threads[u];
+      t.busy = true;
+      t.clock = begin;
+      if (t.clock.size() <= u)
+        t.clock.resize(u + 1, 0);
+      l.thread[s] = uint16_t(u);
+      l.used[s] = false;
+    }
+    l.forked[size_t(l.sg->primary)] = true;
+    l.started = true;
+    return Status::success();
+  };
+
+  // The launch completes: every node ran; its streams must be joined back.
+  auto finish = [&](LaunchSim &l) -> Status {
+    std::array<bool, kStreams> has = streamsOf(l);
+    size_t primary = size_t(l.sg->primary);
+    const VClock &pc = im.threads[l.thread[primary]].clock;
+    std::string error;
+    for (size_t s = 0; s < kStreams; ++s) {
+      if (!has[s])
+        continue;
+      uint16_t u = l.thread[s];
+      merge(l.endClock, im.threads[u].clock);
+      if (error.empty() && s != primary && l.used[s] &&
+          clockAt(pc, u) < clockAt(im.threads[u].clock, u))
+        error = "capture error: function " + p.functions[l.fn].name + ", subgraph " +
+                l.sg->name + ": stream " + std::string(streamName(Stream(s))) +
+                " is not joined back to the primary stream " +
+                std::string(streamName(l.sg->primary));
+    }
+    for (size_t s = 0; s < kStreams; ++s)
+      if (has[s])
+        im.threads[l.thread[s]].busy = false;
+    l.done = true;
+    l.sources.clear();
+    l.records.clear();
+    l.partDone.clear();
+    if (!error.empty())
+      return Error(error);
+    return Status::success();
+  };
+
+  auto ready = [&](const LaunchSim &l, uint32_t k) {
+    const Item &it = l.items->items[k];
+    const Node &n = l.sg->nodes[it.node];
+    if (n.kind == Node::Kind::event_wait) {
+      for (const auto &source : l.sources[k])
+        if (!source->executed)
+          return false;
+      return true;
+    }
+    if (it.part >= 0)
+      for (auto [earlier, later] : n.partWaits)
+        if (later == uint32_t(it.part) &&
+            !l.partDone[l.items->firstItem[it.node] + earlier])
+          return false;
+    return true;
+  };
+
+  // Runs the head of stream `s` of launch `l`.
+  auto runItem = [&](LaunchSim &l, size_t s) -> Status {
+    uint32_t k = l.queues[s].front();
+    l.queues[s].pop_front();
+    const Item &it = l.items->items[k];
+    const Node &n = l.sg->nodes[it.node];
+    const Function &fn = p.functions[l.fn];
+    uint16_t u = l.thread[s];
+    VClock &vc = im.threads[u].clock;
+    uint32_t clock = ++vc[u];
+    l.used[s] = true;
+    if (n.kind == Node::Kind::event_wait)
+      for (const auto &source : l.sources[k])
+        if (source->launch == l.id)
+          l.forked[s] = true;
+    if (!l.forked[s])
+      return Error("capture error: " +
+                   Impl::describeItem(p, im.launches[l.id], it.node, it.part) +
+                   " runs before the stream is forked from the primary stream " +
+                   std::string(streamName(l.sg->primary)));
+    if (n.kind == Node::Kind::event_record) {
+      l.records[k]->clock = vc;
+      l.records[k]->executed = true;
+    } else if (n.kind == Node::Kind::event_wait) {
+      for (const auto &source : l.sources[k])
+        merge(vc, source->clock);
+    } else {
+      if (it.part >= 0)
+        for (auto [earlier, later] : n.partWaits)
+          if (later == uint32_t(it.part))
+            merge(vc, *l.partDone[l.items->firstItem[it.node] + earlier]);
+      Site site;
+      site.kind = Site::Kind::device;
+      site.launch = l.id;
+      site.index = it.node;
+      site.part = it.part;
+      uint32_t siteId = im.newSite(site);
+      for (uint32_t t : it.access.reads)
+        check(l.fn, t, l.variant, false, u, vc, clock, siteId);
+      for (uint32_t t : it.access.writes)
+        check(l.fn, t, l.variant, true, u, vc, clock, siteId);
+      ExecutorAccess acc{*this, fn, im.layouts[l.fn], l.variant};
+      im.step = l.rngStep;
+      ++executedNodes_;
+      KernelStatus ks = acc.run(n, l.items->kernels[it.node], it.part);
+      if (!ks.ok())
+        return Error(Impl::describeItem(p, im.launches[l.id], it.node, it.part) + ": " +
+                     ks.error);
+      if (l.outputs)
+        for (uint32_t o : it.outputs)
+          im.readOutput(fn, l.fn, o, l.variant, *l.outputs);
+      if (it.part >= 0)
+        l.partDone[k] = vc;
+    }
+    if (--l.remaining == 0)
+      return finish(l);
+    return Status::success();
+  };
+
+  auto hostReady = [&](const HostProgram::Action &a) {
+    if (a.kind != Kind::wait)
+      return true;
+    auto it = im.latestLaunch.find(launchKey(a.sg, a.variant));
+    return it == im.latestLaunch.end() || it->second->done;
+  };
+  auto runHost = [&](const HostProgram::Action &a) -> Status {
+    const Function &fn = p.functions[a.fn];
+    VClock &hc = im.threads[kHost].clock;
+    uint32_t clock = ++hc[kHost];
+    switch (a.kind) {
+    case Kind::stage:
+      for (size_t b = 0; b < fn.inputs.size(); ++b) {
+        if (!a.inputs->count(fn.inputs[b].name))
+          continue;
+        Site site;
+        site.kind = Site::Kind::stage;
+        site.index = uint32_t(b);
+        site.fn = a.fn;
+        site.step = a.step;
+        check(a.fn, fn.inputs[b].tensor, a.variant, true, kHost, hc, clock, im.newSite(site));
+      }
+      return stageInputs(fn, &im.layouts[a.fn].host, *a.inputs);
+    case Kind::launch:
+      issue(a);
+      return Status::success();
+    case Kind::wait: {
+      auto it = im.latestLaunch.find(launchKey(a.sg, a.variant));
+      if (it != im.latestLaunch.end())
+        merge(hc, it->second->endClock);
+      return Status::success();
+    }
+    case Kind::read:
+      for (size_t o = 0; o < fn.outputs.size(); ++o) {
+        Site site;
+        site.kind = Site::Kind::read;
+        site.index = uint32_t(o);
+        site.fn = a.fn;
+        site.step = a.step;
+        check(a.fn, fn.outputs[o].tensor, a.variant, false, kHost, hc, clock,
+              im.newSite(site));
+        im.readOutput(fn, a.fn, o, a.variant, *a.outputs);
+      }
+      return Status::success();
+    }
+    return Status::success();
+  };
+
+  // On an error the call ends: pending launches are dropped (the next call
+  // starts from an idle device again).
+  auto abandon = [&](Error error) -> Status {
+    for (auto &l : active) {
+      if (l->started && !l->done) {
+        std::array<bool, kStreams> has = streamsOf(*l);
+        for (size_t s = 0; s < kStreams; ++s)
+          if (has[s]) {
+            merge(l->endClock, im.threads[l->thread[s]].clock);
+            im.threads[l->thread[s]].busy = false;
+          }
+      }
+      l->done = true;
+      l->previous.reset();
+      l->sources.clear();
+      l->records.clear();
+    }
+    for (auto &history : im.eventHistory)
+      for (auto &record : history)
+        record->executed = true;
+    im.firstHazard.clear();
+    return error;
+  };
+
+  const std::vector<HostProgram::Action> &actions = program.actions;
+  size_t next = 0; // the host's next action
+  struct Candidate {
+    LaunchSim *launch; // null: the host
+    size_t stream;
+  };
+  std::vector<Candidate> candidates;
+  while (true) {
+    for (auto &l : active)
+      if (!l->started && (!l->previous || l->previous->done)) {
+        Status st = start(*l);
+        if (st.ok() && l->remaining == 0) // an empty subgraph
+          st = finish(*l);
+        if (!st.ok())
+          return abandon(st.error());
+      }
+    active.erase(std::remove_if(active.begin(), active.end(),
+                                [](const auto &l) { return l->done; }),
+                 active.end());
+    candidates.clear();
+    if (next < actions.size() && hostReady(actions[next]))
+      candidates.push_back({nullptr, 0});
+    for (auto &l : active)
+      if (l->started && !l->done)
+        for (size_t s = 0; s < kStreams; ++s)
+          if (!l->queues[s].empty() && ready(*l, l->queues[s].front()))
+            candidates.push_back({l.get(), s});
+    if (candidates.empty()) {
+      if (next == actions.size() && active.empty())
+        break;
+      std::string heads;
+      if (next < actions.size())
+        heads += "; the host waits for subgraph " + actions[next].sg->name;
+      for (auto &l : active) {
+        if (!l->started) {
+          heads += "; subgraph " + l->sg->name + " waits for the previous launch on stream " +
+                   std::string(streamName(l->sg->primary));
+          continue;
+        }
+        for (size_t s = 0; s < kStreams; ++s)
+          if (!l->queues[s].empty()) {
+            const Item &it = l->items->items[l->queues[s].front()];
+            heads += "; waiting: " + Impl::describeItem(p, im.launches[l->id], it.node, it.part);
+          }
+      }
+      return abandon(Error("deadlock, nothing can proceed" + heads));
+    }
+    const Candidate &c = candidates[size_t(im.rng() % candidates.size())];
+    Status st = c.launch ? runItem(*c.launch, c.stream) : runHost(actions[next++]);
+    if (!st.ok())
+      return abandon(st.error());
+  }
+  if (!im.firstHazard.empty()) {
+    Error error(std::move(im.firstHazard));
+    im.firstHazard.clear();
+    return error;
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Steps
+//===----------------------------------------------------------------------===//
+
+uint64_t CpuExecutor::hazards() const { return impl_->hazards; }
+
+Status CpuExecutor::runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
+                                 std::vector<StepOutputs> &outputs) {
+  const Program &p = artifact_->program;
+  outputs.clear();
+  if (steps.empty())
+    return Status::success();
+  std::string k(kind);
+  const Schedule *prologue = p.findSchedule(k + "_prologue");
+  const Schedule *even = p.findSchedule(k + "_even"), *odd = p.findSchedule(k + "_odd");
+  const Schedule *lastEven = p.findSchedule(k + "_last_even");
+  const Schedule *lastOdd = p.findSchedule(k + "_last_odd");
+  if (!prologue || !lastEven || !lastOdd || (steps.size() > 1 && (!even || !odd)))
+    return Error("the artifact has no " + k + "_prologue/" + k + "_even/" + k + "_odd/" + k +
+                 "_last_even/" + k + "_last_odd schedules");
+  const Function *fn = p.findFunction(prologue->function);
+  if (!fn)
+    return Error("no function " + prologue->function);
+  for (const Schedule *s : {even, odd, lastEven, lastOdd})
+    if (s && s->function != fn->name)
+      return Error("schedule " + s->name + " runs function " + s->function + ", not " +
+                   fn->name);
+  uint32_t f = uint32_t(fn - p.functions.data());
+  for (const StepInputs &s : steps) {
+    Status st = stageInputs(*fn, nullptr, s.values);
+    if (!st.ok())
+      return st;
+  }
+  outputs.assign(steps.size(), StepOutputs());
+  int64_t first = impl_->stepCounter[f];
+  auto variantOf = [](int64_t step) { return step % 2 == 1 ? Variant::b : Variant::a; };
+
+  HostProgram program;
+  program.stage(f, first, &steps[0].values);
+  // Adds schedule `s` for step `first + i`. The prologue fills the step's
+  // own variant; elsewhere a launch on the other variant prefetches step
+  // i + 1, whose inputs the host stages first.
+  auto add = [&](const Schedule &s, size_t i, bool isPrologue) -> Status {
+    int64_t step = first + int64_t(i);
+    Variant v = variantOf(step);
+    bool staged = false;
+    for (const Step &st : s.steps) {
+      const Subgraph *sg = fn->findSubgraph(st.subgraph);
+      if (!sg)
+        return Error("schedule " + s.name + ": no subgraph " + st.subgraph);
+      Variant sv = Variant::a;
+      if (sg->doubleBuffered)
+        sv = isPrologue ? v : st.variant.value_or(Variant::a);
+      if (st.kind == Step::Kind::host_wait) {
+        program.wait(f, sg, sv, step);
+        continue;
+      }
+      size_t target = i;
+      if (sg->doubleBuffered && sv != v) {
+        target = i + 1;
+        if (target >= steps.size())
+          return Error("schedule " + s.name + " prefetches a step after the last");
+        if (!staged)
+          program.stage(f, step + 1, &steps[target].values);
+        staged = true;
+      }
+      program.launch(f, sg, sv, first + int64_t(target), steps[target].rngStep,
+                     &outputs[target]);
+    }
+    return Status::success();
+  };
+  if (Status st = add(*prologue, 0, true); !st.ok())
+    return st;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    bool isOdd = variantOf(first + int64_t(i)) == Variant::b;
+    bool last = i + 1 == steps.size();
+    const Schedule *s = last ? (isOdd ? lastOdd : lastEven) : (isOdd ? odd : even);
+    if (Status st = add(*s, i, false); !st.ok())
+      return st;
+    // After a final host wait the host reads the step's outputs.
+    if (!s->steps.empty() && s->steps.back().kind == Step::Kind::host_wait)
+      program.read(f, variantOf(first + int64_t(i)), first + int64_t(i), &outputs[i]);
+  }
+  Status st = run(program);
+  if (!st.ok())
+    return st;
+  impl_->stepCounter[f] += int64_t(steps.size());
+  return Status::success();
+}
+
+Status CpuExecutor::trainSteps(const std::vector<HostBatch> &batches,
+                               const std::vector<float> &lrs, int32_t firstStep,
+                               std::vector<TrainOutputs> &outputs) {
+  outputs.clear();
+  if (lrs.size() != batches.size())
+    return Error("trainSteps: " + std::to_string(batches.size()) + " batches but " +
+                 std::to_string(lrs.size()) + " learning rates");
+  std::vector<StepInputs> steps(batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    int32_t step = firstStep + int32_t(i);
+    steps[i].values["images"].floats = batches[i].images;
+    steps[i].values["labels"].ints = batches[i].labels;
+    steps[i].values["lr"].floats = {lrs[i]};
+    steps[i].values["step"].ints = {step};
+    steps[i].rngStep = step;
+  }
+  std::vector<StepOutputs> out;
+  Status st = runPipelined("train", steps, out);
+  if (!st.ok())
+    return st;
+  outputs.resize(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto it = out[i].find("loss");
+    if (it != out[i].end() && !it->second.floats.empty())
+      outputs[i].loss = it->second.floats[0];
+  }
+  return Status::success();
+}
+
+Status CpuExecutor::trainStep(const HostBatch &batch, float lr, int32_t step,
+                              TrainOutputs &outputs) {
+  std::vector<TrainOutputs> out;
+  Status st = trainSteps({batch}, {lr}, step, out);
+  if (!st.ok())
+    return st;
+  outputs = out[0];
+  return Status::success();
+}
+
+Status CpuExecutor::evalStep(const HostBatch &batch, EvalOutputs &outputs) {
+  std::vector<StepInputs> steps(1);
+  steps[0].values["images"].floats = batch.images;
+  steps[0].values["labels"].ints = batch.labels;
+  steps[0].rngStep = impl_->step;
+  std::vector<StepOutputs> out;
+  Status st = runPipelined("eval", steps, out);
+  if (!st.ok())
+    return st;
+  for (auto &[name, value] : out[0]) {
+    if (name == "loss" && !value.floats.empty())
+      outputs.loss = value.floats[0];
+    else if (name == "correct")
+      outputs.correct = !value.ints.empty()     ? value.ints[0]
+                        : !value.floats.empty() ? int32_t(value.floats[0])
+                                                : 0;
+    else if (name == "logits")
+      outputs.logits = std::move(value.floats);
+  }
+  return Status::success();
+}
+
+Status CpuExecutor::runSchedule(std::string_view name,
+                                const std::map<std::string, HostValue> &inputs,
+                                std::optional<Variant> variant) {
+  const Program &p = artifact_->program;
+  const Schedule *s = p.findSchedule(name);
+  if (!s)
+    return Error("no schedule named '" + std::string(name) + "'");
+  const Function *fn = p.findFunction(s->function);
+  if (!fn)
+    return Error("schedule " + s->name + ": no function " + s->function);
+  uint32_t f = uint32_t(fn - p.functions.data());
+  if (Status st = stageInputs(*fn, nullptr, inputs); !st.ok())
+    return st;
+  int64_t step = impl_->stepCounter[f];
+  HostProgram program;
+  program.stage(f, step, &inputs);
+  for (const Step &st : s->steps) {
+    const Subgraph *sg = fn->findSubgraph(st.subgraph);
+    if (!sg)
+      return Error("schedule " + s->name + ": no subgraph " + st.subgraph);
+    Variant v = Variant::a;
+    if (sg->doubleBuffered)
+      v = variant ? *variant : st.variant.value_or(Variant::a);
+    if (st.kind == Step::Kind::host_wait)
+      program.wait(f, sg, v, step);
+    else
+      program.launch(f, sg, v, step, impl_->step, nullptr);
+  }
+  return run(program);
+}
+
+} // namespace rn

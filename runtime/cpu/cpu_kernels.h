@@ -1,0 +1,440 @@
+//===- cpu_kernels.h - CPU reference kernels of the rn ops ------*- C++ -*-===//
+//
+// One function per rn op (forward, training, backward, loss scaling,
+// optimizers, fused CBR ops): the numerical oracle of the project. The CPU
+// executor calls them; GPU kernels are compared against them. Correctness and
+// clarity come first; the loops are plain, over contiguous NHWC data.
+//
+// Conventions (docs/cpu-kernels.md has the details):
+// - Every tensor is a non-owning TensorView over float storage; `dtype` is
+//   the element type the tensor has in the program. Inputs are assumed to
+//   hold values representable in their dtype; every output element is
+//   computed in float or double and rounded once to its view's dtype with
+//   roundTo (f16/bf16 emulation; identity for f32).
+// - Layouts: activations NHWC, conv filters OHWI, linear weights [out, in],
+//   labels int32 [N], per-channel vectors [C]. Shapes of all views are
+//   checked; a mismatch returns an error message (no exceptions).
+// - Parameters follow the op's operand order, results come last. An output
+//   may alias the operand it updates (InPlaceOpInterface: gradient
+//   accumulators, optimizer state, running statistics); outputs must not
+//   overlap other operands.
+// - Sums (contractions, statistics, the loss, norms) accumulate in double;
+//   the contractions of conv and linear run as dgemm (OpenBLAS).
+// - "Accumulated" gradients are `acc + d`: the output is the accumulator
+//   plus this op's contribution.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CPU_CPU_KERNELS_H
+#define RN_RUNTIME_CPU_CPU_KERNELS_H
+
+#include "runtime/core/dtype.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rn::cpu {
+
+using Shape = std::vector<int64_t>;
+
+/// A non-owning view of a tensor held as floats (row major).
+struct TensorView {
+  float *data = nullptr;
+  Shape shape;
+  DType dtype = DType::f32;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  int64_t dim(int64_t i) const { return shape[static_cast<size_t>(i)]; }
+};
+
+/// A non-owning view of int32 labels, shape [N].
+struct LabelView {
+  const int32_t *data = nullptr;
+  Shape shape;
+};
+
+/// Result of a kernel: empty `error` on success, else what was wrong.
+struct [[nodiscard]] KernelStatus {
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+struct Conv2dAttrs {
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 2> padding{0, 0}; // symmetric, per spatial dimension
+  std::array<int64_t, 2> dilation{1, 1};
+  int64_t groups = 1;
+};
+
+struct Pool2dAttrs {
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 2> padding{0, 0}; // at most half the kernel
+};
+
+/// Key of the dropout random stream: `seed` is the run's seed, `stream` must
+/// differ between dropout executions (e.g. step * number_of_dropouts + index).
+struct RngKey {
+  uint64_t seed = 0;
+  uint64_t stream = 0;
+};
+
+struct SgdAttrs {
+  double momentum = 0;
+  double weightDecay = 0;
+  bool nesterov = false;
+};
+
+struct AdamWAttrs {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  double weightDecay = 0;
+};
+
+struct LarsAttrs {
+  double momentum = 0.9;
+  double weightDecay = 0;
+  double trustCoefficient = 0.001;
+  double epsilon = 1e-9;
+};
+
+//===----------------------------------------------------------------------===//
+// Shapes
+//===----------------------------------------------------------------------===//
+
+/// [N, OH, OW, O] of a convolution, OH = floor((H + 2p - d(KH-1) - 1) / s) + 1.
+KernelStatus conv2dOutputShape(const Shape &input, const Shape &filter,
+                               const Conv2dAttrs &attrs, Shape &result);
+/// [N, OH, OW, C] of a 2-D pooling, OH = floor((H + 2p - KH) / s) + 1.
+KernelStatus pool2dOutputShape(const Shape &input, const Pool2dAttrs &attrs,
+                               Shape &result);
+
+//===----------------------------------------------------------------------===//
+// Convolution (cpu_conv.cpp)
+//===----------------------------------------------------------------------===//
+
+/// y[n,oh,ow,o] = b[o] + sum_{kh,kw,c} x[n, oh*s-p+kh*d, ow*s-p+kw*d, g*Cg+c]
+/// * w[o,kh,kw,c] with g = o / (O / groups); padded positions are zero.
+/// `bias` may be null.
+KernelStatus conv2d(const TensorView &input, const TensorView &filter,
+                    const TensorView *bias, const Conv2dAttrs &attrs,
+                    const TensorView &result);
+/// dX of conv2d (overwrites `inputGrad`).
+KernelStatus conv2dBackwardInput(const TensorView &outputGrad,
+                                 const TensorView &filter,
+                                 const Conv2dAttrs &attrs,
+                                 const TensorView &inputGrad);
+/// filterGrad = filterGradAcc + dW.
+KernelStatus conv2dBackwardFilter(const TensorView &outputGrad,
+                                  const TensorView &input,
+                                  const TensorView &filterGradAcc,
+                                  const Conv2dAttrs &attrs,
+                                  const TensorView &filterGrad);
+/// biasGrad = biasGradAcc + sum over N, H, W of outputGrad.
+KernelStatus conv2dBackwardBias(const TensorView &outputGrad,
+                                const TensorView &biasGradAcc,
+                                const TensorView &biasGrad);
+/// rn.conv2d_backward: dX when `inputGrad` is given, filterGradAcc + dW, and
+/// biasGradAcc + dB when both bias views are given.
+KernelStatus conv2dBackward(const TensorView &outputGrad,
+                            const TensorView &input, const TensorView &filter,
+                            const TensorView &filterGradAcc,
+                            const TensorView *biasGradAcc,
+                            const Conv2dAttrs &attrs,
+                            const TensorView *inputGrad,
+                            const TensorView &filterGrad,
+                            const TensorView *biasGrad);
+
+//===----------------------------------------------------------------------===//
+// Batch normalization (cpu_norm.cpp); input NHWC or [N, C], vectors [C]
+//===----------------------------------------------------------------------===//
+
+/// y = (x - mean) * inv_std * weight + bias with the batch mean and biased
+/// variance over all but the last dimension; saves mean and
+/// inv_std = 1 / sqrt(var + eps) (f32 views).
+KernelStatus batchNormTrain(const TensorView &input, const TensorView &weight,
+                            const TensorView &bias, double epsilon,
+                            const TensorView &result,
+                            const TensorView &batchMean,
+                            const TensorView &batchInvStd);
+/// rn.batch_norm (model level): the result of batchNormTrain; the running
+/// statistics are neither read nor updated.
+KernelStatus batchNorm(const TensorView &input, const TensorView &weight,
+                       const TensorView &bias, double epsilon,
+                       const TensorView &result);
+/// y = (x - running_mean) / sqrt(running_var + eps) * weight + bias.
+KernelStatus batchNormInference(const TensorView &input,
+                                const TensorView &weight,
+                                const TensorView &bias,
+                                const TensorView &runningMean,
+                                const TensorView &runningVar, double epsilon,
+                                const TensorView &result);
+/// dx = weight * inv_std / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)),
+/// weightGrad = acc + sum(dy * xhat), biasGrad = acc + sum(dy), with
+/// xhat = (x - mean) * inv_std and M = N * H * W.
+KernelStatus batchNormBackward(const TensorView &outputGrad,
+                               const TensorView &input,
+                               const TensorView &weight,
+                               const TensorView &batchMean,
+                               const TensorView &batchInvStd,
+                               const TensorView &weightGradAcc,
+                               const TensorView &biasGradAcc,
+                               const TensorView &inputGrad,
+                               const TensorView &weightGrad,
+                               const TensorView &biasGrad);
+/// new = (1 - momentum) * old + momentum * batch, the batch variance
+/// (1 / inv_std^2 - eps) made unbiased by count / (count - 1).
+KernelStatus updateRunningStats(const TensorView &runningMean,
+                                const TensorView &runningVar,
+                                const TensorView &batchMean,
+                                const TensorView &batchInvStd, double epsilon,
+                                double momentum, int64_t count,
+                                const TensorView &newRunningMean,
+                                const TensorView &newRunningVar);
+
+//===----------------------------------------------------------------------===//
+// Pooling (cpu_pool.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Max over each window; padded positions never win, ties go to the first
+/// maximum in row-major window order, NaN wins (propagates).
+KernelStatus maxPool2d(const TensorView &input, const Pool2dAttrs &attrs,
+                       const TensorView &result);
+/// Routes each output gradient to the element maxPool2d picked (summing
+/// where windows overlap).
+KernelStatus maxPool2dBackward(const TensorView &outputGrad,
+                               const TensorView &input,
+                               const Pool2dAttrs &attrs,
+                               const TensorView &inputGrad);
+/// Window sum / (KH * KW): padding counts in the divisor.
+KernelStatus avgPool2d(const TensorView &input, const Pool2dAttrs &attrs,
+                       const TensorView &result);
+/// Spreads dy / (KH * KW) over each window's non-padded positions.
+KernelStatus avgPool2dBackward(const TensorView &outputGrad,
+                               const Pool2dAttrs &attrs,
+                               const TensorView &inputGrad);
+/// [N, H, W, C] -> [N, 1, 1, C], the mean over H and W.
+KernelStatus globalAvgPool(const TensorView &input, const TensorView &result);
+/// dx[n,h,w,c] = dy[n,0,0,c] / (H * W).
+KernelStatus globalAvgPoolBackward(const TensorView &outputGrad,
+                                   const TensorView &inputGrad);
+
+//===----------------------------------------------------------------------===//
+// Elementwise, casts, reshapes, dropout (cpu_elementwise.cpp)
+//===----------------------------------------------------------------------===//
+
+/// max(x, 0) (NaN propagates).
+KernelStatus relu(const TensorView &input, const TensorView &result);
+KernelStatus tanh(const TensorView &input, const TensorView &result);
+/// x * sigmoid(x).
+KernelStatus silu(const TensorView &input, const TensorView &result);
+/// dx = dy where y > 0, else 0 (`result` is relu's result).
+KernelStatus reluBackward(const TensorView &outputGrad,
+                          const TensorView &result,
+                          const TensorView &inputGrad);
+/// dx = dy * (1 - y^2) (`result` is tanh's result).
+KernelStatus tanhBackward(const TensorView &outputGrad,
+                          const TensorView &result,
+                          const TensorView &inputGrad);
+/// dx = dy * s * (1 + x * (1 - s)), s = sigmoid(x) (`input` is silu's input).
+KernelStatus siluBackward(const TensorView &outputGrad,
+                          const TensorView &input,
+                          const TensorView &inputGrad);
+/// lhs + rhs (same shape).
+KernelStatus add(const TensorView &lhs, const TensorView &rhs,
+                 const TensorView &result);
+/// Converts to the result's dtype: roundTo(result.dtype, x).
+KernelStatus cast(const TensorView &input, const TensorView &result);
+/// Copies the data to a view of another shape with the same element count.
+KernelStatus reshape(const TensorView &input, const TensorView &result);
+/// [N, d1, ..., dk] -> [N, d1 * ... * dk] in memory (NHWC) order.
+KernelStatus flatten(const TensorView &input, const TensorView &result);
+/// Sets every element to zero.
+KernelStatus zero(const TensorView &result);
+
+/// Philox4x32-10 (Random123): four random words of `counter` under `key`.
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter,
+                                   std::array<uint32_t, 2> key);
+/// The random word of element `index`: word index % 4 of philox4x32 with
+/// counter {lo(index / 4), hi(index / 4), lo(stream), hi(stream)} and key
+/// {lo(seed), hi(seed)}. Depends only on (key, index), not on the order of
+/// evaluation.
+uint32_t dropoutRandomWord(const RngKey &key, uint64_t index);
+/// Whether dropout with probability p drops element `index`:
+/// (word >> 8) < ceil(p * 2^24), i.e. u < p with u = (word >> 8) / 2^24.
+bool dropoutDrops(const RngKey &key, uint64_t index, double p);
+/// Inverted dropout: mask = 0 where dropped, else 1 / (1 - p) (in the mask's
+/// dtype); result = input * mask. p in [0, 1].
+KernelStatus dropoutTrain(const TensorView &input, double p, const RngKey &key,
+                          const TensorView &result, const TensorView &mask);
+/// rn.dropout (model level): the result of dropoutTrain without the mask.
+KernelStatus dropout(const TensorView &input, double p, const RngKey &key,
+                     const TensorView &result);
+/// dx = dy * mask.
+KernelStatus dropoutBackward(const TensorView &outputGrad,
+                             const TensorView &mask,
+                             const TensorView &inputGrad);
+
+//===----------------------------------------------------------------------===//
+// Fully connected (cpu_linear.cpp): x [N, in], W [out, in], b [out]
+//===----------------------------------------------------------------------===//
+
+/// y = x * W^T + b; `bias` may be null.
+KernelStatus linear(const TensorView &input, const TensorView &weight,
+                    const TensorView *bias, const TensorView &result);
+/// dx = dy * W (overwrites `inputGrad`).
+KernelStatus linearBackwardInput(const TensorView &outputGrad,
+                                 const TensorView &weight,
+                                 const TensorView &inputGrad);
+/// weightGrad = weightGradAcc + dy^T * x.
+KernelStatus linearBackwardWeight(const TensorView &outputGrad,
+                                  const TensorView &input,
+                                  const TensorView &weightGradAcc,
+                                  const TensorView &weightGrad);
+/// biasGrad = biasGradAcc + sum over N of dy.
+KernelStatus linearBackwardBias(const TensorView &outputGrad,
+                                const TensorView &biasGradAcc,
+                                const TensorView &biasGrad);
+/// rn.linear_backward: dX when `inputGrad` is given, weightGradAcc + dW, and
+/// biasGradAcc + dB when both bias views are given.
+KernelStatus linearBackward(const TensorView &outputGrad,
+                            const TensorView &input, const TensorView &weight,
+                            const TensorView &weightGradAcc,
+                            const TensorView *biasGradAcc,
+                            const TensorView *inputGrad,
+                            const TensorView &weightGrad,
+                            const TensorView *biasGrad);
+
+//===----------------------------------------------------------------------===//
+// Loss and evaluation (cpu_loss.cpp): logits [N, C], labels [N] in [0, C)
+//===----------------------------------------------------------------------===//
+
+/// Mean over rows of -sum_c t_c * log_softmax(logits)_c with the target
+/// t = (1 - s) * onehot(label) + s / C; computed in double, returned as f32.
+KernelStatus softmaxCrossEntropy(const TensorView &logits,
+                                 const LabelView &labels,
+                                 double labelSmoothing, float &loss);
+/// (softmax(logits) - t) * scale / N, t the smoothed target (scale = 1 when
+/// the op has no scale operand).
+KernelStatus softmaxCrossEntropyBackward(const TensorView &logits,
+                                         const LabelView &labels, float scale,
+                                         double labelSmoothing,
+                                         const TensorView &logitsGrad);
+/// Number of rows whose arg-max (first maximum on ties) equals the label.
+KernelStatus countCorrect(const TensorView &logits, const LabelView &labels,
+                          int32_t &correct);
+
+//===----------------------------------------------------------------------===//
+// Loss scaling, optimizers, EMA (cpu_update.cpp)
+//===----------------------------------------------------------------------===//
+
+/// True when any element of any input is Inf or NaN.
+bool checkFinite(const std::vector<TensorView> &inputs);
+/// result = grad / scale.
+KernelStatus unscale(const TensorView &grad, float scale,
+                     const TensorView &result);
+/// Dynamic loss scaling (PyTorch's GradScaler): on a non-finite gradient
+/// scale *= backoff and goodSteps = 0; otherwise goodSteps + 1, and when it
+/// reaches `growthInterval` scale *= growth (kept if that overflows f32)
+/// and goodSteps = 0.
+KernelStatus updateLossScale(float scale, int32_t goodSteps,
+                             bool foundNonFinite, double growth,
+                             double backoff, int64_t growthInterval,
+                             float &newScale, int32_t &newGoodSteps);
+/// torch.optim.SGD (dampening 0): g = grad + wd * param;
+/// buf = momentum * buf + g; step = nesterov ? g + momentum * buf : buf;
+/// param -= lr * step. The buffers are given exactly when momentum != 0.
+/// With `skip` the outputs are copies of the inputs.
+KernelStatus sgdUpdate(const TensorView &param, const TensorView &grad,
+                       const TensorView *momentumBuffer, float lr, bool skip,
+                       const SgdAttrs &attrs, const TensorView &newParam,
+                       const TensorView *newMomentumBuffer);
+/// torch.optim.AdamW: param *= 1 - lr * wd; m = b1 * m + (1 - b1) * g;
+/// v = b2 * v + (1 - b2) * g^2; param -= lr / (1 - b1^step) * m /
+/// (sqrt(v) / sqrt(1 - b2^step) + eps). `step` >= 1.
+KernelStatus adamwUpdate(const TensorView &param, const TensorView &grad,
+                         const TensorView &expAvg, const TensorView &expAvgSq,
+                         float lr, int32_t step, bool skip,
+                         const AdamWAttrs &attrs, const TensorView &newParam,
+                         const TensorView &newExpAvg,
+                         const TensorView &newExpAvgSq);
+/// LARS: local_lr = trust * |param| / (|grad| + wd * |param| + eps), 1 when
+/// either norm is zero; buf = momentum * buf + local_lr * (grad + wd * param);
+/// param -= lr * buf.
+KernelStatus larsUpdate(const TensorView &param, const TensorView &grad,
+                        const TensorView &momentumBuffer, float lr, bool skip,
+                        const LarsAttrs &attrs, const TensorView &newParam,
+                        const TensorView &newMomentumBuffer);
+/// average = decay * average + (1 - decay) * param.
+KernelStatus emaUpdate(const TensorView &average, const TensorView &param,
+                       double decay, const TensorView &newAverage);
+
+//===----------------------------------------------------------------------===//
+// Fused ops (cpu_fused.cpp): compositions of the unfused kernels, each
+// intermediate rounded to the dtype it would be stored in
+//===----------------------------------------------------------------------===//
+
+/// conv2d (no bias) -> batchNormTrain -> relu (with `relu`); returns the
+/// convolution output and the saved statistics too.
+KernelStatus cbrForward(const TensorView &input, const TensorView &filter,
+                        const TensorView &gamma, const TensorView &beta,
+                        const Conv2dAttrs &attrs, double epsilon, bool relu,
+                        const TensorView &result, const TensorView &convOutput,
+                        const TensorView &batchMean,
+                        const TensorView &batchInvStd);
+/// reluBackward (when `reluOutput` is given) -> batchNormBackward ->
+/// conv2dBackward: convOutputGrad, dX (when `inputGrad` is given),
+/// filterGradAcc + dW, gammaGradAcc + dgamma, betaGradAcc + dbeta.
+KernelStatus cbrBackward(
+    const TensorView &outputGrad, const TensorView &input,
+    const TensorView &filter, const TensorView &convOutput,
+    const TensorView &gamma, const TensorView &batchMean,
+    const TensorView &batchInvStd, const TensorView &filterGradAcc,
+    const TensorView &gammaGradAcc, const TensorView &betaGradAcc,
+    const TensorView *reluOutput, const Conv2dAttrs &attrs,
+    const TensorView &convOutputGrad, const TensorView *inputGrad,
+    const TensorView &filterGrad, const TensorView &gammaGrad,
+    const TensorView &betaGrad);
+/// conv2d (no bias) -> batchNormInference -> relu (with `relu`).
+KernelStatus cbrInference(const TensorView &input, const TensorView &filter,
+                          const TensorView &gamma, const TensorView &beta,
+                          const TensorView &runningMean,
+                          const TensorView &runningVar,
+                          const Conv2dAttrs &attrs, double epsilon, bool relu,
+                          const TensorView &result);
+/// relu(batchNormTrain(input) + shortcut), saving the statistics.
+KernelStatus bnAddRelu(const TensorView &input, const TensorView &gamma,
+                       const TensorView &beta, const TensorView &shortcut,
+                       double epsilon, const TensorView &result,
+                       const TensorView &batchMean,
+                       const TensorView &batchInvStd);
+/// d = reluBackward(outputGrad, reluOutput); shortcutGrad = d; inputGrad,
+/// gammaGrad (acc + dgamma), betaGrad (acc + dbeta) = batchNormBackward(d).
+KernelStatus bnAddReluBackward(
+    const TensorView &outputGrad, const TensorView &reluOutput,
+    const TensorView &input, const TensorView &gamma,
+    const TensorView &batchMean, const TensorView &batchInvStd,
+    const TensorView &gammaGradAcc, const TensorView &betaGradAcc,
+    const TensorView &inputGrad, const TensorView &shortcutGrad,
+    const TensorView &gammaGrad, const TensorView &betaGrad);
+/// relu(batchNormInference(input) + shortcut).
+KernelStatus bnAddReluInference(const TensorView &input,
+                                const TensorView &gamma,
+                                const TensorView &beta,
+                                const TensorView &runningMean,
+                                const TensorView &runningVar,
+                                const TensorView &shortcut, double epsilon,
+                                const TensorView &result);
+
+} // namespace rn::cpu
+
+#endif // RN_RUNTIME_CPU_CPU_KERNELS_H

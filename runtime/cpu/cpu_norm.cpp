@@ -1,0 +1,205 @@
+//===- cpu_norm.cpp - Batch normalization ---------------------------------===//
+//
+// Statistics per channel (the last dimension) over the M = N * H * W (or N)
+// other positions, two-pass in double.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/cpu_kernels_detail.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace rn::cpu {
+
+using detail::Check;
+using detail::checkBatchNormInput;
+using detail::store;
+
+namespace {
+
+/// result = (x - mean[c]) * scale[c] + bias[c] per channel c (the last
+/// dimension) over `count` rows: the normalization of training and
+/// inference, which differ in where mean and scale come from.
+void normalize(const TensorView &input, int64_t count, const std::vector<double> &mean,
+               const std::vector<double> &scale, const TensorView &bias,
+               const TensorView &result) {
+  const int64_t channels = static_cast<int64_t>(mean.size());
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t k = 0; k < channels; ++k) {
+      int64_t i = r * channels + k;
+      result.data[i] =
+          store(result.dtype, (input.data[i] - mean[k]) * scale[k] + bias.data[k]);
+    }
+}
+
+} // namespace
+
+KernelStatus batchNormTrain(const TensorView &input, const TensorView &weight,
+                            const TensorView &bias, double epsilon,
+                            const TensorView &result,
+                            const TensorView &batchMean,
+                            const TensorView &batchInvStd) {
+  Check check("batch_norm_train");
+  int64_t channels, count;
+  if (checkBatchNormInput(check, input, channels, count).failed())
+    return check.status();
+  check.vector("weight", weight, channels)
+      .vector("bias", bias, channels)
+      .shape("result", result, input.shape)
+      .f32("batch_mean", batchMean, Shape{channels})
+      .f32("batch_inv_std", batchInvStd, Shape{channels})
+      .require(epsilon >= 0, "epsilon must be non-negative");
+  if (check.failed())
+    return check.status();
+
+  const size_t c = static_cast<size_t>(channels);
+  std::vector<double> mean(c, 0.0), var(c, 0.0);
+  for (int64_t r = 0; r < count; ++r)
+    for (size_t k = 0; k < c; ++k)
+      mean[k] += input.data[r * channels + k];
+  for (size_t k = 0; k < c; ++k)
+    mean[k] /= static_cast<double>(count);
+  for (int64_t r = 0; r < count; ++r)
+    for (size_t k = 0; k < c; ++k) {
+      double d = input.data[r * channels + k] - mean[k];
+      var[k] += d * d;
+    }
+  std::vector<double> scale(c);
+  for (size_t k = 0; k < c; ++k) {
+    double invStd = 1.0 / std::sqrt(var[k] / static_cast<double>(count) + epsilon);
+    batchMean.data[k] = static_cast<float>(mean[k]);
+    batchInvStd.data[k] = static_cast<float>(invStd);
+    scale[k] = invStd * weight.data[k];
+  }
+  normalize(input, count, mean, scale, bias, result);
+  return {};
+}
+
+KernelStatus batchNorm(const TensorView &input, const TensorView &weight,
+                       const TensorView &bias, double epsilon,
+                       const TensorView &result) {
+  int64_t channels = input.shape.empty() ? 0 : input.shape.back();
+  std::vector<float> mean(static_cast<size_t>(std::max<int64_t>(channels, 0)));
+  std::vector<float> invStd(mean.size());
+  return batchNormTrain(input, weight, bias, epsilon, result,
+                        TensorView{mean.data(), {channels}},
+                        TensorView{invStd.data(), {channels}});
+}
+
+KernelStatus batchNormInference(const TensorView &input,
+                                const TensorView &weight,
+                                const TensorView &bias,
+                                const TensorView &runningMean,
+                                const TensorView &runningVar, double epsilon,
+                                const TensorView &result) {
+  Check check("batch_norm_inference");
+  int64_t channels, count;
+  if (checkBatchNormInput(check, input, channels, count).failed())
+    return check.status();
+  check.vector("weight", weight, channels)
+      .vector("bias", bias, channels)
+      .vector("running_mean", runningMean, channels)
+      .vector("running_var", runningVar, channels)
+      .shape("result", result, input.shape)
+      .require(epsilon >= 0, "epsilon must be non-negative");
+  if (check.failed())
+    return check.status();
+  const size_t c = static_cast<size_t>(channels);
+  std::vector<double> scale(c);
+  for (size_t k = 0; k < c; ++k)
+    scale[k] = double(weight.data[k]) / std::sqrt(double(runningVar.data[k]) + epsilon);
+  normalize(input, count, detail::widen(runningMean.data, channels), scale, bias, result);
+  return {};
+}
+
+KernelStatus batchNormBackward(const TensorView &outputGrad,
+                               const TensorView &input,
+                               const TensorView &weight,
+                               const TensorView &batchMean,
+                               const TensorView &batchInvStd,
+                               const TensorView &weightGradAcc,
+                               const TensorView &biasGradAcc,
+                               const TensorView &inputGrad,
+                               const TensorView &weightGrad,
+                               const TensorView &biasGrad) {
+  Check check("batch_norm_backward");
+  int64_t channels, count;
+  if (checkBatchNormInput(check, input, channels, count).failed())
+    return check.status();
+  check.shape("output_grad", outputGrad, input.shape)
+      .vector("weight", weight, channels)
+      .f32("batch_mean", batchMean, Shape{channels})
+      .f32("batch_inv_std", batchInvStd, Shape{channels})
+      .vector("weight_grad_acc", weightGradAcc, channels)
+      .vector("bias_grad_acc", biasGradAcc, channels)
+      .shape("input_grad", inputGrad, input.shape)
+      .vector("weight_grad", weightGrad, channels)
+      .vector("bias_grad", biasGrad, channels);
+  if (check.failed())
+    return check.status();
+
+  const size_t c = static_cast<size_t>(channels);
+  std::vector<double> sumDy(c, 0.0), sumDyXhat(c, 0.0);
+  for (int64_t r = 0; r < count; ++r)
+    for (size_t k = 0; k < c; ++k) {
+      int64_t i = r * channels + static_cast<int64_t>(k);
+      double xhat = (double(input.data[i]) - batchMean.data[k]) * batchInvStd.data[k];
+      sumDy[k] += outputGrad.data[i];
+      sumDyXhat[k] += outputGrad.data[i] * xhat;
+    }
+  const double m = static_cast<double>(count);
+  std::vector<double> factor(c);
+  for (size_t k = 0; k < c; ++k)
+    factor[k] = double(weight.data[k]) * batchInvStd.data[k] / m;
+  for (int64_t r = 0; r < count; ++r)
+    for (size_t k = 0; k < c; ++k) {
+      int64_t i = r * channels + static_cast<int64_t>(k);
+      double xhat = (double(input.data[i]) - batchMean.data[k]) * batchInvStd.data[k];
+      inputGrad.data[i] = store(
+          inputGrad.dtype,
+          factor[k] * (m * outputGrad.data[i] - sumDy[k] - xhat * sumDyXhat[k]));
+    }
+  for (size_t k = 0; k < c; ++k) {
+    weightGrad.data[k] =
+        store(weightGrad.dtype, double(weightGradAcc.data[k]) + sumDyXhat[k]);
+    biasGrad.data[k] = store(biasGrad.dtype, double(biasGradAcc.data[k]) + sumDy[k]);
+  }
+  return {};
+}
+
+KernelStatus updateRunningStats(const TensorView &runningMean,
+                                const TensorView &runningVar,
+                                const TensorView &batchMean,
+                                const TensorView &batchInvStd, double epsilon,
+                                double momentum, int64_t count,
+                                const TensorView &newRunningMean,
+                                const TensorView &newRunningVar) {
+  Check check("update_running_stats");
+  if (check.rank("running_mean", runningMean, 1, "[C]").failed())
+    return check.status();
+  Shape vec = runningMean.shape;
+  check.shape("running_var", runningVar, vec)
+      .f32("batch_mean", batchMean, vec)
+      .f32("batch_inv_std", batchInvStd, vec)
+      .shape("new_running_mean", newRunningMean, vec)
+      .shape("new_running_var", newRunningVar, vec)
+      .require(count >= 2, "count must be at least 2 (the unbiased variance "
+                           "divides by count - 1), got ", count);
+  if (check.failed())
+    return check.status();
+  const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
+  for (int64_t k = 0; k < vec[0]; ++k) {
+    double invStd = batchInvStd.data[k];
+    // Clamped: rounding can push 1 / inv_std^2 - eps a hair below zero.
+    double var = std::max(0.0, 1.0 / (invStd * invStd) - epsilon);
+    double mean = (1.0 - momentum) * runningMean.data[k] + momentum * batchMean.data[k];
+    double newVar = (1.0 - momentum) * runningVar.data[k] + momentum * var * unbias;
+    newRunningMean.data[k] = store(newRunningMean.dtype, mean);
+    newRunningVar.data[k] = store(newRunningVar.dtype, newVar);
+  }
+  return {};
+}
+
+} // namespace rn::cpu

@@ -1,0 +1,241 @@
+//===- cpu_pool.cpp - Max, average and global average pooling -------------===//
+
+#include "runtime/cpu/cpu_kernels_detail.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace rn::cpu {
+namespace {
+
+using detail::Check;
+using detail::shapeString;
+using detail::store;
+
+struct PoolGeometry {
+  int64_t n, h, w, c, oh, ow;
+  int64_t kh, kw, sh, sw, ph, pw;
+};
+
+Check &checkPool(Check &check, const Shape &input, const Pool2dAttrs &attrs,
+                 PoolGeometry &geo) {
+  if (input.size() != 4)
+    return check.fail("input must be NHWC (rank 4), got shape ",
+                      shapeString(input));
+  for (int i = 0; i < 2; ++i) {
+    check.require(attrs.kernel[i] > 0, "kernel must be positive");
+    check.require(attrs.strides[i] > 0, "strides must be positive");
+    check.require(attrs.padding[i] >= 0, "padding must be non-negative");
+    check.require(2 * attrs.padding[i] <= attrs.kernel[i], "padding ",
+                  attrs.padding[i], " exceeds half the kernel size ",
+                  attrs.kernel[i]);
+  }
+  if (check.failed())
+    return check;
+  geo = PoolGeometry{input[0], input[1], input[2], input[3], 0, 0,
+                     attrs.kernel[0], attrs.kernel[1], attrs.strides[0],
+                     attrs.strides[1], attrs.padding[0], attrs.padding[1]};
+  check.require(geo.h + 2 * geo.ph >= geo.kh && geo.w + 2 * geo.pw >= geo.kw,
+                "the window does not fit in the padded input ",
+                shapeString(input));
+  geo.oh = (geo.h + 2 * geo.ph - geo.kh) / geo.sh + 1;
+  geo.ow = (geo.w + 2 * geo.pw - geo.kw) / geo.sw + 1;
+  return check;
+}
+
+Shape outputShape(const PoolGeometry &g) { return {g.n, g.oh, g.ow, g.c}; }
+
+/// Walks every output pixel (element offset `outBase` of its first channel):
+/// begin(outBase), then visit(outBase, inBase) for each input pixel of its
+/// window inside the input (padding is skipped), in row-major window order,
+/// then end(outBase).
+template <typename Begin, typename Visit, typename End>
+void forEachWindow(const PoolGeometry &g, Begin begin, Visit visit, End end) {
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        int64_t outBase = ((n * g.oh + oy) * g.ow + ox) * g.c;
+        begin(outBase);
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          int64_t iy = oy * g.sh - g.ph + ky;
+          if (iy < 0 || iy >= g.h)
+            continue;
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            int64_t ix = ox * g.sw - g.pw + kx;
+            if (ix < 0 || ix >= g.w)
+              continue;
+            visit(outBase, ((n * g.h + iy) * g.w + ix) * g.c);
+          }
+        }
+        end(outBase);
+      }
+}
+
+/// Calls visit(outputIndex, inputIndex) once per output element with the
+/// element of its window that max pooling picks: the first maximum in
+/// row-major window order, a NaN over any number, padding never. A window
+/// of padding only (impossible when padding <= kernel / 2) picks nothing.
+template <typename Visit>
+void forEachArgMax(const float *x, const PoolGeometry &g, Visit visit) {
+  std::vector<int64_t> arg(static_cast<size_t>(g.c));
+  bool any = false;
+  forEachWindow(
+      g, [&](int64_t) { any = false; },
+      [&](int64_t, int64_t base) {
+        for (int64_t c = 0; c < g.c; ++c) {
+          float v = x[base + c];
+          float best = any ? x[arg[c]] : 0.0f;
+          if (!any || v > best || (std::isnan(v) && !std::isnan(best)))
+            arg[c] = base + c;
+        }
+        any = true;
+      },
+      [&](int64_t outBase) {
+        if (any)
+          for (int64_t c = 0; c < g.c; ++c)
+            visit(outBase + c, arg[c]);
+      });
+}
+
+} // namespace
+
+KernelStatus pool2dOutputShape(const Shape &input, const Pool2dAttrs &attrs,
+                               Shape &result) {
+  Check check("pool2d");
+  PoolGeometry geo;
+  if (!checkPool(check, input, attrs, geo).failed())
+    result = outputShape(geo);
+  return check.status();
+}
+
+KernelStatus maxPool2d(const TensorView &input, const Pool2dAttrs &attrs,
+                       const TensorView &result) {
+  Check check("max_pool2d");
+  PoolGeometry g;
+  if (check.view("input", input).failed() ||
+      checkPool(check, input.shape, attrs, g).failed() ||
+      check.shape("result", result, outputShape(g)).failed())
+    return check.status();
+  // Every window holds an input element, but initialize for safety.
+  for (int64_t i = 0, e = result.numel(); i < e; ++i)
+    result.data[i] = -std::numeric_limits<float>::infinity();
+  forEachArgMax(input.data, g, [&](int64_t out, int64_t in) {
+    result.data[out] = store(result.dtype, input.data[in]);
+  });
+  return {};
+}
+
+KernelStatus maxPool2dBackward(const TensorView &outputGrad,
+                               const TensorView &input,
+                               const Pool2dAttrs &attrs,
+                               const TensorView &inputGrad) {
+  Check check("max_pool2d_backward");
+  PoolGeometry g;
+  if (check.view("input", input).failed() ||
+      checkPool(check, input.shape, attrs, g).failed() ||
+      check.shape("output_grad", outputGrad, outputShape(g))
+          .shape("input_grad", inputGrad, input.shape)
+          .failed())
+    return check.status();
+  std::vector<double> acc(static_cast<size_t>(input.numel()), 0.0);
+  forEachArgMax(input.data, g, [&](int64_t out, int64_t in) {
+    acc[in] += outputGrad.data[out];
+  });
+  for (size_t i = 0; i < acc.size(); ++i)
+    inputGrad.data[i] = store(inputGrad.dtype, acc[i]);
+  return {};
+}
+
+KernelStatus avgPool2d(const TensorView &input, const Pool2dAttrs &attrs,
+                       const TensorView &result) {
+  Check check("avg_pool2d");
+  PoolGeometry g;
+  if (check.view("input", input).failed() ||
+      checkPool(check, input.shape, attrs, g).failed() ||
+      check.shape("result", result, outputShape(g)).failed())
+    return check.status();
+  const double divisor = static_cast<double>(g.kh * g.kw);
+  std::vector<double> acc(static_cast<size_t>(g.c));
+  forEachWindow(
+      g, [&](int64_t) { std::fill(acc.begin(), acc.end(), 0.0); },
+      [&](int64_t, int64_t inBase) {
+        const float *xp = input.data + inBase;
+        for (int64_t c = 0; c < g.c; ++c)
+          acc[c] += xp[c];
+      },
+      [&](int64_t outBase) {
+        float *yp = result.data + outBase;
+        for (int64_t c = 0; c < g.c; ++c)
+          yp[c] = store(result.dtype, acc[c] / divisor);
+      });
+  return {};
+}
+
+KernelStatus avgPool2dBackward(const TensorView &outputGrad,
+                               const Pool2dAttrs &attrs,
+                               const TensorView &inputGrad) {
+  Check check("avg_pool2d_backward");
+  PoolGeometry g;
+  if (check.view("input_grad", inputGrad).failed() ||
+      checkPool(check, inputGrad.shape, attrs, g).failed() ||
+      check.shape("output_grad", outputGrad, outputShape(g)).failed())
+    return check.status();
+  const double divisor = static_cast<double>(g.kh * g.kw);
+  std::vector<double> acc(static_cast<size_t>(inputGrad.numel()), 0.0);
+  forEachWindow(
+      g, [](int64_t) {},
+      [&](int64_t outBase, int64_t inBase) {
+        const float *dyp = outputGrad.data + outBase;
+        double *a = acc.data() + inBase;
+        for (int64_t c = 0; c < g.c; ++c)
+          a[c] += dyp[c] / divisor;
+      },
+      [](int64_t) {});
+  for (size_t i = 0; i < acc.size(); ++i)
+    inputGrad.data[i] = store(inputGrad.dtype, acc[i]);
+  return {};
+}
+
+KernelStatus globalAvgPool(const TensorView &input, const TensorView &result) {
+  Check check("global_avg_pool");
+  if (check.rank("input", input, 4, "NHWC").failed())
+    return check.status();
+  int64_t n = input.dim(0), hw = input.dim(1) * input.dim(2), c = input.dim(3);
+  check.shape("result", result, Shape{n, 1, 1, c})
+      .require(hw > 0, "input has no spatial positions");
+  if (check.failed())
+    return check.status();
+  std::vector<double> acc(static_cast<size_t>(c));
+  for (int64_t b = 0; b < n; ++b) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t k = 0; k < c; ++k)
+        acc[k] += input.data[(b * hw + p) * c + k];
+    for (int64_t k = 0; k < c; ++k)
+      result.data[b * c + k] = store(result.dtype, acc[k] / static_cast<double>(hw));
+  }
+  return {};
+}
+
+KernelStatus globalAvgPoolBackward(const TensorView &outputGrad,
+                                   const TensorView &inputGrad) {
+  Check check("global_avg_pool_backward");
+  if (check.rank("input_grad", inputGrad, 4, "NHWC").failed())
+    return check.status();
+  int64_t n = inputGrad.dim(0), hw = inputGrad.dim(1) * inputGrad.dim(2),
+          c = inputGrad.dim(3);
+  check.shape("output_grad", outputGrad, Shape{n, 1, 1, c})
+      .require(hw > 0, "input_grad has no spatial positions");
+  if (check.failed())
+    return check.status();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t k = 0; k < c; ++k)
+        inputGrad.data[(b * hw + p) * c + k] = store(
+            inputGrad.dtype, double(outputGrad.data[b * c + k]) / static_cast<double>(hw));
+  return {};
+}
+
+} // namespace rn::cpu

@@ -1,0 +1,211 @@
+//===- cpu_update.cpp - Loss scaling, optimizers, EMA ---------------------===//
+//
+// Optimizer arithmetic is done in double per element; what is stored (the
+// new parameter and each new piece of optimizer state) is rounded to its
+// dtype, and later terms of the same update read the stored value, as
+// PyTorch does with its f32 state tensors. Every update may run in place
+// (new state aliasing old state).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/cpu_kernels_detail.h"
+
+#include <cmath>
+
+namespace rn::cpu {
+namespace {
+
+using detail::Check;
+using detail::store;
+
+/// Copies `from` into `to` (the skipped update); nothing to do in place.
+void copyInto(const TensorView &from, const TensorView &to) {
+  if (from.data == to.data)
+    return;
+  for (int64_t i = 0, e = from.numel(); i < e; ++i)
+    to.data[i] = store(to.dtype, from.data[i]);
+}
+
+} // namespace
+
+bool checkFinite(const std::vector<TensorView> &inputs) {
+  for (const TensorView &v : inputs)
+    for (int64_t i = 0, e = v.numel(); i < e; ++i)
+      if (!std::isfinite(v.data[i]))
+        return true;
+  return false;
+}
+
+KernelStatus unscale(const TensorView &grad, float scale,
+                     const TensorView &result) {
+  Check check("unscale");
+  if (check.view("grad", grad).shape("result", result, grad.shape).failed())
+    return check.status();
+  for (int64_t i = 0, e = grad.numel(); i < e; ++i)
+    result.data[i] = store(result.dtype, double(grad.data[i]) / double(scale));
+  return {};
+}
+
+KernelStatus updateLossScale(float scale, int32_t goodSteps,
+                             bool foundNonFinite, double growth,
+                             double backoff, int64_t growthInterval,
+                             float &newScale, int32_t &newGoodSteps) {
+  Check check("update_loss_scale");
+  if (check.require(growthInterval > 0, "growth interval must be positive, got ",
+                    growthInterval)
+          .failed())
+    return check.status();
+  newScale = scale;
+  if (foundNonFinite) {
+    newScale = static_cast<float>(double(scale) * backoff);
+    newGoodSteps = 0;
+    return {};
+  }
+  int64_t successful = int64_t(goodSteps) + 1;
+  if (successful >= growthInterval) {
+    float grown = static_cast<float>(double(scale) * growth);
+    if (std::isfinite(grown))
+      newScale = grown;
+    newGoodSteps = 0;
+  } else {
+    newGoodSteps = static_cast<int32_t>(successful);
+  }
+  return {};
+}
+
+KernelStatus sgdUpdate(const TensorView &param, const TensorView &grad,
+                       const TensorView *momentumBuffer, float lr, bool skip,
+                       const SgdAttrs &attrs, const TensorView &newParam,
+                       const TensorView *newMomentumBuffer) {
+  Check check("sgd_update");
+  const bool hasMomentum = attrs.momentum != 0;
+  check.view("param", param)
+      .shape("grad", grad, param.shape)
+      .shape("new_param", newParam, param.shape)
+      .require((momentumBuffer != nullptr) == hasMomentum &&
+                   (newMomentumBuffer != nullptr) == hasMomentum,
+               "the momentum buffer and its result are given exactly when "
+               "momentum is non-zero")
+      .require(!attrs.nesterov || attrs.momentum > 0,
+               "nesterov needs a positive momentum");
+  if (hasMomentum && !check.failed())
+    check.shape("momentum_buffer", *momentumBuffer, param.shape)
+        .shape("new_momentum_buffer", *newMomentumBuffer, param.shape);
+  if (check.failed())
+    return check.status();
+  if (skip) {
+    copyInto(param, newParam);
+    if (hasMomentum)
+      copyInto(*momentumBuffer, *newMomentumBuffer);
+    return {};
+  }
+  for (int64_t i = 0, e = param.numel(); i < e; ++i) {
+    double p = param.data[i];
+    double g = grad.data[i] + attrs.weightDecay * p;
+    double step = g;
+    if (hasMomentum) {
+      float buf = store(newMomentumBuffer->dtype,
+                        attrs.momentum * momentumBuffer->data[i] + g);
+      newMomentumBuffer->data[i] = buf;
+      step = attrs.nesterov ? g + attrs.momentum * buf : double(buf);
+    }
+    newParam.data[i] = store(newParam.dtype, p - double(lr) * step);
+  }
+  return {};
+}
+
+KernelStatus adamwUpdate(const TensorView &param, const TensorView &grad,
+                         const TensorView &expAvg, const TensorView &expAvgSq,
+                         float lr, int32_t step, bool skip,
+                         const AdamWAttrs &attrs, const TensorView &newParam,
+                         const TensorView &newExpAvg,
+                         const TensorView &newExpAvgSq) {
+  Check check("adamw_update");
+  if (check.view("param", param)
+          .shape("grad", grad, param.shape)
+          .shape("exp_avg", expAvg, param.shape)
+          .shape("exp_avg_sq", expAvgSq, param.shape)
+          .shape("new_param", newParam, param.shape)
+          .shape("new_exp_avg", newExpAvg, param.shape)
+          .shape("new_exp_avg_sq", newExpAvgSq, param.shape)
+          .require(step >= 1, "step must be at least 1, got ", step)
+          .failed())
+    return check.status();
+  if (skip) {
+    copyInto(param, newParam);
+    copyInto(expAvg, newExpAvg);
+    copyInto(expAvgSq, newExpAvgSq);
+    return {};
+  }
+  const double b1 = attrs.beta1, b2 = attrs.beta2, rate = lr;
+  const double biasCorrection1 = 1.0 - std::pow(b1, step);
+  const double biasCorrection2Sqrt = std::sqrt(1.0 - std::pow(b2, step));
+  const double stepSize = rate / biasCorrection1;
+  for (int64_t i = 0, e = param.numel(); i < e; ++i) {
+    double g = grad.data[i];
+    double p = double(param.data[i]) * (1.0 - rate * attrs.weightDecay);
+    float m = store(newExpAvg.dtype, b1 * expAvg.data[i] + (1.0 - b1) * g);
+    float v = store(newExpAvgSq.dtype, b2 * expAvgSq.data[i] + (1.0 - b2) * g * g);
+    newExpAvg.data[i] = m;
+    newExpAvgSq.data[i] = v;
+    double denom = std::sqrt(double(v)) / biasCorrection2Sqrt + attrs.epsilon;
+    newParam.data[i] = store(newParam.dtype, p - stepSize * m / denom);
+  }
+  return {};
+}
+
+KernelStatus larsUpdate(const TensorView &param, const TensorView &grad,
+                        const TensorView &momentumBuffer, float lr, bool skip,
+                        const LarsAttrs &attrs, const TensorView &newParam,
+                        const TensorView &newMomentumBuffer) {
+  Check check("lars_update");
+  if (check.view("param", param)
+          .shape("grad", grad, param.shape)
+          .shape("momentum_buffer", momentumBuffer, param.shape)
+          .shape("new_param", newParam, param.shape)
+          .shape("new_momentum_buffer", newMomentumBuffer, param.shape)
+          .failed())
+    return check.status();
+  if (skip) {
+    copyInto(param, newParam);
+    copyInto(momentumBuffer, newMomentumBuffer);
+    return {};
+  }
+  const int64_t count = param.numel();
+  double paramSq = 0, gradSq = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    paramSq += double(param.data[i]) * param.data[i];
+    gradSq += double(grad.data[i]) * grad.data[i];
+  }
+  const double paramNorm = std::sqrt(paramSq), gradNorm = std::sqrt(gradSq);
+  const double localLr =
+      paramNorm > 0 && gradNorm > 0
+          ? attrs.trustCoefficient * paramNorm /
+                (gradNorm + attrs.weightDecay * paramNorm + attrs.epsilon)
+          : 1.0;
+  for (int64_t i = 0; i < count; ++i) {
+    double p = param.data[i];
+    double g = localLr * (grad.data[i] + attrs.weightDecay * p);
+    float buf = store(newMomentumBuffer.dtype,
+                      attrs.momentum * momentumBuffer.data[i] + g);
+    newMomentumBuffer.data[i] = buf;
+    newParam.data[i] = store(newParam.dtype, p - double(lr) * buf);
+  }
+  return {};
+}
+
+KernelStatus emaUpdate(const TensorView &average, const TensorView &param,
+                       double decay, const TensorView &newAverage) {
+  Check check("ema_update");
+  if (check.view("average", average)
+          .shape("param", param, average.shape)
+          .shape("new_average", newAverage, average.shape)
+          .failed())
+    return check.status();
+  for (int64_t i = 0, e = average.numel(); i < e; ++i)
+    newAverage.data[i] = store(newAverage.dtype, decay * average.data[i] +
+                                                     (1.0 - decay) * param.data[i]);
+  return {};
+}
+
+} // namespace rn::cpu

@@ -1,0 +1,114 @@
+//===- conv.h - Convolutions as cuDNN frontend graphs -----------*- C++ -*-===//
+//
+// Every convolution of a program (forward, forward with the BN statistics
+// of its output fused in, data gradient, filter gradient) runs as a cuDNN
+// frontend graph, NHWC activations and OHWI filters, f32 accumulation. A
+// graph is built and its plan chosen once, at load (prepare), and cached by
+// its ConvCall; a step only executes cached plans (run): nothing is built,
+// planned or allocated inside a step. The cuDNN frontend header is compiled
+// into conv.cpp alone (g++, not nvcc: it takes minutes under nvcc).
+//
+// Plans: with Options::autotune, every candidate plan the heuristics list
+// is timed at load and the fastest kept (heuristic plans were 7x slower on
+// ResNet-18's 1x1 stride-2 downsample); with Options::deterministic only
+// deterministic plans are candidates. A plan must fit the workspace of the
+// stream it runs on: prepare gets the bytes available and skips plans that
+// need more. f32 convolutions run as IEEE f32 unless Options::allowTf32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CUDA_CONV_H
+#define RN_RUNTIME_CUDA_CONV_H
+
+#include "runtime/core/status.h"
+#include "runtime/cuda/device_tensor.h"
+#include "runtime/cuda/stream_resources.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace rn::cuda {
+
+enum class ConvKind : uint8_t {
+  forward,          ///< y = conv(x, w)
+  forward_stats,    ///< y = conv(x, w); sum[c], sum_sq[c] of y over N, H, W (f32)
+  backward_data,    ///< dx = conv_transpose(dy, w) (overwrites dx)
+  backward_filter,  ///< dw = dwAcc + wgrad(x, dy); dwAcc may alias dw
+};
+
+struct ConvParams {
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 2> padding{0, 0};
+  std::array<int64_t, 2> dilation{1, 1};
+  int64_t groups = 1;
+};
+
+/// One convolution call: its kind, parameters and the shapes and dtypes of
+/// x [N,H,W,C], w [O,KH,KW,C/groups] and y [N,OH,OW,O] (for the backward
+/// kinds: of x, w and dy; dw has w's shape with `gradType`).
+struct ConvCall {
+  ConvKind kind = ConvKind::forward;
+  ConvParams params;
+  std::array<int64_t, 4> x{}, w{}, y{};
+  DType xType = DType::f32, wType = DType::f32, yType = DType::f32;
+  DType gradType = DType::f32; ///< backward_filter: dtype of dw and dwAcc
+};
+
+/// The device buffers of one call (only those its kind uses).
+struct ConvBuffers {
+  const void *x = nullptr;     ///< forward*, backward_filter
+  const void *w = nullptr;     ///< forward*, backward_data
+  void *y = nullptr;           ///< forward*
+  const void *dy = nullptr;    ///< backward_*
+  void *dx = nullptr;          ///< backward_data
+  void *dw = nullptr;          ///< backward_filter
+  const void *dwAcc = nullptr; ///< backward_filter
+  float *sum = nullptr;        ///< forward_stats, [O]
+  float *sumSq = nullptr;      ///< forward_stats, [O]
+};
+
+class ConvRunner {
+public:
+  struct Options {
+    bool autotune = true;
+    bool deterministic = false;
+    bool allowTf32 = false;
+    /// Where autotuning results are kept across processes (by GPU, cuDNN
+    /// version and call); empty: not kept.
+    std::string cacheFile;
+  };
+
+  static Result<std::unique_ptr<ConvRunner>> create(const Options &options);
+  ~ConvRunner();
+
+  /// Builds the graph of `call` and picks its plan (autotuning on
+  /// `stream`'s handle and workspace), unless already cached. Returns the
+  /// workspace bytes the chosen plan needs (at most stream.workspaceBytes);
+  /// an error names the call when cuDNN has no plan for it.
+  Result<size_t> prepare(const ConvCall &call, const StreamResources &stream);
+
+  /// Runs `call` on `stream`; it must have been prepared.
+  Status run(const ConvCall &call, const ConvBuffers &buffers, const StreamResources &stream);
+
+  /// Graphs built and plans timed so far, and the seconds spent (for the
+  /// load summary).
+  size_t graphs() const;
+  double prepareSeconds() const;
+
+  ConvRunner(const ConvRunner &) = delete;
+  ConvRunner &operator=(const ConvRunner &) = delete;
+
+private:
+  ConvRunner() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// "forward x[256,32,32,64] w[64,3,3,64] y[...] s1,1 p1,1 d1,1 g1 f16".
+std::string describe(const ConvCall &call);
+
+} // namespace rn::cuda
+
+#endif // RN_RUNTIME_CUDA_CONV_H

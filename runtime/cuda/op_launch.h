@@ -1,0 +1,73 @@
+//===- op_launch.h - How the GPU executors run one op node ------*- C++ -*-===//
+//
+// Each op of the op registry has an OpLauncher: `launch` issues the node's
+// work (or one part of a forking node) on the given stream, asynchronously,
+// reading every per-step value (learning rate, loss scale, skip flag) from
+// device memory so that the same launch can be captured into a CUDA graph;
+// `prepare`, called once per node at load, builds and caches whatever the
+// launch needs (cuDNN graphs and plans, cuBLASLt descriptors) and returns
+// the workspace bytes it uses on its stream. Nothing is allocated, built or
+// planned in `launch`.
+//
+// Fusion stays inside one node, or one part of a forking node: a launcher
+// never merges work with another node (docs/design.md).
+//
+// Launchers live with their kernels, one file per family
+// (ops_elementwise.cpp, ops_norm.cpp, ops_update.cpp, ops_conv_linear.cpp);
+// op_launch.cpp joins their tables.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CUDA_OP_LAUNCH_H
+#define RN_RUNTIME_CUDA_OP_LAUNCH_H
+
+#include "runtime/core/artifact.h"
+#include "runtime/core/status.h"
+#include "runtime/cuda/device_tensor.h"
+#include "runtime/cuda/stream_resources.h"
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace rn::cuda {
+
+class ConvRunner;
+class GemmRunner;
+
+/// One execution of a node (or of one part of it).
+struct OpLaunch {
+  const Node &node;
+  int part = -1; ///< index into node.parts; -1: the whole node
+  /// The node's operands and results as device views, in node order, with
+  /// the launch's variant applied (inputs_a slots moved to inputs_b for B).
+  const std::vector<DeviceTensor> &operands;
+  const std::vector<DeviceTensor> &results;
+  const StreamResources &stream; ///< the node's (or the part's) stream
+  ConvRunner &conv;
+  GemmRunner &gemm;
+  /// Dropout key (cpu::RngKey): the run's seed and this execution's stream
+  /// number (step * dropouts of the function + the node's dropout index).
+  uint64_t seed = 0;
+  uint64_t dropoutStream = 0;
+};
+
+struct OpLauncher {
+  std::string_view op;
+  /// Null when the op needs nothing at load and no workspace.
+  Result<size_t> (*prepare)(const OpLaunch &launch) = nullptr;
+  Status (*launch)(const OpLaunch &launch) = nullptr;
+};
+
+/// The launcher of `op`, or null when the GPU runtime has none.
+const OpLauncher *findOpLauncher(std::string_view op);
+
+// The family tables op_launch.cpp joins.
+const std::vector<OpLauncher> &elementwiseLaunchers();
+const std::vector<OpLauncher> &normLaunchers();
+const std::vector<OpLauncher> &updateLaunchers();
+const std::vector<OpLauncher> &convLinearLaunchers();
+
+} // namespace rn::cuda
+
+#endif // RN_RUNTIME_CUDA_OP_LAUNCH_H

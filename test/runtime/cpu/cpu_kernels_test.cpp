@@ -1,0 +1,844 @@
+//===- cpu_kernels_test.cpp - CPU reference kernels vs direct formulas ----===//
+//
+// Forward ops against straightforward computations written here, optimizers
+// and loss scaling against PyTorch's formulas, f16/bf16 rounding, dropout's
+// random stream. Gradients are checked in gradcheck_test.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cpu_test_util.h"
+#include "runtime/cpu/cpu_kernels_detail.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace rn::cpu {
+namespace {
+
+using testing::Buffer;
+using testing::expectClose;
+using testing::randomBuffer;
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+/// The textbook formula: one sum per output element.
+std::vector<double> naiveConv2d(const Buffer &x, const Buffer &w,
+                                const Buffer *b, const Conv2dAttrs &a,
+                                Shape &outShape) {
+  int64_t n = x.shape[0], h = x.shape[1], wd = x.shape[2], c = x.shape[3];
+  int64_t o = w.shape[0], kh = w.shape[1], kw = w.shape[2], cg = w.shape[3];
+  int64_t oh = (h + 2 * a.padding[0] - a.dilation[0] * (kh - 1) - 1) / a.strides[0] + 1;
+  int64_t ow = (wd + 2 * a.padding[1] - a.dilation[1] * (kw - 1) - 1) / a.strides[1] + 1;
+  int64_t og = o / a.groups;
+  outShape = {n, oh, ow, o};
+  std::vector<double> y(static_cast<size_t>(n * oh * ow * o));
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t yy = 0; yy < oh; ++yy)
+      for (int64_t xx = 0; xx < ow; ++xx)
+        for (int64_t oc = 0; oc < o; ++oc) {
+          int64_t g = oc / og;
+          double s = b ? (*b)[oc] : 0.0;
+          for (int64_t ky = 0; ky < kh; ++ky)
+            for (int64_t kx = 0; kx < kw; ++kx)
+              for (int64_t ci = 0; ci < cg; ++ci) {
+                int64_t iy = yy * a.strides[0] - a.padding[0] + ky * a.dilation[0];
+                int64_t ix = xx * a.strides[1] - a.padding[1] + kx * a.dilation[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd)
+                  continue;
+                s += double(x[((in * h + iy) * wd + ix) * c + g * cg + ci]) *
+                     w[((oc * kh + ky) * kw + kx) * cg + ci];
+              }
+          y[((in * oh + yy) * ow + xx) * o + oc] = s;
+        }
+  return y;
+}
+
+struct ConvCase {
+  Shape input, filter;
+  Conv2dAttrs attrs;
+  bool bias;
+};
+
+void PrintTo(const ConvCase &c, std::ostream *os) {
+  *os << "input " << testing::str(c.input) << " filter " << testing::str(c.filter) << " "
+      << testing::str(c.attrs) << (c.bias ? " bias" : "");
+}
+
+
+class Conv2dForward : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(Conv2dForward, MatchesNaiveFormula) {
+  const ConvCase &cc = GetParam();
+  std::mt19937 rng(7);
+  Buffer x = randomBuffer(cc.input, rng);
+  Buffer w = randomBuffer(cc.filter, rng);
+  Buffer b = randomBuffer({cc.filter[0]}, rng);
+  Shape expectedShape;
+  std::vector<double> expected =
+      naiveConv2d(x, w, cc.bias ? &b : nullptr, cc.attrs, expectedShape);
+  Shape shape;
+  RN_ASSERT_OK(conv2dOutputShape(cc.input, cc.filter, cc.attrs, shape));
+  ASSERT_EQ(shape, expectedShape);
+  Buffer y(shape);
+  TensorView bv = b.view();
+  RN_ASSERT_OK(conv2d(x.view(), w.view(), cc.bias ? &bv : nullptr, cc.attrs, y.view()));
+  expectClose("conv2d", y.data, expected, 1e-5, 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, Conv2dForward,
+    ::testing::Values(
+        // stride 2, padding, dilation 2, groups 2, bias
+        ConvCase{{2, 7, 8, 4}, {6, 3, 3, 2}, {{2, 2}, {1, 2}, {2, 2}, 2}, true},
+        // plain 3x3 "same" convolution
+        ConvCase{{2, 5, 5, 3}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}, false},
+        // asymmetric everything, depthwise (groups = channels)
+        ConvCase{{1, 6, 9, 3}, {3, 2, 3, 1}, {{1, 3}, {0, 1}, {3, 1}, 3}, true},
+        // 1x1 with stride 2
+        ConvCase{{3, 4, 4, 5}, {2, 1, 1, 5}, {{2, 2}, {0, 0}, {1, 1}, 1}, true},
+        // two groups of 10 output and 9 input channels
+        ConvCase{{2, 5, 6, 18}, {20, 3, 3, 9}, {{1, 2}, {1, 1}, {1, 1}, 2}, true},
+        // 2304 patch columns: the 576 output pixels take two chunks
+        ConvCase{{1, 24, 24, 256}, {4, 3, 3, 256}, {{1, 1}, {1, 1}, {1, 1}, 1}, true}));
+
+// dX and dW are the adjoints of the forward product: for the convolution
+// y = conv(x, w) without bias, <y, dy> = <x, dX(dy, w)> = <w, dW(dy, x)>.
+// Checked on a shape whose pixels span several chunks (cpu_conv.cpp), with
+// padding and stride.
+TEST(Conv2d, ChunkedBackwardIsTheAdjoint) {
+  std::mt19937 rng(11);
+  const Conv2dAttrs attrs{{2, 1}, {1, 1}, {1, 1}, 1};
+  Buffer x = randomBuffer({2, 40, 24, 128}, rng);
+  Buffer w = randomBuffer({5, 3, 3, 128}, rng);
+  Shape yShape;
+  RN_ASSERT_OK(conv2dOutputShape(x.shape, w.shape, attrs, yShape));
+  Buffer y(yShape);
+  RN_ASSERT_OK(conv2d(x.view(), w.view(), nullptr, attrs, y.view()));
+  Buffer dy = randomBuffer(yShape, rng);
+  Buffer dx(x.shape), zero(w.shape), dw(w.shape);
+  RN_ASSERT_OK(conv2dBackwardInput(dy.view(), w.view(), attrs, dx.view()));
+  RN_ASSERT_OK(conv2dBackwardFilter(dy.view(), x.view(), zero.view(), attrs, dw.view()));
+  const double forward = dot(y, dy);
+  EXPECT_NEAR(dot(x, dx), forward, 1e-5 * std::abs(forward) + 1e-3);
+  EXPECT_NEAR(dot(w, dw), forward, 1e-5 * std::abs(forward) + 1e-3);
+}
+
+// detail::gemm (OpenBLAS when the build has it) against plain loops, for
+// every transpose pair, leading dimensions wider than the matrices, beta 0
+// (C's old values ignored, NaN included) and 1, and K = 0.
+TEST(Gemm, MatchesPlainLoops) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> value(-1, 1);
+  const int64_t m = 37, n = 29, k = 41, pad = 3;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (double beta : {0.0, 1.0})
+        for (int64_t kk : {k, int64_t{0}}) {
+          const int64_t lda = (ta ? m : kk) + pad, ldb = (tb ? kk : n) + pad, ldc = n + pad;
+          std::vector<double> a(size_t((ta ? kk : m) * lda)), b(size_t((tb ? n : kk) * ldb)),
+              c(size_t(m * ldc));
+          for (auto *vec : {&a, &b, &c})
+            for (double &v : *vec)
+              v = value(rng);
+          if (beta == 0)
+            c[0] = std::numeric_limits<double>::quiet_NaN();
+          std::vector<double> expected = c;
+          detail::referenceGemm(ta, tb, m, n, kk, 0.5, a.data(), lda, b.data(), ldb, beta,
+                                expected.data(), ldc);
+          detail::gemm(ta, tb, m, n, kk, 0.5, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j)
+              ASSERT_NEAR(c[size_t(i * ldc + j)], expected[size_t(i * ldc + j)], 1e-12)
+                  << "transpose " << ta << tb << " beta " << beta << " k " << kk << " at "
+                  << i << "," << j;
+        }
+}
+
+TEST(Conv2d, ShapeErrors) {
+  Shape out;
+  KernelStatus s = conv2dOutputShape({1, 5, 5, 4}, {6, 3, 3, 3}, {{1, 1}, {0, 0}, {1, 1}, 2}, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("input channels per group"), std::string::npos) << s.error;
+  EXPECT_FALSE(conv2dOutputShape({1, 2, 2, 1}, {1, 3, 3, 1}, {}, out).ok());
+  EXPECT_FALSE(conv2dOutputShape({1, 5, 5}, {1, 3, 3, 1}, {}, out).ok());
+
+  // A result view of the wrong shape is refused, not written.
+  Buffer x({1, 4, 4, 1}, 1.0f), w({1, 3, 3, 1}, 1.0f), y({1, 4, 4, 1}, 7.0f);
+  KernelStatus bad = conv2d(x.view(), w.view(), nullptr, {}, y.view());
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.error.find("conv2d: result must have shape [1, 2, 2, 1]"), std::string::npos)
+      << bad.error;
+  EXPECT_EQ(y[0], 7.0f);
+}
+
+TEST(Conv2d, LowPrecisionResultIsRoundedOnce) {
+  std::mt19937 rng(3);
+  Buffer x = randomBuffer({1, 4, 4, 3}, rng), w = randomBuffer({2, 3, 3, 3}, rng);
+  Conv2dAttrs attrs{{1, 1}, {1, 1}, {1, 1}, 1};
+  Buffer y32({1, 4, 4, 2}), y16({1, 4, 4, 2}, 0.0f, DType::f16);
+  RN_ASSERT_OK(conv2d(x.view(), w.view(), nullptr, attrs, y32.view()));
+  RN_ASSERT_OK(conv2d(x.view(), w.view(), nullptr, attrs, y16.view()));
+  for (size_t i = 0; i < y32.size(); ++i)
+    EXPECT_EQ(y16[i], roundTo(DType::f16, y32[i])) << i;
+}
+
+//===----------------------------------------------------------------------===//
+// Fully connected
+//===----------------------------------------------------------------------===//
+
+TEST(Linear, MatchesFormula) {
+  std::mt19937 rng(11);
+  Buffer x = randomBuffer({3, 5}, rng), w = randomBuffer({4, 5}, rng),
+         b = randomBuffer({4}, rng), y({3, 4});
+  TensorView bv = b.view();
+  RN_ASSERT_OK(linear(x.view(), w.view(), &bv, y.view()));
+  std::vector<double> expected;
+  for (int n = 0; n < 3; ++n)
+    for (int o = 0; o < 4; ++o) {
+      double s = b[o];
+      for (int i = 0; i < 5; ++i)
+        s += double(x[n * 5 + i]) * w[o * 5 + i];
+      expected.push_back(s);
+    }
+  expectClose("linear", y.data, expected, 1e-6, 1e-6);
+  Buffer bad({3, 5});
+  EXPECT_FALSE(linear(x.view(), w.view(), nullptr, bad.view()).ok());
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+TEST(MaxPool2d, HandExample) {
+  // One 4x4 channel, kernel 2, stride 2.
+  Buffer x({1, 4, 4, 1});
+  float values[16] = {1, 5, 2, 0, 3, 4, 8, 8, -1, -2, -3, -4, -5, -6, -7, -0.5f};
+  std::copy(values, values + 16, x.data.begin());
+  Buffer y({1, 2, 2, 1});
+  Pool2dAttrs attrs{{2, 2}, {2, 2}, {0, 0}};
+  RN_ASSERT_OK(maxPool2d(x.view(), attrs, y.view()));
+  EXPECT_EQ(y.data, (std::vector<float>{5, 8, -1, -0.5f}));
+
+  // Ties: the gradient goes to the first maximum in row-major order.
+  Buffer dy({1, 2, 2, 1}, 1.0f), dx({1, 4, 4, 1});
+  RN_ASSERT_OK(maxPool2dBackward(dy.view(), x.view(), attrs, dx.view()));
+  EXPECT_EQ(dx[6], 1.0f);
+  EXPECT_EQ(dx[7], 0.0f);
+}
+
+TEST(MaxPool2d, PaddingNeverWinsAndTiesGoFirst) {
+  // All-negative input: a padded zero would win if padding took part.
+  std::mt19937 rng(5);
+  Buffer x = randomBuffer({2, 5, 6, 3}, rng, -3.0f, -1.0f);
+  Pool2dAttrs attrs{{3, 2}, {2, 1}, {1, 1}};
+  Shape shape;
+  RN_ASSERT_OK(pool2dOutputShape(x.shape, attrs, shape));
+  ASSERT_EQ(shape, (Shape{2, 3, 7, 3}));
+  Buffer y(shape);
+  RN_ASSERT_OK(maxPool2d(x.view(), attrs, y.view()));
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t oy = 0; oy < 3; ++oy)
+      for (int64_t ox = 0; ox < 7; ++ox)
+        for (int64_t c = 0; c < 3; ++c) {
+          float best = -std::numeric_limits<float>::infinity();
+          for (int64_t ky = 0; ky < 3; ++ky)
+            for (int64_t kx = 0; kx < 2; ++kx) {
+              int64_t iy = oy * 2 - 1 + ky, ix = ox - 1 + kx;
+              if (iy >= 0 && iy < 5 && ix >= 0 && ix < 6)
+                best = std::max(best, x[((n * 5 + iy) * 6 + ix) * 3 + c]);
+            }
+          EXPECT_EQ(y[((n * 3 + oy) * 7 + ox) * 3 + c], best);
+        }
+
+  // A constant input: every window's first element in row-major order gets
+  // the gradient. With stride 1 and kernel 2 (no padding), window (oy, ox)
+  // starts at (oy, ox), so every element but the last row/column gets 1.
+  Buffer flat({1, 3, 3, 1}, 2.0f), dy({1, 2, 2, 1}, 1.0f), dx({1, 3, 3, 1});
+  RN_ASSERT_OK(maxPool2dBackward(dy.view(), flat.view(), {{2, 2}, {1, 1}, {0, 0}}, dx.view()));
+  EXPECT_EQ(dx.data, (std::vector<float>{1, 1, 0, 1, 1, 0, 0, 0, 0}));
+}
+
+TEST(MaxPool2d, NaNPropagates) {
+  Buffer x({1, 2, 2, 1});
+  x.data = {1.0f, std::nanf(""), 3.0f, 2.0f};
+  Buffer y({1, 1, 1, 1});
+  RN_ASSERT_OK(maxPool2d(x.view(), {{2, 2}, {2, 2}, {0, 0}}, y.view()));
+  EXPECT_TRUE(std::isnan(y[0]));
+}
+
+TEST(MaxPool2d, RejectsWidePadding) {
+  Buffer x({1, 4, 4, 1}), y({1, 4, 4, 1});
+  KernelStatus s = maxPool2d(x.view(), {{2, 2}, {1, 1}, {2, 0}}, y.view());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("exceeds half the kernel"), std::string::npos) << s.error;
+}
+
+TEST(AvgPool2d, PaddingCountsInTheDivisor) {
+  std::mt19937 rng(9);
+  Buffer x = randomBuffer({2, 5, 4, 2}, rng);
+  Pool2dAttrs attrs{{3, 3}, {2, 2}, {1, 1}};
+  Shape shape;
+  RN_ASSERT_OK(pool2dOutputShape(x.shape, attrs, shape));
+  ASSERT_EQ(shape, (Shape{2, 3, 2, 2}));
+  Buffer y(shape);
+  RN_ASSERT_OK(avgPool2d(x.view(), attrs, y.view()));
+  std::vector<double> expected;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t oy = 0; oy < 3; ++oy)
+      for (int64_t ox = 0; ox < 2; ++ox)
+        for (int64_t c = 0; c < 2; ++c) {
+          double s = 0;
+          for (int64_t iy = oy * 2 - 1; iy < oy * 2 + 2; ++iy)
+            for (int64_t ix = ox * 2 - 1; ix < ox * 2 + 2; ++ix)
+              if (iy >= 0 && iy < 5 && ix >= 0 && ix < 4)
+                s += x[((n * 5 + iy) * 4 + ix) * 2 + c];
+          expected.push_back(s / 9.0);
+        }
+  expectClose("avg_pool2d", y.data, expected, 1e-6);
+  // The corner window holds 4 real elements out of 9.
+  EXPECT_NEAR(y[0], (x[0] + x[2] + x[8] + x[10]) / 9.0, 1e-6);
+}
+
+TEST(GlobalAvgPool, MeanOverSpace) {
+  std::mt19937 rng(13);
+  Buffer x = randomBuffer({2, 3, 4, 5}, rng), y({2, 1, 1, 5});
+  RN_ASSERT_OK(globalAvgPool(x.view(), y.view()));
+  std::vector<double> expected;
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 5; ++c) {
+      double s = 0;
+      for (int p = 0; p < 12; ++p)
+        s += x[(n * 12 + p) * 5 + c];
+      expected.push_back(s / 12);
+    }
+  expectClose("global_avg_pool", y.data, expected, 1e-6);
+}
+
+//===----------------------------------------------------------------------===//
+// Batch normalization
+//===----------------------------------------------------------------------===//
+
+class BatchNormShapes : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(BatchNormShapes, TrainMatchesFormulas) {
+  Shape shape = GetParam();
+  int64_t c = shape.back();
+  std::mt19937 rng(17);
+  Buffer x = randomBuffer(shape, rng, -2.0f, 3.0f);
+  Buffer gamma = randomBuffer({c}, rng, 0.5f, 1.5f), beta = randomBuffer({c}, rng);
+  Buffer y(shape), mean({c}), invStd({c});
+  const double eps = 1e-3;
+  RN_ASSERT_OK(batchNormTrain(x.view(), gamma.view(), beta.view(), eps, y.view(),
+                              mean.view(), invStd.view()));
+  int64_t m = static_cast<int64_t>(x.size()) / c;
+  std::vector<double> mu(c, 0), var(c, 0), expected(x.size());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      mu[k] += x[i * c + k] / double(m);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      var[k] += std::pow(x[i * c + k] - mu[k], 2) / double(m);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      expected[i * c + k] =
+          (x[i * c + k] - mu[k]) / std::sqrt(var[k] + eps) * gamma[k] + beta[k];
+  expectClose("batch_norm_train result", y.data, expected, 1e-5);
+  for (int64_t k = 0; k < c; ++k) {
+    EXPECT_NEAR(mean[k], mu[k], 1e-6);
+    EXPECT_NEAR(invStd[k], 1 / std::sqrt(var[k] + eps), 1e-6);
+  }
+
+  // Inference with given running statistics.
+  Buffer runMean = randomBuffer({c}, rng), runVar = randomBuffer({c}, rng, 0.5f, 2.0f);
+  Buffer yi(shape);
+  RN_ASSERT_OK(batchNormInference(x.view(), gamma.view(), beta.view(), runMean.view(),
+                                  runVar.view(), eps, yi.view()));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      expected[i * c + k] =
+          (x[i * c + k] - runMean[k]) / std::sqrt(runVar[k] + eps) * gamma[k] + beta[k];
+  expectClose("batch_norm_inference", yi.data, expected, 1e-5);
+
+  // Running statistics: PyTorch's momentum convention, unbiased variance.
+  const double momentum = 0.1;
+  Buffer newMean({c}), newVar({c});
+  RN_ASSERT_OK(updateRunningStats(runMean.view(), runVar.view(), mean.view(), invStd.view(),
+                                  eps, momentum, m, newMean.view(), newVar.view()));
+  for (int64_t k = 0; k < c; ++k) {
+    EXPECT_NEAR(newMean[k], 0.9 * runMean[k] + 0.1 * mu[k], 1e-6);
+    EXPECT_NEAR(newVar[k], 0.9 * runVar[k] + 0.1 * var[k] * m / (m - 1), 1e-5);
+  }
+  // In place (the result in the operand's slot).
+  RN_ASSERT_OK(updateRunningStats(runMean.view(), runVar.view(), mean.view(), invStd.view(),
+                                  eps, momentum, m, runMean.view(), runVar.view()));
+  EXPECT_EQ(runMean.data, newMean.data);
+  EXPECT_EQ(runVar.data, newVar.data);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, BatchNormShapes,
+                         ::testing::Values(Shape{2, 3, 4, 5}, Shape{6, 3}));
+
+TEST(BatchNorm, ChecksSavedStatisticsAreF32) {
+  Buffer x({4, 2}), g({2}, 1.0f), b({2}), y({4, 2}), mean({2}, 0.0f, DType::f16), inv({2});
+  KernelStatus s = batchNormTrain(x.view(), g.view(), b.view(), 1e-5, y.view(), mean.view(),
+                                  inv.view());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("batch_mean must be f32"), std::string::npos) << s.error;
+}
+
+TEST(BatchNorm, MixedPrecisionRoundsTheResult) {
+  std::mt19937 rng(19);
+  Buffer x = randomBuffer({4, 3}, rng), g = randomBuffer({3}, rng), b = randomBuffer({3}, rng);
+  for (float &v : x.data)
+    v = roundTo(DType::bf16, v);
+  x.dtype = DType::bf16;
+  Buffer y32({4, 3}), ybf({4, 3}, 0.0f, DType::bf16), mean({3}), inv({3});
+  RN_ASSERT_OK(batchNormTrain(x.view(), g.view(), b.view(), 1e-5, y32.view(), mean.view(), inv.view()));
+  RN_ASSERT_OK(batchNormTrain(x.view(), g.view(), b.view(), 1e-5, ybf.view(), mean.view(), inv.view()));
+  for (size_t i = 0; i < y32.size(); ++i)
+    EXPECT_EQ(ybf[i], roundTo(DType::bf16, y32[i]));
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+TEST(SoftmaxCrossEntropy, LabelSmoothingHandValues) {
+  Buffer logits({2, 3});
+  logits.data = {1.0f, 2.0f, 3.0f, 0.5f, -1.0f, 2.0f};
+  std::vector<int32_t> labelData = {0, 2};
+  LabelView labels{labelData.data(), {2}};
+  float loss = 0;
+  // Computed by hand (Python, double): per row
+  // (1 - s) * (lse - x_y) + s / C * sum_c (lse - x_c).
+  RN_ASSERT_OK(softmaxCrossEntropy(logits.view(), labels, 0.1, loss));
+  EXPECT_NEAR(loss, (2.3076059644443805 + 0.39131129665715714) / 2, 1e-6);
+  RN_ASSERT_OK(softmaxCrossEntropy(logits.view(), labels, 0.0, loss));
+  double lse0 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  double lse1 = std::log(std::exp(0.5) + std::exp(-1.0) + std::exp(2.0));
+  EXPECT_NEAR(loss, ((lse0 - 1.0) + (lse1 - 2.0)) / 2, 1e-6);
+
+  Buffer grad({2, 3});
+  RN_ASSERT_OK(softmaxCrossEntropyBackward(logits.view(), labels, 4.0f, 0.1, grad.view()));
+  expectClose("loss gradient", grad.data,
+              std::vector<double>{-1.6866055203259058, 0.42279027544292874,
+                                  1.2638152448829774, 0.28391411761340674,
+                                  0.011558479874708233, -0.29547259748811516},
+              1e-6);
+}
+
+TEST(SoftmaxCrossEntropy, StableForLargeLogits) {
+  Buffer logits({1, 2});
+  logits.data = {1000.0f, 0.0f};
+  std::vector<int32_t> label = {1};
+  float loss = 0;
+  RN_ASSERT_OK(softmaxCrossEntropy(logits.view(), LabelView{label.data(), {1}}, 0.0, loss));
+  EXPECT_FLOAT_EQ(loss, 1000.0f);
+}
+
+TEST(SoftmaxCrossEntropy, RejectsBadLabels) {
+  Buffer logits({2, 3});
+  std::vector<int32_t> labels = {0, 3};
+  float loss;
+  KernelStatus s = softmaxCrossEntropy(logits.view(), LabelView{labels.data(), {2}}, 0.0, loss);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("label 3 of row 1"), std::string::npos) << s.error;
+}
+
+TEST(CountCorrect, FirstMaximumWinsTies) {
+  Buffer logits({4, 3});
+  logits.data = {0, 5, 1, /**/ 2, 2, 1, /**/ 3, 3, 3, /**/ -1, -2, 0};
+  std::vector<int32_t> labels = {1, 1, 0, 2};
+  int32_t correct = -1;
+  RN_ASSERT_OK(countCorrect(logits.view(), LabelView{labels.data(), {4}}, correct));
+  EXPECT_EQ(correct, 3); // row 1's arg-max is 0 (tie), not 1
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise, casts, reshapes
+//===----------------------------------------------------------------------===//
+
+TEST(Elementwise, Activations) {
+  Buffer x({5});
+  x.data = {-2.0f, -0.5f, 0.0f, 0.25f, 3.0f};
+  Buffer y({5});
+  RN_ASSERT_OK(relu(x.view(), y.view()));
+  EXPECT_EQ(y.data, (std::vector<float>{0, 0, 0, 0.25f, 3.0f}));
+  RN_ASSERT_OK(tanh(x.view(), y.view()));
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_FLOAT_EQ(y[i], std::tanh(x[i]));
+  RN_ASSERT_OK(silu(x.view(), y.view()));
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_FLOAT_EQ(y[i], x[i] / (1 + std::exp(-x[i])));
+  Buffer n({1});
+  n.data = {std::nanf("")};
+  RN_ASSERT_OK(relu(n.view(), n.view()));
+  EXPECT_TRUE(std::isnan(n[0]));
+}
+
+TEST(Elementwise, AddZeroReshapeFlatten) {
+  std::mt19937 rng(23);
+  Buffer a = randomBuffer({2, 2, 2, 3}, rng), b = randomBuffer({2, 2, 2, 3}, rng), s({2, 2, 2, 3});
+  RN_ASSERT_OK(add(a.view(), b.view(), s.view()));
+  for (size_t i = 0; i < s.size(); ++i)
+    EXPECT_EQ(s[i], a[i] + b[i]);
+  Buffer bad({2, 2, 3, 2});
+  EXPECT_FALSE(add(a.view(), bad.view(), s.view()).ok());
+
+  Buffer f({2, 12});
+  RN_ASSERT_OK(flatten(a.view(), f.view()));
+  EXPECT_EQ(f.data, a.data); // memory (NHWC) order
+  Buffer wrong({4, 6});
+  EXPECT_FALSE(flatten(a.view(), wrong.view()).ok());
+  Buffer back({2, 2, 2, 3});
+  RN_ASSERT_OK(reshape(f.view(), back.view()));
+  EXPECT_EQ(back.data, a.data);
+  Buffer small({5});
+  EXPECT_FALSE(reshape(f.view(), small.view()).ok());
+
+  RN_ASSERT_OK(zero(s.view()));
+  for (float v : s.data)
+    EXPECT_EQ(v, 0.0f);
+}
+
+TEST(LowPrecision, CastRoundsLikeRoundTo) {
+  std::vector<float> values = {0.1f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048,
+                               65504.0f, 65520.0f, 1e-8f, -3.14159f,
+                               1.00390625f, 1.01171875f, 3e38f};
+  for (DType type : {DType::f16, DType::bf16}) {
+    Buffer in({static_cast<int64_t>(values.size())});
+    in.data = values;
+    Buffer out(in.shape, 0.0f, type);
+    RN_ASSERT_OK(cast(in.view(), out.view()));
+    for (size_t i = 0; i < values.size(); ++i) {
+      float expected = roundTo(type, values[i]);
+      if (std::isnan(expected))
+        EXPECT_TRUE(std::isnan(out[i]));
+      else
+        EXPECT_EQ(out[i], expected) << dtypeName(type) << " " << values[i];
+    }
+    // Back to f32 is exact.
+    Buffer again(in.shape);
+    RN_ASSERT_OK(cast(out.view(), again.view()));
+    EXPECT_EQ(again.data, out.data);
+  }
+  // f16 overflow becomes infinity, bf16 keeps the f32 range.
+  Buffer big({1}, 70000.0f), h({1}, 0.0f, DType::f16), bf({1}, 0.0f, DType::bf16);
+  RN_ASSERT_OK(cast(big.view(), h.view()));
+  RN_ASSERT_OK(cast(big.view(), bf.view()));
+  EXPECT_TRUE(std::isinf(h[0]));
+  EXPECT_EQ(bf[0], 70144.0f);
+}
+
+TEST(LowPrecision, ElementwiseResultsAreRounded) {
+  Buffer a({1}, 1.0f), b({1}, 1.0f / 4096), r({1}, 0.0f, DType::f16);
+  RN_ASSERT_OK(add(a.view(), b.view(), r.view()));
+  EXPECT_EQ(r[0], 1.0f); // 1 + 2^-12 is below f16's half ulp at 1
+  a.dtype = b.dtype = DType::f32;
+  r.dtype = DType::bf16;
+  b[0] = 1.0f / 128;
+  RN_ASSERT_OK(add(a.view(), b.view(), r.view()));
+  EXPECT_EQ(r[0], 1.0078125f); // exactly representable in bf16
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+TEST(Dropout, PhiloxKnownAnswers) {
+  // Random123's kat_vectors for philox4x32 with 10 rounds.
+  EXPECT_EQ(philox4x32({0, 0, 0, 0}, {0, 0}),
+            (std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+                       {0xffffffff, 0xffffffff}),
+            (std::array<uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+                       {0xa4093822, 0x299f31d0}),
+            (std::array<uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+TEST(Dropout, DeterministicAndOrderIndependent) {
+  std::mt19937 rng(29);
+  Buffer x = randomBuffer({1000}, rng);
+  RngKey key{1234, 77};
+  Buffer y1({1000}), m1({1000}), y2({1000}), m2({1000});
+  RN_ASSERT_OK(dropoutTrain(x.view(), 0.5, key, y1.view(), m1.view()));
+  RN_ASSERT_OK(dropoutTrain(x.view(), 0.5, key, y2.view(), m2.view()));
+  EXPECT_EQ(m1.data, m2.data);
+  EXPECT_EQ(y1.data, y2.data);
+  // Element i depends only on (key, i): a longer tensor starts with the same mask.
+  Buffer xl = randomBuffer({2001}, rng), yl({2001}), ml({2001});
+  RN_ASSERT_OK(dropoutTrain(xl.view(), 0.5, key, yl.view(), ml.view()));
+  for (size_t i = 0; i < 1000; ++i) {
+    EXPECT_EQ(ml[i], m1[i]) << i;
+    EXPECT_EQ(ml[i] == 0.0f, dropoutDrops(key, i, 0.5)) << i;
+  }
+  // Another stream or seed gives another mask.
+  Buffer m3({1000}), m4({1000});
+  RN_ASSERT_OK(dropoutTrain(x.view(), 0.5, {1234, 78}, y2.view(), m3.view()));
+  RN_ASSERT_OK(dropoutTrain(x.view(), 0.5, {1235, 77}, y2.view(), m4.view()));
+  EXPECT_NE(m3.data, m1.data);
+  EXPECT_NE(m4.data, m1.data);
+  EXPECT_NE(m3.data, m4.data);
+}
+
+TEST(Dropout, MaskStatistics) {
+  const int64_t count = 200000;
+  std::mt19937 rng(31);
+  Buffer x = randomBuffer({count}, rng, 0.5f, 1.5f), y({count}), mask({count});
+  for (double p : {0.1, 0.3, 0.5, 0.9}) {
+    RN_ASSERT_OK(dropoutTrain(x.view(), p, {42, 7}, y.view(), mask.view()));
+    const float keep = static_cast<float>(1.0 / (1.0 - p));
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      if (mask[i] == 0.0f) {
+        ++dropped;
+        EXPECT_EQ(y[i], 0.0f);
+      } else {
+        ASSERT_EQ(mask[i], keep);
+        ASSERT_EQ(y[i], static_cast<float>(double(x[i]) * keep));
+      }
+    }
+    double fraction = double(dropped) / count;
+    double sigma = std::sqrt(p * (1 - p) / count);
+    EXPECT_NEAR(fraction, p, 5 * sigma) << "p = " << p;
+  }
+  // p = 0 keeps everything unscaled; p = 1 drops everything.
+  RN_ASSERT_OK(dropoutTrain(x.view(), 0.0, {42, 8}, y.view(), mask.view()));
+  EXPECT_EQ(y.data, x.data);
+  RN_ASSERT_OK(dropoutTrain(x.view(), 1.0, {42, 8}, y.view(), mask.view()));
+  for (int64_t i = 0; i < count; ++i)
+    ASSERT_EQ(y[i], 0.0f);
+  EXPECT_FALSE(dropoutTrain(x.view(), 1.5, {}, y.view(), mask.view()).ok());
+}
+
+TEST(Dropout, BackwardAppliesTheMaskAndModelLevelMatches) {
+  std::mt19937 rng(37);
+  Buffer x = randomBuffer({3, 7}, rng), y({3, 7}), mask({3, 7}, 0.0f, DType::bf16);
+  RN_ASSERT_OK(dropoutTrain(x.view(), 0.3, {5, 5}, y.view(), mask.view()));
+  for (float m : mask.data)
+    EXPECT_TRUE(m == 0.0f || m == roundTo(DType::bf16, float(1 / 0.7)));
+  Buffer dy = randomBuffer({3, 7}, rng), dx({3, 7});
+  RN_ASSERT_OK(dropoutBackward(dy.view(), mask.view(), dx.view()));
+  for (size_t i = 0; i < dx.size(); ++i)
+    EXPECT_EQ(dx[i], static_cast<float>(double(dy[i]) * mask[i]));
+  Buffer y2({3, 7});
+  mask.dtype = DType::f32;
+  RN_ASSERT_OK(dropoutTrain(x.view(), 0.3, {5, 5}, y.view(), mask.view()));
+  RN_ASSERT_OK(dropout(x.view(), 0.3, {5, 5}, y2.view()));
+  EXPECT_EQ(y2.data, y.data);
+}
+
+//===----------------------------------------------------------------------===//
+// Loss scaling
+//===----------------------------------------------------------------------===//
+
+TEST(LossScaling, CheckFinite) {
+  Buffer a({3}, 1.0f), b({2}, -2.0f);
+  EXPECT_FALSE(checkFinite({a.view(), b.view()}));
+  b[1] = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(checkFinite({a.view(), b.view()}));
+  b[1] = 0.0f;
+  a[0] = std::nanf("");
+  EXPECT_TRUE(checkFinite({a.view(), b.view()}));
+  a[0] = -std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(checkFinite({a.view()}));
+  EXPECT_FALSE(checkFinite({}));
+}
+
+TEST(LossScaling, Unscale) {
+  Buffer g({3});
+  g.data = {65536.0f, -3.0f, 1.0f};
+  RN_ASSERT_OK(unscale(g.view(), 65536.0f, g.view()));
+  EXPECT_EQ(g.data, (std::vector<float>{1.0f, -3.0f / 65536, 1.0f / 65536}));
+}
+
+TEST(LossScaling, BackOffAndGrowthSequence) {
+  // growth 2, backoff 0.5, interval 3.
+  float scale = 1024;
+  int32_t good = 0;
+  struct Step {
+    bool overflow;
+    float scale;
+    int32_t good;
+  };
+  const Step steps[] = {
+      {false, 1024, 1}, {false, 1024, 2}, {false, 2048, 0}, // grows on the 3rd
+      {true, 1024, 0},                                      // backs off
+      {false, 1024, 1}, {true, 512, 0},                     // count reset
+      {true, 256, 0},   {false, 256, 1}, {false, 256, 2},
+      {false, 512, 0},
+  };
+  for (const Step &s : steps) {
+    RN_ASSERT_OK(updateLossScale(scale, good, s.overflow, 2.0, 0.5, 3, scale, good));
+    EXPECT_EQ(scale, s.scale);
+    EXPECT_EQ(good, s.good);
+  }
+  // Growth that would overflow f32 keeps the scale (and resets the count).
+  float big = 3e38f, newScale;
+  int32_t newGood;
+  RN_ASSERT_OK(updateLossScale(big, 0, false, 2.0, 0.5, 1, newScale, newGood));
+  EXPECT_EQ(newScale, big);
+  EXPECT_EQ(newGood, 0);
+  EXPECT_FALSE(updateLossScale(1, 0, false, 2, 0.5, 0, newScale, newGood).ok());
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers (PyTorch's formulas, written out in double)
+//===----------------------------------------------------------------------===//
+
+struct SgdCase {
+  double momentum, weightDecay;
+  bool nesterov;
+};
+
+void PrintTo(const SgdCase &c, std::ostream *os) {
+  *os << "momentum " << c.momentum << " weight_decay " << c.weightDecay
+      << (c.nesterov ? " nesterov" : "");
+}
+
+class Sgd : public ::testing::TestWithParam<SgdCase> {};
+
+TEST_P(Sgd, ThreeStepsMatchTorch) {
+  SgdCase c = GetParam();
+  std::mt19937 rng(41);
+  Buffer param = randomBuffer({7}, rng), buf({7});
+  std::vector<double> p(param.data.begin(), param.data.end()), b(7, 0.0);
+  const float lrs[] = {0.1f, 0.05f, 0.2f};
+  for (float lr : lrs) {
+    Buffer grad = randomBuffer({7}, rng);
+    TensorView bv = buf.view();
+    bool hasBuf = c.momentum != 0;
+    RN_ASSERT_OK(sgdUpdate(param.view(), grad.view(), hasBuf ? &bv : nullptr, lr, false,
+                           {c.momentum, c.weightDecay, c.nesterov}, param.view(),
+                           hasBuf ? &bv : nullptr));
+    // torch.optim.SGD._single_tensor_sgd (dampening 0; the first step's
+    // buffer is the gradient, which momentum * 0 + g equals).
+    for (int i = 0; i < 7; ++i) {
+      double d = grad[i] + c.weightDecay * p[i];
+      if (c.momentum != 0) {
+        b[i] = c.momentum * b[i] + d;
+        d = c.nesterov ? d + c.momentum * b[i] : b[i];
+      }
+      p[i] -= double(lr) * d;
+    }
+  }
+  expectClose("sgd param", param.data, p, 1e-6, 1e-6);
+  if (c.momentum != 0)
+    expectClose("sgd momentum", buf.data, b, 1e-6, 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, Sgd,
+                         ::testing::Values(SgdCase{0.0, 0.0, false},
+                                           SgdCase{0.0, 5e-4, false},
+                                           SgdCase{0.9, 0.0, false},
+                                           SgdCase{0.9, 1e-2, false},
+                                           SgdCase{0.9, 1e-2, true}));
+
+TEST(Sgd, MomentumBufferMustMatchMomentum) {
+  Buffer p({2}), g({2}), b({2});
+  TensorView bv = b.view();
+  EXPECT_FALSE(sgdUpdate(p.view(), g.view(), nullptr, 0.1f, false, {0.9, 0, false}, p.view(), nullptr).ok());
+  EXPECT_FALSE(sgdUpdate(p.view(), g.view(), &bv, 0.1f, false, {0.0, 0, false}, p.view(), &bv).ok());
+}
+
+TEST(AdamW, ThreeStepsMatchTorch) {
+  std::mt19937 rng(43);
+  const AdamWAttrs attrs{0.9, 0.99, 1e-6, 0.05};
+  Buffer param = randomBuffer({9}, rng), m({9}), v({9});
+  std::vector<double> p(param.data.begin(), param.data.end()), em(9, 0), ev(9, 0);
+  const float lrs[] = {1e-2f, 2e-2f, 5e-3f};
+  for (int step = 1; step <= 3; ++step) {
+    float lr = lrs[step - 1];
+    Buffer grad = randomBuffer({9}, rng);
+    RN_ASSERT_OK(adamwUpdate(param.view(), grad.view(), m.view(), v.view(), lr, step, false,
+                             attrs, param.view(), m.view(), v.view()));
+    // torch.optim.AdamW._single_tensor_adam (decoupled weight decay).
+    double bc1 = 1 - std::pow(attrs.beta1, step), bc2 = 1 - std::pow(attrs.beta2, step);
+    for (int i = 0; i < 9; ++i) {
+      p[i] *= 1 - lr * attrs.weightDecay;
+      em[i] = attrs.beta1 * em[i] + (1 - attrs.beta1) * grad[i];
+      ev[i] = attrs.beta2 * ev[i] + (1 - attrs.beta2) * double(grad[i]) * grad[i];
+      double denom = std::sqrt(ev[i]) / std::sqrt(bc2) + attrs.epsilon;
+      p[i] -= lr / bc1 * em[i] / denom;
+    }
+  }
+  expectClose("adamw param", param.data, p, 1e-6, 1e-5);
+  expectClose("adamw exp_avg", m.data, em, 1e-7, 1e-5);
+  expectClose("adamw exp_avg_sq", v.data, ev, 1e-8, 1e-5);
+  Buffer g({9});
+  EXPECT_FALSE(adamwUpdate(param.view(), g.view(), m.view(), v.view(), 0.1f, 0, false, attrs,
+                           param.view(), m.view(), v.view()).ok());
+}
+
+TEST(Lars, TrustRatio) {
+  std::mt19937 rng(47);
+  const LarsAttrs attrs{0.9, 1e-3, 0.02, 1e-9};
+  Buffer param = randomBuffer({6}, rng), grad = randomBuffer({6}, rng, -0.1f, 0.1f);
+  Buffer buf = randomBuffer({6}, rng), newParam({6}), newBuf({6});
+  RN_ASSERT_OK(larsUpdate(param.view(), grad.view(), buf.view(), 0.5f, false, attrs,
+                          newParam.view(), newBuf.view()));
+  double pn = 0, gn = 0;
+  for (int i = 0; i < 6; ++i) {
+    pn += double(param[i]) * param[i];
+    gn += double(grad[i]) * grad[i];
+  }
+  pn = std::sqrt(pn);
+  gn = std::sqrt(gn);
+  double localLr = attrs.trustCoefficient * pn / (gn + attrs.weightDecay * pn + attrs.epsilon);
+  std::vector<double> eb(6), ep(6);
+  for (int i = 0; i < 6; ++i) {
+    eb[i] = attrs.momentum * buf[i] + localLr * (grad[i] + attrs.weightDecay * param[i]);
+    ep[i] = param[i] - 0.5 * eb[i];
+  }
+  expectClose("lars momentum", newBuf.data, eb, 1e-7, 1e-6);
+  expectClose("lars param", newParam.data, ep, 1e-7, 1e-6);
+
+  // A zero gradient norm: local_lr = 1.
+  Buffer zeroGrad({6}), zeroBuf({6});
+  RN_ASSERT_OK(larsUpdate(param.view(), zeroGrad.view(), zeroBuf.view(), 0.5f, false, attrs,
+                          newParam.view(), newBuf.view()));
+  for (int i = 0; i < 6; ++i)
+    EXPECT_NEAR(newBuf[i], attrs.weightDecay * param[i], 1e-9);
+}
+
+TEST(Ema, Formula) {
+  std::mt19937 rng(53);
+  Buffer avg = randomBuffer({5}, rng), param = randomBuffer({5}, rng), out({5});
+  RN_ASSERT_OK(emaUpdate(avg.view(), param.view(), 0.99, out.view()));
+  for (int i = 0; i < 5; ++i)
+    EXPECT_NEAR(out[i], 0.99 * avg[i] + 0.01 * param[i], 1e-7);
+}
+
+TEST(Optimizers, SkipIfChangesNothing) {
+  std::mt19937 rng(59);
+  Buffer param = randomBuffer({4}, rng), grad = randomBuffer({4}, rng),
+         s1 = randomBuffer({4}, rng), s2 = randomBuffer({4}, rng, 0, 1);
+  const Buffer p0 = param, a0 = s1, b0 = s2;
+  TensorView s1v = s1.view();
+  // In place, as the memory planner runs them.
+  RN_ASSERT_OK(sgdUpdate(param.view(), grad.view(), &s1v, 0.1f, true, {0.9, 1e-4, true},
+                         param.view(), &s1v));
+  RN_ASSERT_OK(adamwUpdate(param.view(), grad.view(), s1.view(), s2.view(), 0.1f, 3, true,
+                           {}, param.view(), s1.view(), s2.view()));
+  RN_ASSERT_OK(larsUpdate(param.view(), grad.view(), s1.view(), 0.1f, true, {},
+                          param.view(), s1.view()));
+  EXPECT_EQ(param.data, p0.data);
+  EXPECT_EQ(s1.data, a0.data);
+  EXPECT_EQ(s2.data, b0.data);
+  // Out of place: the results are copies.
+  Buffer np({4}), n1({4}), n2({4});
+  RN_ASSERT_OK(adamwUpdate(param.view(), grad.view(), s1.view(), s2.view(), 0.1f, 3, true,
+                           {}, np.view(), n1.view(), n2.view()));
+  EXPECT_EQ(np.data, p0.data);
+  EXPECT_EQ(n1.data, a0.data);
+  EXPECT_EQ(n2.data, b0.data);
+}
+
+} // namespace
+} // namespace rn::cpu
