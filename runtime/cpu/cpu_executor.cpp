@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/cpu_executor.h"
+#include "runtime/core/host_program.h"
 
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/core/dtype.h"
@@ -347,6 +348,9 @@ struct CpuExecutor::Impl {
   std::unordered_map<const Subgraph *, SubgraphItems> items;
   std::vector<int64_t> stepCounter; ///< per function: the next step
   int32_t step = 0;                 ///< the dropout key of the running launch
+  /// The GPU executors' event mapping, applied in issue order so that a
+  /// schedule it cannot express fails here too (host_program.h).
+  std::optional<EventBinder> binder;
 
   // Interleaving.
   std::mt19937_64 rng;
@@ -447,6 +451,7 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
   ex->options_ = options;
   ex->impl_ = std::make_unique<Impl>();
   Impl &im = *ex->impl_;
+  im.binder.emplace(artifact.program);
   const Program &p = artifact.program;
 
   // Region capacities from the slots that use them.
@@ -1004,36 +1009,6 @@ struct ExecutorAccess {
 // Host programs
 //===----------------------------------------------------------------------===//
 
-/// What the host does in one call, in program order.
-struct CpuExecutor::HostProgram {
-  struct Action {
-    enum class Kind : uint8_t { stage, launch, wait, read };
-    Kind kind = Kind::launch;
-    uint32_t fn = 0;
-    const Subgraph *sg = nullptr;  ///< launch, wait
-    Variant variant = Variant::a;  ///< launch, wait, read
-    int64_t step = 0;              ///< the step the action belongs to
-    int32_t rngStep = 0;           ///< launch: the dropout key
-    const std::map<std::string, HostValue> *inputs = nullptr; ///< stage
-    StepOutputs *outputs = nullptr; ///< launch (outputs it writes), read
-  };
-  std::vector<Action> actions;
-
-  void stage(uint32_t fn, int64_t step, const std::map<std::string, HostValue> *inputs) {
-    actions.push_back({Action::Kind::stage, fn, nullptr, Variant::a, step, 0, inputs, nullptr});
-  }
-  void launch(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step, int32_t rngStep,
-              StepOutputs *outputs) {
-    actions.push_back({Action::Kind::launch, fn, sg, variant, step, rngStep, nullptr, outputs});
-  }
-  void wait(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step) {
-    actions.push_back({Action::Kind::wait, fn, sg, variant, step, 0, nullptr, nullptr});
-  }
-  void read(uint32_t fn, Variant variant, int64_t step, StepOutputs *outputs) {
-    actions.push_back({Action::Kind::read, fn, nullptr, variant, step, 0, nullptr, outputs});
-  }
-};
-
 namespace {
 
 /// Checks `inputs` against the host inputs of `fn` and, with `host`, stores
@@ -1087,8 +1062,8 @@ Status CpuExecutor::run(const HostProgram &program) {
 Status CpuExecutor::runSequential(const HostProgram &program) {
   const Program &p = artifact_->program;
   Impl &im = *impl_;
-  using Kind = HostProgram::Action::Kind;
-  for (const HostProgram::Action &a : program.actions) {
+  using Kind = HostAction::Kind;
+  for (const HostAction &a : program.actions) {
     const Function &fn = p.functions[a.fn];
     switch (a.kind) {
     case Kind::stage: {
@@ -1098,6 +1073,15 @@ Status CpuExecutor::runSequential(const HostProgram &program) {
       break;
     }
     case Kind::launch: {
+      for (const Node &n : a.sg->nodes) {
+        if (n.kind == Node::Kind::event_record) {
+          im.binder->record(n, *a.sg, a.variant, a.step);
+        } else if (n.kind == Node::Kind::event_wait) {
+          Result<std::vector<EventSlot>> bound = im.binder->wait(n, *a.sg, a.variant, a.step);
+          if (!bound.ok())
+            return bound.error().withContext("function " + fn.name);
+        }
+      }
       ExecutorAccess acc{*this, fn, im.layouts[a.fn], a.variant};
       im.step = a.rngStep;
       const SubgraphItems &si = im.items.at(a.sg);
@@ -1131,7 +1115,7 @@ Status CpuExecutor::runSequential(const HostProgram &program) {
 Status CpuExecutor::runInterleaved(const HostProgram &program) {
   const Program &p = artifact_->program;
   Impl &im = *impl_;
-  using Kind = HostProgram::Action::Kind;
+  using Kind = HostAction::Kind;
   constexpr uint16_t kHost = 0;
 
   // Calls do not overlap: the device is idle, every earlier access is
@@ -1228,7 +1212,7 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
     return out;
   };
 
-  auto issue = [&](const HostProgram::Action &a) {
+  auto issue = [&](const HostAction &a) {
     auto l = std::make_shared<LaunchSim>();
     l->id = uint32_t(im.launches.size());
     im.launches.push_back({a.fn, a.sg, a.variant, a.step});
@@ -1420,13 +1404,13 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
     return Status::success();
   };
 
-  auto hostReady = [&](const HostProgram::Action &a) {
+  auto hostReady = [&](const HostAction &a) {
     if (a.kind != Kind::wait)
       return true;
     auto it = im.latestLaunch.find(launchKey(a.sg, a.variant));
     return it == im.latestLaunch.end() || it->second->done;
   };
-  auto runHost = [&](const HostProgram::Action &a) -> Status {
+  auto runHost = [&](const HostAction &a) -> Status {
     const Function &fn = p.functions[a.fn];
     VClock &hc = im.threads[kHost].clock;
     uint32_t clock = ++hc[kHost];
@@ -1492,7 +1476,7 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
     return error;
   };
 
-  const std::vector<HostProgram::Action> &actions = program.actions;
+  const std::vector<HostAction> &actions = program.actions;
   size_t next = 0; // the host's next action
   struct Candidate {
     LaunchSim *launch; // null: the host
@@ -1564,81 +1548,18 @@ Status CpuExecutor::runPipelined(std::string_view kind, const std::vector<StepIn
   outputs.clear();
   if (steps.empty())
     return Status::success();
-  std::string k(kind);
-  const Schedule *prologue = p.findSchedule(k + "_prologue");
-  const Schedule *even = p.findSchedule(k + "_even"), *odd = p.findSchedule(k + "_odd");
-  const Schedule *lastEven = p.findSchedule(k + "_last_even");
-  const Schedule *lastOdd = p.findSchedule(k + "_last_odd");
-  if (!prologue || !lastEven || !lastOdd || (steps.size() > 1 && (!even || !odd)))
-    return Error("the artifact has no " + k + "_prologue/" + k + "_even/" + k + "_odd/" + k +
-                 "_last_even/" + k + "_last_odd schedules");
-  const Function *fn = p.findFunction(prologue->function);
-  if (!fn)
-    return Error("no function " + prologue->function);
-  for (const Schedule *s : {even, odd, lastEven, lastOdd})
-    if (s && s->function != fn->name)
-      return Error("schedule " + s->name + " runs function " + s->function + ", not " +
-                   fn->name);
-  uint32_t f = uint32_t(fn - p.functions.data());
-  for (const StepInputs &s : steps) {
-    Status st = stageInputs(*fn, nullptr, s.values);
-    if (!st.ok())
-      return st;
-  }
+  Result<uint32_t> f = pipelinedFunction(p, kind);
+  if (!f.ok())
+    return f.error();
   outputs.assign(steps.size(), StepOutputs());
-  int64_t first = impl_->stepCounter[f];
-  auto variantOf = [](int64_t step) { return step % 2 == 1 ? Variant::b : Variant::a; };
-
-  HostProgram program;
-  program.stage(f, first, &steps[0].values);
-  // Adds schedule `s` for step `first + i`. The prologue fills the step's
-  // own variant; elsewhere a launch on the other variant prefetches step
-  // i + 1, whose inputs the host stages first.
-  auto add = [&](const Schedule &s, size_t i, bool isPrologue) -> Status {
-    int64_t step = first + int64_t(i);
-    Variant v = variantOf(step);
-    bool staged = false;
-    for (const Step &st : s.steps) {
-      const Subgraph *sg = fn->findSubgraph(st.subgraph);
-      if (!sg)
-        return Error("schedule " + s.name + ": no subgraph " + st.subgraph);
-      Variant sv = Variant::a;
-      if (sg->doubleBuffered)
-        sv = isPrologue ? v : st.variant.value_or(Variant::a);
-      if (st.kind == Step::Kind::host_wait) {
-        program.wait(f, sg, sv, step);
-        continue;
-      }
-      size_t target = i;
-      if (sg->doubleBuffered && sv != v) {
-        target = i + 1;
-        if (target >= steps.size())
-          return Error("schedule " + s.name + " prefetches a step after the last");
-        if (!staged)
-          program.stage(f, step + 1, &steps[target].values);
-        staged = true;
-      }
-      program.launch(f, sg, sv, first + int64_t(target), steps[target].rngStep,
-                     &outputs[target]);
-    }
-    return Status::success();
-  };
-  if (Status st = add(*prologue, 0, true); !st.ok())
-    return st;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    bool isOdd = variantOf(first + int64_t(i)) == Variant::b;
-    bool last = i + 1 == steps.size();
-    const Schedule *s = last ? (isOdd ? lastOdd : lastEven) : (isOdd ? odd : even);
-    if (Status st = add(*s, i, false); !st.ok())
-      return st;
-    // After a final host wait the host reads the step's outputs.
-    if (!s->steps.empty() && s->steps.back().kind == Step::Kind::host_wait)
-      program.read(f, variantOf(first + int64_t(i)), first + int64_t(i), &outputs[i]);
-  }
-  Status st = run(program);
+  Result<HostProgram> program =
+      buildPipelinedProgram(p, kind, steps, impl_->stepCounter[*f], outputs);
+  if (!program.ok())
+    return program.error();
+  Status st = run(*program);
   if (!st.ok())
     return st;
-  impl_->stepCounter[f] += int64_t(steps.size());
+  impl_->stepCounter[*f] += int64_t(steps.size());
   return Status::success();
 }
 
@@ -1708,30 +1629,12 @@ Status CpuExecutor::runSchedule(std::string_view name,
                                 std::optional<Variant> variant) {
   const Program &p = artifact_->program;
   const Schedule *s = p.findSchedule(name);
-  if (!s)
-    return Error("no schedule named '" + std::string(name) + "'");
-  const Function *fn = p.findFunction(s->function);
-  if (!fn)
-    return Error("schedule " + s->name + ": no function " + s->function);
-  uint32_t f = uint32_t(fn - p.functions.data());
-  if (Status st = stageInputs(*fn, nullptr, inputs); !st.ok())
-    return st;
-  int64_t step = impl_->stepCounter[f];
-  HostProgram program;
-  program.stage(f, step, &inputs);
-  for (const Step &st : s->steps) {
-    const Subgraph *sg = fn->findSubgraph(st.subgraph);
-    if (!sg)
-      return Error("schedule " + s->name + ": no subgraph " + st.subgraph);
-    Variant v = Variant::a;
-    if (sg->doubleBuffered)
-      v = variant ? *variant : st.variant.value_or(Variant::a);
-    if (st.kind == Step::Kind::host_wait)
-      program.wait(f, sg, v, step);
-    else
-      program.launch(f, sg, v, step, impl_->step, nullptr);
-  }
-  return run(program);
+  const Function *fn = s ? p.findFunction(s->function) : nullptr;
+  int64_t step = fn ? impl_->stepCounter[size_t(fn - p.functions.data())] : 0;
+  Result<HostProgram> program = buildScheduleProgram(p, name, inputs, step, impl_->step, variant);
+  if (!program.ok())
+    return program.error();
+  return run(*program);
 }
 
 } // namespace rn

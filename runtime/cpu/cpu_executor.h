@@ -103,6 +103,7 @@
 #define RN_RUNTIME_CPU_CPU_EXECUTOR_H
 
 #include "runtime/core/artifact.h"
+#include "runtime/core/host_program.h"
 #include "runtime/core/status.h"
 
 #include <cstdint>
@@ -132,24 +133,6 @@ struct EvalOutputs {
   int32_t correct = 0;
   std::vector<float> logits; ///< [N, classes], when the program outputs them
 };
-
-/// A host input value by name, as 32-bit words (float, or int32 for i32).
-struct HostValue {
-  std::vector<float> floats;
-  std::vector<int32_t> ints;
-};
-
-/// One step of runPipelined: its host inputs by name ("images", "labels",
-/// "lr", "step" for train_step) and the number that keys the dropout RNG
-/// (trainStep's `step`).
-struct StepInputs {
-  std::map<std::string, HostValue> values;
-  int32_t rngStep = 0;
-};
-
-/// One step's outputs by name: `floats` for float and i1 outputs, `ints`
-/// for i32 outputs.
-using StepOutputs = std::map<std::string, HostValue>;
 
 class CpuExecutor {
 public:
@@ -218,7 +201,6 @@ public:
 private:
   CpuExecutor() = default;
   struct Impl;
-  struct HostProgram;
   const Artifact *artifact_ = nullptr;
   Options options_;
   std::unique_ptr<Impl> impl_;

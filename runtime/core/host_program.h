@@ -1,0 +1,159 @@
+//===- host_program.h - The host side of a step, shared by every executor -*- C++ -*-===//
+//
+// What the host does to run steps, in program order, independent of where
+// the ops run: stage the host inputs of a step into the host staging
+// buffers, launch subgraphs (with a variant and the step they belong to),
+// wait for a launch to complete, read a step's outputs. The walk of the
+// step schedules that produces this list (prologue, even/odd, last; A/B
+// variants; which step a prefetching TRANSFER belongs to; where the host
+// stages the next batch and reads outputs) is written once, here; executors
+// only supply the primitives (HostPrimitives) and run the list with
+// runHostProgram, or simulate it (the CPU executor's interleaved mode).
+//
+// Event binding. The program's event waits refer to records by event id and
+// step distance (docs/scheduling.md). EventBinder applies that rule in host
+// issue order, the order in which a GPU executor issues the nodes, and maps
+// it onto CUDA events: one CUDA event per (event id, slot), where a record
+// in a launch of a double-buffered subgraph uses the slot of the launch's
+// variant and any other record slot A. CUDA binds a wait to the most recent
+// record of its event issued before it; EventBinder checks that this is the
+// record the program's rule names, and fails otherwise (a schedule this
+// mapping cannot express), so the mapping is tested wherever host programs
+// run, CPU included.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CORE_HOST_PROGRAM_H
+#define RN_RUNTIME_CORE_HOST_PROGRAM_H
+
+#include "runtime/core/artifact.h"
+#include "runtime/core/status.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rn {
+
+/// A host input value by name, as 32-bit words (float, or int32 for i32).
+struct HostValue {
+  std::vector<float> floats;
+  std::vector<int32_t> ints;
+};
+
+/// One step's host inputs by name ("images", "labels", "lr", "step" for
+/// train_step) and the number that keys the dropout RNG.
+struct StepInputs {
+  std::map<std::string, HostValue> values;
+  int32_t rngStep = 0;
+};
+
+/// One step's outputs by name: `floats` for float and i1 outputs, `ints`
+/// for i32 outputs.
+using StepOutputs = std::map<std::string, HostValue>;
+
+/// What the host does in one call, in program order.
+struct HostAction {
+  enum class Kind : uint8_t { stage, launch, wait, read };
+  Kind kind = Kind::launch;
+  uint32_t fn = 0;
+  const Subgraph *sg = nullptr; ///< launch, wait
+  Variant variant = Variant::a; ///< launch, wait, read
+  int64_t step = 0;             ///< the step the action belongs to
+  int32_t rngStep = 0;          ///< launch: the dropout key
+  const std::map<std::string, HostValue> *inputs = nullptr; ///< stage
+  StepOutputs *outputs = nullptr; ///< launch (outputs it writes), read
+};
+
+struct HostProgram {
+  std::vector<HostAction> actions;
+
+  void stage(uint32_t fn, int64_t step, const std::map<std::string, HostValue> *inputs);
+  void launch(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step, int32_t rngStep,
+              StepOutputs *outputs);
+  void wait(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step);
+  void read(uint32_t fn, Variant variant, int64_t step, StepOutputs *outputs);
+};
+
+/// Checks `inputs` (by name) against the host inputs of `fn`: each named
+/// one must exist, be a host input and have its element count.
+Status checkStepInputs(const Function &fn, const std::map<std::string, HostValue> &inputs);
+
+/// The host program of `steps.size()` consecutive steps of `kind` ("train"
+/// or "eval") through the prefetching schedules: <kind>_prologue,
+/// <kind>_even/_odd for every step but the last (by the parity of step
+/// firstStep + i), <kind>_last_even/_odd for the last. The host stages step
+/// k + 1's inputs right before the launch that copies them; outputs of a
+/// schedule ending with a host wait are read after it. `outputs` must hold
+/// one entry per step and outlive the program; `fn` gets the function's
+/// index.
+Result<HostProgram> buildPipelinedProgram(const Program &program, std::string_view kind,
+                                          const std::vector<StepInputs> &steps,
+                                          int64_t firstStep, std::vector<StepOutputs> &outputs);
+
+/// The host program of schedule `name` run once as step `step`: stages
+/// `inputs`, then its launches and host waits; with `variant`, every launch
+/// and wait of a double-buffered subgraph uses it.
+Result<HostProgram> buildScheduleProgram(const Program &program, std::string_view name,
+                                         const std::map<std::string, HostValue> &inputs,
+                                         int64_t step, int32_t rngStep,
+                                         std::optional<Variant> variant);
+
+/// The function a pipelined `kind` runs ("train" -> train_step), or an error.
+Result<uint32_t> pipelinedFunction(const Program &program, std::string_view kind);
+
+/// The primitives an executor supplies to run a host program.
+class HostPrimitives {
+public:
+  virtual ~HostPrimitives() = default;
+  virtual Status stage(const HostAction &action) = 0;
+  virtual Status launch(const HostAction &action) = 0;
+  virtual Status hostWait(const HostAction &action) = 0;
+  virtual Status read(const HostAction &action) = 0;
+};
+
+/// Runs `program`'s actions in order through `primitives`; stops at the
+/// first error.
+Status runHostProgram(const HostProgram &program, HostPrimitives &primitives);
+
+/// A CUDA event of the mapping above: program event `event`, slot `slot`.
+struct EventSlot {
+  uint32_t event = 0;
+  Variant slot = Variant::a;
+};
+
+class EventBinder {
+public:
+  explicit EventBinder(const Program &program);
+
+  /// The slot a record node of a launch (of `sg`, `variant`, `step`) uses;
+  /// remembers the record for later waits. Call in host issue order.
+  EventSlot record(const Node &node, const Subgraph &sg, Variant variant, int64_t step);
+  /// The CUDA events a wait node of such a launch waits on (none when the
+  /// rule binds it to no record), or an error when a CUDA wait would bind
+  /// to another record than the rule's.
+  Result<std::vector<EventSlot>> wait(const Node &node, const Subgraph &sg, Variant variant,
+                                      int64_t step);
+  /// Forgets every record (the device is idle and its events are reset).
+  void clear();
+
+private:
+  struct RecordInstance {
+    int64_t step = 0;
+    Variant variant = Variant::a;
+    bool doubled = false;
+    uint64_t serial = 0; ///< issue order
+  };
+  /// Per event: its recent records, oldest first (waits reach at most two
+  /// steps back).
+  std::vector<std::vector<RecordInstance>> history_;
+  /// Per event and slot: the serial of the most recent record (0: none).
+  std::vector<std::array<uint64_t, 2>> lastOnSlot_;
+  uint64_t serial_ = 0;
+};
+
+} // namespace rn
+
+#endif // RN_RUNTIME_CORE_HOST_PROGRAM_H
