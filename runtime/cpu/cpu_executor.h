@@ -103,6 +103,7 @@
 #define RN_RUNTIME_CPU_CPU_EXECUTOR_H
 
 #include "runtime/core/artifact.h"
+#include "runtime/core/executor.h"
 #include "runtime/core/host_program.h"
 #include "runtime/core/status.h"
 
@@ -117,24 +118,7 @@
 
 namespace rn {
 
-/// One step's host inputs: the batch (f32 images in the program's input
-/// shape, NHWC, and int32 labels).
-struct HostBatch {
-  std::vector<float> images;
-  std::vector<int32_t> labels;
-};
-
-struct TrainOutputs {
-  float loss = 0;
-};
-
-struct EvalOutputs {
-  float loss = 0;
-  int32_t correct = 0;
-  std::vector<float> logits; ///< [N, classes], when the program outputs them
-};
-
-class CpuExecutor {
+class CpuExecutor final : public Executor {
 public:
   struct Options {
     uint64_t seed = 0;       ///< dropout RNG and the interleaving order
@@ -146,16 +130,8 @@ public:
                                                     Options options);
 
   /// Sets every state entry from the artifact's tensors and `init`.
-  Status initialize();
-
-  /// One training step on `batch` (train_step): stages the batch, lr and
-  /// step, runs train_prologue on the call's variant (A on even calls, B on
-  /// odd ones) and train_last_even / train_last_odd, and reads the loss.
-  /// `step` keys the dropout RNG and feeds the program's step input.
-  Status trainStep(const HostBatch &batch, float lr, int32_t step,
-                   TrainOutputs &outputs);
-  /// One evaluation step (eval_step) in the same way.
-  Status evalStep(const HostBatch &batch, EvalOutputs &outputs);
+  std::string_view name() const override { return "cpu"; }
+  Status initialize() override;
 
   /// Runs `steps` consecutive steps of `kind` ("train" or "eval") through
   /// the prefetching schedules: <kind>_prologue, <kind>_even/_odd for every
@@ -164,11 +140,7 @@ public:
   /// right before the launch that copies them (after the schedule's host
   /// wait for the previous copy). `outputs` gets one entry per step.
   Status runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
-                      std::vector<StepOutputs> &outputs);
-  /// runPipelined for training: batch i with learning rate lrs[i] and step
-  /// number firstStep + i (the program's step input and the dropout key).
-  Status trainSteps(const std::vector<HostBatch> &batches, const std::vector<float> &lrs,
-                    int32_t firstStep, std::vector<TrainOutputs> &outputs);
+                      std::vector<StepOutputs> &outputs) override;
 
   /// Stages `inputs` (by input name) and runs schedule `name` (launches and
   /// host waits) as one step at the function's step counter, which does not
@@ -178,15 +150,11 @@ public:
                      const std::map<std::string, HostValue> &inputs,
                      std::optional<Variant> variant = std::nullopt);
 
-  /// The shape of a host input of `function` ("images"), or an error.
-  Result<std::vector<int64_t>> inputShape(std::string_view function,
-                                          std::string_view input) const;
-
   /// A state entry's current values as floats (i32 converted), by name.
-  Result<std::vector<float>> readState(std::string_view name) const;
+  Result<std::vector<float>> readState(std::string_view name) const override;
   /// Overwrites a state entry (values rounded to its dtype).
-  Status writeState(std::string_view name, const std::vector<float> &values);
-  const Program &program() const { return artifact_->program; }
+  Status writeState(std::string_view name, const std::vector<float> &values) override;
+  const Program &program() const override { return artifact_->program; }
 
   /// Number of nodes executed so far (for statistics).
   uint64_t executedNodes() const { return executedNodes_; }
@@ -196,7 +164,7 @@ public:
 
   CpuExecutor(const CpuExecutor &) = delete;
   CpuExecutor &operator=(const CpuExecutor &) = delete;
-  ~CpuExecutor();
+  ~CpuExecutor() override;
 
 private:
   CpuExecutor() = default;

@@ -1,0 +1,89 @@
+//===- device_context.h - Streams, handles, events and the arena of one GPU -*- C++ -*-===//
+//
+// Everything a GPU executor creates at load and keeps until teardown:
+//   - five non-blocking streams (TRANS, COMP_1, COMP_2, COMP_3, UPDATE),
+//     each with its own cuDNN and cuBLASLt handle and its workspace, which
+//     is the program's workspace_<stream> region (TRANS has none). Nothing
+//     is ever issued on the legacy default stream.
+//   - one device allocation for the whole arena; regions are views of it at
+//     the offsets of the program's memory plan.
+//   - the CUDA events of the program's events: one per (event id, slot),
+//     the mapping of host_program.h's EventBinder; and a pool of events
+//     for the part orders of forking ops (one per part_waits pair, handed
+//     out at load). All are created here, before anything is issued or
+//     captured, with timing disabled.
+// Teardown synchronizes the device and destroys everything, ignoring
+// (never throwing on) errors: a context may be destroyed after a fault.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CUDA_DEVICE_CONTEXT_H
+#define RN_RUNTIME_CUDA_DEVICE_CONTEXT_H
+
+#include "runtime/core/artifact.h"
+#include "runtime/core/host_program.h"
+#include "runtime/core/status.h"
+#include "runtime/cuda/stream_resources.h"
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rn::cuda {
+
+inline constexpr size_t kStreamCount = 5;
+
+/// Whether a CUDA driver answers and a device exists; the reason otherwise.
+Status deviceAvailable();
+
+class DeviceContext {
+public:
+  struct Options {
+    int device = 0;
+    /// Part-order events to create (one per part_waits pair of the program).
+    size_t partEvents = 0;
+  };
+
+  static Result<std::unique_ptr<DeviceContext>> create(const Program &program,
+                                                       const Options &options);
+  ~DeviceContext();
+
+  StreamResources &stream(Stream s) { return streams_[size_t(s)]; }
+  const StreamResources &stream(Stream s) const { return streams_[size_t(s)]; }
+
+  /// The device address of `offset` in region `kind`; inputs_a is moved to
+  /// inputs_b for variant B.
+  void *address(const Slot &slot, Variant variant) const;
+  /// The device address of a region's start, or null when absent.
+  void *region(std::string_view kind) const;
+
+  cudaEvent_t event(EventSlot slot) const {
+    return events_[size_t(slot.event) * 2 + size_t(slot.slot)];
+  }
+  cudaEvent_t partEvent(size_t index) const { return partEvents_[index]; }
+
+  std::string deviceName() const { return deviceName_; }
+  size_t arenaBytes() const { return arenaBytes_; }
+
+  /// Blocks until every stream is idle; reports an asynchronous fault.
+  Status synchronize();
+
+  DeviceContext(const DeviceContext &) = delete;
+  DeviceContext &operator=(const DeviceContext &) = delete;
+
+private:
+  DeviceContext() = default;
+  const Program *program_ = nullptr;
+  std::array<StreamResources, kStreamCount> streams_{};
+  char *arena_ = nullptr;
+  size_t arenaBytes_ = 0;
+  std::vector<cudaEvent_t> events_;
+  std::vector<cudaEvent_t> partEvents_;
+  std::string deviceName_;
+  int device_ = 0;
+};
+
+} // namespace rn::cuda
+
+#endif // RN_RUNTIME_CUDA_DEVICE_CONTEXT_H
