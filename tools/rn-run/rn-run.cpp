@@ -26,6 +26,10 @@
 
 #include "runtime/core/artifact.h"
 #include "runtime/cpu/cpu_executor.h"
+#if RN_HAVE_CUDA
+#include "runtime/cuda/device_context.h"
+#include "runtime/cuda/eager_executor.h"
+#endif
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/data/idx_dataset.h"
 #include "runtime/core/safetensors.h"
@@ -54,6 +58,8 @@ void usage(FILE *out) {
       "              [--limit-train K] [--limit-test K] [--seed S]\n"
       "              [--checkpoint PATH] [--resume PATH] [--stop-after-epoch E]\n"
       "              [--no-progress]\n"
+      "  common: [--executor cpu|cuda-eager|auto] [--sync-debug] [--deterministic]\n"
+      "          [--allow-tf32] [--plan-cache FILE]\n"
       "  --synthetic        train on a fixed synthetic dataset (random images,\n"
       "                     labels from a random linear teacher)\n"
       "  --steps N          synthetic training steps (default 10)\n"
@@ -71,7 +77,15 @@ void usage(FILE *out) {
       "                     --epochs; to resume later from --checkpoint)\n"
       "  --no-progress      no progress lines on stderr\n"
       "  --interleave       run the streams interleaved at random and check\n"
-      "                     for hazards (slow)\n");
+      "                     for hazards (slow; cpu executor)\n"
+      "  --executor E       cpu (reference kernels), cuda-eager (each node launched\n"
+      "                     on its stream) or auto (default: the GPU when one\n"
+      "                     answers, else the CPU); the first line says which\n"
+      "  --sync-debug       cuda-eager: synchronize after every node, so that an\n"
+      "                     asynchronous fault names its node\n"
+      "  --deterministic    deterministic convolution plans and kernels\n"
+      "  --allow-tf32       TF32 for f32 convolutions and products (default IEEE f32)\n"
+      "  --plan-cache FILE  keep convolution autotuning results in FILE\n");
 }
 
 int fail(const std::string &message) {
@@ -114,6 +128,11 @@ struct Options {
   double warmupEpochs = 0;
   long long limitTrain = 0, limitTest = 0;
   long long stopAfterEpoch = 0;
+  std::string executor = "auto"; ///< cpu, cuda-eager or auto
+  bool syncDebug = false;
+  bool deterministic = false;
+  bool allowTf32 = false;
+  std::string planCache;
 };
 
 /// Training steps per CpuExecutor::trainSteps call: each group runs through
@@ -130,7 +149,7 @@ double seconds(std::chrono::steady_clock::time_point since) {
 // Synthetic data
 //===----------------------------------------------------------------------===//
 
-int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::CpuExecutor &ex,
+int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
                  int64_t batch, int64_t features, int64_t classes) {
   // The dataset: 8 batches, labels from a fixed random linear teacher.
   const int numBatches = 8;
@@ -246,7 +265,7 @@ struct TestResult {
   int64_t evaluated = 0;
 };
 
-rn::Result<TestResult> evaluateTestSet(rn::CpuExecutor &ex, const rn::IdxDataset &test,
+rn::Result<TestResult> evaluateTestSet(rn::Executor &ex, const rn::IdxDataset &test,
                                        int64_t batch, int64_t classes, double smoothing) {
   TestResult r;
   double lossSum = 0; // sum over examples
@@ -314,7 +333,7 @@ rn::Status checkWritable(const std::string &path) {
   return rn::Status::success();
 }
 
-rn::Status saveCheckpoint(const std::string &path, rn::CpuExecutor &ex,
+rn::Status saveCheckpoint(const std::string &path, rn::Executor &ex,
                           const std::map<std::string, std::string> &metadata) {
   const rn::Program &p = ex.program();
   std::vector<std::vector<float>> values;
@@ -338,7 +357,7 @@ rn::Status saveCheckpoint(const std::string &path, rn::CpuExecutor &ex,
 
 /// Restores every state entry from checkpoint `ck` (already read).
 rn::Status restoreCheckpoint(const std::string &path, const rn::Safetensors &ck,
-                             rn::CpuExecutor &ex) {
+                             rn::Executor &ex) {
   const rn::Program &p = ex.program();
   if (ck.tensors.size() != p.state.size())
     return rn::Error(path + ": holds " + std::to_string(ck.tensors.size()) +
@@ -362,7 +381,7 @@ rn::Status restoreCheckpoint(const std::string &path, const rn::Safetensors &ck,
   return rn::Status::success();
 }
 
-int runData(const Options &o, const rn::Artifact &artifact, rn::CpuExecutor &ex,
+int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
             const std::vector<int64_t> &imageShape, int64_t classes) {
   const rn::Program &program = artifact.program;
   int64_t batch = imageShape[0];
@@ -612,6 +631,18 @@ int main(int argc, char **argv) {
       o.synthetic = true;
     } else if (arg == "--interleave") {
       o.interleave = true;
+    } else if (arg == "--executor") {
+      o.executor = value("--executor");
+      if (o.executor != "cpu" && o.executor != "cuda-eager" && o.executor != "auto")
+        return fail("--executor must be cpu, cuda-eager or auto, got '" + o.executor + "'");
+    } else if (arg == "--sync-debug") {
+      o.syncDebug = true;
+    } else if (arg == "--deterministic") {
+      o.deterministic = true;
+    } else if (arg == "--allow-tf32") {
+      o.allowTf32 = true;
+    } else if (arg == "--plan-cache") {
+      o.planCache = value("--plan-cache");
     } else if (arg == "--no-progress") {
       o.progress = false;
     } else if (arg == "--steps") {
@@ -680,13 +711,52 @@ int main(int argc, char **argv) {
   rn::Result<rn::Artifact> artifact = rn::loadArtifact(o.path);
   if (!artifact)
     return fail(artifact.error().message());
-  rn::CpuExecutor::Options options;
-  options.seed = o.seed;
-  options.interleave = o.interleave;
-  auto executor = rn::CpuExecutor::create(*artifact, options);
-  if (!executor)
-    return fail(executor.error().message());
-  rn::CpuExecutor &ex = **executor;
+  // --executor auto: the GPU when a driver and device answer, else the CPU.
+  std::string kind = o.executor;
+#if RN_HAVE_CUDA
+  rn::Status gpu = rn::cuda::deviceAvailable();
+  if (kind == "auto")
+    kind = gpu.ok() ? "cuda-eager" : "cpu";
+  if (kind != "cpu" && !gpu.ok())
+    return fail("--executor " + kind + ": " + gpu.error().message());
+#else
+  if (kind == "auto")
+    kind = "cpu";
+  if (kind != "cpu")
+    return fail("--executor " + kind + ": this rn-run was built without CUDA (RN_ENABLE_CUDA)");
+#endif
+  if (o.interleave && kind != "cpu")
+    return fail("--interleave needs --executor cpu");
+  std::printf("rn-run: executor %s%s\n", kind.c_str(),
+              o.executor == "auto" ? " (auto)" : "");
+  std::fflush(stdout);
+  std::unique_ptr<rn::Executor> executor;
+  if (kind == "cpu") {
+    rn::CpuExecutor::Options options;
+    options.seed = o.seed;
+    options.interleave = o.interleave;
+    auto cpu = rn::CpuExecutor::create(*artifact, options);
+    if (!cpu)
+      return fail(cpu.error().message());
+    executor = std::move(*cpu);
+  }
+#if RN_HAVE_CUDA
+  else {
+    rn::cuda::EagerExecutor::Options options;
+    options.seed = o.seed;
+    options.syncDebug = o.syncDebug;
+    options.deterministic = o.deterministic;
+    options.allowTf32 = o.allowTf32;
+    options.planCacheFile = o.planCache;
+    auto eager = rn::cuda::EagerExecutor::create(*artifact, options);
+    if (!eager)
+      return fail(eager.error().message());
+    if (o.progress)
+      std::printf("%s\n", (*eager)->loadSummary().c_str());
+    executor = std::move(*eager);
+  }
+#endif
+  rn::Executor &ex = *executor;
   if (rn::Status s = ex.initialize(); !s)
     return fail(s.error().message());
 

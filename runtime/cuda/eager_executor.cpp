@@ -1,0 +1,676 @@
+//===- eager_executor.cpp - The cuda-eager executor -----------------------===//
+//
+// See eager_executor.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/eager_executor.h"
+
+#include "runtime/core/dtype.h"
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/conv.h"
+#include "runtime/cuda/device_context.h"
+#include "runtime/cuda/gemm.h"
+#include "runtime/cuda/op_launch.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+namespace rn::cuda {
+
+namespace {
+
+int64_t numel(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Writes `values` as `n` elements of `type` at `out`.
+void encode(DType type, const float *values, const int32_t *ints, size_t n, void *out) {
+  auto *b = static_cast<unsigned char *>(out);
+  for (size_t i = 0; i < n; ++i) {
+    switch (type) {
+    case DType::f32:
+      std::memcpy(b + 4 * i, &values[i], 4);
+      break;
+    case DType::f16: {
+      uint16_t h = floatToHalf(values[i]);
+      std::memcpy(b + 2 * i, &h, 2);
+      break;
+    }
+    case DType::bf16: {
+      uint16_t h = floatToBFloat16(values[i]);
+      std::memcpy(b + 2 * i, &h, 2);
+      break;
+    }
+    case DType::i32: {
+      int32_t v = ints ? ints[i] : int32_t(values[i]);
+      std::memcpy(b + 4 * i, &v, 4);
+      break;
+    }
+    case DType::i1:
+      b[i] = values[i] != 0 ? 1 : 0;
+      break;
+    }
+  }
+}
+
+float decodeOne(DType type, const unsigned char *b, size_t i) {
+  switch (type) {
+  case DType::f32: {
+    float v;
+    std::memcpy(&v, b + 4 * i, 4);
+    return v;
+  }
+  case DType::f16: {
+    uint16_t v;
+    std::memcpy(&v, b + 2 * i, 2);
+    return halfToFloat(v);
+  }
+  case DType::bf16: {
+    uint16_t v;
+    std::memcpy(&v, b + 2 * i, 2);
+    return bfloat16ToFloat(v);
+  }
+  case DType::i32: {
+    int32_t v;
+    std::memcpy(&v, b + 4 * i, 4);
+    return float(v);
+  }
+  case DType::i1:
+    return b[i] ? 1.0f : 0.0f;
+  }
+  return 0;
+}
+
+/// Pinned host memory, freed without throwing.
+struct PinnedBuffer {
+  void *data = nullptr;
+  size_t bytes = 0;
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer &) = delete;
+  PinnedBuffer &operator=(const PinnedBuffer &) = delete;
+  ~PinnedBuffer() {
+    if (data)
+      (void)cudaFreeHost(data);
+  }
+  Status allocate(size_t n) {
+    bytes = n;
+    return RN_CUDA_CHECK(cudaMallocHost(&data, n == 0 ? 1 : n));
+  }
+};
+
+/// One op node (or part) ready to launch: its views per variant, stream and
+/// the part-order events around it.
+struct PreparedItem {
+  uint32_t node = 0;
+  int part = -1;
+  Stream stream = Stream::comp1;
+  const OpLauncher *launcher = nullptr;
+  std::vector<size_t> waitPartEvents;   ///< before: waits on these
+  std::vector<size_t> recordPartEvents; ///< after: records these
+  std::vector<uint32_t> outputs;        ///< output bindings it writes
+};
+
+struct PreparedSubgraph {
+  std::vector<std::vector<PreparedItem>> itemsOfNode; ///< by node
+  std::array<cudaEvent_t, 2> completion{};            ///< by variant
+  uint64_t dropoutIndexBase = 0;
+};
+
+} // namespace
+
+struct EagerExecutor::Impl {
+  const Artifact *artifact = nullptr;
+  Options options;
+  std::unique_ptr<DeviceContext> ctx;
+  std::unique_ptr<ConvRunner> conv;
+  std::unique_ptr<GemmRunner> gemm;
+  std::optional<EventBinder> binder;
+
+  struct FnViews {
+    /// Per tensor, per variant: the device (or pinned host) view.
+    std::array<std::vector<DeviceTensor>, 2> tensors;
+    /// Per node of each subgraph, per variant: operand and result views.
+    std::unordered_map<const Node *, std::array<std::vector<DeviceTensor>, 2>> operands, results;
+    std::vector<std::unique_ptr<PinnedBuffer>> hostInputs; ///< by tensor (null: device)
+    std::vector<uint64_t> dropoutIndex; ///< per node order of the function
+    std::unordered_map<const Node *, uint64_t> dropoutOf;
+    uint64_t numDropouts = 0;
+    std::vector<int32_t> outputOf; ///< output binding per tensor, or -1
+    /// Pinned output slots: maxStepsPerCall x outputs.
+    std::vector<size_t> outputOffset;
+    size_t outputBytesPerStep = 0;
+    std::unique_ptr<PinnedBuffer> outputs = std::make_unique<PinnedBuffer>();
+  };
+  std::vector<FnViews> fns;
+  std::unordered_map<const Subgraph *, PreparedSubgraph> subgraphs;
+  std::vector<int64_t> stepCounter;
+  double loadSeconds = 0;
+  size_t preparedNodes = 0;
+  /// Step index within the running call, for output slots.
+  std::unordered_map<int64_t, size_t> slotOfStep;
+
+  ~Impl() {
+    if (ctx)
+      (void)ctx->synchronize();
+    for (auto &[sg, p] : subgraphs)
+      for (cudaEvent_t e : p.completion)
+        if (e)
+          (void)cudaEventDestroy(e);
+  }
+
+  const Program &program() const { return artifact->program; }
+
+  static std::string describeLaunch(const Program &p, const HostAction &a) {
+    std::string s = "function " + p.functions[a.fn].name + ", subgraph " + a.sg->name + " (";
+    if (a.sg->doubleBuffered)
+      s += std::string("variant ") + (a.variant == Variant::a ? "a" : "b") + ", ";
+    return s + "step " + std::to_string(a.step) + ")";
+  }
+  static std::string describeNode(const Node &n, uint32_t index, int part, Stream stream) {
+    std::string s = "node " + std::to_string(index);
+    if (n.kind == Node::Kind::op)
+      s += " (" + n.op + (part >= 0 ? ", part " + n.parts[size_t(part)].role : "") + ")";
+    return s + " on stream " + std::string(streamName(stream));
+  }
+
+  Status create();
+  Status prepareNodes();
+  Status launch(const HostAction &a);
+};
+
+//===----------------------------------------------------------------------===//
+// Load
+//===----------------------------------------------------------------------===//
+
+Status EagerExecutor::Impl::create() {
+  const Program &p = program();
+  // Every op must have a launcher before anything touches the GPU.
+  for (const Function &f : p.functions)
+    for (const Subgraph &sg : f.subgraphs)
+      for (size_t i = 0; i < sg.nodes.size(); ++i) {
+        const Node &n = sg.nodes[i];
+        if (n.kind == Node::Kind::op && !findOpLauncher(n.op))
+          return Error("function " + f.name + ", subgraph " + sg.name + ", node " +
+                       std::to_string(i) + " (" + n.op +
+                       "): the GPU runtime has no kernel for this op");
+      }
+
+  size_t partEvents = 0;
+  for (const Function &f : p.functions)
+    for (const Subgraph &sg : f.subgraphs)
+      for (const Node &n : sg.nodes)
+        partEvents += n.partWaits.size();
+  DeviceContext::Options co;
+  co.device = options.device;
+  co.partEvents = partEvents;
+  Result<std::unique_ptr<DeviceContext>> c = DeviceContext::create(p, co);
+  if (!c.ok())
+    return c.error();
+  ctx = std::move(*c);
+
+  ConvRunner::Options convOptions;
+  convOptions.autotune = options.autotune;
+  convOptions.deterministic = options.deterministic;
+  convOptions.allowTf32 = options.allowTf32;
+  convOptions.cacheFile = options.planCacheFile;
+  Result<std::unique_ptr<ConvRunner>> cr = ConvRunner::create(convOptions);
+  if (!cr.ok())
+    return cr.error();
+  conv = std::move(*cr);
+  GemmRunner::Options gemmOptions;
+  gemmOptions.allowTf32 = options.allowTf32;
+  gemmOptions.deterministic = options.deterministic;
+  Result<std::unique_ptr<GemmRunner>> gr = GemmRunner::create(gemmOptions);
+  if (!gr.ok())
+    return gr.error();
+  gemm = std::move(*gr);
+  binder.emplace(p);
+  stepCounter.assign(p.functions.size(), 0);
+
+  size_t partEvent = 0;
+  fns.resize(p.functions.size());
+  for (size_t fi = 0; fi < p.functions.size(); ++fi) {
+    const Function &f = p.functions[fi];
+    FnViews &v = fns[fi];
+    v.hostInputs.resize(f.tensors.size());
+    for (int var = 0; var < 2; ++var)
+      v.tensors[var].resize(f.tensors.size());
+    for (size_t t = 0; t < f.tensors.size(); ++t) {
+      const TensorInfo &info = f.tensors[t];
+      for (int var = 0; var < 2; ++var) {
+        DeviceTensor &d = v.tensors[var][t];
+        d.dtype = info.dtype;
+        d.shape = info.shape;
+      }
+      if (info.isHost()) {
+        auto buffer = std::make_unique<PinnedBuffer>();
+        if (Status st = buffer->allocate(info.bytes); !st.ok())
+          return st.error().withContext("function " + f.name + ": staging buffer of input '" +
+                                        info.hostInput + "'");
+        std::memset(buffer->data, 0, info.bytes);
+        for (int var = 0; var < 2; ++var)
+          v.tensors[var][t].data = buffer->data;
+        v.hostInputs[t] = std::move(buffer);
+      } else {
+        v.tensors[0][t].data = ctx->address(*info.slot, Variant::a);
+        v.tensors[1][t].data = ctx->address(*info.slot, Variant::b);
+      }
+    }
+    v.outputOf.assign(f.tensors.size(), -1);
+    for (size_t k = 0; k < f.outputs.size(); ++k) {
+      v.outputOf[f.outputs[k].tensor] = int32_t(k);
+      v.outputOffset.push_back(v.outputBytesPerStep);
+      v.outputBytesPerStep += (f.tensors[f.outputs[k].tensor].bytes + 255) / 256 * 256;
+    }
+    if (Status st = v.outputs->allocate(v.outputBytesPerStep * options.maxStepsPerCall); !st.ok())
+      return st.error().withContext("function " + f.name + ": pinned output slots");
+
+    for (const Subgraph &sg : f.subgraphs) {
+      PreparedSubgraph &ps = subgraphs[&sg];
+      for (cudaEvent_t &e : ps.completion)
+        RN_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      ps.itemsOfNode.resize(sg.nodes.size());
+      for (size_t i = 0; i < sg.nodes.size(); ++i) {
+        const Node &n = sg.nodes[i];
+        if (n.kind != Node::Kind::op)
+          continue;
+        if (n.op == "dropout" || n.op == "dropout_train")
+          v.dropoutOf[&n] = v.numDropouts++;
+        auto &ops = v.operands[&n];
+        auto &res = v.results[&n];
+        for (int var = 0; var < 2; ++var) {
+          for (uint32_t t : n.operands)
+            ops[var].push_back(v.tensors[var][t]);
+          for (uint32_t t : n.results)
+            res[var].push_back(v.tensors[var][t]);
+        }
+        std::vector<uint32_t> outputs;
+        for (uint32_t t : n.results)
+          if (v.outputOf[t] >= 0)
+            outputs.push_back(uint32_t(v.outputOf[t]));
+        const OpLauncher *launcher = findOpLauncher(n.op);
+        auto &items = ps.itemsOfNode[i];
+        if (n.parts.empty()) {
+          items.push_back({uint32_t(i), -1, n.stream, launcher, {}, {}, outputs});
+        } else {
+          for (size_t q = 0; q < n.parts.size(); ++q)
+            items.push_back({uint32_t(i), int(q), n.parts[q].stream, launcher, {}, {}, {}});
+          for (const auto &[earlier, later] : n.partWaits) {
+            items[earlier].recordPartEvents.push_back(partEvent);
+            items[later].waitPartEvents.push_back(partEvent);
+            ++partEvent;
+          }
+          // A forking op's outputs are copied after its last part.
+          items.back().outputs = outputs;
+        }
+      }
+    }
+  }
+  return prepareNodes();
+}
+
+Status EagerExecutor::Impl::prepareNodes() {
+  const Program &p = program();
+  for (size_t fi = 0; fi < p.functions.size(); ++fi) {
+    const Function &f = p.functions[fi];
+    FnViews &v = fns[fi];
+    for (const Subgraph &sg : f.subgraphs) {
+      const PreparedSubgraph &ps = subgraphs.at(&sg);
+      for (size_t i = 0; i < sg.nodes.size(); ++i) {
+        const Node &n = sg.nodes[i];
+        for (const PreparedItem &it : ps.itemsOfNode[i]) {
+          if (!it.launcher->prepare)
+            continue;
+          const StreamResources &stream = ctx->stream(it.stream);
+          OpLaunch l{n, it.part, v.operands.at(&n)[0], v.results.at(&n)[0], stream,
+                     *conv, *gemm, options.seed, 0};
+          std::string where = "function " + f.name + ", subgraph " + sg.name + ", " +
+                              describeNode(n, uint32_t(i), it.part, it.stream);
+          Result<size_t> bytes = it.launcher->prepare(l);
+          if (!bytes.ok())
+            return bytes.error().withContext(where);
+          if (*bytes > stream.workspaceBytes)
+            return Error(where + ": needs " + std::to_string(*bytes) +
+                         " bytes of workspace, but workspace_" + std::string(stream.name) +
+                         " has " + std::to_string(stream.workspaceBytes));
+          ++preparedNodes;
+        }
+      }
+    }
+  }
+  return Status::success();
+}
+
+Result<std::unique_ptr<EagerExecutor>> EagerExecutor::create(const Artifact &artifact,
+                                                             const Options &options) {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<EagerExecutor> ex(new EagerExecutor());
+  ex->impl_ = std::make_unique<Impl>();
+  ex->impl_->artifact = &artifact;
+  ex->impl_->options = options;
+  if (Status st = ex->impl_->create(); !st.ok())
+    return st.error().withContext("cuda-eager");
+  ex->impl_->loadSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return ex;
+}
+
+EagerExecutor::~EagerExecutor() = default;
+
+const Program &EagerExecutor::program() const { return impl_->program(); }
+
+std::string EagerExecutor::loadSummary() const {
+  const Impl &im = *impl_;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "cuda-eager on %s: arena %.1f MiB in %zu regions, %zu nodes prepared "
+                "(%zu convolution graphs, %.2f s building and autotuning), load %.2f s",
+                im.ctx->deviceName().c_str(), double(im.ctx->arenaBytes()) / (1 << 20),
+                im.program().arena.regions.size(), im.preparedNodes, im.conv->graphs(),
+                im.conv->prepareSeconds(), im.loadSeconds);
+  return line;
+}
+
+//===----------------------------------------------------------------------===//
+// State
+//===----------------------------------------------------------------------===//
+
+Status EagerExecutor::initialize() {
+  const Program &p = program();
+  const Artifact &art = *impl_->artifact;
+  StreamResources &trans = impl_->ctx->stream(Stream::trans);
+  std::unordered_map<std::string, std::vector<float>> values;
+  // Parameters, buffers and constants first, then what derives from them.
+  for (int pass = 0; pass < 2; ++pass)
+    for (const StateEntry &s : p.state) {
+      if (!s.slot)
+        continue;
+      bool derived = s.init.kind == "derived";
+      if (derived != (pass == 1))
+        continue;
+      std::string where = "state " + s.name;
+      size_t n = size_t(numel(s.shape));
+      std::vector<float> v(n, 0.0f);
+      if (derived) {
+        auto it = values.find(s.of);
+        if (it == values.end() || it->second.size() != n)
+          return Error(where + ": derived from missing or mismatched state '" + s.of + "'");
+        for (size_t i = 0; i < n; ++i)
+          v[i] = roundTo(s.dtype, it->second[i]);
+      } else if (const SafetensorsEntry *e = art.tensors.find(s.name)) {
+        std::string_view bytes = art.tensors.bytesOf(*e);
+        if (size_t(numel(e->shape)) != n || bytes.size() < n * elementSize(e->dtype))
+          return Error(where + ": the artifact's tensor has the wrong size");
+        for (size_t i = 0; i < n; ++i)
+          v[i] = decodeOne(e->dtype, reinterpret_cast<const unsigned char *>(bytes.data()), i);
+      } else if (s.init.kind == "zeros") {
+      } else if (s.init.kind == "ones") {
+        std::fill(v.begin(), v.end(), 1.0f);
+      } else if (s.init.kind == "constant") {
+        std::fill(v.begin(), v.end(), float(s.init.scale));
+      } else {
+        return Error(where + ": init '" + s.init.kind +
+                     "' needs a tensor in the artifact, which has none");
+      }
+      std::vector<unsigned char> bytes(n * elementSize(s.dtype));
+      encode(s.dtype, v.data(), nullptr, n, bytes.data());
+      Status st = RN_CUDA_CHECK(cudaMemcpyAsync(impl_->ctx->address(*s.slot, Variant::a),
+                                                bytes.data(), bytes.size(),
+                                                cudaMemcpyHostToDevice, trans.stream));
+      if (st.ok())
+        st = RN_CUDA_CHECK(cudaStreamSynchronize(trans.stream));
+      if (!st.ok())
+        return st.error().withContext(where);
+      values[s.name] = std::move(v);
+    }
+  return Status::success();
+}
+
+Result<std::vector<float>> EagerExecutor::readState(std::string_view name) const {
+  const StateEntry *s = program().findState(name);
+  if (!s || !s->slot)
+    return Error("no state entry named '" + std::string(name) + "'");
+  if (Status st = impl_->ctx->synchronize(); !st.ok())
+    return st.error();
+  size_t n = size_t(numel(s->shape));
+  std::vector<unsigned char> bytes(n * elementSize(s->dtype));
+  StreamResources &trans = impl_->ctx->stream(Stream::trans);
+  RN_CUDA_TRY(cudaMemcpyAsync(bytes.data(), impl_->ctx->address(*s->slot, Variant::a),
+                              bytes.size(), cudaMemcpyDeviceToHost, trans.stream));
+  RN_CUDA_TRY(cudaStreamSynchronize(trans.stream));
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = decodeOne(s->dtype, bytes.data(), i);
+  return out;
+}
+
+Status EagerExecutor::writeState(std::string_view name, const std::vector<float> &values) {
+  const StateEntry *s = program().findState(name);
+  if (!s || !s->slot)
+    return Error("no state entry named '" + std::string(name) + "'");
+  size_t n = size_t(numel(s->shape));
+  if (values.size() != n)
+    return Error("state " + s->name + " has " + std::to_string(n) + " elements, got " +
+                 std::to_string(values.size()));
+  if (Status st = impl_->ctx->synchronize(); !st.ok())
+    return st;
+  std::vector<unsigned char> bytes(n * elementSize(s->dtype));
+  encode(s->dtype, values.data(), nullptr, n, bytes.data());
+  StreamResources &trans = impl_->ctx->stream(Stream::trans);
+  RN_CUDA_TRY(cudaMemcpyAsync(impl_->ctx->address(*s->slot, Variant::a), bytes.data(),
+                              bytes.size(), cudaMemcpyHostToDevice, trans.stream));
+  RN_CUDA_TRY(cudaStreamSynchronize(trans.stream));
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Steps
+//===----------------------------------------------------------------------===//
+
+Status EagerExecutor::Impl::launch(const HostAction &a) {
+  const Program &p = program();
+  const Function &f = p.functions[a.fn];
+  FnViews &v = fns[a.fn];
+  const PreparedSubgraph &ps = subgraphs.at(a.sg);
+  int var = a.variant == Variant::a ? 0 : 1;
+  auto slot = slotOfStep.find(a.step);
+  for (size_t i = 0; i < a.sg->nodes.size(); ++i) {
+    const Node &n = a.sg->nodes[i];
+    auto where = [&](int part, Stream stream) {
+      return describeLaunch(p, a) + ", " + describeNode(n, uint32_t(i), part, stream);
+    };
+    if (n.kind == Node::Kind::event_record) {
+      EventSlot e = binder->record(n, *a.sg, a.variant, a.step);
+      Status st = RN_CUDA_CHECK(cudaEventRecord(ctx->event(e), ctx->stream(n.stream).stream));
+      if (!st.ok())
+        return st.error().withContext(where(-1, n.stream));
+      continue;
+    }
+    if (n.kind == Node::Kind::event_wait) {
+      Result<std::vector<EventSlot>> bound = binder->wait(n, *a.sg, a.variant, a.step);
+      if (!bound.ok())
+        return bound.error().withContext(where(-1, n.stream));
+      for (EventSlot e : *bound) {
+        Status st =
+            RN_CUDA_CHECK(cudaStreamWaitEvent(ctx->stream(n.stream).stream, ctx->event(e), 0));
+        if (!st.ok())
+          return st.error().withContext(where(-1, n.stream));
+      }
+      continue;
+    }
+    uint64_t dropoutStream = 0;
+    if (auto d = v.dropoutOf.find(&n); d != v.dropoutOf.end())
+      dropoutStream = uint64_t(int64_t(a.rngStep)) * v.numDropouts + d->second;
+    for (const PreparedItem &it : ps.itemsOfNode[i]) {
+      StreamResources &stream = ctx->stream(it.stream);
+      for (size_t e : it.waitPartEvents) {
+        Status st = RN_CUDA_CHECK(cudaStreamWaitEvent(stream.stream, ctx->partEvent(e), 0));
+        if (!st.ok())
+          return st.error().withContext(where(it.part, it.stream));
+      }
+      OpLaunch l{n, it.part, v.operands.at(&n)[var], v.results.at(&n)[var], stream,
+                 *conv, *gemm, options.seed, dropoutStream};
+      if (Status st = it.launcher->launch(l); !st.ok())
+        return st.error().withContext(where(it.part, it.stream));
+      for (size_t e : it.recordPartEvents) {
+        Status st = RN_CUDA_CHECK(cudaEventRecord(ctx->partEvent(e), stream.stream));
+        if (!st.ok())
+          return st.error().withContext(where(it.part, it.stream));
+      }
+      // Outputs go to the host right after the node that writes them, on
+      // its stream, into the step's pinned slot.
+      if (a.outputs && slot != slotOfStep.end())
+        for (uint32_t o : it.outputs) {
+          const TensorInfo &t = f.tensors[f.outputs[o].tensor];
+          char *dst = static_cast<char *>(v.outputs->data) +
+                      slot->second * v.outputBytesPerStep + v.outputOffset[o];
+          Status st = RN_CUDA_CHECK(cudaMemcpyAsync(dst, v.tensors[var][f.outputs[o].tensor].data,
+                                                    t.bytes, cudaMemcpyDeviceToHost,
+                                                    stream.stream));
+          if (!st.ok())
+            return st.error().withContext(where(it.part, it.stream) + ", output " +
+                                          f.outputs[o].name);
+        }
+      if (options.syncDebug) {
+        if (Status st = ctx->synchronize(); !st.ok())
+          return st.error().withContext("sync-debug after " + where(it.part, it.stream));
+      }
+    }
+  }
+  // Completion of the launch, for host waits: its streams were joined back
+  // into the primary (the program's fork/join events; the CPU executor
+  // checks it), so the primary's position covers the whole launch.
+  Status st = RN_CUDA_CHECK(cudaEventRecord(ps.completion[size_t(var)],
+                                            ctx->stream(a.sg->primary).stream));
+  if (!st.ok())
+    return st.error().withContext(describeLaunch(p, a));
+  return Status::success();
+}
+
+namespace {
+
+/// The primitives of the eager executor: host staging into pinned buffers,
+/// launches issued node by node, host waits as event synchronization,
+/// outputs decoded from their pinned slots.
+class EagerPrimitives final : public HostPrimitives {
+public:
+  EagerPrimitives(EagerExecutor::Impl &impl) : impl_(impl) {}
+  Status stage(const HostAction &a) override;
+  Status launch(const HostAction &a) override { return impl_.launch(a); }
+  Status hostWait(const HostAction &a) override;
+  Status read(const HostAction &a) override;
+
+private:
+  EagerExecutor::Impl &impl_;
+};
+
+} // namespace
+
+Status EagerPrimitives::stage(const HostAction &a) {
+  const Function &f = impl_.program().functions[a.fn];
+  auto &v = impl_.fns[a.fn];
+  for (const Binding &b : f.inputs) {
+    auto it = a.inputs->find(b.name);
+    if (it == a.inputs->end())
+      continue;
+    const TensorInfo &t = f.tensors[b.tensor];
+    const HostValue &value = it->second;
+    size_t n = size_t(numel(t.shape));
+    encode(t.dtype, value.floats.empty() ? nullptr : value.floats.data(),
+           value.ints.empty() ? nullptr : value.ints.data(), n, v.hostInputs[b.tensor]->data);
+  }
+  return Status::success();
+}
+
+Status EagerPrimitives::hostWait(const HostAction &a) {
+  const PreparedSubgraph &ps = impl_.subgraphs.at(a.sg);
+  Status st = RN_CUDA_CHECK(cudaEventSynchronize(ps.completion[a.variant == Variant::a ? 0 : 1]));
+  if (!st.ok())
+    return st.error().withContext("host wait for " +
+                                  EagerExecutor::Impl::describeLaunch(impl_.program(), a));
+  return Status::success();
+}
+
+Status EagerPrimitives::read(const HostAction &a) {
+  // Every output copy of the step was issued after its node; a read comes
+  // after the schedule's final host wait, but copies on other streams than
+  // the waited launch's primary are only covered through its joins, so
+  // synchronize the device before reading the slots.
+  if (Status st = impl_.ctx->synchronize(); !st.ok())
+    return st;
+  const Function &f = impl_.program().functions[a.fn];
+  auto &v = impl_.fns[a.fn];
+  auto slot = impl_.slotOfStep.find(a.step);
+  if (slot == impl_.slotOfStep.end())
+    return Error("read of step " + std::to_string(a.step) + ", which has no output slot");
+  for (size_t o = 0; o < f.outputs.size(); ++o) {
+    const TensorInfo &t = f.tensors[f.outputs[o].tensor];
+    const auto *src = static_cast<const unsigned char *>(v.outputs->data) +
+                      slot->second * v.outputBytesPerStep + v.outputOffset[o];
+    size_t n = size_t(numel(t.shape));
+    HostValue &out = (*a.outputs)[f.outputs[o].name];
+    if (t.dtype == DType::i32) {
+      out.ints.resize(n);
+      std::memcpy(out.ints.data(), src, n * 4);
+    } else {
+      out.floats.resize(n);
+      for (size_t i = 0; i < n; ++i)
+        out.floats[i] = decodeOne(t.dtype, src, i);
+    }
+  }
+  return Status::success();
+}
+
+Status EagerExecutor::runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
+                                   std::vector<StepOutputs> &outputs) {
+  Impl &im = *impl_;
+  outputs.clear();
+  if (steps.empty())
+    return Status::success();
+  if (steps.size() > im.options.maxStepsPerCall)
+    return Error("cuda-eager: " + std::to_string(steps.size()) +
+                 " steps in one call; at most " + std::to_string(im.options.maxStepsPerCall) +
+                 " (Options::maxStepsPerCall)");
+  Result<uint32_t> f = pipelinedFunction(program(), kind);
+  if (!f.ok())
+    return f.error();
+  outputs.assign(steps.size(), StepOutputs());
+  int64_t first = im.stepCounter[*f];
+  Result<HostProgram> hp = buildPipelinedProgram(program(), kind, steps, first, outputs);
+  if (!hp.ok())
+    return hp.error();
+  im.slotOfStep.clear();
+  for (size_t i = 0; i < steps.size(); ++i)
+    im.slotOfStep[first + int64_t(i)] = i;
+  EagerPrimitives primitives(im);
+  if (Status st = runHostProgram(*hp, primitives); !st.ok())
+    return st.error().withContext("cuda-eager");
+  // Outputs of schedules without a final host wait (train_even/odd) were
+  // copied into their slots; the last schedule's host wait and read cover
+  // them, but decode every step's slots for the caller.
+  if (Status st = im.ctx->synchronize(); !st.ok())
+    return st.error().withContext("cuda-eager");
+  const Function &fn = program().functions[*f];
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!outputs[i].empty())
+      continue;
+    HostAction read;
+    read.kind = HostAction::Kind::read;
+    read.fn = *f;
+    read.step = first + int64_t(i);
+    read.outputs = &outputs[i];
+    if (Status st = primitives.read(read); !st.ok())
+      return st;
+  }
+  (void)fn;
+  im.stepCounter[*f] += int64_t(steps.size());
+  return Status::success();
+}
+
+} // namespace rn::cuda

@@ -1,0 +1,80 @@
+//===- eager_executor.h - The cuda-eager executor ---------------*- C++ -*-===//
+//
+// Runs a program on one GPU by issuing every node directly on its stream,
+// as the program says: event records and waits where the nodes are (CUDA
+// events mapped by host_program.h's EventBinder), forking ops part by part
+// on the parts' streams in part order with an event for each part_waits
+// pair, host waits as event synchronization on a completion event recorded
+// at the end of each launch on its primary stream. The host side (which
+// schedules, staging, reading outputs) is the shared host-program walk.
+//
+// Host staging: one pinned buffer per host input, as in the program; the
+// host writes it only after the schedule's host waits say the previous copy
+// from it completed (the CPU executor's interleaved mode checks that order).
+// Outputs: the executor copies each output device-to-host on the stream of
+// the node that writes it, right after that node, into a pinned slot of
+// the step; a call returns after its final host wait, when every copy is
+// complete. Nothing is allocated, built or planned inside a step.
+//
+// Sync-debug mode synchronizes after every node, so an asynchronous fault
+// is reported with the node that caused it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CUDA_EAGER_EXECUTOR_H
+#define RN_RUNTIME_CUDA_EAGER_EXECUTOR_H
+
+#include "runtime/core/executor.h"
+
+#include <memory>
+#include <string>
+
+namespace rn::cuda {
+
+class EagerExecutor final : public Executor {
+public:
+  struct Options {
+    uint64_t seed = 0;          ///< dropout RNG, as the CPU executor's
+    bool syncDebug = false;     ///< synchronize after every node
+    bool deterministic = false; ///< deterministic convolution plans
+    bool autotune = true;       ///< time convolution plans at load
+    bool allowTf32 = false;     ///< TF32 for f32 convolutions and products
+    std::string planCacheFile;  ///< autotuning results kept across runs
+    int device = 0;
+    /// Steps one runPipelined call may hold (pinned output slots per step).
+    size_t maxStepsPerCall = 1024;
+    /// Progress lines at load (plans, timings) on stderr.
+    bool verbose = false;
+  };
+
+  /// Validates that every op has a GPU launcher, creates the device
+  /// context, stages and prepares every node (graphs, plans, workspaces).
+  /// `artifact` must outlive the executor.
+  static Result<std::unique_ptr<EagerExecutor>> create(const Artifact &artifact,
+                                                       const Options &options);
+  ~EagerExecutor() override;
+
+  std::string_view name() const override { return "cuda-eager"; }
+  const Program &program() const override;
+  Status initialize() override;
+  Status runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
+                      std::vector<StepOutputs> &outputs) override;
+  Result<std::vector<float>> readState(std::string_view name) const override;
+  Status writeState(std::string_view name, const std::vector<float> &values) override;
+
+  /// What load did: device, arena, plans and the seconds spent.
+  std::string loadSummary() const;
+
+  EagerExecutor(const EagerExecutor &) = delete;
+  EagerExecutor &operator=(const EagerExecutor &) = delete;
+
+  struct Impl; ///< eager_executor.cpp's own
+
+private:
+  EagerExecutor() = default;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace rn::cuda
+
+#endif // RN_RUNTIME_CUDA_EAGER_EXECUTOR_H
