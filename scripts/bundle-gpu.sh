@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Collects what a run on the GPU machine needs into one folder (default
+# gpu-bundle/, git-ignored), which the device tool carries over: the GPU
+# machine has no MLIR, no apt and no internet, so everything is built here.
+#   bin/      rn-run, rn-cuda-tests, rn-runtime-tests: the runtime half built
+#             with CUDA (sm_90), stripped; cuDNN, cuBLASLt, NVRTC and cudart
+#             are the GPU machine's own (its Python venv has the same
+#             versions, see docs/design.md), OpenBLAS is left out (the CPU
+#             kernels fall back to plain loops there)
+#   models/   artifacts: the unit tests' inputs and the Fashion-MNIST models
+#             of the main job (fashion_cnn and mlp, batch 64)
+#   data/     Fashion-MNIST (the Debian package's IDX files), unless
+#             RN_BUNDLE_DATA=0
+#   scripts/  run-gpu-tests.sh
+# Refuses a bundle over 60 MiB (the device tool carries 64 MiB at most).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+bundle=${RN_BUNDLE_DIR:-$RN_ROOT/gpu-bundle}
+gpu_build=${RN_GPU_BUILD_DIR:-$RN_ROOT/build-gpu}
+limit_mib=60
+
+if [ ! -f "$gpu_build/build.ninja" ]; then
+  rn_log "configuring the GPU runtime build in $gpu_build"
+  cmake -G Ninja -S "$RN_ROOT" -B "$gpu_build" -DCMAKE_BUILD_TYPE=Release \
+    -DRN_BUILD_COMPILER=OFF -DRN_ENABLE_CUDA=ON -DRN_WITH_OPENBLAS=OFF \
+    -DPython3_EXECUTABLE="$(command -v python3)" >/dev/null
+fi
+rn_log "building the GPU runtime (rn-run, rn-cuda-tests, rn-runtime-tests)"
+ninja -C "$gpu_build" rn-run rn-cuda-tests rn-runtime-tests
+
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/models" "$bundle/scripts"
+for b in rn-run rn-cuda-tests rn-runtime-tests; do
+  strip -o "$bundle/bin/$b" "$gpu_build/bin/$b"
+done
+cp "$RN_ROOT"/test/runtime/Inputs/*.rnx "$bundle/models/"
+for name in fashion_cnn mlp; do
+  python3 -m rn.models "$name" --batch 64 -o "$bundle/models/$name.train.mlir"
+  rn-compile "$bundle/models/$name.train.mlir" -o "$bundle/models/$name.train.rnx" --quiet
+  rm "$bundle/models/$name.train.mlir"
+done
+if [ "${RN_BUNDLE_DATA:-1}" != 0 ]; then
+  mkdir -p "$bundle/data"
+  cp /usr/share/datasets/fashion-mnist/*.gz "$bundle/data/"
+fi
+cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$bundle/scripts/"
+
+bytes=$(du -sb "$bundle" | cut -f1)
+mib=$(( (bytes + 1048575) / 1048576 ))
+if (( mib > limit_mib )); then
+  rn_log "error: the bundle is $mib MiB, over the limit of $limit_mib MiB"
+  du -sh "$bundle"/* >&2
+  exit 1
+fi
+rn_log "bundle: $bundle ($mib MiB)"

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs the GPU tests on the GPU machine from a bundle (scripts/bundle-gpu.sh):
+# the kernel tests against the CPU references, the executor tests, the error
+# paths, Fashion-MNIST training with cuda-eager and compute-sanitizer on the
+# kernel tests. Logs and a summary go to $OUT (or ./gpu-results).
+#   RN_GPU_TESTS: which groups to run (default "unit errors fashion sanitizer")
+set -uo pipefail
+bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${OUT:-$bundle/gpu-results}
+mkdir -p "$out"
+V=/opt/torch/.venv/lib/python3.12/site-packages/nvidia
+export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:${LD_LIBRARY_PATH:-}
+bin=$bundle/bin
+models=$bundle/models
+data=$bundle/data
+groups=${RN_GPU_TESTS:-unit errors fashion sanitizer}
+summary=$out/summary.txt
+: > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+
+has() { [[ " $groups " == *" $1 "* ]]; }
+
+if has unit; then
+  "$bin/rn-cuda-tests" --gtest_output=json:"$out/rn-cuda-tests.json" > "$out/rn-cuda-tests.log" 2>&1
+  rc=$?
+  say "rn-cuda-tests: exit $rc; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/rn-cuda-tests.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]' "$out/rn-cuda-tests.log" | head -40 | tee -a "$summary"
+fi
+
+if has errors; then
+  # Each error path once: a clear message and exit code 1.
+  run_error() { # name expected-rc command...
+    local name=$1 want=$2; shift 2
+    "$@" > "$out/error-$name.log" 2>&1
+    local rc=$?
+    say "error path $name: exit $rc (want $want): $(grep -m1 -E 'error' "$out/error-$name.log")"
+  }
+  run_error no-gpu 1 env CUDA_VISIBLE_DEVICES= "$bin/rn-run" "$models/mlp.train.rnx" \
+    --synthetic --steps 2 --executor cuda-eager
+  run_error injected-call 1 env RN_CUDA_FAIL_CALL=40 "$bin/rn-run" "$models/mlp.train.rnx" \
+    --synthetic --steps 2 --executor cuda-eager
+  run_error injected-late 1 env RN_CUDA_FAIL_CALL=400 "$bin/rn-run" "$models/cnn.rnx" \
+    --synthetic --steps 3 --executor cuda-eager
+fi
+
+if has fashion; then
+  for spec in "fashion_cnn 2 0.01" "mlp 1 0.1"; do
+    set -- $spec
+    "$bin/rn-run" "$models/$1.train.rnx" --data "$data" --epochs "$2" --lr "$3" \
+      --executor cuda-eager > "$out/fashion-$1.log" 2>&1
+    say "fashion $1 (cuda-eager, $2 epochs, lr $3): exit $?; $(grep -E 'test loss' "$out/fashion-$1.log" | tail -1)"
+  done
+fi
+
+if has sanitizer; then
+  if command -v compute-sanitizer >/dev/null; then
+    compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/rn-cuda-tests" \
+      --gtest_filter="${RN_SANITIZE_FILTER:-*}" > "$out/memcheck-kernels.log" 2>&1
+    say "memcheck kernel tests: exit $?; $(grep -E 'ERROR SUMMARY' "$out/memcheck-kernels.log" | tail -1)"
+    compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/rn-run" "$models/cnn.rnx" \
+      --synthetic --steps 2 --executor cuda-eager > "$out/memcheck-cnn.log" 2>&1
+    say "memcheck cnn 2 steps: exit $?; $(grep -E 'ERROR SUMMARY' "$out/memcheck-cnn.log" | tail -1)"
+  else
+    say "compute-sanitizer not found"
+  fi
+fi
+cat "$summary"
