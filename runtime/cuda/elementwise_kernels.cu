@@ -1,0 +1,461 @@
+//===- elementwise_kernels.cu - Activations, casts, copies, dropout -*- C++ -*-===//
+//
+// Memory-bound maps over contiguous tensors. Every kernel is a grid-stride
+// loop over packs of 8 elements (two 16-byte loads of f32, one of f16/bf16)
+// when every pointer is aligned for them, then a scalar loop over the tail;
+// a scalar loop only otherwise. Dtypes are run-time arguments (warp-uniform
+// branches) rather than template parameters, so that any mix of f32, f16
+// and bf16 operands is one kernel per op.
+//
+// Exactness against the CPU kernels (which compute in double and round to
+// f32, then to the dtype): relu, add, the backward of relu and dropout,
+// casts and dropout give identical bits (one f32 operation rounds as the
+// double one does, the double rounding being innocuous); tanh, silu and the
+// tanh/silu backward use f32 libm and differ by a few f32 ulps. Dropout
+// draws Philox4x32-10 exactly as cpu::dropoutRandomWord does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace rn::cuda {
+namespace {
+
+using detail::alignedFor;
+using detail::gridFor;
+using detail::isFloat;
+using detail::loadFloat;
+using detail::shapeString;
+using detail::storeFloat;
+
+constexpr int kThreads = 256;
+constexpr int kPack = 8; ///< elements per vector access
+
+/// Eight consecutive elements starting at 8 * pack, widened to f32.
+__device__ __forceinline__ void loadPack(const void *data, DType type, int64_t pack,
+                                         float (&v)[kPack]) {
+  if (type == DType::f32) {
+    const float4 *p = static_cast<const float4 *>(data) + 2 * pack;
+    float4 a = p[0], b = p[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+    v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+    return;
+  }
+  uint4 raw = static_cast<const uint4 *>(data)[pack];
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+  for (int k = 0; k < 4; ++k) {
+    uint16_t lo = uint16_t(words[k]), hi = uint16_t(words[k] >> 16);
+    if (type == DType::f16) {
+      v[2 * k] = __half2float(__ushort_as_half(lo));
+      v[2 * k + 1] = __half2float(__ushort_as_half(hi));
+    } else {
+      v[2 * k] = __bfloat162float(__ushort_as_bfloat16(lo));
+      v[2 * k + 1] = __bfloat162float(__ushort_as_bfloat16(hi));
+    }
+  }
+}
+
+/// Stores eight elements at 8 * pack, each rounded to nearest even.
+__device__ __forceinline__ void storePack(void *data, DType type, int64_t pack,
+                                          const float (&v)[kPack]) {
+  if (type == DType::f32) {
+    float4 *p = static_cast<float4 *>(data) + 2 * pack;
+    p[0] = make_float4(v[0], v[1], v[2], v[3]);
+    p[1] = make_float4(v[4], v[5], v[6], v[7]);
+    return;
+  }
+  uint32_t words[4];
+  for (int k = 0; k < 4; ++k) {
+    uint16_t lo, hi;
+    if (type == DType::f16) {
+      lo = __half_as_ushort(__float2half_rn(v[2 * k]));
+      hi = __half_as_ushort(__float2half_rn(v[2 * k + 1]));
+    } else {
+      lo = __bfloat16_as_ushort(__float2bfloat16_rn(v[2 * k]));
+      hi = __bfloat16_as_ushort(__float2bfloat16_rn(v[2 * k + 1]));
+    }
+    words[k] = uint32_t(lo) | (uint32_t(hi) << 16);
+  }
+  static_cast<uint4 *>(data)[pack] = make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+//===----------------------------------------------------------------------===//
+// The element functions (f32 in, f32 out)
+//===----------------------------------------------------------------------===//
+
+struct Identity {
+  __device__ float operator()(float x, float) const { return x; }
+};
+struct Relu {
+  __device__ float operator()(float x, float) const { return x > 0.0f || isnan(x) ? x : 0.0f; }
+};
+struct Tanh {
+  __device__ float operator()(float x, float) const { return tanhf(x); }
+};
+struct Silu {
+  __device__ float operator()(float x, float) const { return x / (1.0f + expf(-x)); }
+};
+struct Add {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct ReluBackward {
+  __device__ float operator()(float dy, float y) const { return y > 0.0f ? dy : 0.0f; }
+};
+struct TanhBackward {
+  // 1 - y^2 with one rounding: y near +-1 would otherwise cancel.
+  __device__ float operator()(float dy, float y) const { return dy * fmaf(-y, y, 1.0f); }
+};
+struct SiluBackward {
+  __device__ float operator()(float dy, float x) const {
+    float s = 1.0f / (1.0f + expf(-x));
+    return dy * s * fmaf(x, 1.0f - s, 1.0f);
+  }
+};
+struct Multiply {
+  __device__ float operator()(float dy, float mask) const { return dy * mask; }
+};
+
+struct MapArgs {
+  const void *a = nullptr;
+  const void *b = nullptr; ///< null for unary maps
+  void *out = nullptr;
+  DType aType = DType::f32, bType = DType::f32, outType = DType::f32;
+  int64_t count = 0;
+};
+
+/// out[i] = f(a[i], b[i]) (b[i] = 0 for unary maps).
+template <typename F, bool Vector> __global__ void mapKernel(MapArgs args, F f) {
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t tail = 0;
+  if constexpr (Vector) {
+    const int64_t packs = args.count / kPack;
+    for (int64_t p = first; p < packs; p += stride) {
+      float a[kPack], b[kPack] = {}, r[kPack];
+      loadPack(args.a, args.aType, p, a);
+      if (args.b)
+        loadPack(args.b, args.bType, p, b);
+#pragma unroll
+      for (int k = 0; k < kPack; ++k)
+        r[k] = f(a[k], b[k]);
+      storePack(args.out, args.outType, p, r);
+    }
+    tail = packs * kPack;
+  }
+  for (int64_t i = tail + first; i < args.count; i += stride) {
+    float b = args.b ? loadFloat(args.b, args.bType, i) : 0.0f;
+    storeFloat(args.out, args.outType, i, f(loadFloat(args.a, args.aType, i), b));
+  }
+}
+
+template <typename F> Status launchMap(const MapArgs &args, F f, cudaStream_t stream) {
+  if (args.count == 0)
+    return Status::success();
+  bool vector = alignedFor(args.a, args.aType, kPack) && alignedFor(args.out, args.outType, kPack) &&
+                (!args.b || alignedFor(args.b, args.bType, kPack));
+  int64_t work = vector ? std::max<int64_t>(args.count / kPack, 1) : args.count;
+  unsigned blocks = gridFor(work, kThreads);
+  if (vector)
+    mapKernel<F, true><<<blocks, kThreads, 0, stream>>>(args, f);
+  else
+    mapKernel<F, false><<<blocks, kThreads, 0, stream>>>(args, f);
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+std::string dtypeError(const char *op, const char *what, DType type) {
+  return std::string(op) + ": " + what + " must be f32, f16 or bf16, got " +
+         std::string(dtypeName(type));
+}
+
+/// The CPU's Check::view: a float tensor with data unless empty.
+Status checkView(const char *op, const char *what, const DeviceTensor &t) {
+  if (!isFloat(t.dtype))
+    return Error(dtypeError(op, what, t.dtype));
+  for (int64_t d : t.shape)
+    if (d < 0)
+      return Error(std::string(op) + ": " + what + " has a negative size in " +
+                   shapeString(t.shape));
+  if (!t.data && t.numel() != 0)
+    return Error(std::string(op) + ": " + what + " has no data");
+  return Status::success();
+}
+
+Status checkShape(const char *op, const char *what, const DeviceTensor &t,
+                  const std::vector<int64_t> &expected) {
+  Status s = checkView(op, what, t);
+  if (!s.ok())
+    return s;
+  if (t.shape != expected)
+    return Error(std::string(op) + ": " + what + " must have shape " + shapeString(expected) +
+                 ", got " + shapeString(t.shape));
+  return Status::success();
+}
+
+#define RN_RETURN_IF_ERROR(expr)                                                          \
+  do {                                                                                     \
+    ::rn::Status rn_status_ = (expr);                                                      \
+    if (!rn_status_.ok())                                                                  \
+      return rn_status_;                                                                   \
+  } while (0)
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+/// Philox4x32-10 (Random123), as cpu::philox4x32.
+__device__ __forceinline__ uint4 philox4x32(uint4 ctr, uint2 key) {
+  constexpr uint32_t kMul0 = 0xD2511F53, kMul1 = 0xCD9E8D57;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9, kWeyl1 = 0xBB67AE85;
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      key.x += kWeyl0;
+      key.y += kWeyl1;
+    }
+    uint32_t hi0 = __umulhi(kMul0, ctr.x), lo0 = kMul0 * ctr.x;
+    uint32_t hi1 = __umulhi(kMul1, ctr.z), lo1 = kMul1 * ctr.z;
+    ctr = make_uint4(hi1 ^ ctr.y ^ key.x, lo1, hi0 ^ ctr.w ^ key.y, lo0);
+  }
+  return ctr;
+}
+
+struct DropoutArgs {
+  const void *input = nullptr;
+  void *result = nullptr;
+  void *mask = nullptr; ///< null: rn.dropout
+  DType inputType = DType::f32, resultType = DType::f32, maskType = DType::f32;
+  int64_t count = 0;
+  uint32_t threshold = 0; ///< drops when (word >> 8) < threshold
+  float keep = 0;         ///< the mask value of kept elements, in mask's dtype
+  uint2 key{};
+  uint32_t streamLo = 0, streamHi = 0;
+};
+
+/// One thread per Philox block: elements 4 * block .. 4 * block + 3.
+template <bool Vector> __global__ void dropoutKernel(DropoutArgs a) {
+  const int64_t blocks = (a.count + 3) / 4;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t block = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; block < blocks;
+       block += stride) {
+    uint4 w = philox4x32(make_uint4(uint32_t(block), uint32_t(uint64_t(block) >> 32),
+                                    a.streamLo, a.streamHi),
+                         a.key);
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+    float m[4], x[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      m[j] = (words[j] >> 8) < a.threshold ? 0.0f : a.keep;
+    const int64_t base = 4 * block;
+    if (Vector && base + 4 <= a.count) {
+      // 16-byte (f32) or 8-byte (f16, bf16) accesses.
+      if (a.inputType == DType::f32) {
+        float4 v = static_cast<const float4 *>(a.input)[block];
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+      } else {
+        uint2 v = static_cast<const uint2 *>(a.input)[block];
+        const uint32_t in[2] = {v.x, v.y};
+        for (int k = 0; k < 2; ++k) {
+          uint16_t lo = uint16_t(in[k]), hi = uint16_t(in[k] >> 16);
+          x[2 * k] = a.inputType == DType::f16 ? __half2float(__ushort_as_half(lo))
+                                               : __bfloat162float(__ushort_as_bfloat16(lo));
+          x[2 * k + 1] = a.inputType == DType::f16 ? __half2float(__ushort_as_half(hi))
+                                                   : __bfloat162float(__ushort_as_bfloat16(hi));
+        }
+      }
+    } else {
+      for (int j = 0; j < 4; ++j)
+        x[j] = base + j < a.count ? loadFloat(a.input, a.inputType, base + j) : 0.0f;
+    }
+    for (int j = 0; j < 4 && base + j < a.count; ++j) {
+      // x * m is exact in double, so its f32 rounding is the CPU's.
+      storeFloat(a.result, a.resultType, base + j, x[j] * m[j]);
+      if (a.mask)
+        storeFloat(a.mask, a.maskType, base + j, m[j]);
+    }
+  }
+}
+
+} // namespace
+
+const char *unaryOpName(UnaryOp op) {
+  switch (op) {
+  case UnaryOp::relu:
+    return "relu";
+  case UnaryOp::tanh:
+    return "tanh";
+  case UnaryOp::silu:
+    return "silu";
+  }
+  return "?";
+}
+
+const char *binaryOpName(BinaryOp op) {
+  switch (op) {
+  case BinaryOp::add:
+    return "add";
+  case BinaryOp::relu_backward:
+    return "relu_backward";
+  case BinaryOp::tanh_backward:
+    return "tanh_backward";
+  case BinaryOp::silu_backward:
+    return "silu_backward";
+  case BinaryOp::dropout_backward:
+    return "dropout_backward";
+  }
+  return "?";
+}
+
+Status unary(UnaryOp op, const DeviceTensor &input, const DeviceTensor &result,
+             cudaStream_t stream) {
+  const char *name = unaryOpName(op);
+  RN_RETURN_IF_ERROR(checkView(name, "input", input));
+  RN_RETURN_IF_ERROR(checkShape(name, "result", result, input.shape));
+  MapArgs args{input.data, nullptr, result.data, input.dtype, DType::f32, result.dtype,
+               input.numel()};
+  switch (op) {
+  case UnaryOp::relu:
+    return launchMap(args, Relu{}, stream);
+  case UnaryOp::tanh:
+    return launchMap(args, Tanh{}, stream);
+  case UnaryOp::silu:
+    return launchMap(args, Silu{}, stream);
+  }
+  return Error(std::string("unary: unknown op"));
+}
+
+Status binary(BinaryOp op, const DeviceTensor &lhs, const DeviceTensor &rhs,
+              const DeviceTensor &result, cudaStream_t stream) {
+  const char *name = binaryOpName(op);
+  const bool isAdd = op == BinaryOp::add;
+  const char *rhsName = isAdd                          ? "rhs"
+                        : op == BinaryOp::relu_backward ? "result"
+                        : op == BinaryOp::tanh_backward ? "result"
+                        : op == BinaryOp::silu_backward ? "input"
+                                                        : "mask";
+  RN_RETURN_IF_ERROR(checkView(name, isAdd ? "lhs" : "output_grad", lhs));
+  RN_RETURN_IF_ERROR(checkShape(name, rhsName, rhs, lhs.shape));
+  RN_RETURN_IF_ERROR(checkShape(name, isAdd ? "result" : "input_grad", result, lhs.shape));
+  MapArgs args{lhs.data, rhs.data, result.data, lhs.dtype, rhs.dtype, result.dtype, lhs.numel()};
+  if (args.count > 0 && !args.b)
+    return Error(std::string(name) + ": " + rhsName + " has no data");
+  switch (op) {
+  case BinaryOp::add:
+    return launchMap(args, Add{}, stream);
+  case BinaryOp::relu_backward:
+    return launchMap(args, ReluBackward{}, stream);
+  case BinaryOp::tanh_backward:
+    return launchMap(args, TanhBackward{}, stream);
+  case BinaryOp::silu_backward:
+    return launchMap(args, SiluBackward{}, stream);
+  case BinaryOp::dropout_backward:
+    return launchMap(args, Multiply{}, stream);
+  }
+  return Error(std::string("binary: unknown op"));
+}
+
+Status convert(const char *op, const DeviceTensor &input, const DeviceTensor &result,
+               bool requireSameShape, cudaStream_t stream) {
+  RN_RETURN_IF_ERROR(checkView(op, "input", input));
+  if (requireSameShape) {
+    RN_RETURN_IF_ERROR(checkShape(op, "result", result, input.shape));
+  } else {
+    RN_RETURN_IF_ERROR(checkView(op, "result", result));
+    if (input.numel() != result.numel())
+      return Error(std::string(op) + ": result shape " + shapeString(result.shape) +
+                   " has another element count than " + shapeString(input.shape));
+  }
+  const int64_t count = input.numel();
+  if (count == 0 || (input.data == result.data && input.dtype == result.dtype))
+    return Status::success();
+  if (input.dtype == result.dtype) {
+    RN_CUDA_TRY(cudaMemcpyAsync(result.data, input.data, size_t(count) * elementSize(input.dtype),
+                                cudaMemcpyDeviceToDevice, stream));
+    return Status::success();
+  }
+  return launchMap(MapArgs{input.data, nullptr, result.data, input.dtype, DType::f32,
+                           result.dtype, count},
+                   Identity{}, stream);
+}
+
+Status copyTensor(const char *op, const DeviceTensor &from, const DeviceTensor &to,
+                  cudaStream_t stream) {
+  const int64_t count = to.numel();
+  if (from.numel() != count)
+    return Error(std::string(op) + ": copy from " + shapeString(from.shape) + " to " +
+                 shapeString(to.shape) + ": element counts differ");
+  if (from.data == to.data || count == 0)
+    return Status::success();
+  if (!from.data || !to.data)
+    return Error(std::string(op) + ": copy of a tensor without data");
+  if (from.dtype == to.dtype) {
+    RN_CUDA_TRY(cudaMemcpyAsync(to.data, from.data, size_t(count) * elementSize(to.dtype),
+                                cudaMemcpyDeviceToDevice, stream));
+    return Status::success();
+  }
+  if (isFloat(from.dtype) && isFloat(to.dtype))
+    return launchMap(MapArgs{from.data, nullptr, to.data, from.dtype, DType::f32, to.dtype, count},
+                     Identity{}, stream);
+  return Error(std::string(op) + ": cannot copy " + std::string(dtypeName(from.dtype)) + " to " +
+               std::string(dtypeName(to.dtype)) + " (only float dtypes convert)");
+}
+
+Status zero(const DeviceTensor &result, cudaStream_t stream) {
+  for (int64_t d : result.shape)
+    if (d < 0)
+      return Error("zero: result has a negative size in " + shapeString(result.shape));
+  const int64_t count = result.numel();
+  if (count == 0)
+    return Status::success();
+  if (!result.data)
+    return Error("zero: result has no data");
+  RN_CUDA_TRY(cudaMemsetAsync(result.data, 0, size_t(count) * elementSize(result.dtype), stream));
+  return Status::success();
+}
+
+Status dropout(const DeviceTensor &input, double p, uint64_t seed, uint64_t stream,
+               const DeviceTensor &result, const DeviceTensor *mask, cudaStream_t cudaStream) {
+  const char *name = mask ? "dropout_train" : "dropout";
+  RN_RETURN_IF_ERROR(checkView(name, "input", input));
+  RN_RETURN_IF_ERROR(checkShape(name, "result", result, input.shape));
+  if (mask)
+    RN_RETURN_IF_ERROR(checkShape(name, "mask", *mask, input.shape));
+  if (!(p >= 0 && p <= 1))
+    return Error(std::string(name) + ": p must be in [0, 1], got " + std::to_string(p));
+  const int64_t count = input.numel();
+  if (count == 0)
+    return Status::success();
+
+  DropoutArgs a;
+  a.input = input.data;
+  a.result = result.data;
+  a.mask = mask ? mask->data : nullptr;
+  a.inputType = input.dtype;
+  a.resultType = result.dtype;
+  a.maskType = mask ? mask->dtype : result.dtype;
+  a.count = count;
+  // cpu_elementwise.cpp's dropThreshold and keep value, to the bit.
+  a.threshold = uint32_t(std::ceil(std::min(std::max(p, 0.0), 1.0) * 16777216.0));
+  a.keep = p < 1 ? roundTo(a.maskType, float(1.0 / (1.0 - p))) : 0.0f;
+  a.key = make_uint2(uint32_t(seed), uint32_t(seed >> 32));
+  a.streamLo = uint32_t(stream);
+  a.streamHi = uint32_t(stream >> 32);
+
+  // Vector loads of the input only: the stores of 4 mixed-dtype elements
+  // are 8 or 16 bytes per thread either way and stay coalesced.
+  bool vector = alignedFor(input.data, input.dtype, 4);
+  unsigned blocks = gridFor((count + 3) / 4, kThreads);
+  if (vector)
+    dropoutKernel<true><<<blocks, kThreads, 0, cudaStream>>>(a);
+  else
+    dropoutKernel<false><<<blocks, kThreads, 0, cudaStream>>>(a);
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+} // namespace rn::cuda

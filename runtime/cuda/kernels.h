@@ -1,0 +1,224 @@
+//===- kernels.h - CUDA kernels of the elementwise, pool and loss ops -*- C++ -*-===//
+//
+// Host-callable launchers of the hand-written kernels (elementwise_kernels.cu,
+// pool_kernels.cu, loss_kernels.cu). Each checks dtypes and shapes like its
+// CPU reference kernel (runtime/cpu/cpu_kernels.h), returns an Error naming
+// the op on a mismatch, then enqueues its work on `stream` asynchronously:
+// nothing is allocated, nothing is synchronized, every per-step value is read
+// from device memory (capturable into a CUDA graph).
+//
+// Numerics: storage f32, f16 or bf16; arithmetic in f32, each output rounded
+// once to its dtype (round to nearest even). The sums of pooling, global
+// average pooling and the loss accumulate in double in a fixed order (the
+// CPU's order where a thread owns an output), so results do not change from
+// run to run and the pool ops match the CPU bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CUDA_KERNELS_H
+#define RN_RUNTIME_CUDA_KERNELS_H
+
+#include "runtime/core/status.h"
+#include "runtime/cuda/device_tensor.h"
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rn::cuda {
+
+//===----------------------------------------------------------------------===//
+// Elementwise (elementwise_kernels.cu)
+//===----------------------------------------------------------------------===//
+
+enum class UnaryOp : uint8_t { relu, tanh, silu };
+/// The op registry's name ("relu", ...).
+const char *unaryOpName(UnaryOp op);
+
+/// result = op(input), same shape; any float dtypes.
+Status unary(UnaryOp op, const DeviceTensor &input, const DeviceTensor &result,
+             cudaStream_t stream);
+
+enum class BinaryOp : uint8_t {
+  add,              ///< lhs + rhs
+  relu_backward,    ///< lhs = dy, rhs = relu's result: y > 0 ? dy : 0
+  tanh_backward,    ///< lhs = dy, rhs = tanh's result: dy * (1 - y^2)
+  silu_backward,    ///< lhs = dy, rhs = silu's input: dy * s * (1 + x (1 - s))
+  dropout_backward, ///< lhs = dy, rhs = the mask: dy * mask
+};
+const char *binaryOpName(BinaryOp op);
+
+/// result = op(lhs, rhs), all three of one shape; any float dtypes.
+Status binary(BinaryOp op, const DeviceTensor &lhs, const DeviceTensor &rhs,
+              const DeviceTensor &result, cudaStream_t stream);
+
+/// result = roundTo(result.dtype, input) over the elements in memory order:
+/// cast (`requireSameShape`), reshape and flatten (same element count). A
+/// device-to-device copy when the dtypes are equal, nothing when the
+/// pointers are. `op` names the op in errors.
+Status convert(const char *op, const DeviceTensor &input, const DeviceTensor &result,
+               bool requireSameShape, cudaStream_t stream);
+
+/// The executor's copy between two tensors of one element count (what
+/// all_reduce_mean does with one replica): nothing when the pointers are
+/// equal, a byte copy for equal dtypes, a conversion between float dtypes;
+/// an error for any other pair of dtypes.
+Status copyTensor(const char *op, const DeviceTensor &from, const DeviceTensor &to,
+                  cudaStream_t stream);
+
+/// Every byte of `result` set to zero (0.0 for the float dtypes).
+Status zero(const DeviceTensor &result, cudaStream_t stream);
+
+/// Inverted dropout with the CPU's mask (cpu::dropoutTrain): element i drops
+/// when (dropoutRandomWord(key, i) >> 8) < ceil(p * 2^24), Philox4x32-10
+/// keyed by {seed} and counted by {i / 4, stream}; mask = 0 or
+/// roundTo(mask dtype, 1 / (1 - p)), result = input * mask. `mask` may be
+/// null (rn.dropout): the mask value is then rounded to result's dtype.
+Status dropout(const DeviceTensor &input, double p, uint64_t seed, uint64_t stream,
+               const DeviceTensor &result, const DeviceTensor *mask,
+               cudaStream_t cudaStream);
+
+//===----------------------------------------------------------------------===//
+// Pooling (pool_kernels.cu): NHWC
+//===----------------------------------------------------------------------===//
+
+struct PoolParams {
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 2> padding{0, 0}; ///< symmetric, at most half the kernel
+};
+
+/// The window maximum (padding never wins, ties to the first maximum in
+/// row-major window order, NaN wins): bit for bit the CPU's.
+Status maxPool2d(const DeviceTensor &input, const PoolParams &params,
+                 const DeviceTensor &result, cudaStream_t stream);
+/// Each input element gets the sum (double, in output order) of the output
+/// gradients of the windows whose maximum it is; no atomics.
+Status maxPool2dBackward(const DeviceTensor &outputGrad, const DeviceTensor &input,
+                         const PoolParams &params, const DeviceTensor &inputGrad,
+                         cudaStream_t stream);
+/// Window sum / (KH * KW), padding counted in the divisor.
+Status avgPool2d(const DeviceTensor &input, const PoolParams &params,
+                 const DeviceTensor &result, cudaStream_t stream);
+/// dx = sum over the windows holding x of dy / (KH * KW).
+Status avgPool2dBackward(const DeviceTensor &outputGrad, const PoolParams &params,
+                         const DeviceTensor &inputGrad, cudaStream_t stream);
+/// [N, H, W, C] -> [N, 1, 1, C], the mean over H and W.
+Status globalAvgPool(const DeviceTensor &input, const DeviceTensor &result,
+                     cudaStream_t stream);
+/// dx[n, h, w, c] = dy[n, 0, 0, c] / (H * W).
+Status globalAvgPoolBackward(const DeviceTensor &outputGrad, const DeviceTensor &inputGrad,
+                             cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Loss (loss_kernels.cu): logits [N, C] (float dtypes), labels int32 [N]
+//
+// Labels are on the device, so a label outside [0, C) cannot be reported as
+// an Error without synchronizing: it makes the loss (and that row's
+// gradient) NaN, and count_correct's count negative.
+//===----------------------------------------------------------------------===//
+
+/// Device workspace bytes softmaxCrossEntropy needs for `rows` rows (one
+/// double per row, then a fixed-order reduction).
+size_t softmaxCrossEntropyWorkspaceBytes(int64_t rows);
+
+/// loss (a scalar, float dtype, normally f32) = the mean over rows of the
+/// label-smoothed cross-entropy. `workspace` holds at least
+/// softmaxCrossEntropyWorkspaceBytes(N) bytes of device memory.
+Status softmaxCrossEntropy(const DeviceTensor &logits, const DeviceTensor &labels,
+                           double labelSmoothing, const DeviceTensor &loss,
+                           void *workspace, size_t workspaceBytes, cudaStream_t stream);
+
+/// logitsGrad = (softmax(logits) - t) * scale / N; `scale` is a device
+/// scalar (float dtype) or null for 1.
+Status softmaxCrossEntropyBackward(const DeviceTensor &logits, const DeviceTensor &labels,
+                                   const DeviceTensor *scale, double labelSmoothing,
+                                   const DeviceTensor &logitsGrad, cudaStream_t stream);
+
+/// correct (an i32 scalar) = rows whose arg-max (the first maximum; a NaN
+/// in column 0 picks column 0, other NaNs never win, as on the CPU) equals
+/// the label.
+Status countCorrect(const DeviceTensor &logits, const DeviceTensor &labels,
+                    const DeviceTensor &correct, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Helpers shared by the kernel files (not part of the launch API)
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// "[2, 3, 4]".
+inline std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+inline bool isFloat(DType type) {
+  return type == DType::f32 || type == DType::f16 || type == DType::bf16;
+}
+
+/// Whether `data` is aligned for a vector of `elements` elements of `type`.
+inline bool alignedFor(const void *data, DType type, int64_t elements) {
+  return reinterpret_cast<uintptr_t>(data) % (elementSize(type) * size_t(elements)) == 0;
+}
+
+/// Blocks of `threads` for `work` items of a grid-stride loop: enough to
+/// fill an H200 (132 SMs x 2048 threads) several times, never more.
+inline unsigned gridFor(int64_t work, int threads) {
+  constexpr int64_t kMaxBlocks = 4096;
+  int64_t blocks = (work + threads - 1) / threads;
+  return unsigned(blocks < 1 ? 1 : blocks > kMaxBlocks ? kMaxBlocks : blocks);
+}
+
+} // namespace detail
+
+} // namespace rn::cuda
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace rn::cuda::detail {
+
+/// Element `i` of a float tensor of dtype `type`, widened to f32 (exact).
+__device__ __forceinline__ float loadFloat(const void *data, DType type, int64_t i) {
+  switch (type) {
+  case DType::f16:
+    return __half2float(static_cast<const __half *>(data)[i]);
+  case DType::bf16:
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(data)[i]);
+  default:
+    return static_cast<const float *>(data)[i];
+  }
+}
+
+/// Stores `value` rounded to nearest even into element `i` (roundTo).
+__device__ __forceinline__ void storeFloat(void *data, DType type, int64_t i, float value) {
+  switch (type) {
+  case DType::f16:
+    static_cast<__half *>(data)[i] = __float2half_rn(value);
+    break;
+  case DType::bf16:
+    static_cast<__nv_bfloat16 *>(data)[i] = __float2bfloat16_rn(value);
+    break;
+  default:
+    static_cast<float *>(data)[i] = value;
+    break;
+  }
+}
+
+/// The CPU's store(type, double): rounded to f32 first, then to `type`.
+__device__ __forceinline__ void storeDouble(void *data, DType type, int64_t i, double value) {
+  storeFloat(data, type, i, __double2float_rn(value));
+}
+
+} // namespace rn::cuda::detail
+#endif // __CUDACC__
+
+#endif // RN_RUNTIME_CUDA_KERNELS_H

@@ -1,0 +1,733 @@
+//===- elementwise_kernels_test.cpp - Elementwise, pool and loss kernels vs the CPU -===//
+//
+// Every kernel of kernels.h against its CPU reference (rn::cpu) on random
+// inputs held in each storage dtype: odd element counts (vector body plus
+// scalar tail), views shifted off alignment (scalar path), odd channel
+// counts, stride-2 and overlapping pool windows, padding 0 and > 0, and a
+// tensor large enough to loop the grid.
+//
+// Bounds. Exact (bit for bit, NaN matching NaN): relu, relu/dropout
+// backward, add, casts, reshape, flatten, zero, dropout masks and results,
+// all pooling ops and global average pooling (double sums in the CPU's
+// order), count_correct. Norm-wise, ||gpu - cpu||_2 <= tol * ||cpu||_2 with
+// tol = 2e-6 (f32), 1e-3 (f16), 8e-3 (bf16) of the output dtype: tanh, silu
+// and the tanh/silu backward (f32 libm against the CPU's double), and the
+// cross-entropy gradient (double exp on both sides, another summation
+// order). The mean loss: relative 1e-6.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/cpu_kernels.h"
+#include "runtime/cuda/kernels.h"
+#include "runtime/cuda/conv.h"
+#include "runtime/cuda/gemm.h"
+#include "runtime/cuda/op_launch.h"
+
+#include "cuda_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace rn::cuda {
+namespace {
+
+using testing::allocate;
+using testing::download;
+using testing::numel;
+using testing::roundAll;
+using testing::TestStream;
+using testing::upload;
+using Shape = std::vector<int64_t>;
+
+constexpr DType kFloatTypes[] = {DType::f32, DType::f16, DType::bf16};
+
+std::string str(const Shape &s) { return detail::shapeString(s); }
+
+std::vector<float> randomValues(int64_t n, std::mt19937 &rng, DType type, float lo = -3.0f,
+                                float hi = 3.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = roundTo(type, dist(rng));
+  return v;
+}
+
+/// Values from a small set, so that windows and rows hold ties.
+std::vector<float> quantizedValues(int64_t n, std::mt19937 &rng) {
+  std::uniform_int_distribution<int> dist(-4, 4);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = 0.5f * float(dist(rng));
+  return v;
+}
+
+cpu::TensorView cpuView(std::vector<float> &data, const Shape &shape, DType type) {
+  return cpu::TensorView{data.data(), shape, type};
+}
+
+uint32_t bitsOf(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+
+/// Bit-for-bit equality (any NaN equals any NaN).
+void expectExact(const std::vector<float> &gpu, const std::vector<float> &cpu,
+                 const std::string &what) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  size_t mismatches = 0;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    bool same = (std::isnan(gpu[i]) && std::isnan(cpu[i])) || bitsOf(gpu[i]) == bitsOf(cpu[i]);
+    if (!same && mismatches++ < 5)
+      ADD_FAILURE() << what << ": element " << i << ": gpu " << gpu[i] << " cpu " << cpu[i];
+  }
+  EXPECT_EQ(mismatches, 0u) << what;
+}
+
+double tolerance(DType type) {
+  switch (type) {
+  case DType::f16:
+    return 1e-3;
+  case DType::bf16:
+    return 8e-3;
+  default:
+    return 2e-6;
+  }
+}
+
+/// ||gpu - cpu||_2 <= tol * ||cpu||_2, NaNs in the same places.
+void expectClose(const std::vector<float> &gpu, const std::vector<float> &cpu, double tol,
+                 const std::string &what) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    if (std::isnan(cpu[i]) || std::isnan(gpu[i])) {
+      EXPECT_TRUE(std::isnan(cpu[i]) && std::isnan(gpu[i])) << what << ": element " << i;
+      continue;
+    }
+    double d = double(gpu[i]) - double(cpu[i]);
+    diff += d * d;
+    norm += double(cpu[i]) * cpu[i];
+  }
+  EXPECT_LE(std::sqrt(diff), tol * std::sqrt(norm) + 1e-30)
+      << what << ": relative L2 error " << std::sqrt(diff) / std::sqrt(norm);
+}
+
+const Shape kElementwiseShapes[] = {{1}, {7}, {3, 5, 7}, {2, 9, 11, 13}, {8 * 4096 + 5}};
+
+//===----------------------------------------------------------------------===//
+// Activations, add, backward maps
+//===----------------------------------------------------------------------===//
+
+struct UnaryCase {
+  UnaryOp op;
+  cpu::KernelStatus (*reference)(const cpu::TensorView &, const cpu::TensorView &);
+  bool exact;
+};
+
+TEST(CudaElementwise, UnaryMatchesCpu) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(1);
+  const UnaryCase cases[] = {{UnaryOp::relu, cpu::relu, true},
+                             {UnaryOp::tanh, cpu::tanh, false},
+                             {UnaryOp::silu, cpu::silu, false}};
+  for (const UnaryCase &c : cases)
+    for (DType in : kFloatTypes)
+      for (DType out : kFloatTypes)
+        for (const Shape &shape : kElementwiseShapes)
+          for (int64_t offset : {0, 1}) {
+            std::string what = std::string(unaryOpName(c.op)) + " " +
+                               std::string(dtypeName(in)) + "->" + std::string(dtypeName(out)) +
+                               " " + str(shape) + " offset " + std::to_string(offset);
+            std::vector<float> x = randomValues(numel(shape), rng, in, -6, 6);
+            x[0] = -0.0f; // relu(-0) is +0 on the CPU
+            if (x.size() > 3)
+              x[3] = std::numeric_limits<float>::quiet_NaN();
+            auto dx = upload(x, shape, in, offset);
+            auto dy = allocate(shape, out, offset);
+            RN_ASSERT_STATUS_OK(unary(c.op, dx.view, dy.view, stream.get()));
+            RN_ASSERT_CUDA(stream.sync());
+            std::vector<float> ref(x.size());
+            ASSERT_TRUE(c.reference(cpuView(x, shape, in), cpuView(ref, shape, out)).ok());
+            if (c.exact)
+              expectExact(download(dy.view), ref, what);
+            else
+              expectClose(download(dy.view), ref, tolerance(out), what);
+          }
+}
+
+struct BinaryCase {
+  BinaryOp op;
+  cpu::KernelStatus (*reference)(const cpu::TensorView &, const cpu::TensorView &,
+                                 const cpu::TensorView &);
+  bool exact;
+};
+
+TEST(CudaElementwise, BinaryMatchesCpu) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(2);
+  const BinaryCase cases[] = {{BinaryOp::add, cpu::add, true},
+                              {BinaryOp::relu_backward, cpu::reluBackward, true},
+                              {BinaryOp::tanh_backward, cpu::tanhBackward, false},
+                              {BinaryOp::silu_backward, cpu::siluBackward, false},
+                              {BinaryOp::dropout_backward, cpu::dropoutBackward, true}};
+  // (lhs, rhs, result) dtypes: uniform, and the mixes a program makes.
+  const DType combos[][3] = {{DType::f32, DType::f32, DType::f32},
+                             {DType::f16, DType::f16, DType::f16},
+                             {DType::bf16, DType::bf16, DType::bf16},
+                             {DType::f16, DType::f32, DType::f32},
+                             {DType::f32, DType::bf16, DType::f16}};
+  for (const BinaryCase &c : cases)
+    for (const auto &types : combos)
+      for (const Shape &shape : kElementwiseShapes)
+        for (int64_t offset : {0, 1}) {
+          std::string what = std::string(binaryOpName(c.op)) + " " +
+                             std::string(dtypeName(types[0])) + "," +
+                             std::string(dtypeName(types[1])) + "->" +
+                             std::string(dtypeName(types[2])) + " " + str(shape) + " offset " +
+                             std::to_string(offset);
+          std::vector<float> a = randomValues(numel(shape), rng, types[0]);
+          std::vector<float> b =
+              c.op == BinaryOp::tanh_backward
+                  ? randomValues(numel(shape), rng, types[1], -1, 1) // tanh's results
+                  : randomValues(numel(shape), rng, types[1]);
+          if (c.op == BinaryOp::relu_backward || c.op == BinaryOp::dropout_backward)
+            for (size_t i = 0; i < b.size(); i += 3)
+              b[i] = 0; // zeros of relu's result, dropped mask entries
+          auto da = upload(a, shape, types[0], offset);
+          auto db = upload(b, shape, types[1], offset);
+          auto dr = allocate(shape, types[2], offset);
+          RN_ASSERT_STATUS_OK(binary(c.op, da.view, db.view, dr.view, stream.get()));
+          RN_ASSERT_CUDA(stream.sync());
+          std::vector<float> ref(a.size());
+          ASSERT_TRUE(c.reference(cpuView(a, shape, types[0]), cpuView(b, shape, types[1]),
+                                  cpuView(ref, shape, types[2]))
+                          .ok());
+          if (c.exact)
+            expectExact(download(dr.view), ref, what);
+          else
+            expectClose(download(dr.view), ref, tolerance(types[2]), what);
+        }
+}
+
+TEST(CudaElementwise, ShapeAndDtypeErrorsNameTheOp) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  auto a = allocate({4, 5}, DType::f32);
+  auto b = allocate({5, 4}, DType::f32);
+  auto i = allocate({4, 5}, DType::i32);
+  Status s = binary(BinaryOp::add, a.view, b.view, a.view, stream.get());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("add: rhs must have shape [4, 5]"), std::string::npos)
+      << s.error().message();
+  s = unary(UnaryOp::relu, i.view, a.view, stream.get());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("relu: input must be f32, f16 or bf16"), std::string::npos)
+      << s.error().message();
+}
+
+//===----------------------------------------------------------------------===//
+// Casts, reshapes, zero
+//===----------------------------------------------------------------------===//
+
+TEST(CudaElementwise, CastMatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(3);
+  for (DType in : kFloatTypes)
+    for (DType out : kFloatTypes)
+      for (const Shape &shape : kElementwiseShapes)
+        for (int64_t offset : {0, 1}) {
+          std::string what = std::string("cast ") + std::string(dtypeName(in)) + "->" +
+                             std::string(dtypeName(out)) + " " + str(shape);
+          std::vector<float> x = randomValues(numel(shape), rng, in, -100, 100);
+          // Rounding edges: overflow of f16, subnormals, NaN, signed zero.
+          const float specials[] = {70000.0f, -65520.0f, 1e-6f, -3e-8f, 1e-40f,
+                                    std::numeric_limits<float>::quiet_NaN(), -0.0f,
+                                    std::numeric_limits<float>::infinity()};
+          for (size_t k = 0; k < std::size(specials) && k < x.size(); ++k)
+            x[k] = roundTo(in, specials[k]);
+          auto dx = upload(x, shape, in, offset);
+          auto dy = allocate(shape, out, offset);
+          RN_ASSERT_STATUS_OK(convert("cast", dx.view, dy.view, true, stream.get()));
+          RN_ASSERT_CUDA(stream.sync());
+          std::vector<float> ref(x.size());
+          ASSERT_TRUE(cpu::cast(cpuView(x, shape, in), cpuView(ref, shape, out)).ok());
+          expectExact(download(dy.view), ref, what);
+        }
+}
+
+TEST(CudaElementwise, ReshapeFlattenAndZero) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(4);
+  const Shape in{3, 5, 7, 9}, flat{3, 315};
+  for (DType type : kFloatTypes) {
+    std::vector<float> x = randomValues(numel(in), rng, type);
+    auto dx = upload(x, in, type);
+    auto dy = allocate(flat, type);
+    RN_ASSERT_STATUS_OK(convert("flatten", dx.view, dy.view, false, stream.get()));
+    auto dz = allocate(in, DType::f32);
+    RN_ASSERT_STATUS_OK(convert("reshape", dy.view, dz.view, false, stream.get()));
+    RN_ASSERT_CUDA(stream.sync());
+    std::vector<float> ref(x.size()), back(x.size());
+    ASSERT_TRUE(cpu::flatten(cpuView(x, in, type), cpuView(ref, flat, type)).ok());
+    ASSERT_TRUE(cpu::reshape(cpuView(ref, flat, type), cpuView(back, in, DType::f32)).ok());
+    expectExact(download(dy.view), ref, "flatten");
+    expectExact(download(dz.view), back, "reshape to f32");
+
+    RN_ASSERT_STATUS_OK(zero(dx.view, stream.get()));
+    RN_ASSERT_CUDA(stream.sync());
+    expectExact(download(dx.view), std::vector<float>(x.size(), 0.0f), "zero");
+  }
+  auto a = allocate({4, 5}, DType::f32), b = allocate({3, 7}, DType::f32);
+  Status s = convert("reshape", a.view, b.view, false, stream.get());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("reshape: result shape [3, 7]"), std::string::npos)
+      << s.error().message();
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+TEST(CudaElementwise, DropoutMatchesCpuMaskBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(5);
+  const cpu::RngKey keys[] = {{0, 0}, {42, 7}, {0x0123456789abcdefull, 0x100000002ull}};
+  const Shape shapes[] = {{1}, {3}, {5}, {2, 9, 11, 3}, {4 * 4096 * 256 + 3}};
+  for (const cpu::RngKey &key : keys)
+    for (double p : {0.0, 0.1, 0.5, 0.9})
+      for (DType type : kFloatTypes)
+        for (const Shape &shape : shapes)
+          for (int64_t offset : {0, 1}) {
+            if (numel(shape) > 100000 && (offset || p != 0.5))
+              continue; // one large case per key and dtype loops the grid
+            std::string what = "dropout p " + std::to_string(p) + " " +
+                               std::string(dtypeName(type)) + " " + str(shape) + " seed " +
+                               std::to_string(key.seed) + " stream " + std::to_string(key.stream);
+            std::vector<float> x = randomValues(numel(shape), rng, type);
+            DType maskType = type == DType::f32 ? DType::f16 : DType::f32;
+            auto dx = upload(x, shape, type, offset);
+            auto dy = allocate(shape, type, offset);
+            auto dm = allocate(shape, maskType, offset);
+            auto dy2 = allocate(shape, type, offset);
+            RN_ASSERT_STATUS_OK(
+                dropout(dx.view, p, key.seed, key.stream, dy.view, &dm.view, stream.get()));
+            RN_ASSERT_STATUS_OK(
+                dropout(dx.view, p, key.seed, key.stream, dy2.view, nullptr, stream.get()));
+            RN_ASSERT_CUDA(stream.sync());
+            std::vector<float> ref(x.size()), mask(x.size()), ref2(x.size());
+            ASSERT_TRUE(cpu::dropoutTrain(cpuView(x, shape, type), p, key,
+                                          cpuView(ref, shape, type),
+                                          cpuView(mask, shape, maskType))
+                            .ok());
+            ASSERT_TRUE(
+                cpu::dropout(cpuView(x, shape, type), p, key, cpuView(ref2, shape, type)).ok());
+            expectExact(download(dm.view), mask, what + " mask");
+            expectExact(download(dy.view), ref, what + " result");
+            expectExact(download(dy2.view), ref2, what + " (rn.dropout)");
+          }
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+struct PoolCase {
+  Shape input;
+  PoolParams params;
+};
+
+const PoolCase kPoolCases[] = {
+    {{2, 8, 8, 4}, {{2, 2}, {2, 2}, {0, 0}}},   // stride 2, no overlap
+    {{2, 9, 7, 3}, {{3, 3}, {2, 2}, {1, 1}}},   // overlap, padding, odd sizes
+    {{1, 7, 9, 5}, {{3, 3}, {1, 1}, {1, 1}}},   // stride 1, heavy overlap
+    {{3, 10, 6, 1}, {{3, 2}, {2, 1}, {1, 0}}},  // non-square
+    {{2, 5, 5, 16}, {{1, 1}, {1, 1}, {0, 0}}},  // identity window
+    {{1, 13, 11, 7}, {{5, 5}, {3, 3}, {2, 2}}}, // large window, stride 3
+    {{2, 4, 4, 33}, {{4, 4}, {4, 4}, {0, 0}}},  // one window
+};
+
+std::string str(const PoolCase &c) {
+  return str(c.input) + " kernel " + str({c.params.kernel[0], c.params.kernel[1]}) +
+         " strides " + str({c.params.strides[0], c.params.strides[1]}) + " padding " +
+         str({c.params.padding[0], c.params.padding[1]});
+}
+
+cpu::Pool2dAttrs cpuAttrs(const PoolParams &p) { return {p.kernel, p.strides, p.padding}; }
+
+TEST(CudaPool, MatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(6);
+  for (const PoolCase &pc : kPoolCases)
+    for (DType type : kFloatTypes)
+      for (bool ties : {false, true}) {
+        std::string what = str(pc) + " " + std::string(dtypeName(type)) +
+                           (ties ? " with ties" : "");
+        cpu::Shape outShape;
+        ASSERT_TRUE(cpu::pool2dOutputShape(pc.input, cpuAttrs(pc.params), outShape).ok());
+        std::vector<float> x = ties ? quantizedValues(numel(pc.input), rng)
+                                    : randomValues(numel(pc.input), rng, type);
+        if (!ties && x.size() > 10)
+          x[10] = std::numeric_limits<float>::quiet_NaN(); // NaN wins the max
+        std::vector<float> dy = randomValues(numel(outShape), rng, type);
+        auto dx = upload(x, pc.input, type);
+        auto ddy = upload(dy, outShape, type);
+        auto maxOut = allocate(outShape, type), avgOut = allocate(outShape, type);
+        auto maxGrad = allocate(pc.input, type), avgGrad = allocate(pc.input, type);
+        RN_ASSERT_STATUS_OK(maxPool2d(dx.view, pc.params, maxOut.view, stream.get()));
+        RN_ASSERT_STATUS_OK(avgPool2d(dx.view, pc.params, avgOut.view, stream.get()));
+        RN_ASSERT_STATUS_OK(
+            maxPool2dBackward(ddy.view, dx.view, pc.params, maxGrad.view, stream.get()));
+        RN_ASSERT_STATUS_OK(avgPool2dBackward(ddy.view, pc.params, avgGrad.view, stream.get()));
+        RN_ASSERT_CUDA(stream.sync());
+
+        std::vector<float> rMax(static_cast<size_t>(numel(outShape))), rAvg(rMax.size());
+        std::vector<float> rMaxGrad(x.size()), rAvgGrad(x.size());
+        auto attrs = cpuAttrs(pc.params);
+        ASSERT_TRUE(cpu::maxPool2d(cpuView(x, pc.input, type), attrs,
+                                   cpuView(rMax, outShape, type))
+                        .ok());
+        ASSERT_TRUE(cpu::avgPool2d(cpuView(x, pc.input, type), attrs,
+                                   cpuView(rAvg, outShape, type))
+                        .ok());
+        ASSERT_TRUE(cpu::maxPool2dBackward(cpuView(dy, outShape, type),
+                                           cpuView(x, pc.input, type), attrs,
+                                           cpuView(rMaxGrad, pc.input, type))
+                        .ok());
+        ASSERT_TRUE(cpu::avgPool2dBackward(cpuView(dy, outShape, type), attrs,
+                                           cpuView(rAvgGrad, pc.input, type))
+                        .ok());
+        expectExact(download(maxOut.view), rMax, "max_pool2d " + what);
+        expectExact(download(avgOut.view), rAvg, "avg_pool2d " + what);
+        expectExact(download(maxGrad.view), rMaxGrad, "max_pool2d_backward " + what);
+        expectExact(download(avgGrad.view), rAvgGrad, "avg_pool2d_backward " + what);
+      }
+}
+
+TEST(CudaPool, GlobalAvgPoolMatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(7);
+  const Shape shapes[] = {{2, 7, 7, 5}, {3, 1, 1, 8}, {1, 13, 3, 33}, {4, 6, 6, 1}};
+  for (const Shape &in : shapes)
+    for (DType type : kFloatTypes)
+      for (DType out : {type, DType::f32}) {
+        std::string what = str(in) + " " + std::string(dtypeName(type)) + "->" +
+                           std::string(dtypeName(out));
+        Shape outShape{in[0], 1, 1, in[3]};
+        std::vector<float> x = randomValues(numel(in), rng, type);
+        std::vector<float> dy = randomValues(numel(outShape), rng, out);
+        auto dx = upload(x, in, type), ddy = upload(dy, outShape, out);
+        auto dr = allocate(outShape, out), dg = allocate(in, type);
+        RN_ASSERT_STATUS_OK(globalAvgPool(dx.view, dr.view, stream.get()));
+        RN_ASSERT_STATUS_OK(globalAvgPoolBackward(ddy.view, dg.view, stream.get()));
+        RN_ASSERT_CUDA(stream.sync());
+        std::vector<float> ref(static_cast<size_t>(numel(outShape))), grad(x.size());
+        ASSERT_TRUE(cpu::globalAvgPool(cpuView(x, in, type), cpuView(ref, outShape, out)).ok());
+        ASSERT_TRUE(
+            cpu::globalAvgPoolBackward(cpuView(dy, outShape, out), cpuView(grad, in, type)).ok());
+        expectExact(download(dr.view), ref, "global_avg_pool " + what);
+        expectExact(download(dg.view), grad, "global_avg_pool_backward " + what);
+      }
+}
+
+TEST(CudaPool, BadGeometryIsAnError) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  auto x = allocate({1, 4, 4, 2}, DType::f32), y = allocate({1, 2, 2, 2}, DType::f32);
+  Status s = maxPool2d(x.view, PoolParams{{2, 2}, {2, 2}, {2, 2}}, y.view, stream.get());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("max_pool2d: padding 2 exceeds half"), std::string::npos)
+      << s.error().message();
+  s = avgPool2d(x.view, PoolParams{{2, 2}, {1, 1}, {0, 0}}, y.view, stream.get());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("avg_pool2d: result must have shape [1, 3, 3, 2]"),
+            std::string::npos)
+      << s.error().message();
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+std::vector<float> randomLabels(int64_t n, int64_t classes, std::mt19937 &rng) {
+  std::uniform_int_distribution<int32_t> dist(0, int32_t(classes - 1));
+  std::vector<float> labels(static_cast<size_t>(n));
+  for (float &l : labels)
+    l = float(dist(rng));
+  return labels;
+}
+
+std::vector<int32_t> asInts(const std::vector<float> &labels) {
+  return std::vector<int32_t>(labels.begin(), labels.end());
+}
+
+const Shape kLogitShapes[] = {{1, 1}, {4, 3}, {7, 10}, {33, 1000}, {257, 37}};
+
+TEST(CudaLoss, SoftmaxCrossEntropyMatchesCpu) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(8);
+  for (const Shape &shape : kLogitShapes)
+    for (DType type : kFloatTypes)
+      for (double smoothing : {0.0, 0.1}) {
+        std::string what = str(shape) + " " + std::string(dtypeName(type)) + " smoothing " +
+                           std::to_string(smoothing);
+        int64_t n = shape[0], c = shape[1];
+        std::vector<float> x = randomValues(n * c, rng, type, -5, 5);
+        std::vector<float> labels = randomLabels(n, c, rng);
+        std::vector<int32_t> ints = asInts(labels);
+        auto dx = upload(x, shape, type), dl = upload(labels, {n}, DType::i32);
+        auto loss = allocate({}, DType::f32), loss2 = allocate({}, DType::f32);
+        auto scale = upload({1024.0f}, {}, DType::f32);
+        auto grad = allocate(shape, type), scaledGrad = allocate(shape, type);
+        testing::DeviceBuffer workspace(softmaxCrossEntropyWorkspaceBytes(n));
+        RN_ASSERT_STATUS_OK(softmaxCrossEntropy(dx.view, dl.view, smoothing, loss.view,
+                                                workspace.data(), workspace.bytes(),
+                                                stream.get()));
+        RN_ASSERT_STATUS_OK(softmaxCrossEntropy(dx.view, dl.view, smoothing, loss2.view,
+                                                workspace.data(), workspace.bytes(),
+                                                stream.get()));
+        RN_ASSERT_STATUS_OK(softmaxCrossEntropyBackward(dx.view, dl.view, nullptr, smoothing,
+                                                        grad.view, stream.get()));
+        RN_ASSERT_STATUS_OK(softmaxCrossEntropyBackward(dx.view, dl.view, &scale.view,
+                                                        smoothing, scaledGrad.view,
+                                                        stream.get()));
+        RN_ASSERT_CUDA(stream.sync());
+
+        cpu::LabelView lv{ints.data(), {n}};
+        float refLoss = 0;
+        ASSERT_TRUE(cpu::softmaxCrossEntropy(cpuView(x, shape, type), lv, smoothing, refLoss).ok());
+        std::vector<float> refGrad(x.size()), refScaled(x.size());
+        ASSERT_TRUE(cpu::softmaxCrossEntropyBackward(cpuView(x, shape, type), lv, 1.0f,
+                                                     smoothing, cpuView(refGrad, shape, type))
+                        .ok());
+        ASSERT_TRUE(cpu::softmaxCrossEntropyBackward(cpuView(x, shape, type), lv, 1024.0f,
+                                                     smoothing, cpuView(refScaled, shape, type))
+                        .ok());
+        float gpuLoss = download(loss.view)[0];
+        EXPECT_LE(std::fabs(gpuLoss - refLoss), 1e-6 * std::fabs(refLoss) + 1e-12)
+            << what << ": gpu " << gpuLoss << " cpu " << refLoss;
+        EXPECT_EQ(bitsOf(gpuLoss), bitsOf(download(loss2.view)[0])) << what << ": not deterministic";
+        expectClose(download(grad.view), refGrad, tolerance(type), "gradient " + what);
+        expectClose(download(scaledGrad.view), refScaled, tolerance(type),
+                    "scaled gradient " + what);
+      }
+}
+
+TEST(CudaLoss, CountCorrectMatchesCpuOnTiesAndNaN) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(9);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const Shape &shape : kLogitShapes)
+    for (DType type : kFloatTypes) {
+      int64_t n = shape[0], c = shape[1];
+      std::vector<float> x = quantizedValues(n * c, rng); // many ties
+      std::vector<float> labels = randomLabels(n, c, rng);
+      for (int64_t r = 0; r < n; r += 3)
+        x[size_t(r * c + (r / 3) % c)] = nan; // NaN in column 0 of some rows, later in others
+      for (int64_t r = 1; r < n; r += 2) {
+        // The label at the first maximum.
+        int64_t best = 0;
+        for (int64_t k = 1; k < c; ++k)
+          if (x[size_t(r * c + k)] > x[size_t(r * c + best)])
+            best = k;
+        labels[size_t(r)] = float(best);
+      }
+      std::vector<int32_t> ints = asInts(labels);
+      auto dx = upload(x, shape, type), dl = upload(labels, {n}, DType::i32);
+      auto count = allocate({}, DType::i32);
+      RN_ASSERT_STATUS_OK(countCorrect(dx.view, dl.view, count.view, stream.get()));
+      RN_ASSERT_CUDA(stream.sync());
+      int32_t ref = 0;
+      ASSERT_TRUE(cpu::countCorrect(cpuView(x, shape, type), cpu::LabelView{ints.data(), {n}}, ref)
+                      .ok());
+      EXPECT_EQ(int32_t(download(count.view)[0]), ref) << str(shape) << " " << dtypeName(type);
+    }
+}
+
+TEST(CudaLoss, OutOfRangeLabelShows) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(10);
+  const Shape shape{4, 3};
+  std::vector<float> x = randomValues(12, rng, DType::f32);
+  auto dx = upload(x, shape, DType::f32), dl = upload({0, 1, 3, 2}, {4}, DType::i32);
+  auto loss = allocate({}, DType::f32), count = allocate({}, DType::i32);
+  auto grad = allocate(shape, DType::f32);
+  testing::DeviceBuffer workspace(softmaxCrossEntropyWorkspaceBytes(4));
+  RN_ASSERT_STATUS_OK(softmaxCrossEntropy(dx.view, dl.view, 0, loss.view, workspace.data(),
+                                          workspace.bytes(), stream.get()));
+  RN_ASSERT_STATUS_OK(softmaxCrossEntropyBackward(dx.view, dl.view, nullptr, 0, grad.view,
+                                                  stream.get()));
+  RN_ASSERT_STATUS_OK(countCorrect(dx.view, dl.view, count.view, stream.get()));
+  RN_ASSERT_CUDA(stream.sync());
+  EXPECT_TRUE(std::isnan(download(loss.view)[0]));
+  std::vector<float> g = download(grad.view);
+  EXPECT_TRUE(std::isnan(g[6]) && std::isnan(g[8]));
+  EXPECT_FALSE(std::isnan(g[0]));
+  EXPECT_LT(download(count.view)[0], 0.0f);
+
+  Status s = softmaxCrossEntropy(dx.view, dl.view, 0, loss.view, workspace.data(), 8,
+                                 stream.get());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("softmax_cross_entropy: needs 32 bytes"), std::string::npos)
+      << s.error().message();
+}
+
+//===----------------------------------------------------------------------===//
+// The launchers: attributes, host_to_device, all_reduce_mean
+//===----------------------------------------------------------------------===//
+
+const OpLauncher &launcherOf(std::string_view op) {
+  for (const OpLauncher &l : elementwiseLaunchers())
+    if (l.op == op)
+      return l;
+  ADD_FAILURE() << "no launcher for " << op;
+  static const OpLauncher none{};
+  return none;
+}
+
+class CudaElementwiseLaunchers : public ::testing::Test {
+protected:
+  void SetUp() override {
+    RN_SKIP_WITHOUT_CUDA();
+    auto c = ConvRunner::create(ConvRunner::Options{});
+    auto g = GemmRunner::create(GemmRunner::Options{});
+    ASSERT_TRUE(c.ok()) << c.error().message();
+    ASSERT_TRUE(g.ok()) << g.error().message();
+    conv = std::move(*c);
+    gemm = std::move(*g);
+    resources.name = "comp1";
+    resources.stream = stream.get();
+    resources.workspace = workspace.data();
+    resources.workspaceBytes = workspace.bytes();
+  }
+
+  Status run(const std::string &op, nlohmann::json attributes,
+             const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
+             uint64_t seed = 0, uint64_t dropoutStream = 0) {
+    Node node;
+    node.op = op;
+    node.attributes = std::move(attributes);
+    OpLaunch launch{node, -1, operands, results, resources, *conv, *gemm, seed, dropoutStream};
+    const OpLauncher &l = launcherOf(op);
+    if (!l.launch)
+      return Error("no launcher");
+    if (l.prepare) {
+      Result<size_t> bytes = l.prepare(launch);
+      if (!bytes.ok())
+        return bytes.error();
+      if (*bytes > resources.workspaceBytes)
+        return Error("workspace too small for the test");
+    }
+    return l.launch(launch);
+  }
+
+  TestStream stream;
+  testing::DeviceBuffer workspace{1 << 20};
+  StreamResources resources;
+  std::unique_ptr<ConvRunner> conv;
+  std::unique_ptr<GemmRunner> gemm;
+};
+
+TEST_F(CudaElementwiseLaunchers, EveryOpHasALauncher) {
+  for (const char *op :
+       {"relu", "tanh", "silu", "relu_backward", "tanh_backward", "silu_backward", "add", "cast",
+        "reshape", "flatten", "zero", "dropout", "dropout_train", "dropout_backward",
+        "max_pool2d", "avg_pool2d", "max_pool2d_backward", "avg_pool2d_backward",
+        "global_avg_pool", "global_avg_pool_backward", "softmax_cross_entropy",
+        "softmax_cross_entropy_backward", "count_correct", "host_to_device", "all_reduce_mean"})
+    EXPECT_NE(launcherOf(op).launch, nullptr) << op;
+}
+
+TEST_F(CudaElementwiseLaunchers, AttributesReachTheKernels) {
+  std::mt19937 rng(11);
+  // max_pool2d with the node's kernel, strides and padding.
+  const Shape in{2, 9, 7, 3}, out{2, 5, 4, 3};
+  std::vector<float> x = randomValues(numel(in), rng, DType::f16);
+  auto dx = upload(x, in, DType::f16);
+  auto dy = allocate(out, DType::f16);
+  RN_ASSERT_STATUS_OK(run("max_pool2d",
+                          {{"kernel", {3, 3}}, {"strides", {2, 2}}, {"padding", {1, 1}}},
+                          {dx.view}, {dy.view}));
+  // dropout_train with p, the seed and the dropout stream.
+  auto dr = allocate(in, DType::f16), dm = allocate(in, DType::f16);
+  RN_ASSERT_STATUS_OK(run("dropout_train", {{"p", 0.3}}, {dx.view}, {dr.view, dm.view}, 99, 5));
+  // softmax_cross_entropy with label smoothing, through the workspace.
+  std::vector<float> logits = randomValues(5 * 7, rng, DType::f32);
+  std::vector<float> labels = randomLabels(5, 7, rng);
+  std::vector<int32_t> ints = asInts(labels);
+  auto dlog = upload(logits, {5, 7}, DType::f32), dlab = upload(labels, {5}, DType::i32);
+  auto loss = allocate({}, DType::f32);
+  RN_ASSERT_STATUS_OK(run("softmax_cross_entropy", {{"label_smoothing", 0.2}},
+                          {dlog.view, dlab.view}, {loss.view}));
+  RN_ASSERT_CUDA(stream.sync());
+
+  std::vector<float> ref(static_cast<size_t>(numel(out))), r(x.size()), m(x.size());
+  ASSERT_TRUE(cpu::maxPool2d(cpuView(x, in, DType::f16), cpu::Pool2dAttrs{{3, 3}, {2, 2}, {1, 1}},
+                             cpuView(ref, out, DType::f16))
+                  .ok());
+  expectExact(download(dy.view), ref, "max_pool2d launcher");
+  ASSERT_TRUE(cpu::dropoutTrain(cpuView(x, in, DType::f16), 0.3, cpu::RngKey{99, 5},
+                                cpuView(r, in, DType::f16), cpuView(m, in, DType::f16))
+                  .ok());
+  expectExact(download(dm.view), m, "dropout_train launcher mask");
+  expectExact(download(dr.view), r, "dropout_train launcher result");
+  float refLoss = 0;
+  ASSERT_TRUE(cpu::softmaxCrossEntropy(cpuView(logits, {5, 7}, DType::f32),
+                                       cpu::LabelView{ints.data(), {5}}, 0.2, refLoss)
+                  .ok());
+  EXPECT_NEAR(download(loss.view)[0], refLoss, 1e-6 * std::fabs(refLoss));
+}
+
+TEST_F(CudaElementwiseLaunchers, HostToDeviceAndAllReduceMeanCopy) {
+  std::mt19937 rng(12);
+  const Shape shape{3, 5, 7};
+  std::vector<float> x = randomValues(numel(shape), rng, DType::f32);
+  float *pinned = nullptr;
+  RN_ASSERT_CUDA(cudaMallocHost(reinterpret_cast<void **>(&pinned), x.size() * sizeof(float)));
+  std::memcpy(pinned, x.data(), x.size() * sizeof(float));
+  DeviceTensor host{pinned, DType::f32, shape};
+  auto dev = allocate(shape, DType::f32);
+  Status s = run("host_to_device", {}, {host}, {dev.view});
+  EXPECT_TRUE(s.ok()) << s.error().message();
+
+  // all_reduce_mean: a copy per operand, a conversion between float dtypes,
+  // nothing when operand and result are one tensor.
+  auto copy = allocate(shape, DType::f32), half = allocate(shape, DType::f16);
+  auto same = upload(x, shape, DType::f32);
+  s = run("all_reduce_mean", {}, {dev.view, dev.view, same.view},
+          {copy.view, half.view, same.view});
+  EXPECT_TRUE(s.ok()) << s.error().message();
+  RN_ASSERT_CUDA(stream.sync());
+  expectExact(download(dev.view), x, "host_to_device");
+  expectExact(download(copy.view), x, "all_reduce_mean f32 -> f32");
+  expectExact(download(half.view), roundAll(x, DType::f16), "all_reduce_mean f32 -> f16");
+  expectExact(download(same.view), x, "all_reduce_mean in place");
+
+  // A staging tensor of another dtype is refused, not copied as bytes.
+  DeviceTensor hostHalf{pinned, DType::f16, shape};
+  s = run("host_to_device", {}, {hostHalf}, {dev.view});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("host_to_device: the staging tensor is f16"),
+            std::string::npos)
+      << s.error().message();
+  RN_ASSERT_CUDA(cudaFreeHost(pinned));
+}
+
+} // namespace
+} // namespace rn::cuda
