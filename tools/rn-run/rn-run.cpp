@@ -34,6 +34,7 @@
 #include "runtime/data/idx_dataset.h"
 #include "runtime/core/safetensors.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -76,6 +77,8 @@ void usage(FILE *out) {
       "  --stop-after-epoch E  stop after epoch E (the schedule still spans\n"
       "                     --epochs; to resume later from --checkpoint)\n"
       "  --no-progress      no progress lines on stderr\n"
+      "  --benchmark        time training steps on random data: --warmup W steps\n"
+      "                     (default 10), then 3 x --steps N; prints ms/step (JSON)\n"
       "  --interleave       run the streams interleaved at random and check\n"
       "                     for hazards (slow; cpu executor)\n"
       "  --executor E       cpu (reference kernels), cuda-eager (each node launched\n"
@@ -133,6 +136,8 @@ struct Options {
   bool deterministic = false;
   bool allowTf32 = false;
   std::string planCache;
+  bool benchmark = false;
+  long warmup = 10;
 };
 
 /// Training steps per CpuExecutor::trainSteps call: each group runs through
@@ -148,6 +153,55 @@ double seconds(std::chrono::steady_clock::time_point since) {
 //===----------------------------------------------------------------------===//
 // Synthetic data
 //===----------------------------------------------------------------------===//
+
+/// --benchmark: ms per training step on random data (labels uniform), the
+/// method of the PyTorch reference: `warmup` steps, then three repetitions of
+/// `steps` steps, each one runPipelined call (the next batch's copy overlaps
+/// the current step), timed on the host around the call, which returns when
+/// the last step's outputs are on the host; the median is reported. Prints
+/// one JSON line.
+int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
+                 int64_t batch, int64_t features, int64_t classes) {
+  std::mt19937_64 rng(o.seed + 1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  rn::HostBatch b;
+  b.images.resize(size_t(batch * features));
+  for (float &x : b.images)
+    x = normal(rng);
+  b.labels.resize(size_t(batch));
+  for (int32_t &y : b.labels)
+    y = int32_t(rng() % uint64_t(classes));
+  int32_t step = 1;
+  auto run = [&](long count, double &secs, float &loss) -> rn::Status {
+    std::vector<rn::HostBatch> batches(size_t(count), b);
+    std::vector<rn::TrainOutputs> outs;
+    auto start = std::chrono::steady_clock::now();
+    rn::Status st = ex.trainSteps(batches, std::vector<float>(size_t(count), float(o.lr)),
+                                  step, outs);
+    secs = seconds(start);
+    step += int32_t(count);
+    if (st.ok() && !outs.empty())
+      loss = outs.back().loss;
+    return st;
+  };
+  double secs = 0;
+  float loss = 0;
+  if (o.warmup > 0)
+    if (rn::Status st = run(o.warmup, secs, loss); !st)
+      return fail("warmup: " + st.error().message());
+  std::vector<double> ms;
+  for (int rep = 0; rep < 3; ++rep) {
+    if (rn::Status st = run(o.steps, secs, loss); !st)
+      return fail("benchmark: " + st.error().message());
+    ms.push_back(secs * 1000.0 / double(o.steps));
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("{\"model\": \"%s\", \"executor\": \"%.*s\", \"batch\": %lld, "
+              "\"ms_per_step\": %.3f, \"images_per_s\": %.0f, \"loss\": %.6f}\n",
+              artifact.program.model.c_str(), int(ex.name().size()), ex.name().data(),
+              (long long)batch, ms[1], double(batch) * 1000.0 / ms[1], loss);
+  return 0;
+}
 
 int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
                  int64_t batch, int64_t features, int64_t classes) {
@@ -643,6 +697,12 @@ int main(int argc, char **argv) {
       o.allowTf32 = true;
     } else if (arg == "--plan-cache") {
       o.planCache = value("--plan-cache");
+    } else if (arg == "--benchmark") {
+      o.benchmark = true;
+    } else if (arg == "--warmup") {
+      if (!integer("--warmup", 0, n))
+        return 1;
+      o.warmup = long(n);
     } else if (arg == "--no-progress") {
       o.progress = false;
     } else if (arg == "--steps") {
@@ -701,6 +761,8 @@ int main(int argc, char **argv) {
     usage(stderr);
     return fail("no artifact given");
   }
+  if (o.benchmark)
+    o.synthetic = true;
   if (o.synthetic && !o.data.empty())
     return fail("--synthetic and --data exclude each other");
   if (!o.synthetic && o.data.empty())
@@ -775,6 +837,8 @@ int main(int argc, char **argv) {
   if (classes < 1)
     return fail(o.path + ": cannot find the class count (no softmax_cross_entropy)");
 
+  if (o.benchmark)
+    return runBenchmark(o, *artifact, ex, batch, features, classes);
   if (o.synthetic)
     return runSynthetic(o, *artifact, ex, batch, features, classes);
   return runData(o, *artifact, ex, *imageShape, classes);
