@@ -1,0 +1,192 @@
+"""PyTorch training-step timings measured the way RN's are, for the same models.
+
+The models mirror python-frontend/rn/models (mlp, resnet18c, vgg11c, and
+torchvision's resnet50); the step is the one RN compiles: fp16 autocast with
+channels_last, cross entropy, SGD with Nesterov momentum 0.9 and weight
+decay 5e-4, dynamic loss scaling, and a pinned host-to-device copy of the
+batch every step. Modes: "eager" (one Python-issued step) and "graph" (the
+whole step captured once as a CUDA graph with a static loss scale, the usual
+recipe, and replayed). Timing: `--warmup` steps, then three repetitions of
+`--steps` steps between CUDA events; the median repetition is reported, as
+ms per step and images per second, one JSON line per run.
+
+    python3 bench/torch_step.py --models mlp:128,resnet18c:256 --modes eager,graph
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+
+
+def resnet18c(classes: int = 10) -> nn.Module:
+    layers: list[nn.Module] = [nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU()]
+    cin = 64
+    for cout, stride in [(64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1)]:
+        layers.append(BasicBlock(cin, cout, stride))
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, classes)]
+    return nn.Sequential(*layers)
+
+
+def vgg11c(classes: int = 10) -> nn.Module:
+    layers: list[nn.Module] = []
+    cin = 3
+    for width in [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]:
+        if width == "M":
+            layers.append(nn.MaxPool2d(2))
+        else:
+            layers += [nn.Conv2d(cin, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU()]
+            cin = width
+    layers += [nn.Flatten(), nn.Linear(512, classes)]
+    return nn.Sequential(*layers)
+
+
+def mlp(classes: int = 10) -> nn.Module:
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024),
+                         nn.ReLU(), nn.Linear(1024, classes))
+
+
+def resnet50(classes: int = 1000) -> nn.Module:
+    import torchvision
+
+    return torchvision.models.resnet50(num_classes=classes)
+
+
+MODELS = {
+    "mlp": (mlp, (1, 28, 28), 10),
+    "resnet18c": (resnet18c, (3, 32, 32), 10),
+    "vgg11c": (vgg11c, (3, 32, 32), 10),
+    "resnet50": (resnet50, (3, 224, 224), 1000),
+}
+
+
+def measure(name: str, batch: int, mode: str, steps: int, warmup: int) -> dict:
+    build, shape, classes = MODELS[name]
+    torch.manual_seed(0)
+    model = build().cuda().to(memory_format=torch.channels_last)
+    x_host = torch.randn(batch, *shape).pin_memory()
+    y_host = torch.randint(0, classes, (batch,)).pin_memory()
+    x = torch.empty(batch, *shape, device="cuda").to(memory_format=torch.channels_last)
+    y = torch.empty(batch, dtype=torch.long, device="cuda")
+
+    def sgd() -> torch.optim.Optimizer:
+        return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True,
+                               weight_decay=5e-4)
+
+    if mode == "eager":
+        optimizer = sgd()
+        scaler = torch.amp.GradScaler("cuda")
+
+        def step() -> torch.Tensor:
+            x.copy_(x_host, non_blocking=True)
+            y.copy_(y_host, non_blocking=True)
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad(set_to_none=False)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            return loss
+    elif mode == "graph":
+        optimizer = sgd()
+        scale = 1024.0
+        x.copy_(x_host)
+        y.copy_(y_host)
+
+        def body() -> torch.Tensor:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = F.cross_entropy(model(x), y)
+            (loss * scale).backward()
+            for p in model.parameters():
+                p.grad.div_(scale)
+            optimizer.step()
+            return loss
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                optimizer.zero_grad(set_to_none=False)
+                body()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=False)
+        with torch.cuda.graph(graph):
+            captured_loss = body()
+
+        def step() -> torch.Tensor:
+            x.copy_(x_host, non_blocking=True)
+            y.copy_(y_host, non_blocking=True)
+            graph.replay()
+            return captured_loss
+    else:
+        raise ValueError(f"unknown mode {mode!r}")
+
+    start = time.time()
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    warm_s = time.time() - start
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(3):
+        begin.record()
+        for _ in range(steps):
+            loss = step()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end) / steps)
+    ms = sorted(times)[1]
+    return {"framework": "torch", "model": name, "batch": batch, "mode": mode,
+            "ms_per_step": round(ms, 3), "images_per_s": round(batch * 1000 / ms),
+            "warmup_s": round(warm_s, 1), "loss": float(loss.detach())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="mlp:128,resnet18c:256,vgg11c:256",
+                        help="comma-separated model:batch pairs")
+    parser.add_argument("--modes", default="eager,graph")
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=15)
+    args = parser.parse_args()
+    torch.backends.cudnn.benchmark = True
+    print(json.dumps({"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+                      "gpu": torch.cuda.get_device_name()}), flush=True)
+    for spec in args.models.split(","):
+        name, batch = spec.split(":")
+        for mode in args.modes.split(","):
+            try:
+                result = measure(name, int(batch), mode, args.steps, args.warmup)
+            except Exception as error:  # report and go on with the next run
+                result = {"framework": "torch", "model": name, "batch": int(batch), "mode": mode,
+                          "error": str(error)[:300]}
+            print(json.dumps(result), flush=True)
+            torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
