@@ -1,0 +1,653 @@
+//===- conv.cpp - Convolutions as cuDNN frontend graphs -------------------===//
+//
+// One cached entry per (ConvCall, cuDNN handle): the frontend graph (its
+// tensors carry fixed UIDs, so the variant pack is a small array filled
+// from ConvBuffers), the chosen plan index, and the workspace layout. The
+// frontend graph is bound to the handle it was built with, so a call
+// prepared for two streams gets two graphs; the plan chosen for the first
+// is reused for the second without timing again.
+//
+// Kinds beyond a plain graph:
+// - backward_filter: cuDNN's wgrad overwrites its output, and a pointwise
+//   add after wgrad is not a fusion cuDNN offers, so wgrad writes into the
+//   front of the workspace (f32 when cuDNN can, else the input dtype) and
+//   addTensors (conv_kernels.cu) forms dw = dwAcc + wgrad.
+// - forward_stats: conv fprop + genstats in one graph when cuDNN has a plan
+//   for it (f16/bf16 on Hopper); otherwise the plain fprop graph followed by
+//   the deterministic columnSums kernel over the output.
+//
+// Plan choice: every candidate of heuristics modes A and FALLBACK that
+// passes the filters (workspace, determinism, no TF32 for f32 unless
+// allowed, never reduced-precision reductions) is built; without autotune
+// the first built one (heuristic order) is kept, with autotune each is
+// timed with CUDA events on the stream and the fastest kept. The cache
+// file maps "GPU | cuDNN version | options | call" to the heuristic index
+// and the plan's name, and is trusted only when the name still matches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/conv.h"
+
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/conv_kernels.h"
+
+#include <cudnn_frontend.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+namespace rn::cuda {
+
+namespace fe = cudnn_frontend;
+
+namespace {
+
+/// Tensor UIDs of the graphs; also the slots of the pointer array of run.
+enum Uid : int64_t { uidX = 1, uidW, uidY, uidDy, uidDx, uidDw, uidSum, uidSumSq, uidCount };
+
+constexpr size_t kAlignment = 256;
+size_t alignUp(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+const char *kindName(ConvKind kind) {
+  switch (kind) {
+  case ConvKind::forward:
+    return "forward";
+  case ConvKind::forward_stats:
+    return "forward_stats";
+  case ConvKind::backward_data:
+    return "backward_data";
+  case ConvKind::backward_filter:
+    return "backward_filter";
+  }
+  return "?";
+}
+
+/// The Status of a frontend call: the frontend's message and the call;
+/// counted for fault injection like every checked library call.
+Status feCheck(fe::error_t result, const char *what, const ConvCall &call) {
+  bool injected = injectedFailure();
+  if (!injected && result.is_good())
+    return Status::success();
+  return Error(std::string("cuDNN frontend ") + what + " failed for conv " + describe(call) + ": " +
+               (injected ? std::string("injected failure (RN_CUDA_FAIL_CALL)")
+                         : result.get_message()));
+}
+
+#define RN_FE_TRY(expr, what, call)                                                            \
+  do {                                                                                         \
+    ::rn::Status rn_fe_status_ = feCheck((expr), what, call);                                  \
+    if (!rn_fe_status_.ok())                                                                   \
+      return rn_fe_status_.error();                                                            \
+  } while (0)
+
+fe::DataType_t feType(DType type) {
+  switch (type) {
+  case DType::f16:
+    return fe::DataType_t::HALF;
+  case DType::bf16:
+    return fe::DataType_t::BFLOAT16;
+  default:
+    return fe::DataType_t::FLOAT;
+  }
+}
+
+/// cuDNN's dims [N, C, H, W] with NHWC strides of an [N, H, W, C] tensor
+/// (the same for an OHWI filter: [K, C, R, S] with KRSC strides).
+std::vector<int64_t> dimsOf(const std::array<int64_t, 4> &nhwc) {
+  return {nhwc[0], nhwc[3], nhwc[1], nhwc[2]};
+}
+std::vector<int64_t> stridesOf(const std::array<int64_t, 4> &nhwc) {
+  return {nhwc[1] * nhwc[2] * nhwc[3], 1, nhwc[2] * nhwc[3], nhwc[3]};
+}
+int64_t numelOf(const std::array<int64_t, 4> &s) { return s[0] * s[1] * s[2] * s[3]; }
+
+struct CallKey {
+  ConvCall call;
+  cudnnHandle_t handle;
+};
+bool sameCall(const ConvCall &a, const ConvCall &b) {
+  return a.kind == b.kind && a.params.strides == b.params.strides &&
+         a.params.padding == b.params.padding && a.params.dilation == b.params.dilation &&
+         a.params.groups == b.params.groups && a.x == b.x && a.w == b.w && a.y == b.y &&
+         a.xType == b.xType && a.wType == b.wType && a.yType == b.yType &&
+         (a.kind != ConvKind::backward_filter || a.gradType == b.gradType);
+}
+struct CallKeyEq {
+  bool operator()(const CallKey &a, const CallKey &b) const {
+    return a.handle == b.handle && sameCall(a.call, b.call);
+  }
+};
+struct CallKeyHash {
+  size_t operator()(const CallKey &k) const {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    const ConvCall &c = k.call;
+    mix(uint64_t(c.kind));
+    for (int i = 0; i < 2; ++i) {
+      mix(uint64_t(c.params.strides[i]));
+      mix(uint64_t(c.params.padding[i]));
+      mix(uint64_t(c.params.dilation[i]));
+    }
+    mix(uint64_t(c.params.groups));
+    for (int i = 0; i < 4; ++i) {
+      mix(uint64_t(c.x[i]));
+      mix(uint64_t(c.w[i]));
+      mix(uint64_t(c.y[i]));
+    }
+    mix(uint64_t(c.xType) | uint64_t(c.wType) << 8 | uint64_t(c.yType) << 16 |
+        (c.kind == ConvKind::backward_filter ? uint64_t(c.gradType) << 24 : 0));
+    mix(uint64_t(reinterpret_cast<uintptr_t>(k.handle)));
+    return size_t(h);
+  }
+};
+
+/// A prepared call.
+struct Entry {
+  std::shared_ptr<fe::graph::Graph> graph;
+  int64_t plan = -1;
+  /// For each user UID of the variant pack, in the frontend's order, the
+  /// slot of the pointer array (its Uid).
+  std::vector<int64_t> packUids;
+  size_t cudnnWorkspace = 0;
+  /// backward_filter: bytes of the wgrad result at the workspace's front
+  /// (cuDNN's workspace follows it); 0 otherwise.
+  size_t wgradBytes = 0;
+  DType wgradType = DType::f32;
+  /// forward_stats without genstats: columnSums runs after the fprop.
+  bool statsKernel = false;
+  size_t totalWorkspace = 0;
+};
+
+} // namespace
+
+std::string describe(const ConvCall &call) {
+  auto shape = [](const std::array<int64_t, 4> &s) {
+    return "[" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "," + std::to_string(s[2]) +
+           "," + std::to_string(s[3]) + "]";
+  };
+  bool backward = call.kind == ConvKind::backward_data || call.kind == ConvKind::backward_filter;
+  const ConvParams &p = call.params;
+  std::string s = std::string(kindName(call.kind)) + " x" + shape(call.x) + " w" + shape(call.w) +
+                  (backward ? " dy" : " y") + shape(call.y) + " s" + std::to_string(p.strides[0]) +
+                  "," + std::to_string(p.strides[1]) + " p" + std::to_string(p.padding[0]) + "," +
+                  std::to_string(p.padding[1]) + " d" + std::to_string(p.dilation[0]) + "," +
+                  std::to_string(p.dilation[1]) + " g" + std::to_string(p.groups) + " " +
+                  std::string(dtypeName(call.xType));
+  if (call.wType != call.xType || call.yType != call.xType)
+    s += " w:" + std::string(dtypeName(call.wType)) + " " + (backward ? "dy:" : "y:") +
+         std::string(dtypeName(call.yType));
+  if (call.kind == ConvKind::backward_filter)
+    s += " dw:" + std::string(dtypeName(call.gradType));
+  return s;
+}
+
+struct ConvRunner::Impl {
+  Options options;
+  std::unordered_map<CallKey, Entry, CallKeyHash, CallKeyEq> entries;
+  /// Plans chosen in this process, by cacheKey (reused for other handles).
+  std::unordered_map<std::string, std::pair<int64_t, std::string>> chosen;
+  nlohmann::json cache = nlohmann::json::object(); ///< the cache file's contents
+  std::string device;                               ///< "NVIDIA H200 | cuDNN 91900"
+  size_t graphCount = 0;
+  double seconds = 0;
+
+  std::string cacheKey(const ConvCall &call) const {
+    return device + " | " + (options.deterministic ? "det" : "any") +
+           (options.allowTf32 ? " tf32" : " ieee") + " | " + describe(call);
+  }
+
+  Result<Entry> build(const ConvCall &call, const StreamResources &stream, bool fuseStats,
+                      DType wgradType);
+  Result<int64_t> choosePlan(const ConvCall &call, Entry &entry, const StreamResources &stream,
+                             const std::vector<int64_t> &candidates);
+  Status execute(const Entry &entry, void *const *slots, const StreamResources &stream,
+                 int64_t plan) const;
+  Status storeCache();
+};
+
+/// Builds the graph of `call` and every plan that passes the filters;
+/// entry.plan is left unset. An error when no plan builds.
+Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResources &stream,
+                                      bool fuseStats, DType wgradType) {
+  Entry entry;
+  auto graph = std::make_shared<fe::graph::Graph>();
+  graph->set_io_data_type(feType(call.xType))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+
+  const ConvParams &p = call.params;
+  std::vector<int64_t> padding{p.padding[0], p.padding[1]}, strides{p.strides[0], p.strides[1]},
+      dilation{p.dilation[0], p.dilation[1]};
+  auto tensor = [&](const char *name, Uid uid, const std::array<int64_t, 4> &shape, DType type) {
+    return graph->tensor(fe::graph::Tensor_attributes()
+                             .set_name(name)
+                             .set_uid(uid)
+                             .set_dim(dimsOf(shape))
+                             .set_stride(stridesOf(shape))
+                             .set_data_type(feType(type)));
+  };
+  auto output = [&](std::shared_ptr<fe::graph::Tensor_attributes> t, Uid uid,
+                    const std::array<int64_t, 4> &shape, DType type) {
+    t->set_output(true)
+        .set_uid(uid)
+        .set_dim(dimsOf(shape))
+        .set_stride(stridesOf(shape))
+        .set_data_type(feType(type));
+  };
+
+  switch (call.kind) {
+  case ConvKind::forward:
+  case ConvKind::forward_stats: {
+    auto x = tensor("x", uidX, call.x, call.xType);
+    auto w = tensor("w", uidW, call.w, call.wType);
+    auto y = graph->conv_fprop(x, w,
+                               fe::graph::Conv_fprop_attributes()
+                                   .set_name("fprop")
+                                   .set_padding(padding)
+                                   .set_stride(strides)
+                                   .set_dilation(dilation)
+                                   .set_compute_data_type(fe::DataType_t::FLOAT));
+    output(y, uidY, call.y, call.yType);
+    if (call.kind == ConvKind::forward_stats && fuseStats) {
+      auto [sum, sumSq] =
+          graph->genstats(y, fe::graph::Genstats_attributes().set_name("stats").set_compute_data_type(
+                                 fe::DataType_t::FLOAT));
+      std::array<int64_t, 4> perChannel{1, 1, 1, call.y[3]};
+      output(sum, uidSum, perChannel, DType::f32);
+      output(sumSq, uidSumSq, perChannel, DType::f32);
+    }
+    break;
+  }
+  case ConvKind::backward_data: {
+    auto dy = tensor("dy", uidDy, call.y, call.yType);
+    auto w = tensor("w", uidW, call.w, call.wType);
+    auto dx = graph->conv_dgrad(dy, w,
+                                fe::graph::Conv_dgrad_attributes()
+                                    .set_name("dgrad")
+                                    .set_padding(padding)
+                                    .set_stride(strides)
+                                    .set_dilation(dilation)
+                                    .set_compute_data_type(fe::DataType_t::FLOAT));
+    output(dx, uidDx, call.x, call.xType);
+    break;
+  }
+  case ConvKind::backward_filter: {
+    auto dy = tensor("dy", uidDy, call.y, call.yType);
+    auto x = tensor("x", uidX, call.x, call.xType);
+    auto dw = graph->conv_wgrad(dy, x,
+                                fe::graph::Conv_wgrad_attributes()
+                                    .set_name("wgrad")
+                                    .set_padding(padding)
+                                    .set_stride(strides)
+                                    .set_dilation(dilation)
+                                    .set_compute_data_type(fe::DataType_t::FLOAT));
+    output(dw, uidDw, call.w, wgradType);
+    entry.wgradType = wgradType;
+    entry.wgradBytes = alignUp(size_t(numelOf(call.w)) * elementSize(wgradType));
+    break;
+  }
+  }
+  entry.statsKernel = call.kind == ConvKind::forward_stats && !fuseStats;
+
+  size_t reserved = entry.wgradBytes;
+  if (stream.workspaceBytes < reserved)
+    return Error("conv " + describe(call) + ": the wgrad result needs " + std::to_string(reserved) +
+                 " bytes of workspace, stream " + std::string(stream.name) + " has " +
+                 std::to_string(stream.workspaceBytes));
+
+  RN_FE_TRY(graph->validate(), "validate", call);
+  RN_FE_TRY(graph->build_operation_graph(stream.cudnn), "build_operation_graph", call);
+  RN_FE_TRY(graph->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
+            "create_execution_plans", call);
+  ++graphCount;
+
+  // Filters: f32 accumulation always; IEEE f32 for f32 data unless TF32 is
+  // allowed (tensor-core engines on f32 data are TF32 engines).
+  std::vector<fe::NumericalNote_t> barred{fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION};
+  if (call.xType == DType::f32 && !options.allowTf32) {
+    barred.push_back(fe::NumericalNote_t::TENSOR_CORE);
+    barred.push_back(fe::NumericalNote_t::DOWN_CONVERT_INPUTS);
+  }
+  if (options.deterministic)
+    barred.push_back(fe::NumericalNote_t::NONDETERMINISTIC);
+  graph->deselect_numeric_notes(barred);
+  graph->deselect_workspace_greater_than(int64_t(stream.workspaceBytes - reserved));
+
+  // Build every candidate that passes; a failing candidate is not an error
+  // (that is how cuDNN says "not this engine"), only having none is.
+  std::vector<int64_t> built;
+  std::string failures;
+  for (int64_t i = 0; i < graph->get_execution_plan_count(); ++i) {
+    fe::error_t result = graph->build_plan_at_index(i);
+    if (result.is_good())
+      built.push_back(i);
+    else if (failures.size() < 2000)
+      failures += "\n  plan " + std::to_string(i) + ": " + result.get_message();
+  }
+  if (built.empty())
+    return Error("cuDNN has no plan for conv " + describe(call) + " within " +
+                 std::to_string(stream.workspaceBytes - reserved) + " bytes of workspace (" +
+                 std::to_string(graph->get_execution_plan_count()) + " candidates)" + failures);
+  RN_FE_TRY(graph->prepare_variant_pack_template(), "prepare_variant_pack_template", call);
+  entry.packUids = graph->get_variant_pack_uids_sorted();
+  for (int64_t uid : entry.packUids)
+    if (uid <= 0 || uid >= uidCount)
+      return Error("conv " + describe(call) + ": unexpected tensor UID " + std::to_string(uid) +
+                   " in the cuDNN variant pack");
+  entry.graph = std::move(graph);
+
+  Result<int64_t> plan = choosePlan(call, entry, stream, built);
+  if (!plan.ok())
+    return plan.error();
+  entry.plan = *plan;
+  int64_t workspace = 0;
+  RN_FE_TRY(entry.graph->get_workspace_size_plan_at_index(entry.plan, workspace),
+            "get_workspace_size_plan_at_index", call);
+  entry.cudnnWorkspace = size_t(workspace);
+  entry.totalWorkspace = entry.wgradBytes + entry.cudnnWorkspace;
+  if (entry.statsKernel)
+    entry.totalWorkspace = std::max(entry.totalWorkspace,
+                                    columnSumsWorkspaceBytes(numelOf(call.y) / call.y[3], call.y[3]));
+  if (entry.totalWorkspace > stream.workspaceBytes)
+    return Error("conv " + describe(call) + " needs " + std::to_string(entry.totalWorkspace) +
+                 " bytes of workspace, stream " + std::string(stream.name) + " has " +
+                 std::to_string(stream.workspaceBytes));
+  return entry;
+}
+
+/// Runs plan `plan` of `entry` with the pointers of `slots` (indexed by Uid).
+Status ConvRunner::Impl::execute(const Entry &entry, void *const *slots,
+                                 const StreamResources &stream, int64_t plan) const {
+  void *pack[uidCount];
+  int n = 0;
+  for (int64_t uid : entry.packUids)
+    pack[n++] = slots[uid];
+  void *workspace = static_cast<char *>(stream.workspace) + entry.wgradBytes;
+  fe::error_t result =
+      entry.graph->execute_plan_at_index(stream.cudnn, pack, n, workspace, plan);
+  bool injected = injectedFailure();
+  if (injected || result.is_bad())
+    return Error("cuDNN frontend execute failed: " +
+                 (injected ? std::string("injected failure (RN_CUDA_FAIL_CALL)")
+                           : result.get_message()));
+  return Status::success();
+}
+
+Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
+                                             const StreamResources &stream,
+                                             const std::vector<int64_t> &candidates) {
+  auto nameOf = [&](int64_t plan) {
+    std::string name;
+    if (entry.graph->get_plan_name_at_index(plan, name).is_bad())
+      name.clear();
+    return name;
+  };
+  auto isCandidate = [&](int64_t plan) {
+    return std::find(candidates.begin(), candidates.end(), plan) != candidates.end();
+  };
+  if (!options.autotune || candidates.size() == 1)
+    return candidates.front();
+
+  // Chosen before: in this process (another handle), or in the cache file.
+  std::string key = cacheKey(call) + (entry.statsKernel ? " unfused" : "") +
+                    (call.kind == ConvKind::backward_filter
+                         ? " wgrad:" + std::string(dtypeName(entry.wgradType))
+                         : "");
+  if (auto it = chosen.find(key);
+      it != chosen.end() && isCandidate(it->second.first) && nameOf(it->second.first) == it->second.second)
+    return it->second.first;
+  if (auto it = cache.find(key); it != cache.end() && it->is_object()) {
+    int64_t plan = it->value("plan", int64_t(-1));
+    if (isCandidate(plan) && nameOf(plan) == it->value("name", std::string())) {
+      chosen[key] = {plan, nameOf(plan)};
+      return plan;
+    }
+  }
+
+  // Time every candidate on buffers of the call's sizes (contents: a
+  // harmless constant; the values do not change which plan is fastest).
+  struct DeviceBuffers {
+    std::vector<void *> pointers;
+    ~DeviceBuffers() {
+      for (void *p : pointers)
+        cudaFree(p);
+    }
+  } buffers;
+  void *slots[uidCount] = {};
+  auto allocate = [&](Uid uid, size_t bytes) -> Status {
+    void *p = nullptr;
+    RN_CUDA_TRY(cudaMalloc(&p, std::max<size_t>(bytes, 256)));
+    buffers.pointers.push_back(p);
+    RN_CUDA_TRY(cudaMemsetAsync(p, 0x3c, std::max<size_t>(bytes, 256), stream.stream));
+    slots[uid] = p;
+    return Status::success();
+  };
+  auto bytesOf = [](const std::array<int64_t, 4> &s, DType t) {
+    return size_t(numelOf(s)) * elementSize(t);
+  };
+  for (int64_t uid : entry.packUids) {
+    Status s;
+    switch (uid) {
+    case uidX:
+    case uidDx:
+      s = allocate(Uid(uid), bytesOf(call.x, call.xType));
+      break;
+    case uidW:
+      s = allocate(Uid(uid), bytesOf(call.w, call.wType));
+      break;
+    case uidY:
+    case uidDy:
+      s = allocate(Uid(uid), bytesOf(call.y, call.yType));
+      break;
+    case uidSum:
+    case uidSumSq:
+      s = allocate(Uid(uid), size_t(call.y[3]) * sizeof(float));
+      break;
+    case uidDw:
+      slots[uid] = stream.workspace; // the wgrad result lives there
+      break;
+    default:
+      break;
+    }
+    if (!s.ok())
+      return s.error();
+  }
+
+  cudaEvent_t start = nullptr, stop = nullptr;
+  RN_CUDA_TRY(cudaEventCreate(&start));
+  RN_CUDA_TRY(cudaEventCreate(&stop));
+  struct Events {
+    cudaEvent_t a, b;
+    ~Events() {
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+    }
+  } events{start, stop};
+
+  int64_t best = -1;
+  float bestMs = std::numeric_limits<float>::max();
+  for (int64_t plan : candidates) {
+    // A plan that fails to execute is skipped, like one that fails to build.
+    if (!execute(entry, slots, stream, plan).ok())
+      continue;
+    float planMs = std::numeric_limits<float>::max();
+    bool failed = false;
+    for (int rep = 0; rep < 3 && !failed; ++rep) {
+      RN_CUDA_TRY(cudaEventRecord(start, stream.stream));
+      failed = !execute(entry, slots, stream, plan).ok();
+      RN_CUDA_TRY(cudaEventRecord(stop, stream.stream));
+      RN_CUDA_TRY(cudaEventSynchronize(stop));
+      float ms = 0;
+      RN_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
+      planMs = std::min(planMs, ms);
+    }
+    if (!failed && planMs < bestMs) {
+      bestMs = planMs;
+      best = plan;
+    }
+  }
+  RN_CUDA_TRY(cudaStreamSynchronize(stream.stream));
+  if (best < 0)
+    return Error("conv " + describe(call) + ": none of the " + std::to_string(candidates.size()) +
+                 " cuDNN plans ran");
+  chosen[key] = {best, nameOf(best)};
+  if (!options.cacheFile.empty()) {
+    cache[key] = {{"plan", best}, {"name", nameOf(best)}, {"ms", bestMs}};
+    Status s = storeCache();
+    if (!s.ok())
+      return s.error();
+  }
+  return best;
+}
+
+/// Writes the cache file whole (to a temporary file, then renamed, so that
+/// a reader never sees half a file).
+Status ConvRunner::Impl::storeCache() {
+  std::string temporary = options.cacheFile + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << cache.dump(1) << "\n";
+    if (!out)
+      return Error("cannot write the conv plan cache " + temporary);
+  }
+  if (std::rename(temporary.c_str(), options.cacheFile.c_str()) != 0)
+    return Error("cannot replace the conv plan cache " + options.cacheFile);
+  return Status::success();
+}
+
+Result<std::unique_ptr<ConvRunner>> ConvRunner::create(const Options &options) {
+  std::unique_ptr<ConvRunner> runner(new ConvRunner());
+  runner->impl_ = std::make_unique<Impl>();
+  Impl &impl = *runner->impl_;
+  impl.options = options;
+  int device = 0;
+  RN_CUDA_TRY(cudaGetDevice(&device));
+  cudaDeviceProp properties{};
+  RN_CUDA_TRY(cudaGetDeviceProperties(&properties, device));
+  impl.device = std::string(properties.name) + " | cuDNN " + std::to_string(cudnnGetVersion());
+  if (!options.cacheFile.empty()) {
+    std::ifstream in(options.cacheFile);
+    if (in) {
+      try {
+        impl.cache = nlohmann::json::parse(in);
+      } catch (const std::exception &e) {
+        return Error("conv plan cache " + options.cacheFile + ": " + e.what());
+      }
+      if (!impl.cache.is_object())
+        return Error("conv plan cache " + options.cacheFile + ": not a JSON object");
+    }
+  }
+  return runner;
+}
+
+ConvRunner::~ConvRunner() = default;
+
+Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &stream) {
+  Impl &impl = *impl_;
+  CallKey key{call, stream.cudnn};
+  if (auto it = impl.entries.find(key); it != impl.entries.end()) {
+    if (it->second.totalWorkspace > stream.workspaceBytes)
+      return Error("conv " + describe(call) + " needs " +
+                   std::to_string(it->second.totalWorkspace) + " bytes of workspace, stream " +
+                   std::string(stream.name) + " has " + std::to_string(stream.workspaceBytes));
+    return it->second.totalWorkspace;
+  }
+  for (int i = 0; i < 4; ++i)
+    if (call.x[i] <= 0 || call.w[i] <= 0 || call.y[i] <= 0)
+      return Error("conv " + describe(call) + ": empty or negative dimension");
+  const ConvParams &p = call.params;
+  if (p.groups < 1 || call.w[3] * p.groups != call.x[3] || call.w[0] % p.groups != 0 ||
+      call.w[0] != call.y[3] || call.x[0] != call.y[0])
+    return Error("conv " + describe(call) + ": shapes do not agree (x channels = w channels * "
+                 "groups, y channels = filters, a multiple of groups)");
+  for (int i = 0; i < 2; ++i) {
+    int64_t extent = call.x[1 + i] + 2 * p.padding[i] - p.dilation[i] * (call.w[1 + i] - 1) - 1;
+    if (p.strides[i] < 1 || p.dilation[i] < 1 || p.padding[i] < 0 || extent < 0 ||
+        extent / p.strides[i] + 1 != call.y[1 + i])
+      return Error("conv " + describe(call) + ": the output size does not match the input, "
+                   "filter, strides, padding and dilation");
+  }
+
+  auto begin = std::chrono::steady_clock::now();
+  Result<Entry> entry = Error("");
+  try {
+    switch (call.kind) {
+    case ConvKind::forward_stats:
+      entry = impl.build(call, stream, /*fuseStats=*/true, DType::f32);
+      if (!entry.ok())
+        entry = impl.build(call, stream, /*fuseStats=*/false, DType::f32);
+      break;
+    case ConvKind::backward_filter:
+      // An f32 wgrad result keeps the accumulation exact to f32; engines for
+      // f16/bf16 data may only write their own dtype.
+      entry = impl.build(call, stream, false, DType::f32);
+      if (!entry.ok() && call.xType != DType::f32)
+        entry = impl.build(call, stream, false, call.xType);
+      break;
+    default:
+      entry = impl.build(call, stream, false, DType::f32);
+      break;
+    }
+  } catch (const std::exception &e) {
+    entry = Error("cuDNN frontend threw for conv " + describe(call) + ": " + e.what());
+  }
+  impl.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  if (!entry.ok())
+    return entry.error();
+  size_t workspace = entry->totalWorkspace;
+  impl.entries.emplace(key, std::move(entry).value());
+  return workspace;
+}
+
+Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
+                       const StreamResources &stream) {
+  const Impl &impl = *impl_;
+  auto it = impl.entries.find(CallKey{call, stream.cudnn});
+  if (it == impl.entries.end())
+    return Error("conv " + describe(call) + " was not prepared for stream " +
+                 std::string(stream.name));
+  const Entry &entry = it->second;
+  if (entry.totalWorkspace > stream.workspaceBytes || (entry.totalWorkspace && !stream.workspace))
+    return Error("conv " + describe(call) + ": stream " + std::string(stream.name) +
+                 " has too little workspace");
+
+  void *slots[uidCount] = {};
+  slots[uidX] = const_cast<void *>(buffers.x);
+  slots[uidW] = const_cast<void *>(buffers.w);
+  slots[uidY] = buffers.y;
+  slots[uidDy] = const_cast<void *>(buffers.dy);
+  slots[uidDx] = buffers.dx;
+  slots[uidDw] = stream.workspace;
+  slots[uidSum] = buffers.sum;
+  slots[uidSumSq] = buffers.sumSq;
+  for (int64_t uid : entry.packUids)
+    if (!slots[uid])
+      return Error("conv " + describe(call) + ": a buffer its kind needs is null");
+  if (call.kind == ConvKind::backward_filter && (!buffers.dw || !buffers.dwAcc))
+    return Error("conv " + describe(call) + ": dw and dwAcc must be given");
+  if (call.kind == ConvKind::forward_stats && (!buffers.sum || !buffers.sumSq))
+    return Error("conv " + describe(call) + ": sum and sumSq must be given");
+
+  Status s = impl.execute(entry, slots, stream, entry.plan);
+  if (!s.ok())
+    return s.error().withContext("conv " + describe(call));
+  if (call.kind == ConvKind::backward_filter)
+    return addTensors(buffers.dwAcc, call.gradType, stream.workspace, entry.wgradType, buffers.dw,
+                      call.gradType, numelOf(call.w), stream.stream);
+  if (entry.statsKernel)
+    return columnSums(buffers.y, call.yType, numelOf(call.y) / call.y[3], call.y[3], nullptr,
+                      buffers.sum, DType::f32, buffers.sumSq, stream.workspace,
+                      stream.workspaceBytes, stream.stream);
+  return Status::success();
+}
+
+size_t ConvRunner::graphs() const { return impl_->graphCount; }
+double ConvRunner::prepareSeconds() const { return impl_->seconds; }
+
+} // namespace rn::cuda

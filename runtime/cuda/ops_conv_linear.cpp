@@ -1,0 +1,650 @@
+//===- ops_conv_linear.cpp - GPU launchers of conv, linear and CBR ops ----===//
+//
+// conv2d, conv2d_backward, linear, linear_backward, cbr_forward,
+// cbr_backward and cbr_inference, with the operand order and part split of
+// cpu_executor.cpp (ExecutorAccess::run) and cpu_fused.cpp:
+//
+//   conv2d          x, w[, b] -> y
+//   conv2d_backward dy, x, w, dwAcc[, dbAcc] -> [dx,] dw[, db]
+//   linear          x, W[, b] -> y
+//   linear_backward dy, x, W, dWAcc[, dbAcc] -> [dx,] dW[, db]
+//   cbr_forward     x, w, gamma, beta -> y, convOut, mean, invStd
+//   cbr_backward    dy, x, w, convOut, gamma, mean, invStd, dwAcc,
+//                   dgammaAcc, dbetaAcc[, reluOut] ->
+//                   convOutGrad, [dx,] dw, dgamma, dbeta
+//   cbr_inference   x, w, gamma, beta, runningMean, runningVar -> y
+//
+// dx is there when the attribute input_grad is true. Forking ops run one
+// part per launch (weight_grad, bias_grad, input_grad, bn_grad); a launch
+// with part -1 runs all the node's parts in order (the roles the operands
+// imply when the node lists none). Fusion stays inside a part: cbr_forward's
+// genstats is fused into its convolution, nothing crosses parts or nodes.
+//
+// Workspace layouts (prepare returns their size): cbr_forward keeps the
+// per-channel sum and sum of squares ([2C] f32) at the front of the
+// stream's workspace and gives cuDNN the rest; cbr_inference keeps the
+// convolution output there when it cannot be written into y (y's dtype
+// differs from x's), and runs the batch norm in place in y otherwise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/conv.h"
+#include "runtime/cuda/conv_kernels.h"
+#include "runtime/cuda/gemm.h"
+#include "runtime/cuda/norm_kernels.h"
+#include "runtime/cuda/op_launch.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+namespace rn::cuda {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr size_t kAlignment = 256;
+size_t alignUp(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+std::array<int64_t, 2> pairAttr(const json &attrs, const char *name,
+                                std::array<int64_t, 2> fallback) {
+  auto it = attrs.find(name);
+  if (it == attrs.end() || !it->is_array() || it->size() != 2 || !(*it)[0].is_number() ||
+      !(*it)[1].is_number())
+    return fallback;
+  return {(*it)[0].get<int64_t>(), (*it)[1].get<int64_t>()};
+}
+double numAttr(const json &attrs, const char *name, double fallback = 0) {
+  auto it = attrs.find(name);
+  return it != attrs.end() && it->is_number() ? it->get<double>() : fallback;
+}
+bool flagAttr(const json &attrs, const char *name) {
+  auto it = attrs.find(name);
+  return it != attrs.end() && it->is_boolean() && it->get<bool>();
+}
+
+/// As cpu_executor.cpp's convAttrs.
+ConvParams convParams(const json &a) {
+  ConvParams p;
+  p.strides = pairAttr(a, "strides", {1, 1});
+  p.padding = pairAttr(a, "padding", {0, 0});
+  p.dilation = pairAttr(a, "dilation", {1, 1});
+  p.groups = static_cast<int64_t>(numAttr(a, "groups", 1));
+  return p;
+}
+
+enum class Role : uint8_t { unknown, weight_grad, bias_grad, input_grad, bn_grad };
+
+Role roleOf(const std::string &role) {
+  if (role == "weight_grad")
+    return Role::weight_grad;
+  if (role == "bias_grad")
+    return Role::bias_grad;
+  if (role == "input_grad")
+    return Role::input_grad;
+  if (role == "bn_grad")
+    return Role::bn_grad;
+  return Role::unknown;
+}
+
+Status operandCount(const OpLaunch &l, size_t minOperands, size_t maxOperands, size_t minResults,
+                    size_t maxResults) {
+  if (l.operands.size() < minOperands || l.operands.size() > maxOperands ||
+      l.results.size() < minResults || l.results.size() > maxResults)
+    return Error(l.node.op + ": unexpected number of operands (" +
+                 std::to_string(l.operands.size()) + ") or results (" +
+                 std::to_string(l.results.size()) + ")");
+  return Status::success();
+}
+
+Status rank(const OpLaunch &l, const DeviceTensor &t, int64_t r, const char *what) {
+  if (t.rank() != r)
+    return Error(l.node.op + ": " + what + " must have rank " + std::to_string(r));
+  return Status::success();
+}
+
+std::array<int64_t, 4> shape4(const DeviceTensor &t) {
+  return {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
+}
+
+/// The ConvCall of x [N,H,W,C], w [O,KH,KW,C/g] and y (or dy) [N,OH,OW,O].
+Result<ConvCall> convCall(const OpLaunch &l, ConvKind kind, const DeviceTensor &x,
+                          const DeviceTensor &w, const DeviceTensor &y, DType gradType) {
+  for (const DeviceTensor *t : {&x, &w, &y})
+    if (t->rank() != 4)
+      return Error(l.node.op + ": convolution operands must have rank 4 (NHWC, OHWI)");
+  ConvCall c;
+  c.kind = kind;
+  c.params = convParams(l.node.attributes);
+  c.x = shape4(x);
+  c.w = shape4(w);
+  c.y = shape4(y);
+  c.xType = x.dtype;
+  c.wType = w.dtype;
+  c.yType = y.dtype;
+  c.gradType = gradType;
+  return c;
+}
+
+/// The stream with the first `reserved` bytes of its workspace kept back.
+StreamResources after(const StreamResources &s, size_t reserved) {
+  StreamResources r = s;
+  r.workspace = s.workspace ? static_cast<char *>(s.workspace) + reserved : nullptr;
+  r.workspaceBytes = s.workspaceBytes > reserved ? s.workspaceBytes - reserved : 0;
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// conv2d
+//===----------------------------------------------------------------------===//
+
+Result<size_t> conv2dPrepare(const OpLaunch &l) {
+  if (Status s = operandCount(l, 2, 3, 1, 1); !s.ok())
+    return s.error();
+  Result<ConvCall> call =
+      convCall(l, ConvKind::forward, l.operands[0], l.operands[1], l.results[0], DType::f32);
+  if (!call.ok())
+    return call.error();
+  return l.conv.prepare(*call, l.stream);
+}
+
+Status conv2dLaunch(const OpLaunch &l) {
+  if (Status s = operandCount(l, 2, 3, 1, 1); !s.ok())
+    return s;
+  Result<ConvCall> call =
+      convCall(l, ConvKind::forward, l.operands[0], l.operands[1], l.results[0], DType::f32);
+  if (!call.ok())
+    return call.error();
+  ConvBuffers b;
+  b.x = l.operands[0].data;
+  b.w = l.operands[1].data;
+  b.y = l.results[0].data;
+  if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
+    return s;
+  if (l.operands.size() == 3) {
+    const DeviceTensor &y = l.results[0];
+    return addBias(y.data, y.dtype, l.operands[2].data, l.operands[2].dtype,
+                   y.numel() / y.dim(3), y.dim(3), l.stream.stream);
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// conv2d_backward and linear_backward (the same operand layout)
+//===----------------------------------------------------------------------===//
+
+/// The roles a launch runs, in order (a fixed array: launches allocate
+/// nothing).
+struct Roles {
+  std::array<Role, 4> role{};
+  size_t count = 0;
+  void add(Role r) {
+    if (count < role.size())
+      role[count++] = r;
+  }
+  const Role *begin() const { return role.data(); }
+  const Role *end() const { return role.data() + count; }
+};
+
+/// The role of part `part`; for part -1 those of all the node's parts, or
+/// the ones its operands imply when it lists none.
+Roles rolesOf(const OpLaunch &l, bool hasBias, bool inputGrad, bool bnGrad) {
+  Roles roles;
+  if (l.part >= 0) {
+    roles.add(size_t(l.part) < l.node.parts.size() ? roleOf(l.node.parts[size_t(l.part)].role)
+                                                   : Role::unknown);
+  } else if (!l.node.parts.empty()) {
+    for (const Part &p : l.node.parts)
+      roles.add(roleOf(p.role));
+  } else {
+    if (bnGrad)
+      roles.add(Role::bn_grad);
+    roles.add(Role::weight_grad);
+    if (hasBias)
+      roles.add(Role::bias_grad);
+    if (inputGrad)
+      roles.add(Role::input_grad);
+  }
+  return roles;
+}
+
+/// prepare (when `launch` is false) or launch of one part of
+/// conv2d_backward; returns the workspace bytes it uses.
+Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
+  const auto &o = l.operands;
+  const auto &r = l.results;
+  bool inputGrad = flagAttr(l.node.attributes, "input_grad");
+  size_t dw = inputGrad ? 1 : 0;
+  bool hasBias = o.size() == 5;
+  if (r.size() != dw + 1 + (hasBias ? 1 : 0))
+    return Error(l.node.op + ": results do not match input_grad and the bias accumulator");
+  const DeviceTensor &dy = o[0];
+  switch (role) {
+  case Role::weight_grad: {
+    Result<ConvCall> call = convCall(l, ConvKind::backward_filter, o[1], o[2], dy, r[dw].dtype);
+    if (!call.ok())
+      return call.error();
+    if (!launch)
+      return l.conv.prepare(*call, l.stream);
+    ConvBuffers b;
+    b.x = o[1].data;
+    b.dy = dy.data;
+    b.dwAcc = o[3].data;
+    b.dw = r[dw].data;
+    if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
+      return s.error();
+    return size_t(0);
+  }
+  case Role::bias_grad: {
+    if (!hasBias)
+      return Error(l.node.op + ": bias_grad without a bias accumulator");
+    if (Status s = rank(l, dy, 4, "dy"); !s.ok())
+      return s.error();
+    int64_t channels = dy.dim(3), rows = dy.numel() / std::max<int64_t>(channels, 1);
+    size_t bytes = columnSumsWorkspaceBytes(rows, channels);
+    if (!launch)
+      return bytes;
+    const DeviceTensor &db = r[dw + 1];
+    if (Status s = columnSums(dy.data, dy.dtype, rows, channels, o[4].data, db.data, db.dtype,
+                              nullptr, l.stream.workspace, l.stream.workspaceBytes,
+                              l.stream.stream);
+        !s.ok())
+      return s.error();
+    return bytes;
+  }
+  case Role::input_grad: {
+    if (!inputGrad)
+      return Error(l.node.op + ": input_grad part without input_grad");
+    Result<ConvCall> call = convCall(l, ConvKind::backward_data, r[0], o[2], dy, DType::f32);
+    if (!call.ok())
+      return call.error();
+    if (!launch)
+      return l.conv.prepare(*call, l.stream);
+    ConvBuffers b;
+    b.w = o[2].data;
+    b.dy = dy.data;
+    b.dx = r[0].data;
+    if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
+      return s.error();
+    return size_t(0);
+  }
+  default:
+    return Error(l.node.op + ": unknown part");
+  }
+}
+
+/// The GemmCalls of linear_backward's parts (dy [N,out], x [N,in], W [out,in]).
+Result<GemmCall> linearBackwardCall(const OpLaunch &l, Role role) {
+  const auto &o = l.operands;
+  const auto &r = l.results;
+  size_t dw = flagAttr(l.node.attributes, "input_grad") ? 1 : 0;
+  const DeviceTensor &dy = o[0], &x = o[1], &w = o[2];
+  if (dy.rank() != 2 || w.rank() != 2 || x.rank() < 2)
+    return Error(l.node.op + ": dy and W must be matrices, x at least rank 2");
+  int64_t batch = dy.dim(0), out = dy.dim(1), in = w.dim(1);
+  if (w.dim(0) != out || x.dim(0) != batch || x.numel() != batch * in)
+    return Error(l.node.op + ": the shapes of dy, x and W do not agree");
+  GemmCall c;
+  if (role == Role::weight_grad) { // dW[out,in] = dWAcc + dy^T x
+    c.m = out;
+    c.n = in;
+    c.k = batch;
+    c.transA = true;
+    c.accumulate = true;
+    c.aType = dy.dtype;
+    c.bType = x.dtype;
+    c.cType = o[3].dtype;
+    c.dType = r[dw].dtype;
+  } else { // dx[N,in] = dy W
+    c.m = batch;
+    c.n = in;
+    c.k = out;
+    c.aType = dy.dtype;
+    c.bType = w.dtype;
+    c.cType = c.dType = r[0].dtype;
+  }
+  return c;
+}
+
+Result<size_t> linearBackwardPart(const OpLaunch &l, Role role, bool launch) {
+  const auto &o = l.operands;
+  const auto &r = l.results;
+  bool inputGrad = flagAttr(l.node.attributes, "input_grad");
+  size_t dw = inputGrad ? 1 : 0;
+  bool hasBias = o.size() == 5;
+  if (r.size() != dw + 1 + (hasBias ? 1 : 0))
+    return Error(l.node.op + ": results do not match input_grad and the bias accumulator");
+  switch (role) {
+  case Role::weight_grad:
+  case Role::input_grad: {
+    if (role == Role::input_grad && !inputGrad)
+      return Error(l.node.op + ": input_grad part without input_grad");
+    Result<GemmCall> call = linearBackwardCall(l, role);
+    if (!call.ok())
+      return call.error();
+    if (!launch)
+      return l.gemm.prepare(*call, l.stream);
+    GemmBuffers b;
+    b.a = o[0].data;
+    if (role == Role::weight_grad) {
+      b.b = o[1].data;
+      b.c = o[3].data;
+      b.d = r[dw].data;
+    } else {
+      b.b = o[2].data;
+      b.d = r[0].data;
+    }
+    if (Status s = l.gemm.run(*call, b, l.stream); !s.ok())
+      return s.error();
+    return size_t(0);
+  }
+  case Role::bias_grad: {
+    if (!hasBias)
+      return Error(l.node.op + ": bias_grad without a bias accumulator");
+    const DeviceTensor &dy = o[0];
+    if (Status s = rank(l, dy, 2, "dy"); !s.ok())
+      return s.error();
+    size_t bytes = columnSumsWorkspaceBytes(dy.dim(0), dy.dim(1));
+    if (!launch)
+      return bytes;
+    const DeviceTensor &db = r[dw + 1];
+    if (Status s = columnSums(dy.data, dy.dtype, dy.dim(0), dy.dim(1), o[4].data, db.data,
+                              db.dtype, nullptr, l.stream.workspace, l.stream.workspaceBytes,
+                              l.stream.stream);
+        !s.ok())
+      return s.error();
+    return bytes;
+  }
+  default:
+    return Error(l.node.op + ": unknown part");
+  }
+}
+
+/// Runs `part` over the roles of the launch: the largest workspace of
+/// the parts it prepares, or the first error.
+template <typename PartFn>
+Result<size_t> forParts(const OpLaunch &l, bool hasBias, bool bnGrad, bool launch, PartFn part) {
+  size_t most = 0;
+  for (Role role : rolesOf(l, hasBias, flagAttr(l.node.attributes, "input_grad"), bnGrad)) {
+    Result<size_t> bytes = part(l, role, launch);
+    if (!bytes.ok())
+      return bytes.error();
+    most = std::max(most, *bytes);
+  }
+  return most;
+}
+
+Result<size_t> conv2dBackwardPrepare(const OpLaunch &l) {
+  if (Status s = operandCount(l, 4, 5, 1, 3); !s.ok())
+    return s.error();
+  return forParts(l, l.operands.size() == 5, false, false, conv2dBackwardPart);
+}
+Status conv2dBackwardLaunch(const OpLaunch &l) {
+  if (Status s = operandCount(l, 4, 5, 1, 3); !s.ok())
+    return s;
+  Result<size_t> r = forParts(l, l.operands.size() == 5, false, true, conv2dBackwardPart);
+  return r.ok() ? Status::success() : Status(r.error());
+}
+
+Result<size_t> linearBackwardPrepare(const OpLaunch &l) {
+  if (Status s = operandCount(l, 4, 5, 1, 3); !s.ok())
+    return s.error();
+  return forParts(l, l.operands.size() == 5, false, false, linearBackwardPart);
+}
+Status linearBackwardLaunch(const OpLaunch &l) {
+  if (Status s = operandCount(l, 4, 5, 1, 3); !s.ok())
+    return s;
+  Result<size_t> r = forParts(l, l.operands.size() == 5, false, true, linearBackwardPart);
+  return r.ok() ? Status::success() : Status(r.error());
+}
+
+//===----------------------------------------------------------------------===//
+// linear
+//===----------------------------------------------------------------------===//
+
+/// y[N,out] = x[N,in] W[out,in]^T (+ b[out]).
+Result<GemmCall> linearCall(const OpLaunch &l) {
+  const DeviceTensor &x = l.operands[0], &w = l.operands[1], &y = l.results[0];
+  if (w.rank() != 2 || y.rank() != 2 || x.rank() < 2)
+    return Error(l.node.op + ": W and y must be matrices, x at least rank 2");
+  int64_t batch = x.dim(0), in = w.dim(1), out = w.dim(0);
+  if (x.numel() != batch * in || y.dim(0) != batch || y.dim(1) != out)
+    return Error(l.node.op + ": the shapes of x, W and y do not agree");
+  GemmCall c;
+  c.m = batch;
+  c.n = out;
+  c.k = in;
+  c.transB = true;
+  c.bias = l.operands.size() == 3;
+  c.aType = x.dtype;
+  c.bType = w.dtype;
+  c.cType = c.dType = y.dtype;
+  if (c.bias)
+    c.biasType = l.operands[2].dtype;
+  return c;
+}
+
+Result<size_t> linearPrepare(const OpLaunch &l) {
+  if (Status s = operandCount(l, 2, 3, 1, 1); !s.ok())
+    return s.error();
+  Result<GemmCall> call = linearCall(l);
+  if (!call.ok())
+    return call.error();
+  return l.gemm.prepare(*call, l.stream);
+}
+
+Status linearLaunch(const OpLaunch &l) {
+  if (Status s = operandCount(l, 2, 3, 1, 1); !s.ok())
+    return s;
+  Result<GemmCall> call = linearCall(l);
+  if (!call.ok())
+    return call.error();
+  GemmBuffers b;
+  b.a = l.operands[0].data;
+  b.b = l.operands[1].data;
+  b.bias = l.operands.size() == 3 ? l.operands[2].data : nullptr;
+  b.d = l.results[0].data;
+  return l.gemm.run(*call, b, l.stream);
+}
+
+//===----------------------------------------------------------------------===//
+// cbr_forward, cbr_inference
+//===----------------------------------------------------------------------===//
+
+/// Bytes of cbr_forward's sum / sum-of-squares scratch for C channels.
+size_t statsScratchBytes(int64_t channels) { return alignUp(size_t(2 * channels) * sizeof(float)); }
+
+Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
+  if (Status s = operandCount(l, 4, 4, 4, 4); !s.ok())
+    return s.error();
+  Result<ConvCall> call = convCall(l, ConvKind::forward_stats, l.operands[0], l.operands[1],
+                                   l.results[1], DType::f32);
+  if (!call.ok())
+    return call.error();
+  size_t scratch = statsScratchBytes(call->y[3]);
+  if (l.stream.workspaceBytes < scratch)
+    return Error(l.node.op + ": the workspace cannot hold the BN sums");
+  Result<size_t> conv = l.conv.prepare(*call, after(l.stream, scratch));
+  if (!conv.ok())
+    return conv.error();
+  return scratch + *conv;
+}
+
+Status cbrForwardLaunch(const OpLaunch &l) {
+  if (Status s = operandCount(l, 4, 4, 4, 4); !s.ok())
+    return s;
+  const auto &o = l.operands;
+  const auto &r = l.results;
+  Result<ConvCall> call = convCall(l, ConvKind::forward_stats, o[0], o[1], r[1], DType::f32);
+  if (!call.ok())
+    return call.error();
+  int64_t channels = call->y[3];
+  size_t scratch = statsScratchBytes(channels);
+  if (l.stream.workspaceBytes < scratch || !l.stream.workspace)
+    return Error(l.node.op + ": the workspace cannot hold the BN sums");
+  float *sum = static_cast<float *>(l.stream.workspace);
+  ConvBuffers b;
+  b.x = o[0].data;
+  b.w = o[1].data;
+  b.y = r[1].data;
+  b.sum = sum;
+  b.sumSq = sum + channels;
+  if (Status s = l.conv.run(*call, b, after(l.stream, scratch)); !s.ok())
+    return s;
+  double epsilon = numAttr(l.node.attributes, "epsilon");
+  int64_t count = r[1].numel() / channels;
+  if (Status s = bnFinalizeStats(sum, sum + channels, channels, count, epsilon, r[2], r[3],
+                                 l.stream.stream);
+      !s.ok())
+    return s;
+  return bnApply(r[1], o[2], o[3], r[2], r[3], flagAttr(l.node.attributes, "relu"), r[0],
+                 l.stream.stream);
+}
+
+/// Bytes of cbr_inference's convolution-output scratch: none when y can
+/// hold it (same dtype as x).
+size_t inferenceScratchBytes(const OpLaunch &l) {
+  const DeviceTensor &x = l.operands[0], &y = l.results[0];
+  return y.dtype == x.dtype ? 0 : alignUp(size_t(y.numel()) * elementSize(x.dtype));
+}
+
+Result<size_t> cbrInferencePrepare(const OpLaunch &l) {
+  if (Status s = operandCount(l, 6, 6, 1, 1); !s.ok())
+    return s.error();
+  const DeviceTensor &y = l.results[0];
+  Result<ConvCall> call = convCall(l, ConvKind::forward, l.operands[0], l.operands[1], y, DType::f32);
+  if (!call.ok())
+    return call.error();
+  call->yType = l.operands[0].dtype;
+  size_t scratch = inferenceScratchBytes(l);
+  if (l.stream.workspaceBytes < scratch)
+    return Error(l.node.op + ": the convolution output (" + std::to_string(scratch) +
+                 " bytes) does not fit the workspace of stream " + std::string(l.stream.name));
+  Result<size_t> conv = l.conv.prepare(*call, after(l.stream, scratch));
+  if (!conv.ok())
+    return conv.error();
+  return scratch + *conv;
+}
+
+Status cbrInferenceLaunch(const OpLaunch &l) {
+  if (Status s = operandCount(l, 6, 6, 1, 1); !s.ok())
+    return s;
+  const auto &o = l.operands;
+  const DeviceTensor &y = l.results[0];
+  Result<ConvCall> call = convCall(l, ConvKind::forward, o[0], o[1], y, DType::f32);
+  if (!call.ok())
+    return call.error();
+  call->yType = o[0].dtype;
+  size_t scratch = inferenceScratchBytes(l);
+  if (l.stream.workspaceBytes < scratch || (scratch && !l.stream.workspace))
+    return Error(l.node.op + ": the convolution output does not fit the workspace");
+  // The view of the convolution output; reused across launches so that
+  // its shape vector keeps its capacity (no allocation after the first).
+  thread_local DeviceTensor convOutput;
+  convOutput.data = scratch ? l.stream.workspace : y.data;
+  convOutput.dtype = o[0].dtype;
+  convOutput.shape.assign(y.shape.begin(), y.shape.end());
+  ConvBuffers b;
+  b.x = o[0].data;
+  b.w = o[1].data;
+  b.y = convOutput.data;
+  if (Status s = l.conv.run(*call, b, after(l.stream, scratch)); !s.ok())
+    return s;
+  return bnInference(convOutput, o[2], o[3], o[4], o[5], numAttr(l.node.attributes, "epsilon"),
+                     flagAttr(l.node.attributes, "relu"), y, l.stream.stream);
+}
+
+//===----------------------------------------------------------------------===//
+// cbr_backward
+//===----------------------------------------------------------------------===//
+
+Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
+  const auto &o = l.operands;
+  const auto &r = l.results;
+  bool inputGrad = flagAttr(l.node.attributes, "input_grad");
+  if (r.size() != (inputGrad ? 5u : 4u))
+    return Error(l.node.op + ": results do not match input_grad");
+  const DeviceTensor &convOutGrad = r[0];
+  size_t dw = inputGrad ? 2 : 1;
+  switch (role) {
+  case Role::bn_grad: {
+    size_t bytes = bnBackwardWorkspaceBytes(o[3].shape);
+    if (!launch)
+      return bytes;
+    const DeviceTensor *reluOutput = o.size() == 11 ? &o[10] : nullptr;
+    if (Status s = bnBackward(o[0], reluOutput, o[3], o[4], o[5], o[6], o[8], o[9], convOutGrad,
+                              r[dw + 1], r[dw + 2], l.stream.stream, l.stream.workspace,
+                              l.stream.workspaceBytes);
+        !s.ok())
+      return s.error();
+    return bytes;
+  }
+  case Role::weight_grad: {
+    Result<ConvCall> call =
+        convCall(l, ConvKind::backward_filter, o[1], o[2], convOutGrad, r[dw].dtype);
+    if (!call.ok())
+      return call.error();
+    if (!launch)
+      return l.conv.prepare(*call, l.stream);
+    ConvBuffers b;
+    b.x = o[1].data;
+    b.dy = convOutGrad.data;
+    b.dwAcc = o[7].data;
+    b.dw = r[dw].data;
+    if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
+      return s.error();
+    return size_t(0);
+  }
+  case Role::input_grad: {
+    if (!inputGrad)
+      return Error(l.node.op + ": input_grad part without input_grad");
+    Result<ConvCall> call =
+        convCall(l, ConvKind::backward_data, r[1], o[2], convOutGrad, DType::f32);
+    if (!call.ok())
+      return call.error();
+    if (!launch)
+      return l.conv.prepare(*call, l.stream);
+    ConvBuffers b;
+    b.w = o[2].data;
+    b.dy = convOutGrad.data;
+    b.dx = r[1].data;
+    if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
+      return s.error();
+    return size_t(0);
+  }
+  default:
+    return Error(l.node.op + ": unknown part");
+  }
+}
+
+Result<size_t> cbrBackwardPrepare(const OpLaunch &l) {
+  if (Status s = operandCount(l, 10, 11, 4, 5); !s.ok())
+    return s.error();
+  return forParts(l, false, true, false, cbrBackwardPart);
+}
+Status cbrBackwardLaunch(const OpLaunch &l) {
+  if (Status s = operandCount(l, 10, 11, 4, 5); !s.ok())
+    return s;
+  Result<size_t> r = forParts(l, false, true, true, cbrBackwardPart);
+  return r.ok() ? Status::success() : Status(r.error());
+}
+
+} // namespace
+
+const std::vector<OpLauncher> &convLinearLaunchers() {
+  static const std::vector<OpLauncher> launchers = {
+      {"conv2d", conv2dPrepare, conv2dLaunch},
+      {"conv2d_backward", conv2dBackwardPrepare, conv2dBackwardLaunch},
+      {"linear", linearPrepare, linearLaunch},
+      {"linear_backward", linearBackwardPrepare, linearBackwardLaunch},
+      {"cbr_forward", cbrForwardPrepare, cbrForwardLaunch},
+      {"cbr_backward", cbrBackwardPrepare, cbrBackwardLaunch},
+      {"cbr_inference", cbrInferencePrepare, cbrInferenceLaunch},
+  };
+  return launchers;
+}
+
+} // namespace rn::cuda

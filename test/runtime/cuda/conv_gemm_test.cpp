@@ -1,0 +1,815 @@
+//===- conv_gemm_test.cpp - cuDNN convolutions and cuBLASLt GEMMs vs the CPU ===//
+//
+// ConvRunner, GemmRunner, the kernels of conv_kernels.cu and the launchers
+// of ops_conv_linear.cpp against the rn::cpu reference kernels, on random
+// data rounded to the storage dtype. Errors are norm-wise, ||gpu - cpu|| /
+// ||cpu||: at most 5e-5 for f32 (IEEE f32: TF32 would give ~1e-3), 4e-3
+// for f16 storage (an output rounding is 2^-11 relative), and for the CBR
+// ops, whose batch norm divides by the batch deviation, 2e-4 and 1e-2.
+// Every test skips when no CUDA device answers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/core/artifact.h"
+#include "runtime/cpu/cpu_kernels.h"
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/conv.h"
+#include "runtime/cuda/conv_kernels.h"
+#include "runtime/cuda/gemm.h"
+#include "runtime/cuda/op_launch.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace rn::cuda {
+namespace {
+
+using cpu::Shape;
+using json = nlohmann::json;
+using cpu::TensorView;
+
+bool haveGpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+double tolerance(DType type, bool normalized = false) {
+  if (type == DType::f32)
+    return normalized ? 2e-4 : 5e-5;
+  return normalized ? 1e-2 : 4e-3;
+}
+
+int64_t numelOf(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+/// A tensor on the host (floats holding values of `dtype`).
+struct Host {
+  Shape shape;
+  DType dtype = DType::f32;
+  std::vector<float> values;
+
+  Host() = default;
+  Host(Shape s, DType t, float fill = 0) : shape(std::move(s)), dtype(t) {
+    values.assign(size_t(numelOf(shape)), fill);
+  }
+  TensorView view() { return TensorView{values.data(), shape, dtype}; }
+};
+
+Host randomHost(Shape shape, DType dtype, std::mt19937 &rng, float lo = -1, float hi = 1) {
+  Host h(std::move(shape), dtype);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (float &v : h.values)
+    v = roundTo(dtype, u(rng));
+  return h;
+}
+
+/// Norm-wise relative error of `got` against `want`.
+double relativeError(const std::vector<float> &got, const std::vector<float> &want) {
+  EXPECT_EQ(got.size(), want.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    double d = double(got[i]) - double(want[i]);
+    diff += d * d;
+    norm += double(want[i]) * double(want[i]);
+    if (!std::isfinite(got[i]))
+      return INFINITY;
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+/// One stream with its handles and workspace, and the device memory of a
+/// test (freed at the end).
+class Gpu {
+public:
+  explicit Gpu(size_t workspaceBytes = size_t(64) << 20) {
+    EXPECT_EQ(cudaStreamCreateWithFlags(&resources.stream, cudaStreamNonBlocking), cudaSuccess);
+    EXPECT_EQ(cudnnCreate(&resources.cudnn), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cudnnSetStream(resources.cudnn, resources.stream), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(cublasLtCreate(&resources.cublasLt), CUBLAS_STATUS_SUCCESS);
+    resources.name = "comp1";
+    resources.workspaceBytes = workspaceBytes;
+    resources.workspace = allocate(workspaceBytes);
+  }
+  ~Gpu() {
+    cudaStreamSynchronize(resources.stream);
+    for (void *p : memory)
+      cudaFree(p);
+    cublasLtDestroy(resources.cublasLt);
+    cudnnDestroy(resources.cudnn);
+    cudaStreamDestroy(resources.stream);
+  }
+
+  void *allocate(size_t bytes) {
+    void *p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(bytes, 256)), cudaSuccess);
+    memory.push_back(p);
+    return p;
+  }
+
+  DeviceTensor upload(const Host &h) {
+    DeviceTensor t;
+    t.dtype = h.dtype;
+    t.shape = h.shape;
+    size_t n = h.values.size();
+    t.data = allocate(n * elementSize(h.dtype));
+    std::vector<uint8_t> bytes(n * elementSize(h.dtype));
+    for (size_t i = 0; i < n; ++i) {
+      if (h.dtype == DType::f32) {
+        std::memcpy(&bytes[4 * i], &h.values[i], 4);
+      } else {
+        uint16_t bits = h.dtype == DType::f16 ? floatToHalf(h.values[i])
+                                              : floatToBFloat16(h.values[i]);
+        std::memcpy(&bytes[2 * i], &bits, 2);
+      }
+    }
+    EXPECT_EQ(cudaMemcpy(t.data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    return t;
+  }
+
+  DeviceTensor empty(const Shape &shape, DType dtype) { return upload(Host(shape, dtype, NAN)); }
+
+  std::vector<float> download(const DeviceTensor &t) {
+    EXPECT_EQ(cudaStreamSynchronize(resources.stream), cudaSuccess);
+    size_t n = size_t(t.numel());
+    std::vector<uint8_t> bytes(n * elementSize(t.dtype));
+    EXPECT_EQ(cudaMemcpy(bytes.data(), t.data, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (t.dtype == DType::f32) {
+        std::memcpy(&v[i], &bytes[4 * i], 4);
+      } else {
+        uint16_t bits;
+        std::memcpy(&bits, &bytes[2 * i], 2);
+        v[i] = t.dtype == DType::f16 ? halfToFloat(bits) : bfloat16ToFloat(bits);
+      }
+    }
+    return v;
+  }
+
+  StreamResources resources;
+
+private:
+  std::vector<void *> memory;
+};
+
+std::unique_ptr<ConvRunner> makeConv(bool autotune = false, bool deterministic = false,
+                                     std::string cacheFile = {}) {
+  ConvRunner::Options o;
+  o.autotune = autotune;
+  o.deterministic = deterministic;
+  o.cacheFile = std::move(cacheFile);
+  Result<std::unique_ptr<ConvRunner>> r = ConvRunner::create(o);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+std::unique_ptr<GemmRunner> makeGemm() {
+  Result<std::unique_ptr<GemmRunner>> r = GemmRunner::create({});
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+#define SKIP_WITHOUT_GPU()                                                                     \
+  do {                                                                                         \
+    if (!haveGpu())                                                                            \
+      GTEST_SKIP() << "no CUDA device";                                                        \
+  } while (0)
+
+#define ASSERT_OK(expr)                                                                        \
+  do {                                                                                         \
+    auto rn_test_status_ = (expr);                                                             \
+    ASSERT_TRUE(rn_test_status_.ok()) << rn_test_status_.error().message();                    \
+  } while (0)
+
+//===----------------------------------------------------------------------===//
+// ConvRunner
+//===----------------------------------------------------------------------===//
+
+struct ConvCase {
+  const char *name;
+  Shape x, w; // NHWC, OHWI
+  ConvParams params;
+};
+
+void PrintTo(const ConvCase &c, std::ostream *os) { *os << c.name; }
+
+cpu::Conv2dAttrs attrsOf(const ConvParams &p) {
+  cpu::Conv2dAttrs a;
+  a.strides = p.strides;
+  a.padding = p.padding;
+  a.dilation = p.dilation;
+  a.groups = p.groups;
+  return a;
+}
+
+std::array<int64_t, 4> arr(const Shape &s) { return {s[0], s[1], s[2], s[3]}; }
+
+class ConvShapes : public ::testing::TestWithParam<std::tuple<ConvCase, DType>> {};
+
+TEST_P(ConvShapes, MatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const auto &[c, dtype] = GetParam();
+  double tol = tolerance(dtype);
+  std::mt19937 rng(7);
+  Gpu gpu;
+  auto conv = makeConv();
+  ASSERT_TRUE(conv);
+  cpu::Conv2dAttrs attrs = attrsOf(c.params);
+  Shape yShape;
+  ASSERT_TRUE(cpu::conv2dOutputShape(c.x, c.w, attrs, yShape).ok());
+
+  Host x = randomHost(c.x, dtype, rng), w = randomHost(c.w, dtype, rng);
+  Host dy = randomHost(yShape, dtype, rng);
+  Host dwAcc = randomHost(c.w, DType::f32, rng), dbAcc = randomHost({yShape[3]}, DType::f32, rng);
+  DeviceTensor dX = gpu.upload(x), dW = gpu.upload(w), dDy = gpu.upload(dy);
+
+  ConvCall call;
+  call.params = c.params;
+  call.x = arr(c.x);
+  call.w = arr(c.w);
+  call.y = arr(yShape);
+  call.xType = call.wType = call.yType = dtype;
+
+  { // forward
+    call.kind = ConvKind::forward;
+    Result<size_t> ws = conv->prepare(call, gpu.resources);
+    ASSERT_TRUE(ws.ok()) << ws.error().message();
+    EXPECT_LE(*ws, gpu.resources.workspaceBytes);
+    DeviceTensor y = gpu.empty(yShape, dtype);
+    ConvBuffers b;
+    b.x = dX.data;
+    b.w = dW.data;
+    b.y = y.data;
+    ASSERT_OK(conv->run(call, b, gpu.resources));
+    Host want(yShape, dtype);
+    ASSERT_TRUE(cpu::conv2d(x.view(), w.view(), nullptr, attrs, want.view()).ok());
+    EXPECT_LE(relativeError(gpu.download(y), want.values), tol) << describe(call);
+  }
+  { // forward_stats: the output and its per-channel sums
+    call.kind = ConvKind::forward_stats;
+    ASSERT_OK(conv->prepare(call, gpu.resources));
+    DeviceTensor y = gpu.empty(yShape, dtype);
+    DeviceTensor sum = gpu.empty({yShape[3]}, DType::f32), sumSq = gpu.empty({yShape[3]}, DType::f32);
+    ConvBuffers b;
+    b.x = dX.data;
+    b.w = dW.data;
+    b.y = y.data;
+    b.sum = static_cast<float *>(sum.data);
+    b.sumSq = static_cast<float *>(sumSq.data);
+    ASSERT_OK(conv->run(call, b, gpu.resources));
+    std::vector<float> got = gpu.download(y), gotSum = gpu.download(sum),
+                       gotSq = gpu.download(sumSq);
+    Host want(yShape, dtype);
+    ASSERT_TRUE(cpu::conv2d(x.view(), w.view(), nullptr, attrs, want.view()).ok());
+    EXPECT_LE(relativeError(got, want.values), tol) << describe(call);
+    // Sums of the stored output, scaled by the sum of |y| (sums of random
+    // data can be near zero).
+    int64_t channels = yShape[3], rows = numelOf(yShape) / channels;
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      double s = 0, q = 0, a = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        double v = got[size_t(r * channels + ch)];
+        s += v;
+        q += v * v;
+        a += std::fabs(v);
+      }
+      EXPECT_LE(std::fabs(gotSum[size_t(ch)] - s), 1e-5 * a + 1e-6) << "channel " << ch;
+      EXPECT_LE(std::fabs(gotSq[size_t(ch)] - q), 1e-5 * q + 1e-6) << "channel " << ch;
+    }
+  }
+  { // backward_data
+    call.kind = ConvKind::backward_data;
+    ASSERT_OK(conv->prepare(call, gpu.resources));
+    DeviceTensor dx = gpu.empty(c.x, dtype);
+    ConvBuffers b;
+    b.w = dW.data;
+    b.dy = dDy.data;
+    b.dx = dx.data;
+    ASSERT_OK(conv->run(call, b, gpu.resources));
+    Host want(c.x, dtype);
+    ASSERT_TRUE(cpu::conv2dBackwardInput(dy.view(), w.view(), attrs, want.view()).ok());
+    EXPECT_LE(relativeError(gpu.download(dx), want.values), tol) << describe(call);
+  }
+  { // backward_filter with accumulation, into another buffer and in place
+    call.kind = ConvKind::backward_filter;
+    call.gradType = DType::f32;
+    ASSERT_OK(conv->prepare(call, gpu.resources));
+    Host want(c.w, DType::f32);
+    ASSERT_TRUE(
+        cpu::conv2dBackwardFilter(dy.view(), x.view(), dwAcc.view(), attrs, want.view()).ok());
+    // The f32 result of f16 products: the inputs' rounding is the same on
+    // both sides, only the summation order differs.
+    double wtol = dtype == DType::f32 ? tol : 1e-3;
+    DeviceTensor acc = gpu.upload(dwAcc), dw = gpu.empty(c.w, DType::f32);
+    ConvBuffers b;
+    b.x = dX.data;
+    b.dy = dDy.data;
+    b.dwAcc = acc.data;
+    b.dw = dw.data;
+    ASSERT_OK(conv->run(call, b, gpu.resources));
+    EXPECT_LE(relativeError(gpu.download(dw), want.values), wtol) << describe(call);
+    b.dw = acc.data; // dw aliasing dwAcc
+    ASSERT_OK(conv->run(call, b, gpu.resources));
+    EXPECT_LE(relativeError(gpu.download(acc), want.values), wtol) << describe(call);
+  }
+  { // the bias gradient: dbAcc + sum over N, H, W of dy
+    int64_t channels = yShape[3], rows = numelOf(yShape) / channels;
+    DeviceTensor acc = gpu.upload(dbAcc), db = gpu.empty({channels}, DType::f32);
+    size_t bytes = columnSumsWorkspaceBytes(rows, channels);
+    ASSERT_LE(bytes, gpu.resources.workspaceBytes);
+    ASSERT_OK(columnSums(dDy.data, dtype, rows, channels, acc.data, db.data, DType::f32, nullptr,
+                         gpu.resources.workspace, gpu.resources.workspaceBytes,
+                         gpu.resources.stream));
+    Host want({channels}, DType::f32);
+    ASSERT_TRUE(cpu::conv2dBackwardBias(dy.view(), dbAcc.view(), want.view()).ok());
+    EXPECT_LE(relativeError(gpu.download(db), want.values), 1e-6);
+  }
+  EXPECT_GE(conv->graphs(), 4u);
+}
+
+ConvParams params(int64_t stride, int64_t pad, int64_t dilation = 1, int64_t groups = 1) {
+  ConvParams p;
+  p.strides = {stride, stride};
+  p.padding = {pad, pad};
+  p.dilation = {dilation, dilation};
+  p.groups = groups;
+  return p;
+}
+
+const ConvCase kConvCases[] = {
+    {"stem_3_channels", {2, 16, 16, 3}, {16, 3, 3, 3}, params(1, 1)},
+    {"odd_channels", {2, 9, 11, 5}, {7, 3, 3, 5}, params(1, 1)},
+    {"stride2_3x3", {2, 16, 16, 16}, {32, 3, 3, 16}, params(2, 1)},
+    {"downsample_1x1_stride2", {4, 14, 14, 32}, {64, 1, 1, 32}, params(2, 0)},
+    {"padding0_5x5", {2, 12, 12, 8}, {8, 5, 5, 8}, params(1, 0)},
+    {"dilation2", {2, 15, 15, 8}, {8, 3, 3, 8}, params(1, 2, 2)},
+    {"groups2", {2, 10, 10, 16}, {16, 3, 3, 8}, params(1, 1, 1, 2)},
+    {"resnet_3x3_64", {8, 28, 28, 64}, {64, 3, 3, 64}, params(1, 1)},
+};
+
+INSTANTIATE_TEST_SUITE_P(, ConvShapes,
+                         ::testing::Combine(::testing::ValuesIn(kConvCases),
+                                            ::testing::Values(DType::f32, DType::f16)),
+                         [](const auto &info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::string(dtypeName(std::get<1>(info.param)));
+                         });
+
+TEST(Conv, CallCuDnnCannotRunNamesTheCall) {
+  SKIP_WITHOUT_GPU();
+  Gpu gpu;
+  auto conv = makeConv();
+  ASSERT_TRUE(conv);
+  ConvCall call;
+  call.x = {1, 8, 8, 4};
+  call.w = {4, 3, 3, 4};
+  call.y = {1, 6, 6, 4};
+  call.xType = call.wType = call.yType = DType::i32; // no cuDNN engine convolves int32 data
+  Result<size_t> r = conv->prepare(call, gpu.resources);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find(describe(call)), std::string::npos) << r.error().message();
+  // Running it unprepared is an error too, not a crash.
+  ConvBuffers b;
+  EXPECT_FALSE(conv->run(call, b, gpu.resources).ok());
+}
+
+TEST(Conv, ShapesThatDoNotAgreeAreRejected) {
+  SKIP_WITHOUT_GPU();
+  Gpu gpu;
+  auto conv = makeConv();
+  ASSERT_TRUE(conv);
+  ConvCall call;
+  call.x = {1, 8, 8, 4};
+  call.w = {4, 3, 3, 4};
+  call.y = {1, 7, 7, 4}; // should be 6x6
+  Result<size_t> r = conv->prepare(call, gpu.resources);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find(describe(call)), std::string::npos);
+}
+
+TEST(Conv, DeterministicWgradGivesTheSameBits) {
+  SKIP_WITHOUT_GPU();
+  Gpu gpu;
+  auto conv = makeConv(/*autotune=*/true, /*deterministic=*/true);
+  ASSERT_TRUE(conv);
+  std::mt19937 rng(3);
+  Host x = randomHost({16, 14, 14, 64}, DType::f16, rng), dy = randomHost({16, 14, 14, 64}, DType::f16, rng);
+  ConvCall call;
+  call.kind = ConvKind::backward_filter;
+  call.params = params(1, 1);
+  call.x = arr(x.shape);
+  call.w = {64, 3, 3, 64};
+  call.y = arr(dy.shape);
+  call.xType = call.wType = call.yType = DType::f16;
+  ASSERT_OK(conv->prepare(call, gpu.resources));
+  DeviceTensor dX = gpu.upload(x), dDy = gpu.upload(dy);
+  Host zero({64, 3, 3, 64}, DType::f32, 0);
+  DeviceTensor acc = gpu.upload(zero), first = gpu.empty(zero.shape, DType::f32),
+               second = gpu.empty(zero.shape, DType::f32);
+  ConvBuffers b;
+  b.x = dX.data;
+  b.dy = dDy.data;
+  b.dwAcc = acc.data;
+  b.dw = first.data;
+  ASSERT_OK(conv->run(call, b, gpu.resources));
+  b.dw = second.data;
+  ASSERT_OK(conv->run(call, b, gpu.resources));
+  std::vector<float> a = gpu.download(first), c = gpu.download(second);
+  EXPECT_EQ(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)), 0);
+}
+
+TEST(Conv, AutotuneKeepsItsChoiceInTheCacheFile) {
+  SKIP_WITHOUT_GPU();
+  Gpu gpu;
+  std::string file = (std::filesystem::temp_directory_path() /
+                      ("rn_conv_cache_" + std::to_string(::getpid()) + ".json"))
+                         .string();
+  std::filesystem::remove(file);
+  ConvCall call;
+  call.params = params(2, 0);
+  call.x = {32, 28, 28, 64};
+  call.w = {128, 1, 1, 64};
+  call.y = {32, 14, 14, 128};
+  call.xType = call.wType = call.yType = DType::f16;
+  {
+    auto conv = makeConv(/*autotune=*/true, false, file);
+    ASSERT_TRUE(conv);
+    ASSERT_OK(conv->prepare(call, gpu.resources));
+    EXPECT_GT(conv->prepareSeconds(), 0.0);
+  }
+  std::ifstream in(file);
+  ASSERT_TRUE(in.good()) << "no cache file written (a single candidate plan?)";
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(describe(call)), std::string::npos) << text;
+  {
+    auto conv = makeConv(/*autotune=*/true, false, file);
+    ASSERT_TRUE(conv);
+    ASSERT_OK(conv->prepare(call, gpu.resources));
+    // The forward result is right with the cached plan.
+    std::mt19937 rng(5);
+    Host x = randomHost({32, 28, 28, 64}, DType::f16, rng), w = randomHost({128, 1, 1, 64}, DType::f16, rng);
+    DeviceTensor dX = gpu.upload(x), dW = gpu.upload(w), y = gpu.empty({32, 14, 14, 128}, DType::f16);
+    ConvBuffers b;
+    b.x = dX.data;
+    b.w = dW.data;
+    b.y = y.data;
+    ASSERT_OK(conv->run(call, b, gpu.resources));
+    Host want({32, 14, 14, 128}, DType::f16);
+    ASSERT_TRUE(cpu::conv2d(x.view(), w.view(), nullptr, attrsOf(call.params), want.view()).ok());
+    EXPECT_LE(relativeError(gpu.download(y), want.values), tolerance(DType::f16));
+  }
+  std::filesystem::remove(file);
+}
+
+TEST(Conv, RunIsCapturableIntoACudaGraph) {
+  SKIP_WITHOUT_GPU();
+  Gpu gpu;
+  auto conv = makeConv();
+  ASSERT_TRUE(conv);
+  std::mt19937 rng(11);
+  Host x = randomHost({4, 16, 16, 32}, DType::f16, rng), dy = randomHost({4, 16, 16, 32}, DType::f16, rng);
+  ConvCall call;
+  call.kind = ConvKind::backward_filter;
+  call.params = params(1, 1);
+  call.x = arr(x.shape);
+  call.w = {32, 3, 3, 32};
+  call.y = arr(dy.shape);
+  call.xType = call.wType = call.yType = DType::f16;
+  ASSERT_OK(conv->prepare(call, gpu.resources));
+  DeviceTensor dX = gpu.upload(x), dDy = gpu.upload(dy);
+  Host zero({32, 3, 3, 32}, DType::f32, 0);
+  DeviceTensor dw = gpu.upload(zero);
+  ConvBuffers b;
+  b.x = dX.data;
+  b.dy = dDy.data;
+  b.dwAcc = dw.data;
+  b.dw = dw.data;
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(gpu.resources.stream, cudaStreamCaptureModeThreadLocal),
+            cudaSuccess);
+  Status s = conv->run(call, b, gpu.resources);
+  ASSERT_EQ(cudaStreamEndCapture(gpu.resources.stream, &graph), cudaSuccess);
+  ASSERT_OK(s);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, gpu.resources.stream), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, gpu.resources.stream), cudaSuccess); // accumulates twice
+  Host once({32, 3, 3, 32}, DType::f32), twice({32, 3, 3, 32}, DType::f32);
+  cpu::Conv2dAttrs attrs = attrsOf(call.params);
+  ASSERT_TRUE(cpu::conv2dBackwardFilter(dy.view(), x.view(), zero.view(), attrs, once.view()).ok());
+  ASSERT_TRUE(cpu::conv2dBackwardFilter(dy.view(), x.view(), once.view(), attrs, twice.view()).ok());
+  EXPECT_LE(relativeError(gpu.download(dw), twice.values), 1e-3);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+//===----------------------------------------------------------------------===//
+// GemmRunner
+//===----------------------------------------------------------------------===//
+
+class Gemm : public ::testing::TestWithParam<std::tuple<DType, bool, bool, bool, bool>> {};
+
+// D[m,n] = op(A) op(B) (+ C) (+ bias) against a double loop.
+TEST_P(Gemm, MatchesALoop) {
+  SKIP_WITHOUT_GPU();
+  auto [dtype, transA, transB, accumulate, bias] = GetParam();
+  Gpu gpu;
+  auto gemm = makeGemm();
+  ASSERT_TRUE(gemm);
+  std::mt19937 rng(17);
+  int64_t m = 37, n = 53, k = 71;
+  Host a = randomHost(transA ? Shape{k, m} : Shape{m, k}, dtype, rng);
+  Host b = randomHost(transB ? Shape{n, k} : Shape{k, n}, dtype, rng);
+  DType outType = accumulate ? DType::f32 : dtype;
+  Host c = randomHost({m, n}, outType, rng), bv = randomHost({n}, dtype, rng);
+  GemmCall call;
+  call.m = m;
+  call.n = n;
+  call.k = k;
+  call.transA = transA;
+  call.transB = transB;
+  call.accumulate = accumulate;
+  call.bias = bias;
+  call.aType = call.bType = dtype;
+  call.cType = call.dType = outType;
+  call.biasType = dtype;
+  Result<size_t> ws = gemm->prepare(call, gpu.resources);
+  ASSERT_TRUE(ws.ok()) << ws.error().message();
+  DeviceTensor dA = gpu.upload(a), dB = gpu.upload(b), dC = gpu.upload(c), dBias = gpu.upload(bv);
+  GemmBuffers buf;
+  buf.a = dA.data;
+  buf.b = dB.data;
+  buf.c = dC.data;
+  buf.bias = dBias.data;
+  buf.d = dC.data; // D aliases C
+  ASSERT_OK(gemm->run(call, buf, gpu.resources));
+  std::vector<float> want(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = accumulate ? c.values[size_t(i * n + j)] : 0;
+      if (bias)
+        s += bv.values[size_t(j)];
+      for (int64_t p = 0; p < k; ++p)
+        s += double(a.values[size_t(transA ? p * m + i : i * k + p)]) *
+             b.values[size_t(transB ? j * k + p : p * n + j)];
+      want[size_t(i * n + j)] = roundTo(outType, float(s));
+    }
+  EXPECT_LE(relativeError(gpu.download(dC), want), tolerance(outType)) << describe(call);
+}
+
+INSTANTIATE_TEST_SUITE_P(, Gemm,
+                         ::testing::Combine(::testing::Values(DType::f32, DType::f16),
+                                            ::testing::Bool(), ::testing::Bool(),
+                                            ::testing::Bool(), ::testing::Bool()));
+
+//===----------------------------------------------------------------------===//
+// Launchers (ops_conv_linear.cpp) against the CPU kernels
+//===----------------------------------------------------------------------===//
+
+/// A node with its device tensors, launched through its OpLauncher.
+struct NodeRun {
+  Node node;
+  std::vector<DeviceTensor> operands, results;
+
+  Status run(Gpu &gpu, ConvRunner &conv, GemmRunner &gemm) {
+    const OpLauncher *launcher = findOpLauncher(node.op);
+    if (!launcher)
+      return Error("no launcher for " + node.op);
+    // As the executor does: prepare, then launch, each part on its stream
+    // (one launch of part -1 when the node has no parts).
+    int parts = int(node.parts.size());
+    for (int part = parts ? 0 : -1; part < std::max(parts, 0) || part == -1; ++part) {
+      OpLaunch l{node, part, operands, results, gpu.resources, conv, gemm, 0, 0};
+      if (launcher->prepare) {
+        Result<size_t> bytes = launcher->prepare(l);
+        if (!bytes.ok())
+          return bytes.error();
+        if (*bytes > gpu.resources.workspaceBytes)
+          return Error("needs more workspace than the stream has");
+      }
+      if (Status s = launcher->launch(l); !s.ok())
+        return s;
+      if (part == -1)
+        break;
+    }
+    return Status::success();
+  }
+};
+
+class Launchers : public ::testing::TestWithParam<DType> {};
+
+TEST_P(Launchers, Conv2dWithBias) {
+  SKIP_WITHOUT_GPU();
+  DType dtype = GetParam();
+  Gpu gpu;
+  auto conv = makeConv();
+  auto gemm = makeGemm();
+  std::mt19937 rng(23);
+  Host x = randomHost({2, 12, 12, 6}, dtype, rng), w = randomHost({10, 3, 3, 6}, dtype, rng),
+       b = randomHost({10}, dtype, rng);
+  NodeRun r;
+  r.node.op = "conv2d";
+  r.node.attributes = {{"strides", {2, 2}}, {"padding", {1, 1}}};
+  r.operands = {gpu.upload(x), gpu.upload(w), gpu.upload(b)};
+  r.results = {gpu.empty({2, 6, 6, 10}, dtype)};
+  ASSERT_OK(r.run(gpu, *conv, *gemm));
+  cpu::Conv2dAttrs attrs;
+  attrs.strides = {2, 2};
+  attrs.padding = {1, 1};
+  Host want({2, 6, 6, 10}, dtype);
+  TensorView bias = b.view();
+  ASSERT_TRUE(cpu::conv2d(x.view(), w.view(), &bias, attrs, want.view()).ok());
+  EXPECT_LE(relativeError(gpu.download(r.results[0]), want.values), tolerance(dtype));
+}
+
+TEST_P(Launchers, Conv2dBackwardParts) {
+  SKIP_WITHOUT_GPU();
+  DType dtype = GetParam();
+  Gpu gpu;
+  auto conv = makeConv();
+  auto gemm = makeGemm();
+  std::mt19937 rng(29);
+  Shape xs{2, 10, 10, 8}, ws{12, 3, 3, 8}, ys{2, 10, 10, 12};
+  Host dy = randomHost(ys, dtype, rng), x = randomHost(xs, dtype, rng), w = randomHost(ws, dtype, rng);
+  Host dwAcc = randomHost(ws, DType::f32, rng), dbAcc = randomHost({12}, DType::f32, rng);
+  NodeRun r;
+  r.node.op = "conv2d_backward";
+  r.node.attributes = {{"strides", {1, 1}}, {"padding", {1, 1}}, {"input_grad", true}};
+  r.node.parts = {{"weight_grad", Stream::comp1}, {"bias_grad", Stream::comp1},
+                  {"input_grad", Stream::comp1}};
+  r.operands = {gpu.upload(dy), gpu.upload(x), gpu.upload(w), gpu.upload(dwAcc), gpu.upload(dbAcc)};
+  r.results = {gpu.empty(xs, dtype), gpu.empty(ws, DType::f32), gpu.empty({12}, DType::f32)};
+  ASSERT_OK(r.run(gpu, *conv, *gemm));
+  cpu::Conv2dAttrs attrs;
+  attrs.padding = {1, 1};
+  Host dx(xs, dtype), dw(ws, DType::f32), db({12}, DType::f32);
+  TensorView dbAccView = dbAcc.view(), dxView = dx.view(), dbView = db.view();
+  ASSERT_TRUE(cpu::conv2dBackward(dy.view(), x.view(), w.view(), dwAcc.view(), &dbAccView, attrs,
+                                  &dxView, dw.view(), &dbView)
+                  .ok());
+  EXPECT_LE(relativeError(gpu.download(r.results[0]), dx.values), tolerance(dtype));
+  EXPECT_LE(relativeError(gpu.download(r.results[1]), dw.values), dtype == DType::f32 ? 5e-5 : 1e-3);
+  EXPECT_LE(relativeError(gpu.download(r.results[2]), db.values), 1e-6);
+}
+
+TEST_P(Launchers, LinearWithAndWithoutBias) {
+  SKIP_WITHOUT_GPU();
+  DType dtype = GetParam();
+  Gpu gpu;
+  auto conv = makeConv();
+  auto gemm = makeGemm();
+  std::mt19937 rng(31);
+  Host x = randomHost({24, 40}, dtype, rng), w = randomHost({10, 40}, dtype, rng),
+       b = randomHost({10}, dtype, rng);
+  for (bool withBias : {false, true}) {
+    NodeRun r;
+    r.node.op = "linear";
+    r.operands = {gpu.upload(x), gpu.upload(w)};
+    if (withBias)
+      r.operands.push_back(gpu.upload(b));
+    r.results = {gpu.empty({24, 10}, dtype)};
+    ASSERT_OK(r.run(gpu, *conv, *gemm));
+    Host want({24, 10}, dtype);
+    TensorView bias = b.view();
+    ASSERT_TRUE(cpu::linear(x.view(), w.view(), withBias ? &bias : nullptr, want.view()).ok());
+    EXPECT_LE(relativeError(gpu.download(r.results[0]), want.values), tolerance(dtype))
+        << (withBias ? "with bias" : "without bias");
+  }
+}
+
+TEST_P(Launchers, LinearBackwardParts) {
+  SKIP_WITHOUT_GPU();
+  DType dtype = GetParam();
+  Gpu gpu;
+  auto conv = makeConv();
+  auto gemm = makeGemm();
+  std::mt19937 rng(37);
+  Host dy = randomHost({24, 10}, dtype, rng), x = randomHost({24, 40}, dtype, rng),
+       w = randomHost({10, 40}, dtype, rng);
+  Host dwAcc = randomHost({10, 40}, DType::f32, rng), dbAcc = randomHost({10}, DType::f32, rng);
+  for (bool withBias : {false, true}) {
+    NodeRun r;
+    r.node.op = "linear_backward";
+    r.node.attributes = {{"input_grad", true}};
+    r.node.parts = {{"weight_grad", Stream::comp1}, {"input_grad", Stream::comp1}};
+    if (withBias)
+      r.node.parts.insert(r.node.parts.begin() + 1, Part{"bias_grad", Stream::comp1});
+    r.operands = {gpu.upload(dy), gpu.upload(x), gpu.upload(w), gpu.upload(dwAcc)};
+    r.results = {gpu.empty({24, 40}, dtype), gpu.empty({10, 40}, DType::f32)};
+    if (withBias) {
+      r.operands.push_back(gpu.upload(dbAcc));
+      r.results.push_back(gpu.empty({10}, DType::f32));
+    }
+    ASSERT_OK(r.run(gpu, *conv, *gemm));
+    Host dx({24, 40}, dtype), dw({10, 40}, DType::f32), db({10}, DType::f32);
+    TensorView dbAccView = dbAcc.view(), dxView = dx.view(), dbView = db.view();
+    ASSERT_TRUE(cpu::linearBackward(dy.view(), x.view(), w.view(), dwAcc.view(),
+                                    withBias ? &dbAccView : nullptr, &dxView, dw.view(),
+                                    withBias ? &dbView : nullptr)
+                    .ok());
+    EXPECT_LE(relativeError(gpu.download(r.results[0]), dx.values), tolerance(dtype));
+    EXPECT_LE(relativeError(gpu.download(r.results[1]), dw.values),
+              dtype == DType::f32 ? 5e-5 : 1e-3);
+    if (withBias)
+      EXPECT_LE(relativeError(gpu.download(r.results[2]), db.values), 1e-6);
+  }
+}
+
+TEST_P(Launchers, CbrForwardBackwardInference) {
+  SKIP_WITHOUT_GPU();
+  DType dtype = GetParam();
+  double tol = tolerance(dtype, /*normalized=*/true);
+  Gpu gpu;
+  auto conv = makeConv();
+  auto gemm = makeGemm();
+  std::mt19937 rng(41);
+  Shape xs{4, 12, 12, 16}, ws{32, 3, 3, 16}, ys{4, 6, 6, 32};
+  Host x = randomHost(xs, dtype, rng), w = randomHost(ws, dtype, rng);
+  Host gamma = randomHost({32}, DType::f32, rng, 0.5f, 1.5f), beta = randomHost({32}, DType::f32, rng);
+  json attrs = {{"strides", {2, 2}}, {"padding", {1, 1}}, {"epsilon", 1e-5}, {"relu", true}};
+  cpu::Conv2dAttrs cattrs;
+  cattrs.strides = {2, 2};
+  cattrs.padding = {1, 1};
+
+  // Forward.
+  Host y(ys, dtype), convOut(ys, dtype), mean({32}, DType::f32), invStd({32}, DType::f32);
+  ASSERT_TRUE(cpu::cbrForward(x.view(), w.view(), gamma.view(), beta.view(), cattrs, 1e-5, true,
+                              y.view(), convOut.view(), mean.view(), invStd.view())
+                  .ok());
+  NodeRun f;
+  f.node.op = "cbr_forward";
+  f.node.attributes = attrs;
+  f.operands = {gpu.upload(x), gpu.upload(w), gpu.upload(gamma), gpu.upload(beta)};
+  f.results = {gpu.empty(ys, dtype), gpu.empty(ys, dtype), gpu.empty({32}, DType::f32),
+               gpu.empty({32}, DType::f32)};
+  ASSERT_OK(f.run(gpu, *conv, *gemm));
+  EXPECT_LE(relativeError(gpu.download(f.results[1]), convOut.values), tolerance(dtype));
+  EXPECT_LE(relativeError(gpu.download(f.results[2]), mean.values), tol);
+  EXPECT_LE(relativeError(gpu.download(f.results[3]), invStd.values), tol);
+  EXPECT_LE(relativeError(gpu.download(f.results[0]), y.values), tol);
+
+  // Backward, from the CPU's forward values, with the ReLU result.
+  Host dy = randomHost(ys, dtype, rng), dwAcc = randomHost(ws, DType::f32, rng);
+  Host dgAcc = randomHost({32}, DType::f32, rng), dbAcc = randomHost({32}, DType::f32, rng);
+  Host convGrad(ys, dtype), dx(xs, dtype), dw(ws, DType::f32), dg({32}, DType::f32),
+      db({32}, DType::f32);
+  TensorView relu = y.view(), dxView = dx.view();
+  ASSERT_TRUE(cpu::cbrBackward(dy.view(), x.view(), w.view(), convOut.view(), gamma.view(),
+                               mean.view(), invStd.view(), dwAcc.view(), dgAcc.view(),
+                               dbAcc.view(), &relu, cattrs, convGrad.view(), &dxView, dw.view(),
+                               dg.view(), db.view())
+                  .ok());
+  NodeRun b;
+  b.node.op = "cbr_backward";
+  b.node.attributes = attrs;
+  b.node.attributes["input_grad"] = true;
+  b.node.parts = {{"bn_grad", Stream::comp1}, {"weight_grad", Stream::comp1},
+                  {"input_grad", Stream::comp1}};
+  b.operands = {gpu.upload(dy),     gpu.upload(x),     gpu.upload(w),     gpu.upload(convOut),
+                gpu.upload(gamma),  gpu.upload(mean),  gpu.upload(invStd), gpu.upload(dwAcc),
+                gpu.upload(dgAcc),  gpu.upload(dbAcc), gpu.upload(y)};
+  b.results = {gpu.empty(ys, dtype), gpu.empty(xs, dtype), gpu.empty(ws, DType::f32),
+               gpu.empty({32}, DType::f32), gpu.empty({32}, DType::f32)};
+  ASSERT_OK(b.run(gpu, *conv, *gemm));
+  EXPECT_LE(relativeError(gpu.download(b.results[0]), convGrad.values), tol);
+  EXPECT_LE(relativeError(gpu.download(b.results[1]), dx.values), tol);
+  EXPECT_LE(relativeError(gpu.download(b.results[2]), dw.values), tol);
+  EXPECT_LE(relativeError(gpu.download(b.results[3]), dg.values), tol);
+  EXPECT_LE(relativeError(gpu.download(b.results[4]), db.values), tol);
+
+  // Inference, with running statistics.
+  Host rm = randomHost({32}, DType::f32, rng), rv = randomHost({32}, DType::f32, rng, 0.5f, 2.0f);
+  Host yi(ys, dtype);
+  ASSERT_TRUE(cpu::cbrInference(x.view(), w.view(), gamma.view(), beta.view(), rm.view(),
+                                rv.view(), cattrs, 1e-5, true, yi.view())
+                  .ok());
+  NodeRun inf;
+  inf.node.op = "cbr_inference";
+  inf.node.attributes = attrs;
+  inf.operands = {gpu.upload(x),    gpu.upload(w),  gpu.upload(gamma),
+                  gpu.upload(beta), gpu.upload(rm), gpu.upload(rv)};
+  inf.results = {gpu.empty(ys, dtype)};
+  ASSERT_OK(inf.run(gpu, *conv, *gemm));
+  EXPECT_LE(relativeError(gpu.download(inf.results[0]), yi.values), tol);
+}
+
+INSTANTIATE_TEST_SUITE_P(, Launchers, ::testing::Values(DType::f32, DType::f16),
+                         [](const auto &info) { return std::string(dtypeName(info.param)); });
+
+} // namespace
+} // namespace rn::cuda
