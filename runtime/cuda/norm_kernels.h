@@ -1,0 +1,114 @@
+//===- norm_kernels.h - Batch-normalization kernels on the GPU --*- C++ -*-===//
+//
+// The batch-norm math of the rn ops (batch_norm*, update_running_stats,
+// bn_add_relu*) and of the CBR ops' BN half, over NHWC or [N, C] tensors:
+// the channel is the innermost dimension, M = N * H * W (or N) rows. Large
+// tensors (x, y, dy, dx, shortcut, ReLU result) share one storage dtype
+// (f32, f16 or bf16); per-channel vectors [C] are f32 or that dtype; the
+// saved statistics (batch mean, inv_std = 1 / sqrt(var + eps)) are f32.
+// Math is f32, statistics merged in double, each output rounded once.
+//
+// Reductions are deterministic: every block reduces a fixed chunk of rows
+// for a tile of channels (Welford for the statistics, plain sums for the
+// backward), writes its partials to the caller's workspace, and a second
+// kernel merges the chunks per channel in a fixed order. The chunking
+// depends on the shape alone, so the workspace size is known at prepare.
+//
+// Everything is asynchronous on `stream`; nothing reads device memory on
+// the host, so every call can be captured into a CUDA graph.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CUDA_NORM_KERNELS_H
+#define RN_RUNTIME_CUDA_NORM_KERNELS_H
+
+#include "runtime/core/status.h"
+#include "runtime/cuda/device_tensor.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace rn::cuda {
+
+/// From per-channel sums of x (sum, sumSq over M = `count` elements, f32
+/// [C]), as cuDNN's genstats gives them: mean and inv_std = 1 / sqrt(var +
+/// eps) (biased var, clamped at 0) into f32 [C] views.
+Status bnFinalizeStats(const float *sum, const float *sumSq, int64_t channels, int64_t count,
+                       double epsilon, const DeviceTensor &batchMean,
+                       const DeviceTensor &batchInvStd, cudaStream_t stream);
+
+/// Workspace bytes bnBatchStats needs for x's shape (partial statistics).
+size_t bnStatsWorkspaceBytes(const std::vector<int64_t> &xShape);
+
+/// Batch mean and inv_std of x (Welford per block, chunks merged in double
+/// in a fixed order). `workspace` holds bnStatsWorkspaceBytes(x.shape).
+/// batchMean / batchInvStd may point into memory after that part of the
+/// workspace (batch_norm keeps its statistics there).
+Status bnBatchStats(const DeviceTensor &x, double epsilon, const DeviceTensor &batchMean,
+                    const DeviceTensor &batchInvStd, cudaStream_t stream, void *workspace,
+                    size_t workspaceBytes);
+
+/// y = [relu]((x - mean) * invStd * weight + bias); mean, invStd f32 [C].
+Status bnApply(const DeviceTensor &x, const DeviceTensor &weight, const DeviceTensor &bias,
+               const DeviceTensor &mean, const DeviceTensor &invStd, bool relu,
+               const DeviceTensor &y, cudaStream_t stream);
+
+/// bn_add_relu's tail: y = relu(round(round((x - mean) * invStd * weight +
+/// bias) + shortcut)), each round to y's dtype, as the unfused ops store.
+Status bnApplyAddRelu(const DeviceTensor &x, const DeviceTensor &weight, const DeviceTensor &bias,
+                      const DeviceTensor &mean, const DeviceTensor &invStd,
+                      const DeviceTensor &shortcut, const DeviceTensor &y, cudaStream_t stream);
+
+/// Workspace bytes bnBackward (and bnAddReluBackward) need for x's shape.
+size_t bnBackwardWorkspaceBytes(const std::vector<int64_t> &xShape);
+
+/// The batch_norm_backward math: with xhat = (x - mean) * invStd,
+/// dx = weight * invStd * (dy - sum(dy) / M - xhat * sum(dy * xhat) / M),
+/// weightGrad = weightGradAcc + sum(dy * xhat), biasGrad = biasGradAcc +
+/// sum(dy). When reluResult is non-null, dy is first masked by
+/// reluResult > 0 (the CBR backward's ReLU), without writing the masked dy
+/// anywhere. The gradients may alias their accumulators.
+Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult, const DeviceTensor &x,
+                  const DeviceTensor &weight, const DeviceTensor &mean,
+                  const DeviceTensor &invStd, const DeviceTensor &weightGradAcc,
+                  const DeviceTensor &biasGradAcc, const DeviceTensor &dx,
+                  const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
+                  cudaStream_t stream, void *workspace, size_t workspaceBytes);
+
+/// bn_add_relu_backward: shortcutGrad = dy masked by reluResult > 0, then
+/// bnBackward of it (dx, weightGrad, biasGrad).
+Status bnAddReluBackward(const DeviceTensor &dy, const DeviceTensor &reluResult,
+                         const DeviceTensor &x, const DeviceTensor &weight,
+                         const DeviceTensor &mean, const DeviceTensor &invStd,
+                         const DeviceTensor &weightGradAcc, const DeviceTensor &biasGradAcc,
+                         const DeviceTensor &dx, const DeviceTensor &shortcutGrad,
+                         const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
+                         cudaStream_t stream, void *workspace, size_t workspaceBytes);
+
+/// Inference: y = [relu]((x - runningMean) / sqrt(runningVar + eps) *
+/// weight + bias).
+Status bnInference(const DeviceTensor &x, const DeviceTensor &weight, const DeviceTensor &bias,
+                   const DeviceTensor &runningMean, const DeviceTensor &runningVar,
+                   double epsilon, bool relu, const DeviceTensor &y, cudaStream_t stream);
+
+/// bn_add_relu_inference: relu(round(round(bnInference(x)) + shortcut)).
+Status bnInferenceAddRelu(const DeviceTensor &x, const DeviceTensor &weight,
+                          const DeviceTensor &bias, const DeviceTensor &runningMean,
+                          const DeviceTensor &runningVar, const DeviceTensor &shortcut,
+                          double epsilon, const DeviceTensor &y, cudaStream_t stream);
+
+/// update_running_stats: new = (1 - momentum) * old + momentum * batch, the
+/// batch variance max(0, 1 / invStd^2 - eps) made unbiased by count /
+/// (count - 1). The new statistics may alias the old ones.
+Status bnUpdateRunningStats(const DeviceTensor &runningMean, const DeviceTensor &runningVar,
+                            const DeviceTensor &batchMean, const DeviceTensor &batchInvStd,
+                            double epsilon, double momentum, int64_t count,
+                            const DeviceTensor &newRunningMean,
+                            const DeviceTensor &newRunningVar, cudaStream_t stream);
+
+} // namespace rn::cuda
+
+#endif // RN_RUNTIME_CUDA_NORM_KERNELS_H

@@ -1,0 +1,759 @@
+//===- update_kernels.cu - Loss scaling and optimizer kernels -------------===//
+//
+// Elementwise updates over packs of 16 bytes (4 f32 or 8 f16/bf16 values
+// per load) when every pointer of the call is 16-byte aligned, single
+// elements otherwise; the last pack of a tensor may be partial. All tensors
+// of one optimizer call share one dtype (the dialect's verifiers require
+// it). Kernels read their scalars and the skip flag from device memory
+// first; a skipped in-place update returns before touching memory.
+//
+// LARS's norms are a two-stage deterministic reduction: a fixed number of
+// blocks (a function of the element count alone) write per-block sums of
+// squares in double to the workspace; every block of the update kernel
+// then sums those partials in the same fixed order, so all blocks agree on
+// the trust ratio bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/update_kernels.h"
+
+#include "runtime/cuda/check.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+namespace rn::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 8192;
+constexpr int kLarsMaxBlocks = 512;
+/// Elements one check_finite block covers (16 per thread).
+constexpr int kFiniteElementsPerThread = 16;
+constexpr int64_t kFiniteElementsPerBlock = int64_t(kThreads) * kFiniteElementsPerThread;
+/// Tensors per check_finite launch (the batch travels as a kernel argument,
+/// which must stay under 4 KiB).
+constexpr int kFiniteBatch = 64;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+//===----------------------------------------------------------------------===//
+// Element access
+//===----------------------------------------------------------------------===//
+
+template <typename T> __device__ __forceinline__ float toFloat(T v);
+template <> __device__ __forceinline__ float toFloat<float>(float v) { return v; }
+template <> __device__ __forceinline__ float toFloat<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float toFloat<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+
+template <typename T> __device__ __forceinline__ T fromFloat(float v);
+template <> __device__ __forceinline__ float fromFloat<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half fromFloat<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+template <typename T> __device__ __forceinline__ float roundAs(float v) {
+  return toFloat<T>(fromFloat<T>(v));
+}
+
+template <int Bytes> struct RawVec;
+template <> struct RawVec<2> { using type = unsigned short; };
+template <> struct RawVec<4> { using type = unsigned int; };
+template <> struct RawVec<8> { using type = uint2; };
+template <> struct RawVec<16> { using type = uint4; };
+
+/// Elements [i, i + V) of a tensor of n elements (those past n read as 0):
+/// one load when the pack is whole.
+template <typename T, int V>
+__device__ __forceinline__ void loadSome(const T *p, int64_t i, int64_t n, float (&out)[V]) {
+  if (i + V <= n) {
+    using Raw = typename RawVec<sizeof(T) * V>::type;
+    Raw raw = *reinterpret_cast<const Raw *>(p + i);
+    const T *e = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      out[v] = toFloat<T>(e[v]);
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      out[v] = i + v < n ? toFloat<T>(p[i + v]) : 0.f;
+  }
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void storeSome(T *p, int64_t i, int64_t n, const float (&in)[V]) {
+  if (i + V <= n) {
+    using Raw = typename RawVec<sizeof(T) * V>::type;
+    Raw raw;
+    T *e = reinterpret_cast<T *>(&raw);
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      e[v] = fromFloat<T>(in[v]);
+    *reinterpret_cast<Raw *>(p + i) = raw;
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      if (i + v < n)
+        p[i + v] = fromFloat<T>(in[v]);
+  }
+}
+
+/// A flag tensor on the device; null: never set.
+struct Flag {
+  const void *data;
+  DType type;
+};
+
+__device__ __forceinline__ bool flagSet(Flag flag) {
+  if (!flag.data)
+    return false;
+  switch (flag.type) {
+  case DType::i1:
+    return *static_cast<const uint8_t *>(flag.data) != 0;
+  case DType::i32:
+    return *static_cast<const int32_t *>(flag.data) != 0;
+  default:
+    return *static_cast<const float *>(flag.data) != 0.f;
+  }
+}
+
+/// Grid-stride loop over the packs of an n-element tensor.
+#define RN_FOR_EACH_PACK(i, n, V)                                                            \
+  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * (V); i < (n);          \
+       i += int64_t(gridDim.x) * blockDim.x * (V))
+
+/// Copies `from` to `to` unless they are the same memory (a skipped update).
+template <typename T, int V>
+__device__ __forceinline__ void copyPack(const T *from, T *to, int64_t i, int64_t n) {
+  if (from == to)
+    return;
+  float values[V];
+  loadSome<T, V>(from, i, n, values);
+  storeSome<T, V>(to, i, n, values);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// The tensors of one check_finite launch and the first block of each.
+struct FiniteBatch {
+  const void *data[kFiniteBatch];
+  int64_t numel[kFiniteBatch];
+  int64_t firstBlock[kFiniteBatch + 1];
+  DType type[kFiniteBatch];
+  int count;
+};
+
+__device__ __forceinline__ bool nonFiniteAt(const void *data, DType type, int64_t i) {
+  if (type == DType::f32)
+    return (static_cast<const uint32_t *>(data)[i] & 0x7f800000u) == 0x7f800000u;
+  uint16_t bits = static_cast<const uint16_t *>(data)[i];
+  return type == DType::f16 ? (bits & 0x7c00u) == 0x7c00u : (bits & 0x7f80u) == 0x7f80u;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    checkFiniteKernel(const FiniteBatch batch, void *flag, DType flagType) {
+  const int64_t b = blockIdx.x;
+  int lo = 0, hi = batch.count - 1; // the tensor t with firstBlock[t] <= b < firstBlock[t + 1]
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (batch.firstBlock[mid] <= b)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  const void *data = batch.data[lo];
+  const DType type = batch.type[lo];
+  const int64_t n = batch.numel[lo];
+  const int64_t begin = (b - batch.firstBlock[lo]) * kFiniteElementsPerBlock + threadIdx.x;
+  bool bad = false;
+#pragma unroll
+  for (int k = 0; k < kFiniteElementsPerThread; ++k) {
+    int64_t i = begin + int64_t(k) * kThreads;
+    if (i < n)
+      bad |= nonFiniteAt(data, type, i);
+  }
+  // Every block that finds one writes the same value: no reduction needed.
+  if (__syncthreads_or(bad) && threadIdx.x == 0) {
+    switch (flagType) {
+    case DType::i1:
+      *static_cast<uint8_t *>(flag) = 1;
+      break;
+    case DType::i32:
+      *static_cast<int32_t *>(flag) = 1;
+      break;
+    default:
+      *static_cast<float *>(flag) = 1.f;
+      break;
+    }
+  }
+}
+
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    unscaleKernel(const T *grad, const float *scale, T *result, int64_t n) {
+  const float s = *scale;
+  RN_FOR_EACH_PACK(i, n, V) {
+    float g[V];
+    loadSome<T, V>(grad, i, n, g);
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      g[v] = g[v] / s;
+    storeSome<T, V>(result, i, n, g);
+  }
+}
+
+__global__ void lossScaleKernel(const float *scale, const int32_t *goodSteps, Flag found,
+                                double growth, double backoff, int64_t growthInterval,
+                                float *newScale, int32_t *newGoodSteps) {
+  // Read everything before writing: the results may alias the operands.
+  const float s = *scale;
+  const int32_t good = *goodSteps;
+  float nextScale = s;
+  int32_t nextGood = 0;
+  if (flagSet(found)) {
+    nextScale = static_cast<float>(double(s) * backoff);
+  } else {
+    int64_t successful = int64_t(good) + 1;
+    if (successful >= growthInterval) {
+      float grown = static_cast<float>(double(s) * growth);
+      if (isfinite(grown))
+        nextScale = grown;
+    } else {
+      nextGood = static_cast<int32_t>(successful);
+    }
+  }
+  *newScale = nextScale;
+  *newGoodSteps = nextGood;
+}
+
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    sgdKernel(const T *param, const T *grad, const T *buffer, const float *lr, Flag skip,
+              T *newParam, T *newBuffer, int64_t n, float momentum, float weightDecay,
+              bool nesterov) {
+  if (flagSet(skip)) {
+    if (param == newParam && buffer == newBuffer)
+      return;
+    RN_FOR_EACH_PACK(i, n, V) {
+      copyPack<T, V>(param, newParam, i, n);
+      if (buffer)
+        copyPack<T, V>(buffer, newBuffer, i, n);
+    }
+    return;
+  }
+  const float rate = *lr;
+  RN_FOR_EACH_PACK(i, n, V) {
+    float p[V], g[V], b[V];
+    loadSome<T, V>(param, i, n, p);
+    loadSome<T, V>(grad, i, n, g);
+    if (buffer)
+      loadSome<T, V>(buffer, i, n, b);
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      float d = g[v] + weightDecay * p[v];
+      float step = d;
+      if (buffer) {
+        b[v] = roundAs<T>(momentum * b[v] + d);
+        step = nesterov ? d + momentum * b[v] : b[v];
+      }
+      p[v] = p[v] - rate * step;
+    }
+    if (buffer)
+      storeSome<T, V>(newBuffer, i, n, b);
+    storeSome<T, V>(newParam, i, n, p);
+  }
+}
+
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    adamwKernel(const T *param, const T *grad, const T *expAvg, const T *expAvgSq,
+                const float *lr, const int32_t *step, Flag skip, T *newParam, T *newExpAvg,
+                T *newExpAvgSq, int64_t n, double beta1, double beta2, float epsilon,
+                double weightDecay) {
+  if (flagSet(skip)) {
+    if (param == newParam && expAvg == newExpAvg && expAvgSq == newExpAvgSq)
+      return;
+    RN_FOR_EACH_PACK(i, n, V) {
+      copyPack<T, V>(param, newParam, i, n);
+      copyPack<T, V>(expAvg, newExpAvg, i, n);
+      copyPack<T, V>(expAvgSq, newExpAvgSq, i, n);
+    }
+    return;
+  }
+  const double rate = *lr;
+  const int32_t t = *step;
+  const double biasCorrection1 = 1.0 - pow(beta1, double(t));
+  const float invBiasCorrection2Sqrt = static_cast<float>(1.0 / sqrt(1.0 - pow(beta2, double(t))));
+  const float stepSize = static_cast<float>(rate / biasCorrection1);
+  const float lrTimesDecay = static_cast<float>(rate * weightDecay);
+  const float b1 = static_cast<float>(beta1), c1 = static_cast<float>(1.0 - beta1);
+  const float b2 = static_cast<float>(beta2), c2 = static_cast<float>(1.0 - beta2);
+  RN_FOR_EACH_PACK(i, n, V) {
+    float p[V], g[V], m[V], s[V];
+    loadSome<T, V>(param, i, n, p);
+    loadSome<T, V>(grad, i, n, g);
+    loadSome<T, V>(expAvg, i, n, m);
+    loadSome<T, V>(expAvgSq, i, n, s);
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      m[v] = roundAs<T>(b1 * m[v] + c1 * g[v]);
+      s[v] = roundAs<T>(b2 * s[v] + c2 * g[v] * g[v]);
+      float denom = sqrtf(s[v]) * invBiasCorrection2Sqrt + epsilon;
+      // The decay and the step as one difference: a single rounding of the
+      // new value, as the CPU's double arithmetic has.
+      p[v] = p[v] - (p[v] * lrTimesDecay + stepSize * m[v] / denom);
+    }
+    storeSome<T, V>(newExpAvg, i, n, m);
+    storeSome<T, V>(newExpAvgSq, i, n, s);
+    storeSome<T, V>(newParam, i, n, p);
+  }
+}
+
+/// Fixed-order tree sum of one double per thread; the block's sum in
+/// thread 0 (and every thread, through `shared`).
+__device__ __forceinline__ double blockSum(double value, double *shared) {
+  shared[threadIdx.x] = value;
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    __syncthreads();
+    if (threadIdx.x < s)
+      shared[threadIdx.x] += shared[threadIdx.x + s];
+  }
+  __syncthreads();
+  double total = shared[0];
+  __syncthreads();
+  return total;
+}
+
+/// Stage 1 of LARS: per block, sum(param^2) and sum(grad^2) in double.
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    larsNormKernel(const T *param, const T *grad, int64_t n, double *partials) {
+  __shared__ double shared[kThreads];
+  double paramSq = 0, gradSq = 0;
+  RN_FOR_EACH_PACK(i, n, V) {
+    float p[V], g[V];
+    loadSome<T, V>(param, i, n, p);
+    loadSome<T, V>(grad, i, n, g);
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      paramSq += double(p[v]) * p[v];
+      gradSq += double(g[v]) * g[v];
+    }
+  }
+  paramSq = blockSum(paramSq, shared);
+  gradSq = blockSum(gradSq, shared);
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = paramSq;
+    partials[gridDim.x + blockIdx.x] = gradSq;
+  }
+}
+
+/// Stage 2 of LARS: every block sums the partials (same order everywhere),
+/// derives the trust ratio and updates its packs.
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    larsUpdateKernel(const T *param, const T *grad, const T *buffer, const float *lr, Flag skip,
+                     const double *partials, int partialBlocks, T *newParam, T *newBuffer,
+                     int64_t n, double momentum, double weightDecay, double trust,
+                     double epsilon) {
+  __shared__ double shared[kThreads];
+  if (flagSet(skip)) {
+    if (param == newParam && buffer == newBuffer)
+      return;
+    RN_FOR_EACH_PACK(i, n, V) {
+      copyPack<T, V>(param, newParam, i, n);
+      copyPack<T, V>(buffer, newBuffer, i, n);
+    }
+    return;
+  }
+  double paramSq = 0, gradSq = 0;
+  for (int j = threadIdx.x; j < partialBlocks; j += kThreads) {
+    paramSq += partials[j];
+    gradSq += partials[partialBlocks + j];
+  }
+  const double paramNorm = sqrt(blockSum(paramSq, shared));
+  const double gradNorm = sqrt(blockSum(gradSq, shared));
+  const double localLr = paramNorm > 0 && gradNorm > 0
+                             ? trust * paramNorm / (gradNorm + weightDecay * paramNorm + epsilon)
+                             : 1.0;
+  const float rate = *lr;
+  const float local = static_cast<float>(localLr);
+  const float mom = static_cast<float>(momentum), wd = static_cast<float>(weightDecay);
+  RN_FOR_EACH_PACK(i, n, V) {
+    float p[V], g[V], b[V];
+    loadSome<T, V>(param, i, n, p);
+    loadSome<T, V>(grad, i, n, g);
+    loadSome<T, V>(buffer, i, n, b);
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      float d = local * (g[v] + wd * p[v]);
+      b[v] = roundAs<T>(mom * b[v] + d);
+      p[v] = p[v] - rate * b[v];
+    }
+    storeSome<T, V>(newBuffer, i, n, b);
+    storeSome<T, V>(newParam, i, n, p);
+  }
+}
+
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    emaKernel(const T *average, const T *param, T *newAverage, int64_t n, float decay,
+              float oneMinusDecay) {
+  RN_FOR_EACH_PACK(i, n, V) {
+    float a[V], p[V];
+    loadSome<T, V>(average, i, n, a);
+    loadSome<T, V>(param, i, n, p);
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      a[v] = decay * a[v] + oneMinusDecay * p[v];
+    storeSome<T, V>(newAverage, i, n, a);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+bool isFloatType(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+class Checker {
+public:
+  explicit Checker(const char *op) : op_(op) {}
+  Checker &that(bool condition, const std::string &what) {
+    if (!condition && message_.empty())
+      message_ = std::string(op_) + ": " + what;
+    return *this;
+  }
+  Checker &floatTensor(const char *name, const DeviceTensor &t) {
+    return that(t.data != nullptr || t.numel() == 0, std::string(name) + " has no data")
+        .that(isFloatType(t.dtype), std::string(name) + " must be f32, f16 or bf16, got " +
+                                        std::string(dtypeName(t.dtype)));
+  }
+  /// Same shape and dtype as `like`.
+  Checker &sameAs(const char *name, const DeviceTensor &t, const DeviceTensor &like) {
+    return that(t.data != nullptr || t.numel() == 0, std::string(name) + " has no data")
+        .that(t.shape == like.shape, std::string(name) + " must have the param's shape")
+        .that(t.dtype == like.dtype, std::string(name) + " must have the param's dtype");
+  }
+  Checker &scalar(const char *name, const DeviceTensor &t, DType type) {
+    return that(t.data != nullptr, std::string(name) + " has no data")
+        .that(t.numel() == 1, std::string(name) + " must be a scalar")
+        .that(t.dtype == type, std::string(name) + " must be " + std::string(dtypeName(type)) +
+                                   ", got " + std::string(dtypeName(t.dtype)));
+  }
+  /// A flag: one element of i1 (or f32/i32, non-zero meaning set).
+  Checker &flag(const char *name, const DeviceTensor &t) {
+    return that(t.data != nullptr, std::string(name) + " has no data")
+        .that(t.numel() == 1, std::string(name) + " must be a scalar")
+        .that(t.dtype == DType::i1 || t.dtype == DType::f32 || t.dtype == DType::i32,
+              std::string(name) + " must be i1");
+  }
+  bool failed() const { return !message_.empty(); }
+  Error error() const { return Error(message_); }
+
+private:
+  const char *op_;
+  std::string message_;
+};
+
+Flag flagOf(const DeviceTensor *t) {
+  return t ? Flag{t->data, t->dtype} : Flag{nullptr, DType::i1};
+}
+
+/// Elements per pack: 16 bytes when every pointer is 16-byte aligned.
+int packWidth(DType type, std::initializer_list<const void *> ptrs) {
+  for (const void *p : ptrs)
+    if (p && reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      return 1;
+  return int(16 / elementSize(type));
+}
+
+unsigned blocksFor(int64_t n, int vec) {
+  return unsigned(std::clamp<int64_t>(ceilDiv(ceilDiv(n, vec), kThreads), 1, kMaxBlocks));
+}
+
+template <typename T, int V> struct Variant {
+  using Type = T;
+  static constexpr int vec = V;
+};
+
+/// Calls fn(Variant<T, V>{}) for storage type `type`, V = 16 bytes or 1.
+template <typename Fn> void withType(DType type, int vec, Fn &&fn) {
+  switch (type) {
+  case DType::f16:
+    if (vec > 1)
+      fn(Variant<__half, 8>{});
+    else
+      fn(Variant<__half, 1>{});
+    return;
+  case DType::bf16:
+    if (vec > 1)
+      fn(Variant<__nv_bfloat16, 8>{});
+    else
+      fn(Variant<__nv_bfloat16, 1>{});
+    return;
+  default:
+    if (vec > 1)
+      fn(Variant<float, 4>{});
+    else
+      fn(Variant<float, 1>{});
+    return;
+  }
+}
+
+int larsBlocks(int64_t numel) {
+  return int(std::clamp<int64_t>(ceilDiv(numel, int64_t(kThreads) * 16), 1, kLarsMaxBlocks));
+}
+
+} // namespace
+
+Status checkFinite(const std::vector<DeviceTensor> &inputs, const DeviceTensor &foundNonFinite,
+                   cudaStream_t stream) {
+  Checker check("check_finite");
+  check.flag("found_non_finite", foundNonFinite);
+  for (const DeviceTensor &t : inputs)
+    check.floatTensor("input", t);
+  if (check.failed())
+    return check.error();
+  RN_CUDA_TRY(
+      cudaMemsetAsync(foundNonFinite.data, 0, elementSize(foundNonFinite.dtype), stream));
+  for (size_t first = 0; first < inputs.size(); first += kFiniteBatch) {
+    FiniteBatch batch{};
+    int64_t blocks = 0;
+    for (size_t k = first; k < inputs.size() && batch.count < kFiniteBatch; ++k) {
+      const DeviceTensor &t = inputs[k];
+      if (t.numel() == 0)
+        continue;
+      batch.data[batch.count] = t.data;
+      batch.numel[batch.count] = t.numel();
+      batch.type[batch.count] = t.dtype;
+      batch.firstBlock[batch.count] = blocks;
+      blocks += ceilDiv(t.numel(), kFiniteElementsPerBlock);
+      ++batch.count;
+    }
+    batch.firstBlock[batch.count] = blocks;
+    if (blocks == 0)
+      continue;
+    checkFiniteKernel<<<unsigned(blocks), kThreads, 0, stream>>>(batch, foundNonFinite.data,
+                                                                 foundNonFinite.dtype);
+    RN_CUDA_TRY_LAUNCH();
+  }
+  return Status::success();
+}
+
+Status unscale(const DeviceTensor &grad, const DeviceTensor &scale, const DeviceTensor &result,
+               cudaStream_t stream) {
+  Checker check("unscale");
+  check.floatTensor("grad", grad).scalar("scale", scale, DType::f32).sameAs("result", result,
+                                                                            grad);
+  if (check.failed())
+    return check.error();
+  const int64_t n = grad.numel();
+  if (n == 0)
+    return Status::success();
+  int vec = packWidth(grad.dtype, {grad.data, result.data});
+  withType(grad.dtype, vec, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    constexpr int V = decltype(variant)::vec;
+    unscaleKernel<T, V><<<blocksFor(n, V), kThreads, 0, stream>>>(
+        static_cast<const T *>(grad.data), static_cast<const float *>(scale.data),
+        static_cast<T *>(result.data), n);
+  });
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+Status updateLossScale(const DeviceTensor &scale, const DeviceTensor &goodSteps,
+                       const DeviceTensor &foundNonFinite, double growth, double backoff,
+                       int64_t growthInterval, const DeviceTensor &newScale,
+                       const DeviceTensor &newGoodSteps, cudaStream_t stream) {
+  Checker check("update_loss_scale");
+  check.scalar("scale", scale, DType::f32)
+      .scalar("good_steps", goodSteps, DType::i32)
+      .flag("found_non_finite", foundNonFinite)
+      .scalar("new_scale", newScale, DType::f32)
+      .scalar("new_good_steps", newGoodSteps, DType::i32)
+      .that(growthInterval > 0,
+            "growth interval must be positive, got " + std::to_string(growthInterval));
+  if (check.failed())
+    return check.error();
+  lossScaleKernel<<<1, 1, 0, stream>>>(
+      static_cast<const float *>(scale.data), static_cast<const int32_t *>(goodSteps.data),
+      flagOf(&foundNonFinite), growth, backoff, growthInterval,
+      static_cast<float *>(newScale.data), static_cast<int32_t *>(newGoodSteps.data));
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+Status sgdUpdate(const DeviceTensor &param, const DeviceTensor &grad,
+                 const DeviceTensor *momentumBuffer, const DeviceTensor &lr,
+                 const DeviceTensor *skip, const SgdOptions &options,
+                 const DeviceTensor &newParam, const DeviceTensor *newMomentumBuffer,
+                 cudaStream_t stream) {
+  Checker check("sgd_update");
+  const bool hasMomentum = options.momentum != 0;
+  check.floatTensor("param", param)
+      .sameAs("grad", grad, param)
+      .sameAs("new_param", newParam, param)
+      .scalar("lr", lr, DType::f32)
+      .that((momentumBuffer != nullptr) == hasMomentum &&
+                (newMomentumBuffer != nullptr) == hasMomentum,
+            "the momentum buffer and its result are given exactly when momentum is non-zero")
+      .that(!options.nesterov || options.momentum > 0, "nesterov needs a positive momentum");
+  if (momentumBuffer)
+    check.sameAs("momentum_buffer", *momentumBuffer, param);
+  if (newMomentumBuffer)
+    check.sameAs("new_momentum_buffer", *newMomentumBuffer, param);
+  if (skip)
+    check.flag("skip_if", *skip);
+  if (check.failed())
+    return check.error();
+  const int64_t n = param.numel();
+  if (n == 0)
+    return Status::success();
+  const void *buffer = momentumBuffer ? momentumBuffer->data : nullptr;
+  void *newBuffer = newMomentumBuffer ? newMomentumBuffer->data : nullptr;
+  int vec = packWidth(param.dtype, {param.data, grad.data, newParam.data, buffer, newBuffer});
+  withType(param.dtype, vec, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    constexpr int V = decltype(variant)::vec;
+    sgdKernel<T, V><<<blocksFor(n, V), kThreads, 0, stream>>>(
+        static_cast<const T *>(param.data), static_cast<const T *>(grad.data),
+        static_cast<const T *>(buffer), static_cast<const float *>(lr.data), flagOf(skip),
+        static_cast<T *>(newParam.data), static_cast<T *>(newBuffer), n,
+        static_cast<float>(options.momentum), static_cast<float>(options.weightDecay),
+        options.nesterov);
+  });
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+Status adamwUpdate(const DeviceTensor &param, const DeviceTensor &grad,
+                   const DeviceTensor &expAvg, const DeviceTensor &expAvgSq,
+                   const DeviceTensor &lr, const DeviceTensor &step, const DeviceTensor *skip,
+                   const AdamWOptions &options, const DeviceTensor &newParam,
+                   const DeviceTensor &newExpAvg, const DeviceTensor &newExpAvgSq,
+                   cudaStream_t stream) {
+  Checker check("adamw_update");
+  check.floatTensor("param", param)
+      .sameAs("grad", grad, param)
+      .sameAs("exp_avg", expAvg, param)
+      .sameAs("exp_avg_sq", expAvgSq, param)
+      .sameAs("new_param", newParam, param)
+      .sameAs("new_exp_avg", newExpAvg, param)
+      .sameAs("new_exp_avg_sq", newExpAvgSq, param)
+      .scalar("lr", lr, DType::f32)
+      .scalar("step", step, DType::i32);
+  if (skip)
+    check.flag("skip_if", *skip);
+  if (check.failed())
+    return check.error();
+  const int64_t n = param.numel();
+  if (n == 0)
+    return Status::success();
+  int vec = packWidth(param.dtype, {param.data, grad.data, expAvg.data, expAvgSq.data,
+                                    newParam.data, newExpAvg.data, newExpAvgSq.data});
+  withType(param.dtype, vec, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    constexpr int V = decltype(variant)::vec;
+    adamwKernel<T, V><<<blocksFor(n, V), kThreads, 0, stream>>>(
+        static_cast<const T *>(param.data), static_cast<const T *>(grad.data),
+        static_cast<const T *>(expAvg.data), static_cast<const T *>(expAvgSq.data),
+        static_cast<const float *>(lr.data), static_cast<const int32_t *>(step.data),
+        flagOf(skip), static_cast<T *>(newParam.data), static_cast<T *>(newExpAvg.data),
+        static_cast<T *>(newExpAvgSq.data), n, options.beta1, options.beta2,
+        static_cast<float>(options.epsilon), options.weightDecay);
+  });
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+size_t larsWorkspaceBytes(int64_t numel) {
+  return numel <= 0 ? 0 : 2 * sizeof(double) * size_t(larsBlocks(numel));
+}
+
+Status larsUpdate(const DeviceTensor &param, const DeviceTensor &grad,
+                  const DeviceTensor &momentumBuffer, const DeviceTensor &lr,
+                  const DeviceTensor *skip, const LarsOptions &options,
+                  const DeviceTensor &newParam, const DeviceTensor &newMomentumBuffer,
+                  cudaStream_t stream, void *workspace, size_t workspaceBytes) {
+  Checker check("lars_update");
+  const int64_t n = param.numel();
+  const size_t needed = larsWorkspaceBytes(n);
+  check.floatTensor("param", param)
+      .sameAs("grad", grad, param)
+      .sameAs("momentum_buffer", momentumBuffer, param)
+      .sameAs("new_param", newParam, param)
+      .sameAs("new_momentum_buffer", newMomentumBuffer, param)
+      .scalar("lr", lr, DType::f32)
+      .that(workspaceBytes >= needed && (workspace != nullptr || needed == 0),
+            "needs " + std::to_string(needed) + " workspace bytes, has " +
+                std::to_string(workspaceBytes));
+  if (skip)
+    check.flag("skip_if", *skip);
+  if (check.failed())
+    return check.error();
+  if (n == 0)
+    return Status::success();
+  const int partialBlocks = larsBlocks(n);
+  double *partials = static_cast<double *>(workspace);
+  int vec = packWidth(param.dtype, {param.data, grad.data, momentumBuffer.data, newParam.data,
+                                    newMomentumBuffer.data});
+  withType(param.dtype, vec, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    constexpr int V = decltype(variant)::vec;
+    larsNormKernel<T, V><<<unsigned(partialBlocks), kThreads, 0, stream>>>(
+        static_cast<const T *>(param.data), static_cast<const T *>(grad.data), n, partials);
+  });
+  RN_CUDA_TRY_LAUNCH();
+  withType(param.dtype, vec, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    constexpr int V = decltype(variant)::vec;
+    larsUpdateKernel<T, V><<<blocksFor(n, V), kThreads, 0, stream>>>(
+        static_cast<const T *>(param.data), static_cast<const T *>(grad.data),
+        static_cast<const T *>(momentumBuffer.data), static_cast<const float *>(lr.data),
+        flagOf(skip), partials, partialBlocks, static_cast<T *>(newParam.data),
+        static_cast<T *>(newMomentumBuffer.data), n, options.momentum, options.weightDecay,
+        options.trustCoefficient, options.epsilon);
+  });
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+Status emaUpdate(const DeviceTensor &average, const DeviceTensor &param, double decay,
+                 const DeviceTensor &newAverage, cudaStream_t stream) {
+  Checker check("ema_update");
+  check.floatTensor("average", average)
+      .sameAs("param", param, average)
+      .sameAs("new_average", newAverage, average);
+  if (check.failed())
+    return check.error();
+  const int64_t n = average.numel();
+  if (n == 0)
+    return Status::success();
+  int vec = packWidth(average.dtype, {average.data, param.data, newAverage.data});
+  withType(average.dtype, vec, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    constexpr int V = decltype(variant)::vec;
+    emaKernel<T, V><<<blocksFor(n, V), kThreads, 0, stream>>>(
+        static_cast<const T *>(average.data), static_cast<const T *>(param.data),
+        static_cast<T *>(newAverage.data), n, static_cast<float>(decay),
+        static_cast<float>(1.0 - decay));
+  });
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+} // namespace rn::cuda

@@ -1,0 +1,106 @@
+//===- update_kernels.h - Loss scaling and optimizer kernels ----*- C++ -*-===//
+//
+// The UPDATE-stream ops on the GPU: check_finite, unscale,
+// update_loss_scale, and one kernel per parameter for sgd_update,
+// adamw_update, lars_update and ema_update. Every per-step scalar (learning
+// rate, loss scale, skip flag, AdamW step, good-steps counter) is a device
+// tensor read inside the kernel, never on the host, so that a step can be
+// captured into a CUDA graph. Scalars: lr and scale f32, step and
+// good_steps i32, flags i1 (one byte; f32 and i32 flags are read too,
+// non-zero meaning set).
+//
+// Semantics are those of the CPU reference (cpu_update.cpp) with f32
+// arithmetic: each stored value is rounded once to its dtype and later
+// terms of the same update read the stored value. Outputs may alias the
+// state they update (param, momentum buffer, moments, average, grad for
+// unscale); a set skip flag leaves in-place state untouched and copies it
+// to out-of-place results.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_CUDA_UPDATE_KERNELS_H
+#define RN_RUNTIME_CUDA_UPDATE_KERNELS_H
+
+#include "runtime/core/status.h"
+#include "runtime/cuda/device_tensor.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace rn::cuda {
+
+struct SgdOptions {
+  double momentum = 0;
+  double weightDecay = 0;
+  bool nesterov = false;
+};
+
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  double weightDecay = 0;
+};
+
+struct LarsOptions {
+  double momentum = 0.9;
+  double weightDecay = 0;
+  double trustCoefficient = 0.001;
+  double epsilon = 1e-9;
+};
+
+/// foundNonFinite = 1 when any element of any input is Inf or NaN, else 0
+/// (written in the flag's dtype). Inputs are f32, f16 or bf16.
+Status checkFinite(const std::vector<DeviceTensor> &inputs, const DeviceTensor &foundNonFinite,
+                   cudaStream_t stream);
+
+/// result = grad / scale (scale: f32 scalar on the device); result may
+/// alias grad.
+Status unscale(const DeviceTensor &grad, const DeviceTensor &scale, const DeviceTensor &result,
+               cudaStream_t stream);
+
+/// cpu::updateLossScale on device scalars; the results may alias scale and
+/// goodSteps.
+Status updateLossScale(const DeviceTensor &scale, const DeviceTensor &goodSteps,
+                       const DeviceTensor &foundNonFinite, double growth, double backoff,
+                       int64_t growthInterval, const DeviceTensor &newScale,
+                       const DeviceTensor &newGoodSteps, cudaStream_t stream);
+
+/// torch.optim.SGD (dampening 0). The momentum buffer and its result are
+/// given exactly when options.momentum != 0; `skip` may be null.
+Status sgdUpdate(const DeviceTensor &param, const DeviceTensor &grad,
+                 const DeviceTensor *momentumBuffer, const DeviceTensor &lr,
+                 const DeviceTensor *skip, const SgdOptions &options,
+                 const DeviceTensor &newParam, const DeviceTensor *newMomentumBuffer,
+                 cudaStream_t stream);
+
+/// torch.optim.AdamW; `step` (i32, >= 1) gives the bias correction.
+Status adamwUpdate(const DeviceTensor &param, const DeviceTensor &grad,
+                   const DeviceTensor &expAvg, const DeviceTensor &expAvgSq,
+                   const DeviceTensor &lr, const DeviceTensor &step, const DeviceTensor *skip,
+                   const AdamWOptions &options, const DeviceTensor &newParam,
+                   const DeviceTensor &newExpAvg, const DeviceTensor &newExpAvgSq,
+                   cudaStream_t stream);
+
+/// Workspace bytes larsUpdate needs for a parameter of `numel` elements
+/// (the per-block partial norms; at most 8 KiB).
+size_t larsWorkspaceBytes(int64_t numel);
+
+/// LARS: the norms of param and grad by a fixed two-stage reduction in the
+/// workspace, then the update.
+Status larsUpdate(const DeviceTensor &param, const DeviceTensor &grad,
+                  const DeviceTensor &momentumBuffer, const DeviceTensor &lr,
+                  const DeviceTensor *skip, const LarsOptions &options,
+                  const DeviceTensor &newParam, const DeviceTensor &newMomentumBuffer,
+                  cudaStream_t stream, void *workspace, size_t workspaceBytes);
+
+/// average = decay * average + (1 - decay) * param; may run in place.
+Status emaUpdate(const DeviceTensor &average, const DeviceTensor &param, double decay,
+                 const DeviceTensor &newAverage, cudaStream_t stream);
+
+} // namespace rn::cuda
+
+#endif // RN_RUNTIME_CUDA_UPDATE_KERNELS_H

@@ -1,0 +1,662 @@
+//===- norm_kernels_test.cpp - GPU batch norm against the CPU kernels ------===//
+//
+// Every batch-norm op of normLaunchers() and the exported kernels the CBR
+// ops use, on random data of several shapes (odd channel counts, [N, C]
+// and NHWC) and dtypes, compared with the rn::cpu reference kernels by the
+// norm-wise relative error ||gpu - cpu|| / ||cpu||: 1e-5 for f32 outputs
+// (the saved statistics are always f32), 2e-3 for f16, 1e-2 for bf16.
+// Also: in-place gradient accumulation and running statistics, and
+// determinism (two runs give the same bits). Skips without a CUDA device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/cpu_kernels.h"
+#include "runtime/cuda/norm_kernels.h"
+#include "runtime/cuda/op_launch.h"
+
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace rn::cuda {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+bool haveGpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+#define SKIP_WITHOUT_GPU()                                                                   \
+  do {                                                                                       \
+    if (!haveGpu())                                                                          \
+      GTEST_SKIP() << "no CUDA device";                                                      \
+  } while (0)
+
+int64_t numelOf(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Host values (already representable in `dtype`) of a tensor.
+struct HostTensor {
+  std::vector<float> values;
+  Shape shape;
+  DType dtype = DType::f32;
+
+  cpu::TensorView view() { return cpu::TensorView{values.data(), shape, dtype}; }
+};
+
+HostTensor randomTensor(const Shape &shape, DType dtype, std::mt19937 &rng, float lo, float hi) {
+  HostTensor t{std::vector<float>(size_t(numelOf(shape))), shape, dtype};
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (float &v : t.values)
+    v = roundTo(dtype, dist(rng));
+  return t;
+}
+
+/// Activations with a per-channel offset, so that means are not all ~0.
+HostTensor activations(const Shape &shape, DType dtype, std::mt19937 &rng) {
+  HostTensor t = randomTensor(shape, dtype, rng, -1.5f, 1.5f);
+  int64_t channels = shape.back();
+  std::uniform_real_distribution<float> offset(-2.f, 2.f);
+  std::vector<float> offsets(static_cast<size_t>(channels));
+  for (float &o : offsets)
+    o = offset(rng);
+  for (size_t i = 0; i < t.values.size(); ++i)
+    t.values[i] = roundTo(dtype, t.values[i] + offsets[i % size_t(channels)]);
+  return t;
+}
+
+/// Device memory freed on destruction.
+class DeviceBuffer {
+public:
+  explicit DeviceBuffer(size_t bytes) {
+    if (bytes && cudaMalloc(&data_, bytes) != cudaSuccess)
+      data_ = nullptr;
+  }
+  ~DeviceBuffer() {
+    if (data_)
+      cudaFree(data_);
+  }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  void *data() const { return data_; }
+
+private:
+  void *data_ = nullptr;
+};
+
+std::vector<uint8_t> encode(const HostTensor &t) {
+  size_t size = elementSize(t.dtype);
+  std::vector<uint8_t> bytes(t.values.size() * size);
+  for (size_t i = 0; i < t.values.size(); ++i) {
+    if (t.dtype == DType::f32) {
+      std::memcpy(&bytes[i * 4], &t.values[i], 4);
+    } else {
+      uint16_t h = t.dtype == DType::f16 ? floatToHalf(t.values[i]) : floatToBFloat16(t.values[i]);
+      std::memcpy(&bytes[i * 2], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+/// A host tensor's copy on the device.
+struct GpuTensor {
+  std::unique_ptr<DeviceBuffer> buffer;
+  DeviceTensor view;
+};
+
+GpuTensor upload(const HostTensor &t) {
+  std::vector<uint8_t> bytes = encode(t);
+  GpuTensor g{std::make_unique<DeviceBuffer>(std::max<size_t>(bytes.size(), 16)), {}};
+  g.view = DeviceTensor{g.buffer->data(), t.dtype, t.shape};
+  EXPECT_EQ(cudaMemcpy(g.view.data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return g;
+}
+
+/// An uninitialized (NaN-filled) device tensor.
+GpuTensor deviceTensor(const Shape &shape, DType dtype) {
+  HostTensor t{std::vector<float>(size_t(numelOf(shape)), NAN), shape, dtype};
+  return upload(t);
+}
+
+std::vector<float> download(const DeviceTensor &t) {
+  size_t size = elementSize(t.dtype), n = size_t(t.numel());
+  std::vector<uint8_t> bytes(n * size);
+  EXPECT_EQ(cudaMemcpy(bytes.data(), t.data, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (t.dtype == DType::f32) {
+      std::memcpy(&values[i], &bytes[i * 4], 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, &bytes[i * 2], 2);
+      values[i] = t.dtype == DType::f16 ? halfToFloat(h) : bfloat16ToFloat(h);
+    }
+  }
+  return values;
+}
+
+double relativeError(const std::vector<float> &gpu, const std::vector<float> &cpu) {
+  if (gpu.size() != cpu.size())
+    return INFINITY;
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    double d = double(gpu[i]) - double(cpu[i]);
+    diff += d * d;
+    ref += double(cpu[i]) * cpu[i];
+  }
+  if (ref == 0)
+    return std::sqrt(diff);
+  return std::sqrt(diff / ref);
+}
+
+double tolerance(DType dtype) {
+  switch (dtype) {
+  case DType::f16:
+    return 2e-3;
+  case DType::bf16:
+    return 1e-2;
+  default:
+    return 1e-5;
+  }
+}
+
+#define EXPECT_CLOSE(gpuTensor, cpuTensor, what)                                             \
+  do {                                                                                       \
+    double err_ = relativeError(download((gpuTensor)), (cpuTensor).values);                  \
+    EXPECT_LE(err_, tolerance((cpuTensor).dtype)) << (what);                                 \
+  } while (0)
+
+/// A non-blocking stream with a workspace, as the device context gives one.
+class TestStream {
+public:
+  explicit TestStream(size_t workspaceBytes) : workspace_(workspaceBytes) {
+    EXPECT_EQ(cudaStreamCreateWithFlags(&resources_.stream, cudaStreamNonBlocking), cudaSuccess);
+    resources_.name = "comp1";
+    resources_.workspace = workspace_.data();
+    resources_.workspaceBytes = workspaceBytes;
+  }
+  ~TestStream() { cudaStreamDestroy(resources_.stream); }
+  const StreamResources &resources() const { return resources_; }
+  cudaStream_t stream() const { return resources_.stream; }
+  void sync() { EXPECT_EQ(cudaStreamSynchronize(resources_.stream), cudaSuccess); }
+
+private:
+  DeviceBuffer workspace_;
+  StreamResources resources_;
+};
+
+const OpLauncher *normLauncher(const std::string &op) {
+  for (const OpLauncher &l : normLaunchers())
+    if (l.op == op)
+      return &l;
+  return nullptr;
+}
+
+/// Runs `op` through its launcher (prepare, then launch) and waits.
+Status runOp(const std::string &op, const nlohmann::json &attributes,
+             const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
+             TestStream &stream) {
+  const OpLauncher *launcher = normLauncher(op);
+  if (!launcher)
+    return Error("no launcher for " + op);
+  Node node;
+  node.op = op;
+  node.attributes = attributes;
+  // The norm launchers use neither runner; they are never dereferenced.
+  alignas(16) static char unused[16];
+  OpLaunch launch{node,
+                  -1,
+                  operands,
+                  results,
+                  stream.resources(),
+                  *reinterpret_cast<ConvRunner *>(unused),
+                  *reinterpret_cast<GemmRunner *>(unused)};
+  if (launcher->prepare) {
+    Result<size_t> bytes = launcher->prepare(launch);
+    if (!bytes.ok())
+      return bytes.error();
+    if (*bytes > stream.resources().workspaceBytes)
+      return Error(op + ": prepare asks for more workspace than the test gives");
+  }
+  Status status = launcher->launch(launch);
+  stream.sync();
+  return status;
+}
+
+constexpr size_t kWorkspaceBytes = size_t(64) << 20;
+
+struct Case {
+  Shape shape;
+  DType dtype;
+  bool f32Vectors; ///< weight/bias f32 (else the input's dtype)
+};
+
+std::string caseName(const Case &c) {
+  std::string s(dtypeName(c.dtype));
+  for (int64_t d : c.shape)
+    s += "_" + std::to_string(d);
+  return s + (c.f32Vectors ? "_f32vec" : "");
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const std::vector<Shape> shapes = {{64, 3},          {7, 17},        {2, 5, 7, 17},
+                                     {4, 6, 6, 64},    {32, 1000},     {3, 9, 9, 1000},
+                                     {8, 28, 28, 256}, {2, 3, 3, 2048}, {1, 1, 2, 5}};
+  for (const Shape &s : shapes)
+    for (DType t : {DType::f32, DType::f16, DType::bf16})
+      out.push_back({s, t, t != DType::f32});
+  out.push_back({{4, 6, 6, 64}, DType::f16, false});
+  out.push_back({{7, 17}, DType::bf16, false});
+  return out;
+}
+
+DType vectorType(const Case &c) { return c.f32Vectors ? DType::f32 : c.dtype; }
+
+TEST(NormKernelsTest, BatchNormTrainMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(1);
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(caseName(c));
+    const int64_t C = c.shape.back();
+    HostTensor x = activations(c.shape, c.dtype, rng);
+    HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
+    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
+    HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
+    HostTensor invStd = mean;
+    ASSERT_TRUE(cpu::batchNormTrain(x.view(), w.view(), b.view(), 1e-5, y.view(), mean.view(),
+                                    invStd.view())
+                    .ok());
+    GpuTensor gx = upload(x), gw = upload(w), gb = upload(b);
+    GpuTensor gy = deviceTensor(c.shape, c.dtype), gm = deviceTensor({C}, DType::f32),
+              gs = deviceTensor({C}, DType::f32);
+    Status s = runOp("batch_norm_train", {{"epsilon", 1e-5}}, {gx.view, gw.view, gb.view},
+                     {gy.view, gm.view, gs.view}, stream);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_CLOSE(gy.view, y, "result");
+    EXPECT_CLOSE(gm.view, mean, "batch_mean");
+    EXPECT_CLOSE(gs.view, invStd, "batch_inv_std");
+
+    // batch_norm (model level): the same result, statistics kept internally.
+    GpuTensor gy2 = deviceTensor(c.shape, c.dtype);
+    GpuTensor grm = upload(randomTensor({C}, vectorType(c), rng, -1, 1));
+    GpuTensor grv = upload(randomTensor({C}, vectorType(c), rng, 0.5, 2));
+    s = runOp("batch_norm", {{"epsilon", 1e-5}, {"momentum", 0.1}},
+              {gx.view, gw.view, gb.view, grm.view, grv.view}, {gy2.view}, stream);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_CLOSE(gy2.view, y, "batch_norm result");
+  }
+}
+
+TEST(NormKernelsTest, StatisticsAreDeterministic) {
+  SKIP_WITHOUT_GPU();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(2);
+  const Shape shape = {16, 28, 28, 64};
+  HostTensor x = activations(shape, DType::f16, rng);
+  GpuTensor gx = upload(x);
+  std::vector<float> first;
+  for (int run = 0; run < 2; ++run) {
+    GpuTensor gm = deviceTensor({64}, DType::f32), gs = deviceTensor({64}, DType::f32);
+    Status s = bnBatchStats(gx.view, 1e-5, gm.view, gs.view, stream.stream(),
+                            stream.resources().workspace, stream.resources().workspaceBytes);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    stream.sync();
+    std::vector<float> both = download(gm.view), inv = download(gs.view);
+    both.insert(both.end(), inv.begin(), inv.end());
+    if (run == 0)
+      first = both;
+    else
+      EXPECT_EQ(std::memcmp(first.data(), both.data(), first.size() * 4), 0);
+  }
+}
+
+TEST(NormKernelsTest, BatchNormInferenceMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(3);
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(caseName(c));
+    const int64_t C = c.shape.back();
+    HostTensor x = activations(c.shape, c.dtype, rng);
+    HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
+    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
+    HostTensor rm = randomTensor({C}, vectorType(c), rng, -2.f, 2.f);
+    HostTensor rv = randomTensor({C}, vectorType(c), rng, 0.5f, 2.f);
+    HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    ASSERT_TRUE(cpu::batchNormInference(x.view(), w.view(), b.view(), rm.view(), rv.view(), 1e-3,
+                                        y.view())
+                    .ok());
+    GpuTensor gx = upload(x), gw = upload(w), gb = upload(b), grm = upload(rm), grv = upload(rv);
+    GpuTensor gy = deviceTensor(c.shape, c.dtype);
+    Status s = runOp("batch_norm_inference", {{"epsilon", 1e-3}},
+                     {gx.view, gw.view, gb.view, grm.view, grv.view}, {gy.view}, stream);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_CLOSE(gy.view, y, "result");
+
+    // bn_add_relu_inference.
+    HostTensor sc = activations(c.shape, c.dtype, rng);
+    HostTensor y2{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    ASSERT_TRUE(cpu::bnAddReluInference(x.view(), w.view(), b.view(), rm.view(), rv.view(),
+                                        sc.view(), 1e-3, y2.view())
+                    .ok());
+    GpuTensor gsc = upload(sc), gy2 = deviceTensor(c.shape, c.dtype);
+    s = runOp("bn_add_relu_inference", {{"epsilon", 1e-3}},
+              {gx.view, gw.view, gb.view, grm.view, grv.view, gsc.view}, {gy2.view}, stream);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_CLOSE(gy2.view, y2, "bn_add_relu_inference result");
+
+    // The CBR path: bnInference with relu.
+    HostTensor y3 = y;
+    ASSERT_TRUE(cpu::relu(y3.view(), y3.view()).ok());
+    GpuTensor gy3 = deviceTensor(c.shape, c.dtype);
+    s = bnInference(gx.view, gw.view, gb.view, grm.view, grv.view, 1e-3, true, gy3.view,
+                    stream.stream());
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    stream.sync();
+    EXPECT_CLOSE(gy3.view, y3, "bnInference relu");
+  }
+}
+
+TEST(NormKernelsTest, BatchNormBackwardMatchesCpuInPlace) {
+  SKIP_WITHOUT_GPU();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(4);
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(caseName(c));
+    const int64_t C = c.shape.back();
+    HostTensor x = activations(c.shape, c.dtype, rng);
+    HostTensor dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
+    HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
+    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
+    HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
+    HostTensor invStd = mean;
+    ASSERT_TRUE(cpu::batchNormTrain(x.view(), w.view(), b.view(), 1e-5, y.view(), mean.view(),
+                                    invStd.view())
+                    .ok());
+    HostTensor wAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    HostTensor bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    HostTensor dx{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor wGrad = wAcc, bGrad = bAcc;
+    ASSERT_TRUE(cpu::batchNormBackward(dy.view(), x.view(), w.view(), mean.view(), invStd.view(),
+                                       wAcc.view(), bAcc.view(), dx.view(), wGrad.view(),
+                                       bGrad.view())
+                    .ok());
+    GpuTensor gdy = upload(dy), gx = upload(x), gw = upload(w), gm = upload(mean),
+              gs = upload(invStd), gwAcc = upload(wAcc), gbAcc = upload(bAcc);
+    GpuTensor gdx = deviceTensor(c.shape, c.dtype);
+    // In place: the gradients are their accumulators.
+    Status s = runOp("batch_norm_backward", nlohmann::json::object(),
+                     {gdy.view, gx.view, gw.view, gm.view, gs.view, gwAcc.view, gbAcc.view},
+                     {gdx.view, gwAcc.view, gbAcc.view}, stream);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_CLOSE(gdx.view, dx, "input_grad");
+    EXPECT_CLOSE(gwAcc.view, wGrad, "weight_grad");
+    EXPECT_CLOSE(gbAcc.view, bGrad, "bias_grad");
+  }
+}
+
+TEST(NormKernelsTest, CbrMaskedBackwardMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(5);
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(caseName(c));
+    const int64_t C = c.shape.back();
+    HostTensor x = activations(c.shape, c.dtype, rng);
+    HostTensor dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
+    HostTensor relu = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
+    HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
+    HostTensor mean = randomTensor({C}, DType::f32, rng, -2.f, 2.f);
+    HostTensor invStd = randomTensor({C}, DType::f32, rng, 0.5f, 2.f);
+    HostTensor wAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    HostTensor bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    HostTensor masked{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    ASSERT_TRUE(cpu::reluBackward(dy.view(), relu.view(), masked.view()).ok());
+    HostTensor dx{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor wGrad = wAcc, bGrad = bAcc;
+    ASSERT_TRUE(cpu::batchNormBackward(masked.view(), x.view(), w.view(), mean.view(),
+                                       invStd.view(), wAcc.view(), bAcc.view(), dx.view(),
+                                       wGrad.view(), bGrad.view())
+                    .ok());
+    GpuTensor gdy = upload(dy), grelu = upload(relu), gx = upload(x), gw = upload(w),
+              gm = upload(mean), gs = upload(invStd), gwAcc = upload(wAcc), gbAcc = upload(bAcc);
+    GpuTensor gdx = deviceTensor(c.shape, c.dtype), gwGrad = deviceTensor({C}, vectorType(c)),
+              gbGrad = deviceTensor({C}, vectorType(c));
+    ASSERT_LE(bnBackwardWorkspaceBytes(c.shape), kWorkspaceBytes);
+    Status s = bnBackward(gdy.view, &grelu.view, gx.view, gw.view, gm.view, gs.view, gwAcc.view,
+                          gbAcc.view, gdx.view, gwGrad.view, gbGrad.view, stream.stream(),
+                          stream.resources().workspace, stream.resources().workspaceBytes);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    stream.sync();
+    EXPECT_CLOSE(gdx.view, dx, "input_grad");
+    EXPECT_CLOSE(gwGrad.view, wGrad, "weight_grad");
+    EXPECT_CLOSE(gbGrad.view, bGrad, "bias_grad");
+    // dy itself is left alone.
+    EXPECT_EQ(relativeError(download(gdy.view), dy.values), 0.0);
+  }
+}
+
+TEST(NormKernelsTest, BnAddReluMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(6);
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(caseName(c));
+    const int64_t C = c.shape.back();
+    HostTensor x = activations(c.shape, c.dtype, rng);
+    HostTensor sc = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
+    HostTensor g = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
+    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
+    HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
+    HostTensor invStd = mean;
+    ASSERT_TRUE(cpu::bnAddRelu(x.view(), g.view(), b.view(), sc.view(), 1e-5, y.view(),
+                               mean.view(), invStd.view())
+                    .ok());
+    GpuTensor gx = upload(x), gsc = upload(sc), gg = upload(g), gb = upload(b);
+    GpuTensor gy = deviceTensor(c.shape, c.dtype), gm = deviceTensor({C}, DType::f32),
+              gs = deviceTensor({C}, DType::f32);
+    Status s = runOp("bn_add_relu", {{"epsilon", 1e-5}}, {gx.view, gg.view, gb.view, gsc.view},
+                     {gy.view, gm.view, gs.view}, stream);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_CLOSE(gy.view, y, "result");
+    EXPECT_CLOSE(gm.view, mean, "batch_mean");
+    EXPECT_CLOSE(gs.view, invStd, "batch_inv_std");
+
+    // Its backward, out of place, from the forward's own result.
+    HostTensor dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
+    HostTensor gAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    HostTensor bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    HostTensor dx{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor dsc = dx, gGrad = gAcc, bGrad = bAcc;
+    ASSERT_TRUE(cpu::bnAddReluBackward(dy.view(), y.view(), x.view(), g.view(), mean.view(),
+                                       invStd.view(), gAcc.view(), bAcc.view(), dx.view(),
+                                       dsc.view(), gGrad.view(), bGrad.view())
+                    .ok());
+    GpuTensor gdy = upload(dy), gyCpu = upload(y), gmCpu = upload(mean), gsCpu = upload(invStd),
+              ggAcc = upload(gAcc), gbAcc = upload(bAcc);
+    GpuTensor gdx = deviceTensor(c.shape, c.dtype), gdsc = deviceTensor(c.shape, c.dtype),
+              ggGrad = deviceTensor({C}, vectorType(c)), gbGrad = deviceTensor({C}, vectorType(c));
+    s = runOp("bn_add_relu_backward", nlohmann::json::object(),
+              {gdy.view, gyCpu.view, gx.view, gg.view, gmCpu.view, gsCpu.view, ggAcc.view,
+               gbAcc.view},
+              {gdx.view, gdsc.view, ggGrad.view, gbGrad.view}, stream);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_CLOSE(gdx.view, dx, "input_grad");
+    EXPECT_EQ(relativeError(download(gdsc.view), dsc.values), 0.0) << "shortcut_grad";
+    EXPECT_CLOSE(ggGrad.view, gGrad, "gamma_grad");
+    EXPECT_CLOSE(gbGrad.view, bGrad, "beta_grad");
+  }
+}
+
+TEST(NormKernelsTest, CbrForwardPiecesMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(7);
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(caseName(c));
+    const int64_t C = c.shape.back();
+    const int64_t M = numelOf(c.shape) / C;
+    HostTensor x = activations(c.shape, c.dtype, rng);
+    HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
+    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
+    HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
+    HostTensor invStd = mean;
+    ASSERT_TRUE(cpu::batchNormTrain(x.view(), w.view(), b.view(), 1e-5, y.view(), mean.view(),
+                                    invStd.view())
+                    .ok());
+    ASSERT_TRUE(cpu::relu(y.view(), y.view()).ok());
+
+    // Statistics from genstats-like sums (f32, as cuDNN gives them).
+    HostTensor sum{std::vector<float>(size_t(C)), {C}, DType::f32}, sumSq = sum;
+    for (int64_t k = 0; k < C; ++k) {
+      double s = 0, s2 = 0;
+      for (int64_t r = 0; r < M; ++r) {
+        double v = x.values[size_t(r * C + k)];
+        s += v;
+        s2 += v * v;
+      }
+      sum.values[size_t(k)] = float(s);
+      sumSq.values[size_t(k)] = float(s2);
+    }
+    GpuTensor gsum = upload(sum), gsumSq = upload(sumSq);
+    GpuTensor gm = deviceTensor({C}, DType::f32), gs = deviceTensor({C}, DType::f32);
+    Status s = bnFinalizeStats(static_cast<const float *>(gsum.view.data),
+                               static_cast<const float *>(gsumSq.view.data), C, M, 1e-5, gm.view,
+                               gs.view, stream.stream());
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    stream.sync();
+    // E[x^2] - mean^2 in f32 sums: cancellation costs a few digits.
+    EXPECT_LE(relativeError(download(gm.view), mean.values), 1e-5);
+    EXPECT_LE(relativeError(download(gs.view), invStd.values), 1e-4);
+
+    // bnApply with relu from the exact statistics.
+    GpuTensor gx = upload(x), gw = upload(w), gb = upload(b), gmCpu = upload(mean),
+              gsCpu = upload(invStd);
+    GpuTensor gy = deviceTensor(c.shape, c.dtype);
+    s = bnApply(gx.view, gw.view, gb.view, gmCpu.view, gsCpu.view, true, gy.view,
+                stream.stream());
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    stream.sync();
+    EXPECT_CLOSE(gy.view, y, "cbr result");
+  }
+}
+
+TEST(NormKernelsTest, UpdateRunningStatsInPlace) {
+  SKIP_WITHOUT_GPU();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(8);
+  for (int64_t C : {3, 17, 64, 1000})
+    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " C=" + std::to_string(C));
+      HostTensor rm = randomTensor({C}, t, rng, -1, 1), rv = randomTensor({C}, t, rng, 0.5, 2);
+      HostTensor bm = randomTensor({C}, DType::f32, rng, -1, 1);
+      HostTensor bs = randomTensor({C}, DType::f32, rng, 0.5, 3);
+      HostTensor nm = rm, nv = rv;
+      ASSERT_TRUE(cpu::updateRunningStats(rm.view(), rv.view(), bm.view(), bs.view(), 1e-5, 0.1,
+                                          50, nm.view(), nv.view())
+                      .ok());
+      GpuTensor grm = upload(rm), grv = upload(rv), gbm = upload(bm), gbs = upload(bs);
+      Status s = runOp("update_running_stats",
+                       {{"epsilon", 1e-5}, {"momentum", 0.1}, {"count", 50}},
+                       {grm.view, grv.view, gbm.view, gbs.view}, {grm.view, grv.view}, stream);
+      ASSERT_TRUE(s.ok()) << s.error().message();
+      EXPECT_CLOSE(grm.view, nm, "new_running_mean");
+      EXPECT_CLOSE(grv.view, nv, "new_running_var");
+    }
+}
+
+/// ResNet-50's largest BN input (256x112x112x64, f16): effective bandwidth
+/// of each pass, printed (set RN_CUDA_BENCH=1 to run; no timing asserted).
+TEST(NormKernelsTest, ResNetSizeBandwidth) {
+  SKIP_WITHOUT_GPU();
+  if (!std::getenv("RN_CUDA_BENCH"))
+    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+  TestStream stream(kWorkspaceBytes);
+  const Shape shape = {256, 112, 112, 64};
+  const int64_t n = numelOf(shape), C = 64;
+  std::mt19937 rng(9);
+  for (DType t : {DType::f16, DType::f32}) {
+    const size_t bytes = size_t(n) * elementSize(t);
+    DeviceBuffer x(bytes), y(bytes), dy(bytes), dx(bytes);
+    ASSERT_EQ(cudaMemset(x.data(), 0x11, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dy.data(), 0x22, bytes), cudaSuccess);
+    GpuTensor w = upload(randomTensor({C}, DType::f32, rng, 0.5f, 1.5f));
+    GpuTensor m = deviceTensor({C}, DType::f32), s = deviceTensor({C}, DType::f32);
+    GpuTensor wg = deviceTensor({C}, DType::f32), bg = deviceTensor({C}, DType::f32);
+    DeviceTensor xv{x.data(), t, shape}, yv{y.data(), t, shape}, dyv{dy.data(), t, shape},
+        dxv{dx.data(), t, shape};
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    auto time = [&](const char *what, double traffic, auto &&body) {
+      for (int i = 0; i < 2; ++i)
+        ASSERT_TRUE(body().ok());
+      const int reps = 10;
+      cudaEventRecord(start, stream.stream());
+      for (int i = 0; i < reps; ++i)
+        ASSERT_TRUE(body().ok());
+      cudaEventRecord(stop, stream.stream());
+      cudaEventSynchronize(stop);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, start, stop);
+      double seconds = ms / 1e3 / reps;
+      std::printf("%s %s: %.1f us, %.0f GB/s\n", std::string(dtypeName(t)).c_str(), what,
+                  seconds * 1e6, traffic / seconds / 1e9);
+    };
+    const auto &r = stream.resources();
+    time("stats", double(bytes), [&] {
+      return bnBatchStats(xv, 1e-5, m.view, s.view, r.stream, r.workspace, r.workspaceBytes);
+    });
+    time("apply+relu", 2.0 * bytes,
+         [&] { return bnApply(xv, w.view, w.view, m.view, s.view, true, yv, r.stream); });
+    // Reads dy, the ReLU result and x twice; writes dx.
+    time("backward+relu mask", 7.0 * bytes, [&] {
+      return bnBackward(dyv, &yv, xv, w.view, m.view, s.view, wg.view, bg.view, dxv, wg.view,
+                        bg.view, r.stream, r.workspace, r.workspaceBytes);
+    });
+    stream.sync();
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+}
+
+TEST(NormKernelsTest, RejectsBadOperands) {
+  SKIP_WITHOUT_GPU();
+  TestStream stream(kWorkspaceBytes);
+  GpuTensor x = deviceTensor({4, 8}, DType::f32), w = deviceTensor({7}, DType::f32);
+  GpuTensor y = deviceTensor({4, 8}, DType::f32), m = deviceTensor({8}, DType::f32);
+  Status s = runOp("batch_norm_train", {{"epsilon", 1e-5}}, {x.view, w.view, w.view},
+                   {y.view, m.view, m.view}, stream);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("batch_norm_train"), std::string::npos)
+      << s.error().message();
+  // Too little workspace is an error, not an overrun.
+  Status t = bnBackward(y.view, nullptr, x.view, m.view, m.view, m.view, m.view, m.view, y.view,
+                        m.view, m.view, stream.stream(), stream.resources().workspace, 16);
+  EXPECT_FALSE(t.ok());
+}
+
+} // namespace
+} // namespace rn::cuda
