@@ -462,6 +462,18 @@ void ProgramParser::parseHeader(const json &root) {
       cx_.fail("\"training\" must be an object, got " + describe(*training));
     program_.training = *training;
   }
+  // Weight-free programs say how to sample the parameters instead.
+  if (const json *init = optionalMember(root, "init")) {
+    Context::Scope scope(cx_, "init");
+    requireObject(cx_, *init);
+    InitSampling sampling;
+    sampling.sampler = stringMember(cx_, *init, "sampler");
+    if (sampling.sampler != kInitSampler)
+      cx_.fail("unknown sampler " + inQuotes(sampling.sampler) + " (this runtime has \"" +
+               std::string(kInitSampler) + "\")");
+    sampling.seed = unsignedMember(cx_, *init, "seed");
+    program_.sampling = std::move(sampling);
+  }
 }
 
 void ProgramParser::parseArena(const json &object) {
@@ -584,6 +596,10 @@ void ProgramParser::parseState(const json &state) {
       cx_.fail("'" + entry.role + "' state " +
                (isDerivedRole(entry.role) ? "must" : "cannot") +
                " be initialized as \"derived\"");
+    if (program_.sampling && needsInitialValue(entry.role) &&
+        !isSampledInit(entry.init.kind))
+      cx_.fail("init " + inQuotes(entry.init.kind) + " of this " + entry.role +
+               " cannot be sampled, and the program carries no weights");
     program_.state.push_back(std::move(entry));
   }
 
@@ -1016,6 +1032,15 @@ void ProgramParser::checkInputMirror() {
 }
 
 void ProgramParser::checkTensors(const Safetensors &tensors) {
+  // Weight-free: the runtime samples every parameter and buffer.
+  if (program_.sampling) {
+    if (!tensors.tensors.empty())
+      cx_.fail("the program has no weights (it has \"init\"), but the artifact holds " +
+               std::to_string(tensors.tensors.size()) + " tensor" +
+               (tensors.tensors.size() == 1 ? "" : "s") + " (first " +
+               inQuotes(tensors.tensors.front().name) + ")");
+    return;
+  }
   std::unordered_map<std::string_view, const SafetensorsEntry *> byName;
   for (const SafetensorsEntry &tensor : tensors.tensors)
     byName.emplace(tensor.name, &tensor);

@@ -14,6 +14,7 @@
 #define RN_RUNTIME_CORE_ARTIFACT_H
 
 #include "runtime/core/dtype.h"
+#include "runtime/core/init_sampler.h"
 #include "runtime/core/op_registry.h"
 #include "runtime/core/safetensors.h"
 #include "runtime/core/status.h"
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,9 +69,12 @@ struct Slot {
   uint64_t bytes = 0;
 };
 
-struct Init {
-  std::string kind; ///< zeros, ones, uniform, normal, constant, derived
-  double scale = 0; ///< bound, std or value
+/// A weight-free artifact's "init" entry: its file holds no tensors, and the
+/// runtime samples every parameter and buffer from its init with this seed
+/// (init_sampler.h), as rn-compile would have written them.
+struct InitSampling {
+  std::string sampler; ///< kInitSampler
+  uint64_t seed = 0;
 };
 
 /// Persistent training state: a parameter, buffer, gradient, optimizer
@@ -171,6 +176,8 @@ struct Program {
   std::vector<Function> functions;
   std::vector<Schedule> schedules;
   uint32_t numEvents = 0;
+  /// Set for weight-free artifacts (`rn-compile --no-weights`).
+  std::optional<InitSampling> sampling;
 
   const Function *findFunction(std::string_view name) const;
   const StateEntry *findState(std::string_view name) const;
@@ -184,7 +191,8 @@ struct Artifact {
 
 /// Parses and validates a program. With `tensors`, also checks that every
 /// parameter and buffer has its initial value there with the state's dtype
-/// and shape, and that the file holds nothing else.
+/// and shape, and that the file holds nothing else; or, for a weight-free
+/// program (an "init" entry), that there are no tensors at all.
 Result<Program> parseProgram(std::string_view json,
                              const Safetensors *tensors = nullptr);
 
@@ -193,6 +201,24 @@ Result<Artifact> parseArtifact(std::string_view file);
 
 /// Reads and validates `path`; errors are prefixed with the path.
 Result<Artifact> loadArtifact(const std::string &path);
+
+/// The initial values of `entry` (a state entry of `artifact`'s program), one
+/// float per element, each exactly representable in the entry's dtype:
+/// parameters and buffers from the artifact's tensors or, when the program
+/// is weight-free, from the sampler (init_sampler.h) with its seed; zeros,
+/// ones and constants from their init; derived state from its parameter,
+/// rounded to its own dtype. Every executor initializes through these
+/// (defined in initial_state.cpp), so the logic exists once.
+Result<std::vector<float>> initialStateValues(const Artifact &artifact,
+                                              const StateEntry &entry);
+
+/// Calls `visit` with every state entry that has a slot and its initial
+/// values: first the entries that are not derived, in program order, then
+/// the derived ones. Errors name the state; an error of `visit` stops the
+/// walk and is returned as is.
+Status forEachInitialState(
+    const Artifact &artifact,
+    const std::function<Status(const StateEntry &, const std::vector<float> &)> &visit);
 
 } // namespace rn
 

@@ -2,6 +2,9 @@
 
 #include "runtime/core/executor.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace rn {
 
 Result<std::vector<int64_t>> Executor::inputShape(std::string_view function,
@@ -15,6 +18,147 @@ Result<std::vector<int64_t>> Executor::inputShape(std::string_view function,
   return Error("function " + f->name + " has no input '" + std::string(input) + "'");
 }
 
+int64_t Executor::stepCounter(uint32_t function) const {
+  return function < stepCounter_.size() ? stepCounter_[function] : 0;
+}
+
+size_t Executor::inFlight() const {
+  return ready_.size() + (pipeline_ ? const_cast<PipelineBuilder &>(*pipeline_).pending().size() : 0);
+}
+
+Status Executor::submit(std::string_view kind, std::vector<StepInputs> steps) {
+  if (pipeline_ && pipeline_->kind() != kind)
+    return Error("submit(" + std::string(kind) + ") while " + pipeline_->kind() +
+                 " steps are in flight: drain first");
+  if (!pipeline_) {
+    Result<uint32_t> f = pipelinedFunction(program(), kind);
+    if (!f.ok())
+      return f.error();
+    Result<PipelineBuilder> b = PipelineBuilder::create(program(), kind, stepCounter(*f));
+    if (!b.ok())
+      return b.error();
+    pipeline_.emplace(std::move(*b));
+  }
+  // Submit in pieces that fit the executor's output slots, waiting for the
+  // oldest steps where needed (their outputs wait in ready_ for poll).
+  size_t limit = std::max<size_t>(maxStepsInFlight(), 2);
+  size_t next = 0;
+  while (next < steps.size()) {
+    std::deque<PendingStep> &pending = pipeline_->pending();
+    while (pending.size() + 1 > limit) {
+      if (Status st = waitStep(pending.front()); !st.ok())
+        return st;
+      if (Status st = collectFront(ready_); !st.ok())
+        return st;
+    }
+    size_t count = std::min(steps.size() - next, limit - pending.size());
+    std::vector<StepInputs> piece(std::make_move_iterator(steps.begin() + long(next)),
+                                  std::make_move_iterator(steps.begin() + long(next + count)));
+    next += count;
+    HostProgram program;
+    if (Status st = pipeline_->submit(std::move(piece), program); !st.ok())
+      return st;
+    if (Status st = issue(program); !st.ok())
+      return st;
+  }
+  return Status::success();
+}
+
+Status Executor::collectFront(std::vector<StepOutputs> &finished) {
+  std::deque<PendingStep> &pending = pipeline_->pending();
+  PendingStep &step = pending.front();
+  if (Status st = collect(step); !st.ok())
+    return st;
+  finished.push_back(std::move(step.outputs));
+  pending.pop_front();
+  return Status::success();
+}
+
+Status Executor::poll(std::vector<StepOutputs> &finished) {
+  for (StepOutputs &o : ready_)
+    finished.push_back(std::move(o));
+  ready_.clear();
+  if (!pipeline_)
+    return Status::success();
+  std::deque<PendingStep> &pending = pipeline_->pending();
+  while (!pending.empty() && pending.front().scheduled) {
+    Result<bool> done = stepComplete(pending.front());
+    if (!done.ok())
+      return done.error();
+    if (!*done)
+      break;
+    if (Status st = collectFront(finished); !st.ok())
+      return st;
+  }
+  return Status::success();
+}
+
+Status Executor::drain(std::vector<StepOutputs> &finished) {
+  for (StepOutputs &o : ready_)
+    finished.push_back(std::move(o));
+  ready_.clear();
+  if (!pipeline_)
+    return Status::success();
+  HostProgram actions;
+  Status st = pipeline_->drain(actions);
+  if (st.ok())
+    st = issue(actions);
+  if (st.ok())
+    st = synchronize();
+  while (st.ok() && !pipeline_->pending().empty())
+    st = collectFront(finished);
+  uint32_t f = pipeline_->function();
+  if (stepCounter_.size() < program().functions.size())
+    stepCounter_.resize(program().functions.size(), 0);
+  stepCounter_[f] = pipeline_->nextStep();
+  pipeline_.reset();
+  return st;
+}
+
+Status Executor::runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
+                              std::vector<StepOutputs> &outputs) {
+  outputs.clear();
+  if (steps.empty())
+    return Status::success();
+  if (inFlight() != 0)
+    return Error("runPipelined while " + std::to_string(inFlight()) +
+                 " steps are in flight: drain first");
+  if (steps.size() > maxStepsInFlight())
+    return Error(std::string(name()) + ": " + std::to_string(steps.size()) +
+                 " steps in one runPipelined call; at most " +
+                 std::to_string(maxStepsInFlight()));
+  Result<uint32_t> f = pipelinedFunction(program(), kind);
+  if (!f.ok())
+    return f.error();
+  Result<PipelineBuilder> b = PipelineBuilder::create(program(), kind, stepCounter(*f));
+  if (!b.ok())
+    return b.error();
+  pipeline_.emplace(std::move(*b));
+  // One host program for all the steps, so that the CPU executor's
+  // interleaved mode sees them as one concurrent execution.
+  HostProgram program;
+  Status st = pipeline_->submit(steps, program);
+  if (st.ok())
+    st = pipeline_->drain(program);
+  if (st.ok())
+    st = issue(program);
+  if (!st.ok()) {
+    pipeline_.reset();
+    return st;
+  }
+  return drain(outputs);
+}
+
+StepInputs Executor::trainInputs(const HostBatch &batch, float lr, int32_t step) {
+  StepInputs in;
+  in.values["images"].floats = batch.images;
+  in.values["labels"].ints = batch.labels;
+  in.values["lr"].floats = {lr};
+  in.values["step"].ints = {step};
+  in.rngStep = step;
+  return in;
+}
+
 Status Executor::trainSteps(const std::vector<HostBatch> &batches,
                                const std::vector<float> &lrs, int32_t firstStep,
                                std::vector<TrainOutputs> &outputs) {
@@ -23,14 +167,8 @@ Status Executor::trainSteps(const std::vector<HostBatch> &batches,
     return Error("trainSteps: " + std::to_string(batches.size()) + " batches but " +
                  std::to_string(lrs.size()) + " learning rates");
   std::vector<StepInputs> steps(batches.size());
-  for (size_t i = 0; i < batches.size(); ++i) {
-    int32_t step = firstStep + int32_t(i);
-    steps[i].values["images"].floats = batches[i].images;
-    steps[i].values["labels"].ints = batches[i].labels;
-    steps[i].values["lr"].floats = {lrs[i]};
-    steps[i].values["step"].ints = {step};
-    steps[i].rngStep = step;
-  }
+  for (size_t i = 0; i < batches.size(); ++i)
+    steps[i] = trainInputs(batches[i], lrs[i], firstStep + int32_t(i));
   std::vector<StepOutputs> out;
   Status st = runPipelined("train", steps, out);
   if (!st.ok())

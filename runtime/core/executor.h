@@ -2,10 +2,21 @@
 //
 // The CPU reference executor and the GPU executors run the same program the
 // same way: create from a validated artifact, initialize the state, run
-// steps through the prefetching schedules (host_program.h), read and write
-// state. The training loop of rn-run is written once against this class.
-// trainSteps / evalStep are the batch-level conveniences built on
-// runPipelined.
+// steps through the prefetching schedules, read and write state. The
+// training loop of rn-run is written once against this class.
+//
+// Steps stream: submit() issues steps after those submitted before and
+// returns without waiting for them, so a caller can keep a GPU fed across
+// calls; poll() hands back the outputs of completed steps, oldest first;
+// drain() finishes everything. The newest submitted step is held back until
+// the next submit or drain, because a step's schedule prefetches the next
+// step's batch (PipelineBuilder). State is read and written when nothing is
+// in flight (a checkpoint is drain, then read). runPipelined is submit + drain as one
+// host program; trainSteps / evalStep are the batch-level conveniences.
+//
+// Executors implement the primitives: issue a host program, say whether a
+// step's launches completed, wait for one, and fill a completed step's
+// outputs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +28,7 @@
 #include "runtime/core/status.h"
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -50,11 +62,21 @@ public:
   /// Sets every state entry from the artifact's tensors and `init`.
   virtual Status initialize() = 0;
 
-  /// Runs `steps` consecutive steps of `kind` ("train" or "eval") through
-  /// the prefetching schedules (buildPipelinedProgram) and returns when
-  /// their outputs are on the host; `outputs` gets one entry per step.
-  virtual Status runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
-                              std::vector<StepOutputs> &outputs) = 0;
+  /// Issues `steps` of `kind` ("train" or "eval") after the steps submitted
+  /// before (of the same kind: drain before switching).
+  Status submit(std::string_view kind, std::vector<StepInputs> steps);
+  /// Moves the outputs of completed steps, oldest first, to `finished`.
+  Status poll(std::vector<StepOutputs> &finished);
+  /// Finishes every submitted step and moves the remaining outputs to
+  /// `finished`; the device is idle afterwards.
+  Status drain(std::vector<StepOutputs> &finished);
+  /// Submitted steps whose outputs were not handed back yet.
+  size_t inFlight() const;
+
+  /// Runs `steps` consecutive steps of `kind` as one host program (submit
+  /// and drain) and returns their outputs; nothing may be in flight.
+  Status runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
+                      std::vector<StepOutputs> &outputs);
 
   /// A state entry's current values as floats (i32 converted), by name.
   virtual Result<std::vector<float>> readState(std::string_view name) const = 0;
@@ -65,6 +87,10 @@ public:
   Result<std::vector<int64_t>> inputShape(std::string_view function,
                                           std::string_view input) const;
 
+  /// The inputs of one train_step: the batch, the learning rate and the step
+  /// number (the program's step input and the dropout key).
+  static StepInputs trainInputs(const HostBatch &batch, float lr, int32_t step);
+
   /// runPipelined for training: batch i with learning rate lrs[i] and step
   /// number firstStep + i (the program's step input and the dropout key).
   Status trainSteps(const std::vector<HostBatch> &batches, const std::vector<float> &lrs,
@@ -72,6 +98,30 @@ public:
   Status trainStep(const HostBatch &batch, float lr, int32_t step, TrainOutputs &outputs);
   /// One evaluation step (eval_step).
   Status evalStep(const HostBatch &batch, EvalOutputs &outputs);
+
+  /// The step the next submit of `function` starts at.
+  int64_t stepCounter(uint32_t function) const;
+
+protected:
+  /// Issues the actions of `program` (stage, launch, host wait, read).
+  virtual Status issue(const HostProgram &program) = 0;
+  /// Whether every launch of `step` has completed (without blocking).
+  virtual Result<bool> stepComplete(const PendingStep &step) = 0;
+  /// Blocks until every launch of `step` has completed.
+  virtual Status waitStep(const PendingStep &step) = 0;
+  /// Fills `step.outputs` of a completed step (executors that write them
+  /// while running need nothing here).
+  virtual Status collect(PendingStep &step) = 0;
+  /// Blocks until the device is idle.
+  virtual Status synchronize() = 0;
+  /// Steps that may be in flight at once (output slots).
+  virtual size_t maxStepsInFlight() const = 0;
+
+private:
+  Status collectFront(std::vector<StepOutputs> &finished);
+  std::optional<PipelineBuilder> pipeline_;
+  std::vector<int64_t> stepCounter_; ///< per function, sized on first use
+  std::vector<StepOutputs> ready_;   ///< collected while making room
 };
 
 } // namespace rn

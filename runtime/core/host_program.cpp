@@ -72,82 +72,115 @@ Result<uint32_t> pipelinedFunction(const Program &p, std::string_view kind) {
   return uint32_t(fn - p.functions.data());
 }
 
-Result<HostProgram> buildPipelinedProgram(const Program &p, std::string_view kind,
-                                          const std::vector<StepInputs> &steps,
-                                          int64_t firstStep, std::vector<StepOutputs> &outputs) {
-  HostProgram program;
-  if (steps.empty())
-    return program;
-  std::string k(kind);
-  const Schedule *prologue = p.findSchedule(k + "_prologue");
-  const Schedule *even = p.findSchedule(k + "_even"), *odd = p.findSchedule(k + "_odd");
-  const Schedule *lastEven = p.findSchedule(k + "_last_even");
-  const Schedule *lastOdd = p.findSchedule(k + "_last_odd");
-  if (!prologue || !lastEven || !lastOdd || (steps.size() > 1 && (!even || !odd)))
+Result<PipelineBuilder> PipelineBuilder::create(const Program &p, std::string_view kind,
+                                                int64_t firstStep) {
+  PipelineBuilder b;
+  b.program_ = &p;
+  b.kind_ = std::string(kind);
+  const std::string &k = b.kind_;
+  b.prologue_ = p.findSchedule(k + "_prologue");
+  b.even_ = p.findSchedule(k + "_even");
+  b.odd_ = p.findSchedule(k + "_odd");
+  b.lastEven_ = p.findSchedule(k + "_last_even");
+  b.lastOdd_ = p.findSchedule(k + "_last_odd");
+  if (!b.prologue_ || !b.lastEven_ || !b.lastOdd_ || !b.even_ || !b.odd_)
     return Error("the artifact has no " + k + "_prologue/" + k + "_even/" + k + "_odd/" + k +
                  "_last_even/" + k + "_last_odd schedules");
-  const Function *fn = p.findFunction(prologue->function);
-  if (!fn)
-    return Error("no function " + prologue->function);
-  for (const Schedule *s : {even, odd, lastEven, lastOdd})
-    if (s && s->function != fn->name)
+  b.function_ = p.findFunction(b.prologue_->function);
+  if (!b.function_)
+    return Error("no function " + b.prologue_->function);
+  for (const Schedule *s : {b.even_, b.odd_, b.lastEven_, b.lastOdd_})
+    if (s->function != b.function_->name)
       return Error("schedule " + s->name + " runs function " + s->function + ", not " +
-                   fn->name);
-  if (outputs.size() != steps.size())
-    return Error("buildPipelinedProgram: " + std::to_string(steps.size()) + " steps but " +
-                 std::to_string(outputs.size()) + " output entries");
-  uint32_t f = uint32_t(fn - p.functions.data());
-  for (const StepInputs &s : steps)
-    if (Status st = checkStepInputs(*fn, s.values); !st.ok())
-      return st.error();
+                   b.function_->name);
+  b.fn_ = uint32_t(b.function_ - p.functions.data());
+  b.nextStep_ = firstStep;
+  return b;
+}
 
-  program.stage(f, firstStep, &steps[0].values);
-  // Adds schedule `s` for step `firstStep + i`. The prologue fills the
-  // step's own variant; elsewhere a launch on the other variant prefetches
-  // step i + 1, whose inputs the host stages first.
-  auto add = [&](const Schedule &s, size_t i, bool isPrologue) -> Status {
-    int64_t step = firstStep + int64_t(i);
-    Variant v = variantOfStep(step);
-    bool staged = false;
-    for (const Step &st : s.steps) {
-      const Subgraph *sg = fn->findSubgraph(st.subgraph);
-      if (!sg)
-        return Error("schedule " + s.name + ": no subgraph " + st.subgraph);
-      Variant sv = Variant::a;
-      if (sg->doubleBuffered)
-        sv = isPrologue ? v : st.variant.value_or(Variant::a);
-      if (st.kind == Step::Kind::host_wait) {
-        program.wait(f, sg, sv, step);
-        continue;
-      }
-      size_t target = i;
-      if (sg->doubleBuffered && sv != v) {
-        target = i + 1;
-        if (target >= steps.size())
-          return Error("schedule " + s.name + " prefetches a step after the last");
-        if (!staged)
-          program.stage(f, step + 1, &steps[target].values);
-        staged = true;
-      }
-      program.launch(f, sg, sv, firstStep + int64_t(target), steps[target].rngStep,
-                     &outputs[target]);
+/// Appends schedule `s` for `step`. The prologue fills the step's own
+/// variant; elsewhere a launch on the other variant prefetches the next
+/// step, whose inputs the host stages first.
+Status PipelineBuilder::schedule(const Schedule &s, PendingStep &step, bool isPrologue,
+                                 HostProgram &out) {
+  Variant v = variantOfStep(step.step);
+  bool staged = false;
+  for (const Step &st : s.steps) {
+    const Subgraph *sg = function_->findSubgraph(st.subgraph);
+    if (!sg)
+      return Error("schedule " + s.name + ": no subgraph " + st.subgraph);
+    Variant sv = Variant::a;
+    if (sg->doubleBuffered)
+      sv = isPrologue ? v : st.variant.value_or(Variant::a);
+    if (st.kind == Step::Kind::host_wait) {
+      out.wait(fn_, sg, sv, step.step);
+      continue;
     }
-    return Status::success();
-  };
-  if (Status st = add(*prologue, 0, true); !st.ok())
-    return st.error();
-  for (size_t i = 0; i < steps.size(); ++i) {
-    bool isOdd = variantOfStep(firstStep + int64_t(i)) == Variant::b;
-    bool last = i + 1 == steps.size();
-    const Schedule *s = last ? (isOdd ? lastOdd : lastEven) : (isOdd ? odd : even);
-    if (Status st = add(*s, i, false); !st.ok())
-      return st.error();
-    // After a final host wait the host reads the step's outputs.
-    if (!s->steps.empty() && s->steps.back().kind == Step::Kind::host_wait)
-      program.read(f, variantOfStep(firstStep + int64_t(i)), firstStep + int64_t(i),
-                   &outputs[i]);
+    PendingStep *target = &step;
+    if (sg->doubleBuffered && sv != v) {
+      size_t next = size_t(step.step + 1 - pending_.front().step);
+      if (next >= pending_.size())
+        return Error("schedule " + s.name + " prefetches a step after the last");
+      target = &pending_[next];
+      if (!staged)
+        out.stage(fn_, target->step, &target->inputs.values);
+      staged = true;
+    }
+    out.launch(fn_, sg, sv, target->step, target->inputs.rngStep, &target->outputs);
+    target->launches.emplace_back(sg, sv);
   }
-  return program;
+  return Status::success();
+}
+
+Status PipelineBuilder::submit(std::vector<StepInputs> steps, HostProgram &out) {
+  for (const StepInputs &s : steps)
+    if (Status st = checkStepInputs(*function_, s.values); !st.ok())
+      return st;
+  for (StepInputs &s : steps) {
+    PendingStep &p = pending_.emplace_back();
+    p.step = nextStep_++;
+    p.inputs = std::move(s);
+  }
+  // Every unscheduled step with a successor can run its even/odd schedule.
+  for (size_t i = 0; i + 1 < pending_.size(); ++i) {
+    PendingStep &step = pending_[i];
+    if (step.scheduled)
+      continue;
+    if (!started_) {
+      out.stage(fn_, step.step, &step.inputs.values);
+      if (Status st = schedule(*prologue_, step, true, out); !st.ok())
+        return st;
+      started_ = true;
+    }
+    bool isOdd = variantOfStep(step.step) == Variant::b;
+    if (Status st = schedule(isOdd ? *odd_ : *even_, step, false, out); !st.ok())
+      return st;
+    step.scheduled = true;
+  }
+  return Status::success();
+}
+
+Status PipelineBuilder::drain(HostProgram &out) {
+  if (pending_.empty() || pending_.back().scheduled) {
+    started_ = false;
+    return Status::success();
+  }
+  PendingStep &step = pending_.back();
+  if (!started_) {
+    out.stage(fn_, step.step, &step.inputs.values);
+    if (Status st = schedule(*prologue_, step, true, out); !st.ok())
+      return st;
+  }
+  bool isOdd = variantOfStep(step.step) == Variant::b;
+  const Schedule &last = isOdd ? *lastOdd_ : *lastEven_;
+  if (Status st = schedule(last, step, false, out); !st.ok())
+    return st;
+  // After a final host wait the host reads the step's outputs.
+  if (!last.steps.empty() && last.steps.back().kind == Step::Kind::host_wait)
+    out.read(fn_, variantOfStep(step.step), step.step, &step.outputs);
+  step.scheduled = true;
+  started_ = false;
+  return Status::success();
 }
 
 Result<HostProgram> buildScheduleProgram(const Program &p, std::string_view name,

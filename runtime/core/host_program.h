@@ -30,6 +30,7 @@
 #include "runtime/core/status.h"
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -81,17 +82,56 @@ struct HostProgram {
 /// one must exist, be a host input and have its element count.
 Status checkStepInputs(const Function &fn, const std::map<std::string, HostValue> &inputs);
 
-/// The host program of `steps.size()` consecutive steps of `kind` ("train"
-/// or "eval") through the prefetching schedules: <kind>_prologue,
-/// <kind>_even/_odd for every step but the last (by the parity of step
-/// firstStep + i), <kind>_last_even/_odd for the last. The host stages step
-/// k + 1's inputs right before the launch that copies them; outputs of a
-/// schedule ending with a host wait are read after it. `outputs` must hold
-/// one entry per step and outlive the program; `fn` gets the function's
-/// index.
-Result<HostProgram> buildPipelinedProgram(const Program &program, std::string_view kind,
-                                          const std::vector<StepInputs> &steps,
-                                          int64_t firstStep, std::vector<StepOutputs> &outputs);
+/// A step submitted to a pipeline: its inputs and outputs (at stable
+/// addresses: host actions point at them) and the launches that belong to
+/// it (its prefetched TRANSFER is issued with the step before).
+struct PendingStep {
+  int64_t step = 0;
+  StepInputs inputs;
+  StepOutputs outputs;
+  std::vector<std::pair<const Subgraph *, Variant>> launches;
+  /// Its own schedule (even/odd or last) was issued: no more launches.
+  bool scheduled = false;
+};
+
+/// The streaming form of buildPipelinedProgram: steps arrive in batches and
+/// the host actions are produced as soon as they can be. A step's even/odd
+/// schedule prefetches the next step, so the newest step is held back until
+/// its successor arrives (submit) or the pipeline is drained (drain: the
+/// last_even/odd schedule and the read of its outputs). The prologue runs
+/// before the first step after idle.
+class PipelineBuilder {
+public:
+  static Result<PipelineBuilder> create(const Program &program, std::string_view kind,
+                                        int64_t firstStep);
+
+  /// Appends `steps` and the actions that can be issued now to `out`.
+  Status submit(std::vector<StepInputs> steps, HostProgram &out);
+  /// Appends the actions that finish the held step to `out`; the pipeline
+  /// is idle afterwards.
+  Status drain(HostProgram &out);
+
+  const std::string &kind() const { return kind_; }
+  uint32_t function() const { return fn_; }
+  /// Submitted steps not yet handed back, oldest first; the caller pops
+  /// steps from the front once it collected their outputs.
+  std::deque<PendingStep> &pending() { return pending_; }
+  /// The number of the next step to be submitted.
+  int64_t nextStep() const { return nextStep_; }
+
+private:
+  PipelineBuilder() = default;
+  Status schedule(const Schedule &s, PendingStep &step, bool isPrologue, HostProgram &out);
+  const Program *program_ = nullptr;
+  const Function *function_ = nullptr;
+  std::string kind_;
+  uint32_t fn_ = 0;
+  const Schedule *prologue_ = nullptr, *even_ = nullptr, *odd_ = nullptr;
+  const Schedule *lastEven_ = nullptr, *lastOdd_ = nullptr;
+  std::deque<PendingStep> pending_;
+  int64_t nextStep_ = 0;
+  bool started_ = false; ///< the prologue ran since the last drain
+};
 
 /// The host program of schedule `name` run once as step `step`: stages
 /// `inputs`, then its launches and host waits; with `variant`, every launch

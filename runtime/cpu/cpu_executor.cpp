@@ -346,7 +346,6 @@ struct CpuExecutor::Impl {
   std::vector<float> words;
   std::vector<FnLayout> layouts; ///< by function index
   std::unordered_map<const Subgraph *, SubgraphItems> items;
-  std::vector<int64_t> stepCounter; ///< per function: the next step
   int32_t step = 0;                 ///< the dropout key of the running launch
   /// The GPU executors' event mapping, applied in issue order so that a
   /// schedule it cannot express fails here too (host_program.h).
@@ -552,7 +551,6 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
       l.viewB.push_back(viewAt(l.indexB[t]));
     }
   }
-  im.stepCounter.assign(p.functions.size(), 0);
   im.rng.seed(options.seed);
   if (options.interleave) {
     im.shadow.assign(static_cast<size_t>(shadowWords), Shadow());
@@ -591,80 +589,16 @@ void writeFloatAsWord(float *w, DType t, float value) {
 } // namespace
 
 Status CpuExecutor::initialize() {
-  const Program &p = artifact_->program;
   Impl &im = *impl_;
-  auto fill = [&](const StateEntry &s, auto valueAt) {
-    float *w = im.words.data() + im.wordOf(*s.slot, Variant::a);
-    int64_t n = numel(s.shape);
-    for (int64_t i = 0; i < n; ++i)
-      writeFloatAsWord(w + i, s.dtype, valueAt(i));
-  };
-  // Parameters, buffers and constants first, then what derives from them.
-  for (int pass = 0; pass < 2; ++pass)
-    for (const StateEntry &s : p.state) {
-      if (!s.slot)
-        continue;
-      bool derived = s.init.kind == "derived";
-      if (derived != (pass == 1))
-        continue;
-      std::string where = "state " + s.name;
-      if (derived) {
-        const StateEntry *of = p.findState(s.of);
-        if (!of || !of->slot || numel(of->shape) != numel(s.shape))
-          return Error(where + ": derived from missing or mismatched state '" + s.of + "'");
-        const float *src = im.words.data() + im.wordOf(*of->slot, Variant::a);
-        DType srcType = of->dtype;
-        fill(s, [&](int64_t i) { return readWordAsFloat(src + i, srcType); });
-        continue;
-      }
-      const SafetensorsEntry *e = artifact_->tensors.find(s.name);
-      if (e) {
-        std::string_view bytes = artifact_->tensors.bytesOf(*e);
-        int64_t n = numel(s.shape);
-        if (numel(e->shape) != n || bytes.size() < size_t(n) * elementSize(e->dtype))
-          return Error(where + ": the artifact's tensor has the wrong size");
-        const char *d = bytes.data();
-        DType et = e->dtype;
-        fill(s, [&](int64_t i) -> float {
-          switch (et) {
-          case DType::f32: {
-            float v;
-            std::memcpy(&v, d + 4 * i, 4);
-            return v;
-          }
-          case DType::f16: {
-            uint16_t v;
-            std::memcpy(&v, d + 2 * i, 2);
-            return halfToFloat(v);
-          }
-          case DType::bf16: {
-            uint16_t v;
-            std::memcpy(&v, d + 2 * i, 2);
-            return bfloat16ToFloat(v);
-          }
-          case DType::i32: {
-            int32_t v;
-            std::memcpy(&v, d + 4 * i, 4);
-            return static_cast<float>(v);
-          }
-          case DType::i1:
-            return d[i] ? 1.0f : 0.0f;
-          }
-          return 0.0f;
-        });
-        continue;
-      }
-      if (s.init.kind == "zeros")
-        fill(s, [](int64_t) { return 0.0f; });
-      else if (s.init.kind == "ones")
-        fill(s, [](int64_t) { return 1.0f; });
-      else if (s.init.kind == "constant")
-        fill(s, [&](int64_t) { return static_cast<float>(s.init.scale); });
-      else
-        return Error(where + ": init '" + s.init.kind +
-                     "' needs a tensor in the artifact, which has none");
-    }
-  return Status::success();
+  // Parameters, buffers and constants first, then what derives from them
+  // (runtime/core/initial_state.cpp, shared with the GPU executors).
+  return forEachInitialState(
+      *artifact_, [&](const StateEntry &s, const std::vector<float> &values) {
+        float *w = im.words.data() + im.wordOf(*s.slot, Variant::a);
+        for (size_t i = 0; i < values.size(); ++i)
+          writeFloatAsWord(w + i, s.dtype, values[i]);
+        return Status::success();
+      });
 }
 
 Result<std::vector<float>> CpuExecutor::readState(std::string_view name) const {
@@ -1532,26 +1466,14 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
 
 uint64_t CpuExecutor::hazards() const { return impl_->hazards; }
 
-Status CpuExecutor::runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
-                                 std::vector<StepOutputs> &outputs) {
-  const Program &p = artifact_->program;
-  outputs.clear();
-  if (steps.empty())
-    return Status::success();
-  Result<uint32_t> f = pipelinedFunction(p, kind);
-  if (!f.ok())
-    return f.error();
-  outputs.assign(steps.size(), StepOutputs());
-  Result<HostProgram> program =
-      buildPipelinedProgram(p, kind, steps, impl_->stepCounter[*f], outputs);
-  if (!program.ok())
-    return program.error();
-  Status st = run(*program);
-  if (!st.ok())
-    return st;
-  impl_->stepCounter[*f] += int64_t(steps.size());
-  return Status::success();
-}
+Status CpuExecutor::issue(const HostProgram &program) { return run(program); }
+
+// Launches run to completion inside issue(): every issued step is complete
+// and its outputs were written by the nodes and reads that produced them.
+Result<bool> CpuExecutor::stepComplete(const PendingStep &) { return true; }
+Status CpuExecutor::waitStep(const PendingStep &) { return Status::success(); }
+Status CpuExecutor::collect(PendingStep &) { return Status::success(); }
+Status CpuExecutor::synchronize() { return Status::success(); }
 
 
 
@@ -1562,7 +1484,7 @@ Status CpuExecutor::runSchedule(std::string_view name,
   const Program &p = artifact_->program;
   const Schedule *s = p.findSchedule(name);
   const Function *fn = s ? p.findFunction(s->function) : nullptr;
-  int64_t step = fn ? impl_->stepCounter[size_t(fn - p.functions.data())] : 0;
+  int64_t step = fn ? stepCounter(uint32_t(fn - p.functions.data())) : 0;
   Result<HostProgram> program = buildScheduleProgram(p, name, inputs, step, impl_->step, variant);
   if (!program.ok())
     return program.error();

@@ -129,18 +129,9 @@ public:
   static Result<std::unique_ptr<CpuExecutor>> create(const Artifact &artifact,
                                                     Options options);
 
-  /// Sets every state entry from the artifact's tensors and `init`.
   std::string_view name() const override { return "cpu"; }
+  /// Sets every state entry from the artifact's tensors and `init`.
   Status initialize() override;
-
-  /// Runs `steps` consecutive steps of `kind` ("train" or "eval") through
-  /// the prefetching schedules: <kind>_prologue, <kind>_even/_odd for every
-  /// step but the last (by the parity of the function's step counter),
-  /// <kind>_last_even/_odd for the last. The host stages step k + 1's inputs
-  /// right before the launch that copies them (after the schedule's host
-  /// wait for the previous copy). `outputs` gets one entry per step.
-  Status runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
-                      std::vector<StepOutputs> &outputs) override;
 
   /// Stages `inputs` (by input name) and runs schedule `name` (launches and
   /// host waits) as one step at the function's step counter, which does not
@@ -165,6 +156,14 @@ public:
   CpuExecutor(const CpuExecutor &) = delete;
   CpuExecutor &operator=(const CpuExecutor &) = delete;
   ~CpuExecutor() override;
+
+protected:
+  Status issue(const HostProgram &program) override;
+  Result<bool> stepComplete(const PendingStep &step) override;
+  Status waitStep(const PendingStep &step) override;
+  Status collect(PendingStep &step) override;
+  Status synchronize() override;
+  size_t maxStepsInFlight() const override { return SIZE_MAX; }
 
 private:
   CpuExecutor() = default;

@@ -142,18 +142,21 @@ struct EagerExecutor::Impl {
     std::unordered_map<const Node *, uint64_t> dropoutOf;
     uint64_t numDropouts = 0;
     std::vector<int32_t> outputOf; ///< output binding per tensor, or -1
-    /// Pinned output slots: maxStepsPerCall x outputs.
+    /// Pinned output slots: maxStepsInFlight x outputs.
     std::vector<size_t> outputOffset;
     size_t outputBytesPerStep = 0;
     std::unique_ptr<PinnedBuffer> outputs = std::make_unique<PinnedBuffer>();
   };
   std::vector<FnViews> fns;
   std::unordered_map<const Subgraph *, PreparedSubgraph> subgraphs;
-  std::vector<int64_t> stepCounter;
   double loadSeconds = 0;
   size_t preparedNodes = 0;
-  /// Step index within the running call, for output slots.
-  std::unordered_map<int64_t, size_t> slotOfStep;
+  /// The pinned output slot of a step (a ring of maxStepsInFlight).
+  size_t outputSlot(int64_t step) const {
+    return size_t(step % int64_t(options.maxStepsInFlight));
+  }
+  /// Decodes the outputs of a completed step from its slot.
+  Status decodeOutputs(uint32_t fn, int64_t step, StepOutputs &outputs) const;
 
   ~Impl() {
     if (ctx)
@@ -231,7 +234,6 @@ Status EagerExecutor::Impl::create() {
     return gr.error();
   gemm = std::move(*gr);
   binder.emplace(p);
-  stepCounter.assign(p.functions.size(), 0);
 
   size_t partEvent = 0;
   fns.resize(p.functions.size());
@@ -268,7 +270,7 @@ Status EagerExecutor::Impl::create() {
       v.outputOffset.push_back(v.outputBytesPerStep);
       v.outputBytesPerStep += (f.tensors[f.outputs[k].tensor].bytes + 255) / 256 * 256;
     }
-    if (Status st = v.outputs->allocate(v.outputBytesPerStep * options.maxStepsPerCall); !st.ok())
+    if (Status st = v.outputs->allocate(v.outputBytesPerStep * options.maxStepsInFlight); !st.ok())
       return st.error().withContext("function " + f.name + ": pinned output slots");
 
     for (const Subgraph &sg : f.subgraphs) {
@@ -382,54 +384,23 @@ std::string EagerExecutor::loadSummary() const {
 //===----------------------------------------------------------------------===//
 
 Status EagerExecutor::initialize() {
-  const Program &p = program();
-  const Artifact &art = *impl_->artifact;
   StreamResources &trans = impl_->ctx->stream(Stream::trans);
-  std::unordered_map<std::string, std::vector<float>> values;
-  // Parameters, buffers and constants first, then what derives from them.
-  for (int pass = 0; pass < 2; ++pass)
-    for (const StateEntry &s : p.state) {
-      if (!s.slot)
-        continue;
-      bool derived = s.init.kind == "derived";
-      if (derived != (pass == 1))
-        continue;
-      std::string where = "state " + s.name;
-      size_t n = size_t(numel(s.shape));
-      std::vector<float> v(n, 0.0f);
-      if (derived) {
-        auto it = values.find(s.of);
-        if (it == values.end() || it->second.size() != n)
-          return Error(where + ": derived from missing or mismatched state '" + s.of + "'");
-        for (size_t i = 0; i < n; ++i)
-          v[i] = roundTo(s.dtype, it->second[i]);
-      } else if (const SafetensorsEntry *e = art.tensors.find(s.name)) {
-        std::string_view bytes = art.tensors.bytesOf(*e);
-        if (size_t(numel(e->shape)) != n || bytes.size() < n * elementSize(e->dtype))
-          return Error(where + ": the artifact's tensor has the wrong size");
-        for (size_t i = 0; i < n; ++i)
-          v[i] = decodeOne(e->dtype, reinterpret_cast<const unsigned char *>(bytes.data()), i);
-      } else if (s.init.kind == "zeros") {
-      } else if (s.init.kind == "ones") {
-        std::fill(v.begin(), v.end(), 1.0f);
-      } else if (s.init.kind == "constant") {
-        std::fill(v.begin(), v.end(), float(s.init.scale));
-      } else {
-        return Error(where + ": init '" + s.init.kind +
-                     "' needs a tensor in the artifact, which has none");
-      }
-      std::vector<unsigned char> bytes(n * elementSize(s.dtype));
-      encode(s.dtype, v.data(), nullptr, n, bytes.data());
-      Status st = RN_CUDA_CHECK(cudaMemcpyAsync(impl_->ctx->address(*s.slot, Variant::a),
-                                                bytes.data(), bytes.size(),
-                                                cudaMemcpyHostToDevice, trans.stream));
-      if (st.ok())
-        st = RN_CUDA_CHECK(cudaStreamSynchronize(trans.stream));
-      if (!st.ok())
-        return st.error().withContext(where);
-      values[s.name] = std::move(v);
-    }
-  return Status::success();
+  // Parameters, buffers and constants first, then what derives from them
+  // (runtime/core/initial_state.cpp, shared with the CPU executor).
+  return forEachInitialState(
+      *impl_->artifact, [&](const StateEntry &s, const std::vector<float> &v) -> Status {
+        size_t n = v.size();
+        std::vector<unsigned char> bytes(n * elementSize(s.dtype));
+        encode(s.dtype, v.data(), nullptr, n, bytes.data());
+        Status st = RN_CUDA_CHECK(cudaMemcpyAsync(impl_->ctx->address(*s.slot, Variant::a),
+                                                  bytes.data(), bytes.size(),
+                                                  cudaMemcpyHostToDevice, trans.stream));
+        if (st.ok())
+          st = RN_CUDA_CHECK(cudaStreamSynchronize(trans.stream));
+        if (!st.ok())
+          return st.error().withContext("state " + s.name);
+        return Status::success();
+      });
 }
 
 Result<std::vector<float>> EagerExecutor::readState(std::string_view name) const {
@@ -479,7 +450,7 @@ Status EagerExecutor::Impl::launch(const HostAction &a) {
   FnViews &v = fns[a.fn];
   const PreparedSubgraph &ps = subgraphs.at(a.sg);
   int var = a.variant == Variant::a ? 0 : 1;
-  auto slot = slotOfStep.find(a.step);
+  size_t slot = outputSlot(a.step);
   for (size_t i = 0; i < a.sg->nodes.size(); ++i) {
     const Node &n = a.sg->nodes[i];
     auto where = [&](int part, Stream stream) {
@@ -525,11 +496,11 @@ Status EagerExecutor::Impl::launch(const HostAction &a) {
       }
       // Outputs go to the host right after the node that writes them, on
       // its stream, into the step's pinned slot.
-      if (a.outputs && slot != slotOfStep.end())
+      if (a.outputs)
         for (uint32_t o : it.outputs) {
           const TensorInfo &t = f.tensors[f.outputs[o].tensor];
           char *dst = static_cast<char *>(v.outputs->data) +
-                      slot->second * v.outputBytesPerStep + v.outputOffset[o];
+                      slot * v.outputBytesPerStep + v.outputOffset[o];
           Status st = RN_CUDA_CHECK(cudaMemcpyAsync(dst, v.tensors[var][f.outputs[o].tensor].data,
                                                     t.bytes, cudaMemcpyDeviceToHost,
                                                     stream.stream));
@@ -597,24 +568,19 @@ Status EagerPrimitives::hostWait(const HostAction &a) {
   return Status::success();
 }
 
-Status EagerPrimitives::read(const HostAction &a) {
-  // Every output copy of the step was issued after its node; a read comes
-  // after the schedule's final host wait, but copies on other streams than
-  // the waited launch's primary are only covered through its joins, so
-  // synchronize the device before reading the slots.
-  if (Status st = impl_.ctx->synchronize(); !st.ok())
-    return st;
-  const Function &f = impl_.program().functions[a.fn];
-  auto &v = impl_.fns[a.fn];
-  auto slot = impl_.slotOfStep.find(a.step);
-  if (slot == impl_.slotOfStep.end())
-    return Error("read of step " + std::to_string(a.step) + ", which has no output slot");
+// Outputs are decoded when the executor collects a completed step.
+Status EagerPrimitives::read(const HostAction &) { return Status::success(); }
+
+Status EagerExecutor::Impl::decodeOutputs(uint32_t fnIndex, int64_t step,
+                                          StepOutputs &outputs) const {
+  const Function &f = program().functions[fnIndex];
+  const FnViews &v = fns[fnIndex];
   for (size_t o = 0; o < f.outputs.size(); ++o) {
     const TensorInfo &t = f.tensors[f.outputs[o].tensor];
     const auto *src = static_cast<const unsigned char *>(v.outputs->data) +
-                      slot->second * v.outputBytesPerStep + v.outputOffset[o];
+                      outputSlot(step) * v.outputBytesPerStep + v.outputOffset[o];
     size_t n = size_t(numel(t.shape));
-    HostValue &out = (*a.outputs)[f.outputs[o].name];
+    HostValue &out = outputs[f.outputs[o].name];
     if (t.dtype == DType::i32) {
       out.ints.resize(n);
       std::memcpy(out.ints.data(), src, n * 4);
@@ -627,50 +593,59 @@ Status EagerPrimitives::read(const HostAction &a) {
   return Status::success();
 }
 
-Status EagerExecutor::runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
-                                   std::vector<StepOutputs> &outputs) {
-  Impl &im = *impl_;
-  outputs.clear();
-  if (steps.empty())
-    return Status::success();
-  if (steps.size() > im.options.maxStepsPerCall)
-    return Error("cuda-eager: " + std::to_string(steps.size()) +
-                 " steps in one call; at most " + std::to_string(im.options.maxStepsPerCall) +
-                 " (Options::maxStepsPerCall)");
-  Result<uint32_t> f = pipelinedFunction(program(), kind);
-  if (!f.ok())
-    return f.error();
-  outputs.assign(steps.size(), StepOutputs());
-  int64_t first = im.stepCounter[*f];
-  Result<HostProgram> hp = buildPipelinedProgram(program(), kind, steps, first, outputs);
-  if (!hp.ok())
-    return hp.error();
-  im.slotOfStep.clear();
-  for (size_t i = 0; i < steps.size(); ++i)
-    im.slotOfStep[first + int64_t(i)] = i;
-  EagerPrimitives primitives(im);
-  if (Status st = runHostProgram(*hp, primitives); !st.ok())
+Status EagerExecutor::issue(const HostProgram &program) {
+  EagerPrimitives primitives(*impl_);
+  if (Status st = runHostProgram(program, primitives); !st.ok())
     return st.error().withContext("cuda-eager");
-  // Outputs of schedules without a final host wait (train_even/odd) were
-  // copied into their slots; the last schedule's host wait and read cover
-  // them, but decode every step's slots for the caller.
-  if (Status st = im.ctx->synchronize(); !st.ok())
-    return st.error().withContext("cuda-eager");
-  const Function &fn = program().functions[*f];
-  for (size_t i = 0; i < steps.size(); ++i) {
-    if (!outputs[i].empty())
-      continue;
-    HostAction read;
-    read.kind = HostAction::Kind::read;
-    read.fn = *f;
-    read.step = first + int64_t(i);
-    read.outputs = &outputs[i];
-    if (Status st = primitives.read(read); !st.ok())
-      return st;
-  }
-  (void)fn;
-  im.stepCounter[*f] += int64_t(steps.size());
   return Status::success();
 }
+
+Result<bool> EagerExecutor::stepComplete(const PendingStep &step) {
+  // A completion event may have been recorded again by a later launch of
+  // the same subgraph and variant; that record is later on the same
+  // stream, so "complete" stays true when it is.
+  for (const auto &[sg, variant] : step.launches) {
+    cudaEvent_t e = impl_->subgraphs.at(sg).completion[variant == Variant::a ? 0 : 1];
+    cudaError_t q = cudaEventQuery(e);
+    if (q == cudaErrorNotReady)
+      return false;
+    Status st = RN_CUDA_CHECK(q);
+    if (!st.ok())
+      return st.error().withContext("cuda-eager: step " + std::to_string(step.step) +
+                                    ", subgraph " + sg->name);
+  }
+  return true;
+}
+
+Status EagerExecutor::waitStep(const PendingStep &step) {
+  for (const auto &[sg, variant] : step.launches) {
+    cudaEvent_t e = impl_->subgraphs.at(sg).completion[variant == Variant::a ? 0 : 1];
+    Status st = RN_CUDA_CHECK(cudaEventSynchronize(e));
+    if (!st.ok())
+      return st.error().withContext("cuda-eager: step " + std::to_string(step.step) +
+                                    ", subgraph " + sg->name);
+  }
+  return Status::success();
+}
+
+Status EagerExecutor::collect(PendingStep &step) {
+  if (step.launches.empty())
+    return Status::success();
+  const Function *fn = nullptr;
+  for (const Function &f : program().functions)
+    for (const Subgraph &sg : f.subgraphs)
+      if (&sg == step.launches.front().first)
+        fn = &f;
+  return impl_->decodeOutputs(uint32_t(fn - program().functions.data()), step.step,
+                              step.outputs);
+}
+
+Status EagerExecutor::synchronize() {
+  if (Status st = impl_->ctx->synchronize(); !st.ok())
+    return st.error().withContext("cuda-eager");
+  return Status::success();
+}
+
+size_t EagerExecutor::maxStepsInFlight() const { return impl_->options.maxStepsInFlight; }
 
 } // namespace rn::cuda

@@ -12,9 +12,10 @@
 // host writes it only after the schedule's host waits say the previous copy
 // from it completed (the CPU executor's interleaved mode checks that order).
 // Outputs: the executor copies each output device-to-host on the stream of
-// the node that writes it, right after that node, into a pinned slot of
-// the step; a call returns after its final host wait, when every copy is
-// complete. Nothing is allocated, built or planned inside a step.
+// the node that writes it, right after that node, into the step's pinned
+// slot (a ring of Options::maxStepsInFlight); the launch's streams join its
+// primary after that, so once a step's launches completed (their
+// completion events) its slot is decoded. Nothing is allocated, built or planned inside a step.
 //
 // Sync-debug mode synchronizes after every node, so an asynchronous fault
 // is reported with the node that caused it.
@@ -41,8 +42,8 @@ public:
     bool allowTf32 = false;     ///< TF32 for f32 convolutions and products
     std::string planCacheFile;  ///< autotuning results kept across runs
     int device = 0;
-    /// Steps one runPipelined call may hold (pinned output slots per step).
-    size_t maxStepsPerCall = 1024;
+    /// Steps in flight at once: pinned output slots, one per step.
+    size_t maxStepsInFlight = 1024;
     /// Progress lines at load (plans, timings) on stderr.
     bool verbose = false;
   };
@@ -57,8 +58,6 @@ public:
   std::string_view name() const override { return "cuda-eager"; }
   const Program &program() const override;
   Status initialize() override;
-  Status runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
-                      std::vector<StepOutputs> &outputs) override;
   Result<std::vector<float>> readState(std::string_view name) const override;
   Status writeState(std::string_view name, const std::vector<float> &values) override;
 
@@ -69,6 +68,14 @@ public:
   EagerExecutor &operator=(const EagerExecutor &) = delete;
 
   struct Impl; ///< eager_executor.cpp's own
+
+protected:
+  Status issue(const HostProgram &program) override;
+  Result<bool> stepComplete(const PendingStep &step) override;
+  Status waitStep(const PendingStep &step) override;
+  Status collect(PendingStep &step) override;
+  Status synchronize() override;
+  size_t maxStepsInFlight() const override;
 
 private:
   EagerExecutor() = default;

@@ -140,10 +140,10 @@ struct Options {
   long warmup = 10;
 };
 
-/// Training steps per CpuExecutor::trainSteps call: each group runs through
-/// the prefetching schedules (prologue, even/odd, last), so the next batch's
-/// copy overlaps the current step as on the GPU and --interleave checks those
-/// schedules; the executor idles between groups.
+/// Training steps per Executor::submit call in --data runs (the steps stream
+/// through the prefetching schedules across calls) and per trainSteps call
+/// in --synthetic runs (each group runs prologue, even/odd, last, so that
+/// --interleave checks those schedules; the executor idles between groups).
 constexpr int64_t kStepsPerGroup = 8;
 
 double seconds(std::chrono::steady_clock::time_point since) {
@@ -544,40 +544,55 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
     auto lastReport = epochStart;
     double lossSum = 0;
     double lr = 0;
-    std::vector<rn::HostBatch> batches;
-    std::vector<float> lrs;
-    std::vector<rn::TrainOutputs> outs;
+    // Steps stream: groups are submitted as they are prepared and losses
+    // collected as steps finish, so a GPU stays busy while the host prepares
+    // the next group; the epoch ends with a drain.
+    int64_t collected = 0; // steps of this epoch whose loss came back
+    std::vector<rn::StepOutputs> finished;
+    auto consume = [&]() -> int {
+      for (rn::StepOutputs &out : finished) {
+        auto it = out.find("loss");
+        float loss = it != out.end() && !it->second.floats.empty() ? it->second.floats[0] : NAN;
+        if (!std::isfinite(loss)) {
+          clearProgress();
+          fail("epoch " + std::to_string(epoch + 1) + ", step " +
+               std::to_string(collected + 1) + ": the loss is " + std::to_string(loss) +
+               " (try a lower --lr)");
+          return 1;
+        }
+        lossSum += loss;
+        ++collected;
+        ++stepsDone;
+      }
+      finished.clear();
+      return 0;
+    };
     for (int64_t s0 = 0; s0 < stepsPerEpoch; s0 += kStepsPerGroup) {
       int64_t count = std::min(kStepsPerGroup, stepsPerEpoch - s0);
       int64_t global0 = epoch * stepsPerEpoch + s0;
-      batches.resize(size_t(count));
-      lrs.resize(size_t(count));
+      std::vector<rn::StepInputs> steps(static_cast<size_t>(count));
+      rn::HostBatch hb;
       for (int64_t i = 0; i < count; ++i) {
         lr = scheduledLr(o.lr, global0 + i, warmupSteps, totalSteps);
-        lrs[size_t(i)] = float(lr);
-        fillBatch(train, order.data() + (s0 + i) * batch, batch, batches[size_t(i)]);
+        fillBatch(train, order.data() + (s0 + i) * batch, batch, hb);
+        steps[size_t(i)] = rn::Executor::trainInputs(hb, float(lr), int32_t(global0 + i + 1));
       }
-      if (rn::Status st = ex.trainSteps(batches, lrs, int32_t(global0 + 1), outs); !st) {
+      rn::Status st = ex.submit("train", std::move(steps));
+      if (st.ok())
+        st = s0 + count < stepsPerEpoch ? ex.poll(finished) : ex.drain(finished);
+      if (!st) {
         clearProgress();
         return fail("epoch " + std::to_string(epoch + 1) + ", steps " +
                     std::to_string(s0 + 1) + "-" + std::to_string(s0 + count) + ": " +
                     st.error().message());
       }
-      for (int64_t i = 0; i < count; ++i) {
-        float loss = outs[size_t(i)].loss;
-        if (!std::isfinite(loss)) {
-          clearProgress();
-          return fail("epoch " + std::to_string(epoch + 1) + ", step " +
-                      std::to_string(s0 + i + 1) + ": the loss is " + std::to_string(loss) +
-                      " (try a lower --lr)");
-        }
-        lossSum += loss;
-      }
-      stepsDone += count;
-      int64_t s = s0 + count - 1; // the last step done
+      if (consume() != 0)
+        return 1;
+      int64_t s = collected - 1; // the last step done
       auto now = std::chrono::steady_clock::now();
-      if (o.progress && (std::chrono::duration<double>(now - lastReport).count() >= 1.0 ||
-                         (tty && s + 1 == stepsPerEpoch))) {
+      if (o.progress && collected > 0 &&
+          (std::chrono::duration<double>(now - lastReport).count() >= 1.0 ||
+           (tty && s + 1 == stepsPerEpoch))) {
         lastReport = now;
         double elapsed = seconds(runStart);
         double rate = double(stepsDone) / elapsed;

@@ -46,7 +46,7 @@ std::vector<HostBatch> randomBatches(const Executor &ex, int count, uint64_t see
         classes = train->tensors[node.operands[0]].shape.back();
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal;
-  std::vector<HostBatch> batches(size_t(count));
+  std::vector<HostBatch> batches(static_cast<size_t>(count));
   for (HostBatch &b : batches) {
     b.images.resize(size_t(n));
     for (float &x : b.images)
