@@ -12,9 +12,11 @@
 //   add after wgrad is not a fusion cuDNN offers, so wgrad writes into the
 //   front of the workspace (f32 when cuDNN can, else the input dtype) and
 //   addTensors (conv_kernels.cu) forms dw = dwAcc + wgrad.
-// - forward_stats: conv fprop + genstats in one graph when cuDNN has a plan
-//   for it (f16/bf16 on Hopper); otherwise the plain fprop graph followed by
-//   the deterministic columnSums kernel over the output.
+// - forward_stats: the plain fprop graph followed by the deterministic
+//   columnSums kernel over the output. The conv + genstats graph (kept
+//   behind kFuseGenstats) builds and runs on the H200 for f16, but its sums
+//   did not match the output it wrote (sums of squares up to 2x off) in
+//   conv_gemm_test; it stays off until that is understood.
 //
 // Plan choice: every candidate of heuristics modes A and FALLBACK that
 // passes the filters (workspace, determinism, no TF32 for f32 unless
@@ -92,6 +94,10 @@ fe::DataType_t feType(DType type) {
     return fe::DataType_t::HALF;
   case DType::bf16:
     return fe::DataType_t::BFLOAT16;
+  case DType::i32:
+    return fe::DataType_t::INT32;
+  case DType::i1:
+    return fe::DataType_t::BYTE_BOOLEAN;
   default:
     return fe::DataType_t::FLOAT;
   }
@@ -106,6 +112,10 @@ std::vector<int64_t> stridesOf(const std::array<int64_t, 4> &nhwc) {
   return {nhwc[1] * nhwc[2] * nhwc[3], 1, nhwc[2] * nhwc[3], nhwc[3]};
 }
 int64_t numelOf(const std::array<int64_t, 4> &s) { return s[0] * s[1] * s[2] * s[3]; }
+
+/// Whether forward_stats tries conv + genstats in one graph first (see the
+/// file comment for why not).
+constexpr bool kFuseGenstats = false;
 
 struct CallKey {
   ConvCall call;
@@ -579,8 +589,9 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
   try {
     switch (call.kind) {
     case ConvKind::forward_stats:
-      entry = impl.build(call, stream, /*fuseStats=*/true, DType::f32);
-      if (!entry.ok())
+      if (kFuseGenstats)
+        entry = impl.build(call, stream, /*fuseStats=*/true, DType::f32);
+      if (!kFuseGenstats || !entry.ok())
         entry = impl.build(call, stream, /*fuseStats=*/false, DType::f32);
       break;
     case ConvKind::backward_filter:

@@ -536,7 +536,9 @@ TEST_P(Gemm, MatchesALoop) {
   Host a = randomHost(transA ? Shape{k, m} : Shape{m, k}, dtype, rng);
   Host b = randomHost(transB ? Shape{n, k} : Shape{k, n}, dtype, rng);
   DType outType = accumulate ? DType::f32 : dtype;
-  Host c = randomHost({m, n}, outType, rng), bv = randomHost({n}, dtype, rng);
+  // cuBLASLt's bias has the output's dtype (an f16 bias with f32 output is
+  // CUBLAS_STATUS_INVALID_VALUE).
+  Host c = randomHost({m, n}, outType, rng), bv = randomHost({n}, outType, rng);
   GemmCall call;
   call.m = m;
   call.n = n;
@@ -547,7 +549,7 @@ TEST_P(Gemm, MatchesALoop) {
   call.bias = bias;
   call.aType = call.bType = dtype;
   call.cType = call.dType = outType;
-  call.biasType = dtype;
+  call.biasType = outType;
   Result<size_t> ws = gemm->prepare(call, gpu.resources);
   ASSERT_TRUE(ws.ok()) << ws.error().message();
   DeviceTensor dA = gpu.upload(a), dB = gpu.upload(b), dC = gpu.upload(c), dBias = gpu.upload(bv);
