@@ -3,13 +3,16 @@
 // Runs rn-training-pipeline on a model and writes the artifact described in
 // docs/artifact.md: a safetensors file with the initial parameters whose
 // metadata holds the program (memory plan, tensors, subgraphs with their
-// nodes and events, step schedules) as JSON.
+// nodes and events, step schedules) as JSON. The parameters come from the
+// runtime's sampler (runtime/core/init_sampler.h), so that with --no-weights
+// the runtime can create the same values from the program alone.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/rn/RNOps.h"
 #include "passes/Passes.h"
 #include "passes/TrainingPipeline.h"
+#include "runtime/core/init_sampler.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -19,7 +22,6 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 
-#include "llvm/ADT/APFloat.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -27,10 +29,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
-#include "llvm/Support/xxhash.h"
 
 #include <cstring>
-#include <random>
 
 using namespace mlir;
 using namespace mlir::rn;
@@ -50,6 +50,11 @@ static llvm::cl::opt<std::string> pipelineOptions(
 static llvm::cl::opt<uint64_t>
     seed("seed", llvm::cl::desc("seed of the parameter initialization"),
          llvm::cl::init(0));
+static llvm::cl::opt<bool> noWeights(
+    "no-weights",
+    llvm::cl::desc("write the program alone: no parameter tensors, and an "
+                   "\"init\" entry with which the runtime samples them"),
+    llvm::cl::init(false));
 static llvm::cl::opt<bool> quiet("quiet",
                                  llvm::cl::desc("no progress messages"),
                                  llvm::cl::init(false));
@@ -421,71 +426,43 @@ struct InitialTensor {
 };
 } // namespace
 
-/// Samples a parameter's initial value. Each parameter has its own stream
-/// of random numbers (seed and name), so adding a layer changes no other.
-static InitialTensor initialValue(ParameterOp parameter) {
+/// Samples a parameter's initial value with the runtime's sampler. Each
+/// parameter has its own stream of random numbers (seed and name), so adding
+/// a layer changes no other.
+static FailureOr<InitialTensor> initialValue(ParameterOp parameter) {
   RankedTensorType type = parameter.getTensorType();
   InitAttr init = parameter.getInit();
-  std::mt19937_64 engine(seed ^ llvm::xxh3_64bits(parameter.getSymName()));
-  double scale = init.getScale().convertToDouble();
-  std::uniform_real_distribution<double> uniform(-scale, scale);
-  std::normal_distribution<double> normal(0.0, scale > 0 ? scale : 1.0);
-  InitialTensor tensor{parameter.getSymName().str(), "F32",
-                       std::vector<int64_t>(type.getShape()), {}};
-  tensor.bytes.reserve(type.getNumElements() * 4);
-  const llvm::fltSemantics *semantics = &llvm::APFloat::IEEEsingle();
+  ::rn::DType dtype = ::rn::DType::f32;
+  std::string name = "F32";
   if (type.getElementType().isF16()) {
-    tensor.dtype = "F16";
-    semantics = &llvm::APFloat::IEEEhalf();
+    dtype = ::rn::DType::f16;
+    name = "F16";
   } else if (type.getElementType().isBF16()) {
-    tensor.dtype = "BF16";
-    semantics = &llvm::APFloat::BFloat();
+    dtype = ::rn::DType::bf16;
+    name = "BF16";
   }
-  for (int64_t i = 0, n = type.getNumElements(); i < n; ++i) {
-    double value = 0.0;
-    switch (init.getKind()) {
-    case InitKind::zeros:
-    case InitKind::derived:
-      value = 0.0;
-      break;
-    case InitKind::ones:
-      value = 1.0;
-      break;
-    case InitKind::constant:
-      value = scale;
-      break;
-    case InitKind::uniform:
-      value = uniform(engine);
-      break;
-    case InitKind::normal:
-      value = normal(engine);
-      break;
-    }
-    uint64_t bits;
-    size_t width = 4;
-    if (semantics == &llvm::APFloat::IEEEsingle()) {
-      float single = static_cast<float>(value);
-      uint32_t word;
-      std::memcpy(&word, &single, sizeof word);
-      bits = word;
-    } else {
-      llvm::APFloat real(value);
-      bool lost;
-      real.convert(*semantics, llvm::APFloat::rmNearestTiesToEven, &lost);
-      bits = real.bitcastToAPInt().getZExtValue();
-      width = 2;
-    }
-    for (size_t b = 0; b < width; ++b)
-      tensor.bytes.push_back(static_cast<char>((bits >> (8 * b)) & 0xff));
-  }
-  return tensor;
+  ::rn::Init spec{stringifyInitKind(init.getKind()).str(),
+                  init.getScale().convertToDouble()};
+  auto bytes = ::rn::sampleInitialBytes(parameter.getSymName(), spec, dtype,
+                                        type.getNumElements(), seed);
+  if (!bytes)
+    return parameter.emitError("cannot sample the initial value: ")
+           << bytes.error().message();
+  return InitialTensor{parameter.getSymName().str(), name,
+                       std::vector<int64_t>(type.getShape()),
+                       std::vector<char>(bytes->begin(), bytes->end())};
 }
 
 static LogicalResult writeArtifact(ModuleOp module, const json::Object &program,
                                    StringRef path) {
   std::vector<InitialTensor> tensors;
-  for (auto parameter : module.getOps<ParameterOp>())
-    tensors.push_back(initialValue(parameter));
+  if (!noWeights)
+    for (auto parameter : module.getOps<ParameterOp>()) {
+      FailureOr<InitialTensor> tensor = initialValue(parameter);
+      if (failed(tensor))
+        return failure();
+      tensors.push_back(std::move(*tensor));
+    }
 
   json::Object header;
   std::string programText;
@@ -538,9 +515,13 @@ static LogicalResult writeArtifact(ModuleOp module, const json::Object &program,
         << error.message() << "\n";
     return failure();
   }
-  progress("wrote " + path + " (" + llvm::Twine(offset >> 10) +
-           " KiB of parameters, " + llvm::Twine(programText.size() >> 10) +
-           " KiB of program)");
+  if (noWeights)
+    progress("wrote " + path + " (" + llvm::Twine(programText.size() >> 10) +
+             " KiB of program; no parameters, the runtime samples them)");
+  else
+    progress("wrote " + path + " (" + llvm::Twine(offset >> 10) +
+             " KiB of parameters, " + llvm::Twine(programText.size() >> 10) +
+             " KiB of program)");
   return success();
 }
 
@@ -587,6 +568,9 @@ int main(int argc, char **argv) {
   ProgramWriter writer(*module);
   if (failed(writer.write(program)))
     return EXIT_FAILURE;
+  if (noWeights) // the runtime samples the parameters (docs/artifact.md)
+    program["init"] = json::Object{{"sampler", std::string(::rn::kInitSampler)},
+                                   {"seed", uint64_t(seed)}};
   if (failed(writeArtifact(*module, program, outputFilename)))
     return EXIT_FAILURE;
   return EXIT_SUCCESS;
