@@ -2,13 +2,15 @@
 # Collects what a run on the GPU machine needs into one folder (default
 # gpu-bundle/, git-ignored), which the device tool carries over: the GPU
 # machine has no MLIR, no apt and no internet, so everything is built here.
-#   bin/      rn-run, rn-cuda-tests, rn-runtime-tests: the runtime half built
+#   bin/      rn-run and rn-cuda-tests: the runtime half built
 #             with CUDA (sm_90), stripped; cuDNN, cuBLASLt, NVRTC and cudart
 #             are the GPU machine's own (its Python venv has the same
 #             versions, see docs/design.md), OpenBLAS is left out (the CPU
 #             kernels fall back to plain loops there)
-#   models/   artifacts: the unit tests' inputs and the Fashion-MNIST models
-#             of the main job (fashion_cnn and mlp, batch 64)
+#   models/   artifacts, weight-free where they are compiled here (the
+#             runtime samples the parameters: the same values): the unit
+#             tests' inputs, the Fashion-MNIST models of the main job
+#             (fashion_cnn and mlp, batch 64), the benchmark models
 #   data/     Fashion-MNIST (the Debian package's IDX files), unless
 #             RN_BUNDLE_DATA=0
 #   scripts/  run-gpu-tests.sh
@@ -27,24 +29,44 @@ if [ ! -f "$gpu_build/build.ninja" ]; then
     -DPython3_EXECUTABLE="$(command -v python3)" >/dev/null
 fi
 rn_log "building the GPU runtime (rn-run, rn-cuda-tests, rn-runtime-tests)"
-ninja -C "$gpu_build" rn-run rn-cuda-tests rn-runtime-tests
+ninja -C "$gpu_build" rn-run rn-cuda-tests
 
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/models" "$bundle/scripts"
-for b in rn-run rn-cuda-tests rn-runtime-tests; do
+for b in rn-run rn-cuda-tests; do
   strip -o "$bundle/bin/$b" "$gpu_build/bin/$b"
 done
 cp "$RN_ROOT"/test/runtime/Inputs/*.rnx "$bundle/models/"
 for name in fashion_cnn mlp; do
   python3 -m rn.models "$name" --batch 64 -o "$bundle/models/$name.train.mlir"
-  rn-compile "$bundle/models/$name.train.mlir" -o "$bundle/models/$name.train.rnx" --quiet
+  rn-compile "$bundle/models/$name.train.mlir" -o "$bundle/models/$name.train.rnx" --quiet \
+    --no-weights
   rm "$bundle/models/$name.train.mlir"
 done
 if [ "${RN_BUNDLE_DATA:-1}" != 0 ]; then
   mkdir -p "$bundle/data"
   cp /usr/share/datasets/fashion-mnist/*.gz "$bundle/data/"
 fi
-cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$bundle/scripts/"
+# Benchmark artifacts: the PyTorch reference recipe (f16 AMP, SGD Nesterov
+# momentum 0.9, weight decay 5e-4, dynamic loss scaling), weight-free (the
+# runtime samples the parameters), and a small-batch ResNet for tests.
+recipe="precision=f16 loss-scaling=dynamic nesterov=true weight-decay=5e-4 momentum=0.9"
+for spec in mlp:128 resnet18c:256 vgg11c:256 resnet18c:1024 vgg11c:1024 resnet50:256; do
+  name=${spec%%:*} batch=${spec##*:}
+  python3 -m rn.models "$name" --batch "$batch" -o "$bundle/models/$name.mlir"
+  rn-compile "$bundle/models/$name.mlir" -o "$bundle/models/$name.bench$batch.rnx" --quiet \
+    --no-weights --pipeline "$recipe"
+  rm "$bundle/models/$name.mlir"
+done
+# The out-of-memory error path: ResNet-50 at batch 4096 needs a 168 GiB arena.
+python3 -m rn.models resnet50 --batch 4096 -o "$bundle/models/resnet50.mlir"
+rn-compile "$bundle/models/resnet50.mlir" -o "$bundle/models/resnet50.oom.rnx" --quiet --no-weights \
+  --pipeline "precision=f16 loss-scaling=dynamic"
+rm "$bundle/models/resnet50.mlir"
+mkdir -p "$bundle/bench"
+cp "$RN_ROOT/bench/torch_step.py" "$bundle/bench/"
+cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$RN_ROOT/scripts/run-gpu-bench.sh" \
+  "$RN_ROOT/scripts/run-gpu-round.sh" "$bundle/scripts/"
 
 bytes=$(du -sb "$bundle" | cut -f1)
 mib=$(( (bytes + 1048575) / 1048576 ))

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Benchmarks on the GPU machine from a bundle (scripts/bundle-gpu.sh): RN's
+# executors and PyTorch (bench/torch_step.py: eager and whole-step CUDA
+# graph) in the same run on the same GPU, one JSON line per measurement in
+# $OUT/bench.jsonl and a table with the ratios in $OUT/bench.txt.
+#   RN_BENCH_MODELS: model:batch pairs (default mlp:128,resnet18c:256,vgg11c:256)
+#   RN_BENCH_EXECUTORS: RN executors to time (default cuda-eager)
+set -uo pipefail
+bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${OUT:-$bundle/gpu-results}
+mkdir -p "$out"
+V=/opt/torch/.venv/lib/python3.12/site-packages/nvidia
+export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:${LD_LIBRARY_PATH:-}
+python=${RN_PYTHON:-/opt/torch/.venv/bin/python}
+models=${RN_BENCH_MODELS:-mlp:128,resnet18c:256,vgg11c:256}
+executors=${RN_BENCH_EXECUTORS:-cuda-eager}
+steps=${RN_BENCH_STEPS:-40}
+jsonl=$out/bench.jsonl
+: > "$jsonl"
+
+for spec in ${models//,/ }; do
+  name=${spec%%:*} batch=${spec##*:}
+  artifact=$bundle/models/$name.bench$batch.rnx
+  for ex in ${executors//,/ }; do
+    if [ ! -f "$artifact" ]; then
+      echo "{\"model\": \"$name\", \"batch\": $batch, \"executor\": \"$ex\", \"error\": \"no artifact $artifact\"}" >> "$jsonl"
+      continue
+    fi
+    "$bundle/bin/rn-run" "$artifact" --benchmark --steps "$steps" --warmup 15 --executor "$ex" \
+      --lr 0.01 > "$out/bench-$name-$batch-$ex.log" 2>&1
+    rc=$?
+    line=$(grep -E '^\{"model"' "$out/bench-$name-$batch-$ex.log" | tail -1)
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+      echo "$line" | sed 's/^{/{"framework": "rn", /' >> "$jsonl"
+    else
+      msg=$(tail -1 "$out/bench-$name-$batch-$ex.log" | tr -d '"\\' | cut -c1-300)
+      echo "{\"framework\": \"rn\", \"model\": \"$name\", \"batch\": $batch, \"executor\": \"$ex\", \"error\": \"exit $rc: $msg\"}" >> "$jsonl"
+    fi
+  done
+done
+"$python" "$bundle/bench/torch_step.py" --models "$models" --modes eager,graph --steps "$steps" \
+  --warmup 15 >> "$jsonl" 2> "$out/torch.log"
+
+"$python" - "$jsonl" <<'PY' | tee "$out/bench.txt"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+torch = {(r["model"], r["batch"], r["mode"]): r for r in rows if r.get("framework") == "torch" and "ms_per_step" in r}
+print("%-10s %5s %-12s %9s %9s %12s %12s" % ("model", "batch", "who", "ms/step", "img/s", "vs torch eager", "vs torch graph"))
+for r in rows:
+    if "gpu" in r or "torch" in r and "framework" not in r:
+        continue
+    who = r.get("executor") or r.get("mode")
+    who = ("rn " if r.get("framework") == "rn" else "torch ") + str(who)
+    if "ms_per_step" not in r:
+        print("%-10s %5s %-12s %s" % (r.get("model"), r.get("batch"), who, r.get("error")))
+        continue
+    e = torch.get((r["model"], r["batch"], "eager")); g = torch.get((r["model"], r["batch"], "graph"))
+    ratio = lambda t: "%.2fx" % (t["ms_per_step"] / r["ms_per_step"]) if t else "-"
+    print("%-10s %5d %-12s %9.3f %9d %12s %12s" % (r["model"], r["batch"], who, r["ms_per_step"], r["images_per_s"], ratio(e), ratio(g)))
+PY

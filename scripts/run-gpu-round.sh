@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# One round on the GPU machine: the tests (run-gpu-tests.sh), then the
+# benchmarks (run-gpu-bench.sh), from the bundle this script sits in. The
+# device tool brings back only a few files, so the logs of both go into
+# $OUT/logs.tgz next to summary.txt, bench.txt and bench.jsonl.
+#   RN_GPU_TESTS, RN_BENCH_MODELS, RN_BENCH_EXECUTORS: as in those scripts
+#   (RN_GPU_TESTS=none or RN_BENCH_MODELS=none skips a part)
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+final=${OUT:-$here/../gpu-results}
+work=$(mktemp -d)
+if [ "${RN_GPU_TESTS:-}" != none ]; then
+  OUT=$work timeout "${RN_TESTS_TIMEOUT:-400}" bash "$here/run-gpu-tests.sh" > "$work/tests-stdout.log" 2>&1
+  echo "run-gpu-tests.sh: exit $?" >> "$work/summary.txt"
+fi
+if [ "${RN_BENCH_MODELS:-}" != none ]; then
+  OUT=$work timeout "${RN_BENCH_TIMEOUT:-180}" bash "$here/run-gpu-bench.sh" > "$work/bench-stdout.log" 2>&1
+  echo "run-gpu-bench.sh: exit $?" >> "$work/summary.txt"
+fi
+mkdir -p "$final"
+for f in summary.txt bench.txt bench.jsonl; do
+  [ -f "$work/$f" ] && cp "$work/$f" "$final/"
+done
+tar czf "$final/logs.tgz" -C "$work" .
+cat "$final/summary.txt" "$final/bench.txt" 2>/dev/null
