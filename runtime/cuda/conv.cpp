@@ -172,6 +172,9 @@ struct Entry {
   /// forward_stats without genstats: columnSums runs after the fprop.
   bool statsKernel = false;
   size_t totalWorkspace = 0;
+  /// The chosen plan's time when autotuning measured (or cached) it; < 0
+  /// when unknown.
+  float planMs = -1;
 };
 
 } // namespace
@@ -416,6 +419,7 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
     int64_t plan = it->value("plan", int64_t(-1));
     if (isCandidate(plan) && nameOf(plan) == it->value("name", std::string())) {
       chosen[key] = {plan, nameOf(plan)};
+      entry.planMs = it->value("ms", -1.0f);
       return plan;
     }
   }
@@ -507,6 +511,7 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
     return Error("conv " + describe(call) + ": none of the " + std::to_string(candidates.size()) +
                  " cuDNN plans ran");
   chosen[key] = {best, nameOf(best)};
+  entry.planMs = bestMs;
   if (!options.cacheFile.empty()) {
     cache[key] = {{"plan", best}, {"name", nameOf(best)}, {"ms", bestMs}};
     Status s = storeCache();
@@ -594,13 +599,22 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
       if (!kFuseGenstats || !entry.ok())
         entry = impl.build(call, stream, /*fuseStats=*/false, DType::f32);
       break;
-    case ConvKind::backward_filter:
-      // An f32 wgrad result keeps the accumulation exact to f32; engines for
-      // f16/bf16 data may only write their own dtype.
+    case ConvKind::backward_filter: {
+      // An f32 wgrad result keeps the accumulation exact to f32, but for
+      // f16/bf16 data cuDNN's fast engines may write only their own dtype
+      // (measured on the H200: f16 x/dy with an f32 result ran several times
+      // slower than with an f16 one). With autotuning, both are built and
+      // timed and the faster kept; the f16 result rounds the contribution
+      // once more before the f32 accumulation.
       entry = impl.build(call, stream, false, DType::f32);
-      if (!entry.ok() && call.xType != DType::f32)
-        entry = impl.build(call, stream, false, call.xType);
+      if (call.xType != DType::f32 && (!entry.ok() || options.autotune)) {
+        Result<Entry> narrow = impl.build(call, stream, false, call.xType);
+        if (narrow.ok() && (!entry.ok() || (narrow->planMs >= 0 && entry->planMs >= 0 &&
+                                            narrow->planMs < entry->planMs)))
+          entry = std::move(narrow);
+      }
       break;
+    }
     default:
       entry = impl.build(call, stream, false, DType::f32);
       break;

@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <map>
 #include <unordered_map>
 
 namespace rn::cuda {
@@ -114,6 +116,9 @@ struct PreparedItem {
   std::vector<size_t> waitPartEvents;   ///< before: waits on these
   std::vector<size_t> recordPartEvents; ///< after: records these
   std::vector<uint32_t> outputs;        ///< output bindings it writes
+  /// Options::profile: timing events around its launch (created at load).
+  cudaEvent_t profileBegin = nullptr, profileEnd = nullptr;
+  bool profiled = false; ///< its events were recorded at least once
 };
 
 struct PreparedSubgraph {
@@ -161,10 +166,16 @@ struct EagerExecutor::Impl {
   ~Impl() {
     if (ctx)
       (void)ctx->synchronize();
-    for (auto &[sg, p] : subgraphs)
+    for (auto &[sg, p] : subgraphs) {
       for (cudaEvent_t e : p.completion)
         if (e)
           (void)cudaEventDestroy(e);
+      for (auto &items : p.itemsOfNode)
+        for (PreparedItem &it : items)
+          for (cudaEvent_t e : {it.profileBegin, it.profileEnd})
+            if (e)
+              (void)cudaEventDestroy(e);
+    }
   }
 
   const Program &program() const { return artifact->program; }
@@ -311,6 +322,11 @@ Status EagerExecutor::Impl::create() {
           // A forking op's outputs are copied after its last part.
           items.back().outputs = outputs;
         }
+        if (options.profile)
+          for (PreparedItem &it : items) {
+            RN_CUDA_TRY(cudaEventCreate(&it.profileBegin));
+            RN_CUDA_TRY(cudaEventCreate(&it.profileEnd));
+          }
       }
     }
   }
@@ -448,7 +464,7 @@ Status EagerExecutor::Impl::launch(const HostAction &a) {
   const Program &p = program();
   const Function &f = p.functions[a.fn];
   FnViews &v = fns[a.fn];
-  const PreparedSubgraph &ps = subgraphs.at(a.sg);
+  PreparedSubgraph &ps = subgraphs.at(a.sg);
   int var = a.variant == Variant::a ? 0 : 1;
   size_t slot = outputSlot(a.step);
   for (size_t i = 0; i < a.sg->nodes.size(); ++i) {
@@ -478,7 +494,7 @@ Status EagerExecutor::Impl::launch(const HostAction &a) {
     uint64_t dropoutStream = 0;
     if (auto d = v.dropoutOf.find(&n); d != v.dropoutOf.end())
       dropoutStream = uint64_t(int64_t(a.rngStep)) * v.numDropouts + d->second;
-    for (const PreparedItem &it : ps.itemsOfNode[i]) {
+    for (PreparedItem &it : ps.itemsOfNode[i]) {
       StreamResources &stream = ctx->stream(it.stream);
       for (size_t e : it.waitPartEvents) {
         Status st = RN_CUDA_CHECK(cudaStreamWaitEvent(stream.stream, ctx->partEvent(e), 0));
@@ -487,8 +503,17 @@ Status EagerExecutor::Impl::launch(const HostAction &a) {
       }
       OpLaunch l{n, it.part, v.operands.at(&n)[var], v.results.at(&n)[var], stream,
                  *conv, *gemm, options.seed, dropoutStream};
+      if (it.profileBegin) {
+        if (Status st = RN_CUDA_CHECK(cudaEventRecord(it.profileBegin, stream.stream)); !st.ok())
+          return st.error().withContext(where(it.part, it.stream));
+      }
       if (Status st = it.launcher->launch(l); !st.ok())
         return st.error().withContext(where(it.part, it.stream));
+      if (it.profileEnd) {
+        if (Status st = RN_CUDA_CHECK(cudaEventRecord(it.profileEnd, stream.stream)); !st.ok())
+          return st.error().withContext(where(it.part, it.stream));
+        it.profiled = true;
+      }
       for (size_t e : it.recordPartEvents) {
         Status st = RN_CUDA_CHECK(cudaEventRecord(ctx->partEvent(e), stream.stream));
         if (!st.ok())
@@ -644,6 +669,50 @@ Status EagerExecutor::synchronize() {
   if (Status st = impl_->ctx->synchronize(); !st.ok())
     return st.error().withContext("cuda-eager");
   return Status::success();
+}
+
+Result<std::string> EagerExecutor::profileReport() {
+  if (!impl_->options.profile)
+    return Error("cuda-eager: profileReport needs Options::profile");
+  if (Status st = synchronize(); !st.ok())
+    return st.error();
+  // GPU time of each node's (or part's) most recent launch, summed by op
+  // (and part role), largest first.
+  struct Row {
+    double ms = 0;
+    size_t count = 0;
+  };
+  std::map<std::string, Row> rows;
+  double total = 0;
+  for (const Function &f : program().functions)
+    for (const Subgraph &sg : f.subgraphs) {
+      const PreparedSubgraph &ps = impl_->subgraphs.at(&sg);
+      for (size_t i = 0; i < sg.nodes.size(); ++i)
+        for (const PreparedItem &it : ps.itemsOfNode[i]) {
+          if (!it.profiled || f.name != "train_step")
+            continue;
+          float ms = 0;
+          RN_CUDA_TRY(cudaEventElapsedTime(&ms, it.profileBegin, it.profileEnd));
+          const Node &n = sg.nodes[i];
+          std::string key = n.op + (it.part >= 0 ? "." + n.parts[size_t(it.part)].role : "");
+          rows[key].ms += ms;
+          rows[key].count += 1;
+          total += ms;
+        }
+    }
+  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto &a, const auto &b) { return a.second.ms > b.second.ms; });
+  std::string out = "cuda-eager profile of the last train step (GPU ms per op, between events "
+                    "on its stream):\n";
+  char line[256];
+  for (const auto &[key, row] : sorted) {
+    std::snprintf(line, sizeof line, "  %-40s %5zu x %9.3f ms %5.1f%%\n", key.c_str(), row.count,
+                  row.ms, total > 0 ? 100.0 * row.ms / total : 0.0);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "  %-40s         %9.3f ms\n", "sum", total);
+  return out + line;
 }
 
 size_t EagerExecutor::maxStepsInFlight() const { return impl_->options.maxStepsInFlight; }

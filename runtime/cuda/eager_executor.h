@@ -30,6 +30,8 @@
 #include <memory>
 #include <string>
 
+#include "runtime/core/status.h"
+
 namespace rn::cuda {
 
 class EagerExecutor final : public Executor {
@@ -46,6 +48,8 @@ public:
     size_t maxStepsInFlight = 1024;
     /// Progress lines at load (plans, timings) on stderr.
     bool verbose = false;
+    /// Timing events around every node's launch, for profileReport.
+    bool profile = false;
   };
 
   /// Validates that every op has a GPU launcher, creates the device
@@ -63,6 +67,8 @@ public:
 
   /// What load did: device, arena, plans and the seconds spent.
   std::string loadSummary() const;
+  /// With Options::profile: the GPU time of the last train step by op.
+  Result<std::string> profileReport();
 
   EagerExecutor(const EagerExecutor &) = delete;
   EagerExecutor &operator=(const EagerExecutor &) = delete;

@@ -77,6 +77,7 @@ void usage(FILE *out) {
       "  --stop-after-epoch E  stop after epoch E (the schedule still spans\n"
       "                     --epochs; to resume later from --checkpoint)\n"
       "  --no-progress      no progress lines on stderr\n"
+      "  --profile          cuda-eager: GPU time per op of the last step (stderr)\n"
       "  --benchmark        time training steps on random data: --warmup W steps\n"
       "                     (default 10), then 3 x --steps N; prints ms/step (JSON)\n"
       "  --interleave       run the streams interleaved at random and check\n"
@@ -137,6 +138,7 @@ struct Options {
   bool allowTf32 = false;
   std::string planCache;
   bool benchmark = false;
+  bool profile = false;
   long warmup = 10;
 };
 
@@ -712,6 +714,8 @@ int main(int argc, char **argv) {
       o.allowTf32 = true;
     } else if (arg == "--plan-cache") {
       o.planCache = value("--plan-cache");
+    } else if (arg == "--profile") {
+      o.profile = true;
     } else if (arg == "--benchmark") {
       o.benchmark = true;
     } else if (arg == "--warmup") {
@@ -825,6 +829,7 @@ int main(int argc, char **argv) {
     options.deterministic = o.deterministic;
     options.allowTf32 = o.allowTf32;
     options.planCacheFile = o.planCache;
+    options.profile = o.profile;
     auto eager = rn::cuda::EagerExecutor::create(*artifact, options);
     if (!eager)
       return fail(eager.error().message());
@@ -852,8 +857,19 @@ int main(int argc, char **argv) {
   if (classes < 1)
     return fail(o.path + ": cannot find the class count (no softmax_cross_entropy)");
 
-  if (o.benchmark)
-    return runBenchmark(o, *artifact, ex, batch, features, classes);
+  if (o.benchmark) {
+    int rc = runBenchmark(o, *artifact, ex, batch, features, classes);
+#if RN_HAVE_CUDA
+    if (rc == 0 && o.profile)
+      if (auto *eager = dynamic_cast<rn::cuda::EagerExecutor *>(&ex)) {
+        rn::Result<std::string> report = eager->profileReport();
+        if (!report)
+          return fail(report.error().message());
+        std::fprintf(stderr, "%s", report->c_str());
+      }
+#endif
+    return rc;
+  }
   if (o.synthetic)
     return runSynthetic(o, *artifact, ex, batch, features, classes);
   return runData(o, *artifact, ex, *imageShape, classes);
