@@ -2,8 +2,9 @@
 # The main job: set up, build, emit a model from the Python frontend,
 # compile it through the whole pipeline into a scheduled training step
 # (memory plan, streams, verified event barriers) and an artifact, then train
-# a small CNN and an MLP on Fashion-MNIST with the CPU executor. The job says
-# what is missing.
+# a small CNN and an MLP on Fashion-MNIST with rn-run's default executor
+# (auto: cuda-eager where a GPU answers, else the CPU; rn-run's first line
+# names it). The job says what is missing.
 #   RN_MODEL (default resnet18c), RN_BATCH (default 256),
 #   RN_PIPELINE (default "precision=f16 loss-scaling=dynamic")
 set -euo pipefail
@@ -27,8 +28,8 @@ rn-opt "$mlir" --rn-build-training="$pipeline" --rn-fuse-cbr --rn-partition \
 rn-opt "$step" --rn-print-schedule -o /dev/null 2> "$out_dir/$model.schedule.txt"
 rn_log "schedule verified; readable dump in $out_dir/$model.schedule.txt"
 rn-compile "$mlir" -o "$out_dir/$model.rnx" --pipeline "$pipeline" 2>&1 | sed 's/^/[rn]   /' >&2
-# Training on the CPU executor, on Fashion-MNIST (the Debian package's IDX
-# files), with evaluation and a checkpoint each epoch: the small CNN for 2
+# Training on Fashion-MNIST (the Debian package's IDX files; the executor
+# is rn-run's auto choice), with evaluation and a checkpoint each epoch: the small CNN for 2
 # epochs (target: >= 88% test accuracy), then the MLP for 1 (>= 85%).
 #   RN_TRAIN_MODEL (train only this model; with RN_EPOCHS, default 1, and
 #   RN_LR, default 0.1), RN_LIMIT_TRAIN (default: all 60000 examples)
@@ -40,7 +41,7 @@ train() { # model epochs lr target%
   local stem="$out_dir/$name.train" log
   python3 -m rn.models "$name" --batch 64 -o "$stem.mlir"
   rn-compile "$stem.mlir" -o "$stem.rnx" --quiet
-  rn_log "training $name on Fashion-MNIST with the CPU executor: $epochs epochs, lr $lr (rn-run)"
+  rn_log "training $name on Fashion-MNIST (executor: auto, named on rn-run's first line): $epochs epochs, lr $lr (rn-run)"
   log="$stem.log"
   rn-run "$stem.rnx" --data "$data" --epochs "$epochs" --lr "$lr" "${limit[@]}" \
     --checkpoint "$out_dir/$name.checkpoint.safetensors" | tee "$log"

@@ -30,6 +30,14 @@ rn_install_packages() {
     rn_log "installing pytest"
     python3 -m pip install -q pytest
   fi
+  # The CUDA runtime half builds where nvcc is (CUDA 13 with cuDNN and
+  # cuBLASLt in /usr/local/cuda); its convolutions use the cuDNN frontend,
+  # a header-only library that comes from PyPI.
+  if { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; } &&
+     ! python3 -m pip show -q nvidia-cudnn-frontend >/dev/null 2>&1; then
+    rn_log "installing the cuDNN frontend headers (pip: nvidia-cudnn-frontend)"
+    python3 -m pip install -q nvidia-cudnn-frontend
+  fi
 }
 
 rn_build() {
