@@ -66,7 +66,12 @@ rm "$bundle/models/resnet50.mlir"
 mkdir -p "$bundle/bench"
 cp "$RN_ROOT/bench/torch_step.py" "$bundle/bench/"
 cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$RN_ROOT/scripts/run-gpu-bench.sh" \
-  "$RN_ROOT/scripts/run-gpu-round.sh" "$bundle/scripts/"
+  "$RN_ROOT/scripts/run-gpu-round.sh" "$RN_ROOT/scripts/compare-digests.py" "$bundle/scripts/"
+# One CPU step of every zoo model, the reference of the GPU's (slow: the
+# 224x224 models; RN_BUNDLE_ZOO=0 leaves it out).
+if [ "${RN_BUNDLE_ZOO:-1}" != 0 ]; then
+  bash "$RN_ROOT/scripts/zoo-digests.sh" "$bundle/zoo"
+fi
 
 bytes=$(du -sb "$bundle" | cut -f1)
 mib=$(( (bytes + 1048575) / 1048576 ))

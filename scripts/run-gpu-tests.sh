@@ -3,7 +3,7 @@
 # the kernel tests against the CPU references, the executor tests, the error
 # paths, Fashion-MNIST training with cuda-eager and compute-sanitizer on the
 # kernel tests. Logs and a summary go to $OUT (or ./gpu-results).
-#   RN_GPU_TESTS: which groups to run (default "unit errors fashion sanitizer")
+#   RN_GPU_TESTS: which groups to run (default "unit errors fashion zoo sanitizer")
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$bundle/gpu-results}
@@ -13,7 +13,7 @@ export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:${LD_LIBRARY_PATH:-}
 bin=$bundle/bin
 models=$bundle/models
 data=$bundle/data
-groups=${RN_GPU_TESTS:-unit errors fashion sanitizer}
+groups=${RN_GPU_TESTS:-unit errors fashion zoo sanitizer}
 summary=$out/summary.txt
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -54,6 +54,24 @@ if has fashion; then
     "$bin/rn-run" "$models/$1.train.rnx" --data "$data" --epochs "$2" --lr "$3" \
       --executor cuda-eager > "$out/fashion-$1.log" 2>&1
     say "fashion $1 (cuda-eager, $2 epochs, lr $3): exit $?; $(grep -E 'test loss' "$out/fashion-$1.log" | tail -1)"
+  done
+fi
+
+if has zoo && [ -d "$bundle/zoo" ]; then
+  # One step of every zoo model against the CPU executor's digest
+  # (scripts/zoo-digests.sh made them on the development machine).
+  python=${RN_PYTHON:-/opt/torch/.venv/bin/python}
+  for ref in "$bundle"/zoo/*.cpu.json; do
+    model=$(basename "$ref" .cpu.json)
+    "$bin/rn-run" "$bundle/zoo/$model.rnx" --synthetic --steps 1 --lr 0.05 --executor cuda-eager \
+      --state-digest "$out/zoo-$model.gpu.json" > "$out/zoo-$model.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      "$python" "$bundle/scripts/compare-digests.py" "$ref" "$out/zoo-$model.gpu.json" \
+        --tol "${RN_ZOO_TOL:-2e-3}" >> "$out/zoo-$model.log" 2>&1
+      rc=$?
+    fi
+    say "zoo $model: exit $rc; $(tail -1 "$out/zoo-$model.log")"
   done
 fi
 

@@ -78,6 +78,9 @@ void usage(FILE *out) {
       "                     --epochs; to resume later from --checkpoint)\n"
       "  --no-progress      no progress lines on stderr\n"
       "  --profile          cuda-eager: GPU time per op of the last step (stderr)\n"
+      "  --state-digest F   after --synthetic training, write a digest of every state\n"
+      "                     entry to F (JSON: L2 norm, 16 sampled elements), to\n"
+      "                     compare executors across machines\n"
       "  --benchmark        time training steps on random data: --warmup W steps\n"
       "                     (default 10), then 3 x --steps N; prints ms/step (JSON)\n"
       "  --interleave       run the streams interleaved at random and check\n"
@@ -139,6 +142,7 @@ struct Options {
   std::string planCache;
   bool benchmark = false;
   bool profile = false;
+  std::string stateDigest;
   long warmup = 10;
 };
 
@@ -205,6 +209,41 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
   return 0;
 }
 
+/// Writes `path`: per state entry its L2 norm (in double) and 16 elements
+/// at evenly spaced indices, so that two executors' states can be compared
+/// where the full state is too big to carry (scripts/compare-digests.py).
+rn::Status writeStateDigest(const std::string &path, const rn::Executor &ex) {
+  nlohmann::json digest = nlohmann::json::object();
+  for (const rn::StateEntry &e : ex.program().state) {
+    if (!e.slot)
+      continue;
+    rn::Result<std::vector<float>> v = ex.readState(e.name);
+    if (!v)
+      return v.error();
+    double sum = 0;
+    for (float x : *v)
+      sum += double(x) * double(x);
+    nlohmann::json samples = nlohmann::json::array();
+    size_t n = v->size();
+    for (size_t k = 0; k < 16 && n > 0; ++k) {
+      size_t i = (k * (n - 1)) / 15;
+      float x = (*v)[i];
+      samples.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(std::to_string(x)));
+    }
+    digest[e.name] = {{"role", e.role}, {"dtype", std::string(rn::dtypeName(e.dtype))},
+                      {"elements", n}, {"norm", std::sqrt(sum)}, {"samples", samples}};
+  }
+  FILE *f = std::fopen(path.c_str(), "w");
+  if (!f)
+    return rn::Error("cannot write " + path);
+  std::string text = digest.dump(1);
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok)
+    return rn::Error("cannot write " + path);
+  return rn::Status::success();
+}
+
 int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
                  int64_t batch, int64_t features, int64_t classes) {
   // The dataset: 8 batches, labels from a fixed random linear teacher.
@@ -265,6 +304,11 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
   double secs = seconds(start);
   std::printf("loss first %.6f last %.6f\n", first, last);
   std::printf("%.2f steps/s (%.3f s for %ld steps)\n", o.steps / secs, secs, o.steps);
+  if (!o.stateDigest.empty()) {
+    if (rn::Status st = writeStateDigest(o.stateDigest, ex); !st)
+      return fail(st.error().message());
+    std::printf("state digest written to %s\n", o.stateDigest.c_str());
+  }
   return 0;
 }
 
@@ -714,6 +758,8 @@ int main(int argc, char **argv) {
       o.allowTf32 = true;
     } else if (arg == "--plan-cache") {
       o.planCache = value("--plan-cache");
+    } else if (arg == "--state-digest") {
+      o.stateDigest = value("--state-digest");
     } else if (arg == "--profile") {
       o.profile = true;
     } else if (arg == "--benchmark") {

@@ -138,6 +138,9 @@ public:
       }
     }
     EXPECT_EQ(cudaMemcpy(t.data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    // A pageable copy may return before its DMA lands, and the kernels run on
+    // non-blocking streams, which do not wait for the legacy stream.
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     return t;
   }
 

@@ -202,6 +202,9 @@ inline DeviceArray upload(const std::vector<float> &values, const std::vector<in
   std::vector<uint8_t> bytes = encode(values, type);
   if (!bytes.empty() && a.buffer.data())
     cudaMemcpy(a.view.data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice);
+    // A pageable copy may return before its DMA lands, and the kernels run on
+    // non-blocking streams, which do not wait for the legacy stream.
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return a;
 }
 

@@ -125,6 +125,9 @@ GpuTensor upload(const HostTensor &t) {
   g.view = DeviceTensor{g.buffer->data(), t.dtype, t.shape};
   EXPECT_EQ(cudaMemcpy(g.view.data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
             cudaSuccess);
+  // A pageable copy may return before its DMA lands, and the kernels run on
+  // non-blocking streams, which do not wait for the legacy stream.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return g;
 }
 

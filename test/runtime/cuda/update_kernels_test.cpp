@@ -92,6 +92,9 @@ GpuTensor uploadBytes(const void *bytes, size_t size, DType dtype, const Shape &
   GpuTensor g{std::make_unique<DeviceBuffer>(std::max<size_t>(size, 16)), {}};
   g.view = DeviceTensor{g.buffer->data(), dtype, shape};
   EXPECT_EQ(cudaMemcpy(g.view.data, bytes, size, cudaMemcpyHostToDevice), cudaSuccess);
+  // A pageable copy may return before its DMA lands, and the kernels run on
+  // non-blocking streams, which do not wait for the legacy stream.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return g;
 }
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One training step of every zoo model at a small batch on the CPU executor,
+# as the reference for the GPU executors: writes, into DIR (default
+# gpu-bundle/zoo), each model's weight-free artifact and the digest of its
+# state after the step (rn-run --state-digest). run-gpu-tests.sh (group
+# "zoo") runs the same step on the GPU and compares the digests
+# (scripts/compare-digests.py). Needs the compiler and rn-run built
+# (scripts/setup.sh); the CPU step of the 224x224 models takes a while.
+#   RN_ZOO_MODELS (default: every model of `python3 -m rn.models --list`)
+#   RN_ZOO_PIPELINE (default: the compiler's defaults, f32)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+dir=${1:-$RN_ROOT/gpu-bundle/zoo}
+mkdir -p "$dir"
+models=${RN_ZOO_MODELS:-$(python3 -m rn.models --list | awk 'NR > 1 { print $1 }')}
+for model in $models; do
+  input=$(python3 -m rn.models --list | awk -v m="$model" '$1 == m { print $2 }')
+  case $input in
+    *x224x224) batch=2 ;;
+    *x32x32) batch=8 ;;
+    *) batch=16 ;;
+  esac
+  python3 -m rn.models "$model" --batch "$batch" -o "$dir/$model.mlir"
+  rn-compile "$dir/$model.mlir" -o "$dir/$model.rnx" --quiet --no-weights \
+    ${RN_ZOO_PIPELINE:+--pipeline "$RN_ZOO_PIPELINE"}
+  rm "$dir/$model.mlir"
+  start=$SECONDS
+  rn-run "$dir/$model.rnx" --synthetic --steps 1 --lr 0.05 --executor cpu \
+    --state-digest "$dir/$model.cpu.json" > "$dir/$model.cpu.log"
+  rn_log "$model (batch $batch): CPU step and digest in $((SECONDS - start)) s"
+done
