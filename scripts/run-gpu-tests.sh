@@ -61,6 +61,20 @@ if has zoo && [ -d "$bundle/zoo" ]; then
   # One step of every zoo model against the CPU executor's digest
   # (scripts/zoo-digests.sh made them on the development machine).
   python=${RN_PYTHON:-/opt/torch/.venv/bin/python}
+  for ref in "$bundle"/zoo/*.steps20.cpu.log; do
+    name=$(basename "$ref" .cpu.log)
+    "$bin/rn-run" "$bundle/zoo/$name.rnx" --synthetic --steps 20 --lr 0.02 --executor cuda-eager \
+      > "$out/zoo-$name.gpu.log" 2>&1
+    rc=$?
+    tol=1e-3
+    [[ $name == *f16* ]] && tol=3e-2
+    if [ $rc -eq 0 ]; then
+      "$python" "$bundle/scripts/compare-digests.py" --losses "$ref" "$out/zoo-$name.gpu.log" \
+        --tol "$tol" > "$out/zoo-$name.compare.log" 2>&1
+      rc=$?
+    fi
+    say "20 steps $name: exit $rc; $(tail -1 "$out/zoo-$name.compare.log" 2>/dev/null)"
+  done
   for ref in "$bundle"/zoo/*.cpu.json; do
     model=$(basename "$ref" .cpu.json)
     "$bin/rn-run" "$bundle/zoo/$model.rnx" --synthetic --steps 1 --lr 0.05 --executor cuda-eager \

@@ -29,3 +29,19 @@ for model in $models; do
     --state-digest "$dir/$model.cpu.json" > "$dir/$model.cpu.log"
   rn_log "$model (batch $batch): CPU step and digest in $((SECONDS - start)) s"
 done
+
+# 20 steps of fashion_cnn and of a small-batch resnet18c, f32 and f16 with
+# dynamic loss scaling: the GPU's losses are compared with these.
+for spec in "fashion_cnn 16" "resnet18c 8"; do
+  set -- $spec
+  for precision in f32 f16; do
+    name=$1.$precision.steps20
+    python3 -m rn.models "$1" --batch "$2" -o "$dir/$name.mlir"
+    pipeline="precision=$precision"
+    [ "$precision" = f32 ] || pipeline="$pipeline loss-scaling=dynamic"
+    rn-compile "$dir/$name.mlir" -o "$dir/$name.rnx" --quiet --no-weights --pipeline "$pipeline"
+    rm "$dir/$name.mlir"
+    rn-run "$dir/$name.rnx" --synthetic --steps 20 --lr 0.02 --executor cpu > "$dir/$name.cpu.log"
+    rn_log "$name: 20 CPU steps"
+  done
+done

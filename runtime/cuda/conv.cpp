@@ -607,7 +607,7 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
       // timed and the faster kept; the f16 result rounds the contribution
       // once more before the f32 accumulation.
       entry = impl.build(call, stream, false, DType::f32);
-      if (call.xType != DType::f32 && (!entry.ok() || options.autotune)) {
+      if (call.xType != DType::f32 && (!entry.ok() || impl.options.autotune)) {
         Result<Entry> narrow = impl.build(call, stream, false, call.xType);
         if (narrow.ok() && (!entry.ok() || (narrow->planMs >= 0 && entry->planMs >= 0 &&
                                             narrow->planMs < entry->planMs)))
