@@ -1,9 +1,10 @@
 //===- InsertBarriers.cpp - Precise event barriers ------------------------===//
 //
 // Walks the happens-before model of each step function (ScheduleModel.h)
-// and, for every cross-stream hazard on a slot that nothing orders yet,
-// records an event after the producer on its stream and waits for it before
-// the consumer on the consumer's stream. Hazards already ordered through
+// and, for every cross-stream hazard on memory (a slot, or the workspace
+// every op on a stream uses) that nothing orders yet, records an event
+// after the producer on its stream and waits for it before the consumer on
+// the consumer's stream. Hazards already ordered through
 // earlier barriers, program order or fork/join are skipped, so the waits are
 // point to point and none is implied by others. Then every subgraph gets
 // explicit fork events (primary -> each secondary stream at entry) and join
@@ -49,6 +50,9 @@ LogicalResult InsertBarriersPass::insertInto(func::FuncOp function) {
   // The baselines: every unordered hazard without transitive elision, and a
   // barrier per op (each op waiting for every other stream the step uses).
   uint64_t unelidedWaits = 0, naiveWaits = 0, waits = 0, forkJoinEvents = 0;
+  // Waits that only a stream workspace needs (no data hazard of the pair
+  // came first).
+  uint64_t workspaceWaits = 0;
   model.run({[&](const Hazard &) {
                ++unelidedWaits;
                return false;
@@ -122,6 +126,8 @@ LogicalResult InsertBarriersPass::insertInto(func::FuncOp function) {
              distance),
         consumer->op);
     ++waits;
+    if (barrier.workspace)
+      ++workspaceWaits;
   }
   // An internal event recorded after a producer may also be waited on from
   // another subgraph: the record's kind is the first consumer's; mark mixed
@@ -181,7 +187,8 @@ LogicalResult InsertBarriersPass::insertInto(func::FuncOp function) {
                           << " cross-stream waits (" << unelidedWaits
                           << " without transitive elision, " << naiveWaits
                           << " with a barrier per op), " << forkJoinEvents
-                          << " fork/join events";
+                          << " fork/join events; " << workspaceWaits
+                          << " of the waits order stream workspaces";
   return success();
 }
 

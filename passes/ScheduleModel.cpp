@@ -87,12 +87,23 @@ void ScheduleModel::collectAccesses(const ScheduleUnit &unit,
       add(value, /*write=*/false);
     for (Value value : part.writes)
       add(value, /*write=*/true);
+    addWorkspaceAccess(unit, result);
     return;
   }
   for (Value value : unit.op->getOperands())
     add(value, /*write=*/false);
   for (Value value : unit.op->getResults())
     add(value, /*write=*/true);
+  addWorkspaceAccess(unit, result);
+}
+
+/// The stream's workspace, written last: a barrier a data hazard needs
+/// anyway is attributed to the data.
+void ScheduleModel::addWorkspaceAccess(const ScheduleUnit &unit,
+                                       SmallVectorImpl<Access> &result) {
+  auto it = workspaces.find(unit.stream);
+  if (it != workspaces.end())
+    result.push_back({it->second, Value(), /*write=*/true});
 }
 
 LogicalResult ScheduleModel::initialize() {
@@ -142,6 +153,21 @@ LogicalResult ScheduleModel::initialize() {
       units.push_back({&op, -1, stream.getValue(), StringRef(), subgraph});
     }
   }
+  // The workspaces the runtime gives the streams: the plan's non-empty
+  // workspace_<stream> regions.
+  if (auto module = function->getParentOfType<ModuleOp>())
+    for (auto plan : module.getOps<MemoryPlanOp>())
+      for (auto extent : plan.getRegions().getAsRange<ExtentAttr>()) {
+        MemoryLocation location{static_cast<unsigned>(extent.getRegion()), 0,
+                                extent.getSize()};
+        if (!location.isWorkspace() || location.size == 0)
+          continue;
+        std::optional<StreamKind> stream = symbolizeStreamKind(
+            stringifyRegionKind(extent.getRegion())
+                .drop_front(StringRef("workspace_").size()));
+        if (stream)
+          workspaces[*stream] = location;
+      }
   for (const ScheduleUnit &unit : units)
     collectAccesses(unit, accesses[&unit]);
   return success();
@@ -357,7 +383,8 @@ void ScheduleModel::run(const Callbacks &callbacks) {
             auto &waits = waitsOf[unit];
             if (!llvm::is_contained(waits, std::make_pair(prior.unit, distance))) {
               waits.push_back({prior.unit, distance});
-              barriers.push_back({prior.unit, unit, distance});
+              barriers.push_back(
+                  {prior.unit, unit, distance, location.isWorkspace()});
             }
             order.addEdge(prior.node, node);
           }

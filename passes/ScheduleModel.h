@@ -22,6 +22,15 @@
 // along in-place updates), at least one a write, from nodes on different
 // streams or graphs that no path orders.
 //
+// Besides its operands and results, every unit writes the whole workspace
+// region of its stream (`workspace_<stream>` of the memory plan, where the
+// plan has one): the runtime hands each op its stream's workspace (cuDNN and
+// cuBLASLt workspaces, reduction partials, scratch). Program order covers
+// two units of one graph on one stream, launch order two graphs on one
+// primary stream; graphs on different primary streams run concurrently, so
+// their units on a shared stream are write-after-write hazards like any
+// other.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef RN_PASSES_SCHEDULEMODEL_H
@@ -39,6 +48,12 @@ struct MemoryLocation {
   unsigned region; // RegionKind, or a synthetic id above it when unplanned
   uint64_t offset;
   uint64_t size;
+  /// A stream's workspace region (written by every unit on the stream, no
+  /// value holds it).
+  bool isWorkspace() const {
+    return region >= static_cast<unsigned>(RegionKind::workspace_trans) &&
+           region <= static_cast<unsigned>(RegionKind::workspace_update);
+  }
   bool overlaps(const MemoryLocation &other) const {
     return region == other.region && offset < other.offset + other.size &&
            other.offset < offset + size;
@@ -63,7 +78,7 @@ struct Hazard {
   const ScheduleUnit *later;
   HazardKind kind;
   MemoryLocation location;
-  /// The accessed value of each side, for messages.
+  /// The accessed value of each side, for messages (null for a workspace).
   Value earlierValue, laterValue;
 };
 
@@ -97,6 +112,9 @@ public:
     const ScheduleUnit *consumer;
     /// Steps between the producer's and the consumer's execution.
     unsigned distance;
+    /// Added for a hazard on the stream workspace (no data hazard between
+    /// the pair came first).
+    bool workspace;
   };
   llvm::ArrayRef<Barrier> getBarriers() const { return barriers; }
 
@@ -115,6 +133,8 @@ private:
   MemoryLocation locationOf(Value value);
   void collectAccesses(const ScheduleUnit &unit,
                        llvm::SmallVectorImpl<Access> &accesses);
+  void addWorkspaceAccess(const ScheduleUnit &unit,
+                          llvm::SmallVectorImpl<Access> &accesses);
 
   func::FuncOp function;
   bool implicitForkJoin;
@@ -122,6 +142,9 @@ private:
   llvm::SmallVector<ScheduleUnit> units;
   llvm::DenseMap<const ScheduleUnit *, llvm::SmallVector<Access, 4>> accesses;
   llvm::DenseMap<Value, MemoryLocation> locations;
+  /// Per stream, its workspace region in the memory plan (none when the
+  /// plan gives the stream no workspace or there is no plan).
+  llvm::DenseMap<StreamKind, MemoryLocation> workspaces;
   unsigned nextSyntheticRegion = 1000;
   llvm::SmallVector<Barrier> barriers;
 };

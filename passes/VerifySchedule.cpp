@@ -3,7 +3,8 @@
 // Rebuilds the happens-before model of each step function from its explicit
 // events only (ScheduleModel.h, fork/join included) and reports:
 //   - every cross-stream hazard no event path orders, as an error at the
-//     later op naming both ops, the slot and the streams;
+//     later op naming both ops, the slot (or the stream workspace both
+//     write) and the streams;
 //   - every wait that orders nothing new, as a remark;
 //   - capture structure errors: a secondary stream not forked from the
 //     subgraph's primary at entry, or not joined back before its end;
@@ -47,6 +48,10 @@ static std::string describe(const ScheduleUnit &unit) {
 }
 
 static std::string describe(const MemoryLocation &location) {
+  if (location.isWorkspace())
+    return ("the stream workspace " +
+            stringifyRegionKind(static_cast<rn::RegionKind>(location.region)))
+        .str();
   if (location.region <= static_cast<unsigned>(rn::RegionKind::workspace_update))
     return llvm::formatv("slot <{0}, {1}, {2}>",
                          stringifyRegionKind(

@@ -249,9 +249,13 @@ struct Shadow {
 };
 static_assert(sizeof(Shadow) == 50);
 
-/// What one work item reads and writes (tensor ids).
+/// What one work item reads and writes (tensor ids), and the shadow word
+/// of its stream's workspace, which every op on the stream may write (the
+/// GPU runtime hands it cuDNN and cuBLASLt workspaces, reduction partials
+/// and scratch there); -1 when the arena gives the stream none.
 struct Access {
   std::vector<uint32_t> reads, writes;
+  int64_t workspace = -1;
 };
 Access accessOf(const Node &node, const Kernel &kernel, int part);
 
@@ -353,7 +357,11 @@ struct CpuExecutor::Impl {
 
   // Interleaving.
   std::mt19937_64 rng;
-  std::vector<Shadow> shadow; ///< arena words, then host buffers
+  std::vector<Shadow> shadow; ///< arena words, workspaces, host buffers
+  /// Per stream, the one shadow word standing for its workspace_<stream>
+  /// region (-1: none): a workspace has no data here, and any two uses of
+  /// it conflict, so one word is the whole region.
+  std::array<int64_t, kStreams> workspaceShadow{-1, -1, -1, -1, -1};
   std::vector<SimThread> threads;
   std::vector<Site> sites;
   std::vector<LaunchInfo> launches;
@@ -480,8 +488,13 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
   }
   im.words.assign(static_cast<size_t>(total), 0.0f);
 
-  // Host staging buffers get shadow words after the arena's.
+  // Workspaces, then host staging buffers, get shadow words after the
+  // arena's.
   int64_t shadowWords = total;
+  for (const Region &r : p.arena.regions)
+    for (int s = 0; s < kStreams; ++s)
+      if (r.bytes > 0 && r.kind == "workspace_" + std::string(streamName(Stream(s))))
+        im.workspaceShadow[size_t(s)] = shadowWords++;
   for (const Function &f : p.functions) {
     Impl::FnLayout layout;
     layout.outputOf.assign(f.tensors.size(), -1);
@@ -522,6 +535,7 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
           it.stream = stream;
           if (node.kind == Node::Kind::op) {
             it.access = accessOf(node, kernel, part);
+            it.access.workspace = im.workspaceShadow[size_t(stream)];
             for (uint32_t t : it.access.writes)
               if (layout.outputOf[t] >= 0)
                 it.outputs.push_back(uint32_t(layout.outputOf[t]));
@@ -1054,20 +1068,24 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
 
   std::vector<std::shared_ptr<LaunchSim>> active; // issued, not complete
 
-  auto report = [&](const char *kind, uint32_t tensor, uint32_t site, uint32_t other) {
+  // A hazard on tensor `tensor`, or on the workspace of stream `workspace`
+  // when that is not negative.
+  auto report = [&](const char *kind, uint32_t tensor, int workspace, uint32_t site,
+                    uint32_t other) {
     ++im.hazards;
     if (!im.firstHazard.empty())
       return;
-    im.firstHazard = std::string("hazard (") + kind + ") on tensor " + std::to_string(tensor) +
-                     ": " + im.describe(p, site) + " is not ordered after " +
-                     im.describe(p, other);
+    std::string on = workspace >= 0
+                         ? "workspace_" + std::string(streamName(Stream(workspace)))
+                         : "tensor " + std::to_string(tensor);
+    im.firstHazard = std::string("hazard (") + kind + ") on " + on + ": " +
+                     im.describe(p, site) + " is not ordered after " + im.describe(p, other);
   };
-  // Checks (and records) an access of `thread` at `clock` to tensor `t`.
-  auto check = [&](uint32_t fn, uint32_t t, Variant variant, bool write, uint16_t thread,
-                   const VClock &vc, uint32_t clock, uint32_t site) {
-    auto [begin, count] = im.shadowRange(fn, t, variant);
-    if (begin < 0)
-      return;
+  // Checks (and records) an access of `thread` at `clock` to the shadow
+  // words [begin, begin + count) of tensor `t` (or of the workspace of
+  // stream `workspace`, when not negative).
+  auto checkWords = [&](int64_t begin, int64_t count, uint32_t t, int workspace, bool write,
+                        uint16_t thread, const VClock &vc, uint32_t clock, uint32_t site) {
     const uint32_t *known = vc.data();
     size_t threads = vc.size();
     // Whether `e` happens-before this access (its own thread: always).
@@ -1078,12 +1096,13 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
     Shadow *sh = im.shadow.data() + begin;
     for (int64_t w = 0; w < count; ++w, ++sh) {
       if (sh->write.site && !ordered(sh->write))
-        report(write ? "write after write" : "read after write", t, site, sh->write.site);
+        report(write ? "write after write" : "read after write", t, workspace, site,
+               sh->write.site);
       if (write) {
         for (Epoch &r : sh->reads)
           if (r.site) {
             if (!ordered(r))
-              report("write after read", t, site, r.site);
+              report("write after read", t, workspace, site, r.site);
             r = Epoch{};
           }
         sh->write = self;
@@ -1105,6 +1124,12 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
         *slot = self;
       }
     }
+  };
+  auto check = [&](uint32_t fn, uint32_t t, Variant variant, bool write, uint16_t thread,
+                   const VClock &vc, uint32_t clock, uint32_t site) {
+    auto [begin, count] = im.shadowRange(fn, t, variant);
+    if (begin >= 0)
+      checkWords(begin, count, t, -1, write, thread, vc, clock, site);
   };
 
   // Binds a wait to its records (docs/scheduling.md, the happens-before
@@ -1310,6 +1335,8 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
         check(l.fn, t, l.variant, false, u, vc, clock, siteId);
       for (uint32_t t : it.access.writes)
         check(l.fn, t, l.variant, true, u, vc, clock, siteId);
+      if (it.access.workspace >= 0)
+        checkWords(it.access.workspace, 1, 0, int(it.stream), true, u, vc, clock, siteId);
       ExecutorAccess acc{*this, fn, im.layouts[l.fn], l.variant};
       im.step = l.rngStep;
       ++executedNodes_;

@@ -1,5 +1,8 @@
 // RUN: rn-opt %s --rn-build-training --rn-partition --rn-assign-streams --rn-insert-barriers=report --rn-verify-schedule 2>&1 | FileCheck %s
 // RUN: rn-opt %s --rn-build-training --rn-partition --rn-assign-streams=single-stream --rn-insert-barriers=report --rn-verify-schedule 2>&1 | FileCheck %s --check-prefix=SINGLE
+// RUN: rn-opt %s --rn-build-training --rn-partition --rn-plan-memory --rn-assign-streams="policy=zero=comp3" --rn-insert-barriers=report --rn-verify-schedule 2>&1 | FileCheck %s --check-prefix=WORKSPACE
+// RUN: rn-opt %s --rn-build-training --rn-partition --rn-plan-memory=workspace-mib=0 --rn-assign-streams="policy=zero=comp3" --rn-insert-barriers=report --rn-verify-schedule 2>&1 | FileCheck %s --check-prefix=NOWORKSPACE
+// RUN: rn-opt %s --rn-build-training --rn-partition --rn-plan-memory --rn-assign-streams=single-stream --rn-insert-barriers=report --rn-verify-schedule 2>&1 | FileCheck %s --check-prefix=SINGLE
 
 // Tests precise barriers on an MLP step (no memory plan: every value is its
 // own memory): a wait only where a consumer's stream differs from its
@@ -8,7 +11,7 @@
 // step to step, and nothing redundant (rn-verify-schedule proves the result
 // and would report redundant waits as remarks).
 
-// CHECK: remark: @train_step: 16 cross-stream waits ({{[0-9]+}} without transitive elision, {{[0-9]+}} with a barrier per op), 4 fork/join events
+// CHECK: remark: @train_step: 16 cross-stream waits ({{[0-9]+}} without transitive elision, {{[0-9]+}} with a barrier per op), 4 fork/join events; 0 of the waits order stream workspaces
 // CHECK: remark: @eval_step: {{[0-9]+}} cross-stream waits
 // CHECK-NOT: remark: redundant
 // CHECK-LABEL: func.func @train_step
@@ -44,7 +47,9 @@
 // CHECK:      rn.event_wait external [[DB]] on #rn.stream<update> {rn.subgraph = @OPTIMIZER}
 // CHECK-NEXT: rn.sgd_update
 
-// On one stream every subgraph runs in launch order: no event at all.
+// On one stream every subgraph runs in launch order: no event at all, with
+// or without a memory plan (every graph is on comp1, whose workspace launch
+// order then orders too).
 // SINGLE: remark: @train_step: 0 cross-stream waits
 // SINGLE-NOT: rn.event_wait
 // SINGLE-NOT: rn.event_record
@@ -64,3 +69,30 @@ module attributes {rn.model = "tiny"} {
     return %6 : tensor<f32>
   }
 }
+
+// Tests that a graph on another primary stream waits for the last use of a
+// shared stream's workspace even without data in common: with the zeros on
+// comp3 (ZERO_GRAD, primary update), DEEP_FWD_BWD's relu on comp3 waits for
+// the record after the last zero, and that one wait also orders the
+// gradients the backward accumulates into and the previous step's
+// optimizer (ZERO_GRAD launches after it on update), so the step needs one
+// wait fewer than its data alone (the NOWORKSPACE run: a plan without
+// workspaces).
+// WORKSPACE: remark: @train_step: 16 cross-stream waits ({{[0-9]+}} without transitive elision, {{[0-9]+}} with a barrier per op), 6 fork/join events; 1 of the waits order stream workspaces
+// WORKSPACE: remark: @eval_step: {{[0-9]+}} cross-stream waits ({{.*}}; 0 of the waits order stream workspaces
+// WORKSPACE-NOT: remark: redundant
+// WORKSPACE-LABEL: func.func @train_step
+// WORKSPACE:      rn.event_wait fork {{[0-9]+}} on #rn.stream<comp3> {rn.subgraph = @ZERO_GRAD}
+// WORKSPACE-NEXT: rn.zero {{.*}}rn.stream = #rn.stream<comp3>
+// WORKSPACE-NEXT: rn.zero
+// WORKSPACE-NEXT: rn.zero
+// WORKSPACE-NEXT: rn.event_record external [[ZEROED:[0-9]+]] on #rn.stream<comp3> {rn.subgraph = @ZERO_GRAD}
+// WORKSPACE:      rn.event_wait fork {{[0-9]+}} on #rn.stream<comp3> {rn.subgraph = @DEEP_FWD_BWD}
+// WORKSPACE-NEXT: rn.event_wait external [[ZEROED]] on #rn.stream<comp3> {rn.subgraph = @DEEP_FWD_BWD}
+// WORKSPACE-NEXT: rn.relu
+// WORKSPACE-NOT:  rn.event_wait external [[ZEROED]]
+// WORKSPACE-LABEL: func.func @eval_step
+// NOWORKSPACE: remark: @train_step: 17 cross-stream waits ({{[0-9]+}} without transitive elision, {{[0-9]+}} with a barrier per op), 6 fork/join events; 0 of the waits order stream workspaces
+// NOWORKSPACE-LABEL: func.func @train_step
+// NOWORKSPACE:      rn.event_wait fork {{[0-9]+}} on #rn.stream<comp3> {rn.subgraph = @DEEP_FWD_BWD}
+// NOWORKSPACE-NEXT: rn.relu

@@ -117,3 +117,28 @@ module {
     return %2 : tensor<4xf32>
   }
 }
+
+// -----
+
+// Tests that a missing workspace barrier is reported: the relu (primary
+// comp1) and the tanh (primary update) share no data but both use
+// workspace_comp1, and the graphs run concurrently (the wait before the
+// tanh was deleted; the next step's relu still waits for the tanh).
+module {
+  rn.memory_plan arena 2048 alignment 256 regions [#rn.extent<activations, 0, 1024>, #rn.extent<workspace_comp1, 1024, 1024>]
+  rn.subgraph @FWD in @train_step on #rn.stream<comp1>
+  rn.subgraph @UPDATE in @train_step on #rn.stream<update>
+  func.func @train_step(%x: tensor<4xf32> {rn.slot = #rn.slot<activations, 0, 16>}) -> (tensor<4xf32>, tensor<4xf32>) {
+    rn.event_wait external 1 on #rn.stream<comp1> {rn.subgraph = @FWD}
+    // expected-note@+1 {{the earlier access}}
+    %0 = rn.relu %x {rn.subgraph = @FWD, rn.stream = #rn.stream<comp1>, rn.slots = [#rn.slot<activations, 256, 16>]} : tensor<4xf32>
+    rn.event_record fork 2 on #rn.stream<update> {rn.subgraph = @UPDATE}
+    rn.event_wait fork 2 on #rn.stream<comp1> {rn.subgraph = @UPDATE}
+    // expected-error@+1 {{missing barrier: 'rn.tanh' on comp1 writes the stream workspace workspace_comp1 that 'rn.relu' on comp1 writes, and no event orders them (write after write)}}
+    %1 = rn.tanh %x {rn.subgraph = @UPDATE, rn.stream = #rn.stream<comp1>, rn.slots = [#rn.slot<activations, 512, 16>]} : tensor<4xf32>
+    rn.event_record external 1 on #rn.stream<comp1> {rn.subgraph = @UPDATE}
+    rn.event_record join 3 on #rn.stream<comp1> {rn.subgraph = @UPDATE}
+    rn.event_wait join 3 on #rn.stream<update> {rn.subgraph = @UPDATE}
+    return %0, %1 : tensor<4xf32>, tensor<4xf32>
+  }
+}

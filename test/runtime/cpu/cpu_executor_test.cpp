@@ -10,7 +10,8 @@
 // trainSteps/runPipelined expose (the events between TRANSFER and the
 // compute subgraphs, the waits with a distance between double-buffered
 // subgraphs, OPTIMIZER against the next step's forward pass, the host's
-// wait before it restages the inputs). Sequential runs of the same broken
+// wait before it restages the inputs, and a wait that only orders the use
+// of a stream's workspace by graphs on different primary streams). Sequential runs of the same broken
 // programs succeed, so the reports come from the hazard detection.
 //
 //===----------------------------------------------------------------------===//
@@ -463,6 +464,84 @@ TEST(CpuExecutor, RemovedHostWaitIsAHazard) {
   // Reported on 200 of 200 seeds in a longer run.
   expectHazardOnEverySeed(a,
                           {{"the host's write of the staging buffer", "subgraph TRANSFER", "(host_to_device)"}});
+}
+
+Node eventNode(Node::Kind kind, uint32_t event, EventKind eventKind, Stream stream) {
+  Node n;
+  n.kind = kind;
+  n.event = event;
+  n.eventKind = eventKind;
+  n.stream = stream;
+  return n;
+}
+
+/// mlp.rnx as rn-assign-streams="policy=zero=comp3" and rn-insert-barriers
+/// make it: ZERO_GRAD (primary update) runs its zeros on comp3, forked from
+/// and joined back to update; the zeros' records stay after them, and
+/// DEEP_FWD_BWD's relu, its first op on comp3, waits for the record after
+/// the last zero. Nothing else orders the two graphs (different primary
+/// streams, no data in common), but both use workspace_comp3. Returns
+/// that wait's event, or -1 when the program has another shape.
+int64_t zerosOnComp3(Artifact &a) {
+  Subgraph *zero = findSubgraph(a, "train_step", "ZERO_GRAD");
+  Subgraph *deep = findSubgraph(a, "train_step", "DEEP_FWD_BWD");
+  if (!zero || !deep || zero->primary != Stream::update || zero->nodes.empty() ||
+      zero->nodes.back().kind != Node::Kind::event_record)
+    return -1;
+  uint32_t lastZero = zero->nodes.back().event;
+  for (Node &n : zero->nodes)
+    if (n.stream == Stream::update)
+      n.stream = Stream::comp3;
+    else
+      return -1;
+  uint32_t fork = a.program.numEvents++, join = a.program.numEvents++;
+  zero->nodes.insert(zero->nodes.begin(),
+                     {eventNode(Node::Kind::event_record, fork, EventKind::fork, Stream::update),
+                      eventNode(Node::Kind::event_wait, fork, EventKind::fork, Stream::comp3)});
+  zero->nodes.push_back(eventNode(Node::Kind::event_record, join, EventKind::join, Stream::comp3));
+  zero->nodes.push_back(eventNode(Node::Kind::event_wait, join, EventKind::join, Stream::update));
+  auto relu = std::find_if(deep->nodes.begin(), deep->nodes.end(), [](const Node &n) {
+    return n.kind == Node::Kind::op && n.op == "relu";
+  });
+  if (relu == deep->nodes.end() || relu->stream != Stream::comp3)
+    return -1;
+  deep->nodes.insert(relu,
+                     eventNode(Node::Kind::event_wait, lastZero, EventKind::external, Stream::comp3));
+  return lastZero;
+}
+
+// Every op on a stream uses that stream's workspace: two ops on one stream
+// in graphs of different primary streams need an event even when they share
+// no data. With the event the zeros-on-comp3 program runs as the original
+// on every interleaving; without it, the relu and the zeros race on
+// workspace_comp3.
+TEST(CpuExecutor, RemovedWorkspaceWaitIsAHazard) {
+  Artifact a = load("mlp.rnx");
+  ASSERT_NE(a.program.arena.find("workspace_comp3"), nullptr);
+  RunResult pipelined = trainPipelined(a, {}, 6, 0.1f);
+  RunResult stepwise = train(a, {}, 2, 0.1f);
+  int64_t event = zerosOnComp3(a);
+  ASSERT_GE(event, 0);
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    expectSameRun(a, trainPipelined(a, interleaved(seed), 6, 0.1f), pipelined,
+                  "seed " + std::to_string(seed));
+    expectSameRun(a, train(a, interleaved(seed), 2, 0.1f), stepwise,
+                  "trainStep, seed " + std::to_string(seed));
+  }
+  // Delete the relu's wait (the other waits of DEEP_FWD_BWD on ZERO_GRAD
+  // order the gradients on comp1 and comp2).
+  std::vector<Node> &deep = findSubgraph(a, "train_step", "DEEP_FWD_BWD")->nodes;
+  auto wait = std::find_if(deep.begin(), deep.end(), [&](const Node &n) {
+    return n.kind == Node::Kind::event_wait && n.event == uint32_t(event) &&
+           n.stream == Stream::comp3;
+  });
+  ASSERT_NE(wait, deep.end());
+  deep.erase(wait);
+  expectHazardOnEverySeed(a, {{"on workspace_comp3", "subgraph DEEP_FWD_BWD", "(relu)",
+                               "subgraph ZERO_GRAD", "(zero)"},
+                              {"on workspace_comp3", "subgraph ZERO_GRAD", "(zero)",
+                               "subgraph DEEP_FWD_BWD", "(relu)"}});
+  EXPECT_TRUE(contains(train(a, interleaved(1), 1, 0.1f).error, "on workspace_comp3"));
 }
 
 TEST(CpuExecutor, MlpFirstStepMatchesReference) {
