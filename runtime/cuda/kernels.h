@@ -10,8 +10,9 @@
 // Numerics: storage f32, f16 or bf16; arithmetic in f32, each output rounded
 // once to its dtype (round to nearest even). The sums of pooling, global
 // average pooling and the loss accumulate in double in a fixed order (the
-// CPU's order where a thread owns an output), so results do not change from
-// run to run and the pool ops match the CPU bit for bit.
+// CPU's order where a thread owns an output; max pooling's backward sums
+// up to two terms in f32, which rounds the same), so results do not change
+// from run to run and the pool ops match the CPU bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,15 +97,29 @@ struct PoolParams {
 /// row-major window order, NaN wins): bit for bit the CPU's.
 Status maxPool2d(const DeviceTensor &input, const PoolParams &params,
                  const DeviceTensor &result, cudaStream_t stream);
-/// Each input element gets the sum (double, in output order) of the output
-/// gradients of the windows whose maximum it is; no atomics.
+/// Stream workspace bytes maxPool2dBackward uses for an input of
+/// `inputShape` when the stream has `workspaceBytes`: 0 when windows do not
+/// overlap (stride >= kernel: one pass); otherwise one arg-max offset per
+/// output element (1 byte, 2 for windows of more than 256 positions) for
+/// the whole batch when that fits, else for as many whole images as fit,
+/// at least one image (more than `workspaceBytes` then: the caller's error).
+Result<size_t> maxPool2dBackwardWorkspaceBytes(const std::vector<int64_t> &inputShape,
+                                               const PoolParams &params,
+                                               size_t workspaceBytes);
+/// Each input element gets the sum of the output gradients of the windows
+/// whose maximum it is, rounded as the CPU's double sum in output order; no
+/// atomics. Overlapping windows take two passes through `workspace` (device
+/// memory of maxPool2dBackwardWorkspaceBytes, batch chunks when it holds
+/// less than the whole batch).
 Status maxPool2dBackward(const DeviceTensor &outputGrad, const DeviceTensor &input,
                          const PoolParams &params, const DeviceTensor &inputGrad,
-                         cudaStream_t stream);
-/// Window sum / (KH * KW), padding counted in the divisor.
+                         void *workspace, size_t workspaceBytes, cudaStream_t stream);
+/// Window sum (double, row-major) / (KH * KW), padding counted in the
+/// divisor.
 Status avgPool2d(const DeviceTensor &input, const PoolParams &params,
                  const DeviceTensor &result, cudaStream_t stream);
-/// dx = sum over the windows holding x of dy / (KH * KW).
+/// dx = sum over the windows holding x of dy / (KH * KW), gathered per
+/// input element in output order (double, as on the CPU).
 Status avgPool2dBackward(const DeviceTensor &outputGrad, const PoolParams &params,
                          const DeviceTensor &inputGrad, cudaStream_t stream);
 /// [N, H, W, C] -> [N, 1, 1, C], the mean over H and W.

@@ -3,8 +3,9 @@
 // One OpLauncher per op of this family: each reads the node's attributes
 // the way the CPU executor does (cpu_executor.cpp's kernelOf: absent
 // numbers are 0, absent pairs their defaults) and calls its kernel in
-// kernels.h on the node's stream. Only softmax_cross_entropy needs
-// something at load: the stream workspace for its per-row losses.
+// kernels.h on the node's stream. Two ops need the stream workspace,
+// sized at load: softmax_cross_entropy for its per-row losses and
+// max_pool2d_backward (overlapping windows) for the window arg-max.
 //
 // host_to_device copies the host staging tensor (pinned, operands[0].data)
 // to the device. The CPU executor's copy would convert between float
@@ -137,10 +138,22 @@ Status launchAvgPool(const OpLaunch &l) {
   return avgPool2d(l.operands[0], poolParams(l.node.attributes), l.results[0], streamOf(l));
 }
 
+/// Overlapping windows keep each window's arg-max in the stream workspace
+/// between the two passes: the whole batch's when it fits, else a chunk of
+/// whole images at a time (disjoint windows need none).
+Result<size_t> prepareMaxPoolBackward(const OpLaunch &l) {
+  Status s = expect(l, 2, 2, 1);
+  if (!s.ok())
+    return s.error();
+  return maxPool2dBackwardWorkspaceBytes(l.operands[1].shape, poolParams(l.node.attributes),
+                                         l.stream.workspaceBytes);
+}
+
 Status launchMaxPoolBackward(const OpLaunch &l) {
   RN_EXPECT(l, 2, 2, 1);
   return maxPool2dBackward(l.operands[0], l.operands[1], poolParams(l.node.attributes),
-                           l.results[0], streamOf(l));
+                           l.results[0], l.stream.workspace, l.stream.workspaceBytes,
+                           streamOf(l));
 }
 
 Status launchAvgPoolBackward(const OpLaunch &l) {
@@ -243,7 +256,7 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {"dropout_train", nullptr, launchDropoutTrain},
       {"max_pool2d", nullptr, launchMaxPool},
       {"avg_pool2d", nullptr, launchAvgPool},
-      {"max_pool2d_backward", nullptr, launchMaxPoolBackward},
+      {"max_pool2d_backward", prepareMaxPoolBackward, launchMaxPoolBackward},
       {"avg_pool2d_backward", nullptr, launchAvgPoolBackward},
       {"global_avg_pool", nullptr, launchGlobalAvgPool},
       {"global_avg_pool_backward", nullptr, launchGlobalAvgPoolBackward},

@@ -4,7 +4,11 @@
 // inputs held in each storage dtype: odd element counts (vector body plus
 // scalar tail), views shifted off alignment (scalar path), odd channel
 // counts, stride-2 and overlapping pool windows, padding 0 and > 0, and a
-// tensor large enough to loop the grid.
+// tensor large enough to loop the grid. Pooling also: disjoint windows
+// (the single-pass max backward) with uncovered rows and columns, 3x3/2
+// padding 1, channel counts 1, 3, 64, 67 (vector and scalar channel
+// paths), mixed dtypes, sums the f32 partial sums would round differently,
+// and batches chunked to fit a small workspace.
 //
 // Bounds. Exact (bit for bit, NaN matching NaN): relu, relu/dropout
 // backward, add, casts, reshape, flatten, zero, dropout masks and results,
@@ -28,6 +32,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -356,6 +362,24 @@ const PoolCase kPoolCases[] = {
     {{2, 5, 5, 16}, {{1, 1}, {1, 1}, {0, 0}}},  // identity window
     {{1, 13, 11, 7}, {{5, 5}, {3, 3}, {2, 2}}}, // large window, stride 3
     {{2, 4, 4, 33}, {{4, 4}, {4, 4}, {0, 0}}},  // one window
+    // Disjoint windows (the single-pass max backward): VGG's 2x2/2 with an
+    // odd row and column no window covers, C = 64 (8 f16 channels per
+    // thread), 67 and 3 (one), 1; padding; stride 3 > kernel 2 (gaps).
+    {{3, 9, 7, 64}, {{2, 2}, {2, 2}, {0, 0}}},
+    {{2, 7, 9, 67}, {{2, 2}, {2, 2}, {0, 0}}},
+    {{2, 5, 7, 3}, {{2, 2}, {2, 2}, {0, 0}}},
+    {{2, 5, 5, 1}, {{2, 2}, {2, 2}, {0, 0}}},
+    {{2, 7, 7, 6}, {{2, 2}, {2, 2}, {1, 1}}},
+    {{2, 11, 10, 3}, {{2, 2}, {3, 3}, {0, 0}}},
+    // ResNet's 3x3/2 padding 1 (the two-pass backward, compile-time 3x3
+    // windows and covering bounds) over channel counts 64, 67, 3, 1.
+    {{2, 11, 10, 64}, {{3, 3}, {2, 2}, {1, 1}}},
+    {{2, 9, 9, 67}, {{3, 3}, {2, 2}, {1, 1}}},
+    {{1, 12, 12, 3}, {{3, 3}, {2, 2}, {1, 1}}},
+    {{2, 9, 8, 1}, {{3, 3}, {2, 2}, {1, 1}}},
+    {{2, 10, 10, 12}, {{3, 3}, {2, 2}, {1, 1}}}, // 4 f16 / f32 channels per thread
+    // Windows of more than 256 positions (two-byte arg-max offsets).
+    {{1, 18, 18, 2}, {{17, 17}, {1, 1}, {0, 0}}},
 };
 
 std::string str(const PoolCase &c) {
@@ -366,54 +390,278 @@ std::string str(const PoolCase &c) {
 
 cpu::Pool2dAttrs cpuAttrs(const PoolParams &p) { return {p.kernel, p.strides, p.padding}; }
 
+/// The stream workspace of the max pool backward in these tests (the
+/// executor's is 64 MiB; these shapes need a few KiB).
+constexpr size_t kPoolWorkspaceBytes = 1 << 20;
+
+/// Runs the four pool ops on the GPU and the CPU over one case and compares
+/// bit for bit. Tensors are `offset` elements off their allocation's
+/// alignment (1: the scalar paths); `gradType` is the dtype of the pooled
+/// results, dy and the max pool's dx (the input's: the templated paths;
+/// another: the run-time dtype path).
+void expectPoolMatchesCpu(const PoolCase &pc, DType type, DType gradType, bool ties,
+                          int64_t offset, std::mt19937 &rng, const TestStream &stream,
+                          const testing::DeviceBuffer &workspace) {
+  std::string what = str(pc) + " " + std::string(dtypeName(type)) +
+                     (gradType != type ? "->" + std::string(dtypeName(gradType)) : "") +
+                     (ties ? " with ties" : "") + (offset ? " unaligned" : "");
+  cpu::Shape outShape;
+  ASSERT_TRUE(cpu::pool2dOutputShape(pc.input, cpuAttrs(pc.params), outShape).ok());
+  std::vector<float> x = ties ? quantizedValues(numel(pc.input), rng)
+                              : randomValues(numel(pc.input), rng, type);
+  if (!ties && x.size() > 10)
+    x[10] = std::numeric_limits<float>::quiet_NaN(); // NaN wins the max
+  std::vector<float> dy = randomValues(numel(outShape), rng, gradType);
+  auto dx = upload(x, pc.input, type, offset);
+  auto ddy = upload(dy, outShape, gradType, offset);
+  auto maxOut = allocate(outShape, gradType, offset), avgOut = allocate(outShape, gradType, offset);
+  // avg_pool2d_backward has no input operand: its gradient takes the
+  // input's dtype, so that a mixed case mixes dy and dx.
+  auto maxGrad = allocate(pc.input, gradType, offset), avgGrad = allocate(pc.input, type, offset);
+  RN_ASSERT_STATUS_OK(maxPool2d(dx.view, pc.params, maxOut.view, stream.get()));
+  RN_ASSERT_STATUS_OK(avgPool2d(dx.view, pc.params, avgOut.view, stream.get()));
+  RN_ASSERT_STATUS_OK(maxPool2dBackward(ddy.view, dx.view, pc.params, maxGrad.view,
+                                        workspace.data(), workspace.bytes(), stream.get()));
+  RN_ASSERT_STATUS_OK(avgPool2dBackward(ddy.view, pc.params, avgGrad.view, stream.get()));
+  RN_ASSERT_CUDA(stream.sync());
+
+  std::vector<float> rMax(static_cast<size_t>(numel(outShape))), rAvg(rMax.size());
+  std::vector<float> rMaxGrad(x.size()), rAvgGrad(x.size());
+  auto attrs = cpuAttrs(pc.params);
+  ASSERT_TRUE(cpu::maxPool2d(cpuView(x, pc.input, type), attrs,
+                             cpuView(rMax, outShape, gradType))
+                  .ok());
+  ASSERT_TRUE(cpu::avgPool2d(cpuView(x, pc.input, type), attrs,
+                             cpuView(rAvg, outShape, gradType))
+                  .ok());
+  ASSERT_TRUE(cpu::maxPool2dBackward(cpuView(dy, outShape, gradType),
+                                     cpuView(x, pc.input, type), attrs,
+                                     cpuView(rMaxGrad, pc.input, gradType))
+                  .ok());
+  ASSERT_TRUE(cpu::avgPool2dBackward(cpuView(dy, outShape, gradType), attrs,
+                                     cpuView(rAvgGrad, pc.input, type))
+                  .ok());
+  expectExact(download(maxOut.view), rMax, "max_pool2d " + what);
+  expectExact(download(avgOut.view), rAvg, "avg_pool2d " + what);
+  expectExact(download(maxGrad.view), rMaxGrad, "max_pool2d_backward " + what);
+  expectExact(download(avgGrad.view), rAvgGrad, "avg_pool2d_backward " + what);
+}
+
 TEST(CudaPool, MatchesCpuBitForBit) {
   RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
+  testing::DeviceBuffer workspace(kPoolWorkspaceBytes);
   std::mt19937 rng(6);
   for (const PoolCase &pc : kPoolCases)
     for (DType type : kFloatTypes)
       for (bool ties : {false, true}) {
-        std::string what = str(pc) + " " + std::string(dtypeName(type)) +
-                           (ties ? " with ties" : "");
-        cpu::Shape outShape;
-        ASSERT_TRUE(cpu::pool2dOutputShape(pc.input, cpuAttrs(pc.params), outShape).ok());
-        std::vector<float> x = ties ? quantizedValues(numel(pc.input), rng)
-                                    : randomValues(numel(pc.input), rng, type);
-        if (!ties && x.size() > 10)
-          x[10] = std::numeric_limits<float>::quiet_NaN(); // NaN wins the max
-        std::vector<float> dy = randomValues(numel(outShape), rng, type);
-        auto dx = upload(x, pc.input, type);
-        auto ddy = upload(dy, outShape, type);
-        auto maxOut = allocate(outShape, type), avgOut = allocate(outShape, type);
-        auto maxGrad = allocate(pc.input, type), avgGrad = allocate(pc.input, type);
-        RN_ASSERT_STATUS_OK(maxPool2d(dx.view, pc.params, maxOut.view, stream.get()));
-        RN_ASSERT_STATUS_OK(avgPool2d(dx.view, pc.params, avgOut.view, stream.get()));
-        RN_ASSERT_STATUS_OK(
-            maxPool2dBackward(ddy.view, dx.view, pc.params, maxGrad.view, stream.get()));
-        RN_ASSERT_STATUS_OK(avgPool2dBackward(ddy.view, pc.params, avgGrad.view, stream.get()));
-        RN_ASSERT_CUDA(stream.sync());
-
-        std::vector<float> rMax(static_cast<size_t>(numel(outShape))), rAvg(rMax.size());
-        std::vector<float> rMaxGrad(x.size()), rAvgGrad(x.size());
-        auto attrs = cpuAttrs(pc.params);
-        ASSERT_TRUE(cpu::maxPool2d(cpuView(x, pc.input, type), attrs,
-                                   cpuView(rMax, outShape, type))
-                        .ok());
-        ASSERT_TRUE(cpu::avgPool2d(cpuView(x, pc.input, type), attrs,
-                                   cpuView(rAvg, outShape, type))
-                        .ok());
-        ASSERT_TRUE(cpu::maxPool2dBackward(cpuView(dy, outShape, type),
-                                           cpuView(x, pc.input, type), attrs,
-                                           cpuView(rMaxGrad, pc.input, type))
-                        .ok());
-        ASSERT_TRUE(cpu::avgPool2dBackward(cpuView(dy, outShape, type), attrs,
-                                           cpuView(rAvgGrad, pc.input, type))
-                        .ok());
-        expectExact(download(maxOut.view), rMax, "max_pool2d " + what);
-        expectExact(download(avgOut.view), rAvg, "avg_pool2d " + what);
-        expectExact(download(maxGrad.view), rMaxGrad, "max_pool2d_backward " + what);
-        expectExact(download(avgGrad.view), rAvgGrad, "avg_pool2d_backward " + what);
+        expectPoolMatchesCpu(pc, type, type, ties, 0, rng, stream, workspace);
+        if (::testing::Test::HasFatalFailure())
+          return;
       }
+}
+
+TEST(CudaPool, UnalignedAndMixedDtypesMatchCpu) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  testing::DeviceBuffer workspace(kPoolWorkspaceBytes);
+  std::mt19937 rng(16);
+  const PoolCase cases[] = {kPoolCases[7], kPoolCases[13], kPoolCases[18]};
+  for (const PoolCase &pc : cases)
+    for (DType type : kFloatTypes) {
+      // Views off the vector alignment take one channel per thread.
+      expectPoolMatchesCpu(pc, type, type, false, 1, rng, stream, workspace);
+      // A result and gradients of another dtype take the run-time dtype path.
+      expectPoolMatchesCpu(pc, type, type == DType::f32 ? DType::bf16 : DType::f32, false, 0,
+                           rng, stream, workspace);
+      if (::testing::Test::HasFatalFailure())
+        return;
+    }
+}
+
+/// Every covering window of the single input maximum routes its dy to it,
+/// so dx[0] sums four gradients in output order: 1 + 2^-24 + 2^-24 is
+/// 1 + 2^-23 in the CPU's double sum but 1 in f32 partial sums (f32); for
+/// f16 and bf16, a half ulp plus two tiny terms rounds up on the CPU but to
+/// even in f32 partial sums. Disjoint windows turn a -0 gradient into +0.
+TEST(CudaPool, MaxPoolBackwardSumsRoundLikeTheCpu) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  testing::DeviceBuffer workspace(kPoolWorkspaceBytes);
+  // 2x2 input, 3x3 windows, stride 1, padding 1: four windows over all of it.
+  const Shape in{1, 2, 2, 1}, out{1, 2, 2, 1};
+  const PoolParams params{{3, 3}, {1, 1}, {1, 1}};
+  std::vector<float> x{5.0f, 1.0f, 2.0f, 3.0f};
+  const float tiny = std::ldexp(1.0f, -24);
+  for (DType type : kFloatTypes) {
+    float halfUlp = type == DType::f16 ? std::ldexp(1.0f, -11)
+                    : type == DType::bf16 ? std::ldexp(1.0f, -8)
+                                          : 0.0f;
+    std::vector<float> dy{1.0f, halfUlp, tiny, tiny};
+    auto dx = upload(x, in, type), ddy = upload(dy, out, type);
+    auto grad = allocate(in, type);
+    RN_ASSERT_STATUS_OK(maxPool2dBackward(ddy.view, dx.view, params, grad.view, workspace.data(),
+                                          workspace.bytes(), stream.get()));
+    RN_ASSERT_CUDA(stream.sync());
+    std::vector<float> ref(x.size());
+    ASSERT_TRUE(cpu::maxPool2dBackward(cpuView(dy, out, type), cpuView(x, in, type),
+                                       cpuAttrs(params), cpuView(ref, in, type))
+                    .ok());
+    ASSERT_GT(ref[0], 1.0f) << dtypeName(type); // the case rounds up on the CPU
+    expectExact(download(grad.view), ref, "four-term sum " + std::string(dtypeName(type)));
+  }
+  const Shape vggIn{1, 4, 4, 2}, vggOut{1, 2, 2, 2};
+  std::vector<float> vx(16 * 2), vdy(8, -0.0f);
+  for (size_t i = 0; i < vx.size(); ++i)
+    vx[i] = float(i % 7);
+  for (DType type : kFloatTypes) {
+    auto dx = upload(vx, vggIn, type), ddy = upload(vdy, vggOut, type);
+    auto grad = allocate(vggIn, type);
+    RN_ASSERT_STATUS_OK(maxPool2dBackward(ddy.view, dx.view, PoolParams{{2, 2}, {2, 2}, {0, 0}},
+                                          grad.view, nullptr, 0, stream.get()));
+    RN_ASSERT_CUDA(stream.sync());
+    expectExact(download(grad.view), std::vector<float>(vx.size(), 0.0f),
+                "-0 gradients " + std::string(dtypeName(type)));
+  }
+}
+
+/// A workspace smaller than the batch's arg-max runs the backward in
+/// chunks of whole images, with the same result; less than one image is an
+/// error, and disjoint windows need none.
+TEST(CudaPool, MaxPoolBackwardChunksTheBatchToFitTheWorkspace) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(17);
+  const Shape in{5, 11, 10, 64};
+  const PoolParams params{{3, 3}, {2, 2}, {1, 1}};
+  const int64_t perImage = 6 * 5 * 64; // one byte per output element
+  Result<size_t> full = maxPool2dBackwardWorkspaceBytes(in, params, 1 << 20);
+  ASSERT_TRUE(full.ok()) << full.error().message();
+  EXPECT_EQ(*full, size_t(5 * perImage));
+  Result<size_t> part = maxPool2dBackwardWorkspaceBytes(in, params, size_t(2.5 * perImage));
+  ASSERT_TRUE(part.ok());
+  EXPECT_EQ(*part, size_t(2 * perImage));
+  Result<size_t> tooSmall = maxPool2dBackwardWorkspaceBytes(in, params, 100);
+  ASSERT_TRUE(tooSmall.ok());
+  EXPECT_EQ(*tooSmall, size_t(perImage)); // more than there is: the executor's error
+  Result<size_t> disjoint = maxPool2dBackwardWorkspaceBytes(in, {{2, 2}, {2, 2}, {0, 0}}, 0);
+  ASSERT_TRUE(disjoint.ok());
+  EXPECT_EQ(*disjoint, 0u);
+  Result<size_t> large = maxPool2dBackwardWorkspaceBytes({1, 18, 18, 2}, {{17, 17}, {1, 1}, {0, 0}},
+                                                         1 << 20);
+  ASSERT_TRUE(large.ok());
+  EXPECT_EQ(*large, size_t(2 * 2 * 2 * 2)); // two-byte offsets
+
+  for (DType type : kFloatTypes)
+    for (bool ties : {false, true}) {
+      std::string what = std::string(dtypeName(type)) + (ties ? " with ties" : "");
+      std::vector<float> x = ties ? quantizedValues(numel(in), rng)
+                                  : randomValues(numel(in), rng, type);
+      const Shape out{5, 6, 5, 64};
+      std::vector<float> dy = randomValues(numel(out), rng, type);
+      auto dx = upload(x, in, type), ddy = upload(dy, out, type);
+      std::vector<float> ref(x.size());
+      ASSERT_TRUE(cpu::maxPool2dBackward(cpuView(dy, out, type), cpuView(x, in, type),
+                                         cpuAttrs(params), cpuView(ref, in, type))
+                      .ok());
+      for (size_t bytes : {size_t(perImage), size_t(2.5 * perImage), size_t(5 * perImage)}) {
+        testing::DeviceBuffer workspace(bytes);
+        auto grad = allocate(in, type);
+        RN_ASSERT_STATUS_OK(maxPool2dBackward(ddy.view, dx.view, params, grad.view,
+                                              workspace.data(), bytes, stream.get()));
+        RN_ASSERT_CUDA(stream.sync());
+        expectExact(download(grad.view), ref,
+                    "chunked max_pool2d_backward " + what + " workspace " +
+                        std::to_string(bytes));
+      }
+    }
+
+  auto dx = allocate(in, DType::f16), grad = allocate(in, DType::f16);
+  auto ddy = allocate({5, 6, 5, 64}, DType::f16);
+  testing::DeviceBuffer small(100);
+  Status s = maxPool2dBackward(ddy.view, dx.view, params, grad.view, small.data(), 100,
+                               stream.get());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("max_pool2d_backward: needs 1920 bytes of stream workspace"),
+            std::string::npos)
+      << s.error().message();
+}
+
+/// Random finite f16 bit patterns (|x| < 2, both signs), cheap enough for
+/// ResNet-sized tensors.
+std::vector<uint16_t> randomHalfBits(size_t n, uint32_t seed) {
+  std::vector<uint16_t> bits(n);
+  uint32_t state = seed;
+  for (uint16_t &b : bits) {
+    state = state * 1664525u + 1013904223u;
+    b = uint16_t((state >> 16) & 0xBFFFu);
+  }
+  return bits;
+}
+
+/// ResNet-50's max pool (3x3 stride 2 padding 1 over 256x112x112x64) and
+/// VGG's 2x2/2 (over 256x32x32x64), f16: time per op and effective
+/// bandwidth over the bytes each op must move (x and y; x, dy and dx),
+/// printed (set RN_CUDA_BENCH=1 to run; no timing asserted).
+TEST(CudaPool, ResNetAndVggBandwidth) {
+  RN_SKIP_WITHOUT_CUDA();
+  if (!std::getenv("RN_CUDA_BENCH"))
+    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+  TestStream stream;
+  testing::DeviceBuffer workspace(size_t(64) << 20); // the executor's per-stream workspace
+  struct Bench {
+    const char *name;
+    Shape input;
+    PoolParams params;
+  };
+  const Bench benches[] = {
+      {"resnet50 3x3/2 pad 1", {256, 112, 112, 64}, {{3, 3}, {2, 2}, {1, 1}}},
+      {"vgg 2x2/2", {256, 32, 32, 64}, {{2, 2}, {2, 2}, {0, 0}}},
+  };
+  cudaEvent_t start, stop;
+  RN_ASSERT_CUDA(cudaEventCreate(&start));
+  RN_ASSERT_CUDA(cudaEventCreate(&stop));
+  for (const Bench &b : benches) {
+    cpu::Shape out;
+    ASSERT_TRUE(cpu::pool2dOutputShape(b.input, cpuAttrs(b.params), out).ok());
+    const size_t inBytes = size_t(numel(b.input)) * 2, outBytes = size_t(numel(out)) * 2;
+    testing::DeviceBuffer x(inBytes), dx(inBytes), y(outBytes), dy(outBytes);
+    ASSERT_TRUE(x.data() && dx.data() && y.data() && dy.data());
+    std::vector<uint16_t> xBits = randomHalfBits(inBytes / 2, 1);
+    std::vector<uint16_t> dyBits = randomHalfBits(outBytes / 2, 2);
+    RN_ASSERT_CUDA(cudaMemcpy(x.data(), xBits.data(), inBytes, cudaMemcpyHostToDevice));
+    RN_ASSERT_CUDA(cudaMemcpy(dy.data(), dyBits.data(), outBytes, cudaMemcpyHostToDevice));
+    const DeviceTensor xv{x.data(), DType::f16, b.input}, dxv{dx.data(), DType::f16, b.input};
+    const DeviceTensor yv{y.data(), DType::f16, out}, dyv{dy.data(), DType::f16, out};
+    auto time = [&](const char *what, double traffic, auto &&body) {
+      for (int i = 0; i < 2; ++i)
+        ASSERT_TRUE(body().ok());
+      const int reps = 10;
+      RN_ASSERT_CUDA(cudaEventRecord(start, stream.get()));
+      for (int i = 0; i < reps; ++i)
+        ASSERT_TRUE(body().ok());
+      RN_ASSERT_CUDA(cudaEventRecord(stop, stream.get()));
+      RN_ASSERT_CUDA(cudaEventSynchronize(stop));
+      float ms = 0;
+      RN_ASSERT_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      double seconds = ms / 1e3 / reps;
+      std::printf("%s f16 %s: %.1f us, %.0f GB/s\n", b.name, what, seconds * 1e6,
+                  traffic / seconds / 1e9);
+    };
+    time("max_pool2d", double(inBytes + outBytes),
+         [&] { return maxPool2d(xv, b.params, yv, stream.get()); });
+    time("max_pool2d_backward", double(2 * inBytes + outBytes), [&] {
+      return maxPool2dBackward(dyv, xv, b.params, dxv, workspace.data(), workspace.bytes(),
+                               stream.get());
+    });
+    time("avg_pool2d", double(inBytes + outBytes),
+         [&] { return avgPool2d(xv, b.params, yv, stream.get()); });
+    time("avg_pool2d_backward", double(inBytes + outBytes),
+         [&] { return avgPool2dBackward(dyv, b.params, dxv, stream.get()); });
+  }
+  RN_ASSERT_CUDA(stream.sync());
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
 }
 
 TEST(CudaPool, GlobalAvgPoolMatchesCpuBitForBit) {
@@ -692,6 +940,33 @@ TEST_F(CudaElementwiseLaunchers, AttributesReachTheKernels) {
                                        cpu::LabelView{ints.data(), {5}}, 0.2, refLoss)
                   .ok());
   EXPECT_NEAR(download(loss.view)[0], refLoss, 1e-6 * std::fabs(refLoss));
+}
+
+TEST_F(CudaElementwiseLaunchers, MaxPoolBackwardPreparesItsWorkspace) {
+  std::mt19937 rng(13);
+  const Shape in{3, 9, 7, 64}, out{3, 5, 4, 64};
+  const nlohmann::json attrs = {{"kernel", {3, 3}}, {"strides", {2, 2}}, {"padding", {1, 1}}};
+  std::vector<float> x = randomValues(numel(in), rng, DType::bf16);
+  std::vector<float> dy = randomValues(numel(out), rng, DType::bf16);
+  auto dx = upload(x, in, DType::bf16), ddy = upload(dy, out, DType::bf16);
+  auto grad = allocate(in, DType::bf16);
+  // prepare reports the arg-max bytes of the whole batch (one per output element).
+  Node node;
+  node.op = "max_pool2d_backward";
+  node.attributes = attrs;
+  std::vector<DeviceTensor> operands{ddy.view, dx.view}, results{grad.view};
+  OpLaunch launch{node, -1, operands, results, resources, *conv, *gemm};
+  Result<size_t> bytes = launcherOf("max_pool2d_backward").prepare(launch);
+  ASSERT_TRUE(bytes.ok()) << bytes.error().message();
+  EXPECT_EQ(*bytes, size_t(numel(out)));
+  RN_ASSERT_STATUS_OK(run("max_pool2d_backward", attrs, operands, results));
+  RN_ASSERT_CUDA(stream.sync());
+  std::vector<float> ref(x.size());
+  ASSERT_TRUE(cpu::maxPool2dBackward(cpuView(dy, out, DType::bf16), cpuView(x, in, DType::bf16),
+                                     cpu::Pool2dAttrs{{3, 3}, {2, 2}, {1, 1}},
+                                     cpuView(ref, in, DType::bf16))
+                  .ok());
+  expectExact(download(grad.view), ref, "max_pool2d_backward launcher");
 }
 
 TEST_F(CudaElementwiseLaunchers, HostToDeviceAndAllReduceMeanCopy) {
