@@ -511,6 +511,11 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
     SmallVector<Operation *> forwardOps;
     SmallVector<BatchNormRecord> batchNorms;
     Value loss, logits;
+    // Each dropout's random stream is step * dropouts + its index in forward
+    // order: distinct for every dropout of every step of a run.
+    int64_t numDropouts = llvm::range_size(
+        forward.getBody().front().getOps<DropoutOp>());
+    int64_t dropoutIndex = 0;
 
     for (Operation &op : forward.getBody().front().without_terminator()) {
       Location opLoc = op.getLoc();
@@ -548,7 +553,9 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
         Value input = mapping.lookup(dropout.getInput());
         auto train = DropoutTrainOp::create(
             b, opLoc, TypeRange{input.getType(), input.getType()}, input,
-            dropout.getPAttr());
+            entry.getArgument(stepArg), dropout.getPAttr(),
+            b.getI64IntegerAttr(dropoutIndex++),
+            b.getI64IntegerAttr(numDropouts));
         mapping.map(dropout.getResult(), train.getResult());
         created = train;
       } else {

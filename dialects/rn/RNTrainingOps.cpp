@@ -187,6 +187,13 @@ LogicalResult DropoutTrainOp::verify() {
                             getP().convertToDouble(), 0.0, 1.0,
                             /*highInclusive=*/false)))
     return failure();
+  // Distinct indices below one count give every dropout of a step its own
+  // random stream (step * count + index).
+  if (getCount() < 1)
+    return diag.fail("count must be at least 1, got ", getCount());
+  if (getIndex() < 0 || getIndex() >= getCount())
+    return diag.fail("index must be in [0, count) = [0, ", getCount(),
+                     "), got ", getIndex());
   return requireSameTypes(diag, {"input", getInput().getType()},
                           {{"result", getResult().getType()},
                            {"mask", getMask().getType()}});

@@ -177,10 +177,31 @@ def RN_DropoutTrainOp : RN_Op<"dropout_train", [
   let summary = "inverted dropout that returns its mask for the backward op";
   let description = [{
     `mask` holds 0 or 1 / (1 - p) per element; `result` = input * mask.
+
+    The mask is drawn from Philox4x32-10 with the key
+    {seed, stream = step * count + index} (64-bit, the step sign-extended):
+    `seed` is the run's seed (a
+    load-time constant of the runtime), `step` the train step's step input,
+    read from device memory so that a captured CUDA graph draws a new mask
+    every step, and `index` this op's position among the `count` dropouts
+    of its function (rn-build-training numbers them in forward order). Every
+    dropout of every step of a run therefore gets its own stream, and the
+    same step redraws the same mask. Element i drops when
+    (philox({lo32(i / 4), hi32(i / 4), lo32(stream), hi32(stream)},
+    {lo32(seed), hi32(seed)})[i % 4] >> 8) < ceil(p * 2^24)
+    (docs/cpu-kernels.md).
   }];
-  let arguments = (ins RN_FloatTensor:$input, F64Attr:$p);
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    RN_ScalarI32Tensor:$step,
+    F64Attr:$p,
+    I64Attr:$index,
+    I64Attr:$count);
   let results = (outs RN_FloatTensor:$result, RN_FloatTensor:$mask);
-  let assemblyFormat = "$input `p` $p attr-dict `:` type($input) `->` type(results)";
+  let assemblyFormat = [{
+    $input `step` $step `p` $p `index` $index `of` $count attr-dict
+    `:` type($input) `,` type($step) `->` type(results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -280,11 +280,18 @@ Status verifyEpsilonOnly(const OpNodeSignature &node) {
   return c.finish();
 }
 
-template <size_t Results> Status verifyDropout(const OpNodeSignature &node) {
+/// input and the step (i32, on the device); the random stream is
+/// step * count + index (RNTrainingOps.td), so index must be below count.
+Status verifyDropoutTrain(const OpNodeSignature &node) {
   Checker c(node);
-  c.operands(1);
-  c.results(Results); // dropout_train also returns its mask
+  c.operands(2);
+  c.results(2); // result, mask
   c.inRange("p", 0, 1, /*highInclusive=*/false);
+  int64_t count = c.integer("count", 1);
+  int64_t index = c.integer("index", 0);
+  if (c.ok() && index >= count)
+    c.fail("attribute \"index\" must be below \"count\" (" + std::to_string(count) +
+           "), got " + std::to_string(index));
   return c.finish();
 }
 
@@ -477,7 +484,9 @@ std::vector<OpInfo> buildOps() {
       {"tanh", verifyPlain<1, 1>},
       {"silu", verifyPlain<1, 1>},
       {"add", verifyPlain<2, 1>},
-      {"dropout", verifyDropout<1>},
+      // No "dropout": the model-level op never reaches a program
+      // (rn-build-training makes it dropout_train, eval_step drops it) and
+      // has no step operand to key its mask on the device.
       {"max_pool2d", verifyPool<1>},
       {"avg_pool2d", verifyPool<1>},
       {"global_avg_pool", verifyPlain<1, 1>},
@@ -490,7 +499,7 @@ std::vector<OpInfo> buildOps() {
       {"batch_norm_train", verifyEpsilonOnly<3, 3>},
       {"batch_norm_inference", verifyEpsilonOnly<5, 1>},
       {"update_running_stats", verifyUpdateRunningStats},
-      {"dropout_train", verifyDropout<2>},
+      {"dropout_train", verifyDropoutTrain},
       {"relu_backward", verifyPlain<2, 1>},
       {"tanh_backward", verifyPlain<2, 1>},
       {"silu_backward", verifyPlain<2, 1>},

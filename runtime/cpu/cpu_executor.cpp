@@ -96,7 +96,7 @@ enum class OpKind : uint8_t {
   unknown, copy, all_reduce_mean, conv2d, linear, batch_norm, batch_norm_train,
   batch_norm_inference, update_running_stats, batch_norm_backward, relu, tanh, silu,
   relu_backward, tanh_backward, silu_backward, dropout_backward, add, cast, reshape,
-  flatten, zero, dropout, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
+  flatten, zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
   avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, update_loss_scale,
   sgd_update, adamw_update, lars_update, ema_update, cbr_forward, cbr_inference,
@@ -127,7 +127,6 @@ OpKind opKindOf(std::string_view op) {
       {"reshape", OpKind::reshape},
       {"flatten", OpKind::flatten},
       {"zero", OpKind::zero},
-      {"dropout", OpKind::dropout},
       {"dropout_train", OpKind::dropout_train},
       {"max_pool2d", OpKind::max_pool2d},
       {"avg_pool2d", OpKind::avg_pool2d},
@@ -184,7 +183,8 @@ struct Kernel {
          weightDecay = 0, beta1 = 0, beta2 = 0, trustCoefficient = 0, decay = 0;
   int64_t count = 0, growthInterval = 0;
   bool inputGrad = false, relu = false, nesterov = false;
-  uint64_t dropoutIndex = 0; ///< dropout ops: index among the function's
+  /// dropout_train: its random stream is step * dropoutCount + dropoutIndex.
+  uint64_t dropoutIndex = 0, dropoutCount = 0;
 };
 
 Kernel kernelOf(const Node &node) {
@@ -226,6 +226,10 @@ Kernel kernelOf(const Node &node) {
   k.inputGrad = flagAttr(a, "input_grad");
   k.relu = flagAttr(a, "relu");
   k.nesterov = flagAttr(a, "nesterov");
+  if (k.kind == OpKind::dropout_train) {
+    k.dropoutIndex = static_cast<uint64_t>(numAttr(a, "index"));
+    k.dropoutCount = static_cast<uint64_t>(numAttr(a, "count"));
+  }
   return k;
 }
 
@@ -316,7 +320,6 @@ struct LaunchSim {
   const Subgraph *sg = nullptr;
   Variant variant = Variant::a;
   int64_t step = 0;
-  int32_t rngStep = 0;
   StepOutputs *outputs = nullptr;
   const SubgraphItems *items = nullptr;
   std::shared_ptr<LaunchSim> previous; ///< on the same primary stream
@@ -344,13 +347,11 @@ struct CpuExecutor::Impl {
     /// Per tensor: its view on variant A and B (device words or host
     /// buffer), built once so that running a node copies no shapes.
     std::vector<TensorView> viewA, viewB;
-    uint64_t numDropouts = 0;
   };
   std::map<std::string, int64_t, std::less<>> regionBase;
   std::vector<float> words;
   std::vector<FnLayout> layouts; ///< by function index
   std::unordered_map<const Subgraph *, SubgraphItems> items;
-  int32_t step = 0;                 ///< the dropout key of the running launch
   /// The GPU executors' event mapping, applied in issue order so that a
   /// schedule it cannot express fails here too (host_program.h).
   std::optional<EventBinder> binder;
@@ -523,11 +524,8 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
         const Node &node = sg.nodes[i];
         si.firstItem.push_back(uint32_t(si.items.size()));
         Kernel &kernel = si.kernels.emplace_back();
-        if (node.kind == Node::Kind::op) {
+        if (node.kind == Node::Kind::op)
           kernel = kernelOf(node);
-          if (kernel.kind == OpKind::dropout || kernel.kind == OpKind::dropout_train)
-            kernel.dropoutIndex = layout.numDropouts++;
-        }
         auto add = [&](int part, Stream stream) {
           Item it;
           it.node = uint32_t(i);
@@ -833,12 +831,11 @@ struct ExecutorAccess {
       return cpu::flatten(V(o[0]), V(r[0]));
     case OpKind::zero:
       return cpu::zero(V(r[0]));
-    case OpKind::dropout:
     case OpKind::dropout_train: {
+      // The step comes from the program's device copy, as on the GPU, where
+      // a captured graph cannot take it from the host.
       cpu::RngKey key{ex.options_.seed,
-                      uint64_t(int64_t(ex.impl_->step)) * layout.numDropouts + k.dropoutIndex};
-      if (k.kind == OpKind::dropout)
-        return cpu::dropout(V(o[0]), k.p, key, V(r[0]));
+                      uint64_t(int64_t(i(o[1]))) * k.dropoutCount + k.dropoutIndex};
       return cpu::dropoutTrain(V(o[0]), k.p, key, V(r[0]), V(r[1]));
     }
     case OpKind::max_pool2d:
@@ -1021,7 +1018,6 @@ Status CpuExecutor::runSequential(const HostProgram &program) {
         }
       }
       ExecutorAccess acc{*this, fn, im.layouts[a.fn], a.variant};
-      im.step = a.rngStep;
       const SubgraphItems &si = im.items.at(a.sg);
       for (const Item &it : si.items) {
         const Node &n = a.sg->nodes[it.node];
@@ -1169,7 +1165,6 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
     l->sg = a.sg;
     l->variant = a.variant;
     l->step = a.step;
-    l->rngStep = a.rngStep;
     l->outputs = a.outputs;
     l->items = &im.items.at(a.sg);
     l->issueClock = im.threads[kHost].clock;
@@ -1338,7 +1333,6 @@ Status CpuExecutor::runInterleaved(const HostProgram &program) {
       if (it.access.workspace >= 0)
         checkWords(it.access.workspace, 1, 0, int(it.stream), true, u, vc, clock, siteId);
       ExecutorAccess acc{*this, fn, im.layouts[l.fn], l.variant};
-      im.step = l.rngStep;
       ++executedNodes_;
       KernelStatus ks = acc.run(n, l.items->kernels[it.node], it.part);
       if (!ks.ok())
@@ -1512,7 +1506,7 @@ Status CpuExecutor::runSchedule(std::string_view name,
   const Schedule *s = p.findSchedule(name);
   const Function *fn = s ? p.findFunction(s->function) : nullptr;
   int64_t step = fn ? stepCounter(uint32_t(fn - p.functions.data())) : 0;
-  Result<HostProgram> program = buildScheduleProgram(p, name, inputs, step, impl_->step, variant);
+  Result<HostProgram> program = buildScheduleProgram(p, name, inputs, step, /*rngStep=*/0, variant);
   if (!program.ok())
     return program.error();
   return run(*program);

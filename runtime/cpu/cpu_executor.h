@@ -85,7 +85,8 @@
 // of a word keeps its last write and up to 4 reads not ordered after each
 // other; only a fifth such read would push one out). The seed changes
 // which of several hazards is reported first and what a racy run computes.
-// Dropout is keyed by the step of the launch that runs it.
+// Dropout reads its step from the program's step input (its device copy),
+// so an interleaving also checks that the read is ordered after the copy.
 //
 // Not modelled: overlap between calls (each call starts from an idle
 // device, as if the executor synchronized at its end: a schedule's final

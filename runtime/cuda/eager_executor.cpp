@@ -124,7 +124,6 @@ struct PreparedItem {
 struct PreparedSubgraph {
   std::vector<std::vector<PreparedItem>> itemsOfNode; ///< by node
   std::array<cudaEvent_t, 2> completion{};            ///< by variant
-  uint64_t dropoutIndexBase = 0;
 };
 
 } // namespace
@@ -143,9 +142,6 @@ struct EagerExecutor::Impl {
     /// Per node of each subgraph, per variant: operand and result views.
     std::unordered_map<const Node *, std::array<std::vector<DeviceTensor>, 2>> operands, results;
     std::vector<std::unique_ptr<PinnedBuffer>> hostInputs; ///< by tensor (null: device)
-    std::vector<uint64_t> dropoutIndex; ///< per node order of the function
-    std::unordered_map<const Node *, uint64_t> dropoutOf;
-    uint64_t numDropouts = 0;
     std::vector<int32_t> outputOf; ///< output binding per tensor, or -1
     /// Pinned output slots: maxStepsInFlight x outputs.
     std::vector<size_t> outputOffset;
@@ -293,8 +289,6 @@ Status EagerExecutor::Impl::create() {
         const Node &n = sg.nodes[i];
         if (n.kind != Node::Kind::op)
           continue;
-        if (n.op == "dropout" || n.op == "dropout_train")
-          v.dropoutOf[&n] = v.numDropouts++;
         auto &ops = v.operands[&n];
         auto &res = v.results[&n];
         for (int var = 0; var < 2; ++var) {
@@ -347,7 +341,7 @@ Status EagerExecutor::Impl::prepareNodes() {
             continue;
           const StreamResources &stream = ctx->stream(it.stream);
           OpLaunch l{n, it.part, v.operands.at(&n)[0], v.results.at(&n)[0], stream,
-                     *conv, *gemm, options.seed, 0};
+                     *conv, *gemm, options.seed};
           std::string where = "function " + f.name + ", subgraph " + sg.name + ", " +
                               describeNode(n, uint32_t(i), it.part, it.stream);
           Result<size_t> bytes = it.launcher->prepare(l);
@@ -491,9 +485,6 @@ Status EagerExecutor::Impl::launch(const HostAction &a) {
       }
       continue;
     }
-    uint64_t dropoutStream = 0;
-    if (auto d = v.dropoutOf.find(&n); d != v.dropoutOf.end())
-      dropoutStream = uint64_t(int64_t(a.rngStep)) * v.numDropouts + d->second;
     for (PreparedItem &it : ps.itemsOfNode[i]) {
       StreamResources &stream = ctx->stream(it.stream);
       for (size_t e : it.waitPartEvents) {
@@ -502,7 +493,7 @@ Status EagerExecutor::Impl::launch(const HostAction &a) {
           return st.error().withContext(where(it.part, it.stream));
       }
       OpLaunch l{n, it.part, v.operands.at(&n)[var], v.results.at(&n)[var], stream,
-                 *conv, *gemm, options.seed, dropoutStream};
+                 *conv, *gemm, options.seed};
       if (it.profileBegin) {
         if (Status st = RN_CUDA_CHECK(cudaEventRecord(it.profileBegin, stream.stream)); !st.ok())
           return st.error().withContext(where(it.part, it.stream));

@@ -234,17 +234,23 @@ struct DropoutArgs {
   uint32_t threshold = 0; ///< drops when (word >> 8) < threshold
   float keep = 0;         ///< the mask value of kept elements, in mask's dtype
   uint2 key{};
-  uint32_t streamLo = 0, streamHi = 0;
+  /// The stream is step * dropouts + index, formed here from the device step
+  /// so that a captured launch draws a new mask every step.
+  const int32_t *step = nullptr;
+  uint64_t dropouts = 0, index = 0; ///< of the node: its function's count, its index
 };
 
 /// One thread per Philox block: elements 4 * block .. 4 * block + 3.
 template <bool Vector> __global__ void dropoutKernel(DropoutArgs a) {
+  // The CPU's uint64_t(int64_t(step)) * count + index (cpu_executor.cpp).
+  const uint64_t stream = uint64_t(int64_t(*a.step)) * a.dropouts + a.index;
+  const uint32_t streamLo = uint32_t(stream), streamHi = uint32_t(stream >> 32);
   const int64_t blocks = (a.count + 3) / 4;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t block = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; block < blocks;
        block += stride) {
     uint4 w = philox4x32(make_uint4(uint32_t(block), uint32_t(uint64_t(block) >> 32),
-                                    a.streamLo, a.streamHi),
+                                    streamLo, streamHi),
                          a.key);
     const uint32_t words[4] = {w.x, w.y, w.z, w.w};
     float m[4], x[4];
@@ -418,10 +424,17 @@ Status zero(const DeviceTensor &result, cudaStream_t stream) {
   return Status::success();
 }
 
-Status dropout(const DeviceTensor &input, double p, uint64_t seed, uint64_t stream,
-               const DeviceTensor &result, const DeviceTensor *mask, cudaStream_t cudaStream) {
+Status dropout(const DeviceTensor &input, double p, uint64_t seed, const DeviceTensor &step,
+               uint64_t dropouts, uint64_t index, const DeviceTensor &result,
+               const DeviceTensor *mask, cudaStream_t cudaStream) {
   const char *name = mask ? "dropout_train" : "dropout";
   RN_RETURN_IF_ERROR(checkView(name, "input", input));
+  if (!step.data || step.numel() != 1 || step.dtype != DType::i32)
+    return Error(std::string(name) + ": step must be an i32 scalar with data, got " +
+                 std::string(dtypeName(step.dtype)) + " " + shapeString(step.shape));
+  if (index >= dropouts)
+    return Error(std::string(name) + ": index " + std::to_string(index) +
+                 " must be below the dropout count " + std::to_string(dropouts));
   RN_RETURN_IF_ERROR(checkShape(name, "result", result, input.shape));
   if (mask)
     RN_RETURN_IF_ERROR(checkShape(name, "mask", *mask, input.shape));
@@ -443,8 +456,9 @@ Status dropout(const DeviceTensor &input, double p, uint64_t seed, uint64_t stre
   a.threshold = uint32_t(std::ceil(std::min(std::max(p, 0.0), 1.0) * 16777216.0));
   a.keep = p < 1 ? roundTo(a.maskType, float(1.0 / (1.0 - p))) : 0.0f;
   a.key = make_uint2(uint32_t(seed), uint32_t(seed >> 32));
-  a.streamLo = uint32_t(stream);
-  a.streamHi = uint32_t(stream >> 32);
+  a.step = static_cast<const int32_t *>(step.data);
+  a.dropouts = dropouts;
+  a.index = index;
 
   // Vector loads of the input only: the stores of 4 mixed-dtype elements
   // are 8 or 16 bytes per thread either way and stay coalesced.

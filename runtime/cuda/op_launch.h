@@ -2,8 +2,9 @@
 //
 // Each op of the op registry has an OpLauncher: `launch` issues the node's
 // work (or one part of a forking node) on the given stream, asynchronously,
-// reading every per-step value (learning rate, loss scale, skip flag) from
-// device memory so that the same launch can be captured into a CUDA graph;
+// reading every per-step value (learning rate, step, loss scale, skip flag)
+// from device memory so that the same launch can be captured into a CUDA
+// graph;
 // `prepare`, called once per node at load, builds and caches whatever the
 // launch needs (cuDNN graphs and plans, cuBLASLt descriptors) and returns
 // the workspace bytes it uses on its stream. Nothing is allocated, built or
@@ -46,10 +47,9 @@ struct OpLaunch {
   const StreamResources &stream; ///< the node's (or the part's) stream
   ConvRunner &conv;
   GemmRunner &gemm;
-  /// Dropout key (cpu::RngKey): the run's seed and this execution's stream
-  /// number (step * dropouts of the function + the node's dropout index).
+  /// The run's dropout seed (cpu::RngKey::seed), a load-time constant;
+  /// the stream comes from the node's step operand and attributes.
   uint64_t seed = 0;
-  uint64_t dropoutStream = 0;
 };
 
 struct OpLauncher {

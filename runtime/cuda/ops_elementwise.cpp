@@ -116,16 +116,14 @@ Status launchZero(const OpLaunch &l) {
   return zero(l.results[0], streamOf(l));
 }
 
-Status launchDropout(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  return dropout(l.operands[0], numAttr(l.node.attributes, "p"), l.seed, l.dropoutStream,
-                 l.results[0], nullptr, streamOf(l));
-}
-
+// input and the step; the kernel forms the stream step * count + index on
+// the device. (The model-level rn.dropout never reaches a program.)
 Status launchDropoutTrain(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 2);
-  return dropout(l.operands[0], numAttr(l.node.attributes, "p"), l.seed, l.dropoutStream,
-                 l.results[0], &l.results[1], streamOf(l));
+  RN_EXPECT(l, 2, 2, 2);
+  const json &a = l.node.attributes;
+  return dropout(l.operands[0], numAttr(a, "p"), l.seed, l.operands[1],
+                 uint64_t(numAttr(a, "count")), uint64_t(numAttr(a, "index")), l.results[0],
+                 &l.results[1], streamOf(l));
 }
 
 Status launchMaxPool(const OpLaunch &l) {
@@ -252,7 +250,6 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {"reshape", nullptr, launchReshape},
       {"flatten", nullptr, launchFlatten},
       {"zero", nullptr, launchZero},
-      {"dropout", nullptr, launchDropout},
       {"dropout_train", nullptr, launchDropoutTrain},
       {"max_pool2d", nullptr, launchMaxPool},
       {"avg_pool2d", nullptr, launchAvgPool},

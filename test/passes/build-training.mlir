@@ -109,12 +109,13 @@ module attributes {rn.model = "cbr"} {
 }
 
 // CHECK-LABEL: rn.model = "cbr"
-// CHECK:       func.func @train_step(%[[X:[a-z0-9]+]]: tensor<2x8x8x3xf32>
+// CHECK:       func.func @train_step(%[[X:[a-z0-9]+]]: tensor<2x8x8x3xf32>{{.*}}, %[[STEP:[a-z0-9]+]]: tensor<i32> {rn.input = "step"}
 // CHECK:       %[[C:.+]] = rn.conv2d %[[X]], %[[W:[a-z0-9]+]]
 // CHECK:       %[[N:.+]], %[[MEAN:.+]], %[[ISTD:.+]] = rn.batch_norm_train %[[C]], %[[G:[a-z0-9]+]], %[[B:[a-z0-9]+]] eps 1.000000e-05 : (tensor<2x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>)
 // CHECK:       %[[R:.+]] = rn.relu %[[N]]
 // CHECK:       %[[P:.+]] = rn.max_pool2d %[[R]]
-// CHECK:       %[[D:.+]], %[[MASK:.+]] = rn.dropout_train %{{.+}} p 5.000000e-01
+// The only dropout of the step: random stream step * 1 + 0.
+// CHECK:       %[[D:.+]], %[[MASK:.+]] = rn.dropout_train %{{.+}} step %[[STEP]] p 5.000000e-01 index 0 of 1 : tensor<2x8xf32>, tensor<i32> ->
 // CHECK:       rn.dropout_backward %{{.+}}, %[[MASK]]
 // CHECK:       rn.reshape %{{.+}} : tensor<2x8xf32> -> tensor<2x1x1x8xf32>
 // CHECK:       rn.global_avg_pool_backward %{{.+}} : tensor<2x1x1x8xf32> -> tensor<2x4x4x8xf32>
@@ -319,3 +320,38 @@ module attributes {rn.model = "bottleneck"} {
 // ADAMW-LABEL: rn.model = "bottleneck"
 // ADAMW:       rn.adamw_update {{.*}} weight_decay 5.000000e-02 : (tensor<2x1x1x4xf32>
 // ADAMW:       rn.adamw_update {{.*}} weight_decay 0.000000e+00 : (tensor<2xf32>
+
+// -----
+
+// Tests that every dropout reads the step input and gets its own index of
+// the function's dropout count, in forward order (random stream
+// step * 2 + index), and that the AdamW update reads the same step.
+
+module attributes {rn.model = "two_dropouts"} {
+  rn.parameter @fc1.weight : tensor<8x4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @fc2.weight : tensor<3x8xf32> = #rn.init<uniform, 3.535533845e-01>
+  func.func @forward(%images: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %0 = rn.param @fc1.weight : tensor<8x4xf32>
+    %1 = rn.linear %images, %0 : (tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+    %2 = rn.dropout %1 p 2.500000e-01 : tensor<2x8xf32>
+    %3 = rn.relu %2 : tensor<2x8xf32>
+    %4 = rn.dropout %3 p 5.000000e-01 : tensor<2x8xf32>
+    %5 = rn.param @fc2.weight : tensor<3x8xf32>
+    %6 = rn.linear %4, %5 : (tensor<2x8xf32>, tensor<3x8xf32>) -> tensor<2x3xf32>
+    %7 = rn.softmax_cross_entropy %6, %labels label_smoothing 0.000000e+00 : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+    return %7 : tensor<f32>
+  }
+}
+
+// CHECK-LABEL: rn.model = "two_dropouts"
+// CHECK:       func.func @train_step({{.*}}, %[[STEP:[a-z0-9]+]]: tensor<i32> {rn.input = "step"}
+// CHECK:       rn.dropout_train %{{.+}} step %[[STEP]] p 2.500000e-01 index 0 of 2 :
+// CHECK:       rn.dropout_train %{{.+}} step %[[STEP]] p 5.000000e-01 index 1 of 2 :
+// CHECK-LABEL: func.func @eval_step
+// CHECK-NOT:   rn.dropout
+
+// ADAMW-LABEL: rn.model = "two_dropouts"
+// ADAMW:       func.func @train_step({{.*}}, %[[STEP:[a-z0-9]+]]: tensor<i32> {rn.input = "step"}
+// ADAMW:       rn.dropout_train %{{.+}} step %[[STEP]] {{.*}} index 0 of 2
+// ADAMW:       rn.dropout_train %{{.+}} step %[[STEP]] {{.*}} index 1 of 2
+// ADAMW:       rn.adamw_update {{.*}} step %[[STEP]]

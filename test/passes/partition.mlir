@@ -151,3 +151,28 @@ module attributes {rn.model = "cnn"} {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// Tests that a dropout makes the step a device input under SGD too: TRANSFER
+// copies it and dropout_train, in DEEP_FWD_BWD, reads the device copy, so
+// the copy orders it like any other read of a per-step input.
+
+// CHECK-LABEL: rn.model = "dropout"
+// CHECK:       func.func @train_step({{.*}}, %[[STEP:[a-z0-9]+]]: tensor<i32> {rn.input = "step"}
+// CHECK:       %[[STEPD:.+]] = rn.host_to_device %[[STEP]] {rn.subgraph = @TRANSFER} : tensor<i32>
+// CHECK:       rn.dropout_train %{{.+}} step %[[STEPD]] p 5.000000e-01 index 0 of 1 {rn.subgraph = @DEEP_FWD_BWD}
+
+module attributes {rn.model = "dropout"} {
+  rn.parameter @fc1.weight : tensor<8x4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @fc2.weight : tensor<3x8xf32> = #rn.init<uniform, 3.535533845e-01>
+  func.func @forward(%images: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %0 = rn.param @fc1.weight : tensor<8x4xf32>
+    %1 = rn.linear %images, %0 : (tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+    %2 = rn.dropout %1 p 5.000000e-01 : tensor<2x8xf32>
+    %3 = rn.param @fc2.weight : tensor<3x8xf32>
+    %4 = rn.linear %2, %3 : (tensor<2x8xf32>, tensor<3x8xf32>) -> tensor<2x3xf32>
+    %5 = rn.softmax_cross_entropy %4, %labels label_smoothing 0.000000e+00 : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+    return %5 : tensor<f32>
+  }
+}

@@ -246,18 +246,56 @@ func.func @running_stats_type(%m: tensor<4xf32>, %h: tensor<4xf16>) {
 // -----
 
 // Tests the drop probability of dropout_train.
-func.func @dropout_train_p(%x: tensor<4xf32>) {
+func.func @dropout_train_p(%x: tensor<4xf32>, %step: tensor<i32>) {
   // expected-error@+1 {{drop probability must be in [0, 1), got 1}}
-  %y, %m = rn.dropout_train %x p 1.000000e+00 : tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  %y, %m = rn.dropout_train %x step %step p 1.000000e+00 index 0 of 1 : tensor<4xf32>, tensor<i32> -> tensor<4xf32>, tensor<4xf32>
   return
 }
 
 // -----
 
 // Tests that the dropout mask has the input's type.
-func.func @dropout_train_mask(%x: tensor<4xf32>) {
+func.func @dropout_train_mask(%x: tensor<4xf32>, %step: tensor<i32>) {
   // expected-error@+1 {{mask type 'tensor<4xf16>' differs from input type 'tensor<4xf32>'}}
-  %y, %m = rn.dropout_train %x p 5.000000e-01 : tensor<4xf32> -> tensor<4xf32>, tensor<4xf16>
+  %y, %m = rn.dropout_train %x step %step p 5.000000e-01 index 0 of 1 : tensor<4xf32>, tensor<i32> -> tensor<4xf32>, tensor<4xf16>
+  return
+}
+
+// -----
+
+// Tests that the step of dropout_train is an i32 scalar (the train step's
+// step input, from which the random stream is formed).
+func.func @dropout_train_step_type(%x: tensor<4xf32>, %step: tensor<1xi32>) {
+  // expected-error@+1 {{operand #1 must be 0D tensor of 32-bit signless integer values, but got 'tensor<1xi32>'}}
+  %y, %m = rn.dropout_train %x step %step p 5.000000e-01 index 0 of 1 : tensor<4xf32>, tensor<1xi32> -> tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that dropout_train is given its step operand.
+func.func @dropout_train_no_step(%x: tensor<4xf32>) {
+  // expected-error@+1 {{expected 'step'}}
+  %y, %m = rn.dropout_train %x p 5.000000e-01 index 0 of 1 : tensor<4xf32>, tensor<i32> -> tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that the index of dropout_train is below its count: each dropout of
+// a step needs its own random stream.
+func.func @dropout_train_index(%x: tensor<4xf32>, %step: tensor<i32>) {
+  // expected-error@+1 {{index must be in [0, count) = [0, 2), got 2}}
+  %y, %m = rn.dropout_train %x step %step p 5.000000e-01 index 2 of 2 : tensor<4xf32>, tensor<i32> -> tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that dropout_train's count is at least 1.
+func.func @dropout_train_count(%x: tensor<4xf32>, %step: tensor<i32>) {
+  // expected-error@+1 {{count must be at least 1, got 0}}
+  %y, %m = rn.dropout_train %x step %step p 5.000000e-01 index 0 of 0 : tensor<4xf32>, tensor<i32> -> tensor<4xf32>, tensor<4xf32>
   return
 }
 

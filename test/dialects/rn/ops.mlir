@@ -158,15 +158,15 @@ module attributes {rn.model = "state", rn.training = {optimizer = "sgd"}} {
 // Tests the training-mode forward ops, casts and reshapes.
 
 // CHECK-LABEL: func.func @training_forward
-func.func @training_forward(%x: tensor<2x4x4x8xf16>, %g: tensor<8xf32>, %m: tensor<8xf32>, %f: tensor<2x8xf32>) {
+func.func @training_forward(%x: tensor<2x4x4x8xf16>, %g: tensor<8xf32>, %m: tensor<8xf32>, %f: tensor<2x8xf32>, %step: tensor<i32>) {
   // CHECK: rn.batch_norm_train %{{.+}}, %{{.+}}, %{{.+}} eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
   %y, %mean, %istd = rn.batch_norm_train %x, %g, %g eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
   // CHECK: rn.batch_norm_inference %{{.+}} eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xf16>
   %i = rn.batch_norm_inference %x, %g, %g, %m, %m eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xf16>
   // CHECK: rn.update_running_stats {{.+}} eps 1.000000e-05 momentum 1.000000e-01 count 32 : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
   %nm, %nv = rn.update_running_stats %m, %m, %mean, %istd eps 1.000000e-05 momentum 1.000000e-01 count 32 : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
-  // CHECK: rn.dropout_train %{{.+}} p 2.500000e-01 : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xf32>
-  %d, %mask = rn.dropout_train %f p 2.500000e-01 : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xf32>
+  // CHECK: rn.dropout_train %{{.+}} step %{{.+}} p 2.500000e-01 index 1 of 3 : tensor<2x8xf32>, tensor<i32> -> tensor<2x8xf32>, tensor<2x8xf32>
+  %d, %mask = rn.dropout_train %f step %step p 2.500000e-01 index 1 of 3 : tensor<2x8xf32>, tensor<i32> -> tensor<2x8xf32>, tensor<2x8xf32>
   // CHECK: rn.cast %{{.+}} : tensor<2x8xf32> -> tensor<2x8xbf16>
   %c = rn.cast %f : tensor<2x8xf32> -> tensor<2x8xbf16>
   // CHECK: rn.reshape %{{.+}} : tensor<2x8xf32> -> tensor<2x1x1x8xf32>

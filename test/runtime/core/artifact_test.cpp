@@ -725,7 +725,20 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_THAT(check("sgd_update", 3, 1, {{"momentum", 0.0}, {"weight_decay", 0.0}, {"nesterov", true}}),
               HasSubstr("Nesterov momentum needs momentum > 0"));
 
-  EXPECT_THAT(check("dropout", 1, 1, {{"p", 1.0}}), HasSubstr("\"p\" must be in [0, 1), got 1"));
+  // dropout_train: input and the device step; its stream is step * count + index.
+  json dropout = {{"p", 0.5}, {"index", 1}, {"count", 2}};
+  EXPECT_EQ(check("dropout_train", 2, 2, dropout), "");
+  EXPECT_THAT(check("dropout_train", 1, 2, dropout), HasSubstr("takes 2 operands, got 1"));
+  EXPECT_THAT(check("dropout_train", 2, 2, {{"p", 1.0}, {"index", 0}, {"count", 1}}),
+              HasSubstr("\"p\" must be in [0, 1), got 1"));
+  EXPECT_THAT(check("dropout_train", 2, 2, {{"p", 0.5}, {"index", 2}, {"count", 2}}),
+              HasSubstr("\"index\" must be below \"count\" (2), got 2"));
+  EXPECT_THAT(check("dropout_train", 2, 2, {{"p", 0.5}, {"count", 2}}),
+              HasSubstr("\"index\" is missing"));
+  EXPECT_THAT(check("dropout_train", 2, 2, {{"p", 0.5}, {"index", 0}, {"count", 0}}),
+              HasSubstr("\"count\" must be at least 1, got 0"));
+  // The model-level op has no step to key its mask: no program may hold it.
+  EXPECT_EQ(findOp("dropout"), nullptr);
   EXPECT_THAT(check("batch_norm", 5, 1, {{"epsilon", 1e-5}, {"momentum", 1.1}}),
               HasSubstr("\"momentum\" must be in [0, 1], got 1.1"));
   EXPECT_THAT(check("batch_norm_train", 3, 3, {{"epsilon", 0}}), HasSubstr("must be positive"));
@@ -746,7 +759,7 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_EQ(check("all_reduce_mean", 2, 2, json::object()), "");
   EXPECT_THAT(check("all_reduce_mean", 2, 1, json::object()),
               HasSubstr("produces 2 results (one per input), got 1"));
-  EXPECT_EQ(allOps().size(), 47u);
+  EXPECT_EQ(allOps().size(), 46u);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,8 @@
 //===- cpu_executor_test.cpp - The CPU executor on checked-in artifacts ---===//
 //
-// Inputs/mlp.rnx (MLP 4 -> 8 -> 3, batch 4, f32, SGD momentum 0.9) and
-// Inputs/cbr.rnx (two conv-bn-relu layers, f16, dynamic loss scaling);
+// Inputs/mlp.rnx (MLP 4 -> 8 -> 3, batch 4, f32, SGD momentum 0.9),
+// Inputs/cbr.rnx (two conv-bn-relu layers, f16, dynamic loss scaling) and
+// Inputs/dropout.rnx (an MLP with two dropouts, for the masks' key);
 // Inputs/README.md has the models and the rn-compile commands.
 //
 // The interleaving tests delete barriers from the loaded program and check
@@ -18,6 +19,7 @@
 
 #include "runtime/core/artifact.h"
 #include "runtime/cpu/cpu_executor.h"
+#include "runtime/cpu/cpu_kernels.h"
 #include "executor_test_util.h"
 
 #include <gtest/gtest.h>
@@ -25,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -667,6 +670,75 @@ TEST(CpuExecutor, Errors) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message().find("softmax_cross_entropy"), std::string::npos)
       << s.error().message();
+}
+
+/// The loss of Inputs/dropout.rnx (fc1 -> dropout 0.5 -> relu -> dropout
+/// 0.25 -> fc2, batch 4) on the host with the executor's parameters and
+/// the keys the program gives step `step`: {seed, step * 2 + index}, index
+/// 0 and 1 in forward order.
+float dropoutMlpLoss(const CpuExecutor &ex, const HostBatch &b, uint64_t seed, int32_t step) {
+  auto state = [&](const char *name) { return *ex.readState(name); };
+  std::vector<float> x = b.images, w1 = state("fc1.weight"), b1 = state("fc1.bias"),
+                     w2 = state("fc2.weight"), b2 = state("fc2.bias");
+  std::vector<float> h(64), d1(64), m1(64), r(64), d2(64), m2(64), logits(12);
+  auto view = [](std::vector<float> &v, cpu::Shape shape) {
+    return cpu::TensorView{v.data(), std::move(shape), DType::f32};
+  };
+  uint64_t stream = uint64_t(int64_t(step)) * 2;
+  cpu::TensorView bias1 = view(b1, {16}), bias2 = view(b2, {3});
+  EXPECT_TRUE(cpu::linear(view(x, {4, 4}), view(w1, {16, 4}), &bias1, view(h, {4, 16})).ok());
+  EXPECT_TRUE(
+      cpu::dropoutTrain(view(h, {4, 16}), 0.5, {seed, stream}, view(d1, {4, 16}), view(m1, {4, 16}))
+          .ok());
+  EXPECT_TRUE(cpu::relu(view(d1, {4, 16}), view(r, {4, 16})).ok());
+  EXPECT_TRUE(cpu::dropoutTrain(view(r, {4, 16}), 0.25, {seed, stream + 1}, view(d2, {4, 16}),
+                                view(m2, {4, 16}))
+                  .ok());
+  EXPECT_TRUE(cpu::linear(view(d2, {4, 16}), view(w2, {3, 16}), &bias2, view(logits, {4, 3})).ok());
+  float loss = 0;
+  EXPECT_TRUE(cpu::softmaxCrossEntropy(view(logits, {4, 3}), cpu::LabelView{b.labels.data(), {4}},
+                                       0.0, loss)
+                  .ok());
+  return loss;
+}
+
+/// Dropout masks follow the program's step input (the device copy the
+/// GPU's captured graphs read), not the host's step counter: steps 5 and 5
+/// submitted with different host counters draw the same masks, steps 6 and
+/// -3 others; each loss is the host forward pass with the key
+/// {seed, step * 2 + index}. lr 0 keeps the parameters, so the losses
+/// differ only by their masks; the interleaved run checks that the reads of
+/// the step are ordered after its copy.
+TEST(CpuExecutor, DropoutMasksFollowTheStepInput) {
+  Artifact a = load("dropout.rnx");
+  const int32_t steps[] = {5, 5, 6, -3};
+  for (bool interleave : {false, true}) {
+    CpuExecutor::Options options;
+    options.seed = 11;
+    options.interleave = interleave;
+    auto ex = makeExecutor(a, options);
+    ASSERT_TRUE(ex);
+    std::vector<HostBatch> data = syntheticData(*ex, 3, 1);
+    std::vector<StepInputs> inputs;
+    for (size_t i = 0; i < std::size(steps); ++i) {
+      inputs.push_back(Executor::trainInputs(data[0], 0.0f, steps[i]));
+      inputs.back().rngStep = int32_t(1000 + i); // what the masks must not follow
+    }
+    std::vector<StepOutputs> outputs;
+    Status st = ex->runPipelined("train", inputs, outputs);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    ASSERT_EQ(outputs.size(), std::size(steps));
+    std::vector<float> losses;
+    for (StepOutputs &out : outputs)
+      losses.push_back(out["loss"].floats.at(0));
+    EXPECT_EQ(losses[0], losses[1]) << "interleave " << interleave;
+    EXPECT_NE(losses[2], losses[0]) << "interleave " << interleave;
+    EXPECT_NE(losses[3], losses[0]) << "interleave " << interleave;
+    EXPECT_NE(losses[3], losses[2]) << "interleave " << interleave;
+    for (size_t i = 0; i < std::size(steps); ++i)
+      EXPECT_EQ(losses[i], dropoutMlpLoss(*ex, data[0], options.seed, steps[i]))
+          << "step " << steps[i] << ", interleave " << interleave;
+  }
 }
 
 } // namespace

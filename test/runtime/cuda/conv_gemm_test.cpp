@@ -599,7 +599,7 @@ struct NodeRun {
     // (one launch of part -1 when the node has no parts).
     int parts = int(node.parts.size());
     for (int part = parts ? 0 : -1; part < std::max(parts, 0) || part == -1; ++part) {
-      OpLaunch l{node, part, operands, results, gpu.resources, conv, gemm, 0, 0};
+      OpLaunch l{node, part, operands, results, gpu.resources, conv, gemm, 0};
       if (launcher->prepare) {
         Result<size_t> bytes = launcher->prepare(l);
         if (!bytes.ok())

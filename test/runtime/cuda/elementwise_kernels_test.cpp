@@ -309,15 +309,26 @@ TEST(CudaElementwise, DropoutMatchesCpuMaskBitForBit) {
   RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
   std::mt19937 rng(5);
-  const cpu::RngKey keys[] = {{0, 0}, {42, 7}, {0x0123456789abcdefull, 0x100000002ull}};
+  // The kernel forms the stream step * dropouts + index from the device
+  // step as the CPU executor does: a stream above 2^32 (2^30 * 4 + 2) and a
+  // negative step (wrapping to a stream near 2^64) check its 64-bit form.
+  struct DropoutKey {
+    uint64_t seed;
+    int32_t step;
+    uint64_t dropouts, index;
+  };
+  const DropoutKey dropoutKeys[] = {
+      {0, 0, 1, 0}, {42, 3, 2, 1}, {0x0123456789abcdefull, 1 << 30, 4, 2}, {9, -1, 3, 1}};
   const Shape shapes[] = {{1}, {3}, {5}, {2, 9, 11, 3}, {4 * 4096 * 256 + 3}};
-  for (const cpu::RngKey &key : keys)
+  for (const DropoutKey &dk : dropoutKeys)
     for (double p : {0.0, 0.1, 0.5, 0.9})
       for (DType type : kFloatTypes)
         for (const Shape &shape : shapes)
           for (int64_t offset : {0, 1}) {
             if (numel(shape) > 100000 && (offset || p != 0.5))
               continue; // one large case per key and dtype loops the grid
+            const cpu::RngKey key{dk.seed,
+                                  uint64_t(int64_t(dk.step)) * dk.dropouts + dk.index};
             std::string what = "dropout p " + std::to_string(p) + " " +
                                std::string(dtypeName(type)) + " " + str(shape) + " seed " +
                                std::to_string(key.seed) + " stream " + std::to_string(key.stream);
@@ -327,10 +338,11 @@ TEST(CudaElementwise, DropoutMatchesCpuMaskBitForBit) {
             auto dy = allocate(shape, type, offset);
             auto dm = allocate(shape, maskType, offset);
             auto dy2 = allocate(shape, type, offset);
-            RN_ASSERT_STATUS_OK(
-                dropout(dx.view, p, key.seed, key.stream, dy.view, &dm.view, stream.get()));
-            RN_ASSERT_STATUS_OK(
-                dropout(dx.view, p, key.seed, key.stream, dy2.view, nullptr, stream.get()));
+            auto step = upload({float(dk.step)}, {}, DType::i32);
+            RN_ASSERT_STATUS_OK(dropout(dx.view, p, dk.seed, step.view, dk.dropouts, dk.index,
+                                        dy.view, &dm.view, stream.get()));
+            RN_ASSERT_STATUS_OK(dropout(dx.view, p, dk.seed, step.view, dk.dropouts, dk.index,
+                                        dy2.view, nullptr, stream.get()));
             RN_ASSERT_CUDA(stream.sync());
             std::vector<float> ref(x.size()), mask(x.size()), ref2(x.size());
             ASSERT_TRUE(cpu::dropoutTrain(cpuView(x, shape, type), p, key,
@@ -341,8 +353,26 @@ TEST(CudaElementwise, DropoutMatchesCpuMaskBitForBit) {
                 cpu::dropout(cpuView(x, shape, type), p, key, cpuView(ref2, shape, type)).ok());
             expectExact(download(dm.view), mask, what + " mask");
             expectExact(download(dy.view), ref, what + " result");
-            expectExact(download(dy2.view), ref2, what + " (rn.dropout)");
+            expectExact(download(dy2.view), ref2, what + " (no mask)");
           }
+}
+
+TEST(CudaElementwise, DropoutRejectsABadStepOrIndex) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  const Shape shape{8};
+  auto dx = upload(std::vector<float>(8, 1.0f), shape, DType::f32);
+  auto dy = allocate(shape, DType::f32), dm = allocate(shape, DType::f32);
+  auto step = upload({1.0f}, {}, DType::i32), f32Step = upload({1.0f}, {}, DType::f32);
+  Status s = dropout(dx.view, 0.5, 0, f32Step.view, 2, 0, dy.view, &dm.view, stream.get());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("step must be an i32 scalar"), std::string::npos)
+      << s.error().message();
+  s = dropout(dx.view, 0.5, 0, step.view, 2, 2, dy.view, &dm.view, stream.get());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("index 2 must be below the dropout count 2"),
+            std::string::npos)
+      << s.error().message();
 }
 
 //===----------------------------------------------------------------------===//
@@ -867,11 +897,11 @@ protected:
 
   Status run(const std::string &op, nlohmann::json attributes,
              const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
-             uint64_t seed = 0, uint64_t dropoutStream = 0) {
+             uint64_t seed = 0) {
     Node node;
     node.op = op;
     node.attributes = std::move(attributes);
-    OpLaunch launch{node, -1, operands, results, resources, *conv, *gemm, seed, dropoutStream};
+    OpLaunch launch{node, -1, operands, results, resources, *conv, *gemm, seed};
     const OpLauncher &l = launcherOf(op);
     if (!l.launch)
       return Error("no launcher");
@@ -895,7 +925,7 @@ protected:
 TEST_F(CudaElementwiseLaunchers, EveryOpHasALauncher) {
   for (const char *op :
        {"relu", "tanh", "silu", "relu_backward", "tanh_backward", "silu_backward", "add", "cast",
-        "reshape", "flatten", "zero", "dropout", "dropout_train", "dropout_backward",
+        "reshape", "flatten", "zero", "dropout_train", "dropout_backward",
         "max_pool2d", "avg_pool2d", "max_pool2d_backward", "avg_pool2d_backward",
         "global_avg_pool", "global_avg_pool_backward", "softmax_cross_entropy",
         "softmax_cross_entropy_backward", "count_correct", "host_to_device", "all_reduce_mean"})
@@ -912,9 +942,12 @@ TEST_F(CudaElementwiseLaunchers, AttributesReachTheKernels) {
   RN_ASSERT_STATUS_OK(run("max_pool2d",
                           {{"kernel", {3, 3}}, {"strides", {2, 2}}, {"padding", {1, 1}}},
                           {dx.view}, {dy.view}));
-  // dropout_train with p, the seed and the dropout stream.
+  // dropout_train with p, the seed, the device step (operand 1), index and
+  // count: stream 2 * 3 + 1.
   auto dr = allocate(in, DType::f16), dm = allocate(in, DType::f16);
-  RN_ASSERT_STATUS_OK(run("dropout_train", {{"p", 0.3}}, {dx.view}, {dr.view, dm.view}, 99, 5));
+  auto dstep = upload({2.0f}, {}, DType::i32);
+  RN_ASSERT_STATUS_OK(run("dropout_train", {{"p", 0.3}, {"index", 1}, {"count", 3}},
+                          {dx.view, dstep.view}, {dr.view, dm.view}, 99));
   // softmax_cross_entropy with label smoothing, through the workspace.
   std::vector<float> logits = randomValues(5 * 7, rng, DType::f32);
   std::vector<float> labels = randomLabels(5, 7, rng);
@@ -930,7 +963,7 @@ TEST_F(CudaElementwiseLaunchers, AttributesReachTheKernels) {
                              cpuView(ref, out, DType::f16))
                   .ok());
   expectExact(download(dy.view), ref, "max_pool2d launcher");
-  ASSERT_TRUE(cpu::dropoutTrain(cpuView(x, in, DType::f16), 0.3, cpu::RngKey{99, 5},
+  ASSERT_TRUE(cpu::dropoutTrain(cpuView(x, in, DType::f16), 0.3, cpu::RngKey{99, 7},
                                 cpuView(r, in, DType::f16), cpuView(m, in, DType::f16))
                   .ok());
   expectExact(download(dm.view), m, "dropout_train launcher mask");

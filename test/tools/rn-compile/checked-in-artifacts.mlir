@@ -9,3 +9,5 @@
 // RUN: cmp %t.cbr.rnx %S/../../runtime/Inputs/cbr.rnx
 // RUN: rn-compile %S/../../runtime/Inputs/cnn.mlir -o %t.cnn.rnx --quiet
 // RUN: cmp %t.cnn.rnx %S/../../runtime/Inputs/cnn.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/dropout.mlir -o %t.dropout.rnx --quiet
+// RUN: cmp %t.dropout.rnx %S/../../runtime/Inputs/dropout.rnx
