@@ -53,7 +53,11 @@ rn_build() {
   ninja -C "$RN_BUILD_DIR"
 }
 
-rn_install_packages
-rn_build
+# RN_NO_BUILD=1: neither install nor build; use the tools already on PATH
+# (or in RN_BUILD_DIR), e.g. while another build of the tree is running.
+if [ "${RN_NO_BUILD:-0}" != 1 ]; then
+  rn_install_packages
+  rn_build
+fi
 export PATH="$RN_BUILD_DIR/bin:$PATH"
 export PYTHONPATH="$RN_ROOT/python-frontend${PYTHONPATH:+:$PYTHONPATH}"

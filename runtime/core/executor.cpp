@@ -155,7 +155,6 @@ StepInputs Executor::trainInputs(const HostBatch &batch, float lr, int32_t step)
   in.values["labels"].ints = batch.labels;
   in.values["lr"].floats = {lr};
   in.values["step"].ints = {step};
-  in.rngStep = step;
   return in;
 }
 

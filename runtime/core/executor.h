@@ -88,11 +88,11 @@ public:
                                           std::string_view input) const;
 
   /// The inputs of one train_step: the batch, the learning rate and the step
-  /// number (the program's step input and the dropout key).
+  /// number (the program's step input, which also keys the dropout masks).
   static StepInputs trainInputs(const HostBatch &batch, float lr, int32_t step);
 
   /// runPipelined for training: batch i with learning rate lrs[i] and step
-  /// number firstStep + i (the program's step input and the dropout key).
+  /// number firstStep + i (the program's step input).
   Status trainSteps(const std::vector<HostBatch> &batches, const std::vector<float> &lrs,
                     int32_t firstStep, std::vector<TrainOutputs> &outputs);
   Status trainStep(const HostBatch &batch, float lr, int32_t step, TrainOutputs &outputs);

@@ -27,17 +27,17 @@ constexpr size_t kRecordHistory = 8;
 
 void HostProgram::stage(uint32_t fn, int64_t step,
                         const std::map<std::string, HostValue> *inputs) {
-  actions.push_back({HostAction::Kind::stage, fn, nullptr, Variant::a, step, 0, inputs, nullptr});
+  actions.push_back({HostAction::Kind::stage, fn, nullptr, Variant::a, step, inputs, nullptr});
 }
 void HostProgram::launch(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step,
-                         int32_t rngStep, StepOutputs *outputs) {
-  actions.push_back({HostAction::Kind::launch, fn, sg, variant, step, rngStep, nullptr, outputs});
+                         StepOutputs *outputs) {
+  actions.push_back({HostAction::Kind::launch, fn, sg, variant, step, nullptr, outputs});
 }
 void HostProgram::wait(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step) {
-  actions.push_back({HostAction::Kind::wait, fn, sg, variant, step, 0, nullptr, nullptr});
+  actions.push_back({HostAction::Kind::wait, fn, sg, variant, step, nullptr, nullptr});
 }
 void HostProgram::read(uint32_t fn, Variant variant, int64_t step, StepOutputs *outputs) {
-  actions.push_back({HostAction::Kind::read, fn, nullptr, variant, step, 0, nullptr, outputs});
+  actions.push_back({HostAction::Kind::read, fn, nullptr, variant, step, nullptr, outputs});
 }
 
 Status checkStepInputs(const Function &fn, const std::map<std::string, HostValue> &inputs) {
@@ -126,7 +126,7 @@ Status PipelineBuilder::schedule(const Schedule &s, PendingStep &step, bool isPr
         out.stage(fn_, target->step, &target->inputs.values);
       staged = true;
     }
-    out.launch(fn_, sg, sv, target->step, target->inputs.rngStep, &target->outputs);
+    out.launch(fn_, sg, sv, target->step, &target->outputs);
     target->launches.emplace_back(sg, sv);
   }
   return Status::success();
@@ -185,8 +185,7 @@ Status PipelineBuilder::drain(HostProgram &out) {
 
 Result<HostProgram> buildScheduleProgram(const Program &p, std::string_view name,
                                          const std::map<std::string, HostValue> &inputs,
-                                         int64_t step, int32_t rngStep,
-                                         std::optional<Variant> variant) {
+                                         int64_t step, std::optional<Variant> variant) {
   const Schedule *s = p.findSchedule(name);
   if (!s)
     return Error("no schedule named '" + std::string(name) + "'");
@@ -208,7 +207,7 @@ Result<HostProgram> buildScheduleProgram(const Program &p, std::string_view name
     if (st.kind == Step::Kind::host_wait)
       program.wait(f, sg, v, step);
     else
-      program.launch(f, sg, v, step, rngStep, nullptr);
+      program.launch(f, sg, v, step, nullptr);
   }
   return program;
 }

@@ -45,10 +45,9 @@ struct HostValue {
 };
 
 /// One step's host inputs by name ("images", "labels", "lr", "step" for
-/// train_step) and the number that keys the dropout RNG.
+/// train_step; the dropout masks follow the "step" input on the device).
 struct StepInputs {
   std::map<std::string, HostValue> values;
-  int32_t rngStep = 0;
 };
 
 /// One step's outputs by name: `floats` for float and i1 outputs, `ints`
@@ -63,7 +62,6 @@ struct HostAction {
   const Subgraph *sg = nullptr; ///< launch, wait
   Variant variant = Variant::a; ///< launch, wait, read
   int64_t step = 0;             ///< the step the action belongs to
-  int32_t rngStep = 0;          ///< launch: the dropout key
   const std::map<std::string, HostValue> *inputs = nullptr; ///< stage
   StepOutputs *outputs = nullptr; ///< launch (outputs it writes), read
 };
@@ -72,7 +70,7 @@ struct HostProgram {
   std::vector<HostAction> actions;
 
   void stage(uint32_t fn, int64_t step, const std::map<std::string, HostValue> *inputs);
-  void launch(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step, int32_t rngStep,
+  void launch(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step,
               StepOutputs *outputs);
   void wait(uint32_t fn, const Subgraph *sg, Variant variant, int64_t step);
   void read(uint32_t fn, Variant variant, int64_t step, StepOutputs *outputs);
@@ -138,8 +136,7 @@ private:
 /// and wait of a double-buffered subgraph uses it.
 Result<HostProgram> buildScheduleProgram(const Program &program, std::string_view name,
                                          const std::map<std::string, HostValue> &inputs,
-                                         int64_t step, int32_t rngStep,
-                                         std::optional<Variant> variant);
+                                         int64_t step, std::optional<Variant> variant);
 
 /// The function a pipelined `kind` runs ("train" -> train_step), or an error.
 Result<uint32_t> pipelinedFunction(const Program &program, std::string_view kind);

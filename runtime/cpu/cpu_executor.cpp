@@ -1506,7 +1506,7 @@ Status CpuExecutor::runSchedule(std::string_view name,
   const Schedule *s = p.findSchedule(name);
   const Function *fn = s ? p.findFunction(s->function) : nullptr;
   int64_t step = fn ? stepCounter(uint32_t(fn - p.functions.data())) : 0;
-  Result<HostProgram> program = buildScheduleProgram(p, name, inputs, step, /*rngStep=*/0, variant);
+  Result<HostProgram> program = buildScheduleProgram(p, name, inputs, step, variant);
   if (!program.ok())
     return program.error();
   return run(*program);

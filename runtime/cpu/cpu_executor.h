@@ -88,15 +88,19 @@
 // Dropout reads its step from the program's step input (its device copy),
 // so an interleaving also checks that the read is ordered after the copy.
 //
-// Not modelled: overlap between calls (each call starts from an idle
-// device, as if the executor synchronized at its end: a schedule's final
-// host wait is not checked to cover every launch); host reads through
-// readState/writeState, and of the outputs of schedules without a final
-// host wait; memory outside the program (cuDNN workspaces, allocator);
-// CUDA beyond the above (capture rules other than fork/join, stream
-// priorities, how a GPU executor realizes the events: like
-// docs/scheduling.md the model has one record per variant and step); and
-// timing: the order is random, not exhaustive or weighted by cost.
+// Stream workspaces: every op (or part) writes one shadow word per
+// workspace region of its stream, so that two ops of different launches on
+// a same-named stream left unordered are reported as a hazard.
+//
+// Not modelled: overlap between host programs (each issue() starts from an
+// idle device, as if the executor synchronized at its end: a schedule's
+// final host wait is not checked to cover every launch; streamed steps are
+// simulated one submit at a time); host reads through readState/writeState,
+// and of the outputs of schedules without a final host wait; memory outside
+// the program (the allocator); CUDA beyond the above (capture rules other
+// than fork/join, stream priorities; the GPU executors' event mapping is
+// checked by EventBinder, host_program.h); and timing: the order is random,
+// not exhaustive or weighted by cost.
 //
 //===----------------------------------------------------------------------===//
 
