@@ -2,7 +2,8 @@
 # Collects what a run on the GPU machine needs into one folder (default
 # gpu-bundle/, git-ignored), which the device tool carries over: the GPU
 # machine has no MLIR, no apt and no internet, so everything is built here.
-#   bin/      rn-run and rn-cuda-tests: the runtime half built
+#   bin.tar.xz  rn-run and rn-cuda-tests (unpacked to bin/ by the run
+#             scripts): the runtime half built
 #             with CUDA (sm_90), stripped; cuDNN, cuBLASLt, NVRTC and cudart
 #             are the GPU machine's own (its Python venv has the same
 #             versions, see docs/design.md), OpenBLAS is left out (the CPU
@@ -36,6 +37,10 @@ mkdir -p "$bundle/bin" "$bundle/models" "$bundle/scripts"
 for b in rn-run rn-cuda-tests; do
   strip -o "$bundle/bin/$b" "$gpu_build/bin/$b"
 done
+# The binaries are mostly sm_90 kernel images and compress well (35 MB ->
+# a few); the run scripts unpack them on the GPU machine.
+tar cJf "$bundle/bin.tar.xz" -C "$bundle/bin" .
+rm -r "$bundle/bin"
 cp "$RN_ROOT"/test/runtime/Inputs/*.rnx "$bundle/models/"
 for name in fashion_cnn mlp; do
   python3 -m rn.models "$name" --batch 64 -o "$bundle/models/$name.train.mlir"

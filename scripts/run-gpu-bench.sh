@@ -5,10 +5,15 @@
 # $OUT/bench.jsonl and a table with the ratios in $OUT/bench.txt.
 #   RN_BENCH_MODELS: model:batch pairs (default mlp:128,resnet18c:256,vgg11c:256)
 #   RN_BENCH_EXECUTORS: RN executors to time (default cuda-eager)
+#   RN_BENCH_PROFILE=1: also write profile-MODEL-BATCH.log (GPU time per op)
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$bundle/gpu-results}
 mkdir -p "$out"
+# The bundle carries its binaries packed (scripts/bundle-gpu.sh).
+if [ ! -x "$bundle/bin/rn-run" ] && [ -f "$bundle/bin.tar.xz" ]; then
+  mkdir -p "$bundle/bin" && tar xJf "$bundle/bin.tar.xz" -C "$bundle/bin"
+fi
 V=/opt/torch/.venv/lib/python3.12/site-packages/nvidia
 export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:${LD_LIBRARY_PATH:-}
 python=${RN_PYTHON:-/opt/torch/.venv/bin/python}
@@ -38,6 +43,15 @@ for spec in ${models//,/ }; do
     fi
   done
 done
+# RN_BENCH_PROFILE=1: also the GPU time per op of each RN model (cuda-eager).
+if [ "${RN_BENCH_PROFILE:-0}" = 1 ]; then
+  for spec in ${models//,/ }; do
+    name=${spec%%:*} batch=${spec##*:}
+    artifact=$bundle/models/$name.bench$batch.rnx
+    [ -f "$artifact" ] && "$bundle/bin/rn-run" "$artifact" --benchmark --steps 5 --warmup 3 \
+      --executor cuda-eager --profile > "$out/profile-$name-$batch.log" 2>&1
+  done
+fi
 "$python" "$bundle/bench/torch_step.py" --models "$models" --modes eager,graph --steps "$steps" \
   --warmup 15 >> "$jsonl" 2> "$out/torch.log"
 

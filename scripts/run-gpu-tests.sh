@@ -8,6 +8,10 @@ set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$bundle/gpu-results}
 mkdir -p "$out"
+# The bundle carries its binaries packed (scripts/bundle-gpu.sh).
+if [ ! -x "$bundle/bin/rn-run" ] && [ -f "$bundle/bin.tar.xz" ]; then
+  mkdir -p "$bundle/bin" && tar xJf "$bundle/bin.tar.xz" -C "$bundle/bin"
+fi
 V=/opt/torch/.venv/lib/python3.12/site-packages/nvidia
 export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:${LD_LIBRARY_PATH:-}
 bin=$bundle/bin
