@@ -115,7 +115,7 @@ Status Executor::drain(std::vector<StepOutputs> &finished) {
   return st;
 }
 
-Status Executor::runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
+Status Executor::runPipelined(std::string_view kind, std::vector<StepInputs> steps,
                               std::vector<StepOutputs> &outputs) {
   outputs.clear();
   if (steps.empty())
@@ -137,7 +137,7 @@ Status Executor::runPipelined(std::string_view kind, const std::vector<StepInput
   // One host program for all the steps, so that the CPU executor's
   // interleaved mode sees them as one concurrent execution.
   HostProgram program;
-  Status st = pipeline_->submit(steps, program);
+  Status st = pipeline_->submit(std::move(steps), program);
   if (st.ok())
     st = pipeline_->drain(program);
   if (st.ok())
@@ -169,7 +169,7 @@ Status Executor::trainSteps(const std::vector<HostBatch> &batches,
   for (size_t i = 0; i < batches.size(); ++i)
     steps[i] = trainInputs(batches[i], lrs[i], firstStep + int32_t(i));
   std::vector<StepOutputs> out;
-  Status st = runPipelined("train", steps, out);
+  Status st = runPipelined("train", std::move(steps), out);
   if (!st.ok())
     return st;
   outputs.resize(out.size());
@@ -197,7 +197,7 @@ Status Executor::evalStep(const HostBatch &batch, EvalOutputs &outputs) {
   steps[0].values["labels"].ints = batch.labels;
   // eval_step runs no dropout: its key is irrelevant.
   std::vector<StepOutputs> out;
-  Status st = runPipelined("eval", steps, out);
+  Status st = runPipelined("eval", std::move(steps), out);
   if (!st.ok())
     return st;
   for (auto &[name, value] : out[0]) {

@@ -75,7 +75,7 @@ public:
 
   /// Runs `steps` consecutive steps of `kind` as one host program (submit
   /// and drain) and returns their outputs; nothing may be in flight.
-  Status runPipelined(std::string_view kind, const std::vector<StepInputs> &steps,
+  Status runPipelined(std::string_view kind, std::vector<StepInputs> steps,
                       std::vector<StepOutputs> &outputs);
 
   /// A state entry's current values as floats (i32 converted), by name.

@@ -212,7 +212,8 @@ struct ConvRunner::Impl {
 
   std::string cacheKey(const ConvCall &call) const {
     return device + " | " + (options.deterministic ? "det" : "any") +
-           (options.allowTf32 ? " tf32" : " ieee") + " | " + describe(call);
+           (options.allowTf32 ? " tf32" : " ieee") +
+           (options.allowReducedPrecisionReduction ? " rpr" : "") + " | " + describe(call);
   }
 
   Result<Entry> build(const ConvCall &call, const StreamResources &stream, bool fuseStats,
@@ -322,10 +323,20 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
 
   // Filters: f32 accumulation always; IEEE f32 for f32 data unless TF32 is
   // allowed (tensor-core engines on f32 data are TF32 engines).
-  std::vector<fe::NumericalNote_t> barred{fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION};
+  std::vector<fe::NumericalNote_t> barred;
+  if (!options.allowReducedPrecisionReduction)
+    barred.push_back(fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION);
   if (call.xType == DType::f32 && !options.allowTf32) {
     barred.push_back(fe::NumericalNote_t::TENSOR_CORE);
     barred.push_back(fe::NumericalNote_t::DOWN_CONVERT_INPUTS);
+    // Winograd and FFT transforms lose about three decimal digits on f32
+    // data (measured on the H200: ResNet-18's 8x8 3x3 dgrads came out 1e-3
+    // off the CPU's), which is not what an f32 program asks for.
+    for (fe::NumericalNote_t note :
+         {fe::NumericalNote_t::FFT, fe::NumericalNote_t::WINOGRAD,
+          fe::NumericalNote_t::WINOGRAD_TILE_4x4, fe::NumericalNote_t::WINOGRAD_TILE_6x6,
+          fe::NumericalNote_t::WINOGRAD_TILE_13x13})
+      barred.push_back(note);
   }
   if (options.deterministic)
     barred.push_back(fe::NumericalNote_t::NONDETERMINISTIC);

@@ -13,7 +13,8 @@
 // ResNet-18's 1x1 stride-2 downsample); with Options::deterministic only
 // deterministic plans are candidates. A plan must fit the workspace of the
 // stream it runs on: prepare gets the bytes available and skips plans that
-// need more. f32 convolutions run as IEEE f32 unless Options::allowTf32.
+// need more. f32 convolutions run as IEEE f32 unless Options::allowTf32: no
+// TF32 tensor cores, no Winograd or FFT transforms.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +76,10 @@ public:
     bool autotune = true;
     bool deterministic = false;
     bool allowTf32 = false;
+    /// Plans that reduce in the data's precision (cuDNN's
+    /// REDUCED_PRECISION_REDUCTION note) are candidates too; off, every
+    /// reduction is f32.
+    bool allowReducedPrecisionReduction = false;
     /// Where autotuning results are kept across processes (by GPU, cuDNN
     /// version and call); empty: not kept.
     std::string cacheFile;

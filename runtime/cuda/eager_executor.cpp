@@ -34,6 +34,15 @@ int64_t numel(const std::vector<int64_t> &shape) {
 /// Writes `values` as `n` elements of `type` at `out`.
 void encode(DType type, const float *values, const int32_t *ints, size_t n, void *out) {
   auto *b = static_cast<unsigned char *>(out);
+  // The common cases are plain copies (images, labels: a batch per step).
+  if (type == DType::f32 && values) {
+    std::memcpy(b, values, n * 4);
+    return;
+  }
+  if (type == DType::i32 && ints) {
+    std::memcpy(b, ints, n * 4);
+    return;
+  }
   for (size_t i = 0; i < n; ++i) {
     switch (type) {
     case DType::f32:
@@ -228,6 +237,7 @@ Status EagerExecutor::Impl::create() {
   convOptions.autotune = options.autotune;
   convOptions.deterministic = options.deterministic;
   convOptions.allowTf32 = options.allowTf32;
+  convOptions.allowReducedPrecisionReduction = options.allowReducedPrecisionReduction;
   convOptions.cacheFile = options.planCacheFile;
   Result<std::unique_ptr<ConvRunner>> cr = ConvRunner::create(convOptions);
   if (!cr.ok())

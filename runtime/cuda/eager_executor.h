@@ -42,6 +42,8 @@ public:
     bool deterministic = false; ///< deterministic convolution plans
     bool autotune = true;       ///< time convolution plans at load
     bool allowTf32 = false;     ///< TF32 for f32 convolutions and products
+    /// Convolution plans that reduce in f16/bf16 (ConvRunner::Options).
+    bool allowReducedPrecisionReduction = false;
     std::string planCacheFile;  ///< autotuning results kept across runs
     int device = 0;
     /// Steps in flight at once: pinned output slots, one per step.
