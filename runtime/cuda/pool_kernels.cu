@@ -47,6 +47,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include "runtime/cuda/device_element.cuh"
 
 namespace rn::cuda {
 namespace {
@@ -159,29 +160,6 @@ Result<int64_t> imagesPerLaunch(const char *op, const PoolGeometry &g) {
 /// Storage whose dtype is a run-time argument (calls that mix dtypes).
 struct AnyFloat {};
 
-template <typename S> __device__ __forceinline__ float toFloat(S v);
-template <> __device__ __forceinline__ float toFloat<float>(float v) { return v; }
-template <> __device__ __forceinline__ float toFloat<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ float toFloat<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-
-template <typename S> __device__ __forceinline__ S fromFloat(float v);
-template <> __device__ __forceinline__ float fromFloat<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half fromFloat<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <> __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-/// The integer type of a vector access of `Bytes` bytes.
-template <int Bytes> struct RawVec;
-template <> struct RawVec<1> { using type = uint8_t; };
-template <> struct RawVec<2> { using type = unsigned short; };
-template <> struct RawVec<4> { using type = unsigned int; };
-template <> struct RawVec<8> { using type = uint2; };
-template <> struct RawVec<16> { using type = uint4; };
 
 /// Elements index .. index + V - 1 of a float tensor, widened to f32 (exact),
 /// in one load (`index` is a multiple of V, the pointer aligned for V).

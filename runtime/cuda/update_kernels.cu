@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include "runtime/cuda/device_element.cuh"
 
 namespace rn::cuda {
 namespace {
@@ -46,31 +47,6 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Element access
 //===----------------------------------------------------------------------===//
 
-template <typename T> __device__ __forceinline__ float toFloat(T v);
-template <> __device__ __forceinline__ float toFloat<float>(float v) { return v; }
-template <> __device__ __forceinline__ float toFloat<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ float toFloat<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-
-template <typename T> __device__ __forceinline__ T fromFloat(float v);
-template <> __device__ __forceinline__ float fromFloat<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half fromFloat<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <> __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-template <typename T> __device__ __forceinline__ float roundAs(float v) {
-  return toFloat<T>(fromFloat<T>(v));
-}
-
-template <int Bytes> struct RawVec;
-template <> struct RawVec<2> { using type = unsigned short; };
-template <> struct RawVec<4> { using type = unsigned int; };
-template <> struct RawVec<8> { using type = uint2; };
-template <> struct RawVec<16> { using type = uint4; };
 
 /// Elements [i, i + V) of a tensor of n elements (those past n read as 0):
 /// one load when the pack is whole.
