@@ -93,7 +93,9 @@ void usage(FILE *out) {
       "  --deterministic    deterministic convolution plans and kernels\n"
       "  --allow-tf32       TF32 for f32 convolutions and products (default IEEE f32)\n"
       "  --allow-reduced-precision-reduction  convolution plans that reduce in f16/bf16\n"
-      "  --plan-cache FILE  keep convolution autotuning results in FILE\n");
+      "  --plan-cache FILE  keep convolution autotuning results in FILE (default:\n"
+      "                     $XDG_CACHE_HOME/rn/conv-plans.json or ~/.cache/rn/...;\n"
+      "                     none: time the plans at every load)\n");
 }
 
 int fail(const std::string &message) {
@@ -141,6 +143,8 @@ struct Options {
   bool deterministic = false;
   bool allowTf32 = false;
   bool allowReducedPrecisionReduction = false;
+  /// Convolution autotuning results; empty: the default under the user's
+  /// cache folder; "none": not kept.
   std::string planCache;
   bool benchmark = false;
   bool profile = false;
@@ -161,6 +165,29 @@ double seconds(std::chrono::steady_clock::time_point since) {
 //===----------------------------------------------------------------------===//
 // Synthetic data
 //===----------------------------------------------------------------------===//
+
+/// Where convolution autotuning results are kept across runs: `flag` when
+/// given ("none": nowhere), else $XDG_CACHE_HOME/rn/conv-plans.json or
+/// ~/.cache/rn/conv-plans.json (entries are keyed by GPU, cuDNN version and
+/// call, so one file serves every model). Empty when no folder can be made.
+std::string planCachePath(const std::string &flag) {
+  if (flag == "none")
+    return "";
+  if (!flag.empty())
+    return flag;
+  std::string base;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    base = xdg;
+  else if (const char *home = std::getenv("HOME"); home && *home)
+    base = std::string(home) + "/.cache";
+  else
+    return "";
+  ::mkdir(base.c_str(), 0755);
+  std::string dir = base + "/rn";
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return "";
+  return dir + "/conv-plans.json";
+}
 
 /// --benchmark: ms per training step on random data (labels uniform), the
 /// method of the PyTorch reference: `warmup` steps, then three repetitions of
@@ -887,7 +914,7 @@ int main(int argc, char **argv) {
     options.deterministic = o.deterministic;
     options.allowTf32 = o.allowTf32;
     options.allowReducedPrecisionReduction = o.allowReducedPrecisionReduction;
-    options.planCacheFile = o.planCache;
+    options.planCacheFile = planCachePath(o.planCache);
     options.profile = o.profile;
     auto eager = rn::cuda::EagerExecutor::create(*artifact, options);
     if (!eager)
