@@ -6,6 +6,15 @@
 // RUN: head -c 100 %t.rnx > %t.corrupt.rnx
 // RUN: not rn-run %t.corrupt.rnx --synthetic --steps 1 2>&1 | FileCheck %s --check-prefix=CORRUPT
 // RUN: not rn-run %t.rnx --steps 1 2>&1 | FileCheck %s --check-prefix=NODATA
+// RUN: rn-run %t.rnx --synthetic --steps 1 | FileCheck %s --check-prefix=AUTO
+// RUN: not rn-run %t.rnx --synthetic --steps 1 --executor gpu 2>&1 | FileCheck %s --check-prefix=BADEXECUTOR
+// RUN: not rn-run %t.rnx --synthetic --steps 1 --executor cuda-eager 2>&1 | FileCheck %s --check-prefix=NOGPU
+// RUN: rn-run %t.rnx --benchmark --steps 2 --warmup 1 --executor cpu | FileCheck %s --check-prefix=BENCH
+// RUN: rn-run %t.rnx --synthetic --steps 2 --executor cpu --state-digest %t.digest.json
+// RUN: rn-run %t.rnx --synthetic --steps 2 --executor cpu --state-digest %t.digest2.json
+// RUN: %python %S/../../../scripts/compare-digests.py %t.digest.json %t.digest2.json --tol 0 | FileCheck %s --check-prefix=DIGEST
+// RUN: rn-run %t.rnx --synthetic --steps 3 --executor cpu --state-digest %t.digest3.json
+// RUN: not %python %S/../../../scripts/compare-digests.py %t.digest.json %t.digest3.json --tol 1e-6 | FileCheck %s --check-prefix=DIGEST-DIFF
 
 // rn-run trains a tiny MLP from its artifact on the CPU executor with
 // synthetic data: one loss per step, then the first and last loss and the
@@ -25,6 +34,18 @@
 // MISSING: rn-run: error: {{.*}}missing.rnx
 // CORRUPT: rn-run: error: {{.*}}corrupt.rnx
 // NODATA: rn-run: error: no data: give --data DIR or --synthetic
+
+// Tests that the first line names the executor (auto: the CPU where no GPU
+// answers, as in CI), that an unknown executor and a missing GPU are errors,
+// the benchmark's JSON line, and that a state digest is reproducible and
+// tells a third step from two.
+// AUTO: rn-run: executor {{cpu|cuda-eager}} (auto)
+// BADEXECUTOR: rn-run: error: --executor must be cpu, cuda-eager or auto, got 'gpu'
+// NOGPU: rn-run: error: --executor cuda-eager: {{no usable CUDA device|this rn-run was built without CUDA}}
+// BENCH: {"model": "tiny_mlp", "executor": "cpu", "batch": 8, "ms_per_step": {{[0-9.]+}}, "images_per_s": {{[0-9]+}}, "loss": {{[0-9.]+}}}
+// DIGEST: 12/12 state entries agree within 0
+// DIGEST-DIFF: fc1.weight (parameter): {{norm|sample}}
+// DIGEST-DIFF: /12 state entries agree within 1e-06
 
 module attributes {rn.model = "tiny_mlp"} {
   rn.parameter @fc1.weight : tensor<16x4xf32> = #rn.init<uniform, 5.000000e-01>
