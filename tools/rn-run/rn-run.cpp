@@ -184,8 +184,8 @@ std::string planCachePath(const std::string &flag) {
     return "";
   ::mkdir(base.c_str(), 0755);
   std::string dir = base + "/rn";
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    return "";
+  if ((::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) || ::access(dir.c_str(), W_OK) != 0)
+    return ""; // a read-only home: time the plans at every load
   return dir + "/conv-plans.json";
 }
 
