@@ -30,6 +30,8 @@ using detail::alignedFor;
 using detail::gridFor;
 using detail::isFloat;
 using detail::loadFloat;
+using detail::checkFloatView;
+using detail::checkShape;
 using detail::shapeString;
 using detail::storeFloat;
 
@@ -168,41 +170,6 @@ template <typename F> Status launchMap(const MapArgs &args, F f, cudaStream_t st
   return Status::success();
 }
 
-std::string dtypeError(const char *op, const char *what, DType type) {
-  return std::string(op) + ": " + what + " must be f32, f16 or bf16, got " +
-         std::string(dtypeName(type));
-}
-
-/// The CPU's Check::view: a float tensor with data unless empty.
-Status checkView(const char *op, const char *what, const DeviceTensor &t) {
-  if (!isFloat(t.dtype))
-    return Error(dtypeError(op, what, t.dtype));
-  for (int64_t d : t.shape)
-    if (d < 0)
-      return Error(std::string(op) + ": " + what + " has a negative size in " +
-                   shapeString(t.shape));
-  if (!t.data && t.numel() != 0)
-    return Error(std::string(op) + ": " + what + " has no data");
-  return Status::success();
-}
-
-Status checkShape(const char *op, const char *what, const DeviceTensor &t,
-                  const std::vector<int64_t> &expected) {
-  Status s = checkView(op, what, t);
-  if (!s.ok())
-    return s;
-  if (t.shape != expected)
-    return Error(std::string(op) + ": " + what + " must have shape " + shapeString(expected) +
-                 ", got " + shapeString(t.shape));
-  return Status::success();
-}
-
-#define RN_RETURN_IF_ERROR(expr)                                                          \
-  do {                                                                                     \
-    ::rn::Status rn_status_ = (expr);                                                      \
-    if (!rn_status_.ok())                                                                  \
-      return rn_status_;                                                                   \
-  } while (0)
 
 //===----------------------------------------------------------------------===//
 // Dropout
@@ -320,7 +287,7 @@ const char *binaryOpName(BinaryOp op) {
 Status unary(UnaryOp op, const DeviceTensor &input, const DeviceTensor &result,
              cudaStream_t stream) {
   const char *name = unaryOpName(op);
-  RN_RETURN_IF_ERROR(checkView(name, "input", input));
+  RN_RETURN_IF_ERROR(checkFloatView(name, "input", input));
   RN_RETURN_IF_ERROR(checkShape(name, "result", result, input.shape));
   MapArgs args{input.data, nullptr, result.data, input.dtype, DType::f32, result.dtype,
                input.numel()};
@@ -344,7 +311,7 @@ Status binary(BinaryOp op, const DeviceTensor &lhs, const DeviceTensor &rhs,
                         : op == BinaryOp::tanh_backward ? "result"
                         : op == BinaryOp::silu_backward ? "input"
                                                         : "mask";
-  RN_RETURN_IF_ERROR(checkView(name, isAdd ? "lhs" : "output_grad", lhs));
+  RN_RETURN_IF_ERROR(checkFloatView(name, isAdd ? "lhs" : "output_grad", lhs));
   RN_RETURN_IF_ERROR(checkShape(name, rhsName, rhs, lhs.shape));
   RN_RETURN_IF_ERROR(checkShape(name, isAdd ? "result" : "input_grad", result, lhs.shape));
   MapArgs args{lhs.data, rhs.data, result.data, lhs.dtype, rhs.dtype, result.dtype, lhs.numel()};
@@ -367,11 +334,11 @@ Status binary(BinaryOp op, const DeviceTensor &lhs, const DeviceTensor &rhs,
 
 Status convert(const char *op, const DeviceTensor &input, const DeviceTensor &result,
                bool requireSameShape, cudaStream_t stream) {
-  RN_RETURN_IF_ERROR(checkView(op, "input", input));
+  RN_RETURN_IF_ERROR(checkFloatView(op, "input", input));
   if (requireSameShape) {
     RN_RETURN_IF_ERROR(checkShape(op, "result", result, input.shape));
   } else {
-    RN_RETURN_IF_ERROR(checkView(op, "result", result));
+    RN_RETURN_IF_ERROR(checkFloatView(op, "result", result));
     if (input.numel() != result.numel())
       return Error(std::string(op) + ": result shape " + shapeString(result.shape) +
                    " has another element count than " + shapeString(input.shape));
@@ -428,7 +395,7 @@ Status dropout(const DeviceTensor &input, double p, uint64_t seed, const DeviceT
                uint64_t dropouts, uint64_t index, const DeviceTensor &result,
                const DeviceTensor *mask, cudaStream_t cudaStream) {
   const char *name = mask ? "dropout_train" : "dropout";
-  RN_RETURN_IF_ERROR(checkView(name, "input", input));
+  RN_RETURN_IF_ERROR(checkFloatView(name, "input", input));
   if (!step.data || step.numel() != 1 || step.dtype != DType::i32)
     return Error(std::string(name) + ": step must be an i32 scalar with data, got " +
                  std::string(dtypeName(step.dtype)) + " " + shapeString(step.shape));

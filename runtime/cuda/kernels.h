@@ -182,6 +182,32 @@ inline bool isFloat(DType type) {
   return type == DType::f32 || type == DType::f16 || type == DType::bf16;
 }
 
+/// The CPU kernels' view check: a float tensor (f32, f16, bf16) with no
+/// negative dimension and data unless it is empty; errors name `op` and
+/// the operand (`what`).
+inline Status checkFloatView(const char *op, const char *what, const DeviceTensor &t) {
+  if (!isFloat(t.dtype))
+    return Error(std::string(op) + ": " + what + " must be f32, f16 or bf16, got " +
+                 std::string(dtypeName(t.dtype)));
+  for (int64_t d : t.shape)
+    if (d < 0)
+      return Error(std::string(op) + ": " + what + " has a negative size in " +
+                   shapeString(t.shape));
+  if (!t.data && t.numel() != 0)
+    return Error(std::string(op) + ": " + what + " has no data");
+  return Status::success();
+}
+
+/// checkFloatView and the shape `expected`.
+inline Status checkShape(const char *op, const char *what, const DeviceTensor &t,
+                         const std::vector<int64_t> &expected) {
+  RN_RETURN_IF_ERROR(checkFloatView(op, what, t));
+  if (t.shape != expected)
+    return Error(std::string(op) + ": " + what + " must have shape " + shapeString(expected) +
+                 ", got " + shapeString(t.shape));
+  return Status::success();
+}
+
 /// Whether `data` is aligned for a vector of `elements` elements of `type`.
 inline bool alignedFor(const void *data, DType type, int64_t elements) {
   return reinterpret_cast<uintptr_t>(data) % (elementSize(type) * size_t(elements)) == 0;

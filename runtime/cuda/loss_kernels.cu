@@ -219,13 +219,6 @@ Status checkScalar(const char *op, const char *what, const DeviceTensor &t) {
   return Status::success();
 }
 
-#define RN_RETURN_IF_ERROR(expr)                                                          \
-  do {                                                                                     \
-    ::rn::Status rn_status_ = (expr);                                                      \
-    if (!rn_status_.ok())                                                                  \
-      return rn_status_;                                                                   \
-  } while (0)
-
 unsigned rowBlocks(int64_t rows) { return gridFor(rows, kWarpsPerBlock); }
 
 } // namespace

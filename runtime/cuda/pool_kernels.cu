@@ -55,6 +55,8 @@ namespace {
 using detail::gridFor;
 using detail::isFloat;
 using detail::loadFloat;
+using detail::checkFloatView;
+using detail::checkShape;
 using detail::shapeString;
 using detail::storeDouble;
 using detail::storeFloat;
@@ -100,36 +102,6 @@ Status checkPool(const char *op, const std::vector<int64_t> &input, const PoolPa
   return Status::success();
 }
 
-Status checkFloat(const char *op, const char *what, const DeviceTensor &t) {
-  if (!isFloat(t.dtype))
-    return Error(std::string(op) + ": " + what + " must be f32, f16 or bf16, got " +
-                 std::string(dtypeName(t.dtype)));
-  for (int64_t d : t.shape)
-    if (d < 0)
-      return Error(std::string(op) + ": " + what + " has a negative size in " +
-                   shapeString(t.shape));
-  if (!t.data && t.numel() != 0)
-    return Error(std::string(op) + ": " + what + " has no data");
-  return Status::success();
-}
-
-Status checkShape(const char *op, const char *what, const DeviceTensor &t,
-                  const std::vector<int64_t> &expected) {
-  Status s = checkFloat(op, what, t);
-  if (!s.ok())
-    return s;
-  if (t.shape != expected)
-    return Error(std::string(op) + ": " + what + " must have shape " + shapeString(expected) +
-                 ", got " + shapeString(t.shape));
-  return Status::success();
-}
-
-#define RN_RETURN_IF_ERROR(expr)                                                          \
-  do {                                                                                     \
-    ::rn::Status rn_status_ = (expr);                                                      \
-    if (!rn_status_.ok())                                                                  \
-      return rn_status_;                                                                   \
-  } while (0)
 
 std::vector<int64_t> outputShape(const PoolGeometry &g) { return {g.n, g.oh, g.ow, g.c}; }
 
@@ -776,7 +748,7 @@ Status maxPool2d(const DeviceTensor &input, const PoolParams &params, const Devi
                  cudaStream_t stream) {
   const char *op = "max_pool2d";
   PoolGeometry g;
-  RN_RETURN_IF_ERROR(checkFloat(op, "input", input));
+  RN_RETURN_IF_ERROR(checkFloatView(op, "input", input));
   RN_RETURN_IF_ERROR(checkPool(op, input.shape, params, g));
   RN_RETURN_IF_ERROR(checkShape(op, "result", result, outputShape(g)));
   if (result.numel() == 0)
@@ -824,7 +796,7 @@ Status maxPool2dBackward(const DeviceTensor &outputGrad, const DeviceTensor &inp
                          void *workspace, size_t workspaceBytes, cudaStream_t stream) {
   const char *op = "max_pool2d_backward";
   PoolGeometry g;
-  RN_RETURN_IF_ERROR(checkFloat(op, "input", input));
+  RN_RETURN_IF_ERROR(checkFloatView(op, "input", input));
   RN_RETURN_IF_ERROR(checkPool(op, input.shape, params, g));
   RN_RETURN_IF_ERROR(checkShape(op, "output_grad", outputGrad, outputShape(g)));
   RN_RETURN_IF_ERROR(checkShape(op, "input_grad", inputGrad, input.shape));
@@ -904,7 +876,7 @@ Status avgPool2d(const DeviceTensor &input, const PoolParams &params, const Devi
                  cudaStream_t stream) {
   const char *op = "avg_pool2d";
   PoolGeometry g;
-  RN_RETURN_IF_ERROR(checkFloat(op, "input", input));
+  RN_RETURN_IF_ERROR(checkFloatView(op, "input", input));
   RN_RETURN_IF_ERROR(checkPool(op, input.shape, params, g));
   RN_RETURN_IF_ERROR(checkShape(op, "result", result, outputShape(g)));
   if (result.numel() == 0)
@@ -936,7 +908,7 @@ Status avgPool2dBackward(const DeviceTensor &outputGrad, const PoolParams &param
                          const DeviceTensor &inputGrad, cudaStream_t stream) {
   const char *op = "avg_pool2d_backward";
   PoolGeometry g;
-  RN_RETURN_IF_ERROR(checkFloat(op, "input_grad", inputGrad));
+  RN_RETURN_IF_ERROR(checkFloatView(op, "input_grad", inputGrad));
   RN_RETURN_IF_ERROR(checkPool(op, inputGrad.shape, params, g));
   RN_RETURN_IF_ERROR(checkShape(op, "output_grad", outputGrad, outputShape(g)));
   if (inputGrad.numel() == 0)
@@ -966,7 +938,7 @@ Status avgPool2dBackward(const DeviceTensor &outputGrad, const PoolParams &param
 
 Status globalAvgPool(const DeviceTensor &input, const DeviceTensor &result, cudaStream_t stream) {
   const char *op = "global_avg_pool";
-  RN_RETURN_IF_ERROR(checkFloat(op, "input", input));
+  RN_RETURN_IF_ERROR(checkFloatView(op, "input", input));
   if (input.rank() != 4)
     return Error(std::string(op) + ": input must be NHWC (rank 4), got shape " +
                  shapeString(input.shape));
@@ -981,7 +953,7 @@ Status globalAvgPool(const DeviceTensor &input, const DeviceTensor &result, cuda
 Status globalAvgPoolBackward(const DeviceTensor &outputGrad, const DeviceTensor &inputGrad,
                              cudaStream_t stream) {
   const char *op = "global_avg_pool_backward";
-  RN_RETURN_IF_ERROR(checkFloat(op, "input_grad", inputGrad));
+  RN_RETURN_IF_ERROR(checkFloatView(op, "input_grad", inputGrad));
   if (inputGrad.rank() != 4)
     return Error(std::string(op) + ": input_grad must be NHWC (rank 4), got shape " +
                  shapeString(inputGrad.shape));
