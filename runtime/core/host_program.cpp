@@ -138,6 +138,7 @@ Status PipelineBuilder::submit(std::vector<StepInputs> steps, HostProgram &out) 
       return st;
   for (StepInputs &s : steps) {
     PendingStep &p = pending_.emplace_back();
+    p.fn = fn_;
     p.step = nextStep_++;
     p.inputs = std::move(s);
   }
@@ -242,13 +243,6 @@ Status runHostProgram(const HostProgram &program, HostPrimitives &primitives) {
 EventBinder::EventBinder(const Program &program)
     : history_(program.numEvents), lastOnSlot_(program.numEvents, {0, 0}) {}
 
-void EventBinder::clear() {
-  for (auto &h : history_)
-    h.clear();
-  for (auto &s : lastOnSlot_)
-    s = {0, 0};
-}
-
 EventSlot EventBinder::record(const Node &node, const Subgraph &sg, Variant variant,
                               int64_t step) {
   EventSlot slot{node.event, sg.doubleBuffered ? variant : Variant::a};
@@ -262,7 +256,7 @@ EventSlot EventBinder::record(const Node &node, const Subgraph &sg, Variant vari
 }
 
 Result<std::vector<EventSlot>> EventBinder::wait(const Node &node, const Subgraph &sg,
-                                                 Variant variant, int64_t step) {
+                                                 int64_t step) {
   std::vector<EventSlot> out;
   const auto &h = history_[node.event];
   if (h.empty())

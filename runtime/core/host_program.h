@@ -84,6 +84,7 @@ Status checkStepInputs(const Function &fn, const std::map<std::string, HostValue
 /// addresses: host actions point at them) and the launches that belong to
 /// it (its prefetched TRANSFER is issued with the step before).
 struct PendingStep {
+  uint32_t fn = 0; ///< the function it runs
   int64_t step = 0;
   StepInputs inputs;
   StepOutputs outputs;
@@ -168,13 +169,11 @@ public:
   /// The slot a record node of a launch (of `sg`, `variant`, `step`) uses;
   /// remembers the record for later waits. Call in host issue order.
   EventSlot record(const Node &node, const Subgraph &sg, Variant variant, int64_t step);
-  /// The CUDA events a wait node of such a launch waits on (none when the
-  /// rule binds it to no record), or an error when a CUDA wait would bind
-  /// to another record than the rule's.
-  Result<std::vector<EventSlot>> wait(const Node &node, const Subgraph &sg, Variant variant,
-                                      int64_t step);
-  /// Forgets every record (the device is idle and its events are reset).
-  void clear();
+  /// The CUDA events a wait node of a launch of `sg` for `step` waits on
+  /// (none when the rule binds it to no record), or an error when a CUDA
+  /// wait would bind to another record than the rule's. Call in host issue
+  /// order.
+  Result<std::vector<EventSlot>> wait(const Node &node, const Subgraph &sg, int64_t step);
 
 private:
   struct RecordInstance {

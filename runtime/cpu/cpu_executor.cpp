@@ -1012,7 +1012,7 @@ Status CpuExecutor::runSequential(const HostProgram &program) {
         if (n.kind == Node::Kind::event_record) {
           im.binder->record(n, *a.sg, a.variant, a.step);
         } else if (n.kind == Node::Kind::event_wait) {
-          Result<std::vector<EventSlot>> bound = im.binder->wait(n, *a.sg, a.variant, a.step);
+          Result<std::vector<EventSlot>> bound = im.binder->wait(n, *a.sg, a.step);
           if (!bound.ok())
             return bound.error().withContext("function " + fn.name);
         }

@@ -130,8 +130,14 @@ struct PreparedItem {
   bool profiled = false; ///< its events were recorded at least once
 };
 
+/// One node's operand and result views on variant A and B.
+struct NodeViews {
+  std::array<std::vector<DeviceTensor>, 2> operands, results;
+};
+
 struct PreparedSubgraph {
   std::vector<std::vector<PreparedItem>> itemsOfNode; ///< by node
+  std::vector<NodeViews> viewsOfNode;                 ///< by node (op nodes)
   std::array<cudaEvent_t, 2> completion{};            ///< by variant
 };
 
@@ -148,8 +154,6 @@ struct EagerExecutor::Impl {
   struct FnViews {
     /// Per tensor, per variant: the device (or pinned host) view.
     std::array<std::vector<DeviceTensor>, 2> tensors;
-    /// Per node of each subgraph, per variant: operand and result views.
-    std::unordered_map<const Node *, std::array<std::vector<DeviceTensor>, 2>> operands, results;
     std::vector<std::unique_ptr<PinnedBuffer>> hostInputs; ///< by tensor (null: device)
     std::vector<int32_t> outputOf; ///< output binding per tensor, or -1
     /// Pinned output slots: maxStepsInFlight x outputs.
@@ -295,12 +299,13 @@ Status EagerExecutor::Impl::create() {
       for (cudaEvent_t &e : ps.completion)
         RN_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       ps.itemsOfNode.resize(sg.nodes.size());
+      ps.viewsOfNode.resize(sg.nodes.size());
       for (size_t i = 0; i < sg.nodes.size(); ++i) {
         const Node &n = sg.nodes[i];
         if (n.kind != Node::Kind::op)
           continue;
-        auto &ops = v.operands[&n];
-        auto &res = v.results[&n];
+        auto &ops = ps.viewsOfNode[i].operands;
+        auto &res = ps.viewsOfNode[i].results;
         for (int var = 0; var < 2; ++var) {
           for (uint32_t t : n.operands)
             ops[var].push_back(v.tensors[var][t]);
@@ -339,9 +344,7 @@ Status EagerExecutor::Impl::create() {
 
 Status EagerExecutor::Impl::prepareNodes() {
   const Program &p = program();
-  for (size_t fi = 0; fi < p.functions.size(); ++fi) {
-    const Function &f = p.functions[fi];
-    FnViews &v = fns[fi];
+  for (const Function &f : p.functions) {
     for (const Subgraph &sg : f.subgraphs) {
       const PreparedSubgraph &ps = subgraphs.at(&sg);
       for (size_t i = 0; i < sg.nodes.size(); ++i) {
@@ -350,7 +353,8 @@ Status EagerExecutor::Impl::prepareNodes() {
           if (!it.launcher->prepare)
             continue;
           const StreamResources &stream = ctx->stream(it.stream);
-          OpLaunch l{n, it.part, v.operands.at(&n)[0], v.results.at(&n)[0], stream,
+          const NodeViews &views = ps.viewsOfNode[i];
+          OpLaunch l{n, it.part, views.operands[0], views.results[0], stream,
                      *conv, *gemm, options.seed};
           std::string where = "function " + f.name + ", subgraph " + sg.name + ", " +
                               describeNode(n, uint32_t(i), it.part, it.stream);
@@ -484,7 +488,7 @@ Status EagerExecutor::Impl::launch(const HostAction &a) {
       continue;
     }
     if (n.kind == Node::Kind::event_wait) {
-      Result<std::vector<EventSlot>> bound = binder->wait(n, *a.sg, a.variant, a.step);
+      Result<std::vector<EventSlot>> bound = binder->wait(n, *a.sg, a.step);
       if (!bound.ok())
         return bound.error().withContext(where(-1, n.stream));
       for (EventSlot e : *bound) {
@@ -502,7 +506,8 @@ Status EagerExecutor::Impl::launch(const HostAction &a) {
         if (!st.ok())
           return st.error().withContext(where(it.part, it.stream));
       }
-      OpLaunch l{n, it.part, v.operands.at(&n)[var], v.results.at(&n)[var], stream,
+      const NodeViews &views = ps.viewsOfNode[i];
+      OpLaunch l{n, it.part, views.operands[size_t(var)], views.results[size_t(var)], stream,
                  *conv, *gemm, options.seed};
       if (it.profileBegin) {
         if (Status st = RN_CUDA_CHECK(cudaEventRecord(it.profileBegin, stream.stream)); !st.ok())
@@ -657,13 +662,7 @@ Status EagerExecutor::waitStep(const PendingStep &step) {
 Status EagerExecutor::collect(PendingStep &step) {
   if (step.launches.empty())
     return Status::success();
-  const Function *fn = nullptr;
-  for (const Function &f : program().functions)
-    for (const Subgraph &sg : f.subgraphs)
-      if (&sg == step.launches.front().first)
-        fn = &f;
-  return impl_->decodeOutputs(uint32_t(fn - program().functions.data()), step.step,
-                              step.outputs);
+  return impl_->decodeOutputs(step.fn, step.step, step.outputs);
 }
 
 Status EagerExecutor::synchronize() {

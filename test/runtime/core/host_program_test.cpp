@@ -141,7 +141,7 @@ TEST(HostProgram, EventMappingHoldsForCheckedInPrograms) {
         if (n.kind == Node::Kind::event_record) {
           binder.record(n, *a.sg, a.variant, a.step);
         } else if (n.kind == Node::Kind::event_wait) {
-          Result<std::vector<EventSlot>> slots = binder.wait(n, *a.sg, a.variant, a.step);
+          Result<std::vector<EventSlot>> slots = binder.wait(n, *a.sg, a.step);
           ASSERT_TRUE(slots.ok()) << slots.error().message();
           ++waits;
           bound += slots->size();
@@ -173,12 +173,12 @@ TEST(HostProgram, EventBinderReportsAnOverwrittenSlot) {
   EventBinder binder(p);
   binder.record(record, producer, Variant::a, 0);
   binder.record(record, producer, Variant::a, 2); // same slot as step 0
-  Result<std::vector<EventSlot>> slots = binder.wait(wait, consumer, Variant::a, 2);
+  Result<std::vector<EventSlot>> slots = binder.wait(wait, consumer, 2);
   ASSERT_FALSE(slots.ok()) << "bound to step 0's record, overwritten by step 2's";
   EXPECT_NE(slots.error().message().find("cannot express"), std::string::npos)
       << slots.error().message();
   wait.distance = 0;
-  slots = binder.wait(wait, consumer, Variant::a, 2);
+  slots = binder.wait(wait, consumer, 2);
   ASSERT_TRUE(slots.ok());
   ASSERT_EQ(slots->size(), 1u);
   EXPECT_EQ(slots->front().slot, Variant::a);
