@@ -124,4 +124,60 @@ float roundTo(DType type, float value) {
   }
 }
 
+float loadElement(DType type, const void *data, size_t i) {
+  const auto *b = static_cast<const unsigned char *>(data);
+  switch (type) {
+  case DType::f32: {
+    float v;
+    std::memcpy(&v, b + 4 * i, 4);
+    return v;
+  }
+  case DType::f16: {
+    uint16_t v;
+    std::memcpy(&v, b + 2 * i, 2);
+    return halfToFloat(v);
+  }
+  case DType::bf16: {
+    uint16_t v;
+    std::memcpy(&v, b + 2 * i, 2);
+    return bfloat16ToFloat(v);
+  }
+  case DType::i32: {
+    int32_t v;
+    std::memcpy(&v, b + 4 * i, 4);
+    return static_cast<float>(v);
+  }
+  case DType::i1:
+    return b[i] ? 1.0f : 0.0f;
+  }
+  return 0.0f;
+}
+
+void storeElement(DType type, void *data, size_t i, float value) {
+  auto *b = static_cast<unsigned char *>(data);
+  switch (type) {
+  case DType::f32:
+    std::memcpy(b + 4 * i, &value, 4);
+    break;
+  case DType::f16: {
+    uint16_t h = floatToHalf(value);
+    std::memcpy(b + 2 * i, &h, 2);
+    break;
+  }
+  case DType::bf16: {
+    uint16_t h = floatToBFloat16(value);
+    std::memcpy(b + 2 * i, &h, 2);
+    break;
+  }
+  case DType::i32: {
+    int32_t v = static_cast<int32_t>(value);
+    std::memcpy(b + 4 * i, &v, 4);
+    break;
+  }
+  case DType::i1:
+    b[i] = value != 0 ? 1 : 0;
+    break;
+  }
+}
+
 } // namespace rn

@@ -37,6 +37,13 @@ float bfloat16ToFloat(uint16_t bits);
 /// `value` rounded to the precision of `type` (identity for f32).
 float roundTo(DType type, float value);
 
+/// Element `i` of an array of `type` elements at `data`, as a float (i32
+/// converted, i1 as 0 or 1).
+float loadElement(DType type, const void *data, size_t i);
+/// Stores `value` as element `i` of such an array (rounded to nearest even
+/// for f16/bf16, truncated for i32, nonzero as 1 for i1).
+void storeElement(DType type, void *data, size_t i, float value);
+
 } // namespace rn
 
 #endif // RN_RUNTIME_CORE_DTYPE_H

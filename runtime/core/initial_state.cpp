@@ -23,34 +23,6 @@ int64_t elementCount(const std::vector<int64_t> &shape) {
   return n;
 }
 
-float decode(DType type, const char *data, size_t i) {
-  switch (type) {
-  case DType::f32: {
-    float v;
-    std::memcpy(&v, data + 4 * i, 4);
-    return v;
-  }
-  case DType::f16: {
-    uint16_t v;
-    std::memcpy(&v, data + 2 * i, 2);
-    return halfToFloat(v);
-  }
-  case DType::bf16: {
-    uint16_t v;
-    std::memcpy(&v, data + 2 * i, 2);
-    return bfloat16ToFloat(v);
-  }
-  case DType::i32: {
-    int32_t v;
-    std::memcpy(&v, data + 4 * i, 4);
-    return static_cast<float>(v);
-  }
-  case DType::i1:
-    return data[i] ? 1.0f : 0.0f;
-  }
-  return 0.0f;
-}
-
 Result<std::vector<float>> ownValues(const Artifact &artifact, const StateEntry &entry) {
   const Program &program = artifact.program;
   int64_t n = elementCount(entry.shape);
@@ -61,7 +33,7 @@ Result<std::vector<float>> ownValues(const Artifact &artifact, const StateEntry 
       return Error("the artifact's tensor has the wrong size");
     std::vector<float> values(static_cast<size_t>(n));
     for (size_t i = 0; i < values.size(); ++i)
-      values[i] = decode(tensor->dtype, bytes.data(), i);
+      values[i] = loadElement(tensor->dtype, bytes.data(), i);
     return values;
   }
   bool random = entry.init.kind == "uniform" || entry.init.kind == "normal";

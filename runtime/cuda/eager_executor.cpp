@@ -43,59 +43,8 @@ void encode(DType type, const float *values, const int32_t *ints, size_t n, void
     std::memcpy(b, ints, n * 4);
     return;
   }
-  for (size_t i = 0; i < n; ++i) {
-    switch (type) {
-    case DType::f32:
-      std::memcpy(b + 4 * i, &values[i], 4);
-      break;
-    case DType::f16: {
-      uint16_t h = floatToHalf(values[i]);
-      std::memcpy(b + 2 * i, &h, 2);
-      break;
-    }
-    case DType::bf16: {
-      uint16_t h = floatToBFloat16(values[i]);
-      std::memcpy(b + 2 * i, &h, 2);
-      break;
-    }
-    case DType::i32: {
-      int32_t v = ints ? ints[i] : int32_t(values[i]);
-      std::memcpy(b + 4 * i, &v, 4);
-      break;
-    }
-    case DType::i1:
-      b[i] = values[i] != 0 ? 1 : 0;
-      break;
-    }
-  }
-}
-
-float decodeOne(DType type, const unsigned char *b, size_t i) {
-  switch (type) {
-  case DType::f32: {
-    float v;
-    std::memcpy(&v, b + 4 * i, 4);
-    return v;
-  }
-  case DType::f16: {
-    uint16_t v;
-    std::memcpy(&v, b + 2 * i, 2);
-    return halfToFloat(v);
-  }
-  case DType::bf16: {
-    uint16_t v;
-    std::memcpy(&v, b + 2 * i, 2);
-    return bfloat16ToFloat(v);
-  }
-  case DType::i32: {
-    int32_t v;
-    std::memcpy(&v, b + 4 * i, 4);
-    return float(v);
-  }
-  case DType::i1:
-    return b[i] ? 1.0f : 0.0f;
-  }
-  return 0;
+  for (size_t i = 0; i < n; ++i)
+    storeElement(type, b, i, values[i]);
 }
 
 /// Pinned host memory, freed without throwing.
@@ -441,7 +390,7 @@ Result<std::vector<float>> EagerExecutor::readState(std::string_view name) const
   RN_CUDA_TRY(cudaStreamSynchronize(trans.stream));
   std::vector<float> out(n);
   for (size_t i = 0; i < n; ++i)
-    out[i] = decodeOne(s->dtype, bytes.data(), i);
+    out[i] = loadElement(s->dtype, bytes.data(), i);
   return out;
 }
 
@@ -618,7 +567,7 @@ Status EagerExecutor::Impl::decodeOutputs(uint32_t fnIndex, int64_t step,
     } else {
       out.floats.resize(n);
       for (size_t i = 0; i < n; ++i)
-        out.floats[i] = decodeOne(t.dtype, src, i);
+        out.floats[i] = loadElement(t.dtype, src, i);
     }
   }
   return Status::success();
