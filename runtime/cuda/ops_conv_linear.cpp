@@ -213,6 +213,44 @@ Roles rolesOf(const OpLaunch &l, bool hasBias, bool inputGrad, bool bnGrad) {
 
 /// prepare (when `launch` is false) or launch of one part of
 /// conv2d_backward; returns the workspace bytes it uses.
+/// The filter gradient of a backward part: dw = dwAcc + wgrad(x, dy), with
+/// w giving the filter's shape. Prepares (returns the workspace bytes) or
+/// runs it.
+Result<size_t> filterGradient(const OpLaunch &l, bool launch, const DeviceTensor &x,
+                              const DeviceTensor &w, const DeviceTensor &dy,
+                              const DeviceTensor &dwAcc, const DeviceTensor &dw) {
+  Result<ConvCall> call = convCall(l, ConvKind::backward_filter, x, w, dy, dw.dtype);
+  if (!call.ok())
+    return call.error();
+  if (!launch)
+    return l.conv.prepare(*call, l.stream);
+  ConvBuffers b;
+  b.x = x.data;
+  b.dy = dy.data;
+  b.dwAcc = dwAcc.data;
+  b.dw = dw.data;
+  if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
+    return s.error();
+  return size_t(0);
+}
+
+/// The input gradient of a backward part: dx = dgrad(dy, w).
+Result<size_t> dataGradient(const OpLaunch &l, bool launch, const DeviceTensor &dx,
+                            const DeviceTensor &w, const DeviceTensor &dy) {
+  Result<ConvCall> call = convCall(l, ConvKind::backward_data, dx, w, dy, DType::f32);
+  if (!call.ok())
+    return call.error();
+  if (!launch)
+    return l.conv.prepare(*call, l.stream);
+  ConvBuffers b;
+  b.w = w.data;
+  b.dy = dy.data;
+  b.dx = dx.data;
+  if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
+    return s.error();
+  return size_t(0);
+}
+
 Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
   const auto &o = l.operands;
   const auto &r = l.results;
@@ -223,21 +261,8 @@ Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
     return Error(l.node.op + ": results do not match input_grad and the bias accumulator");
   const DeviceTensor &dy = o[0];
   switch (role) {
-  case Role::weight_grad: {
-    Result<ConvCall> call = convCall(l, ConvKind::backward_filter, o[1], o[2], dy, r[dw].dtype);
-    if (!call.ok())
-      return call.error();
-    if (!launch)
-      return l.conv.prepare(*call, l.stream);
-    ConvBuffers b;
-    b.x = o[1].data;
-    b.dy = dy.data;
-    b.dwAcc = o[3].data;
-    b.dw = r[dw].data;
-    if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
-      return s.error();
-    return size_t(0);
-  }
+  case Role::weight_grad:
+    return filterGradient(l, launch, o[1], o[2], dy, o[3], r[dw]);
   case Role::bias_grad: {
     if (!hasBias)
       return Error(l.node.op + ": bias_grad without a bias accumulator");
@@ -258,18 +283,7 @@ Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
   case Role::input_grad: {
     if (!inputGrad)
       return Error(l.node.op + ": input_grad part without input_grad");
-    Result<ConvCall> call = convCall(l, ConvKind::backward_data, r[0], o[2], dy, DType::f32);
-    if (!call.ok())
-      return call.error();
-    if (!launch)
-      return l.conv.prepare(*call, l.stream);
-    ConvBuffers b;
-    b.w = o[2].data;
-    b.dy = dy.data;
-    b.dx = r[0].data;
-    if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
-      return s.error();
-    return size_t(0);
+    return dataGradient(l, launch, r[0], o[2], dy);
   }
   default:
     return Error(l.node.op + ": unknown part");
@@ -582,38 +596,12 @@ Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
       return s.error();
     return bytes;
   }
-  case Role::weight_grad: {
-    Result<ConvCall> call =
-        convCall(l, ConvKind::backward_filter, o[1], o[2], convOutGrad, r[dw].dtype);
-    if (!call.ok())
-      return call.error();
-    if (!launch)
-      return l.conv.prepare(*call, l.stream);
-    ConvBuffers b;
-    b.x = o[1].data;
-    b.dy = convOutGrad.data;
-    b.dwAcc = o[7].data;
-    b.dw = r[dw].data;
-    if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
-      return s.error();
-    return size_t(0);
-  }
+  case Role::weight_grad:
+    return filterGradient(l, launch, o[1], o[2], convOutGrad, o[7], r[dw]);
   case Role::input_grad: {
     if (!inputGrad)
       return Error(l.node.op + ": input_grad part without input_grad");
-    Result<ConvCall> call =
-        convCall(l, ConvKind::backward_data, r[1], o[2], convOutGrad, DType::f32);
-    if (!call.ok())
-      return call.error();
-    if (!launch)
-      return l.conv.prepare(*call, l.stream);
-    ConvBuffers b;
-    b.w = o[2].data;
-    b.dy = convOutGrad.data;
-    b.dx = r[1].data;
-    if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
-      return s.error();
-    return size_t(0);
+    return dataGradient(l, launch, r[1], o[2], convOutGrad);
   }
   default:
     return Error(l.node.op + ": unknown part");
