@@ -23,7 +23,7 @@ int64_t Executor::stepCounter(uint32_t function) const {
 }
 
 size_t Executor::inFlight() const {
-  return ready_.size() + (pipeline_ ? const_cast<PipelineBuilder &>(*pipeline_).pending().size() : 0);
+  return ready_.size() + (pipeline_ ? pipeline_->pending().size() : 0);
 }
 
 Status Executor::submit(std::string_view kind, std::vector<StepInputs> steps) {

@@ -115,6 +115,7 @@ public:
   /// Submitted steps not yet handed back, oldest first; the caller pops
   /// steps from the front once it collected their outputs.
   std::deque<PendingStep> &pending() { return pending_; }
+  const std::deque<PendingStep> &pending() const { return pending_; }
   /// The number of the next step to be submitted.
   int64_t nextStep() const { return nextStep_; }
 
