@@ -99,6 +99,11 @@ public:
   /// One evaluation step (eval_step).
   Status evalStep(const HostBatch &batch, EvalOutputs &outputs);
 
+  /// Seconds the host spent blocked on the device (host waits of the
+  /// schedules, waits for steps) since creation: a step's host time is its
+  /// wall time minus this. 0 for executors that never block (cpu).
+  virtual double hostBlockedSeconds() const { return 0; }
+
   /// The step the next submit of `function` starts at.
   int64_t stepCounter(uint32_t function) const;
 

@@ -256,7 +256,8 @@ EventSlot EventBinder::record(const Node &node, const Subgraph &sg, Variant vari
 }
 
 Result<std::vector<EventSlot>> EventBinder::wait(const Node &node, const Subgraph &sg,
-                                                 int64_t step) {
+                                                 int64_t step,
+                                                 std::vector<uint64_t> *boundRecords) {
   std::vector<EventSlot> out;
   const auto &h = history_[node.event];
   if (h.empty())
@@ -295,6 +296,8 @@ Result<std::vector<EventSlot>> EventBinder::wait(const Node &node, const Subgrap
                    ", but a later record of the same CUDA event slot was issued before it; "
                    "one CUDA event per event id and variant cannot express this schedule");
     out.push_back(slot);
+    if (boundRecords)
+      boundRecords->push_back(r->serial);
   }
   return out;
 }

@@ -174,7 +174,17 @@ public:
   /// (none when the rule binds it to no record), or an error when a CUDA
   /// wait would bind to another record than the rule's. Call in host issue
   /// order.
-  Result<std::vector<EventSlot>> wait(const Node &node, const Subgraph &sg, int64_t step);
+  /// With `boundRecords`, also the issue serials of the records it bound
+  /// to (record() returns them through lastRecordSerial()).
+  Result<std::vector<EventSlot>> wait(const Node &node, const Subgraph &sg, int64_t step,
+                                      std::vector<uint64_t> *boundRecords = nullptr);
+  /// The issue serial of the most recent record() (1 for the first).
+  uint64_t lastRecordSerial() const { return serial_; }
+  /// Whether any record of `slot` was issued yet (a CUDA wait on an event
+  /// never recorded is a no-op).
+  bool everRecorded(EventSlot slot) const {
+    return lastOnSlot_[slot.event][size_t(slot.slot)] != 0;
+  }
 
 private:
   struct RecordInstance {

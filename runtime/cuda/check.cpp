@@ -9,8 +9,12 @@ namespace rn::cuda {
 
 namespace {
 std::atomic<uint64_t> callCount{0};
+std::atomic<uint64_t> failingOverride{0};
+std::atomic<bool> overridden{false};
 
 uint64_t failingCall() {
+  if (overridden.load())
+    return failingOverride.load();
   static const uint64_t n = [] {
     const char *v = std::getenv("RN_CUDA_FAIL_CALL");
     return v && *v ? std::strtoull(v, nullptr, 10) : 0;
@@ -26,6 +30,11 @@ bool injectedFailure() {
 }
 
 uint64_t checkedCalls() { return callCount.load(); }
+
+void injectFailureAt(uint64_t call) {
+  failingOverride = call;
+  overridden = true;
+}
 
 std::string describe(cudaError_t code) {
   return std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);

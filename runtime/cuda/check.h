@@ -51,6 +51,9 @@ Status checkCall(Code code, const char *call, const char *file, int line) {
 
 /// The number of checked calls so far (for tests that pick a call to fail).
 uint64_t checkedCalls();
+/// Makes the `call`-th checked call of the process fail (0: none),
+/// overriding RN_CUDA_FAIL_CALL: tests aim at a call inside one phase.
+void injectFailureAt(uint64_t call);
 
 } // namespace rn::cuda
 

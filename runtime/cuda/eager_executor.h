@@ -26,6 +26,7 @@
 #define RN_RUNTIME_CUDA_EAGER_EXECUTOR_H
 
 #include "runtime/core/executor.h"
+#include "runtime/cuda/device_program.h"
 
 #include <memory>
 #include <string>
@@ -36,23 +37,8 @@ namespace rn::cuda {
 
 class EagerExecutor final : public Executor {
 public:
-  struct Options {
-    uint64_t seed = 0;          ///< dropout RNG, as the CPU executor's
-    bool syncDebug = false;     ///< synchronize after every node
-    bool deterministic = false; ///< deterministic convolution plans
-    bool autotune = true;       ///< time convolution plans at load
-    bool allowTf32 = false;     ///< TF32 for f32 convolutions and products
-    /// Convolution plans that reduce in f16/bf16 (ConvRunner::Options).
-    bool allowReducedPrecisionReduction = false;
-    std::string planCacheFile;  ///< autotuning results kept across runs
-    int device = 0;
-    /// Steps in flight at once: pinned output slots, one per step.
-    size_t maxStepsInFlight = 1024;
-    /// Progress lines at load (plans, timings) on stderr.
-    bool verbose = false;
-    /// Timing events around every node's launch, for profileReport.
-    bool profile = false;
-  };
+  /// Shared with cuda-graph (device_program.h).
+  using Options = DeviceProgram::Options;
 
   /// Validates that every op has a GPU launcher, creates the device
   /// context, stages and prepares every node (graphs, plans, workspaces).
@@ -66,6 +52,7 @@ public:
   Status initialize() override;
   Result<std::vector<float>> readState(std::string_view name) const override;
   Status writeState(std::string_view name, const std::vector<float> &values) override;
+  double hostBlockedSeconds() const override;
 
   /// What load did: device, arena, plans and the seconds spent.
   std::string loadSummary() const;

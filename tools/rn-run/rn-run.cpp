@@ -29,6 +29,7 @@
 #if RN_HAVE_CUDA
 #include "runtime/cuda/device_context.h"
 #include "runtime/cuda/eager_executor.h"
+#include "runtime/cuda/graph_executor.h"
 #endif
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/data/idx_dataset.h"
@@ -59,8 +60,9 @@ void usage(FILE *out) {
       "              [--limit-train K] [--limit-test K] [--seed S]\n"
       "              [--checkpoint PATH] [--resume PATH] [--stop-after-epoch E]\n"
       "              [--no-progress]\n"
-      "  common: [--executor cpu|cuda-eager|auto] [--sync-debug] [--deterministic]\n"
+      "  common: [--executor cpu|cuda-eager|cuda-graph|auto] [--sync-debug] [--deterministic]\n"
       "          [--allow-tf32] [--allow-reduced-precision-reduction] [--plan-cache FILE]\n"
+      "          [--perturb-state EPS SEED]\n"
       "  --synthetic        train on a fixed synthetic dataset (random images,\n"
       "                     labels from a random linear teacher)\n"
       "  --steps N          synthetic training steps (default 10)\n"
@@ -81,15 +83,24 @@ void usage(FILE *out) {
       "  --state-digest F   after --synthetic training, write a digest of every state\n"
       "                     entry to F (JSON: L2 norm, 16 sampled elements), to\n"
       "                     compare executors across machines\n"
+      "  --perturb-state EPS SEED  after initialization, multiply every element of\n"
+      "                     every parameter by (1 + EPS*u), u uniform in [-1, 1]\n"
+      "                     from SEED: how much an ulp-scale change moves the\n"
+      "                     result (the noise digest of scripts/zoo-digests.sh)\n"
       "  --benchmark        time training steps on random data: --warmup W steps\n"
       "                     (default 10), then 3 x --steps N; prints ms/step (JSON)\n"
       "  --interleave       run the streams interleaved at random and check\n"
       "                     for hazards (slow; cpu executor)\n"
       "  --executor E       cpu (reference kernels), cuda-eager (each node launched\n"
-      "                     on its stream) or auto (default: the GPU when one\n"
-      "                     answers, else the CPU); the first line says which\n"
+      "                     on its stream), cuda-graph (each subgraph captured once\n"
+      "                     as a CUDA graph and replayed) or auto (default:\n"
+      "                     cuda-graph when a GPU answers, else cpu); the first\n"
+      "                     line says which\n"
       "  --sync-debug       cuda-eager: synchronize after every node, so that an\n"
-      "                     asynchronous fault names its node\n"
+      "                     asynchronous fault names its node; cuda-graph: after\n"
+      "                     every graph launch\n"
+      "  --dump-graphs DIR  cuda-graph: write every captured graph to DIR as\n"
+      "                     Graphviz (one .dot per subgraph and variant)\n"
       "  --deterministic    deterministic convolution plans and kernels\n"
       "  --allow-tf32       TF32 for f32 convolutions and products (default IEEE f32)\n"
       "  --allow-reduced-precision-reduction  convolution plans that reduce in f16/bf16\n"
@@ -148,8 +159,13 @@ struct Options {
   std::string planCache;
   bool benchmark = false;
   bool profile = false;
+  std::string dumpGraphs; ///< cuda-graph: Graphviz of every captured graph
   std::string stateDigest;
   long warmup = 10;
+  /// --perturb-state: relative size and seed of the parameter perturbation
+  /// (0: none).
+  double perturbEps = 0;
+  unsigned long long perturbSeed = 0;
 };
 
 /// Training steps per Executor::submit call in --data runs (the steps stream
@@ -210,6 +226,7 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
   // The steps' inputs are built before the clock starts: the benchmark
   // times the executor (staging into its pinned buffers included), not the
   // copies of this loop.
+  double hostSecs = 0; // the timed repetitions' host time, blocked time excluded
   auto run = [&](long count, double &secs, float &loss) -> rn::Status {
     std::vector<rn::StepInputs> steps;
     steps.reserve(size_t(count));
@@ -217,8 +234,10 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
       steps.push_back(rn::Executor::trainInputs(b, float(o.lr), step + int32_t(i)));
     std::vector<rn::StepOutputs> outs;
     auto start = std::chrono::steady_clock::now();
+    double blocked = ex.hostBlockedSeconds();
     rn::Status st = ex.runPipelined("train", std::move(steps), outs);
     secs = seconds(start);
+    hostSecs += secs - (ex.hostBlockedSeconds() - blocked);
     step += int32_t(count);
     if (st.ok() && !outs.empty()) {
       auto it = outs.back().find("loss");
@@ -233,6 +252,7 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     if (rn::Status st = run(o.warmup, secs, loss); !st)
       return fail("warmup: " + st.error().message());
   std::vector<double> ms;
+  hostSecs = 0;
   for (int rep = 0; rep < 3; ++rep) {
     if (rn::Status st = run(o.steps, secs, loss); !st)
       return fail("benchmark: " + st.error().message());
@@ -240,9 +260,11 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
   }
   std::sort(ms.begin(), ms.end());
   std::printf("{\"model\": \"%s\", \"executor\": \"%.*s\", \"batch\": %lld, "
-              "\"ms_per_step\": %.3f, \"images_per_s\": %.0f, \"loss\": %.6f}\n",
+              "\"ms_per_step\": %.3f, \"images_per_s\": %.0f, \"host_ms_per_step\": %.4f, "
+              "\"loss\": %.6f}\n",
               artifact.program.model.c_str(), int(ex.name().size()), ex.name().data(),
-              (long long)batch, ms[1], double(batch) * 1000.0 / ms[1], loss);
+              (long long)batch, ms[1], double(batch) * 1000.0 / ms[1],
+              hostSecs * 1000.0 / double(3 * o.steps), loss);
   return 0;
 }
 
@@ -278,6 +300,30 @@ rn::Status writeStateDigest(const std::string &path, const rn::Executor &ex) {
   ok = std::fclose(f) == 0 && ok;
   if (!ok)
     return rn::Error("cannot write " + path);
+  return rn::Status::success();
+}
+
+/// --perturb-state: multiplies every element of every parameter (role
+/// "parameter") by (1 + eps * u), u uniform in [-1, 1] from one generator
+/// seeded with `seed`, drawn in state order, so that a run is reproducible
+/// and the same on every executor. The product is rounded to the entry's
+/// dtype (writeState); an eps far below that dtype's ulp changes nothing.
+/// Models the f32 rounding differences of another summation order at the
+/// start of training, to measure how much the step amplifies them.
+rn::Status perturbState(rn::Executor &ex, double eps, unsigned long long seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (const rn::StateEntry &e : ex.program().state) {
+    if (!e.slot || e.role != "parameter")
+      continue;
+    rn::Result<std::vector<float>> v = ex.readState(e.name);
+    if (!v)
+      return v.error();
+    for (float &x : *v)
+      x = float(double(x) * (1.0 + eps * uniform(rng)));
+    if (rn::Status s = ex.writeState(e.name, *v); !s)
+      return s;
+  }
   return rn::Status::success();
 }
 
@@ -785,8 +831,10 @@ int main(int argc, char **argv) {
       o.interleave = true;
     } else if (arg == "--executor") {
       o.executor = value("--executor");
-      if (o.executor != "cpu" && o.executor != "cuda-eager" && o.executor != "auto")
-        return fail("--executor must be cpu, cuda-eager or auto, got '" + o.executor + "'");
+      if (o.executor != "cpu" && o.executor != "cuda-eager" && o.executor != "cuda-graph" &&
+          o.executor != "auto")
+        return fail("--executor must be cpu, cuda-eager, cuda-graph or auto, got '" +
+                    o.executor + "'");
     } else if (arg == "--sync-debug") {
       o.syncDebug = true;
     } else if (arg == "--deterministic") {
@@ -799,6 +847,20 @@ int main(int argc, char **argv) {
       o.planCache = value("--plan-cache");
     } else if (arg == "--state-digest") {
       o.stateDigest = value("--state-digest");
+    } else if (arg == "--perturb-state") {
+      const char *v = value("--perturb-state");
+      o.perturbEps = std::strtod(v, &end);
+      if (!*v || *end || !std::isfinite(o.perturbEps) || o.perturbEps < 0 || o.perturbEps >= 1)
+        return fail(std::string("--perturb-state EPS must be a number in [0, 1), got '") + v +
+                    "'");
+      const char *seed = value("--perturb-state");
+      errno = 0;
+      o.perturbSeed = std::strtoull(seed, &end, 10);
+      if (!*seed || *end || errno || *seed == '-')
+        return fail(std::string("--perturb-state SEED must be an integer >= 0, got '") + seed +
+                    "'");
+    } else if (arg == "--dump-graphs") {
+      o.dumpGraphs = value("--dump-graphs");
     } else if (arg == "--profile") {
       o.profile = true;
     } else if (arg == "--benchmark") {
@@ -873,6 +935,9 @@ int main(int argc, char **argv) {
     return fail("no data: give --data DIR or --synthetic");
   if (o.synthetic && (!o.checkpoint.empty() || !o.resume.empty()))
     return fail("--checkpoint and --resume need --data");
+  if (o.perturbEps > 0 && !o.resume.empty())
+    return fail("--perturb-state and --resume exclude each other (the checkpoint's state "
+                "replaces the perturbed one)");
 
   rn::Result<rn::Artifact> artifact = rn::loadArtifact(o.path);
   if (!artifact)
@@ -882,7 +947,7 @@ int main(int argc, char **argv) {
 #if RN_HAVE_CUDA
   rn::Status gpu = rn::cuda::deviceAvailable();
   if (kind == "auto")
-    kind = gpu.ok() ? "cuda-eager" : "cpu";
+    kind = gpu.ok() ? "cuda-graph" : "cpu";
   if (kind != "cpu" && !gpu.ok())
     return fail("--executor " + kind + ": " + gpu.error().message());
 #else
@@ -893,6 +958,11 @@ int main(int argc, char **argv) {
 #endif
   if (o.interleave && kind != "cpu")
     return fail("--interleave needs --executor cpu");
+  if (o.profile && kind != "cuda-eager")
+    return fail("--profile needs --executor cuda-eager (it times every node between events "
+                "on its stream)");
+  if (!o.dumpGraphs.empty() && kind != "cuda-graph")
+    return fail("--dump-graphs needs --executor cuda-graph");
   std::printf("rn-run: executor %s%s\n", kind.c_str(),
               o.executor == "auto" ? " (auto)" : "");
   std::fflush(stdout);
@@ -908,7 +978,7 @@ int main(int argc, char **argv) {
   }
 #if RN_HAVE_CUDA
   else {
-    rn::cuda::EagerExecutor::Options options;
+    rn::cuda::GraphExecutor::Options options;
     options.seed = o.seed;
     options.syncDebug = o.syncDebug;
     options.deterministic = o.deterministic;
@@ -916,17 +986,33 @@ int main(int argc, char **argv) {
     options.allowReducedPrecisionReduction = o.allowReducedPrecisionReduction;
     options.planCacheFile = planCachePath(o.planCache);
     options.profile = o.profile;
-    auto eager = rn::cuda::EagerExecutor::create(*artifact, options);
-    if (!eager)
-      return fail(eager.error().message());
-    if (o.progress)
-      std::printf("%s\n", (*eager)->loadSummary().c_str());
-    executor = std::move(*eager);
+    options.dumpGraphsDir = o.dumpGraphs;
+    if (kind == "cuda-eager") {
+      auto eager = rn::cuda::EagerExecutor::create(*artifact, options);
+      if (!eager)
+        return fail(eager.error().message());
+      if (o.progress)
+        std::printf("%s\n", (*eager)->loadSummary().c_str());
+      executor = std::move(*eager);
+    } else {
+      auto graph = rn::cuda::GraphExecutor::create(*artifact, options);
+      if (!graph)
+        return fail(graph.error().message());
+      if (o.progress)
+        std::printf("%s\n", (*graph)->loadSummary().c_str());
+      executor = std::move(*graph);
+    }
   }
 #endif
   rn::Executor &ex = *executor;
   if (rn::Status s = ex.initialize(); !s)
     return fail(s.error().message());
+  if (o.perturbEps > 0) {
+    if (rn::Status s = perturbState(ex, o.perturbEps, o.perturbSeed); !s)
+      return fail("--perturb-state: " + s.error().message());
+    std::printf("parameters perturbed by a relative %g (seed %llu)\n", o.perturbEps,
+                o.perturbSeed);
+  }
 
   const rn::Function *train = artifact->program.findFunction("train_step");
   if (!train)

@@ -9,6 +9,9 @@
 // RUN: rn-run %t.rnx --synthetic --steps 1 | FileCheck %s --check-prefix=AUTO
 // RUN: not rn-run %t.rnx --synthetic --steps 1 --executor gpu 2>&1 | FileCheck %s --check-prefix=BADEXECUTOR
 // RUN: not rn-run %t.rnx --synthetic --steps 1 --executor cuda-eager 2>&1 | FileCheck %s --check-prefix=NOGPU
+// RUN: not rn-run %t.rnx --synthetic --steps 1 --executor cuda-graph 2>&1 | FileCheck %s --check-prefix=NOGPU-GRAPH
+// RUN: not rn-run %t.rnx --synthetic --steps 1 --executor cpu --dump-graphs %t.graphs 2>&1 | FileCheck %s --check-prefix=DUMP-CPU
+// RUN: not rn-run %t.rnx --synthetic --steps 1 --executor cpu --profile 2>&1 | FileCheck %s --check-prefix=PROFILE-CPU
 // RUN: rn-run %t.rnx --benchmark --steps 2 --warmup 1 --executor cpu | FileCheck %s --check-prefix=BENCH
 // RUN: rn-run %t.rnx --synthetic --steps 2 --executor cpu --state-digest %t.digest.json
 // RUN: rn-run %t.rnx --synthetic --steps 2 --executor cpu --state-digest %t.digest2.json
@@ -36,13 +39,17 @@
 // NODATA: rn-run: error: no data: give --data DIR or --synthetic
 
 // Tests that the first line names the executor (auto: the CPU where no GPU
-// answers, as in CI), that an unknown executor and a missing GPU are errors,
+// answers, as in CI), that an unknown executor, a missing GPU and options
+// of another executor are errors,
 // the benchmark's JSON line, and that a state digest is reproducible and
 // tells a third step from two.
-// AUTO: rn-run: executor {{cpu|cuda-eager}} (auto)
-// BADEXECUTOR: rn-run: error: --executor must be cpu, cuda-eager or auto, got 'gpu'
+// AUTO: rn-run: executor {{cpu|cuda-graph}} (auto)
+// BADEXECUTOR: rn-run: error: --executor must be cpu, cuda-eager, cuda-graph or auto, got 'gpu'
 // NOGPU: rn-run: error: --executor cuda-eager: {{no usable CUDA device|this rn-run was built without CUDA}}
-// BENCH: {"model": "tiny_mlp", "executor": "cpu", "batch": 8, "ms_per_step": {{[0-9.]+}}, "images_per_s": {{[0-9]+}}, "loss": {{[0-9.]+}}}
+// NOGPU-GRAPH: rn-run: error: --executor cuda-graph: {{no usable CUDA device|this rn-run was built without CUDA}}
+// DUMP-CPU: rn-run: error: --dump-graphs needs --executor cuda-graph
+// PROFILE-CPU: rn-run: error: --profile needs --executor cuda-eager
+// BENCH: {"model": "tiny_mlp", "executor": "cpu", "batch": 8, "ms_per_step": {{[0-9.]+}}, "images_per_s": {{[0-9]+}}, "host_ms_per_step": {{[0-9.]+}}, "loss": {{[0-9.]+}}}
 // DIGEST: 12/12 state entries agree within 0
 // DIGEST-DIFF: fc1.weight (parameter): {{norm|sample}}
 // DIGEST-DIFF: /12 state entries agree within 1e-06

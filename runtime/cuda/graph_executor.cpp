@@ -1,0 +1,438 @@
+//===- graph_executor.cpp - The cuda-graph executor -----------------------===//
+//
+// See graph_executor.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/graph_executor.h"
+
+#include "runtime/core/capture_bindings.h"
+#include "runtime/cuda/check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace rn::cuda {
+
+namespace {
+
+size_t variantIndex(Variant v) { return v == Variant::a ? 0 : 1; }
+
+/// One instantiated graph of a (subgraph, variant) and what replay needs.
+struct CapturedGraph {
+  cudaGraph_t graph = nullptr; ///< kept for the node map and dumps
+  cudaGraphExec_t exec = nullptr;
+  size_t nodes = 0;
+  std::vector<uint32_t> outputs; ///< output bindings its nodes write
+};
+
+/// The streams a subgraph issues work on besides its primary.
+std::vector<Stream> secondaryStreams(const Subgraph &sg) {
+  std::set<Stream> used;
+  for (const Node &n : sg.nodes) {
+    used.insert(n.stream);
+    for (const Part &p : n.parts)
+      used.insert(p.stream);
+  }
+  used.erase(sg.primary);
+  return {used.begin(), used.end()};
+}
+
+} // namespace
+
+struct GraphExecutor::Impl {
+  std::unique_ptr<DeviceProgram> dp;
+  Options options;
+  std::optional<CaptureBindings> bindings;
+  std::unordered_map<const Subgraph *, std::array<CapturedGraph, 2>> graphs;
+  std::unordered_map<cudaGraphNode_t, GraphNodeOrigin> origins;
+  cudaEvent_t fork = nullptr;
+  std::array<cudaEvent_t, kStreamCount> join{};
+  double captureSeconds = 0, loadSeconds = 0;
+  size_t graphCount = 0, graphNodes = 0;
+
+  ~Impl() {
+    if (dp)
+      (void)dp->synchronize();
+    for (auto &[sg, variants] : graphs)
+      for (CapturedGraph &g : variants) {
+        if (g.exec)
+          (void)cudaGraphExecDestroy(g.exec);
+        if (g.graph)
+          (void)cudaGraphDestroy(g.graph);
+      }
+    for (cudaEvent_t e : join)
+      if (e)
+        (void)cudaEventDestroy(e);
+    if (fork)
+      (void)cudaEventDestroy(fork);
+  }
+
+  std::string describe(const Function &f, const Subgraph &sg, Variant v) const {
+    std::string s = "function " + f.name + ", subgraph " + sg.name;
+    if (sg.doubleBuffered)
+      s += std::string(" (variant ") + (v == Variant::a ? "a" : "b") + ")";
+    return s;
+  }
+
+  Status captureAll();
+  Status capture(const Function &f, const Subgraph &sg, Variant v, CapturedGraph &out);
+  Status captureNodes(const Subgraph &sg, Variant v, cudaStream_t primary,
+                      const std::vector<Stream> &secondaries, CapturedGraph &out);
+  Status mapNewNodes(cudaGraph_t graph, std::unordered_set<cudaGraphNode_t> &seen,
+                     const GraphNodeOrigin &origin);
+  Status launch(const HostAction &a);
+  Status dumpGraphs() const;
+};
+
+//===----------------------------------------------------------------------===//
+// Capture
+//===----------------------------------------------------------------------===//
+
+Status GraphExecutor::Impl::captureAll() {
+  auto start = std::chrono::steady_clock::now();
+  RN_CUDA_TRY(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  for (cudaEvent_t &e : join)
+    RN_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (const Function &f : dp->program().functions)
+    for (const Subgraph &sg : f.subgraphs) {
+      auto &variants = graphs[&sg];
+      for (Variant v : {Variant::a, Variant::b}) {
+        if (v == Variant::b && !sg.doubleBuffered)
+          continue;
+        if (Status st = capture(f, sg, v, variants[variantIndex(v)]); !st.ok())
+          return st;
+        ++graphCount;
+        graphNodes += variants[variantIndex(v)].nodes;
+      }
+    }
+  captureSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::success();
+}
+
+Status GraphExecutor::Impl::capture(const Function &f, const Subgraph &sg, Variant v,
+                                    CapturedGraph &out) {
+  DeviceContext &ctx = dp->context();
+  cudaStream_t primary = ctx.stream(sg.primary).stream;
+  std::vector<Stream> secondaries = secondaryStreams(sg);
+  std::string where = "capture of " + describe(f, sg, v);
+
+  if (Status st = RN_CUDA_CHECK(cudaStreamBeginCapture(primary, cudaStreamCaptureModeThreadLocal));
+      !st.ok())
+    return st.error().withContext(where);
+  Status st = captureNodes(sg, v, primary, secondaries, out);
+  // Join every stream back into the primary (also after an error, so that
+  // ending the capture takes every stream out of capture mode).
+  for (Stream s : secondaries) {
+    cudaStream_t stream = ctx.stream(s).stream;
+    Status joined = RN_CUDA_CHECK(cudaEventRecord(join[size_t(s)], stream));
+    if (joined.ok())
+      joined = RN_CUDA_CHECK(cudaStreamWaitEvent(primary, join[size_t(s)], 0));
+    if (st.ok() && !joined.ok())
+      st = joined.error().withContext("joining stream " + std::string(streamName(s)));
+  }
+  cudaGraph_t graph = nullptr;
+  cudaError_t ended = cudaStreamEndCapture(primary, &graph);
+  if (st.ok() && ended != cudaSuccess)
+    st = RN_CUDA_CHECK(ended);
+  if (!st.ok()) {
+    if (graph)
+      (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError(); // capture errors are not sticky; clear the last one
+    std::string left;
+    for (size_t s = 0; s < kStreamCount; ++s) {
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(ctx.stream(Stream(s)).stream, &status) == cudaSuccess &&
+          status != cudaStreamCaptureStatusNone)
+        left += std::string(left.empty() ? "" : ", ") + std::string(streamName(Stream(s)));
+    }
+    std::string message = where;
+    if (!left.empty())
+      message += " (streams still capturing afterwards: " + left + ")";
+    return st.error().withContext(message);
+  }
+  out.graph = graph;
+  if (Status inst = RN_CUDA_CHECK(cudaGraphInstantiateWithFlags(&out.exec, graph, 0)); !inst.ok())
+    return inst.error().withContext("instantiating " + describe(f, sg, v));
+  size_t count = 0;
+  RN_CUDA_TRY(cudaGraphGetNodes(graph, nullptr, &count));
+  out.nodes = count;
+  return Status::success();
+}
+
+Status GraphExecutor::Impl::mapNewNodes(cudaGraph_t graph, std::unordered_set<cudaGraphNode_t> &seen,
+                                        const GraphNodeOrigin &origin) {
+  size_t count = 0;
+  RN_CUDA_TRY(cudaGraphGetNodes(graph, nullptr, &count));
+  if (count == seen.size())
+    return Status::success();
+  std::vector<cudaGraphNode_t> nodes(count);
+  RN_CUDA_TRY(cudaGraphGetNodes(graph, nodes.data(), &count));
+  for (cudaGraphNode_t n : nodes)
+    if (seen.insert(n).second)
+      origins[n] = origin;
+  return Status::success();
+}
+
+Status GraphExecutor::Impl::captureNodes(const Subgraph &sg, Variant v, cudaStream_t primary,
+                                         const std::vector<Stream> &secondaries,
+                                         CapturedGraph &out) {
+  DeviceContext &ctx = dp->context();
+  // Fork: every stream the subgraph uses joins the capture from the primary.
+  RN_CUDA_TRY(cudaEventRecord(fork, primary));
+  for (Stream s : secondaries)
+    RN_CUDA_TRY(cudaStreamWaitEvent(ctx.stream(s).stream, fork, 0));
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  RN_CUDA_TRY(cudaStreamGetCaptureInfo(primary, &status, nullptr, &graph, nullptr, nullptr,
+                                       nullptr));
+  std::unordered_set<cudaGraphNode_t> seen;
+
+  PreparedSubgraph &ps = dp->subgraph(&sg);
+  for (size_t i = 0; i < sg.nodes.size(); ++i) {
+    const Node &n = sg.nodes[i];
+    auto where = [&](int part, Stream stream) {
+      return DeviceProgram::describeNode(n, uint32_t(i), part, stream);
+    };
+    cudaStream_t stream = ctx.stream(n.stream).stream;
+    const NodeBinding &b = bindings->at(sg, v, i);
+    GraphNodeOrigin origin{&sg, v, uint32_t(i), -1, n.stream};
+    if (n.kind == Node::Kind::event_record) {
+      EventSlot slot{n.event, sg.doubleBuffered ? v : Variant::a};
+      // The external record (a graph node other launches wait on) first,
+      // then the capture-internal one that later waits of this launch bind.
+      if (b.externalRecord) {
+        Status st = RN_CUDA_CHECK(
+            cudaEventRecordWithFlags(ctx.event(slot), stream, cudaEventRecordExternal));
+        if (!st.ok())
+          return st.error().withContext(where(-1, n.stream));
+      }
+      if (Status st = RN_CUDA_CHECK(cudaEventRecord(ctx.event(slot), stream)); !st.ok())
+        return st.error().withContext(where(-1, n.stream));
+    } else if (n.kind == Node::Kind::event_wait) {
+      for (const BoundWait &w : b.waits) {
+        unsigned flags = w.internal ? cudaEventWaitDefault : cudaEventWaitExternal;
+        if (Status st = RN_CUDA_CHECK(cudaStreamWaitEvent(stream, ctx.event(w.slot), flags));
+            !st.ok())
+          return st.error().withContext(where(-1, n.stream));
+      }
+    } else {
+      for (PreparedItem &it : ps.itemsOfNode[i]) {
+        if (Status st = dp->issueItem(sg, v, it); !st.ok())
+          return st.error().withContext(where(it.part, it.stream));
+        out.outputs.insert(out.outputs.end(), it.outputs.begin(), it.outputs.end());
+        origin.part = it.part;
+        origin.stream = it.stream;
+        if (Status st = mapNewNodes(graph, seen, origin); !st.ok())
+          return st.error().withContext(where(it.part, it.stream));
+      }
+      continue;
+    }
+    if (Status st = mapNewNodes(graph, seen, origin); !st.ok())
+      return st.error().withContext(where(-1, n.stream));
+  }
+  return Status::success();
+}
+
+Status GraphExecutor::Impl::dumpGraphs() const {
+  std::error_code ec;
+  std::filesystem::create_directories(options.dumpGraphsDir, ec);
+  if (ec)
+    return Error("--dump-graphs: cannot create " + options.dumpGraphsDir + ": " + ec.message());
+  for (const Function &f : dp->program().functions)
+    for (const Subgraph &sg : f.subgraphs)
+      for (Variant v : {Variant::a, Variant::b}) {
+        const CapturedGraph &g = graphs.at(&sg)[variantIndex(v)];
+        if (!g.graph)
+          continue;
+        std::string name = f.name + "." + sg.name + (sg.doubleBuffered ? (v == Variant::a ? ".a" : ".b") : "");
+        std::string path = options.dumpGraphsDir + "/" + name + ".dot";
+        Status st = RN_CUDA_CHECK(
+            cudaGraphDebugDotPrint(g.graph, path.c_str(), cudaGraphDebugDotFlagsVerbose));
+        if (!st.ok())
+          return st.error().withContext("--dump-graphs: " + path);
+      }
+  return Status::success();
+}
+
+Result<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const Artifact &artifact,
+                                                             const Options &options) {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<GraphExecutor> ex(new GraphExecutor());
+  ex->impl_ = std::make_unique<Impl>();
+  Impl &im = *ex->impl_;
+  im.options = options;
+  // The bindings first: a schedule a captured graph cannot express fails
+  // before anything touches the GPU.
+  Result<CaptureBindings> bindings = CaptureBindings::analyze(artifact.program);
+  if (!bindings.ok())
+    return bindings.error().withContext("cuda-graph");
+  im.bindings.emplace(std::move(*bindings));
+  Result<std::unique_ptr<DeviceProgram>> dp = DeviceProgram::create(artifact, options, "cuda-graph");
+  if (!dp.ok())
+    return dp.error();
+  im.dp = std::move(*dp);
+  if (Status st = im.captureAll(); !st.ok())
+    return st.error().withContext("cuda-graph");
+  if (!options.dumpGraphsDir.empty())
+    if (Status st = im.dumpGraphs(); !st.ok())
+      return st.error().withContext("cuda-graph");
+  im.loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return ex;
+}
+
+GraphExecutor::~GraphExecutor() = default;
+
+const Program &GraphExecutor::program() const { return impl_->dp->program(); }
+
+const GraphNodeOrigin *GraphExecutor::origin(cudaGraphNode_t node) const {
+  auto it = impl_->origins.find(node);
+  return it == impl_->origins.end() ? nullptr : &it->second;
+}
+
+std::string GraphExecutor::loadSummary() const {
+  const Impl &im = *impl_;
+  const DeviceProgram &dp = *im.dp;
+  const Program &p = dp.program();
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "cuda-graph on %s: arena %.1f MiB in %zu regions, %zu nodes prepared (%zu "
+                "convolution graphs, %.2f s building and autotuning), %zu graphs with %zu "
+                "nodes captured in %.2f s, load %.2f s",
+                dp.context().deviceName().c_str(), double(dp.context().arenaBytes()) / (1 << 20),
+                p.arena.regions.size(), dp.preparedNodes(), dp.conv().graphs(),
+                dp.conv().prepareSeconds(), im.graphCount, im.graphNodes, im.captureSeconds,
+                im.loadSeconds);
+  out += line;
+  for (const Region &r : p.arena.regions) {
+    std::snprintf(line, sizeof line, "\n  region %-16s %10.2f MiB", r.kind.c_str(),
+                  double(r.bytes) / (1 << 20));
+    out += line;
+  }
+  for (const Function &f : p.functions) {
+    for (const Subgraph &sg : f.subgraphs) {
+      const auto &g = im.graphs.at(&sg);
+      std::snprintf(line, sizeof line, "\n  graph %s.%s: %zu nodes%s", f.name.c_str(),
+                    sg.name.c_str(), g[0].nodes,
+                    sg.doubleBuffered ? (" (a), " + std::to_string(g[1].nodes) + " (b)").c_str()
+                                      : "");
+      out += line;
+    }
+  }
+  // What the host does per step in steady state: the even schedule's
+  // graph launches and host waits, and the output copies.
+  for (const char *kind : {"train", "eval"}) {
+    const Schedule *even = p.findSchedule(std::string(kind) + "_even");
+    if (!even)
+      continue;
+    size_t launches = 0, waits = 0;
+    for (const Step &s : even->steps)
+      ++(s.kind == Step::Kind::host_wait ? waits : launches);
+    Result<uint32_t> fn = pipelinedFunction(p, kind);
+    size_t copies = fn.ok() ? p.functions[*fn].outputs.size() : 0;
+    std::snprintf(line, sizeof line,
+                  "\n  per %s step: %zu graph launches, %zu host synchronizations, %zu output "
+                  "copies",
+                  kind, launches, waits, copies);
+    out += line;
+  }
+  std::snprintf(line, sizeof line,
+                "\n  events: %zu external waits and %zu external records (event nodes), %zu "
+                "waits inside graphs (edges)",
+                im.bindings->externalWaits(), im.bindings->externalRecords(),
+                im.bindings->internalWaits());
+  return out + line;
+}
+
+Status GraphExecutor::initialize() { return impl_->dp->initialize(); }
+
+Result<std::vector<float>> GraphExecutor::readState(std::string_view name) const {
+  return impl_->dp->readState(name);
+}
+
+Status GraphExecutor::writeState(std::string_view name, const std::vector<float> &values) {
+  return impl_->dp->writeState(name, values);
+}
+
+double GraphExecutor::hostBlockedSeconds() const { return impl_->dp->blockedSeconds(); }
+
+//===----------------------------------------------------------------------===//
+// Replay
+//===----------------------------------------------------------------------===//
+
+Status GraphExecutor::Impl::launch(const HostAction &a) {
+  const CapturedGraph &g = graphs.at(a.sg)[variantIndex(a.variant)];
+  cudaStream_t primary = dp->context().stream(a.sg->primary).stream;
+  if (Status st = RN_CUDA_CHECK(cudaGraphLaunch(g.exec, primary)); !st.ok())
+    return st.error().withContext(dp->describeLaunch(a));
+  // The step's pinned slot changes per step, so outputs are copied after
+  // the graph, on its primary stream.
+  if (a.outputs)
+    for (uint32_t o : g.outputs)
+      if (Status st = dp->copyOutput(a.fn, o, a.variant, a.step, primary); !st.ok())
+        return st.error().withContext(dp->describeLaunch(a));
+  if (Status st = dp->recordCompletion(a); !st.ok())
+    return st;
+  if (dp->options().syncDebug)
+    if (Status st = dp->synchronize(); !st.ok())
+      return st.error().withContext("sync-debug after " + dp->describeLaunch(a));
+  return Status::success();
+}
+
+namespace {
+
+class GraphPrimitives final : public HostPrimitives {
+public:
+  explicit GraphPrimitives(GraphExecutor::Impl &impl) : impl_(impl) {}
+  Status stage(const HostAction &a) override { return impl_.dp->stage(a); }
+  Status launch(const HostAction &a) override { return impl_.launch(a); }
+  Status hostWait(const HostAction &a) override { return impl_.dp->hostWait(a); }
+  Status read(const HostAction &) override { return Status::success(); }
+
+private:
+  GraphExecutor::Impl &impl_;
+};
+
+} // namespace
+
+Status GraphExecutor::issue(const HostProgram &program) {
+  GraphPrimitives primitives(*impl_);
+  if (Status st = runHostProgram(program, primitives); !st.ok())
+    return st.error().withContext("cuda-graph");
+  return Status::success();
+}
+
+Result<bool> GraphExecutor::stepComplete(const PendingStep &step) {
+  Result<bool> done = impl_->dp->stepComplete(step);
+  if (!done.ok())
+    return done.error().withContext("cuda-graph");
+  return done;
+}
+
+Status GraphExecutor::waitStep(const PendingStep &step) {
+  if (Status st = impl_->dp->waitStep(step); !st.ok())
+    return st.error().withContext("cuda-graph");
+  return Status::success();
+}
+
+Status GraphExecutor::collect(PendingStep &step) {
+  if (step.launches.empty())
+    return Status::success();
+  return impl_->dp->decodeOutputs(step.fn, step.step, step.outputs);
+}
+
+Status GraphExecutor::synchronize() {
+  if (Status st = impl_->dp->synchronize(); !st.ok())
+    return st.error().withContext("cuda-graph");
+  return Status::success();
+}
+
+size_t GraphExecutor::maxStepsInFlight() const { return impl_->dp->options().maxStepsInFlight; }
+
+} // namespace rn::cuda
