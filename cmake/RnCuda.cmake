@@ -1,6 +1,7 @@
 # Finds what the CUDA runtime half needs and defines rn_runtime_cuda.
 #
-#   RN_ENABLE_CUDA       AUTO (default: on when everything is found), ON
+#   RN_ENABLE_CUDA       AUTO (default: on when everything is found: nvcc,
+#                        cudart, cuBLASLt, NVRTC, CUPTI, cuDNN and its frontend), ON
 #                        (fail when something is missing) or OFF
 #   RN_CUDNN_FRONTEND_INCLUDE_DIR   folder with cudnn_frontend.h; found from
 #                        the nvidia-cudnn-frontend wheel (pip) by default
@@ -43,6 +44,12 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
     rn_cuda_missing("the CUDA toolkit (cudart, cuBLASLt, NVRTC) was not found")
     return()
   endif()
+  # CUPTI (cupti_trace.cpp, rn-run --trace): libcupti.so.13 of the toolkit;
+  # on the GPU machine it is found through LD_LIBRARY_PATH (docs/gpu-tests.md).
+  if(NOT TARGET CUDA::cupti)
+    rn_cuda_missing("CUPTI (libcupti, cupti.h) was not found in the CUDA toolkit")
+    return()
+  endif()
   if(NOT RN_CUDNN_LIBRARY OR NOT RN_CUDNN_INCLUDE_DIR)
     rn_cuda_missing("cuDNN (libcudnn.so, cudnn.h) was not found")
     return()
@@ -68,7 +75,7 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
   # The frontend's headers are included by conv.cpp only (host C++, g++).
   target_include_directories(rn_runtime_cuda SYSTEM PRIVATE ${RN_CUDNN_FRONTEND_INCLUDE_DIR})
   target_link_libraries(rn_runtime_cuda PUBLIC rn_runtime CUDA::cudart CUDA::cublasLt
-    ${RN_CUDNN_LIBRARY} PRIVATE CUDA::nvrtc)
+    ${RN_CUDNN_LIBRARY} CUDA::cupti PRIVATE CUDA::nvrtc)
   target_compile_options(rn_runtime_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
