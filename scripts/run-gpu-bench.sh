@@ -4,7 +4,7 @@
 # graph) in the same run on the same GPU, one JSON line per measurement in
 # $OUT/bench.jsonl and a table with the ratios in $OUT/bench.txt.
 #   RN_BENCH_MODELS: model:batch pairs (default mlp:128,resnet18c:256,vgg11c:256)
-#   RN_BENCH_EXECUTORS: RN executors to time (default cuda-eager)
+#   RN_BENCH_EXECUTORS: RN executors to time (default cuda-graph,cuda-eager)
 #   RN_BENCH_PROFILE=1: also write profile-MODEL-BATCH.log (GPU time per op)
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,10 +15,11 @@ if [ ! -x "$bundle/bin/rn-run" ] && [ -f "$bundle/bin.tar.xz" ]; then
   mkdir -p "$bundle/bin" && tar xJf "$bundle/bin.tar.xz" -C "$bundle/bin"
 fi
 V=/opt/torch/.venv/lib/python3.12/site-packages/nvidia
-export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:${LD_LIBRARY_PATH:-}
+# CUPTI (rn-run --trace, the timeline tests) is the toolkit's own there.
+export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 python=${RN_PYTHON:-/opt/torch/.venv/bin/python}
 models=${RN_BENCH_MODELS:-mlp:128,resnet18c:256,vgg11c:256}
-executors=${RN_BENCH_EXECUTORS:-cuda-eager}
+executors=${RN_BENCH_EXECUTORS:-cuda-graph,cuda-eager}
 steps=${RN_BENCH_STEPS:-40}
 jsonl=$out/bench.jsonl
 : > "$jsonl"
@@ -59,16 +60,17 @@ fi
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 torch = {(r["model"], r["batch"], r["mode"]): r for r in rows if r.get("framework") == "torch" and "ms_per_step" in r}
-print("%-10s %5s %-12s %9s %9s %12s %12s" % ("model", "batch", "who", "ms/step", "img/s", "vs torch eager", "vs torch graph"))
+print("%-10s %5s %-16s %9s %9s %9s %14s %14s" % ("model", "batch", "who", "ms/step", "img/s", "host ms", "vs torch eager", "vs torch graph"))
 for r in rows:
     if "gpu" in r or "torch" in r and "framework" not in r:
         continue
     who = r.get("executor") or r.get("mode")
     who = ("rn " if r.get("framework") == "rn" else "torch ") + str(who)
     if "ms_per_step" not in r:
-        print("%-10s %5s %-12s %s" % (r.get("model"), r.get("batch"), who, r.get("error")))
+        print("%-10s %5s %-16s %s" % (r.get("model"), r.get("batch"), who, r.get("error")))
         continue
     e = torch.get((r["model"], r["batch"], "eager")); g = torch.get((r["model"], r["batch"], "graph"))
     ratio = lambda t: "%.2fx" % (t["ms_per_step"] / r["ms_per_step"]) if t else "-"
-    print("%-10s %5d %-12s %9.3f %9d %12s %12s" % (r["model"], r["batch"], who, r["ms_per_step"], r["images_per_s"], ratio(e), ratio(g)))
+    host = "%.3f" % r["host_ms_per_step"] if "host_ms_per_step" in r else "-"
+    print("%-10s %5d %-16s %9.3f %9d %9s %14s %14s" % (r["model"], r["batch"], who, r["ms_per_step"], r["images_per_s"], host, ratio(e), ratio(g)))
 PY

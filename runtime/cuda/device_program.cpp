@@ -8,6 +8,7 @@
 
 #include "runtime/core/dtype.h"
 #include "runtime/cuda/check.h"
+#include "runtime/cuda/cupti_trace.h"
 
 #include <algorithm>
 #include <chrono>
@@ -43,6 +44,29 @@ void encode(DType type, const float *values, const int32_t *ints, size_t n, void
 }
 
 } // namespace
+
+std::vector<ItemLabel> itemLabels(const Program &program) {
+  std::vector<ItemLabel> out;
+  for (size_t fi = 0; fi < program.functions.size(); ++fi)
+    for (const Subgraph &sg : program.functions[fi].subgraphs)
+      for (size_t i = 0; i < sg.nodes.size(); ++i) {
+        const Node &n = sg.nodes[i];
+        if (n.kind != Node::Kind::op)
+          continue;
+        auto add = [&](int part, Stream stream) {
+          std::string name = std::to_string(i) + " " + n.op;
+          if (part >= 0)
+            name += "." + n.parts[size_t(part)].role;
+          out.push_back({uint32_t(fi), &sg, uint32_t(i), part, stream,
+                         name + " (" + sg.name + ")"});
+        };
+        if (n.parts.empty())
+          add(-1, n.stream);
+        for (size_t q = 0; q < n.parts.size(); ++q)
+          add(int(q), n.parts[q].stream);
+      }
+  return out;
+}
 
 PinnedBuffer::~PinnedBuffer() {
   if (data)
@@ -146,6 +170,7 @@ Status DeviceProgram::create(std::string_view) {
   gemm_ = std::move(*gr);
 
   size_t partEvent = 0;
+  uint64_t label = 0; // in itemLabels' order
   fns_.resize(p.functions.size());
   for (size_t fi = 0; fi < p.functions.size(); ++fi) {
     const Function &f = p.functions[fi];
@@ -221,6 +246,8 @@ Status DeviceProgram::create(std::string_view) {
           // A forking op's outputs are copied after its last part.
           items.back().outputs = outputs;
         }
+        for (PreparedItem &it : items)
+          it.label = ++label;
         if (options_.profile)
           for (PreparedItem &it : items) {
             RN_CUDA_TRY(cudaEventCreate(&it.profileBegin));
@@ -236,16 +263,16 @@ Status DeviceProgram::prepareNodes() {
   const Program &p = program();
   for (const Function &f : p.functions) {
     for (const Subgraph &sg : f.subgraphs) {
-      const PreparedSubgraph &ps = subgraphs_.at(&sg);
+      PreparedSubgraph &ps = subgraphs_.at(&sg);
       for (size_t i = 0; i < sg.nodes.size(); ++i) {
         const Node &n = sg.nodes[i];
-        for (const PreparedItem &it : ps.itemsOfNode[i]) {
+        for (PreparedItem &it : ps.itemsOfNode[i]) {
           if (!it.launcher->prepare)
             continue;
           const StreamResources &stream = ctx_->stream(it.stream);
           const NodeViews &views = ps.viewsOfNode[i];
           OpLaunch l{n, it.part, views.operands[0], views.results[0], stream,
-                     *conv_, *gemm_, options_.seed};
+                     *conv_, *gemm_, options_.seed, &it.prepared};
           std::string where = "function " + f.name + ", subgraph " + sg.name + ", " +
                               describeNode(n, uint32_t(i), it.part, it.stream);
           Result<size_t> bytes = it.launcher->prepare(l);
@@ -337,11 +364,17 @@ Status DeviceProgram::issueItem(const Subgraph &sg, Variant variant, PreparedIte
   const NodeViews &views = ps.viewsOfNode[it.node];
   size_t var = variant == Variant::a ? 0 : 1;
   OpLaunch l{n, it.part, views.operands[var], views.results[var], stream,
-             *conv_, *gemm_, options_.seed};
+             *conv_, *gemm_, options_.seed, &it.prepared};
   if (it.profileBegin)
     RN_CUDA_TRY(cudaEventRecord(it.profileBegin, stream.stream));
-  if (Status st = it.launcher->launch(l); !st.ok())
-    return st;
+  if (options_.trace)
+    RN_RETURN_IF_ERROR(options_.trace->pushLabel(it.label));
+  Status launched = it.launcher->launch(l);
+  if (options_.trace)
+    if (Status popped = options_.trace->popLabel(); launched.ok() && !popped.ok())
+      launched = popped;
+  if (!launched.ok())
+    return launched;
   if (it.profileEnd) {
     RN_CUDA_TRY(cudaEventRecord(it.profileEnd, stream.stream));
     it.profiled = true;

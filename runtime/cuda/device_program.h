@@ -37,6 +37,23 @@
 
 namespace rn::cuda {
 
+class CuptiTrace;
+
+/// What a prepared item is, for timelines: its label id (CuptiTrace's) is
+/// its index in itemLabels() plus one.
+struct ItemLabel {
+  uint32_t fn = 0;
+  const Subgraph *subgraph = nullptr;
+  uint32_t node = 0;
+  int part = -1;
+  Stream stream = Stream::comp1;
+  std::string name; ///< "17 cbr_forward.conv (DEEP_FWD_BWD)"
+};
+
+/// Every op node (and part) of `program`, in the order the executors give
+/// their prepared items label ids: by function, subgraph, node, part.
+std::vector<ItemLabel> itemLabels(const Program &program);
+
 /// Pinned host memory, freed without throwing.
 struct PinnedBuffer {
   void *data = nullptr;
@@ -61,6 +78,9 @@ struct PreparedItem {
   /// Options::profile: timing events around its launch (created at load).
   cudaEvent_t profileBegin = nullptr, profileEnd = nullptr;
   bool profiled = false; ///< its events were recorded at least once
+  uint64_t label = 0;    ///< its timeline label (itemLabels() index + 1)
+  /// What its launcher's prepare kept for the launches (OpLaunch::prepared).
+  std::unique_ptr<PreparedState> prepared;
 };
 
 /// One node's operand and result views on variant A and B.
@@ -95,6 +115,9 @@ public:
     bool verbose = false;
     /// cuda-eager: timing events around every node's launch (profileReport).
     bool profile = false;
+    /// When set (rn-run --trace), each item's launch (or capture) is
+    /// labelled for the timeline. Not owned; created before the executor.
+    CuptiTrace *trace = nullptr;
   };
 
   /// Validates that every op has a GPU launcher, creates the device

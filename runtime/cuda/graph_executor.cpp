@@ -43,6 +43,30 @@ std::vector<Stream> secondaryStreams(const Subgraph &sg) {
   return {used.begin(), used.end()};
 }
 
+/// Adds an event record (or wait) node on `event` to the graph `stream` is
+/// capturing into, after the stream's current dependencies, and makes it
+/// the stream's dependency: what cudaEventRecordWithFlags /
+/// cudaStreamWaitEvent with the External flags capture, written out so that
+/// the node does not depend on the event's state at capture time.
+Status appendEventNode(cudaStream_t stream, cudaEvent_t event, bool record) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  const cudaGraphNode_t *deps = nullptr;
+  size_t count = 0;
+  RN_CUDA_TRY(cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, &deps, nullptr, &count));
+  if (status != cudaStreamCaptureStatusActive)
+    return Error("the stream is not capturing");
+  std::vector<cudaGraphNode_t> after(deps, deps + count);
+  cudaGraphNode_t node = nullptr;
+  if (record)
+    RN_CUDA_TRY(cudaGraphAddEventRecordNode(&node, graph, after.data(), after.size(), event));
+  else
+    RN_CUDA_TRY(cudaGraphAddEventWaitNode(&node, graph, after.data(), after.size(), event));
+  RN_CUDA_TRY(cudaStreamUpdateCaptureDependencies(stream, &node, nullptr, 1,
+                                                  cudaStreamSetCaptureDependencies));
+  return Status::success();
+}
+
 } // namespace
 
 struct GraphExecutor::Impl {
@@ -53,6 +77,15 @@ struct GraphExecutor::Impl {
   std::unordered_map<cudaGraphNode_t, GraphNodeOrigin> origins;
   cudaEvent_t fork = nullptr;
   std::array<cudaEvent_t, kStreamCount> join{};
+  /// Per (event id, slot): the event of waits inside one capture (graph
+  /// edges). The program's CUDA events (DeviceContext::event) are only
+  /// recorded by event record nodes and eager calls: an event whose last
+  /// record was a capture-internal one of an ended capture is rejected by
+  /// later waits (cudaErrorInvalidValue).
+  std::vector<cudaEvent_t> internalEvents;
+  cudaEvent_t internalEvent(EventSlot slot) const {
+    return internalEvents[size_t(slot.event) * 2 + size_t(slot.slot)];
+  }
   double captureSeconds = 0, loadSeconds = 0;
   size_t graphCount = 0, graphNodes = 0;
 
@@ -67,6 +100,9 @@ struct GraphExecutor::Impl {
           (void)cudaGraphDestroy(g.graph);
       }
     for (cudaEvent_t e : join)
+      if (e)
+        (void)cudaEventDestroy(e);
+    for (cudaEvent_t e : internalEvents)
       if (e)
         (void)cudaEventDestroy(e);
     if (fork)
@@ -98,6 +134,9 @@ Status GraphExecutor::Impl::captureAll() {
   auto start = std::chrono::steady_clock::now();
   RN_CUDA_TRY(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
   for (cudaEvent_t &e : join)
+    RN_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  internalEvents.assign(size_t(dp->program().numEvents) * 2, nullptr);
+  for (cudaEvent_t &e : internalEvents)
     RN_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   for (const Function &f : dp->program().functions)
     for (const Subgraph &sg : f.subgraphs) {
@@ -204,21 +243,19 @@ Status GraphExecutor::Impl::captureNodes(const Subgraph &sg, Variant v, cudaStre
     GraphNodeOrigin origin{&sg, v, uint32_t(i), -1, n.stream};
     if (n.kind == Node::Kind::event_record) {
       EventSlot slot{n.event, sg.doubleBuffered ? v : Variant::a};
-      // The external record (a graph node other launches wait on) first,
-      // then the capture-internal one that later waits of this launch bind.
-      if (b.externalRecord) {
-        Status st = RN_CUDA_CHECK(
-            cudaEventRecordWithFlags(ctx.event(slot), stream, cudaEventRecordExternal));
-        if (!st.ok())
+      // An event record node for the launches that wait on it, and the
+      // capture-internal record that later waits of this launch bind to.
+      if (b.externalRecord)
+        if (Status st = appendEventNode(stream, ctx.event(slot), /*record=*/true); !st.ok())
           return st.error().withContext(where(-1, n.stream));
-      }
-      if (Status st = RN_CUDA_CHECK(cudaEventRecord(ctx.event(slot), stream)); !st.ok())
+      if (Status st = RN_CUDA_CHECK(cudaEventRecord(internalEvent(slot), stream)); !st.ok())
         return st.error().withContext(where(-1, n.stream));
     } else if (n.kind == Node::Kind::event_wait) {
       for (const BoundWait &w : b.waits) {
-        unsigned flags = w.internal ? cudaEventWaitDefault : cudaEventWaitExternal;
-        if (Status st = RN_CUDA_CHECK(cudaStreamWaitEvent(stream, ctx.event(w.slot), flags));
-            !st.ok())
+        Status st = w.internal ? RN_CUDA_CHECK(cudaStreamWaitEvent(stream, internalEvent(w.slot),
+                                                                   cudaEventWaitDefault))
+                               : appendEventNode(stream, ctx.event(w.slot), /*record=*/false);
+        if (!st.ok())
           return st.error().withContext(where(-1, n.stream));
       }
     } else {

@@ -13,7 +13,9 @@
 // issueItem), with the program's event records and waits as fixed by
 // capture_bindings.h: a wait on a record of the same launch becomes a graph
 // edge, a wait on a record of another launch an event wait node, and a
-// record that other launches wait on an event record node; join every
+// record that other launches wait on an event record node (added to the
+// capture graph explicitly; capture-internal records use events of their
+// own, so the program's events are only ever recorded by nodes); join every
 // stream back into the primary; end the capture; instantiate. The graph
 // node -> program node map is kept (for timelines and errors). An error
 // during capture names the subgraph, variant and node, ends the capture and

@@ -30,6 +30,7 @@
 #include "runtime/cuda/device_context.h"
 #include "runtime/cuda/eager_executor.h"
 #include "runtime/cuda/graph_executor.h"
+#include "runtime/cuda/timeline.h"
 #endif
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/data/idx_dataset.h"
@@ -51,6 +52,30 @@
 #include <unistd.h>
 
 namespace {
+
+#if RN_HAVE_CUDA
+/// --trace: the run's timeline, while one is recorded.
+rn::cuda::Timeline *traceTimeline = nullptr;
+#endif
+
+/// A span of host work on the timeline's "main" track (--trace).
+class HostSpan {
+public:
+  explicit HostSpan(std::string name)
+      : name_(std::move(name)), begin_(std::chrono::steady_clock::now()) {}
+  ~HostSpan() {
+#if RN_HAVE_CUDA
+    if (traceTimeline)
+      traceTimeline->hostSpan("main", std::move(name_), begin_, std::chrono::steady_clock::now());
+#endif
+  }
+  HostSpan(const HostSpan &) = delete;
+  HostSpan &operator=(const HostSpan &) = delete;
+
+private:
+  std::string name_;
+  std::chrono::steady_clock::time_point begin_;
+};
 
 void usage(FILE *out) {
   std::fprintf(
@@ -101,6 +126,10 @@ void usage(FILE *out) {
       "                     every graph launch\n"
       "  --dump-graphs DIR  cuda-graph: write every captured graph to DIR as\n"
       "                     Graphviz (one .dot per subgraph and variant)\n"
+      "  --trace FILE       GPU executors: a timeline of the training steps\n"
+      "                     (Chrome trace / Perfetto JSON: one track per program\n"
+      "                     stream, kernels named by node and op, host spans) and\n"
+      "                     the GPU's busy and idle time over them\n"
       "  --deterministic    deterministic convolution plans and kernels\n"
       "  --allow-tf32       TF32 for f32 convolutions and products (default IEEE f32)\n"
       "  --allow-reduced-precision-reduction  convolution plans that reduce in f16/bf16\n"
@@ -160,6 +189,7 @@ struct Options {
   bool benchmark = false;
   bool profile = false;
   std::string dumpGraphs; ///< cuda-graph: Graphviz of every captured graph
+  std::string trace;      ///< GPU executors: the timeline's JSON
   std::string stateDigest;
   long warmup = 10;
   /// --perturb-state: relative size and seed of the parameter perturbation
@@ -235,6 +265,7 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     std::vector<rn::StepOutputs> outs;
     auto start = std::chrono::steady_clock::now();
     double blocked = ex.hostBlockedSeconds();
+    HostSpan span(std::to_string(count) + " steps (submit and drain)");
     rn::Status st = ex.runPipelined("train", std::move(steps), outs);
     secs = seconds(start);
     hostSecs += secs - (ex.hostBlockedSeconds() - blocked);
@@ -371,6 +402,8 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     for (long step = step0; step < step0 + count; ++step)
       batches.push_back(data[size_t(step % numBatches)]);
     std::vector<rn::TrainOutputs> outs;
+    HostSpan span("train steps " + std::to_string(step0 + 1) + "-" +
+                  std::to_string(step0 + count));
     rn::Status s = ex.trainSteps(batches, std::vector<float>(size_t(count), float(o.lr)),
                                  int32_t(step0 + 1), outs);
     if (!s)
@@ -701,14 +734,24 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
       int64_t global0 = epoch * stepsPerEpoch + s0;
       std::vector<rn::StepInputs> steps(static_cast<size_t>(count));
       rn::HostBatch hb;
-      for (int64_t i = 0; i < count; ++i) {
-        lr = scheduledLr(o.lr, global0 + i, warmupSteps, totalSteps);
-        fillBatch(train, order.data() + (s0 + i) * batch, batch, hb);
-        steps[size_t(i)] = rn::Executor::trainInputs(hb, float(lr), int32_t(global0 + i + 1));
+      {
+        HostSpan span("prepare " + std::to_string(count) + " batches");
+        for (int64_t i = 0; i < count; ++i) {
+          lr = scheduledLr(o.lr, global0 + i, warmupSteps, totalSteps);
+          fillBatch(train, order.data() + (s0 + i) * batch, batch, hb);
+          steps[size_t(i)] = rn::Executor::trainInputs(hb, float(lr), int32_t(global0 + i + 1));
+        }
       }
-      rn::Status st = ex.submit("train", std::move(steps));
-      if (st.ok())
+      rn::Status st;
+      {
+        HostSpan span("submit steps " + std::to_string(global0 + 1) + "-" +
+                      std::to_string(global0 + count));
+        st = ex.submit("train", std::move(steps));
+      }
+      if (st.ok()) {
+        HostSpan span(s0 + count < stepsPerEpoch ? "poll" : "drain");
         st = s0 + count < stepsPerEpoch ? ex.poll(finished) : ex.drain(finished);
+      }
       if (!st) {
         clearProgress();
         return fail("epoch " + std::to_string(epoch + 1) + ", steps " +
@@ -859,6 +902,8 @@ int main(int argc, char **argv) {
       if (!*seed || *end || errno || *seed == '-')
         return fail(std::string("--perturb-state SEED must be an integer >= 0, got '") + seed +
                     "'");
+    } else if (arg == "--trace") {
+      o.trace = value("--trace");
     } else if (arg == "--dump-graphs") {
       o.dumpGraphs = value("--dump-graphs");
     } else if (arg == "--profile") {
@@ -963,6 +1008,8 @@ int main(int argc, char **argv) {
                 "on its stream)");
   if (!o.dumpGraphs.empty() && kind != "cuda-graph")
     return fail("--dump-graphs needs --executor cuda-graph");
+  if (!o.trace.empty() && kind == "cpu")
+    return fail("--trace needs a GPU executor (cuda-graph or cuda-eager)");
   std::printf("rn-run: executor %s%s\n", kind.c_str(),
               o.executor == "auto" ? " (auto)" : "");
   std::fflush(stdout);
@@ -977,8 +1024,17 @@ int main(int argc, char **argv) {
     executor = std::move(*cpu);
   }
 #if RN_HAVE_CUDA
-  else {
+  std::unique_ptr<rn::cuda::Timeline> timeline;
+  if (!o.trace.empty()) {
+    // Before the executor: the timeline follows graph nodes from their capture.
+    auto t = rn::cuda::Timeline::create(artifact->program);
+    if (!t)
+      return fail(t.error().message());
+    timeline = std::move(*t);
+  }
+  if (kind != "cpu") {
     rn::cuda::GraphExecutor::Options options;
+    options.trace = timeline ? timeline->trace() : nullptr;
     options.seed = o.seed;
     options.syncDebug = o.syncDebug;
     options.deterministic = o.deterministic;
@@ -1029,8 +1085,34 @@ int main(int argc, char **argv) {
   if (classes < 1)
     return fail(o.path + ": cannot find the class count (no softmax_cross_entropy)");
 
+#if RN_HAVE_CUDA
+  if (timeline) {
+    if (rn::Status s = timeline->start(); !s)
+      return fail(s.error().message());
+    traceTimeline = timeline.get();
+  }
+  // Writes the timeline after the run (its steps drained) and says what the
+  // GPU did over it.
+  auto finishTrace = [&](int rc) -> int {
+    if (!timeline || rc != 0)
+      return rc;
+    traceTimeline = nullptr;
+    rn::Result<rn::cuda::Timeline::Summary> s = timeline->write(o.trace);
+    if (!s)
+      return fail(s.error().message());
+    std::printf("trace %s: %zu GPU records (%zu not from program nodes), GPU busy %.3f of "
+                "%.3f ms (%.1f%%), %llu records dropped\n",
+                o.trace.c_str(), s->gpuRecords, s->unlabeled, s->busyMs, s->windowMs,
+                s->windowMs > 0 ? 100.0 * s->busyMs / s->windowMs : 0.0,
+                (unsigned long long)s->dropped);
+    return 0;
+  };
+#else
+  auto finishTrace = [](int rc) { return rc; };
+#endif
+
   if (o.benchmark) {
-    int rc = runBenchmark(o, *artifact, ex, batch, features, classes);
+    int rc = finishTrace(runBenchmark(o, *artifact, ex, batch, features, classes));
 #if RN_HAVE_CUDA
     if (rc == 0 && o.profile)
       if (auto *eager = dynamic_cast<rn::cuda::EagerExecutor *>(&ex)) {
@@ -1043,6 +1125,6 @@ int main(int argc, char **argv) {
     return rc;
   }
   if (o.synthetic)
-    return runSynthetic(o, *artifact, ex, batch, features, classes);
-  return runData(o, *artifact, ex, *imageShape, classes);
+    return finishTrace(runSynthetic(o, *artifact, ex, batch, features, classes));
+  return finishTrace(runData(o, *artifact, ex, *imageShape, classes));
 }
