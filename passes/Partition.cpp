@@ -115,7 +115,8 @@ void PartitionPass::classify(
       subgraph = kAllReduce;
     } else if (isa<CheckFiniteOp, UnscaleOp, UpdateLossScaleOp>(op)) {
       subgraph = kNanCheck;
-    } else if (isa<SgdUpdateOp, AdamWUpdateOp, LarsUpdateOp>(op)) {
+    } else if (isa<SgdUpdateOp, MultiSgdUpdateOp, AdamWUpdateOp,
+                   LarsUpdateOp>(op)) {
       subgraph = kOptimizer;
     } else if (isa<UpdateRunningStatsOp>(op)) {
       subgraph = kUpdateBnStats;

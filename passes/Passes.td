@@ -235,6 +235,85 @@ def Partition : Pass<"rn-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::rn::RNDialect"];
 }
 
+def GroupUpdates : Pass<"rn-group-updates", "::mlir::ModuleOp"> {
+  let summary = "Merge the per-parameter SGD updates into multi-tensor updates, grouped by the subgraph that reads each parameter next";
+  let description = [{
+    rn-build-training emits one `rn.sgd_update` per parameter, and each is
+    a kernel launch of a few microseconds (ResNet-50: 161). This pass
+    replaces them with `rn.multi_sgd_update` ops, each one launch over many
+    tensors, computing bit for bit what the per-parameter ops compute. It is
+    a compiler op with its own operands and results, so the barrier pass
+    orders it like any op: the runtime never merges work across nodes.
+
+    Runs after rn-partition (the grouping reads the subgraphs) and before
+    rn-plan-memory (the new op gets its slots through InPlaceOpInterface,
+    its stream from the policy). Two updates join one group when they are
+    in the same subgraph, have equal attributes (momentum, weight decay,
+    Nesterov), the same lr and skip_if values, the same element type, and
+    the same **first reader**: the earliest subgraph, in launch order, that
+    reads the parameter in the next step (an op of the step reading the
+    parameter's state argument, or that of its low-precision copy, the
+    `rn.state low_precision_weight of` it). Groups are issued in the order
+    of their first readers (a stable reorder of the independent updates),
+    at the place of the subgraph's first update.
+
+    What this keeps: rn-insert-barriers records an event after each op of
+    OPTIMIZER that a later launch waits for. Per parameter, the next step's
+    FIRST_LAYER_FWD waits only for the first layer's updates, which come
+    first, and can start while the deeper layers' updates still run. With
+    groups by first reader, the first layer's parameters form the first
+    group, and FIRST_LAYER_FWD waits for that group alone; DEEP_FWD_BWD's
+    group follows. Nothing that waited on one update waits on a later one.
+    With f16 weights both read the low-precision copies cast in
+    CAST_WEIGHTS, which already follows all of OPTIMIZER on the update
+    stream; the groups are split the same way, which costs one launch.
+
+    A group is cut after `max-tensors` tensors or before it would exceed
+    `max-elements` elements (0: no limit); groups of fewer than
+    `min-tensors` stay per-parameter `rn.sgd_update` ops. AdamW, LARS (which
+    needs a norm per tensor) and EMA updates are left alone. `report` emits
+    the counts as a remark per function (pass statistics need an LLVM built
+    with assertions).
+
+    Before (rn-partition, momentum 0.9, Nesterov, weight decay 5e-4; the
+    first layer's conv is read by FIRST_LAYER_FWD, the rest by DEEP_FWD_BWD):
+    ```mlir
+    %w1, %m1 = rn.sgd_update %conv1, %gc1, %mc1 lr %lr momentum 9.000000e-01
+        weight_decay 5.000000e-04 nesterov {rn.subgraph = @OPTIMIZER}
+    %w2, %m2 = rn.sgd_update %conv2, %gc2, %mc2 lr %lr ... {rn.subgraph = @OPTIMIZER}
+    %w3, %m3 = rn.sgd_update %fc, %gfc, %mfc lr %lr ... {rn.subgraph = @OPTIMIZER}
+    ```
+    After:
+    ```mlir
+    %w1, %m1 = rn.sgd_update %conv1, %gc1, %mc1 lr %lr ...   // a group of one
+    %p:2, %m:2 = rn.multi_sgd_update params(%conv2, %fc) grads(%gc2, %gfc)
+        momentum_buffers(%mc2, %mfc) lr %lr momentum 9.000000e-01
+        weight_decay 5.000000e-04 nesterov {rn.subgraph = @OPTIMIZER}
+    ```
+  }];
+  let options = [
+    Option<"maxTensors", "max-tensors", "int64_t", "0",
+           "at most this many tensors per group (0: no limit)">,
+    Option<"maxElements", "max-elements", "int64_t", "0",
+           "at most this many elements per group (0: no limit; a larger "
+           "tensor makes a group of its own)">,
+    Option<"minTensors", "min-tensors", "int64_t", "2",
+           "smaller groups stay per-parameter rn.sgd_update ops">,
+    Option<"report", "report", "bool", "false",
+           "emit a remark per function with the group counts (pass "
+           "statistics need an LLVM built with assertions)">,
+  ];
+  let statistics = [
+    Statistic<"numGroupedUpdates", "num-grouped-updates",
+              "per-parameter updates merged into multi-tensor updates">,
+    Statistic<"numGroups", "num-groups", "rn.multi_sgd_update ops created">,
+    Statistic<"numUngroupedUpdates", "num-ungrouped-updates",
+              "optimizer updates left per parameter (SGD groups below "
+              "min-tensors, AdamW, LARS)">,
+  ];
+  let dependentDialects = ["::mlir::rn::RNDialect"];
+}
+
 def PlanMemory : Pass<"rn-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Give every value a slot in a typed region of one device arena";
   let description = [{

@@ -65,6 +65,7 @@ static constexpr PolicyEntry kPolicy[] = {
     {"unscale", StreamKind::update},
     {"update_loss_scale", StreamKind::update},
     {"sgd_update", StreamKind::update},
+    {"multi_sgd_update", StreamKind::update},
     {"adamw_update", StreamKind::update},
     {"lars_update", StreamKind::update},
     {"ema_update", StreamKind::update},

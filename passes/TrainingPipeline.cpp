@@ -1,8 +1,8 @@
 //===- TrainingPipeline.cpp - The rn-training-pipeline ----------------------===//
 //
 // Everything between the model and the capture program, in order:
-// rn-build-training, rn-fuse-cbr, rn-partition, rn-plan-memory,
-// rn-assign-streams, rn-insert-barriers, rn-verify-schedule.
+// rn-build-training, rn-fuse-cbr, rn-partition, rn-group-updates,
+// rn-plan-memory, rn-assign-streams, rn-insert-barriers, rn-verify-schedule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +50,11 @@ struct TrainingPipelineOptions
                             llvm::cl::init(false)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("fuse CBR ops"),
                     llvm::cl::init(true)};
+  Option<bool> groupUpdates{
+      *this, "group-updates",
+      llvm::cl::desc("merge the per-parameter SGD updates into multi-tensor "
+                     "updates (rn-group-updates)"),
+      llvm::cl::init(true)};
   Option<bool> reuse{*this, "reuse",
                      llvm::cl::desc("reuse activation memory by liveness"),
                      llvm::cl::init(true)};
@@ -78,6 +83,8 @@ static void buildPipeline(OpPassManager &pm,
   pm.addPass(createBuildTraining(training));
   pm.addPass(createFuseCbr(FuseCbrOptions{options.fuse}));
   pm.addPass(createPartition());
+  if (options.groupUpdates)
+    pm.addPass(createGroupUpdates());
   PlanMemoryOptions memory;
   memory.reuse = options.reuse;
   pm.addPass(createPlanMemory(memory));
@@ -93,7 +100,7 @@ void mlir::rn::registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "rn-training-pipeline",
       "Model -> scheduled training step: build-training, fuse-cbr, "
-      "partition, plan-memory, assign-streams, insert-barriers, "
-      "verify-schedule",
+      "partition, group-updates, plan-memory, assign-streams, "
+      "insert-barriers, verify-schedule",
       buildPipeline);
 }

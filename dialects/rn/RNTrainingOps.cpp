@@ -395,6 +395,71 @@ LogicalResult SgdUpdateOp::verify() {
   return success();
 }
 
+ResultRange MultiSgdUpdateOp::getNewParams() {
+  return getNewValues().take_front(getParams().size());
+}
+
+ResultRange MultiSgdUpdateOp::getNewMomentumBuffers() {
+  return getNewValues().drop_front(
+      std::min(getParams().size(), getNewValues().size()));
+}
+
+LogicalResult MultiSgdUpdateOp::verify() {
+  ShapeDiagnostics diag(*this);
+  double momentum = getMomentum().convertToDouble();
+  if (failed(requireInRange(diag, "momentum", momentum, 0.0, 1.0,
+                            /*highInclusive=*/false)) ||
+      failed(verifyWeightDecay(diag, getWeightDecay().convertToDouble())))
+    return failure();
+  if (getNesterov() && momentum == 0.0)
+    return diag.fail("Nesterov momentum needs momentum > 0");
+  size_t count = getParams().size();
+  if (count == 0)
+    return diag.fail("needs at least one param");
+  auto counts = [&](StringRef what, size_t got) -> LogicalResult {
+    if (got == count)
+      return success();
+    return diag.fail("takes one ", what, " per param: ", count, " params, ",
+                     got, " ", what, "s");
+  };
+  bool hasBuffers = momentum != 0.0;
+  if (!hasBuffers && !getMomentumBuffers().empty())
+    return diag.fail("has momentum buffers but momentum is 0");
+  if (failed(counts("grad", getGrads().size())) ||
+      (hasBuffers &&
+       failed(counts("momentum_buffer", getMomentumBuffers().size()))))
+    return failure();
+  size_t results = count + getMomentumBuffers().size();
+  if (getNewValues().size() != results)
+    return diag.fail("returns the new params",
+                     hasBuffers ? " and momentum buffers" : "", " (", results,
+                     " results), got ", getNewValues().size());
+  Type elementType =
+      cast<RankedTensorType>(getParams()[0].getType()).getElementType();
+  for (size_t i = 0; i < count; ++i) {
+    std::string index = " #" + std::to_string(i);
+    std::string param = "params" + index, grad = "grads" + index,
+                newParam = "new_params" + index,
+                buffer = "momentum_buffers" + index,
+                newBuffer = "new_momentum_buffers" + index;
+    Type type = getParams()[i].getType();
+    if (cast<RankedTensorType>(type).getElementType() != elementType)
+      return diag.fail(param, " element type ",
+                       cast<RankedTensorType>(type).getElementType(),
+                       " differs from params #0 element type ", elementType,
+                       " (one element type per group)");
+    SmallVector<NamedType> others = {{grad, getGrads()[i].getType()},
+                                     {newParam, getNewParams()[i].getType()}};
+    if (hasBuffers) {
+      others.push_back({buffer, getMomentumBuffers()[i].getType()});
+      others.push_back({newBuffer, getNewMomentumBuffers()[i].getType()});
+    }
+    if (failed(requireSameTypes(diag, {param, type}, others)))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult AdamWUpdateOp::verify() {
   ShapeDiagnostics diag(*this);
   if (failed(requireSameTypes(
@@ -525,6 +590,21 @@ std::optional<unsigned> SgdUpdateOp::getUpdatedOperand(unsigned resultIndex) {
     return getParamMutable().getOperandNumber();
   if (resultIndex == 1 && getMomentumBuffer())
     return getMomentumBufferMutable()[0].getOperandNumber();
+  return std::nullopt;
+}
+
+/// new_params[i] updates params[i], new_momentum_buffers[i] updates
+/// momentum_buffers[i].
+std::optional<unsigned>
+MultiSgdUpdateOp::getUpdatedOperand(unsigned resultIndex) {
+  unsigned count = getNewParams().size();
+  if (resultIndex < count)
+    return resultIndex < getParams().size()
+               ? std::optional<unsigned>(
+                     getParamsMutable()[resultIndex].getOperandNumber())
+               : std::nullopt;
+  if (resultIndex - count < getMomentumBuffers().size())
+    return getMomentumBuffersMutable()[resultIndex - count].getOperandNumber();
   return std::nullopt;
 }
 

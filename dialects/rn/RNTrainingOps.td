@@ -498,6 +498,53 @@ def RN_SgdUpdateOp : RN_Op<"sgd_update", [DeclareOpInterfaceMethods<RN_InPlaceOp
   let hasVerifier = 1;
 }
 
+def RN_MultiSgdUpdateOp : RN_Op<"multi_sgd_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+  let summary = "SGD of several parameters in one op (updates each `params`, `momentum_buffers` entry)";
+  let description = [{
+    The `rn.sgd_update` of every parameter of a group, one op: element for
+    element the same formula, in the same order, so the state it leaves is
+    bit for bit the state the per-parameter updates leave. Tensor `i` of the
+    group is (`params[i]`, `grads[i]`, `momentum_buffers[i]`), each triple of
+    one type, and `new_params[i]`, `new_momentum_buffers[i]` are its new
+    values (in place: the memory planner gives each its operand's slot).
+    The momentum buffers are present exactly when momentum is non-zero. One
+    learning rate, one `skip_if` and one set of attributes for the whole
+    group; every tensor has the same element type (one kernel per group).
+    The results are the new params, then the new momentum buffers, in
+    group order. `rn-group-updates` creates it; the GPU runs it as one
+    kernel launch over a table of (tensor, chunk) entries built at load.
+
+    ```mlir
+    %p:2, %m:2 = rn.multi_sgd_update params(%w, %b) grads(%gw, %gb)
+        momentum_buffers(%mw, %mb) lr %lr momentum 9.000000e-01
+        weight_decay 5.000000e-04 nesterov : (...) -> (...)
+    ```
+  }];
+  let arguments = (ins
+    Variadic<RN_FloatTensor>:$params,
+    Variadic<RN_FloatTensor>:$grads,
+    Variadic<RN_FloatTensor>:$momentum_buffers,
+    RN_ScalarF32Tensor:$lr,
+    Optional<RN_ScalarI1Tensor>:$skip_if,
+    F64Attr:$momentum,
+    F64Attr:$weight_decay,
+    UnitAttr:$nesterov);
+  let results = (outs Variadic<RN_FloatTensor>:$new_values);
+  let assemblyFormat = [{
+    `params` `(` $params `)` `grads` `(` $grads `)`
+    (`momentum_buffers` `(` $momentum_buffers^ `)`)? `lr` $lr (`skip_if` $skip_if^)?
+    `momentum` $momentum `weight_decay` $weight_decay (`nesterov` $nesterov^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// new_values[i]: the new params[i].
+    ::mlir::ResultRange getNewParams();
+    /// new_values[size(params) + i]: the new momentum_buffers[i].
+    ::mlir::ResultRange getNewMomentumBuffers();
+  }];
+  let hasVerifier = 1;
+}
+
 def RN_AdamWUpdateOp : RN_Op<"adamw_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "AdamW with decoupled weight decay (updates `param`, `exp_avg`, `exp_avg_sq`)";
   let description = [{

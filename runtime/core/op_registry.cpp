@@ -411,6 +411,44 @@ Status verifySgdUpdate(const OpNodeSignature &node) {
   return c.finish();
 }
 
+/// params[N], grads[N], [momentum_buffers[N]], lr, [skip_if] -> new params
+/// [N], [new momentum buffers [N]]: the group size comes from the results
+/// (the buffers are present exactly when momentum is non-zero).
+Status verifyMultiSgdUpdate(const OpNodeSignature &node) {
+  Checker c(node);
+  double momentum = c.inRange("momentum", 0, 1, /*highInclusive=*/false);
+  c.nonNegative("weight_decay");
+  bool nesterov = c.flag("nesterov");
+  if (!c.ok())
+    return c.finish();
+  if (nesterov && momentum == 0)
+    c.fail("Nesterov momentum needs momentum > 0");
+  const bool buffer = momentum != 0;
+  const size_t perTensor = buffer ? 2 : 1;
+  if (c.ok() && (node.results == 0 || node.results % perTensor != 0))
+    c.fail(std::string("produces ") + (buffer ? "two results per tensor (new params, then new "
+                                               "momentum buffers)"
+                                             : "one result per tensor (the new params)") +
+           ", got " + std::to_string(node.results));
+  const size_t count = node.results / perTensor;
+  const size_t required = count * (buffer ? 3 : 2) + 1;
+  if (c.ok() && node.operands != required && node.operands != required + 1)
+    c.fail("with " + plural(count, "tensor") + " and momentum " + formatNumber(momentum) +
+           " takes params, grads, " + (buffer ? "momentum_buffers, " : "") +
+           "lr and an optional skip_if (" + std::to_string(required) + " or " +
+           std::to_string(required + 1) + " operands), got " + std::to_string(node.operands));
+  auto segments = node.attributes.find("operandSegmentSizes");
+  if (c.ok() && segments != node.attributes.end()) {
+    bool skip = node.operands == required + 1;
+    int n = int(count);
+    json expected = {n, n, buffer ? n : 0, 1, int(skip)};
+    if (*segments != expected)
+      c.fail("attribute \"operandSegmentSizes\" disagrees with the operands (expected " +
+             expected.dump() + ")");
+  }
+  return c.finish();
+}
+
 Status verifyAdamWUpdate(const OpNodeSignature &node) {
   Checker c(node);
   c.operands(6, 7); // param, grad, exp_avg, exp_avg_sq, lr, step, [skip_if]
@@ -517,6 +555,7 @@ std::vector<OpInfo> buildOps() {
       {"update_loss_scale", verifyUpdateLossScale},
       {"all_reduce_mean", verifyAllReduceMean},
       {"sgd_update", verifySgdUpdate},
+      {"multi_sgd_update", verifyMultiSgdUpdate},
       {"adamw_update", verifyAdamWUpdate},
       {"lars_update", verifyLarsUpdate},
       {"ema_update", verifyEmaUpdate},

@@ -99,7 +99,8 @@ enum class OpKind : uint8_t {
   flatten, zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
   avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, update_loss_scale,
-  sgd_update, adamw_update, lars_update, ema_update, cbr_forward, cbr_inference,
+  sgd_update, multi_sgd_update, adamw_update, lars_update, ema_update, cbr_forward,
+  cbr_inference,
   bn_add_relu, bn_add_relu_backward, bn_add_relu_inference, linear_backward,
   conv2d_backward, cbr_backward
 };
@@ -141,6 +142,7 @@ OpKind opKindOf(std::string_view op) {
       {"unscale", OpKind::unscale},
       {"update_loss_scale", OpKind::update_loss_scale},
       {"sgd_update", OpKind::sgd_update},
+      {"multi_sgd_update", OpKind::multi_sgd_update},
       {"adamw_update", OpKind::adamw_update},
       {"lars_update", OpKind::lars_update},
       {"ema_update", OpKind::ema_update},
@@ -895,6 +897,27 @@ struct ExecutorAccess {
       bool skip = o.size() > lrIndex + 1 && f(o[lrIndex + 1]) != 0;
       return cpu::sgdUpdate(V(o[0]), V(o[1]), buffer ? &V(o[2]) : nullptr, f(o[lrIndex]), skip,
                             a, V(r[0]), buffer ? &V(r[1]) : nullptr);
+    }
+    case OpKind::multi_sgd_update: {
+      // params[n], grads[n], [buffers[n]], lr, [skip_if] -> new params[n],
+      // [new buffers[n]] (the op registry checked the counts).
+      cpu::SgdAttrs a{k.momentum, k.weightDecay, k.nesterov};
+      const bool buffer = a.momentum != 0;
+      const size_t n = buffer ? r.size() / 2 : r.size();
+      const size_t lrIndex = n * (buffer ? 3 : 2);
+      const bool skip = o.size() > lrIndex + 1 && f(o[lrIndex + 1]) != 0;
+      std::vector<TensorView> params, grads, buffers, newParams, newBuffers;
+      for (size_t t = 0; t < n; ++t) {
+        params.push_back(V(o[t]));
+        grads.push_back(V(o[n + t]));
+        newParams.push_back(V(r[t]));
+        if (buffer) {
+          buffers.push_back(V(o[2 * n + t]));
+          newBuffers.push_back(V(r[n + t]));
+        }
+      }
+      return cpu::multiSgdUpdate(params, grads, buffers, f(o[lrIndex]), skip, a, newParams,
+                                 newBuffers);
     }
     case OpKind::adamw_update: {
       cpu::AdamWAttrs a{k.beta1, k.beta2, k.epsilon, k.weightDecay};

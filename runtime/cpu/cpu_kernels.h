@@ -358,6 +358,18 @@ KernelStatus sgdUpdate(const TensorView &param, const TensorView &grad,
                        const TensorView *momentumBuffer, float lr, bool skip,
                        const SgdAttrs &attrs, const TensorView &newParam,
                        const TensorView *newMomentumBuffer);
+/// multi_sgd_update: sgdUpdate on every tensor i of the group, in order:
+/// (params[i], grads[i], momentumBuffers[i]) -> (newParams[i],
+/// newMomentumBuffers[i]), one lr, skip and set of attributes. The buffer
+/// lists are empty exactly when momentum is 0. Every element is computed
+/// by the same code as sgdUpdate's, so the results are bit for bit those of
+/// the per-parameter updates.
+KernelStatus multiSgdUpdate(const std::vector<TensorView> &params,
+                            const std::vector<TensorView> &grads,
+                            const std::vector<TensorView> &momentumBuffers, float lr,
+                            bool skip, const SgdAttrs &attrs,
+                            const std::vector<TensorView> &newParams,
+                            const std::vector<TensorView> &newMomentumBuffers);
 /// torch.optim.AdamW: param *= 1 - lr * wd; m = b1 * m + (1 - b1) * g;
 /// v = b2 * v + (1 - b2) * g^2; param -= lr / (1 - b1^step) * m /
 /// (sqrt(v) / sqrt(1 - b2^step) + eps). `step` >= 1.

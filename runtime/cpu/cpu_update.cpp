@@ -114,6 +114,36 @@ KernelStatus sgdUpdate(const TensorView &param, const TensorView &grad,
   return {};
 }
 
+KernelStatus multiSgdUpdate(const std::vector<TensorView> &params,
+                            const std::vector<TensorView> &grads,
+                            const std::vector<TensorView> &momentumBuffers, float lr,
+                            bool skip, const SgdAttrs &attrs,
+                            const std::vector<TensorView> &newParams,
+                            const std::vector<TensorView> &newMomentumBuffers) {
+  Check check("multi_sgd_update");
+  const bool hasMomentum = attrs.momentum != 0;
+  const size_t count = params.size();
+  check.require(count > 0, "needs at least one tensor")
+      .require(grads.size() == count && newParams.size() == count,
+               "takes one grad and one new param per param (", count, " params, ",
+               grads.size(), " grads, ", newParams.size(), " new params)")
+      .require(momentumBuffers.size() == (hasMomentum ? count : 0) &&
+                   newMomentumBuffers.size() == momentumBuffers.size(),
+               "takes one momentum buffer and its result per param exactly when momentum "
+               "is non-zero (", momentumBuffers.size(), " buffers, ",
+               newMomentumBuffers.size(), " results)");
+  if (check.failed())
+    return check.status();
+  for (size_t i = 0; i < count; ++i) {
+    KernelStatus s = sgdUpdate(params[i], grads[i], hasMomentum ? &momentumBuffers[i] : nullptr,
+                               lr, skip, attrs, newParams[i],
+                               hasMomentum ? &newMomentumBuffers[i] : nullptr);
+    if (!s.ok())
+      return KernelStatus{"multi_sgd_update: tensor " + std::to_string(i) + ": " + s.error};
+  }
+  return {};
+}
+
 KernelStatus adamwUpdate(const TensorView &param, const TensorView &grad,
                          const TensorView &expAvg, const TensorView &expAvgSq,
                          float lr, int32_t step, bool skip,

@@ -562,6 +562,105 @@ func.func @sgd_nesterov(%w: tensor<4xf32>, %lr: tensor<f32>) {
 
 // -----
 
+// Tests that a multi-tensor SGD update has at least one parameter.
+func.func @multi_sgd_empty(%lr: tensor<f32>) {
+  // expected-error@+1 {{needs at least one param}}
+  rn.multi_sgd_update params() grads() lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<f32>) -> ()
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor SGD update takes one grad per param.
+func.func @multi_sgd_grads(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{takes one grad per param: 2 params, 1 grads}}
+  %0:2 = rn.multi_sgd_update params(%w, %w) grads(%w) lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that momentum needs one buffer per param.
+func.func @multi_sgd_buffers(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{takes one momentum_buffer per param: 2 params, 1 momentum_buffers}}
+  %0:3 = rn.multi_sgd_update params(%w, %w) grads(%w, %w) momentum_buffers(%w) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that buffers without momentum are rejected.
+func.func @multi_sgd_stray_buffers(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{has momentum buffers but momentum is 0}}
+  %0:2 = rn.multi_sgd_update params(%w) grads(%w) momentum_buffers(%w) lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that the new params and buffers are all returned.
+func.func @multi_sgd_results(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{returns the new params and momentum buffers (4 results), got 3}}
+  %0:3 = rn.multi_sgd_update params(%w, %w) grads(%w, %w) momentum_buffers(%w, %w) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that a group has one element type.
+func.func @multi_sgd_element_type(%w: tensor<4xf32>, %h: tensor<4xf16>, %lr: tensor<f32>) {
+  // expected-error@+1 {{params #1 element type 'f16' differs from params #0 element type 'f32' (one element type per group)}}
+  %0:2 = rn.multi_sgd_update params(%w, %h) grads(%w, %h) lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xf16>, tensor<4xf32>, tensor<4xf16>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf16>)
+  return
+}
+
+// -----
+
+// Tests that each tensor's grad, buffer and results have its param's type.
+func.func @multi_sgd_types(%w: tensor<4xf32>, %v: tensor<8xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{momentum_buffers #1 type 'tensor<4xf32>' differs from params #1 type 'tensor<8xf32>'}}
+  %0:4 = rn.multi_sgd_update params(%w, %v) grads(%w, %v) momentum_buffers(%w, %w) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that a result has its param's type.
+func.func @multi_sgd_result_type(%w: tensor<4xf32>, %v: tensor<8xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{new_params #0 type 'tensor<8xf32>' differs from params #0 type 'tensor<4xf32>'}}
+  %0:2 = rn.multi_sgd_update params(%w, %v) grads(%w, %v) lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests the multi-tensor SGD momentum range.
+func.func @multi_sgd_momentum(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{momentum must be in [0, 1), got 1}}
+  %0:2 = rn.multi_sgd_update params(%w) grads(%w) momentum_buffers(%w) lr %lr momentum 1.000000e+00 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that the multi-tensor SGD weight decay is non-negative.
+func.func @multi_sgd_decay(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{weight decay must be non-negative, got -1}}
+  %0 = rn.multi_sgd_update params(%w) grads(%w) lr %lr momentum 0.000000e+00 weight_decay -1.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that multi-tensor Nesterov needs momentum.
+func.func @multi_sgd_nesterov(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{Nesterov momentum needs momentum > 0}}
+  %0 = rn.multi_sgd_update params(%w) grads(%w) lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 nesterov : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 // Tests the AdamW betas.
 func.func @adamw_beta(%w: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i32>) {
   // expected-error@+1 {{beta2 must be in [0, 1), got 1}}

@@ -213,11 +213,13 @@ func.func @backward(%x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor
 
 // -----
 
-// Tests zero-grad, loss scaling, the optimizers, EMA and accuracy.
+// Tests zero-grad, loss scaling, the optimizers (multi-tensor SGD with and
+// without momentum included), EMA and accuracy.
 
 // CHECK-LABEL: func.func @update
 func.func @update(%w: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %lr: tensor<f32>,
-                  %step: tensor<i32>, %scale: tensor<f32>, %logits: tensor<2x10xf16>, %labels: tensor<2xi32>) {
+                  %step: tensor<i32>, %scale: tensor<f32>, %logits: tensor<2x10xf16>, %labels: tensor<2xi32>,
+                  %w2: tensor<4x4xf32>) {
   // CHECK: rn.zero %{{.+}} : tensor<16xf32>
   %z = rn.zero %g : tensor<16xf32>
   // CHECK: %[[INF:.+]] = rn.check_finite %{{.+}}, %{{.+}} : tensor<16xf32>, tensor<16xf32> -> tensor<i1>
@@ -230,6 +232,10 @@ func.func @update(%w: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %l
   %p1, %b1 = rn.sgd_update %w, %u, %m lr %lr skip_if %inf momentum 9.000000e-01 weight_decay 5.000000e-04 nesterov : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>, tensor<i1>) -> (tensor<16xf32>, tensor<16xf32>)
   // CHECK: rn.sgd_update %{{.+}}, %{{.+}} lr %{{.+}} momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
   %p2 = rn.sgd_update %w, %u lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  // CHECK: rn.multi_sgd_update params(%{{.+}}, %{{.+}}) grads(%{{.+}}, %{{.+}}) momentum_buffers(%{{.+}}, %{{.+}}) lr %{{.+}} skip_if %[[INF]] momentum 9.000000e-01 weight_decay 5.000000e-04 nesterov : (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<f32>, tensor<i1>) -> (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>)
+  %q:4 = rn.multi_sgd_update params(%w, %w2) grads(%u, %w2) momentum_buffers(%m, %w2) lr %lr skip_if %inf momentum 9.000000e-01 weight_decay 5.000000e-04 nesterov : (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<f32>, tensor<i1>) -> (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>)
+  // CHECK: rn.multi_sgd_update params(%{{.+}}) grads(%{{.+}}) lr %{{.+}} momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  %q1 = rn.multi_sgd_update params(%w) grads(%u) lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
   // CHECK: rn.adamw_update {{.+}} step %{{.+}} betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 1.000000e-02
   %p3:3 = rn.adamw_update %w, %u, %m, %m lr %lr step %step betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 1.000000e-02 : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>, tensor<i32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
   // CHECK: rn.lars_update {{.+}} momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 0.000000e+00

@@ -725,6 +725,30 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_THAT(check("sgd_update", 3, 1, {{"momentum", 0.0}, {"weight_decay", 0.0}, {"nesterov", true}}),
               HasSubstr("Nesterov momentum needs momentum > 0"));
 
+  // multi_sgd_update: n params, n grads, [n buffers], lr, [skip_if] -> n new
+  // params, [n new buffers]; the group size comes from the results.
+  json multi = {{"momentum", 0.9}, {"weight_decay", 5e-4}, {"nesterov", true}};
+  EXPECT_EQ(check("multi_sgd_update", 10, 6, multi), ""); // 3 tensors
+  EXPECT_EQ(check("multi_sgd_update", 11, 6, multi), ""); // skip_if
+  EXPECT_THAT(check("multi_sgd_update", 9, 6, multi),
+              HasSubstr("with 3 tensors and momentum 0.9 takes params, grads, momentum_buffers, "
+                        "lr and an optional skip_if (10 or 11 operands), got 9"));
+  EXPECT_THAT(check("multi_sgd_update", 10, 5, multi),
+              HasSubstr("two results per tensor (new params, then new momentum buffers), got 5"));
+  EXPECT_THAT(check("multi_sgd_update", 1, 0, multi), HasSubstr("got 0"));
+  json plain = {{"momentum", 0.0}, {"weight_decay", 0.0}};
+  EXPECT_EQ(check("multi_sgd_update", 5, 2, plain), ""); // 2 tensors, no buffers
+  EXPECT_THAT(check("multi_sgd_update", 7, 2, plain), HasSubstr("(5 or 6 operands), got 7"));
+  multi["operandSegmentSizes"] = {3, 3, 3, 1, 0};
+  EXPECT_EQ(check("multi_sgd_update", 10, 6, multi), "");
+  EXPECT_THAT(check("multi_sgd_update", 11, 6, multi),
+              HasSubstr("\"operandSegmentSizes\" disagrees with the operands (expected "
+                        "[3,3,3,1,1])"));
+  EXPECT_THAT(check("multi_sgd_update", 3, 1, {{"momentum", 0.0}, {"weight_decay", 0.0}, {"nesterov", true}}),
+              HasSubstr("Nesterov momentum needs momentum > 0"));
+  EXPECT_THAT(check("multi_sgd_update", 3, 1, {{"momentum", 0.0}, {"weight_decay", -1.0}}),
+              HasSubstr("\"weight_decay\" must be non-negative"));
+
   // dropout_train: input and the device step; its stream is step * count + index.
   json dropout = {{"p", 0.5}, {"index", 1}, {"count", 2}};
   EXPECT_EQ(check("dropout_train", 2, 2, dropout), "");
@@ -759,7 +783,7 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_EQ(check("all_reduce_mean", 2, 2, json::object()), "");
   EXPECT_THAT(check("all_reduce_mean", 2, 1, json::object()),
               HasSubstr("produces 2 results (one per input), got 1"));
-  EXPECT_EQ(allOps().size(), 46u);
+  EXPECT_EQ(allOps().size(), 47u);
 }
 
 //===----------------------------------------------------------------------===//

@@ -443,7 +443,7 @@ TEST(CpuExecutor, RemovedOptimizerWaitIsAHazard) {
     ASSERT_GE(deleteWait(a, "FIRST_LAYER_FWD", "OPTIMIZER", 1), 0);
     // Reported on 200 of 200 seeds in a longer run.
     expectHazardOnEverySeed(a,
-                            {{"subgraph FIRST_LAYER_FWD", "(linear)", "subgraph OPTIMIZER", "(sgd_update)"}});
+                            {{"subgraph FIRST_LAYER_FWD", "(linear)", "subgraph OPTIMIZER", "(multi_sgd_update)"}});
     EXPECT_EQ(train(a, interleaved(1), 6, 0.1f).error, "");
   }
   {

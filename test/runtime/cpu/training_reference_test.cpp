@@ -55,8 +55,10 @@ constexpr double kRtol = 1e-4;
 constexpr double kAtol = 1e-6;
 
 /// The optimizer of both artifacts (rn-compile's defaults: SGD, momentum
-/// 0.9, no weight decay, no Nesterov), checked against their sgd_update
-/// nodes by expectOpAttributes.
+/// 0.9, no weight decay, no Nesterov), checked against their
+/// multi_sgd_update nodes (rn-group-updates merges the per-parameter
+/// updates, by the subgraph that reads each parameter next) by
+/// expectOpAttributes.
 struct SgdConfig {
   double momentum = 0.9;
   double weightDecay = 0.0;
@@ -590,9 +592,11 @@ TEST(TrainingReference, MlpFiveSteps) {
   ASSERT_TRUE(ex);
   ASSERT_EQ(*ex->inputShape("train_step", "images"), (std::vector<int64_t>{4, 4}));
   const SgdConfig sgd;
-  EXPECT_EQ(expectOpAttributes(a.program, "sgd_update",
+  // Two groups: fc1 (read by FIRST_LAYER_FWD) and fc2, weight and bias each.
+  EXPECT_EQ(expectOpAttributes(a.program, "multi_sgd_update",
                                {{"momentum", sgd.momentum}, {"weight_decay", sgd.weightDecay}}),
-            4);
+            2);
+  EXPECT_EQ(expectOpAttributes(a.program, "sgd_update", {}), 0);
   trainAndCompare(*ex, fixedBatches(5, 4, 4, 3), 0.1f, mlpReferenceStep);
 }
 
@@ -602,9 +606,12 @@ TEST(TrainingReference, CnnFiveSteps) {
   ASSERT_TRUE(ex);
   ASSERT_EQ(*ex->inputShape("train_step", "images"), (std::vector<int64_t>{4, 8, 8, 1}));
   const SgdConfig sgd;
-  EXPECT_EQ(expectOpAttributes(a.program, "sgd_update",
+  // Two groups: conv1 and bn1 (read by FIRST_LAYER_FWD, the fused CBR),
+  // and the other five parameters.
+  EXPECT_EQ(expectOpAttributes(a.program, "multi_sgd_update",
                                {{"momentum", sgd.momentum}, {"weight_decay", sgd.weightDecay}}),
-            8);
+            2);
+  EXPECT_EQ(expectOpAttributes(a.program, "sgd_update", {}), 0);
   EXPECT_EQ(expectOpAttributes(a.program, "update_running_stats",
                                {{"momentum", kBnMomentum}, {"epsilon", kBnEps}}),
             2);

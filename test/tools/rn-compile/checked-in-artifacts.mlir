@@ -11,3 +11,13 @@
 // RUN: cmp %t.cnn.rnx %S/../../runtime/Inputs/cnn.rnx
 // RUN: rn-compile %S/../../runtime/Inputs/dropout.mlir -o %t.dropout.rnx --quiet
 // RUN: cmp %t.dropout.rnx %S/../../runtime/Inputs/dropout.rnx
+// The twins of group_updates_test.cpp: per-parameter updates, and the
+// benchmark recipe with and without rn-group-updates.
+// RUN: rn-compile %S/../../runtime/Inputs/mlp.mlir -o %t.mlp-per-param.rnx --quiet --pipeline "group-updates=false"
+// RUN: cmp %t.mlp-per-param.rnx %S/../../runtime/Inputs/mlp-per-param.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/cbr.mlir -o %t.cbr-per-param.rnx --quiet --pipeline "precision=f16 loss-scaling=dynamic momentum=0.9 group-updates=false"
+// RUN: cmp %t.cbr-per-param.rnx %S/../../runtime/Inputs/cbr-per-param.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/cnn.mlir -o %t.cnn-sgd.rnx --quiet --pipeline "nesterov=true weight-decay=5e-4 no-decay-bn-bias=true"
+// RUN: cmp %t.cnn-sgd.rnx %S/../../runtime/Inputs/cnn-sgd.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/cnn.mlir -o %t.cnn-sgd-per-param.rnx --quiet --pipeline "nesterov=true weight-decay=5e-4 no-decay-bn-bias=true group-updates=false"
+// RUN: cmp %t.cnn-sgd-per-param.rnx %S/../../runtime/Inputs/cnn-sgd-per-param.rnx
