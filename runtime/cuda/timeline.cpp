@@ -35,6 +35,7 @@ Result<std::unique_ptr<Timeline>> Timeline::create(const Program &program) {
 void Timeline::hostSpan(std::string track, std::string name,
                         std::chrono::steady_clock::time_point begin,
                         std::chrono::steady_clock::time_point end) {
+  std::lock_guard<std::mutex> lock(spansMutex_);
   spans_.push_back({std::move(track), std::move(name), begin, end});
 }
 

@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,7 @@ private:
     std::string track, name;
     std::chrono::steady_clock::time_point begin, end;
   };
+  std::mutex spansMutex_; ///< host spans come from several threads
   std::vector<Span> spans_;
 };
 

@@ -42,6 +42,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <numeric>
 #include <random>
 #include <string>
@@ -61,12 +62,12 @@ rn::cuda::Timeline *traceTimeline = nullptr;
 /// A span of host work on the timeline's "main" track (--trace).
 class HostSpan {
 public:
-  explicit HostSpan(std::string name)
-      : name_(std::move(name)), begin_(std::chrono::steady_clock::now()) {}
+  explicit HostSpan(std::string name, const char *track = "main")
+      : name_(std::move(name)), track_(track), begin_(std::chrono::steady_clock::now()) {}
   ~HostSpan() {
 #if RN_HAVE_CUDA
     if (traceTimeline)
-      traceTimeline->hostSpan("main", std::move(name_), begin_, std::chrono::steady_clock::now());
+      traceTimeline->hostSpan(track_, std::move(name_), begin_, std::chrono::steady_clock::now());
 #endif
   }
   HostSpan(const HostSpan &) = delete;
@@ -74,6 +75,7 @@ public:
 
 private:
   std::string name_;
+  const char *track_;
   std::chrono::steady_clock::time_point begin_;
 };
 
@@ -729,19 +731,36 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
       finished.clear();
       return 0;
     };
+    // A loader thread prepares the next group of batches (gather, normalize,
+    // labels, learning rates) while this thread submits the current one and
+    // the device runs it.
+    struct Group {
+      std::vector<rn::StepInputs> steps;
+      double lastLr = 0;
+    };
+    auto prepare = [&](int64_t s0) {
+      int64_t count = std::min(kStepsPerGroup, stepsPerEpoch - s0);
+      int64_t global0 = epoch * stepsPerEpoch + s0;
+      HostSpan span("prepare " + std::to_string(count) + " batches", "loader");
+      Group g;
+      g.steps.resize(size_t(count));
+      rn::HostBatch hb;
+      for (int64_t i = 0; i < count; ++i) {
+        g.lastLr = scheduledLr(o.lr, global0 + i, warmupSteps, totalSteps);
+        fillBatch(train, order.data() + (s0 + i) * batch, batch, hb);
+        g.steps[size_t(i)] = rn::Executor::trainInputs(hb, float(g.lastLr), int32_t(global0 + i + 1));
+      }
+      return g;
+    };
+    std::future<Group> next = std::async(std::launch::async, prepare, int64_t(0));
     for (int64_t s0 = 0; s0 < stepsPerEpoch; s0 += kStepsPerGroup) {
       int64_t count = std::min(kStepsPerGroup, stepsPerEpoch - s0);
       int64_t global0 = epoch * stepsPerEpoch + s0;
-      std::vector<rn::StepInputs> steps(static_cast<size_t>(count));
-      rn::HostBatch hb;
-      {
-        HostSpan span("prepare " + std::to_string(count) + " batches");
-        for (int64_t i = 0; i < count; ++i) {
-          lr = scheduledLr(o.lr, global0 + i, warmupSteps, totalSteps);
-          fillBatch(train, order.data() + (s0 + i) * batch, batch, hb);
-          steps[size_t(i)] = rn::Executor::trainInputs(hb, float(lr), int32_t(global0 + i + 1));
-        }
-      }
+      Group group = next.get();
+      if (s0 + kStepsPerGroup < stepsPerEpoch)
+        next = std::async(std::launch::async, prepare, s0 + kStepsPerGroup);
+      std::vector<rn::StepInputs> steps = std::move(group.steps);
+      lr = group.lastLr;
       rn::Status st;
       {
         HostSpan span("submit steps " + std::to_string(global0 + 1) + "-" +
