@@ -6,9 +6,10 @@
 // from device memory so that the same launch can be captured into a CUDA
 // graph;
 // `prepare`, called once per node at load, builds and caches whatever the
-// launch needs (cuDNN graphs and plans, cuBLASLt descriptors) and returns
-// the workspace bytes it uses on its stream. Nothing is allocated, built or
-// planned in `launch`.
+// launch needs (cuDNN graphs and plans, cuBLASLt descriptors, the device
+// table of a multi-tensor update, kept in the node's PreparedState) and
+// returns the workspace bytes it uses on its stream. Nothing is allocated,
+// built or planned in `launch`.
 //
 // Fusion stays inside one node, or one part of a forking node: a launcher
 // never merges work with another node (docs/design.md).
@@ -28,6 +29,7 @@
 #include "runtime/cuda/stream_resources.h"
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -35,6 +37,14 @@ namespace rn::cuda {
 
 class ConvRunner;
 class GemmRunner;
+
+/// What a launcher builds for one node (or part) at load and reads at every
+/// launch, such as a device table of pointers: `prepare` stores it through
+/// OpLaunch::prepared. The executor owns it, one per prepared item, and
+/// destroys it before its device context.
+struct PreparedState {
+  virtual ~PreparedState() = default;
+};
 
 /// One execution of a node (or of one part of it).
 struct OpLaunch {
@@ -50,6 +60,10 @@ struct OpLaunch {
   /// The run's dropout seed (cpu::RngKey::seed), a load-time constant;
   /// the stream comes from the node's step operand and attributes.
   uint64_t seed = 0;
+  /// The node's (or part's) prepared state, owned by the executor: the same
+  /// slot in `prepare` and in every `launch`. Null where the executor keeps
+  /// none; a launcher that needs state then fails.
+  std::unique_ptr<PreparedState> *prepared = nullptr;
 };
 
 struct OpLauncher {

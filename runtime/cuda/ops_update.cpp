@@ -1,16 +1,19 @@
 //===- ops_update.cpp - GPU launchers of the loss-scaling and optimizer ops -===//
 //
-// check_finite, unscale, update_loss_scale, sgd_update, adamw_update,
-// lars_update and ema_update, mapped onto update_kernels.h with the operand
-// order of the op definitions (optional operands as the CPU executor reads
-// them: sgd's momentum buffer exactly when momentum != 0, then lr, then an
-// optional skip flag). Only lars_update uses workspace (its partial norms).
+// check_finite, unscale, update_loss_scale, sgd_update, multi_sgd_update,
+// adamw_update, lars_update and ema_update, mapped onto update_kernels.h
+// with the operand order of the op definitions (optional operands as the
+// CPU executor reads them: sgd's momentum buffer exactly when momentum !=
+// 0, then lr, then an optional skip flag). Only lars_update uses workspace
+// (its partial norms); multi_sgd_update builds its device table of tensors
+// and chunks in prepare and keeps it in the node's PreparedState.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/op_launch.h"
 #include "runtime/cuda/update_kernels.h"
 
+#include <memory>
 #include <string>
 
 namespace rn::cuda {
@@ -84,6 +87,41 @@ Status launchSgdUpdate(const OpLaunch &l) {
                             r[0], buffer ? &r[1] : nullptr, l.stream.stream));
 }
 
+/// The device table of a multi_sgd_update node, kept between prepare and
+/// its launches.
+struct MultiSgdState final : PreparedState {
+  std::unique_ptr<MultiSgdTable> table;
+};
+
+SgdOptions sgdOptions(const OpLaunch &l) {
+  return SgdOptions{numAttr(l, "momentum"), numAttr(l, "weight_decay"), flagAttr(l, "nesterov")};
+}
+
+/// Builds the node's table of tensors and chunks in device memory, once.
+Result<size_t> prepareMultiSgdUpdate(const OpLaunch &l) {
+  if (l.part >= 0)
+    return Error(l.node.op + ": has no parts, got part " + std::to_string(l.part));
+  if (!l.prepared)
+    return Error(l.node.op + ": the executor keeps no prepared state for its device table");
+  Result<std::unique_ptr<MultiSgdTable>> table =
+      MultiSgdTable::create(l.operands, l.results, sgdOptions(l), l.stream.stream);
+  if (!table.ok())
+    return table.error();
+  auto state = std::make_unique<MultiSgdState>();
+  state->table = std::move(*table);
+  *l.prepared = std::move(state);
+  return size_t(0);
+}
+
+/// One kernel launch for the whole group.
+Status launchMultiSgdUpdate(const OpLaunch &l) {
+  const auto *state =
+      l.prepared ? dynamic_cast<const MultiSgdState *>(l.prepared->get()) : nullptr;
+  if (!state || !state->table)
+    return Error(l.node.op + ": launched without the device table prepare builds");
+  return state->table->launch(l.operands, l.results, l.stream.stream);
+}
+
 Status launchAdamWUpdate(const OpLaunch &l) {
   RN_TRY_STATUS(expectArity(l, 6, 7, 3));
   AdamWOptions options{numAttr(l, "beta1"), numAttr(l, "beta2"), numAttr(l, "epsilon"),
@@ -125,6 +163,7 @@ const std::vector<OpLauncher> &updateLaunchers() {
       {"unscale", nullptr, launchUnscale},
       {"update_loss_scale", nullptr, launchUpdateLossScale},
       {"sgd_update", nullptr, launchSgdUpdate},
+      {"multi_sgd_update", prepareMultiSgdUpdate, launchMultiSgdUpdate},
       {"adamw_update", nullptr, launchAdamWUpdate},
       {"lars_update", prepareLarsUpdate, launchLarsUpdate},
       {"ema_update", nullptr, launchEmaUpdate},

@@ -24,7 +24,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include "runtime/cuda/device_element.cuh"
 
@@ -214,6 +216,22 @@ __global__ void lossScaleKernel(const float *scale, const int32_t *goodSteps, Fl
   *newGoodSteps = nextGood;
 }
 
+/// One element of SGD, shared by sgdKernel and multiSgdKernel so that both
+/// compute the same bits: p and (with a buffer) b are updated; the buffer is
+/// rounded to T before the step reads it, as the CPU reference stores it.
+template <typename T>
+__device__ __forceinline__ void sgdElement(float &p, float g, float &b, bool hasBuffer,
+                                           float rate, float momentum, float weightDecay,
+                                           bool nesterov) {
+  float d = g + weightDecay * p;
+  float step = d;
+  if (hasBuffer) {
+    b = roundAs<T>(momentum * b + d);
+    step = nesterov ? d + momentum * b : b;
+  }
+  p = p - rate * step;
+}
+
 template <typename T, int V>
 __global__ void __launch_bounds__(kThreads)
     sgdKernel(const T *param, const T *grad, const T *buffer, const float *lr, Flag skip,
@@ -237,19 +255,92 @@ __global__ void __launch_bounds__(kThreads)
     if (buffer)
       loadSome<T, V>(buffer, i, n, b);
 #pragma unroll
-    for (int v = 0; v < V; ++v) {
-      float d = g[v] + weightDecay * p[v];
-      float step = d;
-      if (buffer) {
-        b[v] = roundAs<T>(momentum * b[v] + d);
-        step = nesterov ? d + momentum * b[v] : b[v];
-      }
-      p[v] = p[v] - rate * step;
-    }
+    for (int v = 0; v < V; ++v)
+      sgdElement<T>(p[v], g[v], b[v], buffer != nullptr, rate, momentum, weightDecay, nesterov);
     if (buffer)
       storeSome<T, V>(newBuffer, i, n, b);
     storeSome<T, V>(newParam, i, n, p);
   }
+}
+
+/// One tensor of a multi_sgd_update group, as the device table holds it.
+struct MultiSgdTensor {
+  const void *param, *grad, *buffer; ///< buffer null without momentum
+  void *newParam, *newBuffer;
+  int64_t numel;
+  int32_t packed;  ///< every pointer 16-byte aligned: 16-byte packs
+  int32_t inPlace; ///< newParam == param and newBuffer == buffer
+};
+
+/// One block's work: elements [chunk * kChunk, (chunk + 1) * kChunk) of
+/// tensor `tensor` (clipped to its size).
+struct MultiSgdChunk {
+  int32_t tensor;
+  int32_t chunk;
+};
+static_assert(sizeof(MultiSgdTensor) % alignof(MultiSgdChunk) == 0);
+
+/// Elements [begin, end) of one tensor, in packs of V from `begin` (a
+/// multiple of V).
+template <typename T, int V>
+__device__ __forceinline__ void multiSgdRange(const MultiSgdTensor &t, int64_t begin, int64_t end,
+                                              float rate, float momentum, float weightDecay,
+                                              bool nesterov) {
+  const T *param = static_cast<const T *>(t.param);
+  const T *grad = static_cast<const T *>(t.grad);
+  const T *buffer = static_cast<const T *>(t.buffer);
+  T *newParam = static_cast<T *>(t.newParam);
+  T *newBuffer = static_cast<T *>(t.newBuffer);
+  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V) {
+    float p[V], g[V], b[V];
+    loadSome<T, V>(param, i, end, p);
+    loadSome<T, V>(grad, i, end, g);
+    if (buffer)
+      loadSome<T, V>(buffer, i, end, b);
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      sgdElement<T>(p[v], g[v], b[v], buffer != nullptr, rate, momentum, weightDecay, nesterov);
+    if (buffer)
+      storeSome<T, V>(newBuffer, i, end, b);
+    storeSome<T, V>(newParam, i, end, p);
+  }
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void multiSgdCopyRange(const MultiSgdTensor &t, int64_t begin,
+                                                  int64_t end) {
+  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V) {
+    copyPack<T, V>(static_cast<const T *>(t.param), static_cast<T *>(t.newParam), i, end);
+    if (t.buffer)
+      copyPack<T, V>(static_cast<const T *>(t.buffer), static_cast<T *>(t.newBuffer), i, end);
+  }
+}
+
+/// multi_sgd_update: block b updates chunk b of the table. A set skip flag
+/// leaves in-place tensors alone and copies the others.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    multiSgdKernel(const MultiSgdTensor *tensors, const MultiSgdChunk *chunks, int64_t chunkSize,
+                   const float *lr, Flag skip, float momentum, float weightDecay, bool nesterov) {
+  constexpr int V = int(16 / sizeof(T));
+  const MultiSgdChunk c = chunks[blockIdx.x];
+  const MultiSgdTensor t = tensors[c.tensor];
+  const int64_t begin = int64_t(c.chunk) * chunkSize;
+  const int64_t end = min(begin + chunkSize, t.numel);
+  if (flagSet(skip)) {
+    if (t.inPlace)
+      return;
+    if (t.packed)
+      multiSgdCopyRange<T, V>(t, begin, end);
+    else
+      multiSgdCopyRange<T, 1>(t, begin, end);
+    return;
+  }
+  const float rate = *lr;
+  if (t.packed)
+    multiSgdRange<T, V>(t, begin, end, rate, momentum, weightDecay, nesterov);
+  else
+    multiSgdRange<T, 1>(t, begin, end, rate, momentum, weightDecay, nesterov);
 }
 
 template <typename T, int V>
@@ -611,6 +702,152 @@ Status sgdUpdate(const DeviceTensor &param, const DeviceTensor &grad,
         static_cast<T *>(newParam.data), static_cast<T *>(newBuffer), n,
         static_cast<float>(options.momentum), static_cast<float>(options.weightDecay),
         options.nesterov);
+  });
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+namespace {
+
+/// The group size of a multi_sgd_update node and where its operands are.
+struct MultiSgdLayout {
+  size_t count = 0;   ///< tensors
+  size_t lr = 0;      ///< operand index of lr
+  bool skip = false;  ///< a skip_if operand follows lr
+  bool buffers = false;
+};
+
+Result<MultiSgdLayout> multiSgdLayout(size_t operands, size_t results, const SgdOptions &options) {
+  MultiSgdLayout layout;
+  layout.buffers = options.momentum != 0;
+  const size_t perTensor = layout.buffers ? 2 : 1;
+  layout.count = results / perTensor;
+  layout.lr = layout.count * (layout.buffers ? 3 : 2);
+  layout.skip = operands == layout.lr + 2;
+  if (layout.count == 0 || results % perTensor != 0 ||
+      (operands != layout.lr + 1 && operands != layout.lr + 2))
+    return Error("multi_sgd_update: " + std::to_string(operands) + " operands and " +
+                 std::to_string(results) + " results do not make a group (momentum " +
+                 std::to_string(options.momentum) + ")");
+  return layout;
+}
+
+} // namespace
+
+Result<std::unique_ptr<MultiSgdTable>> MultiSgdTable::create(
+    const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
+    const SgdOptions &options, cudaStream_t stream) {
+  Result<MultiSgdLayout> layout = multiSgdLayout(operands.size(), results.size(), options);
+  if (!layout.ok())
+    return layout.error();
+  const size_t n = layout->count;
+  Checker check("multi_sgd_update");
+  check.that(!options.nesterov || options.momentum > 0, "nesterov needs a positive momentum")
+      .scalar("lr", operands[layout->lr], DType::f32);
+  if (layout->skip)
+    check.flag("skip_if", operands[layout->lr + 1]);
+  std::vector<MultiSgdTensor> tensors(n);
+  std::vector<MultiSgdChunk> chunks;
+  const DType dtype = operands[0].dtype;
+  for (size_t i = 0; i < n && !check.failed(); ++i) {
+    const std::string index = " #" + std::to_string(i);
+    const DeviceTensor &param = operands[i], &grad = operands[n + i], &newParam = results[i];
+    const DeviceTensor *buffer = layout->buffers ? &operands[2 * n + i] : nullptr;
+    const DeviceTensor *newBuffer = layout->buffers ? &results[n + i] : nullptr;
+    check.floatTensor(("params" + index).c_str(), param)
+        .that(param.dtype == dtype, "params" + index + " must have the dtype of params #0 (" +
+                                        std::string(dtypeName(dtype)) + ")")
+        .sameAs(("grads" + index).c_str(), grad, param)
+        .sameAs(("new_params" + index).c_str(), newParam, param);
+    if (buffer)
+      check.sameAs(("momentum_buffers" + index).c_str(), *buffer, param)
+          .sameAs(("new_momentum_buffers" + index).c_str(), *newBuffer, param);
+    MultiSgdTensor &t = tensors[i];
+    t.param = param.data;
+    t.grad = grad.data;
+    t.buffer = buffer ? buffer->data : nullptr;
+    t.newParam = newParam.data;
+    t.newBuffer = newBuffer ? newBuffer->data : nullptr;
+    t.numel = param.numel();
+    t.packed = packWidth(dtype, {t.param, t.grad, t.buffer, t.newParam, t.newBuffer}) > 1;
+    t.inPlace = t.param == t.newParam && t.buffer == t.newBuffer;
+    const int64_t tensorChunks = ceilDiv(t.numel, kChunk);
+    check.that(tensorChunks <= std::numeric_limits<int32_t>::max(),
+               "params" + index + " has too many elements");
+    for (int64_t k = 0; k < tensorChunks && !check.failed(); ++k)
+      chunks.push_back(MultiSgdChunk{int32_t(i), int32_t(k)});
+  }
+  check.that(chunks.size() <= size_t(std::numeric_limits<int32_t>::max()),
+             "too many chunks for one launch");
+  if (check.failed())
+    return check.error();
+
+  std::unique_ptr<MultiSgdTable> table(new MultiSgdTable());
+  table->options_ = options;
+  table->dtype_ = dtype;
+  table->tensors_ = n;
+  table->chunks_ = chunks.size();
+  for (const DeviceTensor &t : operands)
+    table->addresses_.push_back(t.data);
+  for (const DeviceTensor &t : results)
+    table->addresses_.push_back(t.data);
+  // Tensors, then chunks (aligned: a tensor entry is a multiple of 8 bytes).
+  table->chunkOffset_ = tensors.size() * sizeof(MultiSgdTensor);
+  const size_t bytes = table->chunkOffset_ + chunks.size() * sizeof(MultiSgdChunk);
+  std::vector<unsigned char> host(bytes);
+  std::memcpy(host.data(), tensors.data(), table->chunkOffset_);
+  if (!chunks.empty())
+    std::memcpy(host.data() + table->chunkOffset_, chunks.data(),
+                chunks.size() * sizeof(MultiSgdChunk));
+  RN_CUDA_TRY(cudaMalloc(&table->device_, bytes));
+  RN_CUDA_TRY(cudaMemcpyAsync(table->device_, host.data(), bytes, cudaMemcpyHostToDevice, stream));
+  // The host copy is a local: the copy must have landed before it goes.
+  RN_CUDA_TRY(cudaStreamSynchronize(stream));
+  return Result<std::unique_ptr<MultiSgdTable>>(std::move(table));
+}
+
+MultiSgdTable::~MultiSgdTable() {
+  if (device_)
+    (void)cudaFree(device_);
+}
+
+Status MultiSgdTable::launch(const std::vector<DeviceTensor> &operands,
+                             const std::vector<DeviceTensor> &results, cudaStream_t stream) const {
+  Result<MultiSgdLayout> layout = multiSgdLayout(operands.size(), results.size(), options_);
+  if (!layout.ok())
+    return layout.error();
+  if (layout->count != tensors_ || operands.size() + results.size() != addresses_.size())
+    return Error("multi_sgd_update: the node has " + std::to_string(layout->count) +
+                 " tensors, its table " + std::to_string(tensors_));
+  // lr and skip_if may move with the variant; everything else is in the table.
+  for (size_t k = 0; k < operands.size(); ++k)
+    if (k < layout->lr && operands[k].data != addresses_[k])
+      return Error("multi_sgd_update: operand " + std::to_string(k) +
+                   " is not at the address its table was prepared for");
+  for (size_t k = 0; k < results.size(); ++k)
+    if (results[k].data != addresses_[operands.size() + k])
+      return Error("multi_sgd_update: result " + std::to_string(k) +
+                   " is not at the address its table was prepared for");
+  const DeviceTensor &lr = operands[layout->lr];
+  const DeviceTensor *skip = layout->skip ? &operands[layout->lr + 1] : nullptr;
+  Checker check("multi_sgd_update");
+  check.scalar("lr", lr, DType::f32);
+  if (skip)
+    check.flag("skip_if", *skip);
+  if (check.failed())
+    return check.error();
+  if (chunks_ == 0)
+    return Status::success();
+  const auto *tensors = static_cast<const MultiSgdTensor *>(device_);
+  const auto *chunks =
+      reinterpret_cast<const MultiSgdChunk *>(static_cast<const char *>(device_) + chunkOffset_);
+  const float momentum = static_cast<float>(options_.momentum);
+  const float weightDecay = static_cast<float>(options_.weightDecay);
+  withType(dtype_, 1, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    multiSgdKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(
+        tensors, chunks, kChunk, static_cast<const float *>(lr.data), flagOf(skip), momentum,
+        weightDecay, options_.nesterov);
   });
   RN_CUDA_TRY_LAUNCH();
   return Status::success();

@@ -1,0 +1,396 @@
+//===- multi_sgd_test.cpp - The multi-tensor SGD kernel on the GPU --------===//
+//
+// multi_sgd_update through its launcher (prepare builds the device table,
+// launch issues one kernel) against
+//   - the CPU reference cpu::multiSgdUpdate, as update_kernels_test.cpp
+//     compares sgd_update (updates by the norm-wise relative error: 1e-5
+//     f32, 5e-3 f16, 3e-2 bf16; a skipped step exactly);
+//   - the per-parameter GPU kernel (sgd_update on each tensor), bit for
+//     bit: both run the same per-element code.
+// Groups: odd sizes and sizes that are no multiple of 4 or 8, sizes around
+// the 16384-element chunk, one over 2^20, views off the 16-byte alignment
+// (the unpacked path) next to aligned ones, and 300 small tensors; f32, f16
+// and bf16; with and without momentum, Nesterov and weight decay; skip_if
+// absent, clear and set; in place and out of place; two steps in a row.
+// Also: the launch is a single kernel node when captured, and a launch
+// without its table or with other addresses fails. Skips without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/cpu_kernels.h"
+#include "runtime/cuda/op_launch.h"
+#include "runtime/cuda/update_kernels.h"
+#include "cuda_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace rn::cuda {
+namespace {
+
+using namespace rn::cuda::testing;
+using Shape = std::vector<int64_t>;
+
+/// A host tensor (values representable in its dtype) and its device copy.
+struct Pair {
+  std::vector<float> host;
+  Shape shape;
+  DType dtype = DType::f32;
+  DeviceArray device;
+  cpu::TensorView view() { return cpu::TensorView{host.data(), shape, dtype}; }
+};
+
+Pair randomPair(const Shape &shape, DType dtype, std::mt19937 &rng, int64_t offset) {
+  Pair p;
+  p.shape = shape;
+  p.dtype = dtype;
+  p.host.resize(size_t(numel(shape)));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float &v : p.host)
+    v = roundTo(dtype, u(rng));
+  p.device = upload(p.host, shape, dtype, offset);
+  return p;
+}
+
+double relativeError(const std::vector<float> &gpu, const std::vector<float> &cpu) {
+  if (gpu.size() != cpu.size())
+    return INFINITY;
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    double d = double(gpu[i]) - double(cpu[i]);
+    diff += d * d;
+    ref += double(cpu[i]) * cpu[i];
+  }
+  return ref == 0 ? std::sqrt(diff) : std::sqrt(diff / ref);
+}
+
+double updateError(const std::vector<float> &gpu, const std::vector<float> &cpu,
+                   const std::vector<float> &old) {
+  std::vector<float> g(gpu.size()), c(cpu.size());
+  for (size_t i = 0; i < gpu.size() && i < old.size(); ++i) {
+    g[i] = float(double(gpu[i]) - old[i]);
+    c[i] = float(double(cpu[i]) - old[i]);
+  }
+  return relativeError(g, c);
+}
+
+double tolerance(DType dtype) {
+  return dtype == DType::f16 ? 5e-3 : dtype == DType::bf16 ? 3e-2 : 1e-5;
+}
+
+bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// The UPDATE stream with a workspace (multi_sgd_update needs none).
+struct UpdateStream {
+  TestStream stream;
+  DeviceBuffer workspace{size_t(1) << 20};
+  StreamResources resources() const {
+    StreamResources r;
+    r.name = "update";
+    r.stream = stream.get();
+    r.workspace = workspace.data();
+    r.workspaceBytes = workspace.bytes();
+    return r;
+  }
+};
+
+/// A node of `op` run through its launcher, with the state prepare keeps.
+class LaunchedNode {
+public:
+  LaunchedNode(const std::string &op, nlohmann::json attributes) {
+    node_.op = op;
+    node_.attributes = std::move(attributes);
+    for (const OpLauncher &l : updateLaunchers())
+      if (l.op == op)
+        launcher_ = &l;
+  }
+  Status prepare(const std::vector<DeviceTensor> &operands,
+                 const std::vector<DeviceTensor> &results, const StreamResources &stream) {
+    if (!launcher_)
+      return Error("no launcher for " + node_.op);
+    if (!launcher_->prepare)
+      return Status::success();
+    Result<size_t> bytes = launcher_->prepare(makeLaunch(operands, results, stream));
+    if (!bytes.ok())
+      return bytes.error();
+    if (*bytes != 0)
+      return Error(node_.op + ": asks for workspace");
+    return Status::success();
+  }
+  Status launch(const std::vector<DeviceTensor> &operands,
+                const std::vector<DeviceTensor> &results, const StreamResources &stream,
+                bool withState = true) {
+    if (!launcher_)
+      return Error("no launcher for " + node_.op);
+    OpLaunch l = makeLaunch(operands, results, stream);
+    if (!withState)
+      l.prepared = nullptr;
+    return launcher_->launch(l);
+  }
+
+private:
+  OpLaunch makeLaunch(const std::vector<DeviceTensor> &operands,
+                      const std::vector<DeviceTensor> &results, const StreamResources &stream) {
+    // The update launchers use neither runner; they are never dereferenced.
+    alignas(16) static char unused[16];
+    return OpLaunch{node_,
+                    -1,
+                    operands,
+                    results,
+                    stream,
+                    *reinterpret_cast<ConvRunner *>(unused),
+                    *reinterpret_cast<GemmRunner *>(unused),
+                    0,
+                    &state_};
+  }
+  Node node_;
+  const OpLauncher *launcher_ = nullptr;
+  std::unique_ptr<PreparedState> state_;
+};
+
+struct Config {
+  double momentum, weightDecay;
+  bool nesterov;
+};
+
+nlohmann::json attributesOf(const Config &c) {
+  return {{"momentum", c.momentum}, {"weight_decay", c.weightDecay}, {"nesterov", c.nesterov}};
+}
+
+/// The groups: sizes around the pack widths and the chunk (0), and 300
+/// small tensors (1).
+std::vector<Shape> groupShapes(int which) {
+  if (which == 0)
+    return {{1}, {3}, {5}, {17}, {1000}, {4099}, {16383}, {16384}, {16385}, {64, 3, 3, 17},
+            {(1 << 20) + 3}};
+  std::vector<Shape> many;
+  std::mt19937 rng(77);
+  for (int k = 0; k < 300; ++k)
+    many.push_back({int64_t(1 + rng() % 300)});
+  return many;
+}
+
+TEST(MultiSgdKernel, MatchesCpuAndPerParameterKernel) {
+  RN_SKIP_WITHOUT_CUDA();
+  UpdateStream update;
+  const StreamResources stream = update.resources();
+  std::mt19937 rng(41);
+  for (int group = 0; group < 2; ++group)
+    for (DType t : {DType::f32, DType::f16, DType::bf16})
+      for (Config cfg : {Config{0, 0, false}, Config{0.9, 5e-4, true}, Config{0.9, 0, false},
+                         Config{0, 1e-2, false}})
+        for (bool inPlace : {false, true})
+          for (int skipMode : {0, 1, 2}) { // no operand, flag clear, flag set
+            SCOPED_TRACE("group " + std::to_string(group) + " " + std::string(dtypeName(t)) +
+                         " momentum " + std::to_string(cfg.momentum) +
+                         (cfg.nesterov ? " nesterov" : "") + (inPlace ? " in place" : "") +
+                         " skip mode " + std::to_string(skipMode));
+            const std::vector<Shape> shapes = groupShapes(group);
+            const size_t n = shapes.size();
+            const bool buffer = cfg.momentum != 0;
+            const float lr = 0.1f;
+            // In place, two steps (the second reads what the first wrote);
+            // out of place a second step would only repeat the first.
+            const int steps = inPlace ? 2 : 1;
+            auto offsetOf = [](size_t i) { return int64_t(i % 3 == 2 ? 1 : 0); };
+            std::vector<Pair> p, g, b;
+            for (size_t i = 0; i < n; ++i) {
+              // Every third tensor off the alignment (the unpacked path).
+              p.push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+              g.push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+              b.push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+            }
+
+            // The CPU reference.
+            std::vector<std::vector<float>> refP(n), refB(n);
+            std::vector<cpu::TensorView> cp, cg, cb;
+            for (size_t i = 0; i < n; ++i) {
+              refP[i] = p[i].host;
+              refB[i] = b[i].host;
+            }
+            for (size_t i = 0; i < n; ++i) {
+              cp.push_back(cpu::TensorView{refP[i].data(), shapes[i], t});
+              cg.push_back(g[i].view());
+              if (buffer)
+                cb.push_back(cpu::TensorView{refB[i].data(), shapes[i], t});
+            }
+            const cpu::SgdAttrs attrs{cfg.momentum, cfg.weightDecay, cfg.nesterov};
+            for (int step = 0; step < steps; ++step)
+              ASSERT_TRUE(cpu::multiSgdUpdate(cp, cg, cb, lr, skipMode == 2, attrs, cp, cb).ok());
+
+            // The GPU group, through its launcher.
+            DeviceArray glr = upload({lr}, {}, DType::f32);
+            DeviceArray gskip = upload({skipMode == 2 ? 1.0f : 0.0f}, {}, DType::i1);
+            std::vector<DeviceArray> outP, outB;
+            std::vector<DeviceTensor> operands, results;
+            for (size_t i = 0; i < n; ++i)
+              operands.push_back(p[i].device.view);
+            for (size_t i = 0; i < n; ++i)
+              operands.push_back(g[i].device.view);
+            if (buffer)
+              for (size_t i = 0; i < n; ++i)
+                operands.push_back(b[i].device.view);
+            operands.push_back(glr.view);
+            if (skipMode)
+              operands.push_back(gskip.view);
+            auto fresh = [&](size_t i) {
+              return upload(std::vector<float>(p[i].host.size(), NAN), shapes[i], t, offsetOf(i));
+            };
+            for (size_t i = 0; i < n; ++i) {
+              if (inPlace) {
+                results.push_back(p[i].device.view);
+              } else {
+                outP.push_back(fresh(i));
+                results.push_back(outP.back().view);
+              }
+            }
+            if (buffer)
+              for (size_t i = 0; i < n; ++i) {
+                if (inPlace) {
+                  results.push_back(b[i].device.view);
+                } else {
+                  outB.push_back(fresh(i));
+                  results.push_back(outB.back().view);
+                }
+              }
+            LaunchedNode node("multi_sgd_update", attributesOf(cfg));
+            RN_ASSERT_STATUS_OK(node.prepare(operands, results, stream));
+            for (int step = 0; step < steps; ++step)
+              RN_ASSERT_STATUS_OK(node.launch(operands, results, stream));
+            RN_ASSERT_CUDA(update.stream.sync());
+
+            for (size_t i = 0; i < n; ++i) {
+              SCOPED_TRACE("tensor " + std::to_string(i) + " of " + std::to_string(n));
+              const std::vector<float> gotP = download(results[i]);
+              std::vector<float> gotB;
+              if (buffer)
+                gotB = download(results[n + i]);
+              if (skipMode == 2) {
+                // Skipped: the state as it was (copied when out of place).
+                ASSERT_TRUE(sameBits(gotP, p[i].host));
+                if (buffer) {
+                  ASSERT_TRUE(sameBits(gotB, b[i].host));
+                }
+                continue;
+              }
+              EXPECT_LE(updateError(gotP, refP[i], p[i].host), tolerance(t));
+              if (buffer) {
+                EXPECT_LE(relativeError(gotB, refB[i]), tolerance(t));
+              }
+
+              // The per-parameter GPU kernel on copies of the same inputs,
+              // as many steps: bit for bit.
+              DeviceArray sp = upload(p[i].host, shapes[i], t, offsetOf(i));
+              DeviceArray sb = upload(b[i].host, shapes[i], t, offsetOf(i));
+              std::vector<DeviceTensor> single = {sp.view, g[i].device.view};
+              std::vector<DeviceTensor> singleResults = {sp.view};
+              if (buffer) {
+                single.push_back(sb.view);
+                singleResults.push_back(sb.view);
+              }
+              single.push_back(glr.view);
+              if (skipMode)
+                single.push_back(gskip.view);
+              LaunchedNode sgd("sgd_update", attributesOf(cfg));
+              for (int step = 0; step < steps; ++step)
+                RN_ASSERT_STATUS_OK(sgd.launch(single, singleResults, stream));
+              RN_ASSERT_CUDA(update.stream.sync());
+              EXPECT_TRUE(sameBits(gotP, download(sp.view)));
+              if (buffer) {
+                EXPECT_TRUE(sameBits(gotB, download(sb.view)));
+              }
+            }
+          }
+}
+
+TEST(MultiSgdKernel, IsOneKernelLaunch) {
+  RN_SKIP_WITHOUT_CUDA();
+  UpdateStream update;
+  const StreamResources stream = update.resources();
+  std::mt19937 rng(42);
+  const std::vector<Shape> shapes = groupShapes(1);
+  std::vector<Pair> p, g, b;
+  for (const Shape &s : shapes) {
+    p.push_back(randomPair(s, DType::f32, rng, 0));
+    g.push_back(randomPair(s, DType::f32, rng, 0));
+    b.push_back(randomPair(s, DType::f32, rng, 0));
+  }
+  DeviceArray glr = upload({0.1f}, {}, DType::f32);
+  std::vector<DeviceTensor> operands, results;
+  for (auto *list : {&p, &g, &b})
+    for (Pair &x : *list)
+      operands.push_back(x.device.view);
+  operands.push_back(glr.view);
+  for (auto *list : {&p, &b})
+    for (Pair &x : *list)
+      results.push_back(x.device.view);
+  LaunchedNode node("multi_sgd_update", attributesOf({0.9, 5e-4, true}));
+  RN_ASSERT_STATUS_OK(node.prepare(operands, results, stream));
+  // Captured, the launch of 300 tensors is one kernel node: nothing else
+  // (no copy of the table, no allocation) happens per step.
+  RN_ASSERT_CUDA(cudaStreamBeginCapture(stream.stream, cudaStreamCaptureModeThreadLocal));
+  Status launched = node.launch(operands, results, stream);
+  cudaGraph_t graph = nullptr;
+  RN_ASSERT_CUDA(cudaStreamEndCapture(stream.stream, &graph));
+  RN_ASSERT_STATUS_OK(launched);
+  size_t nodes = 0;
+  RN_ASSERT_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
+  ASSERT_EQ(nodes, 1u);
+  cudaGraphNode_t kernel = nullptr;
+  RN_ASSERT_CUDA(cudaGraphGetNodes(graph, &kernel, &nodes));
+  cudaGraphNodeType type;
+  RN_ASSERT_CUDA(cudaGraphNodeGetType(kernel, &type));
+  EXPECT_EQ(type, cudaGraphNodeTypeKernel);
+  RN_ASSERT_CUDA(cudaGraphDestroy(graph));
+}
+
+TEST(MultiSgdKernel, RejectsLaunchesItWasNotPreparedFor) {
+  RN_SKIP_WITHOUT_CUDA();
+  UpdateStream update;
+  const StreamResources stream = update.resources();
+  std::mt19937 rng(43);
+  Pair p = randomPair({8}, DType::f32, rng, 0), q = randomPair({8}, DType::f32, rng, 0);
+  Pair h = randomPair({8}, DType::f16, rng, 0);
+  DeviceArray glr = upload({0.1f}, {}, DType::f32);
+  nlohmann::json plain = {{"momentum", 0.0}, {"weight_decay", 0.0}};
+  std::vector<DeviceTensor> operands = {p.device.view, q.device.view, glr.view};
+  std::vector<DeviceTensor> results = {p.device.view};
+  {
+    LaunchedNode node("multi_sgd_update", plain);
+    Status s = node.launch(operands, results, stream);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message().find("without the device table"), std::string::npos)
+        << s.error().message();
+  }
+  {
+    LaunchedNode node("multi_sgd_update", plain);
+    RN_ASSERT_STATUS_OK(node.prepare(operands, results, stream));
+    Status s = node.launch({q.device.view, q.device.view, glr.view}, results, stream);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message().find("operand 0 is not at the address"), std::string::npos)
+        << s.error().message();
+    s = node.launch(operands, results, stream, /*withState=*/false);
+    ASSERT_FALSE(s.ok());
+  }
+  {
+    // One dtype per group.
+    LaunchedNode node("multi_sgd_update", plain);
+    Status s = node.prepare({p.device.view, h.device.view, q.device.view, h.device.view, glr.view},
+                            {p.device.view, h.device.view}, stream);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message().find("params #1 must have the dtype of params #0"),
+              std::string::npos)
+        << s.error().message();
+  }
+}
+
+} // namespace
+} // namespace rn::cuda
