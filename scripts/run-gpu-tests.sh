@@ -93,9 +93,15 @@ if has zoo && [ -d "$bundle/zoo" ]; then
     rc=$?
     tol=1e-3
     [[ $name == *f16* ]] && tol=3e-2
+    # Within what the CPU's own losses move from perturbed parameters where
+    # zoo-digests.sh wrote those logs (docs/gpu-tests.md, "The zoo criterion").
+    noise=()
+    for n in "$bundle"/zoo/"$name".noise.*.log; do
+      [ -f "$n" ] && noise+=(--noise "$n" --noise-factor "${RN_ZOO_NOISE_FACTOR:-4}")
+    done
     if [ $rc -eq 0 ]; then
       "$python" "$bundle/scripts/compare-digests.py" --losses "$ref" "$out/zoo-$name.gpu.log" \
-        --tol "$tol" > "$out/zoo-$name.compare.log" 2>&1
+        --tol "$tol" ${noise[@]+"${noise[@]}"} > "$out/zoo-$name.compare.log" 2>&1
       rc=$?
     fi
     say "20 steps $name (cuda-graph vs CPU): exit $rc; $(tail -1 "$out/zoo-$name.compare.log" 2>/dev/null)"

@@ -4,10 +4,18 @@
 # gpu-bundle/zoo), each model's weight-free artifact and the digest of its
 # state after the step (rn-run --state-digest). run-gpu-tests.sh (group
 # "zoo") runs the same step on the GPU and compares the digests
-# (scripts/compare-digests.py). Needs the compiler and rn-run built
-# (scripts/setup.sh); the CPU step of the 224x224 models takes a while.
+# (scripts/compare-digests.py). Each model's step also runs from parameters
+# perturbed by a relative RN_ZOO_NOISE_EPS (rn-run --perturb-state), once per
+# seed of RN_ZOO_NOISE_SEEDS, into MODEL.noise.SEED.json: how much an
+# ulp-scale change moves the CPU's own result, the bound of the comparison
+# where the step is ill-conditioned (docs/gpu-tests.md, "The zoo
+# criterion"); the 20-step runs below too. Needs the compiler and rn-run
+# built (scripts/setup.sh); all of it takes about 6 minutes on 2 cores
+# (most of it resnet18c's 20-step runs).
 #   RN_ZOO_MODELS (default: every model of `python3 -m rn.models --list`)
 #   RN_ZOO_PIPELINE (default: the compiler's defaults, f32)
+#   RN_ZOO_NOISE_EPS (default 1e-6), RN_ZOO_NOISE_SEEDS (default "1 2 3";
+#   empty: no noise digests)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 dir=${1:-$RN_ROOT/gpu-bundle/zoo}
@@ -28,10 +36,17 @@ for model in $models; do
   rn-run "$dir/$model.rnx" --synthetic --steps 1 --lr 0.05 --executor cpu \
     --state-digest "$dir/$model.cpu.json" > "$dir/$model.cpu.log"
   rn_log "$model (batch $batch): CPU step and digest in $((SECONDS - start)) s"
+  rm -f "$dir/$model".noise.*.json
+  for seed in ${RN_ZOO_NOISE_SEEDS-1 2 3}; do
+    rn-run "$dir/$model.rnx" --synthetic --steps 1 --lr 0.05 --executor cpu \
+      --perturb-state "${RN_ZOO_NOISE_EPS:-1e-6}" "$seed" \
+      --state-digest "$dir/$model.noise.$seed.json" > "$dir/$model.noise.$seed.log"
+  done
 done
 
 # 20 steps of fashion_cnn and of a small-batch resnet18c, f32 and f16 with
-# dynamic loss scaling: the GPU's losses are compared with these.
+# dynamic loss scaling: the GPU's losses are compared with these, within
+# what the perturbed runs' losses (NAME.noise.SEED.log) differ from them.
 for spec in "fashion_cnn 16" "resnet18c 8"; do
   set -- $spec
   for precision in f32 f16; do
@@ -42,6 +57,11 @@ for spec in "fashion_cnn 16" "resnet18c 8"; do
     rn-compile "$dir/$name.mlir" -o "$dir/$name.rnx" --quiet --no-weights --pipeline "$pipeline"
     rm "$dir/$name.mlir"
     rn-run "$dir/$name.rnx" --synthetic --steps 20 --lr 0.02 --executor cpu > "$dir/$name.cpu.log"
-    rn_log "$name: 20 CPU steps"
+    rm -f "$dir/$name".noise.*.log
+    for seed in ${RN_ZOO_NOISE_SEEDS-1 2 3}; do
+      rn-run "$dir/$name.rnx" --synthetic --steps 20 --lr 0.02 --executor cpu \
+        --perturb-state "${RN_ZOO_NOISE_EPS:-1e-6}" "$seed" > "$dir/$name.noise.$seed.log"
+    done
+    rn_log "$name: 20 CPU steps, and from perturbed parameters"
   done
 done
