@@ -1,8 +1,9 @@
-//===- GroupUpdates.cpp - Per-parameter SGD updates -> multi-tensor ones -===//
+//===- GroupUpdates.cpp - Per-parameter updates -> multi-tensor ones ------===//
 //
-// Merges the rn.sgd_update ops of a subgraph into rn.multi_sgd_update ops:
-// one group per (attributes, lr, skip_if, element type, first reader), where
-// the first reader of a parameter is the earliest subgraph of the step that
+// Merges the rn.sgd_update (rn.adamw_update) ops of a subgraph into
+// rn.multi_sgd_update (rn.multi_adamw_update) ops: one group per (op,
+// attributes, per-step scalars, element type, first reader), where the
+// first reader of a parameter is the earliest subgraph of the step that
 // reads its state argument or that of its low-precision copy. Groups are
 // issued in the order of their first readers, so the next step's first
 // layer waits for its own parameters' group only (Passes.td has the
@@ -32,27 +33,105 @@ namespace {
 /// Rank of "no reader": after every subgraph.
 constexpr unsigned kNoReader = std::numeric_limits<unsigned>::max();
 
-/// What two updates must share to be merged.
+/// What two updates must share to be merged: the op and its attributes
+/// (the properties: momentum, weight decay, Nesterov, betas, ...), the
+/// per-step scalars it reads (lr, step, skip_if), the element type, the
+/// subgraph and the first reader.
 struct GroupKey {
   Attribute subgraph;
   unsigned firstReader = kNoReader;
   Type elementType;
-  Attribute momentum, weightDecay;
-  bool nesterov = false;
-  Value lr, skip;
+  OperationName op;
+  Attribute properties;
+  SmallVector<Value, 3> scalars;
 
   bool operator==(const GroupKey &other) const {
     return subgraph == other.subgraph && firstReader == other.firstReader &&
-           elementType == other.elementType && momentum == other.momentum &&
-           weightDecay == other.weightDecay && nesterov == other.nesterov &&
-           lr == other.lr && skip == other.skip;
+           elementType == other.elementType && op == other.op &&
+           properties == other.properties && scalars == other.scalars;
   }
 };
 
 struct Group {
   GroupKey key;
-  SmallVector<SgdUpdateOp> members; ///< in function order
+  SmallVector<Operation *> members; ///< in function order
 };
+
+/// The parameter an update updates, or null for ops the pass leaves alone.
+Value updatedParam(Operation *op) {
+  if (auto sgd = dyn_cast<SgdUpdateOp>(op))
+    return sgd.getParam();
+  if (auto adamw = dyn_cast<AdamWUpdateOp>(op))
+    return adamw.getParam();
+  return Value();
+}
+
+/// The per-step scalar operands of an update.
+SmallVector<Value, 3> scalarsOf(Operation *op) {
+  if (auto sgd = dyn_cast<SgdUpdateOp>(op))
+    return {sgd.getLr(), sgd.getSkipIf()};
+  auto adamw = cast<AdamWUpdateOp>(op);
+  return {adamw.getLr(), adamw.getStep(), adamw.getSkipIf()};
+}
+
+/// Replaces the members of a group by one multi-tensor op before `builder`'s
+/// insertion point; returns it.
+Operation *mergeSgd(OpBuilder &builder, Location loc,
+                    ArrayRef<Operation *> members) {
+  SmallVector<Value> params, grads, buffers;
+  SmallVector<Type> types, bufferTypes;
+  for (Operation *op : members) {
+    auto update = cast<SgdUpdateOp>(op);
+    params.push_back(update.getParam());
+    grads.push_back(update.getGrad());
+    types.push_back(update.getNewParam().getType());
+    if (Value buffer = update.getMomentumBuffer()) {
+      buffers.push_back(buffer);
+      bufferTypes.push_back(update.getNewMomentumBuffer().getType());
+    }
+  }
+  llvm::append_range(types, bufferTypes);
+  auto first = cast<SgdUpdateOp>(members.front());
+  auto multi = MultiSgdUpdateOp::create(
+      builder, loc, types, params, grads, buffers, first.getLr(),
+      first.getSkipIf(), first.getMomentumAttr(), first.getWeightDecayAttr(),
+      first.getNesterovAttr());
+  for (auto [i, op] : llvm::enumerate(members)) {
+    auto update = cast<SgdUpdateOp>(op);
+    update.getNewParam().replaceAllUsesWith(multi.getNewParams()[i]);
+    if (Value buffer = update.getNewMomentumBuffer())
+      buffer.replaceAllUsesWith(multi.getNewMomentumBuffers()[i]);
+  }
+  return multi;
+}
+
+Operation *mergeAdamW(OpBuilder &builder, Location loc,
+                      ArrayRef<Operation *> members) {
+  SmallVector<Value> params, grads, ms, vs;
+  SmallVector<Type> types;
+  for (Operation *op : members) {
+    auto update = cast<AdamWUpdateOp>(op);
+    params.push_back(update.getParam());
+    grads.push_back(update.getGrad());
+    ms.push_back(update.getExpAvg());
+    vs.push_back(update.getExpAvgSq());
+  }
+  for (int k = 0; k < 3; ++k)
+    for (Operation *op : members)
+      types.push_back(op->getResult(k).getType());
+  auto first = cast<AdamWUpdateOp>(members.front());
+  auto multi = MultiAdamWUpdateOp::create(
+      builder, loc, types, params, grads, ms, vs, first.getLr(),
+      first.getStep(), first.getSkipIf(), first.getBeta1Attr(),
+      first.getBeta2Attr(), first.getEpsilonAttr(), first.getWeightDecayAttr());
+  for (auto [i, op] : llvm::enumerate(members)) {
+    auto update = cast<AdamWUpdateOp>(op);
+    update.getNewParam().replaceAllUsesWith(multi.getNewParams()[i]);
+    update.getNewExpAvg().replaceAllUsesWith(multi.getNewExpAvgs()[i]);
+    update.getNewExpAvgSq().replaceAllUsesWith(multi.getNewExpAvgSqs()[i]);
+  }
+  return multi;
+}
 
 struct GroupUpdatesPass
     : public mlir::rn::impl::GroupUpdatesBase<GroupUpdatesPass> {
@@ -73,13 +152,14 @@ static int64_t elementsOf(Value value) {
 LogicalResult GroupUpdatesPass::runOnFunction(ModuleOp module,
                                               func::FuncOp function) {
   Block &body = function.getBody().front();
-  SmallVector<SgdUpdateOp> updates;
-  for (auto update : body.getOps<SgdUpdateOp>())
-    updates.push_back(update);
-  // AdamW and LARS stay per parameter (LARS needs a norm per tensor).
+  SmallVector<Operation *> updates;
+  // LARS stays per parameter: it needs a norm per tensor.
   unsigned others = 0;
-  for (Operation &op : body)
-    others += isa<AdamWUpdateOp, LarsUpdateOp>(op);
+  for (Operation &op : body) {
+    if (updatedParam(&op))
+      updates.push_back(&op);
+    others += isa<LarsUpdateOp>(op);
+  }
   if (updates.empty() && others == 0)
     return success();
 
@@ -112,20 +192,20 @@ LogicalResult GroupUpdatesPass::runOnFunction(ModuleOp module,
     if (state.getRole() == StateRole::low_precision_weight && state.getOf())
       copiesOf[*state.getOf()].push_back(state.getSymName());
 
-  // The earliest subgraph reading `param` (its argument, or its copies'),
-  // the update itself aside.
-  auto firstReader = [&](SgdUpdateOp update) {
+  // The earliest subgraph reading the parameter (its argument, or its
+  // copies'), the update itself aside.
+  auto firstReader = [&](Operation *update) {
     unsigned rank = kNoReader;
     auto visit = [&](Value value) {
       for (Operation *user : value.getUsers()) {
-        if (user == update.getOperation())
+        if (user == update)
           continue;
         auto it = rankOf.find(user->getAttr(kSubgraphAttr));
         if (it != rankOf.end())
           rank = std::min(rank, it->second);
       }
     };
-    Value param = update.getParam();
+    Value param = updatedParam(update);
     visit(param);
     auto arg = dyn_cast<BlockArgument>(param);
     if (!arg || arg.getOwner() != &body)
@@ -147,11 +227,11 @@ LogicalResult GroupUpdatesPass::runOnFunction(ModuleOp module,
   llvm::DenseMap<Attribute, Operation *> insertionPoint;
   SmallVector<Group> groups;
   unsigned left = others;
-  for (SgdUpdateOp update : updates) {
+  for (Operation *update : updates) {
     Attribute subgraph = update->getAttr(kSubgraphAttr);
     Operation *&point = insertionPoint[subgraph];
     if (!point)
-      point = update.getOperation();
+      point = update;
     bool movable = llvm::all_of(update->getOperands(), [&](Value v) {
       return dominance.properlyDominates(v, point);
     });
@@ -162,12 +242,10 @@ LogicalResult GroupUpdatesPass::runOnFunction(ModuleOp module,
     GroupKey key{
         subgraph,
         firstReader(update),
-        cast<RankedTensorType>(update.getParam().getType()).getElementType(),
-        update.getMomentumAttr(),
-        update.getWeightDecayAttr(),
-        update.getNesterov(),
-        update.getLr(),
-        update.getSkipIf()};
+        cast<RankedTensorType>(updatedParam(update).getType()).getElementType(),
+        update->getName(),
+        update->getPropertiesAsAttribute(),
+        scalarsOf(update)};
     auto it =
         llvm::find_if(groups, [&](const Group &g) { return g.key == key; });
     if (it == groups.end()) {
@@ -188,8 +266,8 @@ LogicalResult GroupUpdatesPass::runOnFunction(ModuleOp module,
   for (Group &group : groups) {
     Group current{group.key, {}};
     int64_t elements = 0;
-    for (SgdUpdateOp update : group.members) {
-      int64_t n = elementsOf(update.getParam());
+    for (Operation *update : group.members) {
+      int64_t n = elementsOf(updatedParam(update));
       bool full =
           (maxTensors > 0 && int64_t(current.members.size()) >= maxTensors) ||
           (maxElements > 0 && !current.members.empty() &&
@@ -211,60 +289,41 @@ LogicalResult GroupUpdatesPass::runOnFunction(ModuleOp module,
   // next one after the previous.
   llvm::DenseMap<Attribute, Operation *> lastPlaced;
   OpBuilder builder(function.getContext());
-  auto placeBuilder = [&](Attribute subgraph) {
-    if (Operation *last = lastPlaced.lookup(subgraph))
-      builder.setInsertionPointAfter(last);
-    else
-      builder.setInsertionPoint(insertionPoint.lookup(subgraph));
-  };
   unsigned grouped = 0, created = 0;
   std::string sizes;
   for (Group &group : cut) {
     Attribute subgraph = group.key.subgraph;
     if (int64_t(group.members.size()) < std::max<int64_t>(minTensors, 1)) {
       // Too small to merge: the updates stay, at their group's place.
-      for (SgdUpdateOp update : group.members) {
+      for (Operation *update : group.members) {
         Operation *last = lastPlaced.lookup(subgraph);
         if (!last) {
           Operation *first = insertionPoint.lookup(subgraph);
-          if (first != update.getOperation())
+          if (first != update)
             update->moveBefore(first);
         } else {
           update->moveAfter(last);
         }
-        lastPlaced[subgraph] = update.getOperation();
+        lastPlaced[subgraph] = update;
       }
       left += group.members.size();
       continue;
     }
-    SmallVector<Value> params, grads, buffers;
-    SmallVector<Type> resultTypes, bufferTypes;
+    if (Operation *last = lastPlaced.lookup(subgraph))
+      builder.setInsertionPointAfter(last);
+    else
+      builder.setInsertionPoint(insertionPoint.lookup(subgraph));
     SmallVector<Location> locs;
-    for (SgdUpdateOp update : group.members) {
-      params.push_back(update.getParam());
-      grads.push_back(update.getGrad());
-      resultTypes.push_back(update.getNewParam().getType());
-      if (Value buffer = update.getMomentumBuffer()) {
-        buffers.push_back(buffer);
-        bufferTypes.push_back(update.getNewMomentumBuffer().getType());
-      }
-      locs.push_back(update.getLoc());
-    }
-    llvm::append_range(resultTypes, bufferTypes);
-    SgdUpdateOp first = group.members.front();
-    placeBuilder(subgraph);
-    auto multi = MultiSgdUpdateOp::create(
-        builder, builder.getFusedLoc(locs), resultTypes, params, grads, buffers,
-        first.getLr(), first.getSkipIf(), first.getMomentumAttr(),
-        first.getWeightDecayAttr(), first.getNesterovAttr());
+    for (Operation *update : group.members)
+      locs.push_back(update->getLoc());
+    Location loc = builder.getFusedLoc(locs);
+    Operation *multi = isa<SgdUpdateOp>(group.members.front())
+                           ? mergeSgd(builder, loc, group.members)
+                           : mergeAdamW(builder, loc, group.members);
     multi->setAttr(kSubgraphAttr, subgraph);
-    lastPlaced[subgraph] = multi.getOperation();
-    for (auto [i, update] : llvm::enumerate(group.members)) {
-      update.getNewParam().replaceAllUsesWith(multi.getNewParams()[i]);
-      if (Value buffer = update.getNewMomentumBuffer())
-        buffer.replaceAllUsesWith(multi.getNewMomentumBuffers()[i]);
+    lastPlaced[subgraph] = multi;
+    for (Operation *update : group.members)
       update->erase();
-    }
     grouped += group.members.size();
     ++created;
     sizes += (sizes.empty() ? "" : ", ") + std::to_string(group.members.size());
@@ -277,7 +336,8 @@ LogicalResult GroupUpdatesPass::runOnFunction(ModuleOp module,
   numUngroupedUpdates += left;
   if (report)
     function.emitRemark() << "rn-group-updates: " << grouped
-                          << " sgd_update in " << created << " multi_sgd_update"
+                          << " per-parameter updates in " << created
+                          << " multi-tensor updates"
                           << (sizes.empty() ? "" : " (") << sizes
                           << (sizes.empty() ? "" : ")") << ", " << left
                           << " left per parameter";

@@ -236,21 +236,22 @@ def Partition : Pass<"rn-partition", "::mlir::ModuleOp"> {
 }
 
 def GroupUpdates : Pass<"rn-group-updates", "::mlir::ModuleOp"> {
-  let summary = "Merge the per-parameter SGD updates into multi-tensor updates, grouped by the subgraph that reads each parameter next";
+  let summary = "Merge the per-parameter SGD and AdamW updates into multi-tensor updates, grouped by the subgraph that reads each parameter next";
   let description = [{
-    rn-build-training emits one `rn.sgd_update` per parameter, and each is
-    a kernel launch of a few microseconds (ResNet-50: 161). This pass
-    replaces them with `rn.multi_sgd_update` ops, each one launch over many
-    tensors, computing bit for bit what the per-parameter ops compute. It is
-    a compiler op with its own operands and results, so the barrier pass
+    rn-build-training emits one `rn.sgd_update` (`rn.adamw_update`) per
+    parameter, and each is a kernel launch of a few microseconds (ResNet-50:
+    161). This pass replaces them with `rn.multi_sgd_update`
+    (`rn.multi_adamw_update`) ops, each one launch over many tensors,
+    computing bit for bit what the per-parameter ops compute. It is a
+    compiler op with its own operands and results, so the barrier pass
     orders it like any op: the runtime never merges work across nodes.
 
     Runs after rn-partition (the grouping reads the subgraphs) and before
     rn-plan-memory (the new op gets its slots through InPlaceOpInterface,
     its stream from the policy). Two updates join one group when they are
-    in the same subgraph, have equal attributes (momentum, weight decay,
-    Nesterov), the same lr and skip_if values, the same element type, and
-    the same **first reader**: the earliest subgraph, in launch order, that
+    the same op in the same subgraph, have equal attributes (momentum,
+    weight decay, Nesterov; betas, epsilon), the same lr, step and skip_if
+    values, the same element type, and the same **first reader**: the earliest subgraph, in launch order, that
     reads the parameter in the next step (an op of the step reading the
     parameter's state argument, or that of its low-precision copy, the
     `rn.state low_precision_weight of` it). Groups are issued in the order
@@ -270,10 +271,10 @@ def GroupUpdates : Pass<"rn-group-updates", "::mlir::ModuleOp"> {
 
     A group is cut after `max-tensors` tensors or before it would exceed
     `max-elements` elements (0: no limit); groups of fewer than
-    `min-tensors` stay per-parameter `rn.sgd_update` ops. AdamW, LARS (which
-    needs a norm per tensor) and EMA updates are left alone. `report` emits
-    the counts as a remark per function (pass statistics need an LLVM built
-    with assertions).
+    `min-tensors` stay per-parameter ops. LARS (which needs a norm per
+    tensor) and EMA updates are left alone. `report` emits the counts as a
+    remark per function (pass statistics need an LLVM built with
+    assertions).
 
     Before (rn-partition, momentum 0.9, Nesterov, weight decay 5e-4; the
     first layer's conv is read by FIRST_LAYER_FWD, the rest by DEEP_FWD_BWD):
@@ -298,7 +299,7 @@ def GroupUpdates : Pass<"rn-group-updates", "::mlir::ModuleOp"> {
            "at most this many elements per group (0: no limit; a larger "
            "tensor makes a group of its own)">,
     Option<"minTensors", "min-tensors", "int64_t", "2",
-           "smaller groups stay per-parameter rn.sgd_update ops">,
+           "smaller groups stay per-parameter updates">,
     Option<"report", "report", "bool", "false",
            "emit a remark per function with the group counts (pass "
            "statistics need an LLVM built with assertions)">,
@@ -306,10 +307,11 @@ def GroupUpdates : Pass<"rn-group-updates", "::mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numGroupedUpdates", "num-grouped-updates",
               "per-parameter updates merged into multi-tensor updates">,
-    Statistic<"numGroups", "num-groups", "rn.multi_sgd_update ops created">,
+    Statistic<"numGroups", "num-groups",
+              "rn.multi_sgd_update and rn.multi_adamw_update ops created">,
     Statistic<"numUngroupedUpdates", "num-ungrouped-updates",
-              "optimizer updates left per parameter (SGD groups below "
-              "min-tensors, AdamW, LARS)">,
+              "optimizer updates left per parameter (groups below "
+              "min-tensors, LARS)">,
   ];
   let dependentDialects = ["::mlir::rn::RNDialect"];
 }

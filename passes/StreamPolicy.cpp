@@ -67,6 +67,7 @@ static constexpr PolicyEntry kPolicy[] = {
     {"sgd_update", StreamKind::update},
     {"multi_sgd_update", StreamKind::update},
     {"adamw_update", StreamKind::update},
+    {"multi_adamw_update", StreamKind::update},
     {"lars_update", StreamKind::update},
     {"ema_update", StreamKind::update},
     {"update_running_stats", StreamKind::update},

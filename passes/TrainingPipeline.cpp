@@ -52,8 +52,8 @@ struct TrainingPipelineOptions
                     llvm::cl::init(true)};
   Option<bool> groupUpdates{
       *this, "group-updates",
-      llvm::cl::desc("merge the per-parameter SGD updates into multi-tensor "
-                     "updates (rn-group-updates)"),
+      llvm::cl::desc("merge the per-parameter SGD and AdamW updates into "
+                     "multi-tensor updates (rn-group-updates)"),
       llvm::cl::init(true)};
   Option<bool> reuse{*this, "reuse",
                      llvm::cl::desc("reuse activation memory by liveness"),

@@ -482,6 +482,73 @@ LogicalResult AdamWUpdateOp::verify() {
   return success();
 }
 
+/// The results of a multi-tensor update: `groups` runs of `count` values.
+static ResultRange resultGroup(ResultRange results, size_t count, size_t k) {
+  size_t begin = std::min(k * count, results.size());
+  return results.drop_front(begin).take_front(count);
+}
+
+ResultRange MultiAdamWUpdateOp::getNewParams() {
+  return resultGroup(getNewValues(), getParams().size(), 0);
+}
+ResultRange MultiAdamWUpdateOp::getNewExpAvgs() {
+  return resultGroup(getNewValues(), getParams().size(), 1);
+}
+ResultRange MultiAdamWUpdateOp::getNewExpAvgSqs() {
+  return resultGroup(getNewValues(), getParams().size(), 2);
+}
+
+LogicalResult MultiAdamWUpdateOp::verify() {
+  ShapeDiagnostics diag(*this);
+  if (failed(requireInRange(diag, "beta1", getBeta1().convertToDouble(), 0.0,
+                            1.0, /*highInclusive=*/false)) ||
+      failed(requireInRange(diag, "beta2", getBeta2().convertToDouble(), 0.0,
+                            1.0, /*highInclusive=*/false)) ||
+      failed(verifyWeightDecay(diag, getWeightDecay().convertToDouble())))
+    return failure();
+  if (!(getEpsilon().convertToDouble() > 0.0))
+    return diag.fail("epsilon must be positive, got ",
+                     getEpsilon().convertToDouble());
+  size_t count = getParams().size();
+  if (count == 0)
+    return diag.fail("needs at least one param");
+  for (auto [what, got] :
+       {std::pair<StringRef, size_t>{"grad", getGrads().size()},
+        {"exp_avg", getExpAvgs().size()},
+        {"exp_avg_sq", getExpAvgSqs().size()}})
+    if (got != count)
+      return diag.fail("takes one ", what, " per param: ", count, " params, ",
+                       got, " ", what, "s");
+  if (getNewValues().size() != 3 * count)
+    return diag.fail("returns the new params, exp_avgs and exp_avg_sqs (",
+                     3 * count, " results), got ", getNewValues().size());
+  Type elementType =
+      cast<RankedTensorType>(getParams()[0].getType()).getElementType();
+  for (size_t i = 0; i < count; ++i) {
+    std::string index = " #" + std::to_string(i);
+    std::string param = "params" + index, grad = "grads" + index,
+                m = "exp_avgs" + index, v = "exp_avg_sqs" + index,
+                newParam = "new_params" + index, newM = "new_exp_avgs" + index,
+                newV = "new_exp_avg_sqs" + index;
+    Type type = getParams()[i].getType();
+    if (cast<RankedTensorType>(type).getElementType() != elementType)
+      return diag.fail(param, " element type ",
+                       cast<RankedTensorType>(type).getElementType(),
+                       " differs from params #0 element type ", elementType,
+                       " (one element type per group)");
+    if (failed(requireSameTypes(
+            diag, {param, type},
+            {{grad, getGrads()[i].getType()},
+             {m, getExpAvgs()[i].getType()},
+             {v, getExpAvgSqs()[i].getType()},
+             {newParam, getNewParams()[i].getType()},
+             {newM, getNewExpAvgs()[i].getType()},
+             {newV, getNewExpAvgSqs()[i].getType()}})))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult LarsUpdateOp::verify() {
   ShapeDiagnostics diag(*this);
   if (failed(requireSameTypes(
@@ -619,6 +686,24 @@ AdamWUpdateOp::getUpdatedOperand(unsigned resultIndex) {
     return getExpAvgSqMutable().getOperandNumber();
   default:
     return std::nullopt;
+  }
+}
+
+/// new_values[k * n + i] updates params[i], exp_avgs[i] or exp_avg_sqs[i].
+std::optional<unsigned>
+MultiAdamWUpdateOp::getUpdatedOperand(unsigned resultIndex) {
+  size_t count = getParams().size();
+  if (count == 0 || resultIndex >= 3 * count ||
+      getExpAvgs().size() != count || getExpAvgSqs().size() != count)
+    return std::nullopt;
+  size_t i = resultIndex % count;
+  switch (resultIndex / count) {
+  case 0:
+    return getParamsMutable()[i].getOperandNumber();
+  case 1:
+    return getExpAvgsMutable()[i].getOperandNumber();
+  default:
+    return getExpAvgSqsMutable()[i].getOperandNumber();
   }
 }
 

@@ -574,6 +574,53 @@ def RN_AdamWUpdateOp : RN_Op<"adamw_update", [DeclareOpInterfaceMethods<RN_InPla
   let hasVerifier = 1;
 }
 
+def RN_MultiAdamWUpdateOp : RN_Op<"multi_adamw_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+  let summary = "AdamW of several parameters in one op (updates each `params`, `exp_avgs`, `exp_avg_sqs` entry)";
+  let description = [{
+    The `rn.adamw_update` of every parameter of a group, one op, as
+    `rn.multi_sgd_update` is for SGD: tensor `i` is (`params[i]`,
+    `grads[i]`, `exp_avgs[i]`, `exp_avg_sqs[i]`), all of one type, with the
+    per-parameter formula element for element; one lr, step, skip_if and
+    set of attributes; one element type. The results are the new params,
+    then the new first moments, then the new second moments, each in place
+    of its operand.
+
+    ```mlir
+    %r:6 = rn.multi_adamw_update params(%w, %b) grads(%gw, %gb)
+        exp_avgs(%mw, %mb) exp_avg_sqs(%vw, %vb) lr %lr step %step
+        betas(9.000000e-01, 9.990000e-01) eps 1.000000e-08
+        weight_decay 1.000000e-02 : (...) -> (...)
+    ```
+  }];
+  let arguments = (ins
+    Variadic<RN_FloatTensor>:$params,
+    Variadic<RN_FloatTensor>:$grads,
+    Variadic<RN_FloatTensor>:$exp_avgs,
+    Variadic<RN_FloatTensor>:$exp_avg_sqs,
+    RN_ScalarF32Tensor:$lr,
+    RN_ScalarI32Tensor:$step,
+    Optional<RN_ScalarI1Tensor>:$skip_if,
+    F64Attr:$beta1,
+    F64Attr:$beta2,
+    F64Attr:$epsilon,
+    F64Attr:$weight_decay);
+  let results = (outs Variadic<RN_FloatTensor>:$new_values);
+  let assemblyFormat = [{
+    `params` `(` $params `)` `grads` `(` $grads `)` `exp_avgs` `(` $exp_avgs `)`
+    `exp_avg_sqs` `(` $exp_avg_sqs `)` `lr` $lr `step` $step (`skip_if` $skip_if^)?
+    `betas` `(` $beta1 `,` $beta2 `)` `eps` $epsilon `weight_decay` $weight_decay
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// new_values[k * size(params) + i]: the new params[i] (k = 0),
+    /// exp_avgs[i] (k = 1) and exp_avg_sqs[i] (k = 2).
+    ::mlir::ResultRange getNewParams();
+    ::mlir::ResultRange getNewExpAvgs();
+    ::mlir::ResultRange getNewExpAvgSqs();
+  }];
+  let hasVerifier = 1;
+}
+
 def RN_LarsUpdateOp : RN_Op<"lars_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "LARS: SGD with a layer-wise trust ratio (updates `param`, `momentum_buffer`)";
   let description = [{

@@ -460,6 +460,35 @@ Status verifyAdamWUpdate(const OpNodeSignature &node) {
   return c.finish();
 }
 
+/// params[n], grads[n], exp_avgs[n], exp_avg_sqs[n], lr, step, [skip_if] ->
+/// new params[n], new exp_avgs[n], new exp_avg_sqs[n].
+Status verifyMultiAdamWUpdate(const OpNodeSignature &node) {
+  Checker c(node);
+  c.inRange("beta1", 0, 1, /*highInclusive=*/false);
+  c.inRange("beta2", 0, 1, /*highInclusive=*/false);
+  c.positive("epsilon");
+  c.nonNegative("weight_decay");
+  if (c.ok() && (node.results == 0 || node.results % 3 != 0))
+    c.fail("produces three results per tensor (new params, exp_avgs, exp_avg_sqs), got " +
+           std::to_string(node.results));
+  const size_t count = node.results / 3;
+  const size_t required = 4 * count + 2;
+  if (c.ok() && node.operands != required && node.operands != required + 1)
+    c.fail("with " + plural(count, "tensor") +
+           " takes params, grads, exp_avgs, exp_avg_sqs, lr, step and an optional skip_if (" +
+           std::to_string(required) + " or " + std::to_string(required + 1) +
+           " operands), got " + std::to_string(node.operands));
+  auto segments = node.attributes.find("operandSegmentSizes");
+  if (c.ok() && segments != node.attributes.end()) {
+    int n = int(count);
+    json expected = {n, n, n, n, 1, 1, int(node.operands == required + 1)};
+    if (*segments != expected)
+      c.fail("attribute \"operandSegmentSizes\" disagrees with the operands (expected " +
+             expected.dump() + ")");
+  }
+  return c.finish();
+}
+
 Status verifyLarsUpdate(const OpNodeSignature &node) {
   Checker c(node);
   c.operands(4, 5); // param, grad, momentum_buffer, lr, [skip_if]
@@ -557,6 +586,7 @@ std::vector<OpInfo> buildOps() {
       {"sgd_update", verifySgdUpdate},
       {"multi_sgd_update", verifyMultiSgdUpdate},
       {"adamw_update", verifyAdamWUpdate},
+      {"multi_adamw_update", verifyMultiAdamWUpdate},
       {"lars_update", verifyLarsUpdate},
       {"ema_update", verifyEmaUpdate},
       {"count_correct", verifyPlain<2, 1>},

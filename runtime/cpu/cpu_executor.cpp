@@ -99,8 +99,8 @@ enum class OpKind : uint8_t {
   flatten, zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
   avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, update_loss_scale,
-  sgd_update, multi_sgd_update, adamw_update, lars_update, ema_update, cbr_forward,
-  cbr_inference,
+  sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update,
+  ema_update, cbr_forward, cbr_inference,
   bn_add_relu, bn_add_relu_backward, bn_add_relu_inference, linear_backward,
   conv2d_backward, cbr_backward
 };
@@ -144,6 +144,7 @@ OpKind opKindOf(std::string_view op) {
       {"sgd_update", OpKind::sgd_update},
       {"multi_sgd_update", OpKind::multi_sgd_update},
       {"adamw_update", OpKind::adamw_update},
+      {"multi_adamw_update", OpKind::multi_adamw_update},
       {"lars_update", OpKind::lars_update},
       {"ema_update", OpKind::ema_update},
       {"cbr_forward", OpKind::cbr_forward},
@@ -924,6 +925,22 @@ struct ExecutorAccess {
       bool skip = o.size() == 7 && f(o[6]) != 0;
       return cpu::adamwUpdate(V(o[0]), V(o[1]), V(o[2]), V(o[3]), f(o[4]), i(o[5]), skip, a,
                               V(r[0]), V(r[1]), V(r[2]));
+    }
+    case OpKind::multi_adamw_update: {
+      // params[n], grads[n], exp_avgs[n], exp_avg_sqs[n], lr, step,
+      // [skip_if] -> new params[n], exp_avgs[n], exp_avg_sqs[n].
+      cpu::AdamWAttrs a{k.beta1, k.beta2, k.epsilon, k.weightDecay};
+      const size_t n = r.size() / 3;
+      const bool skip = o.size() == 4 * n + 3 && f(o[4 * n + 2]) != 0;
+      std::vector<TensorView> in[4], out[3];
+      for (size_t t = 0; t < n; ++t) {
+        for (size_t g = 0; g < 4; ++g)
+          in[g].push_back(V(o[g * n + t]));
+        for (size_t g = 0; g < 3; ++g)
+          out[g].push_back(V(r[g * n + t]));
+      }
+      return cpu::multiAdamwUpdate(in[0], in[1], in[2], in[3], f(o[4 * n]), i(o[4 * n + 1]),
+                                   skip, a, out[0], out[1], out[2]);
     }
     case OpKind::lars_update: {
       cpu::LarsAttrs a{k.momentum, k.weightDecay, k.trustCoefficient, k.epsilon};

@@ -379,6 +379,17 @@ KernelStatus adamwUpdate(const TensorView &param, const TensorView &grad,
                          const AdamWAttrs &attrs, const TensorView &newParam,
                          const TensorView &newExpAvg,
                          const TensorView &newExpAvgSq);
+/// multi_adamw_update: adamwUpdate on every tensor i of the group, in
+/// order (one lr, step, skip and set of attributes), so the results are bit
+/// for bit those of the per-parameter updates.
+KernelStatus multiAdamwUpdate(const std::vector<TensorView> &params,
+                              const std::vector<TensorView> &grads,
+                              const std::vector<TensorView> &expAvgs,
+                              const std::vector<TensorView> &expAvgSqs, float lr, int32_t step,
+                              bool skip, const AdamWAttrs &attrs,
+                              const std::vector<TensorView> &newParams,
+                              const std::vector<TensorView> &newExpAvgs,
+                              const std::vector<TensorView> &newExpAvgSqs);
 /// LARS: local_lr = trust * |param| / (|grad| + wd * |param| + eps), 1 when
 /// either norm is zero; buf = momentum * buf + local_lr * (grad + wd * param);
 /// param -= lr * buf.

@@ -184,6 +184,33 @@ KernelStatus adamwUpdate(const TensorView &param, const TensorView &grad,
   return {};
 }
 
+KernelStatus multiAdamwUpdate(const std::vector<TensorView> &params,
+                              const std::vector<TensorView> &grads,
+                              const std::vector<TensorView> &expAvgs,
+                              const std::vector<TensorView> &expAvgSqs, float lr, int32_t step,
+                              bool skip, const AdamWAttrs &attrs,
+                              const std::vector<TensorView> &newParams,
+                              const std::vector<TensorView> &newExpAvgs,
+                              const std::vector<TensorView> &newExpAvgSqs) {
+  Check check("multi_adamw_update");
+  const size_t count = params.size();
+  check.require(count > 0, "needs at least one tensor")
+      .require(grads.size() == count && expAvgs.size() == count && expAvgSqs.size() == count &&
+                   newParams.size() == count && newExpAvgs.size() == count &&
+                   newExpAvgSqs.size() == count,
+               "takes one grad, exp_avg, exp_avg_sq and their results per param (", count,
+               " params)");
+  if (check.failed())
+    return check.status();
+  for (size_t i = 0; i < count; ++i) {
+    KernelStatus s = adamwUpdate(params[i], grads[i], expAvgs[i], expAvgSqs[i], lr, step, skip,
+                                 attrs, newParams[i], newExpAvgs[i], newExpAvgSqs[i]);
+    if (!s.ok())
+      return KernelStatus{"multi_adamw_update: tensor " + std::to_string(i) + ": " + s.error};
+  }
+  return {};
+}
+
 KernelStatus larsUpdate(const TensorView &param, const TensorView &grad,
                         const TensorView &momentumBuffer, float lr, bool skip,
                         const LarsAttrs &attrs, const TensorView &newParam,

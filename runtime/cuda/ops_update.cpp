@@ -1,12 +1,13 @@
 //===- ops_update.cpp - GPU launchers of the loss-scaling and optimizer ops -===//
 //
 // check_finite, unscale, update_loss_scale, sgd_update, multi_sgd_update,
-// adamw_update, lars_update and ema_update, mapped onto update_kernels.h
-// with the operand order of the op definitions (optional operands as the
-// CPU executor reads them: sgd's momentum buffer exactly when momentum !=
-// 0, then lr, then an optional skip flag). Only lars_update uses workspace
-// (its partial norms); multi_sgd_update builds its device table of tensors
-// and chunks in prepare and keeps it in the node's PreparedState.
+// adamw_update, multi_adamw_update, lars_update and ema_update, mapped onto
+// update_kernels.h with the operand order of the op definitions (optional
+// operands as the CPU executor reads them: sgd's momentum buffer exactly
+// when momentum != 0, then lr, then an optional skip flag). Only
+// lars_update uses workspace (its partial norms); the multi-tensor updates
+// build their device table of tensors and chunks in prepare and keep it in
+// the node's PreparedState.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,39 +88,46 @@ Status launchSgdUpdate(const OpLaunch &l) {
                             r[0], buffer ? &r[1] : nullptr, l.stream.stream));
 }
 
-/// The device table of a multi_sgd_update node, kept between prepare and
-/// its launches.
-struct MultiSgdState final : PreparedState {
-  std::unique_ptr<MultiSgdTable> table;
+/// The device table of a multi-tensor update node, kept between prepare
+/// and its launches.
+struct MultiTensorState final : PreparedState {
+  std::unique_ptr<MultiTensorUpdate> update;
 };
 
 SgdOptions sgdOptions(const OpLaunch &l) {
   return SgdOptions{numAttr(l, "momentum"), numAttr(l, "weight_decay"), flagAttr(l, "nesterov")};
 }
 
+AdamWOptions adamwOptions(const OpLaunch &l) {
+  return AdamWOptions{numAttr(l, "beta1"), numAttr(l, "beta2"), numAttr(l, "epsilon"),
+                      numAttr(l, "weight_decay")};
+}
+
 /// Builds the node's table of tensors and chunks in device memory, once.
-Result<size_t> prepareMultiSgdUpdate(const OpLaunch &l) {
+Result<size_t> prepareMultiTensor(const OpLaunch &l) {
   if (l.part >= 0)
     return Error(l.node.op + ": has no parts, got part " + std::to_string(l.part));
   if (!l.prepared)
     return Error(l.node.op + ": the executor keeps no prepared state for its device table");
-  Result<std::unique_ptr<MultiSgdTable>> table =
-      MultiSgdTable::create(l.operands, l.results, sgdOptions(l), l.stream.stream);
-  if (!table.ok())
-    return table.error();
-  auto state = std::make_unique<MultiSgdState>();
-  state->table = std::move(*table);
+  Result<std::unique_ptr<MultiTensorUpdate>> update =
+      l.node.op == "multi_sgd_update"
+          ? MultiTensorUpdate::sgd(l.operands, l.results, sgdOptions(l), l.stream.stream)
+          : MultiTensorUpdate::adamw(l.operands, l.results, adamwOptions(l), l.stream.stream);
+  if (!update.ok())
+    return update.error();
+  auto state = std::make_unique<MultiTensorState>();
+  state->update = std::move(*update);
   *l.prepared = std::move(state);
   return size_t(0);
 }
 
 /// One kernel launch for the whole group.
-Status launchMultiSgdUpdate(const OpLaunch &l) {
+Status launchMultiTensor(const OpLaunch &l) {
   const auto *state =
-      l.prepared ? dynamic_cast<const MultiSgdState *>(l.prepared->get()) : nullptr;
-  if (!state || !state->table)
+      l.prepared ? dynamic_cast<const MultiTensorState *>(l.prepared->get()) : nullptr;
+  if (!state || !state->update)
     return Error(l.node.op + ": launched without the device table prepare builds");
-  return state->table->launch(l.operands, l.results, l.stream.stream);
+  return state->update->launch(l.operands, l.results, l.stream.stream);
 }
 
 Status launchAdamWUpdate(const OpLaunch &l) {
@@ -163,8 +171,9 @@ const std::vector<OpLauncher> &updateLaunchers() {
       {"unscale", nullptr, launchUnscale},
       {"update_loss_scale", nullptr, launchUpdateLossScale},
       {"sgd_update", nullptr, launchSgdUpdate},
-      {"multi_sgd_update", prepareMultiSgdUpdate, launchMultiSgdUpdate},
+      {"multi_sgd_update", prepareMultiTensor, launchMultiTensor},
       {"adamw_update", nullptr, launchAdamWUpdate},
+      {"multi_adamw_update", prepareMultiTensor, launchMultiTensor},
       {"lars_update", prepareLarsUpdate, launchLarsUpdate},
       {"ema_update", nullptr, launchEmaUpdate},
   };

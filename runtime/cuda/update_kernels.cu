@@ -263,34 +263,51 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// One tensor of a multi_sgd_update group, as the device table holds it.
-struct MultiSgdTensor {
-  const void *param, *grad, *buffer; ///< buffer null without momentum
-  void *newParam, *newBuffer;
+/// One tensor of a multi-tensor update group, as the device table holds
+/// it: SGD reads param, grad, [buffer] and writes param, [buffer]; AdamW
+/// reads param, grad, exp_avg, exp_avg_sq and writes the last three's
+/// new values (in[0], in[2], in[3] -> out[0], out[1], out[2]).
+struct MultiTensor {
+  const void *in[4]; ///< null where the op has no such operand
+  void *out[3];
   int64_t numel;
   int32_t packed;  ///< every pointer 16-byte aligned: 16-byte packs
-  int32_t inPlace; ///< newParam == param and newBuffer == buffer
+  int32_t inPlace; ///< every result is the operand it updates
 };
 
-/// One block's work: elements [chunk * kChunk, (chunk + 1) * kChunk) of
-/// tensor `tensor` (clipped to its size).
-struct MultiSgdChunk {
+/// One block's work: elements [chunk * chunkSize, (chunk + 1) * chunkSize)
+/// of tensor `tensor` (clipped to its size).
+struct MultiTensorChunk {
   int32_t tensor;
   int32_t chunk;
 };
-static_assert(sizeof(MultiSgdTensor) % alignof(MultiSgdChunk) == 0);
+static_assert(sizeof(MultiTensor) % alignof(MultiTensorChunk) == 0);
+
+/// A set skip flag: copies the state a tensor updates to its out-of-place
+/// results, elements [begin, end) in packs of V.
+template <typename T, int V>
+__device__ __forceinline__ void multiCopyRange(const MultiTensor &t, int count, int64_t begin,
+                                               int64_t end) {
+  // The updated operand of result k: in[0] (param), then the state.
+  const int from[3] = {0, 2, 3};
+  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V)
+    for (int k = 0; k < count; ++k)
+      if (t.out[k])
+        copyPack<T, V>(static_cast<const T *>(t.in[from[k]]), static_cast<T *>(t.out[k]), i,
+                       end);
+}
 
 /// Elements [begin, end) of one tensor, in packs of V from `begin` (a
 /// multiple of V).
 template <typename T, int V>
-__device__ __forceinline__ void multiSgdRange(const MultiSgdTensor &t, int64_t begin, int64_t end,
+__device__ __forceinline__ void multiSgdRange(const MultiTensor &t, int64_t begin, int64_t end,
                                               float rate, float momentum, float weightDecay,
                                               bool nesterov) {
-  const T *param = static_cast<const T *>(t.param);
-  const T *grad = static_cast<const T *>(t.grad);
-  const T *buffer = static_cast<const T *>(t.buffer);
-  T *newParam = static_cast<T *>(t.newParam);
-  T *newBuffer = static_cast<T *>(t.newBuffer);
+  const T *param = static_cast<const T *>(t.in[0]);
+  const T *grad = static_cast<const T *>(t.in[1]);
+  const T *buffer = static_cast<const T *>(t.in[2]);
+  T *newParam = static_cast<T *>(t.out[0]);
+  T *newBuffer = static_cast<T *>(t.out[1]);
   for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V) {
     float p[V], g[V], b[V];
     loadSome<T, V>(param, i, end, p);
@@ -306,34 +323,24 @@ __device__ __forceinline__ void multiSgdRange(const MultiSgdTensor &t, int64_t b
   }
 }
 
-template <typename T, int V>
-__device__ __forceinline__ void multiSgdCopyRange(const MultiSgdTensor &t, int64_t begin,
-                                                  int64_t end) {
-  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V) {
-    copyPack<T, V>(static_cast<const T *>(t.param), static_cast<T *>(t.newParam), i, end);
-    if (t.buffer)
-      copyPack<T, V>(static_cast<const T *>(t.buffer), static_cast<T *>(t.newBuffer), i, end);
-  }
-}
-
 /// multi_sgd_update: block b updates chunk b of the table. A set skip flag
 /// leaves in-place tensors alone and copies the others.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    multiSgdKernel(const MultiSgdTensor *tensors, const MultiSgdChunk *chunks, int64_t chunkSize,
+    multiSgdKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks, int64_t chunkSize,
                    const float *lr, Flag skip, float momentum, float weightDecay, bool nesterov) {
   constexpr int V = int(16 / sizeof(T));
-  const MultiSgdChunk c = chunks[blockIdx.x];
-  const MultiSgdTensor t = tensors[c.tensor];
+  const MultiTensorChunk c = chunks[blockIdx.x];
+  const MultiTensor t = tensors[c.tensor];
   const int64_t begin = int64_t(c.chunk) * chunkSize;
   const int64_t end = min(begin + chunkSize, t.numel);
   if (flagSet(skip)) {
     if (t.inPlace)
       return;
     if (t.packed)
-      multiSgdCopyRange<T, V>(t, begin, end);
+      multiCopyRange<T, V>(t, 2, begin, end);
     else
-      multiSgdCopyRange<T, 1>(t, begin, end);
+      multiCopyRange<T, 1>(t, 2, begin, end);
     return;
   }
   const float rate = *lr;
@@ -341,6 +348,39 @@ __global__ void __launch_bounds__(kThreads)
     multiSgdRange<T, V>(t, begin, end, rate, momentum, weightDecay, nesterov);
   else
     multiSgdRange<T, 1>(t, begin, end, rate, momentum, weightDecay, nesterov);
+}
+
+/// What every element of an AdamW step uses, from the step's lr and step
+/// count (the same in every block and in both AdamW kernels).
+struct AdamWScalars {
+  float stepSize, invBiasCorrection2Sqrt, lrTimesDecay, b1, c1, b2, c2;
+};
+
+__device__ __forceinline__ AdamWScalars adamwScalars(float lr, int32_t t, double beta1,
+                                                     double beta2, double weightDecay) {
+  const double rate = lr;
+  const double biasCorrection1 = 1.0 - pow(beta1, double(t));
+  AdamWScalars s;
+  s.invBiasCorrection2Sqrt = static_cast<float>(1.0 / sqrt(1.0 - pow(beta2, double(t))));
+  s.stepSize = static_cast<float>(rate / biasCorrection1);
+  s.lrTimesDecay = static_cast<float>(rate * weightDecay);
+  s.b1 = static_cast<float>(beta1);
+  s.c1 = static_cast<float>(1.0 - beta1);
+  s.b2 = static_cast<float>(beta2);
+  s.c2 = static_cast<float>(1.0 - beta2);
+  return s;
+}
+
+/// One element of AdamW, shared by adamwKernel and multiAdamwKernel.
+template <typename T>
+__device__ __forceinline__ void adamwElement(float &p, float g, float &m, float &v,
+                                             const AdamWScalars &s, float epsilon) {
+  m = roundAs<T>(s.b1 * m + s.c1 * g);
+  v = roundAs<T>(s.b2 * v + s.c2 * g * g);
+  float denom = sqrtf(v) * s.invBiasCorrection2Sqrt + epsilon;
+  // The decay and the step as one difference: a single rounding of the
+  // new value, as the CPU's double arithmetic has.
+  p = p - (p * s.lrTimesDecay + s.stepSize * m / denom);
 }
 
 template <typename T, int V>
@@ -359,14 +399,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     return;
   }
-  const double rate = *lr;
-  const int32_t t = *step;
-  const double biasCorrection1 = 1.0 - pow(beta1, double(t));
-  const float invBiasCorrection2Sqrt = static_cast<float>(1.0 / sqrt(1.0 - pow(beta2, double(t))));
-  const float stepSize = static_cast<float>(rate / biasCorrection1);
-  const float lrTimesDecay = static_cast<float>(rate * weightDecay);
-  const float b1 = static_cast<float>(beta1), c1 = static_cast<float>(1.0 - beta1);
-  const float b2 = static_cast<float>(beta2), c2 = static_cast<float>(1.0 - beta2);
+  const AdamWScalars scalars = adamwScalars(*lr, *step, beta1, beta2, weightDecay);
   RN_FOR_EACH_PACK(i, n, V) {
     float p[V], g[V], m[V], s[V];
     loadSome<T, V>(param, i, n, p);
@@ -374,18 +407,64 @@ __global__ void __launch_bounds__(kThreads)
     loadSome<T, V>(expAvg, i, n, m);
     loadSome<T, V>(expAvgSq, i, n, s);
 #pragma unroll
-    for (int v = 0; v < V; ++v) {
-      m[v] = roundAs<T>(b1 * m[v] + c1 * g[v]);
-      s[v] = roundAs<T>(b2 * s[v] + c2 * g[v] * g[v]);
-      float denom = sqrtf(s[v]) * invBiasCorrection2Sqrt + epsilon;
-      // The decay and the step as one difference: a single rounding of the
-      // new value, as the CPU's double arithmetic has.
-      p[v] = p[v] - (p[v] * lrTimesDecay + stepSize * m[v] / denom);
-    }
+    for (int v = 0; v < V; ++v)
+      adamwElement<T>(p[v], g[v], m[v], s[v], scalars, epsilon);
     storeSome<T, V>(newExpAvg, i, n, m);
     storeSome<T, V>(newExpAvgSq, i, n, s);
     storeSome<T, V>(newParam, i, n, p);
   }
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void multiAdamwRange(const MultiTensor &t, int64_t begin, int64_t end,
+                                                const AdamWScalars &scalars, float epsilon) {
+  const T *param = static_cast<const T *>(t.in[0]);
+  const T *grad = static_cast<const T *>(t.in[1]);
+  const T *expAvg = static_cast<const T *>(t.in[2]);
+  const T *expAvgSq = static_cast<const T *>(t.in[3]);
+  T *newParam = static_cast<T *>(t.out[0]);
+  T *newExpAvg = static_cast<T *>(t.out[1]);
+  T *newExpAvgSq = static_cast<T *>(t.out[2]);
+  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V) {
+    float p[V], g[V], m[V], s[V];
+    loadSome<T, V>(param, i, end, p);
+    loadSome<T, V>(grad, i, end, g);
+    loadSome<T, V>(expAvg, i, end, m);
+    loadSome<T, V>(expAvgSq, i, end, s);
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      adamwElement<T>(p[v], g[v], m[v], s[v], scalars, epsilon);
+    storeSome<T, V>(newExpAvg, i, end, m);
+    storeSome<T, V>(newExpAvgSq, i, end, s);
+    storeSome<T, V>(newParam, i, end, p);
+  }
+}
+
+/// multi_adamw_update: block b updates chunk b of the table.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    multiAdamwKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks,
+                     int64_t chunkSize, const float *lr, const int32_t *step, Flag skip,
+                     double beta1, double beta2, float epsilon, double weightDecay) {
+  constexpr int V = int(16 / sizeof(T));
+  const MultiTensorChunk c = chunks[blockIdx.x];
+  const MultiTensor t = tensors[c.tensor];
+  const int64_t begin = int64_t(c.chunk) * chunkSize;
+  const int64_t end = min(begin + chunkSize, t.numel);
+  if (flagSet(skip)) {
+    if (t.inPlace)
+      return;
+    if (t.packed)
+      multiCopyRange<T, V>(t, 3, begin, end);
+    else
+      multiCopyRange<T, 1>(t, 3, begin, end);
+    return;
+  }
+  const AdamWScalars scalars = adamwScalars(*lr, *step, beta1, beta2, weightDecay);
+  if (t.packed)
+    multiAdamwRange<T, V>(t, begin, end, scalars, epsilon);
+  else
+    multiAdamwRange<T, 1>(t, begin, end, scalars, epsilon);
 }
 
 /// Fixed-order tree sum of one double per thread; the block's sum in
@@ -707,147 +786,183 @@ Status sgdUpdate(const DeviceTensor &param, const DeviceTensor &grad,
   return Status::success();
 }
 
-namespace {
-
-/// The group size of a multi_sgd_update node and where its operands are.
-struct MultiSgdLayout {
-  size_t count = 0;   ///< tensors
-  size_t lr = 0;      ///< operand index of lr
-  bool skip = false;  ///< a skip_if operand follows lr
-  bool buffers = false;
-};
-
-Result<MultiSgdLayout> multiSgdLayout(size_t operands, size_t results, const SgdOptions &options) {
-  MultiSgdLayout layout;
-  layout.buffers = options.momentum != 0;
-  const size_t perTensor = layout.buffers ? 2 : 1;
-  layout.count = results / perTensor;
-  layout.lr = layout.count * (layout.buffers ? 3 : 2);
-  layout.skip = operands == layout.lr + 2;
-  if (layout.count == 0 || results % perTensor != 0 ||
-      (operands != layout.lr + 1 && operands != layout.lr + 2))
-    return Error("multi_sgd_update: " + std::to_string(operands) + " operands and " +
-                 std::to_string(results) + " results do not make a group (momentum " +
-                 std::to_string(options.momentum) + ")");
-  return layout;
-}
-
-} // namespace
-
-Result<std::unique_ptr<MultiSgdTable>> MultiSgdTable::create(
+Result<std::unique_ptr<MultiTensorUpdate>> MultiTensorUpdate::sgd(
     const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
     const SgdOptions &options, cudaStream_t stream) {
-  Result<MultiSgdLayout> layout = multiSgdLayout(operands.size(), results.size(), options);
-  if (!layout.ok())
-    return layout.error();
-  const size_t n = layout->count;
-  Checker check("multi_sgd_update");
-  check.that(!options.nesterov || options.momentum > 0, "nesterov needs a positive momentum")
-      .scalar("lr", operands[layout->lr], DType::f32);
-  if (layout->skip)
-    check.flag("skip_if", operands[layout->lr + 1]);
-  std::vector<MultiSgdTensor> tensors(n);
-  std::vector<MultiSgdChunk> chunks;
-  const DType dtype = operands[0].dtype;
-  for (size_t i = 0; i < n && !check.failed(); ++i) {
+  const bool buffers = options.momentum != 0;
+  const size_t perTensor = buffers ? 2 : 1;
+  const size_t count = results.size() / perTensor;
+  const size_t lr = count * (buffers ? 3 : 2);
+  if (count == 0 || results.size() % perTensor != 0 ||
+      (operands.size() != lr + 1 && operands.size() != lr + 2))
+    return Error("multi_sgd_update: " + std::to_string(operands.size()) + " operands and " +
+                 std::to_string(results.size()) + " results do not make a group (momentum " +
+                 std::to_string(options.momentum) + ")");
+  if (options.nesterov && options.momentum <= 0)
+    return Error("multi_sgd_update: nesterov needs a positive momentum");
+  std::unique_ptr<MultiTensorUpdate> update(new MultiTensorUpdate());
+  update->kind_ = Kind::sgd;
+  update->sgd_ = options;
+  if (Status st = update->build(operands, results, count, buffers ? 3 : 2, perTensor, lr,
+                                stream);
+      !st.ok())
+    return st.error();
+  return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
+}
+
+Result<std::unique_ptr<MultiTensorUpdate>> MultiTensorUpdate::adamw(
+    const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
+    const AdamWOptions &options, cudaStream_t stream) {
+  const size_t count = results.size() / 3;
+  const size_t lr = 4 * count;
+  if (count == 0 || results.size() % 3 != 0 ||
+      (operands.size() != lr + 2 && operands.size() != lr + 3))
+    return Error("multi_adamw_update: " + std::to_string(operands.size()) + " operands and " +
+                 std::to_string(results.size()) + " results do not make a group");
+  std::unique_ptr<MultiTensorUpdate> update(new MultiTensorUpdate());
+  update->kind_ = Kind::adamw;
+  update->adamw_ = options;
+  if (Status st = update->build(operands, results, count, 4, 3, lr, stream); !st.ok())
+    return st.error();
+  return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
+}
+
+const char *MultiTensorUpdate::opName() const {
+  return kind_ == Kind::sgd ? "multi_sgd_update" : "multi_adamw_update";
+}
+
+size_t MultiTensorUpdate::scalarCount() const { return kind_ == Kind::sgd ? 1 : 2; }
+
+Status MultiTensorUpdate::checkScalars(const std::vector<DeviceTensor> &operands) const {
+  Checker check(opName());
+  check.scalar("lr", operands[lr_], DType::f32);
+  if (kind_ == Kind::adamw)
+    check.scalar("step", operands[lr_ + 1], DType::i32);
+  if (skip_)
+    check.flag("skip_if", operands[lr_ + scalarCount()]);
+  if (check.failed())
+    return check.error();
+  return Status::success();
+}
+
+Status MultiTensorUpdate::build(const std::vector<DeviceTensor> &operands,
+                                const std::vector<DeviceTensor> &results, size_t count,
+                                size_t inputs, size_t outputs, size_t lr, cudaStream_t stream) {
+  static const char *const kSgdNames[] = {"params", "grads", "momentum_buffers"};
+  static const char *const kSgdResults[] = {"new_params", "new_momentum_buffers"};
+  static const char *const kAdamNames[] = {"params", "grads", "exp_avgs", "exp_avg_sqs"};
+  static const char *const kAdamResults[] = {"new_params", "new_exp_avgs", "new_exp_avg_sqs"};
+  const char *const *names = kind_ == Kind::sgd ? kSgdNames : kAdamNames;
+  const char *const *resultNames = kind_ == Kind::sgd ? kSgdResults : kAdamResults;
+  // The operand result k updates: param, then the optimizer state.
+  static const size_t kUpdated[3] = {0, 2, 3};
+  tensors_ = count;
+  lr_ = lr;
+  skip_ = operands.size() == lr + scalarCount() + 1;
+  dtype_ = operands[0].dtype;
+  if (Status st = checkScalars(operands); !st.ok())
+    return st;
+  Checker check(opName());
+  std::vector<MultiTensor> tensors(count);
+  std::vector<MultiTensorChunk> chunks;
+  for (size_t i = 0; i < count && !check.failed(); ++i) {
     const std::string index = " #" + std::to_string(i);
-    const DeviceTensor &param = operands[i], &grad = operands[n + i], &newParam = results[i];
-    const DeviceTensor *buffer = layout->buffers ? &operands[2 * n + i] : nullptr;
-    const DeviceTensor *newBuffer = layout->buffers ? &results[n + i] : nullptr;
+    const DeviceTensor &param = operands[i];
     check.floatTensor(("params" + index).c_str(), param)
-        .that(param.dtype == dtype, "params" + index + " must have the dtype of params #0 (" +
-                                        std::string(dtypeName(dtype)) + ")")
-        .sameAs(("grads" + index).c_str(), grad, param)
-        .sameAs(("new_params" + index).c_str(), newParam, param);
-    if (buffer)
-      check.sameAs(("momentum_buffers" + index).c_str(), *buffer, param)
-          .sameAs(("new_momentum_buffers" + index).c_str(), *newBuffer, param);
-    MultiSgdTensor &t = tensors[i];
-    t.param = param.data;
-    t.grad = grad.data;
-    t.buffer = buffer ? buffer->data : nullptr;
-    t.newParam = newParam.data;
-    t.newBuffer = newBuffer ? newBuffer->data : nullptr;
+        .that(param.dtype == dtype_, "params" + index + " must have the dtype of params #0 (" +
+                                         std::string(dtypeName(dtype_)) + ")");
+    MultiTensor &t = tensors[i];
+    t = MultiTensor{};
+    for (size_t g = 0; g < inputs; ++g) {
+      const DeviceTensor &v = operands[g * count + i];
+      if (g > 0)
+        check.sameAs((names[g] + index).c_str(), v, param);
+      t.in[g] = v.data;
+    }
+    t.inPlace = 1;
+    for (size_t k = 0; k < outputs; ++k) {
+      const DeviceTensor &v = results[k * count + i];
+      check.sameAs((resultNames[k] + index).c_str(), v, param);
+      t.out[k] = v.data;
+      t.inPlace &= int32_t(t.out[k] == t.in[kUpdated[k]]);
+    }
     t.numel = param.numel();
-    t.packed = packWidth(dtype, {t.param, t.grad, t.buffer, t.newParam, t.newBuffer}) > 1;
-    t.inPlace = t.param == t.newParam && t.buffer == t.newBuffer;
+    t.packed = packWidth(dtype_, {t.in[0], t.in[1], t.in[2], t.in[3], t.out[0], t.out[1],
+                                  t.out[2]}) > 1;
     const int64_t tensorChunks = ceilDiv(t.numel, kChunk);
     check.that(tensorChunks <= std::numeric_limits<int32_t>::max(),
                "params" + index + " has too many elements");
     for (int64_t k = 0; k < tensorChunks && !check.failed(); ++k)
-      chunks.push_back(MultiSgdChunk{int32_t(i), int32_t(k)});
+      chunks.push_back(MultiTensorChunk{int32_t(i), int32_t(k)});
   }
   check.that(chunks.size() <= size_t(std::numeric_limits<int32_t>::max()),
              "too many chunks for one launch");
   if (check.failed())
     return check.error();
 
-  std::unique_ptr<MultiSgdTable> table(new MultiSgdTable());
-  table->options_ = options;
-  table->dtype_ = dtype;
-  table->tensors_ = n;
-  table->chunks_ = chunks.size();
+  chunks_ = chunks.size();
   for (const DeviceTensor &t : operands)
-    table->addresses_.push_back(t.data);
+    addresses_.push_back(t.data);
   for (const DeviceTensor &t : results)
-    table->addresses_.push_back(t.data);
+    addresses_.push_back(t.data);
   // Tensors, then chunks (aligned: a tensor entry is a multiple of 8 bytes).
-  table->chunkOffset_ = tensors.size() * sizeof(MultiSgdTensor);
-  const size_t bytes = table->chunkOffset_ + chunks.size() * sizeof(MultiSgdChunk);
+  chunkOffset_ = tensors.size() * sizeof(MultiTensor);
+  const size_t bytes = chunkOffset_ + chunks.size() * sizeof(MultiTensorChunk);
   std::vector<unsigned char> host(bytes);
-  std::memcpy(host.data(), tensors.data(), table->chunkOffset_);
+  std::memcpy(host.data(), tensors.data(), chunkOffset_);
   if (!chunks.empty())
-    std::memcpy(host.data() + table->chunkOffset_, chunks.data(),
-                chunks.size() * sizeof(MultiSgdChunk));
-  RN_CUDA_TRY(cudaMalloc(&table->device_, bytes));
-  RN_CUDA_TRY(cudaMemcpyAsync(table->device_, host.data(), bytes, cudaMemcpyHostToDevice, stream));
+    std::memcpy(host.data() + chunkOffset_, chunks.data(),
+                chunks.size() * sizeof(MultiTensorChunk));
+  RN_CUDA_TRY(cudaMalloc(&device_, bytes));
+  RN_CUDA_TRY(cudaMemcpyAsync(device_, host.data(), bytes, cudaMemcpyHostToDevice, stream));
   // The host copy is a local: the copy must have landed before it goes.
   RN_CUDA_TRY(cudaStreamSynchronize(stream));
-  return Result<std::unique_ptr<MultiSgdTable>>(std::move(table));
+  return Status::success();
 }
 
-MultiSgdTable::~MultiSgdTable() {
+MultiTensorUpdate::~MultiTensorUpdate() {
   if (device_)
     (void)cudaFree(device_);
 }
 
-Status MultiSgdTable::launch(const std::vector<DeviceTensor> &operands,
-                             const std::vector<DeviceTensor> &results, cudaStream_t stream) const {
-  Result<MultiSgdLayout> layout = multiSgdLayout(operands.size(), results.size(), options_);
-  if (!layout.ok())
-    return layout.error();
-  if (layout->count != tensors_ || operands.size() + results.size() != addresses_.size())
-    return Error("multi_sgd_update: the node has " + std::to_string(layout->count) +
-                 " tensors, its table " + std::to_string(tensors_));
-  // lr and skip_if may move with the variant; everything else is in the table.
-  for (size_t k = 0; k < operands.size(); ++k)
-    if (k < layout->lr && operands[k].data != addresses_[k])
-      return Error("multi_sgd_update: operand " + std::to_string(k) +
+Status MultiTensorUpdate::launch(const std::vector<DeviceTensor> &operands,
+                                 const std::vector<DeviceTensor> &results,
+                                 cudaStream_t stream) const {
+  if (operands.size() != lr_ + scalarCount() + size_t(skip_) ||
+      operands.size() + results.size() != addresses_.size())
+    return Error(std::string(opName()) + ": " + std::to_string(operands.size()) +
+                 " operands and " + std::to_string(results.size()) +
+                 " results, but the table was prepared for " + std::to_string(tensors_) +
+                 " tensors");
+  // lr, step and skip_if may move with the variant; the rest is in the table.
+  for (size_t k = 0; k < lr_; ++k)
+    if (operands[k].data != addresses_[k])
+      return Error(std::string(opName()) + ": operand " + std::to_string(k) +
                    " is not at the address its table was prepared for");
   for (size_t k = 0; k < results.size(); ++k)
     if (results[k].data != addresses_[operands.size() + k])
-      return Error("multi_sgd_update: result " + std::to_string(k) +
+      return Error(std::string(opName()) + ": result " + std::to_string(k) +
                    " is not at the address its table was prepared for");
-  const DeviceTensor &lr = operands[layout->lr];
-  const DeviceTensor *skip = layout->skip ? &operands[layout->lr + 1] : nullptr;
-  Checker check("multi_sgd_update");
-  check.scalar("lr", lr, DType::f32);
-  if (skip)
-    check.flag("skip_if", *skip);
-  if (check.failed())
-    return check.error();
+  if (Status st = checkScalars(operands); !st.ok())
+    return st;
   if (chunks_ == 0)
     return Status::success();
-  const auto *tensors = static_cast<const MultiSgdTensor *>(device_);
-  const auto *chunks =
-      reinterpret_cast<const MultiSgdChunk *>(static_cast<const char *>(device_) + chunkOffset_);
-  const float momentum = static_cast<float>(options_.momentum);
-  const float weightDecay = static_cast<float>(options_.weightDecay);
+  const auto *tensors = static_cast<const MultiTensor *>(device_);
+  const auto *chunks = reinterpret_cast<const MultiTensorChunk *>(
+      static_cast<const char *>(device_) + chunkOffset_);
+  const float *lr = static_cast<const float *>(operands[lr_].data);
+  const Flag skip = flagOf(skip_ ? &operands[lr_ + scalarCount()] : nullptr);
   withType(dtype_, 1, [&](auto variant) {
     using T = typename decltype(variant)::Type;
-    multiSgdKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(
-        tensors, chunks, kChunk, static_cast<const float *>(lr.data), flagOf(skip), momentum,
-        weightDecay, options_.nesterov);
+    if (kind_ == Kind::sgd)
+      multiSgdKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(
+          tensors, chunks, kChunk, lr, skip, static_cast<float>(sgd_.momentum),
+          static_cast<float>(sgd_.weightDecay), sgd_.nesterov);
+    else
+      multiAdamwKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(
+          tensors, chunks, kChunk, lr, static_cast<const int32_t *>(operands[lr_ + 1].data),
+          skip, adamw_.beta1, adamw_.beta2, static_cast<float>(adamw_.epsilon),
+          adamw_.weightDecay);
   });
   RN_CUDA_TRY_LAUNCH();
   return Status::success();

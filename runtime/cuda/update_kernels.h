@@ -3,7 +3,7 @@
 // The UPDATE-stream ops on the GPU: check_finite, unscale,
 // update_loss_scale, one kernel per parameter for sgd_update,
 // adamw_update, lars_update and ema_update, and one kernel per group for
-// multi_sgd_update (MultiSgdTable). Every per-step scalar (learning
+// multi_sgd_update and multi_adamw_update (MultiTensorUpdate). Every per-step scalar (learning
 // rate, loss scale, skip flag, AdamW step, good-steps counter) is a device
 // tensor read inside the kernel, never on the host, so that a step can be
 // captured into a CUDA graph. Scalars: lr and scale f32, step and
@@ -79,36 +79,44 @@ Status sgdUpdate(const DeviceTensor &param, const DeviceTensor &grad,
                  const DeviceTensor &newParam, const DeviceTensor *newMomentumBuffer,
                  cudaStream_t stream);
 
-/// multi_sgd_update on the GPU: the tensors of the group and their chunks
-/// (kMultiSgdChunk elements each; a tensor's last chunk may be shorter) as
-/// a table in device memory that this object owns, built once at load;
-/// `launch` is then one kernel launch, one block per chunk, whatever the
-/// group's size. Each element is computed by the per-element code of
-/// sgdUpdate, so the results are those of the per-parameter kernels, bit
-/// for bit. A tensor whose pointers are all 16-byte aligned is read and
-/// written in packs of 16 bytes. lr and skip_if are not in the table: they
-/// are read from the launch's operands (lr lives in inputs_a, which the B
-/// variant moves). Tensors run concurrently (a block per chunk): a result
-/// may alias its own operand (in place), never another tensor's.
-class MultiSgdTable {
+/// multi_sgd_update and multi_adamw_update on the GPU: the tensors of the
+/// group and their chunks (kChunk elements each; a tensor's last chunk may
+/// be shorter) as a table in device memory that this object owns, built
+/// once at load; `launch` is then one kernel launch, one block per chunk,
+/// whatever the group's size. Each element is computed by the per-element
+/// code of sgdUpdate (adamwUpdate), so the results are those of the
+/// per-parameter kernels, bit for bit. A tensor whose pointers are all
+/// 16-byte aligned is read and written in packs of 16 bytes. lr, step and
+/// skip_if are not in the table: they are read from the launch's operands
+/// (lr and step live in inputs_a, which the B variant moves). Tensors run
+/// concurrently (a block per chunk): a result may alias the operand it
+/// updates (in place), never another tensor's.
+class MultiTensorUpdate {
 public:
   /// Elements per chunk (a multiple of every pack width).
   static constexpr int64_t kChunk = 16384;
 
-  /// `operands` and `results` in the op's order: params[n], grads[n],
-  /// [momentum_buffers[n]] (exactly when options.momentum != 0), lr,
-  /// [skip_if]; new params[n], [new momentum buffers[n]]. Every tensor has
-  /// the params' dtype; the copy to the device is synchronized on `stream`.
-  static Result<std::unique_ptr<MultiSgdTable>> create(const std::vector<DeviceTensor> &operands,
-                                                       const std::vector<DeviceTensor> &results,
-                                                       const SgdOptions &options,
-                                                       cudaStream_t stream);
-  ~MultiSgdTable();
-  MultiSgdTable(const MultiSgdTable &) = delete;
-  MultiSgdTable &operator=(const MultiSgdTable &) = delete;
+  /// multi_sgd_update: `operands` params[n], grads[n], [momentum_buffers[n]]
+  /// (exactly when options.momentum != 0), lr, [skip_if]; `results` new
+  /// params[n], [new momentum buffers[n]]. Every tensor has the params'
+  /// dtype; the copy of the table is synchronized on `stream`.
+  static Result<std::unique_ptr<MultiTensorUpdate>> sgd(const std::vector<DeviceTensor> &operands,
+                                                        const std::vector<DeviceTensor> &results,
+                                                        const SgdOptions &options,
+                                                        cudaStream_t stream);
+  /// multi_adamw_update: `operands` params[n], grads[n], exp_avgs[n],
+  /// exp_avg_sqs[n], lr, step, [skip_if]; `results` new params[n], new
+  /// exp_avgs[n], new exp_avg_sqs[n].
+  static Result<std::unique_ptr<MultiTensorUpdate>>
+  adamw(const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
+        const AdamWOptions &options, cudaStream_t stream);
+  ~MultiTensorUpdate();
+  MultiTensorUpdate(const MultiTensorUpdate &) = delete;
+  MultiTensorUpdate &operator=(const MultiTensorUpdate &) = delete;
 
   /// One kernel launch on `stream`. `operands` and `results` must have the
-  /// addresses the table was built from (compared, lr and skip_if aside).
+  /// addresses the table was built from (compared; lr, step and skip_if
+  /// aside).
   Status launch(const std::vector<DeviceTensor> &operands,
                 const std::vector<DeviceTensor> &results, cudaStream_t stream) const;
 
@@ -116,10 +124,25 @@ public:
   size_t chunks() const { return chunks_; }
 
 private:
-  MultiSgdTable() = default;
-  SgdOptions options_;
+  enum class Kind { sgd, adamw };
+  MultiTensorUpdate() = default;
+  /// Checks the group (`inputs` operand and `outputs` result lists of
+  /// `count` tensors, then the scalars from operand `lr`) and uploads the
+  /// table.
+  Status build(const std::vector<DeviceTensor> &operands,
+               const std::vector<DeviceTensor> &results, size_t count, size_t inputs,
+               size_t outputs, size_t lr, cudaStream_t stream);
+  Status checkScalars(const std::vector<DeviceTensor> &operands) const;
+  const char *opName() const;
+  size_t scalarCount() const; ///< lr (and step) before skip_if
+
+  Kind kind_ = Kind::sgd;
+  SgdOptions sgd_;
+  AdamWOptions adamw_;
   DType dtype_ = DType::f32;
   size_t tensors_ = 0, chunks_ = 0;
+  size_t lr_ = 0;     ///< operand index of lr
+  bool skip_ = false; ///< a skip_if operand follows the scalars
   /// Operand and result addresses the table holds, in node order.
   std::vector<const void *> addresses_;
   /// The device table: the tensors, then the chunks.

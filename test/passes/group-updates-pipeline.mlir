@@ -1,10 +1,11 @@
 // RUN: rn-opt %s --rn-training-pipeline="momentum=0.9 nesterov=true weight-decay=5e-4" | FileCheck %s
 // RUN: rn-opt %s --rn-training-pipeline="momentum=0.9 nesterov=true weight-decay=5e-4 group-updates=false" | FileCheck %s --check-prefix=OFF
 // RUN: rn-opt %s --rn-training-pipeline="precision=f16 loss-scaling=dynamic" | FileCheck %s --check-prefix=AMP
+// RUN: rn-opt %s --rn-training-pipeline="optimizer=adamw weight-decay=1e-2" | FileCheck %s --check-prefix=ADAMW
 // RUN: rn-opt %s --rn-build-training="optimizer=lars" --rn-partition --rn-group-updates=report -o /dev/null 2>&1 | FileCheck %s --check-prefix=LARS
 
 // Tests rn-group-updates inside rn-training-pipeline on an MLP with the
-// benchmark's optimizer: the first layer's weight and bias (read by the
+// benchmark's optimizer (and AdamW, below): the first layer's weight and bias (read by the
 // next step's FIRST_LAYER_FWD) form the first group and the second
 // layer's (read by DEEP_FWD_BWD) the second; each result takes its
 // operand's slot (in place), the op runs on the update stream, and the
@@ -38,8 +39,18 @@
 // AMP-NEXT:  rn.multi_sgd_update params({{.*}}) lr %{{.+}} skip_if %[[FOUND]] momentum 9.000000e-01
 // AMP-NOT:   rn.sgd_update
 
+// AdamW is grouped the same way, with the step shared too.
+// ADAMW-LABEL: func.func @train_step
+// ADAMW-SAME:  %[[STEPARG:[a-z0-9]+]]: tensor<i32> {rn.input = "step"}
+// ADAMW:       %[[STEP:.+]] = rn.host_to_device %[[STEPARG]]
+// ADAMW:       rn.event_wait external [[FIRST:[0-9]+]] on #rn.stream<comp1> distance 1 {rn.subgraph = @FIRST_LAYER_FWD}
+// ADAMW:       rn.multi_adamw_update params(%{{.+}}, %{{.+}}) {{.*}} step %[[STEP]] betas({{.*}}) eps 1.000000e-08 weight_decay 1.000000e-02 {{.*}}rn.subgraph = @OPTIMIZER}
+// ADAMW-NEXT:  rn.event_record external [[FIRST]] on #rn.stream<update> {rn.subgraph = @OPTIMIZER}
+// ADAMW-NEXT:  rn.multi_adamw_update params(%{{.+}}, %{{.+}})
+// ADAMW-NOT:   rn.adamw_update
+
 // LARS needs a norm per tensor: its updates stay per parameter.
-// LARS: remark: rn-group-updates: 0 sgd_update in 0 multi_sgd_update, 4 left per parameter
+// LARS: remark: rn-group-updates: 0 per-parameter updates in 0 multi-tensor updates, 4 left per parameter
 
 module attributes {rn.model = "tiny_mlp"} {
   rn.parameter @fc1.weight : tensor<8x4xf32> = #rn.init<uniform, 5.000000e-01>

@@ -34,7 +34,7 @@
 // ONE-LABEL: func.func @by_first_reader
 // ONE:       rn.multi_sgd_update params(%{{.+}}) grads
 // ONE-NEXT:  rn.multi_sgd_update params(%{{.+}}, %{{.+}}, %{{.+}}) grads
-// REPORT: remark: rn-group-updates: 3 sgd_update in 1 multi_sgd_update (3 for DEEP_FWD_BWD), 1 left per parameter
+// REPORT: remark: rn-group-updates: 3 per-parameter updates in 1 multi-tensor updates (3 for DEEP_FWD_BWD), 1 left per parameter
 
 module {
   rn.parameter @w1 : tensor<4x4xf32> = #rn.init<uniform, 5.000000e-01>
@@ -72,7 +72,7 @@ module {
 // CHECK:      %[[D:.+]]:4 = rn.multi_sgd_update params(%[[W]], %[[W2]]) grads(%[[GW]], %[[GW2]]) momentum_buffers(%[[MW]], %[[MW2]]) lr %[[LR]] momentum 9.000000e-01 weight_decay 5.000000e-04 nesterov {rn.subgraph = @OPTIMIZER}
 // CHECK-NEXT: %[[N:.+]]:4 = rn.multi_sgd_update params(%[[B]], %[[B2]]) grads(%[[GB]], %[[GB2]]) momentum_buffers(%[[MB]], %[[MB2]]) lr %[[LR]] momentum 9.000000e-01 weight_decay 0.000000e+00 nesterov {rn.subgraph = @OPTIMIZER}
 // CHECK-NEXT: return %[[D]]#0, %[[N]]#0, %[[D]]#1, %[[N]]#1, %[[D]]#2, %[[N]]#2, %[[D]]#3, %[[N]]#3
-// REPORT: remark: rn-group-updates: 4 sgd_update in 2 multi_sgd_update (2 for DEEP_FWD_BWD, 2 for DEEP_FWD_BWD), 0 left per parameter
+// REPORT: remark: rn-group-updates: 4 per-parameter updates in 2 multi-tensor updates (2 for DEEP_FWD_BWD, 2 for DEEP_FWD_BWD), 0 left per parameter
 
 module {
   rn.parameter @fc1.weight : tensor<4x4xf32> = #rn.init<uniform, 5.000000e-01>
@@ -118,7 +118,7 @@ module {
 // CHECK-NEXT: rn.cast %[[FIRST]]#0 {rn.subgraph = @CAST_WEIGHTS}
 // CHECK-NEXT: rn.cast %[[FIRST]]#1 {rn.subgraph = @CAST_WEIGHTS}
 // CHECK-NEXT: rn.cast %[[DEEP]]#0 {rn.subgraph = @CAST_WEIGHTS}
-// REPORT: remark: rn-group-updates: 4 sgd_update in 2 multi_sgd_update (2 for FIRST_LAYER_FWD, 2 for DEEP_FWD_BWD), 0 left per parameter
+// REPORT: remark: rn-group-updates: 4 per-parameter updates in 2 multi-tensor updates (2 for FIRST_LAYER_FWD, 2 for DEEP_FWD_BWD), 0 left per parameter
 
 module {
   rn.parameter @fc1.weight : tensor<4x4xf32> = #rn.init<uniform, 5.000000e-01>
@@ -159,18 +159,20 @@ module {
 // Tests that an update whose operands are computed after the subgraph's
 // first update stays where it is (the groups take the first update's
 // place), that different element types make different groups, that
-// different learning rates do too, and that AdamW stays per parameter.
+// different learning rates do too, and that SGD and AdamW updates are never
+// merged (the lone AdamW update is a group of one and stays an
+// rn.adamw_update, at its group's place).
 
 // CHECK-LABEL: func.func @not_merged
 // CHECK-SAME:  %[[LR:[a-z0-9]+]]: tensor<f32>, %[[LR2:[a-z0-9]+]]: tensor<f32>, %[[A:[a-z0-9]+]]: tensor<4xf32>, %[[B:[a-z0-9]+]]: tensor<4xf32>, %[[C:[a-z0-9]+]]: tensor<4xf32>, %[[D:[a-z0-9]+]]: tensor<4xf32>, %[[H:[a-z0-9]+]]: tensor<4xf16>, %[[H2:[a-z0-9]+]]: tensor<4xf16>, %[[G:[a-z0-9]+]]: tensor<4xf32>, %[[GH:[a-z0-9]+]]: tensor<4xf16>
 // CHECK:      rn.multi_sgd_update params(%[[A]], %[[C]]) grads(%[[G]], %[[G]]) lr %[[LR]]
 // CHECK-NEXT: rn.multi_sgd_update params(%[[H]], %[[H2]]) grads(%[[GH]], %[[GH]]) lr %[[LR]]
 // CHECK-NEXT: rn.sgd_update %[[D]], %[[G]] lr %[[LR2]]
+// CHECK-NEXT: rn.adamw_update
 // CHECK-NEXT: %[[LATE:.+]] = rn.relu %[[G]] {rn.subgraph = @OPTIMIZER}
 // CHECK-NEXT: rn.sgd_update %[[B]], %[[LATE]] lr %[[LR]]
-// CHECK-NEXT: rn.adamw_update
 // CHECK-NEXT: return
-// REPORT: remark: rn-group-updates: 4 sgd_update in 2 multi_sgd_update (2 read by no subgraph, 2 read by no subgraph), 3 left per parameter
+// REPORT: remark: rn-group-updates: 4 per-parameter updates in 2 multi-tensor updates (2 read by no subgraph, 2 read by no subgraph), 3 left per parameter
 
 module {
   rn.subgraph @OPTIMIZER in @not_merged on #rn.stream<update>
@@ -188,5 +190,32 @@ module {
     %nh2 = rn.sgd_update %h2, %gh lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 {rn.subgraph = @OPTIMIZER} : (tensor<4xf16>, tensor<4xf16>, tensor<f32>) -> tensor<4xf16>
     %p, %m, %v = rn.adamw_update %e, %g, %em, %ev lr %lr step %step betas(9.000000e-01, 9.990000e-01) eps 1.000000e-08 weight_decay 0.000000e+00 {rn.subgraph = @OPTIMIZER} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
     return %na, %nb, %nc, %nd, %nh, %nh2, %p : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf16>, tensor<4xf16>, tensor<4xf32>
+  }
+}
+
+// -----
+
+// Tests AdamW: updates with the same betas, epsilon, weight decay, lr and
+// step form one rn.multi_adamw_update whose results (new params, then new
+// first moments, then new second moments) replace theirs; one with another
+// weight decay stays per parameter.
+
+// CHECK-LABEL: func.func @adamw
+// CHECK-SAME:  %[[LR:[a-z0-9]+]]: tensor<f32>, %[[STEP:[a-z0-9]+]]: tensor<i32>, %[[A:[a-z0-9]+]]: tensor<4xf32>, %[[B:[a-z0-9]+]]: tensor<8xf32>, %[[C:[a-z0-9]+]]: tensor<4xf32>, %[[GA:[a-z0-9]+]]: tensor<4xf32>, %[[GB:[a-z0-9]+]]: tensor<8xf32>, %[[MA:[a-z0-9]+]]: tensor<4xf32>, %[[MB:[a-z0-9]+]]: tensor<8xf32>, %[[VA:[a-z0-9]+]]: tensor<4xf32>, %[[VB:[a-z0-9]+]]: tensor<8xf32>
+// CHECK:      %[[N:.+]]:6 = rn.multi_adamw_update params(%[[A]], %[[B]]) grads(%[[GA]], %[[GB]]) exp_avgs(%[[MA]], %[[MB]]) exp_avg_sqs(%[[VA]], %[[VB]]) lr %[[LR]] step %[[STEP]] betas(9.000000e-01, {{.+}}) eps 1.000000e-08 weight_decay 1.000000e-02 {rn.subgraph = @OPTIMIZER} : (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>)
+// CHECK-NEXT: %[[C1:.+]], %[[C2:.+]], %[[C3:.+]] = rn.adamw_update %[[C]], {{.*}} weight_decay 0.000000e+00
+// CHECK-NEXT: return %[[N]]#0, %[[N]]#2, %[[N]]#4, %[[C1]], %[[N]]#1, %[[N]]#3, %[[N]]#5
+// REPORT: remark: rn-group-updates: 2 per-parameter updates in 1 multi-tensor updates (2 read by no subgraph), 1 left per parameter
+
+module {
+  rn.subgraph @OPTIMIZER in @adamw on #rn.stream<update>
+  func.func @adamw(%lr: tensor<f32>, %step: tensor<i32>, %a: tensor<4xf32>, %b: tensor<8xf32>,
+      %c: tensor<4xf32>, %ga: tensor<4xf32>, %gb: tensor<8xf32>, %ma: tensor<4xf32>,
+      %mb: tensor<8xf32>, %va: tensor<4xf32>, %vb: tensor<8xf32>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    %pa, %nma, %nva = rn.adamw_update %a, %ga, %ma, %va lr %lr step %step betas(9.000000e-01, 9.990000e-01) eps 1.000000e-08 weight_decay 1.000000e-02 {rn.subgraph = @OPTIMIZER} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+    %pc, %nmc, %nvc = rn.adamw_update %c, %ga, %ma, %va lr %lr step %step betas(9.000000e-01, 9.990000e-01) eps 1.000000e-08 weight_decay 0.000000e+00 {rn.subgraph = @OPTIMIZER} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+    %pb, %nmb, %nvb = rn.adamw_update %b, %gb, %mb, %vb lr %lr step %step betas(9.000000e-01, 9.990000e-01) eps 1.000000e-08 weight_decay 1.000000e-02 {rn.subgraph = @OPTIMIZER} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+    return %pa, %nma, %nva, %pc, %pb, %nmb, %nvb : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
   }
 }

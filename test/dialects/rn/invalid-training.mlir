@@ -661,6 +661,70 @@ func.func @multi_sgd_nesterov(%w: tensor<4xf32>, %lr: tensor<f32>) {
 
 // -----
 
+// Tests that a multi-tensor AdamW update takes one of each moment per param.
+func.func @multi_adamw_moments(%w: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i32>) {
+  // expected-error@+1 {{takes one exp_avg_sq per param: 2 params, 1 exp_avg_sqs}}
+  %0:6 = rn.multi_adamw_update params(%w, %w) grads(%w, %w) exp_avgs(%w, %w) exp_avg_sqs(%w) lr %lr step %t betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that the new params and moments are all returned.
+func.func @multi_adamw_results(%w: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i32>) {
+  // expected-error@+1 {{returns the new params, exp_avgs and exp_avg_sqs (3 results), got 2}}
+  %0:2 = rn.multi_adamw_update params(%w) grads(%w) exp_avgs(%w) exp_avg_sqs(%w) lr %lr step %t betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor AdamW group has one element type.
+func.func @multi_adamw_element_type(%w: tensor<4xf32>, %h: tensor<4xbf16>, %lr: tensor<f32>, %t: tensor<i32>) {
+  // expected-error@+1 {{params #1 element type 'bf16' differs from params #0 element type 'f32' (one element type per group)}}
+  %0:6 = rn.multi_adamw_update params(%w, %h) grads(%w, %h) exp_avgs(%w, %h) exp_avg_sqs(%w, %h) lr %lr step %t betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xbf16>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xbf16>)
+  return
+}
+
+// -----
+
+// Tests that each moment has its param's type.
+func.func @multi_adamw_types(%w: tensor<4xf32>, %v: tensor<8xf32>, %lr: tensor<f32>, %t: tensor<i32>) {
+  // expected-error@+1 {{exp_avgs #1 type 'tensor<4xf32>' differs from params #1 type 'tensor<8xf32>'}}
+  %0:6 = rn.multi_adamw_update params(%w, %v) grads(%w, %v) exp_avgs(%w, %w) exp_avg_sqs(%w, %v) lr %lr step %t betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests the multi-tensor AdamW attributes (beta2 here; epsilon and weight
+// decay as rn.adamw_update's).
+func.func @multi_adamw_beta(%w: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i32>) {
+  // expected-error@+1 {{beta2 must be in [0, 1), got 1}}
+  %0:3 = rn.multi_adamw_update params(%w) grads(%w) exp_avgs(%w) exp_avg_sqs(%w) lr %lr step %t betas(9.000000e-01, 1.000000e+00) eps 1.000000e-08 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that the multi-tensor AdamW epsilon is positive.
+func.func @multi_adamw_epsilon(%w: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i32>) {
+  // expected-error@+1 {{epsilon must be positive, got 0}}
+  %0:3 = rn.multi_adamw_update params(%w) grads(%w) exp_avgs(%w) exp_avg_sqs(%w) lr %lr step %t betas(9.000000e-01, 5.000000e-01) eps 0.000000e+00 weight_decay 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor AdamW update has at least one parameter.
+func.func @multi_adamw_empty(%lr: tensor<f32>, %t: tensor<i32>) {
+  // expected-error@+1 {{needs at least one param}}
+  rn.multi_adamw_update params() grads() exp_avgs() exp_avg_sqs() lr %lr step %t betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 0.000000e+00 : (tensor<f32>, tensor<i32>) -> ()
+  return
+}
+
+// -----
+
 // Tests the AdamW betas.
 func.func @adamw_beta(%w: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i32>) {
   // expected-error@+1 {{beta2 must be in [0, 1), got 1}}

@@ -214,7 +214,7 @@ func.func @backward(%x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor
 // -----
 
 // Tests zero-grad, loss scaling, the optimizers (multi-tensor SGD with and
-// without momentum included), EMA and accuracy.
+// without momentum and multi-tensor AdamW included), EMA and accuracy.
 
 // CHECK-LABEL: func.func @update
 func.func @update(%w: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %lr: tensor<f32>,
@@ -236,6 +236,8 @@ func.func @update(%w: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %l
   %q:4 = rn.multi_sgd_update params(%w, %w2) grads(%u, %w2) momentum_buffers(%m, %w2) lr %lr skip_if %inf momentum 9.000000e-01 weight_decay 5.000000e-04 nesterov : (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<f32>, tensor<i1>) -> (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>)
   // CHECK: rn.multi_sgd_update params(%{{.+}}) grads(%{{.+}}) lr %{{.+}} momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
   %q1 = rn.multi_sgd_update params(%w) grads(%u) lr %lr momentum 0.000000e+00 weight_decay 0.000000e+00 : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  // CHECK: rn.multi_adamw_update params(%{{.+}}, %{{.+}}) grads(%{{.+}}, %{{.+}}) exp_avgs(%{{.+}}, %{{.+}}) exp_avg_sqs(%{{.+}}, %{{.+}}) lr %{{.+}} step %{{.+}} skip_if %[[INF]] betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 1.000000e-02 : (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<f32>, tensor<i32>, tensor<i1>) -> (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>)
+  %qa:6 = rn.multi_adamw_update params(%w, %w2) grads(%u, %w2) exp_avgs(%m, %w2) exp_avg_sqs(%m, %w2) lr %lr step %step skip_if %inf betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 1.000000e-02 : (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<f32>, tensor<i32>, tensor<i1>) -> (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>)
   // CHECK: rn.adamw_update {{.+}} step %{{.+}} betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 1.000000e-02
   %p3:3 = rn.adamw_update %w, %u, %m, %m lr %lr step %step betas(9.000000e-01, 5.000000e-01) eps 1.000000e-08 weight_decay 1.000000e-02 : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>, tensor<i32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
   // CHECK: rn.lars_update {{.+}} momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 0.000000e+00

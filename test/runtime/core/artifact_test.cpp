@@ -749,6 +749,23 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_THAT(check("multi_sgd_update", 3, 1, {{"momentum", 0.0}, {"weight_decay", -1.0}}),
               HasSubstr("\"weight_decay\" must be non-negative"));
 
+  // multi_adamw_update: n params, grads, exp_avgs, exp_avg_sqs, lr, step,
+  // [skip_if] -> 3n results.
+  json adam = {{"beta1", 0.9}, {"beta2", 0.999}, {"epsilon", 1e-8}, {"weight_decay", 0.01}};
+  EXPECT_EQ(check("multi_adamw_update", 10, 6, adam), ""); // 2 tensors
+  EXPECT_EQ(check("multi_adamw_update", 11, 6, adam), ""); // skip_if
+  EXPECT_THAT(check("multi_adamw_update", 9, 6, adam),
+              HasSubstr("with 2 tensors takes params, grads, exp_avgs, exp_avg_sqs, lr, step and "
+                        "an optional skip_if (10 or 11 operands), got 9"));
+  EXPECT_THAT(check("multi_adamw_update", 10, 5, adam),
+              HasSubstr("three results per tensor (new params, exp_avgs, exp_avg_sqs), got 5"));
+  adam["operandSegmentSizes"] = {2, 2, 2, 2, 1, 1, 0};
+  EXPECT_EQ(check("multi_adamw_update", 10, 6, adam), "");
+  EXPECT_THAT(check("multi_adamw_update", 11, 6, adam), HasSubstr("[2,2,2,2,1,1,1]"));
+  EXPECT_THAT(check("multi_adamw_update", 6, 3,
+                    {{"beta1", 0.9}, {"beta2", 0.999}, {"epsilon", 0.0}, {"weight_decay", 0.0}}),
+              HasSubstr("\"epsilon\" must be positive"));
+
   // dropout_train: input and the device step; its stream is step * count + index.
   json dropout = {{"p", 0.5}, {"index", 1}, {"count", 2}};
   EXPECT_EQ(check("dropout_train", 2, 2, dropout), "");
@@ -783,7 +800,7 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_EQ(check("all_reduce_mean", 2, 2, json::object()), "");
   EXPECT_THAT(check("all_reduce_mean", 2, 1, json::object()),
               HasSubstr("produces 2 results (one per input), got 1"));
-  EXPECT_EQ(allOps().size(), 47u);
+  EXPECT_EQ(allOps().size(), 48u);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,11 +1,13 @@
 //===- group_updates_test.cpp - Multi-tensor SGD against per-parameter SGD -===//
 //
-// rn-group-updates replaces per-parameter rn.sgd_update ops with
-// rn.multi_sgd_update ops that must leave bit for bit the same state.
+// rn-group-updates replaces per-parameter rn.sgd_update (rn.adamw_update)
+// ops with rn.multi_sgd_update (rn.multi_adamw_update) ops that must leave
+// bit for bit the same state.
 // Checked here twice:
-//   - the kernel: cpu::multiSgdUpdate against cpu::sgdUpdate per tensor on
-//     random data (f32, f16, bf16; with and without momentum, Nesterov,
-//     weight decay; skip set and clear; in place and out of place);
+//   - the kernels: cpu::multiSgdUpdate against cpu::sgdUpdate per tensor
+//     on random data (f32, f16, bf16; with and without momentum, Nesterov,
+//     weight decay; skip set and clear; in place and out of place), and
+//     cpu::multiAdamwUpdate against cpu::adamwUpdate the same way;
 //   - whole training steps: each checked-in artifact compiled with the
 //     default pipeline (grouped) against its twin compiled with
 //     group-updates=false (Inputs/README.md): mlp (f32, momentum 0.9),
@@ -13,7 +15,8 @@
 //     forced to overflow, so the skip path runs too) and cnn-sgd (the
 //     benchmark recipe: momentum 0.9, Nesterov, weight decay 5e-4 but not on
 //     BatchNorm and biases, which gives groups per weight decay and one
-//     single update). Every state entry (parameters, gradients, momentum,
+//     single update), and mlp-adamw (AdamW, f16, dynamic loss scaling, a
+//     forced skipped step too). Every state entry (parameters, gradients, momentum,
 //     low-precision copies, loss scale, BatchNorm statistics) and every loss
 //     must be equal as bits after every step, sequentially and with the
 //     interleaving simulator (which checks the grouped op's accesses for
@@ -135,6 +138,57 @@ TEST(GroupUpdates, MultiSgdKernelMatchesPerTensorSgd) {
         }
 }
 
+TEST(GroupUpdates, MultiAdamwKernelMatchesPerTensorAdamw) {
+  std::mt19937 rng(33);
+  const std::vector<Shape> shapes = {{1}, {3}, {17}, {1000}, {4, 3, 3, 5}};
+  const cpu::AdamWAttrs attrs{0.9, 0.999, 1e-8, 1e-2};
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16})
+    for (int32_t step : {1, 7})
+      for (bool skip : {false, true})
+        for (bool inPlace : {false, true}) {
+          SCOPED_TRACE(std::string(dtypeName(dtype)) + " step " + std::to_string(step) +
+                       (skip ? " skip" : "") + (inPlace ? " in place" : ""));
+          std::vector<Tensor> p, g, m, v;
+          for (const Shape &s : shapes) {
+            p.push_back(randomTensor(s, dtype, rng));
+            g.push_back(randomTensor(s, dtype, rng));
+            m.push_back(randomTensor(s, dtype, rng));
+            v.push_back(randomTensor(s, dtype, rng));
+            for (float &x : v.back().values)
+              x = roundTo(dtype, x * x); // second moments are non-negative
+          }
+          std::vector<Tensor> refP = p, refM = m, refV = v;
+          for (size_t i = 0; i < shapes.size(); ++i)
+            ASSERT_TRUE(cpu::adamwUpdate(p[i].view(), g[i].view(), m[i].view(), v[i].view(), 0.01f,
+                                         step, skip, attrs, refP[i].view(), refM[i].view(),
+                                         refV[i].view())
+                            .ok());
+          std::vector<Tensor> outP = p, outM = m, outV = v;
+          std::vector<TensorView> in[4], out[3];
+          for (size_t i = 0; i < shapes.size(); ++i) {
+            if (!inPlace)
+              for (std::vector<Tensor> *o : {&outP, &outM, &outV})
+                std::fill((*o)[i].values.begin(), (*o)[i].values.end(), -7.0f);
+            in[0].push_back(inPlace ? outP[i].view() : p[i].view());
+            in[1].push_back(g[i].view());
+            in[2].push_back(inPlace ? outM[i].view() : m[i].view());
+            in[3].push_back(inPlace ? outV[i].view() : v[i].view());
+            out[0].push_back(outP[i].view());
+            out[1].push_back(outM[i].view());
+            out[2].push_back(outV[i].view());
+          }
+          cpu::KernelStatus s = cpu::multiAdamwUpdate(in[0], in[1], in[2], in[3], 0.01f, step,
+                                                      skip, attrs, out[0], out[1], out[2]);
+          ASSERT_TRUE(s.ok()) << s.error;
+          for (size_t i = 0; i < shapes.size(); ++i) {
+            SCOPED_TRACE("tensor " + std::to_string(i));
+            EXPECT_TRUE(sameBits(outP[i].values, refP[i].values));
+            EXPECT_TRUE(sameBits(outM[i].values, refM[i].values));
+            EXPECT_TRUE(sameBits(outV[i].values, refV[i].values));
+          }
+        }
+}
+
 TEST(GroupUpdates, MultiSgdKernelRejectsBadGroups) {
   std::mt19937 rng(32);
   Tensor p = randomTensor({4}, DType::f32, rng), q = randomTensor({5}, DType::f32, rng);
@@ -159,6 +213,12 @@ TEST(GroupUpdates, MultiSgdKernelRejectsBadGroups) {
 //===----------------------------------------------------------------------===//
 // Training steps: grouped artifacts against their per-parameter twins
 //===----------------------------------------------------------------------===//
+
+/// The update ops of a twin pair: the grouped one and the per-parameter
+/// one.
+struct Ops {
+  const char *grouped, *perParam;
+};
 
 /// How many train_step nodes run `op`.
 int countOps(const Program &program, const std::string &op) {
@@ -210,6 +270,7 @@ std::string firstParameter(const Program &program) {
 
 struct Twin {
   const char *grouped, *perParam;
+  Ops ops;
   int classes;
   /// The loss scale to force an overflow with on step 2 (0: none).
   float overflowScale;
@@ -218,9 +279,10 @@ struct Twin {
 
 void trainTwins(const Twin &twin, bool interleave) {
   Artifact grouped = load(twin.grouped), perParam = load(twin.perParam);
-  ASSERT_GE(countOps(grouped.program, "multi_sgd_update"), twin.minGroups);
-  ASSERT_EQ(countOps(perParam.program, "multi_sgd_update"), 0);
-  ASSERT_GT(countOps(perParam.program, "sgd_update"), countOps(grouped.program, "sgd_update"));
+  ASSERT_GE(countOps(grouped.program, twin.ops.grouped), twin.minGroups);
+  ASSERT_EQ(countOps(perParam.program, twin.ops.grouped), 0);
+  ASSERT_GT(countOps(perParam.program, twin.ops.perParam),
+            countOps(grouped.program, twin.ops.perParam));
   CpuExecutor::Options options;
   options.interleave = interleave;
   options.seed = 5;
@@ -265,10 +327,12 @@ void trainTwins(const Twin &twin, bool interleave) {
   EXPECT_EQ(a->hazards(), 0u);
 }
 
+const Ops kSgd{"multi_sgd_update", "sgd_update"}, kAdamw{"multi_adamw_update", "adamw_update"};
 const Twin kTwins[] = {
-    {"mlp.rnx", "mlp-per-param.rnx", 3, 0, 2},
-    {"cbr.rnx", "cbr-per-param.rnx", 3, 3e30f, 2},
-    {"cnn-sgd.rnx", "cnn-sgd-per-param.rnx", 3, 0, 2},
+    {"mlp.rnx", "mlp-per-param.rnx", kSgd, 3, 0, 2},
+    {"cbr.rnx", "cbr-per-param.rnx", kSgd, 3, 3e30f, 2},
+    {"cnn-sgd.rnx", "cnn-sgd-per-param.rnx", kSgd, 3, 0, 2},
+    {"mlp-adamw.rnx", "mlp-adamw-per-param.rnx", kAdamw, 3, 3e30f, 2},
 };
 
 TEST(GroupUpdates, GroupedStepsLeaveTheStateOfPerParameterSteps) {

@@ -1,12 +1,14 @@
-//===- multi_sgd_test.cpp - The multi-tensor SGD kernel on the GPU --------===//
+//===- multi_sgd_test.cpp - The multi-tensor update kernels on the GPU ----===//
 //
-// multi_sgd_update through its launcher (prepare builds the device table,
+// multi_sgd_update (and multi_adamw_update, the same way, with lr 0.01,
+// step 1 and 7) through its launcher (prepare builds the device table,
 // launch issues one kernel) against
-//   - the CPU reference cpu::multiSgdUpdate, as update_kernels_test.cpp
-//     compares sgd_update (updates by the norm-wise relative error: 1e-5
-//     f32, 5e-3 f16, 3e-2 bf16; a skipped step exactly);
-//   - the per-parameter GPU kernel (sgd_update on each tensor), bit for
-//     bit: both run the same per-element code.
+//   - the CPU reference (cpu::multiSgdUpdate; adamwUpdate per tensor), as
+//     update_kernels_test.cpp compares sgd_update (updates by the norm-wise
+//     relative error: 1e-5 f32, 5e-3 f16, 3e-2 bf16; a skipped step
+//     exactly);
+//   - the per-parameter GPU kernel (sgd_update, adamw_update on each
+//     tensor), bit for bit: both run the same per-element code.
 // Groups: odd sizes and sizes that are no multiple of 4 or 8, sizes around
 // the 16384-element chunk, one over 2^20, views off the 16-byte alignment
 // (the unpacked path) next to aligned ones, and 300 small tensors; f32, f16
@@ -307,6 +309,110 @@ TEST(MultiSgdKernel, MatchesCpuAndPerParameterKernel) {
               if (buffer) {
                 EXPECT_TRUE(sameBits(gotB, download(sb.view)));
               }
+            }
+          }
+}
+
+TEST(MultiAdamWKernel, MatchesCpuAndPerParameterKernel) {
+  RN_SKIP_WITHOUT_CUDA();
+  UpdateStream update;
+  const StreamResources stream = update.resources();
+  std::mt19937 rng(44);
+  const nlohmann::json attributes = {
+      {"beta1", 0.9}, {"beta2", 0.999}, {"epsilon", 1e-8}, {"weight_decay", 1e-2}};
+  const cpu::AdamWAttrs attrs{0.9, 0.999, 1e-8, 1e-2};
+  for (int group = 0; group < 2; ++group)
+    for (DType t : {DType::f32, DType::f16, DType::bf16})
+      for (int32_t stepCount : {1, 7})
+        for (bool inPlace : {false, true})
+          for (int skipMode : {0, 1, 2}) {
+            SCOPED_TRACE("group " + std::to_string(group) + " " + std::string(dtypeName(t)) +
+                         " step " + std::to_string(stepCount) + (inPlace ? " in place" : "") +
+                         " skip mode " + std::to_string(skipMode));
+            const std::vector<Shape> shapes = groupShapes(group);
+            const size_t n = shapes.size();
+            const float lr = 0.01f;
+            auto offsetOf = [](size_t i) { return int64_t(i % 3 == 2 ? 1 : 0); };
+            // params, grads, first and second moments (non-negative).
+            std::vector<Pair> in[4];
+            for (size_t i = 0; i < n; ++i)
+              for (int k = 0; k < 4; ++k) {
+                in[k].push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+                if (k == 3) {
+                  for (float &x : in[k].back().host)
+                    x = roundTo(t, x * x * 0.01f);
+                  in[k].back().device = upload(in[k].back().host, shapes[i], t, offsetOf(i));
+                }
+              }
+            // The CPU reference, one step.
+            std::vector<std::vector<float>> ref[3];
+            for (size_t i = 0; i < n; ++i) {
+              ref[0].push_back(in[0][i].host);
+              ref[1].push_back(in[2][i].host);
+              ref[2].push_back(in[3][i].host);
+              ASSERT_TRUE(cpu::adamwUpdate(in[0][i].view(), in[1][i].view(), in[2][i].view(),
+                                           in[3][i].view(), lr, stepCount, skipMode == 2, attrs,
+                                           cpu::TensorView{ref[0][i].data(), shapes[i], t},
+                                           cpu::TensorView{ref[1][i].data(), shapes[i], t},
+                                           cpu::TensorView{ref[2][i].data(), shapes[i], t})
+                              .ok());
+            }
+            DeviceArray glr = upload({lr}, {}, DType::f32);
+            DeviceArray gstep = upload({float(stepCount)}, {}, DType::i32);
+            DeviceArray gskip = upload({skipMode == 2 ? 1.0f : 0.0f}, {}, DType::i1);
+            std::vector<DeviceTensor> operands, results;
+            std::vector<DeviceArray> outs;
+            for (int k = 0; k < 4; ++k)
+              for (size_t i = 0; i < n; ++i)
+                operands.push_back(in[k][i].device.view);
+            operands.push_back(glr.view);
+            operands.push_back(gstep.view);
+            if (skipMode)
+              operands.push_back(gskip.view);
+            const int updated[3] = {0, 2, 3};
+            outs.reserve(3 * n);
+            for (int k = 0; k < 3; ++k)
+              for (size_t i = 0; i < n; ++i) {
+                if (inPlace) {
+                  results.push_back(in[updated[k]][i].device.view);
+                } else {
+                  outs.push_back(upload(std::vector<float>(in[0][i].host.size(), NAN), shapes[i],
+                                        t, offsetOf(i)));
+                  results.push_back(outs.back().view);
+                }
+              }
+            LaunchedNode node("multi_adamw_update", attributes);
+            RN_ASSERT_STATUS_OK(node.prepare(operands, results, stream));
+            RN_ASSERT_STATUS_OK(node.launch(operands, results, stream));
+            RN_ASSERT_CUDA(update.stream.sync());
+            for (size_t i = 0; i < n; ++i) {
+              SCOPED_TRACE("tensor " + std::to_string(i) + " of " + std::to_string(n));
+              std::vector<float> got[3];
+              for (int k = 0; k < 3; ++k)
+                got[k] = download(results[k * n + i]);
+              if (skipMode == 2) {
+                for (int k = 0; k < 3; ++k) {
+                  ASSERT_TRUE(sameBits(got[k], in[updated[k]][i].host));
+                }
+                continue;
+              }
+              EXPECT_LE(updateError(got[0], ref[0][i], in[0][i].host), tolerance(t));
+              EXPECT_LE(relativeError(got[1], ref[1][i]), tolerance(t));
+              EXPECT_LE(relativeError(got[2], ref[2][i]), tolerance(t));
+              // The per-parameter kernel on copies: bit for bit.
+              DeviceArray sp = upload(in[0][i].host, shapes[i], t, offsetOf(i));
+              DeviceArray sm = upload(in[2][i].host, shapes[i], t, offsetOf(i));
+              DeviceArray sv = upload(in[3][i].host, shapes[i], t, offsetOf(i));
+              std::vector<DeviceTensor> single = {sp.view, in[1][i].device.view, sm.view, sv.view,
+                                                  glr.view, gstep.view};
+              if (skipMode)
+                single.push_back(gskip.view);
+              LaunchedNode adamw("adamw_update", attributes);
+              RN_ASSERT_STATUS_OK(adamw.launch(single, {sp.view, sm.view, sv.view}, stream));
+              RN_ASSERT_CUDA(update.stream.sync());
+              EXPECT_TRUE(sameBits(got[0], download(sp.view)));
+              EXPECT_TRUE(sameBits(got[1], download(sm.view)));
+              EXPECT_TRUE(sameBits(got[2], download(sv.view)));
             }
           }
 }

@@ -21,3 +21,7 @@
 // RUN: cmp %t.cnn-sgd.rnx %S/../../runtime/Inputs/cnn-sgd.rnx
 // RUN: rn-compile %S/../../runtime/Inputs/cnn.mlir -o %t.cnn-sgd-per-param.rnx --quiet --pipeline "nesterov=true weight-decay=5e-4 no-decay-bn-bias=true group-updates=false"
 // RUN: cmp %t.cnn-sgd-per-param.rnx %S/../../runtime/Inputs/cnn-sgd-per-param.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/mlp.mlir -o %t.mlp-adamw.rnx --quiet --pipeline "optimizer=adamw weight-decay=1e-2 precision=f16 loss-scaling=dynamic"
+// RUN: cmp %t.mlp-adamw.rnx %S/../../runtime/Inputs/mlp-adamw.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/mlp.mlir -o %t.mlp-adamw-per-param.rnx --quiet --pipeline "optimizer=adamw weight-decay=1e-2 precision=f16 loss-scaling=dynamic group-updates=false"
+// RUN: cmp %t.mlp-adamw-per-param.rnx %S/../../runtime/Inputs/mlp-adamw-per-param.rnx
