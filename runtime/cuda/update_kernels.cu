@@ -7,6 +7,18 @@
 // it). Kernels read their scalars and the skip flag from device memory
 // first; a skipped in-place update returns before touching memory.
 //
+// The optimizer arithmetic is written with the rounding intrinsics
+// (__fmaf_rn, __fmul_rn, __fsub_rn, ...), never as plain a * b + c:
+// whether nvcc (-fmad=true) contracts a plain multiply and add into an FMA
+// depends on the code around them (unrolling, where a conditional load
+// lands). The same sgd source once rounded momentum * b + d as FMUL + FADD
+// in multiSgdKernel's unrolled single-element loop and as one FFMA in
+// sgdKernel. The intrinsics are never contracted or split, so every kernel
+// and every path (16-byte packs, single elements, tails) rounds each
+// element the same way. The CPU reference computes in double and rounds
+// only what it stores: the GPU matches it within a tolerance, not bit for
+// bit, and FMAs (one rounding) keep it closer than mul + add would.
+//
 // LARS's norms are a two-stage deterministic reduction: a fixed number of
 // blocks (a function of the element count alone) write per-block sums of
 // squares in double to the workspace; every block of the update kernel
@@ -223,13 +235,15 @@ template <typename T>
 __device__ __forceinline__ void sgdElement(float &p, float g, float &b, bool hasBuffer,
                                            float rate, float momentum, float weightDecay,
                                            bool nesterov) {
-  float d = g + weightDecay * p;
+  // Explicit FMAs (one rounding each, nearest to the CPU's double): plain
+  // a * b + c is contracted or not depending on the kernel (see the top).
+  float d = __fmaf_rn(weightDecay, p, g); // g + weightDecay * p
   float step = d;
   if (hasBuffer) {
-    b = roundAs<T>(momentum * b + d);
-    step = nesterov ? d + momentum * b : b;
+    b = roundAs<T>(__fmaf_rn(momentum, b, d));       // momentum * b + d
+    step = nesterov ? __fmaf_rn(momentum, b, d) : b; // d + momentum * b
   }
-  p = p - rate * step;
+  p = __fmaf_rn(-rate, step, p); // p - rate * step
 }
 
 template <typename T, int V>
@@ -375,12 +389,14 @@ __device__ __forceinline__ AdamWScalars adamwScalars(float lr, int32_t t, double
 template <typename T>
 __device__ __forceinline__ void adamwElement(float &p, float g, float &m, float &v,
                                              const AdamWScalars &s, float epsilon) {
-  m = roundAs<T>(s.b1 * m + s.c1 * g);
-  v = roundAs<T>(s.b2 * v + s.c2 * g * g);
-  float denom = sqrtf(v) * s.invBiasCorrection2Sqrt + epsilon;
-  // The decay and the step as one difference: a single rounding of the
-  // new value, as the CPU's double arithmetic has.
-  p = p - (p * s.lrTimesDecay + s.stepSize * m / denom);
+  // Every rounding spelled out (the ones nvcc chose for adamwKernel so
+  // far): with two products in a sum, which one a plain expression fuses
+  // into the FMA is the compiler's choice, and may differ between kernels.
+  m = roundAs<T>(__fmaf_rn(s.c1, g, __fmul_rn(s.b1, m)));               // b1 m + c1 g
+  v = roundAs<T>(__fmaf_rn(__fmul_rn(s.c2, g), g, __fmul_rn(s.b2, v))); // b2 v + c2 g g
+  const float denom = __fmaf_rn(__fsqrt_rn(v), s.invBiasCorrection2Sqrt, epsilon);
+  // The decay and the step as one difference, the decay fused into it.
+  p = __fsub_rn(p, __fmaf_rn(p, s.lrTimesDecay, __fdiv_rn(__fmul_rn(s.stepSize, m), denom)));
 }
 
 template <typename T, int V>
@@ -544,9 +560,10 @@ __global__ void __launch_bounds__(kThreads)
     loadSome<T, V>(buffer, i, n, b);
 #pragma unroll
     for (int v = 0; v < V; ++v) {
-      float d = local * (g[v] + wd * p[v]);
-      b[v] = roundAs<T>(mom * b[v] + d);
-      p[v] = p[v] - rate * b[v];
+      // Explicit roundings, the same in the packed and the unpacked path.
+      const float d = __fmul_rn(local, __fmaf_rn(wd, p[v], g[v])); // local (g + wd p)
+      b[v] = roundAs<T>(__fmaf_rn(mom, b[v], d));                  // mom b + d
+      p[v] = __fmaf_rn(-rate, b[v], p[v]);                         // p - rate b
     }
     storeSome<T, V>(newBuffer, i, n, b);
     storeSome<T, V>(newParam, i, n, p);
@@ -563,7 +580,8 @@ __global__ void __launch_bounds__(kThreads)
     loadSome<T, V>(param, i, n, p);
 #pragma unroll
     for (int v = 0; v < V; ++v)
-      a[v] = decay * a[v] + oneMinusDecay * p[v];
+      // decay a + (1 - decay) p, with explicit roundings (see the top).
+      a[v] = __fmaf_rn(decay, a[v], __fmul_rn(oneMinusDecay, p[v]));
     storeSome<T, V>(newAverage, i, n, a);
   }
 }
