@@ -6,6 +6,7 @@
 #   RN_BENCH_MODELS: model:batch pairs (default mlp:128,resnet18c:256,vgg11c:256)
 #   RN_BENCH_EXECUTORS: RN executors to time (default cuda-graph,cuda-eager)
 #   RN_BENCH_PROFILE=1: also write profile-MODEL-BATCH.log (GPU time per op)
+#   RN_BENCH_TRACE=1: also a cuda-graph timeline per model (trace-MODEL-BATCH.json)
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$bundle/gpu-results}
@@ -51,6 +52,16 @@ if [ "${RN_BENCH_PROFILE:-0}" = 1 ]; then
     artifact=$bundle/models/$name.bench$batch.rnx
     [ -f "$artifact" ] && "$bundle/bin/rn-run" "$artifact" --benchmark --steps 5 --warmup 3 \
       --executor cuda-eager --profile > "$out/profile-$name-$batch.log" 2>&1
+  done
+fi
+# RN_BENCH_TRACE=1: also a cuda-graph timeline of each model (trace-MODEL-BATCH.json)
+# and the GPU's busy share over it (the last line of trace-MODEL-BATCH.log).
+if [ "${RN_BENCH_TRACE:-0}" = 1 ]; then
+  for spec in ${models//,/ }; do
+    name=${spec%%:*} batch=${spec##*:}
+    artifact=$bundle/models/$name.bench$batch.rnx
+    [ -f "$artifact" ] && "$bundle/bin/rn-run" "$artifact" --benchmark --steps 10 --warmup 5 \
+      --executor cuda-graph --trace "$out/trace-$name-$batch.json" > "$out/trace-$name-$batch.log" 2>&1
   done
 fi
 "$python" "$bundle/bench/torch_step.py" --models "$models" --modes eager,graph --steps "$steps" \

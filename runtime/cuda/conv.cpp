@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <unordered_map>
@@ -49,6 +50,41 @@ namespace rn::cuda {
 namespace fe = cudnn_frontend;
 
 namespace {
+
+/// RN_CONV_LOG=1: every convolution's candidate plans, their times and the
+/// choice on stderr (a diagnostic; rn-run --verbose is not needed for it).
+bool planLog() {
+  static const bool on = [] {
+    const char *v = std::getenv("RN_CONV_LOG");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+/// The cuDNN heuristics that propose candidates: A and the fallback list,
+/// or RN_CONV_HEURISTICS (a comma list of A, B, FALLBACK) to widen the
+/// search when looking at a slow plan.
+std::vector<fe::HeurMode_t> heuristicModes() {
+  const char *v = std::getenv("RN_CONV_HEURISTICS");
+  if (!v || !*v)
+    return {fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK};
+  std::vector<fe::HeurMode_t> modes;
+  std::string s(v);
+  for (size_t p = 0; p <= s.size();) {
+    size_t q = s.find(',', p);
+    std::string m = s.substr(p, q == std::string::npos ? std::string::npos : q - p);
+    if (m == "A")
+      modes.push_back(fe::HeurMode_t::A);
+    else if (m == "B")
+      modes.push_back(fe::HeurMode_t::B);
+    else if (m == "FALLBACK")
+      modes.push_back(fe::HeurMode_t::FALLBACK);
+    if (q == std::string::npos)
+      break;
+    p = q + 1;
+  }
+  return modes.empty() ? std::vector<fe::HeurMode_t>{fe::HeurMode_t::A} : modes;
+}
 
 /// Tensor UIDs of the graphs; also the slots of the pointer array of run.
 enum Uid : int64_t { uidX = 1, uidW, uidY, uidDy, uidDx, uidDw, uidSum, uidSumSq, uidCount };
@@ -317,8 +353,7 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
 
   RN_FE_TRY(graph->validate(), "validate", call);
   RN_FE_TRY(graph->build_operation_graph(stream.cudnn), "build_operation_graph", call);
-  RN_FE_TRY(graph->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
-            "create_execution_plans", call);
+  RN_FE_TRY(graph->create_execution_plans(heuristicModes()), "create_execution_plans", call);
   ++graphCount;
 
   // Filters: f32 accumulation always; IEEE f32 for f32 data unless TF32 is
@@ -354,6 +389,10 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
     else if (failures.size() < 2000)
       failures += "\n  plan " + std::to_string(i) + ": " + result.get_message();
   }
+  if (planLog())
+    std::fprintf(stderr, "conv-plans: %s: %zu of %lld candidates built (workspace cap %zu bytes)\n",
+                 describe(call).c_str(), built.size(),
+                 (long long)graph->get_execution_plan_count(), stream.workspaceBytes - reserved);
   if (built.empty())
     return Error("cuDNN has no plan for conv " + describe(call) + " within " +
                  std::to_string(stream.workspaceBytes - reserved) + " bytes of workspace (" +
@@ -415,7 +454,11 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
   auto isCandidate = [&](int64_t plan) {
     return std::find(candidates.begin(), candidates.end(), plan) != candidates.end();
   };
-  if (!options.autotune || candidates.size() == 1)
+  // A single candidate is timed too: the wgrad result dtype is chosen by
+  // comparing the times of two graphs, and an untimed one (measured on the
+  // H200: an f32 result whose only plan was a fallback engine at 1.3 ms
+  // against 0.036 ms for the f16 result) would win by default.
+  if (!options.autotune)
     return candidates.front();
 
   // Chosen before: in this process (another handle), or in the cache file.
@@ -512,11 +555,17 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
       RN_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
       planMs = std::min(planMs, ms);
     }
+    if (planLog())
+      std::fprintf(stderr, "conv-plans:   %-48s %9.4f ms%s\n", nameOf(plan).c_str(),
+                   failed ? -1.0f : planMs, failed ? " (failed)" : "");
     if (!failed && planMs < bestMs) {
       bestMs = planMs;
       best = plan;
     }
   }
+  if (planLog())
+    std::fprintf(stderr, "conv-plans: %s: chose %s (%.4f ms)\n", key.c_str(),
+                 best >= 0 ? nameOf(best).c_str() : "none", bestMs);
   RN_CUDA_TRY(cudaStreamSynchronize(stream.stream));
   if (best < 0)
     return Error("conv " + describe(call) + ": none of the " + std::to_string(candidates.size()) +
@@ -620,8 +669,8 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
       entry = impl.build(call, stream, false, DType::f32);
       if (call.xType != DType::f32 && (!entry.ok() || impl.options.autotune)) {
         Result<Entry> narrow = impl.build(call, stream, false, call.xType);
-        if (narrow.ok() && (!entry.ok() || (narrow->planMs >= 0 && entry->planMs >= 0 &&
-                                            narrow->planMs < entry->planMs)))
+        if (narrow.ok() && (!entry.ok() || entry->planMs < 0 ||
+                            (narrow->planMs >= 0 && narrow->planMs < entry->planMs)))
           entry = std::move(narrow);
       }
       break;
