@@ -8,6 +8,8 @@
 //   - in deterministic mode with the plan choices of one shared plan cache,
 //     bit-identical to cuda-eager after every step, steps streamed several
 //     in flight (f16 with dynamic loss scaling, dropout on);
+//   - a step whose gradients overflow is skipped (dynamic loss scaling) and
+//     training goes on, as on the CPU;
 //   - a failure injected into a capture names the subgraph and node and
 //     leaves the device usable: a new executor captures and trains.
 // Skips where no CUDA device answers.
@@ -25,6 +27,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <unistd.h>
 
@@ -197,6 +200,59 @@ TEST(CudaGraphExecutor, BitIdenticalToEagerDropout) {
 TEST(CudaGraphExecutor, BitIdenticalToEagerCnn) {
   SKIP_WITHOUT_GPU();
   bitIdenticalToEager("cnn.rnx");
+}
+
+// Tests that a step whose gradients overflow (a loss scale of 2^40 on the
+// f16 program with dynamic loss scaling) is skipped by cuda-graph as by the
+// CPU: every parameter keeps its bits, the loss scale shrinks to the CPU's
+// value, and the steps after it train as the CPU's do.
+TEST(CudaGraphExecutor, OverflowedStepIsSkippedAndTrainingGoesOn) {
+  SKIP_WITHOUT_GPU();
+  Artifact artifact = test_inputs::load("cbr.rnx");
+  std::unique_ptr<CpuExecutor> cpu = test_inputs::makeExecutor(artifact);
+  ASSERT_TRUE(cpu);
+  auto gpu = cuda::GraphExecutor::create(artifact, {});
+  ASSERT_TRUE(gpu.ok()) << gpu.error().message();
+  ASSERT_TRUE((*gpu)->initialize().ok());
+  std::array<Executor *, 2> executors{cpu.get(), gpu->get()};
+  std::vector<HostBatch> batches = randomBatches(*cpu, 5, 13);
+  std::vector<std::string> parameters;
+  for (const StateEntry &s : artifact.program.state)
+    if (s.slot && s.role == "parameter")
+      parameters.push_back(s.name);
+  ASSERT_FALSE(parameters.empty());
+  auto train = [&](Executor &ex, int step) {
+    TrainOutputs out;
+    Status st = ex.trainStep(batches[size_t(step - 1)], 0.05f, step, out);
+    EXPECT_TRUE(st.ok()) << st.error().message();
+    return out.loss;
+  };
+  for (Executor *ex : executors)
+    train(*ex, 1);
+  std::map<std::string, std::vector<float>> before;
+  for (const std::string &name : parameters)
+    before[name] = *(*gpu)->readState(name);
+  for (Executor *ex : executors)
+    ASSERT_TRUE(ex->writeState("loss_scale", {1099511627776.0f}).ok());
+  for (Executor *ex : executors)
+    train(*ex, 2);
+  for (const std::string &name : parameters)
+    EXPECT_EQ(*(*gpu)->readState(name), before[name]) << "parameter " << name
+                                                      << " moved in the skipped step";
+  std::vector<float> scaleCpu = *cpu->readState("loss_scale");
+  std::vector<float> scaleGpu = *(*gpu)->readState("loss_scale");
+  EXPECT_EQ(scaleGpu, scaleCpu);
+  EXPECT_LT(scaleGpu.at(0), 1099511627776.0f);
+  // Training goes on from a usable scale.
+  for (Executor *ex : executors)
+    ASSERT_TRUE(ex->writeState("loss_scale", {1024.0f}).ok());
+  for (int step = 3; step <= 5; ++step) {
+    float want = train(*cpu, step), got = train(**gpu, step);
+    EXPECT_TRUE(std::isfinite(got)) << "step " << step;
+    EXPECT_NEAR(got, want, 2e-2 * std::max(1.0f, std::fabs(want))) << "step " << step;
+  }
+  for (const std::string &name : parameters)
+    EXPECT_LE(relativeError(*(*gpu)->readState(name), *cpu->readState(name)), 2e-2) << name;
 }
 
 // Tests that a call failing inside a capture is reported with the captured
