@@ -42,6 +42,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -239,8 +240,31 @@ std::string describe(const ConvCall &call) {
 struct ConvRunner::Impl {
   Options options;
   std::unordered_map<CallKey, Entry, CallKeyHash, CallKeyEq> entries;
-  /// Plans chosen in this process, by cacheKey (reused for other handles).
-  std::unordered_map<std::string, std::pair<int64_t, std::string>> chosen;
+  /// A plan chosen before: its index among the filtered candidates, its
+  /// engine name (checked: the index must name the same engine) and time.
+  struct Remembered {
+    int64_t plan = -1;
+    std::string name;
+    float ms = -1;
+  };
+  /// Plans chosen in this process, by planKey (reused for other handles).
+  std::unordered_map<std::string, Remembered> chosen;
+  /// The key of an entry's plan choice in `chosen` and the cache file.
+  std::string planKey(const ConvCall &call, const Entry &entry) const {
+    return cacheKey(call) + (entry.statsKernel ? " unfused" : "") +
+           (call.kind == ConvKind::backward_filter
+                ? " wgrad:" + std::string(dtypeName(entry.wgradType))
+                : "");
+  }
+  /// The plan chosen for `key` in this process or in the cache file.
+  std::optional<Remembered> remembered(const std::string &key) const {
+    if (auto it = chosen.find(key); it != chosen.end())
+      return it->second;
+    if (auto it = cache.find(key); it != cache.end() && it->is_object())
+      return Remembered{it->value("plan", int64_t(-1)), it->value("name", std::string()),
+                        it->value("ms", -1.0f)};
+    return std::nullopt;
+  }
   nlohmann::json cache = nlohmann::json::object(); ///< the cache file's contents
   std::string device;                               ///< "NVIDIA H200 | cuDNN 91900"
   size_t graphCount = 0;
@@ -378,11 +402,27 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
   graph->deselect_numeric_notes(barred);
   graph->deselect_workspace_greater_than(int64_t(stream.workspaceBytes - reserved));
 
-  // Build every candidate that passes; a failing candidate is not an error
-  // (that is how cuDNN says "not this engine"), only having none is.
+  // A plan chosen before (in this process or in the plan cache) is the
+  // only one built when it still builds and names the same engine: a warm
+  // load skips building the other candidates, most of its time.
   std::vector<int64_t> built;
   std::string failures;
-  for (int64_t i = 0; i < graph->get_execution_plan_count(); ++i) {
+  if (options.autotune)
+    if (std::optional<Remembered> r = remembered(planKey(call, entry));
+        r && r->plan >= 0 && r->plan < graph->get_execution_plan_count() &&
+        graph->build_plan_at_index(r->plan).is_good()) {
+      std::string name;
+      int64_t workspace = 0;
+      // The same engine, and within this stream's workspace (not part of
+      // the key: another program may give the stream less).
+      if (graph->get_plan_name_at_index(r->plan, name).is_good() && name == r->name &&
+          graph->get_workspace_size_plan_at_index(r->plan, workspace).is_good() &&
+          workspace <= int64_t(stream.workspaceBytes - reserved))
+        built.push_back(r->plan);
+    }
+  // Otherwise every candidate that passes; a failing candidate is not an
+  // error (that is how cuDNN says "not this engine"), only having none is.
+  for (int64_t i = 0; built.empty() && i < graph->get_execution_plan_count(); ++i) {
     fe::error_t result = graph->build_plan_at_index(i);
     if (result.is_good())
       built.push_back(i);
@@ -462,20 +502,12 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
     return candidates.front();
 
   // Chosen before: in this process (another handle), or in the cache file.
-  std::string key = cacheKey(call) + (entry.statsKernel ? " unfused" : "") +
-                    (call.kind == ConvKind::backward_filter
-                         ? " wgrad:" + std::string(dtypeName(entry.wgradType))
-                         : "");
-  if (auto it = chosen.find(key);
-      it != chosen.end() && isCandidate(it->second.first) && nameOf(it->second.first) == it->second.second)
-    return it->second.first;
-  if (auto it = cache.find(key); it != cache.end() && it->is_object()) {
-    int64_t plan = it->value("plan", int64_t(-1));
-    if (isCandidate(plan) && nameOf(plan) == it->value("name", std::string())) {
-      chosen[key] = {plan, nameOf(plan)};
-      entry.planMs = it->value("ms", -1.0f);
-      return plan;
-    }
+  std::string key = planKey(call, entry);
+  if (std::optional<Remembered> r = remembered(key);
+      r && isCandidate(r->plan) && nameOf(r->plan) == r->name) {
+    chosen[key] = *r;
+    entry.planMs = r->ms;
+    return r->plan;
   }
 
   // Time every candidate on buffers of the call's sizes (contents: a
@@ -570,7 +602,7 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
   if (best < 0)
     return Error("conv " + describe(call) + ": none of the " + std::to_string(candidates.size()) +
                  " cuDNN plans ran");
-  chosen[key] = {best, nameOf(best)};
+  chosen[key] = {best, nameOf(best), bestMs};
   entry.planMs = bestMs;
   if (!options.cacheFile.empty()) {
     cache[key] = {{"plan", best}, {"name", nameOf(best)}, {"ms", bestMs}};
