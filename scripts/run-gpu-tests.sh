@@ -4,7 +4,7 @@
 # paths, Fashion-MNIST training, the zoo against the CPU's digests, cuda-graph
 # against cuda-eager bit for bit, and compute-sanitizer. Logs and a summary
 # go to $OUT (or ./gpu-results).
-#   RN_GPU_TESTS: which groups to run (default "unit errors fashion zoo sanitizer")
+#   RN_GPU_TESTS: which groups to run (default "unit errors fashion zoo observe sanitizer")
 #   RN_FASHION_EXECUTORS: executors that train Fashion-MNIST (default cuda-graph)
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,7 +20,7 @@ export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:/usr/local/cuda-13.0
 bin=$bundle/bin
 models=$bundle/models
 data=$bundle/data
-groups=${RN_GPU_TESTS:-unit errors fashion zoo sanitizer}
+groups=${RN_GPU_TESTS:-unit errors fashion zoo observe sanitizer}
 summary=$out/summary.txt
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -136,6 +136,17 @@ if has zoo && [ -d "$bundle/zoo" ]; then
     fi
     say "zoo $model (${RN_ZOO_EXECUTOR:-cuda-graph}): exit $rc; $(grep -o '[0-9]* graphs with [0-9]* nodes' "$out/zoo-$model.log"); $(tail -1 "$out/zoo-$model.log")"
   done
+fi
+
+if has observe; then
+  # cuda-graph's graph dumps and a timeline of resnet18c, in one archive.
+  obs=$out/observe
+  mkdir -p "$obs"
+  "$bin/rn-run" "$models/resnet18c.bench256.rnx" --benchmark --steps 5 --warmup 3 \
+    --executor cuda-graph --dump-graphs "$obs/graphs" --trace "$obs/resnet18c.trace.json" \
+    > "$obs/resnet18c.log" 2>&1
+  say "observe: exit $?; $(ls "$obs/graphs" 2>/dev/null | wc -l) graph dumps; $(tail -1 "$obs/resnet18c.log")"
+  tar czf "$out/graphs-and-trace.tgz" -C "$obs" . && rm -rf "$obs"
 fi
 
 if has sanitizer; then
