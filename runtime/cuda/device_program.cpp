@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 namespace rn::cuda {
 
@@ -93,6 +94,14 @@ DeviceProgram::~DeviceProgram() {
   }
 }
 
+std::string DeviceProgram::describeSubgraph(const Function &f, const Subgraph &sg,
+                                            Variant variant) {
+  std::string s = "function " + f.name + ", subgraph " + sg.name;
+  if (sg.doubleBuffered)
+    s += std::string(" (variant ") + (variant == Variant::a ? "a" : "b") + ")";
+  return s;
+}
+
 std::string DeviceProgram::describeLaunch(const HostAction &a) const {
   std::string s = "function " + program().functions[a.fn].name + ", subgraph " + a.sg->name + " (";
   if (a.sg->doubleBuffered)
@@ -118,14 +127,14 @@ Result<std::unique_ptr<DeviceProgram>> DeviceProgram::create(const Artifact &art
   std::unique_ptr<DeviceProgram> dp(new DeviceProgram());
   dp->artifact_ = &artifact;
   dp->options_ = options;
-  if (Status st = dp->create(who); !st.ok())
+  if (Status st = dp->create(); !st.ok())
     return st.error().withContext(std::string(who));
   dp->loadSeconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return dp;
 }
 
-Status DeviceProgram::create(std::string_view) {
+Status DeviceProgram::create() {
   const Program &p = program();
   // Every op must have a launcher before anything touches the GPU.
   for (const Function &f : p.functions)
@@ -170,7 +179,14 @@ Status DeviceProgram::create(std::string_view) {
   gemm_ = std::move(*gr);
 
   size_t partEvent = 0;
-  uint64_t label = 0; // in itemLabels' order
+  // Timeline labels: each item's index in itemLabels(), the one list the
+  // timeline names records from.
+  std::map<std::tuple<const Subgraph *, uint32_t, int>, uint64_t> labelOf;
+  {
+    std::vector<ItemLabel> labels = itemLabels(p);
+    for (size_t k = 0; k < labels.size(); ++k)
+      labelOf[{labels[k].subgraph, labels[k].node, labels[k].part}] = k + 1;
+  }
   fns_.resize(p.functions.size());
   for (size_t fi = 0; fi < p.functions.size(); ++fi) {
     const Function &f = p.functions[fi];
@@ -247,7 +263,7 @@ Status DeviceProgram::create(std::string_view) {
           items.back().outputs = outputs;
         }
         for (PreparedItem &it : items)
-          it.label = ++label;
+          it.label = labelOf.at({&sg, uint32_t(i), it.part});
         if (options_.profile)
           for (PreparedItem &it : items) {
             RN_CUDA_TRY(cudaEventCreate(&it.profileBegin));
@@ -355,13 +371,11 @@ Status DeviceProgram::writeState(std::string_view name, const std::vector<float>
 // Issuing work
 //===----------------------------------------------------------------------===//
 
-Status DeviceProgram::issueItem(const Subgraph &sg, Variant variant, PreparedItem &it) {
-  PreparedSubgraph &ps = subgraphs_.at(&sg);
-  const Node &n = sg.nodes[it.node];
+Status DeviceProgram::issueItem(const Node &n, const NodeViews &views, Variant variant,
+                                PreparedItem &it) {
   StreamResources &stream = ctx_->stream(it.stream);
   for (size_t e : it.waitPartEvents)
     RN_CUDA_TRY(cudaStreamWaitEvent(stream.stream, ctx_->partEvent(e), 0));
-  const NodeViews &views = ps.viewsOfNode[it.node];
   size_t var = variant == Variant::a ? 0 : 1;
   OpLaunch l{n, it.part, views.operands[var], views.results[var], stream,
              *conv_, *gemm_, options_.seed, &it.prepared};

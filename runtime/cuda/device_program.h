@@ -142,10 +142,12 @@ public:
   Result<std::vector<float>> readState(std::string_view name);
   Status writeState(std::string_view name, const std::vector<float> &values);
 
-  /// Issues one node's item (a node, or one part of a forking node) of a
-  /// launch of `sg` with variant `variant` on its stream: part-order waits,
-  /// the op, part-order records (and profile events when asked).
-  Status issueItem(const Subgraph &sg, Variant variant, PreparedItem &item);
+  /// Issues one item of node `node` (the node, or one part of a forking
+  /// node) with variant `variant` on its stream: part-order waits, the op,
+  /// part-order records (and profile events when asked). `views` are the
+  /// node's (PreparedSubgraph::viewsOfNode).
+  Status issueItem(const Node &node, const NodeViews &views, Variant variant,
+                   PreparedItem &item);
   /// Copies output `output` of function `fn` from variant `variant` into
   /// the pinned slot of `step`, on `stream`.
   Status copyOutput(uint32_t fn, uint32_t output, Variant variant, int64_t step,
@@ -166,6 +168,8 @@ public:
 
   /// "function F, subgraph S (variant a, step N)".
   std::string describeLaunch(const HostAction &a) const;
+  /// "function F, subgraph S (variant a)" (no variant when single-buffered).
+  static std::string describeSubgraph(const Function &f, const Subgraph &sg, Variant variant);
   /// "node I (op, part role) on stream S".
   static std::string describeNode(const Node &n, uint32_t index, int part, Stream stream);
 
@@ -179,7 +183,7 @@ public:
 
 private:
   DeviceProgram() = default;
-  Status create(std::string_view who);
+  Status create();
   Status prepareNodes();
   size_t outputSlot(int64_t step) const {
     return size_t(step % int64_t(options_.maxStepsInFlight));

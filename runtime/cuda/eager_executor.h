@@ -25,17 +25,15 @@
 #ifndef RN_RUNTIME_CUDA_EAGER_EXECUTOR_H
 #define RN_RUNTIME_CUDA_EAGER_EXECUTOR_H
 
-#include "runtime/core/executor.h"
-#include "runtime/cuda/device_program.h"
+#include "runtime/cuda/device_executor.h"
 
 #include <memory>
+#include <optional>
 #include <string>
-
-#include "runtime/core/status.h"
 
 namespace rn::cuda {
 
-class EagerExecutor final : public Executor {
+class EagerExecutor final : public DeviceExecutor {
 public:
   /// Shared with cuda-graph (device_program.h).
   using Options = DeviceProgram::Options;
@@ -48,11 +46,6 @@ public:
   ~EagerExecutor() override;
 
   std::string_view name() const override { return "cuda-eager"; }
-  const Program &program() const override;
-  Status initialize() override;
-  Result<std::vector<float>> readState(std::string_view name) const override;
-  Status writeState(std::string_view name, const std::vector<float> &values) override;
-  double hostBlockedSeconds() const override;
 
   /// What load did: device, arena, plans and the seconds spent.
   std::string loadSummary() const;
@@ -62,19 +55,10 @@ public:
   EagerExecutor(const EagerExecutor &) = delete;
   EagerExecutor &operator=(const EagerExecutor &) = delete;
 
-  struct Impl; ///< eager_executor.cpp's own
-
-protected:
-  Status issue(const HostProgram &program) override;
-  Result<bool> stepComplete(const PendingStep &step) override;
-  Status waitStep(const PendingStep &step) override;
-  Status collect(PendingStep &step) override;
-  Status synchronize() override;
-  size_t maxStepsInFlight() const override;
-
 private:
   EagerExecutor() = default;
-  std::unique_ptr<Impl> impl_;
+  Status launch(const HostAction &action) override;
+  std::optional<EventBinder> binder_;
 };
 
 } // namespace rn::cuda

@@ -70,8 +70,8 @@ Status appendEventNode(cudaStream_t stream, cudaEvent_t event, bool record) {
 } // namespace
 
 struct GraphExecutor::Impl {
-  std::unique_ptr<DeviceProgram> dp;
-  Options options;
+  DeviceProgram *dp = nullptr; ///< the executor's (DeviceExecutor::device_)
+  std::string dumpGraphsDir;
   std::optional<CaptureBindings> bindings;
   std::unordered_map<const Subgraph *, std::array<CapturedGraph, 2>> graphs;
   std::unordered_map<cudaGraphNode_t, GraphNodeOrigin> origins;
@@ -107,13 +107,6 @@ struct GraphExecutor::Impl {
         (void)cudaEventDestroy(e);
     if (fork)
       (void)cudaEventDestroy(fork);
-  }
-
-  std::string describe(const Function &f, const Subgraph &sg, Variant v) const {
-    std::string s = "function " + f.name + ", subgraph " + sg.name;
-    if (sg.doubleBuffered)
-      s += std::string(" (variant ") + (v == Variant::a ? "a" : "b") + ")";
-    return s;
   }
 
   Status captureAll();
@@ -159,7 +152,7 @@ Status GraphExecutor::Impl::capture(const Function &f, const Subgraph &sg, Varia
   DeviceContext &ctx = dp->context();
   cudaStream_t primary = ctx.stream(sg.primary).stream;
   std::vector<Stream> secondaries = secondaryStreams(sg);
-  std::string where = "capture of " + describe(f, sg, v);
+  std::string where = "capture of " + DeviceProgram::describeSubgraph(f, sg, v);
 
   if (Status st = RN_CUDA_CHECK(cudaStreamBeginCapture(primary, cudaStreamCaptureModeThreadLocal));
       !st.ok())
@@ -197,7 +190,7 @@ Status GraphExecutor::Impl::capture(const Function &f, const Subgraph &sg, Varia
   }
   out.graph = graph;
   if (Status inst = RN_CUDA_CHECK(cudaGraphInstantiateWithFlags(&out.exec, graph, 0)); !inst.ok())
-    return inst.error().withContext("instantiating " + describe(f, sg, v));
+    return inst.error().withContext("instantiating " + DeviceProgram::describeSubgraph(f, sg, v));
   size_t count = 0;
   RN_CUDA_TRY(cudaGraphGetNodes(graph, nullptr, &count));
   out.nodes = count;
@@ -260,7 +253,7 @@ Status GraphExecutor::Impl::captureNodes(const Subgraph &sg, Variant v, cudaStre
       }
     } else {
       for (PreparedItem &it : ps.itemsOfNode[i]) {
-        if (Status st = dp->issueItem(sg, v, it); !st.ok())
+        if (Status st = dp->issueItem(n, ps.viewsOfNode[i], v, it); !st.ok())
           return st.error().withContext(where(it.part, it.stream));
         out.outputs.insert(out.outputs.end(), it.outputs.begin(), it.outputs.end());
         origin.part = it.part;
@@ -278,9 +271,9 @@ Status GraphExecutor::Impl::captureNodes(const Subgraph &sg, Variant v, cudaStre
 
 Status GraphExecutor::Impl::dumpGraphs() const {
   std::error_code ec;
-  std::filesystem::create_directories(options.dumpGraphsDir, ec);
+  std::filesystem::create_directories(dumpGraphsDir, ec);
   if (ec)
-    return Error("--dump-graphs: cannot create " + options.dumpGraphsDir + ": " + ec.message());
+    return Error("--dump-graphs: cannot create " + dumpGraphsDir + ": " + ec.message());
   for (const Function &f : dp->program().functions)
     for (const Subgraph &sg : f.subgraphs)
       for (Variant v : {Variant::a, Variant::b}) {
@@ -288,7 +281,7 @@ Status GraphExecutor::Impl::dumpGraphs() const {
         if (!g.graph)
           continue;
         std::string name = f.name + "." + sg.name + (sg.doubleBuffered ? (v == Variant::a ? ".a" : ".b") : "");
-        std::string path = options.dumpGraphsDir + "/" + name + ".dot";
+        std::string path = dumpGraphsDir + "/" + name + ".dot";
         Status st = RN_CUDA_CHECK(
             cudaGraphDebugDotPrint(g.graph, path.c_str(), cudaGraphDebugDotFlagsVerbose));
         if (!st.ok())
@@ -303,7 +296,7 @@ Result<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const Artifact &art
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor());
   ex->impl_ = std::make_unique<Impl>();
   Impl &im = *ex->impl_;
-  im.options = options;
+  im.dumpGraphsDir = options.dumpGraphsDir;
   // The bindings first: a schedule a captured graph cannot express fails
   // before anything touches the GPU.
   Result<CaptureBindings> bindings = CaptureBindings::analyze(artifact.program);
@@ -313,7 +306,8 @@ Result<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const Artifact &art
   Result<std::unique_ptr<DeviceProgram>> dp = DeviceProgram::create(artifact, options, "cuda-graph");
   if (!dp.ok())
     return dp.error();
-  im.dp = std::move(*dp);
+  ex->device_ = std::move(*dp);
+  im.dp = ex->device_.get();
   if (Status st = im.captureAll(); !st.ok())
     return st.error().withContext("cuda-graph");
   if (!options.dumpGraphsDir.empty())
@@ -324,8 +318,6 @@ Result<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const Artifact &art
 }
 
 GraphExecutor::~GraphExecutor() = default;
-
-const Program &GraphExecutor::program() const { return impl_->dp->program(); }
 
 const GraphNodeOrigin *GraphExecutor::origin(cudaGraphNode_t node) const {
   auto it = impl_->origins.find(node);
@@ -387,18 +379,6 @@ std::string GraphExecutor::loadSummary() const {
   return out + line;
 }
 
-Status GraphExecutor::initialize() { return impl_->dp->initialize(); }
-
-Result<std::vector<float>> GraphExecutor::readState(std::string_view name) const {
-  return impl_->dp->readState(name);
-}
-
-Status GraphExecutor::writeState(std::string_view name, const std::vector<float> &values) {
-  return impl_->dp->writeState(name, values);
-}
-
-double GraphExecutor::hostBlockedSeconds() const { return impl_->dp->blockedSeconds(); }
-
 //===----------------------------------------------------------------------===//
 // Replay
 //===----------------------------------------------------------------------===//
@@ -422,54 +402,6 @@ Status GraphExecutor::Impl::launch(const HostAction &a) {
   return Status::success();
 }
 
-namespace {
-
-class GraphPrimitives final : public HostPrimitives {
-public:
-  explicit GraphPrimitives(GraphExecutor::Impl &impl) : impl_(impl) {}
-  Status stage(const HostAction &a) override { return impl_.dp->stage(a); }
-  Status launch(const HostAction &a) override { return impl_.launch(a); }
-  Status hostWait(const HostAction &a) override { return impl_.dp->hostWait(a); }
-  Status read(const HostAction &) override { return Status::success(); }
-
-private:
-  GraphExecutor::Impl &impl_;
-};
-
-} // namespace
-
-Status GraphExecutor::issue(const HostProgram &program) {
-  GraphPrimitives primitives(*impl_);
-  if (Status st = runHostProgram(program, primitives); !st.ok())
-    return st.error().withContext("cuda-graph");
-  return Status::success();
-}
-
-Result<bool> GraphExecutor::stepComplete(const PendingStep &step) {
-  Result<bool> done = impl_->dp->stepComplete(step);
-  if (!done.ok())
-    return done.error().withContext("cuda-graph");
-  return done;
-}
-
-Status GraphExecutor::waitStep(const PendingStep &step) {
-  if (Status st = impl_->dp->waitStep(step); !st.ok())
-    return st.error().withContext("cuda-graph");
-  return Status::success();
-}
-
-Status GraphExecutor::collect(PendingStep &step) {
-  if (step.launches.empty())
-    return Status::success();
-  return impl_->dp->decodeOutputs(step.fn, step.step, step.outputs);
-}
-
-Status GraphExecutor::synchronize() {
-  if (Status st = impl_->dp->synchronize(); !st.ok())
-    return st.error().withContext("cuda-graph");
-  return Status::success();
-}
-
-size_t GraphExecutor::maxStepsInFlight() const { return impl_->dp->options().maxStepsInFlight; }
+Status GraphExecutor::launch(const HostAction &a) { return impl_->launch(a); }
 
 } // namespace rn::cuda

@@ -31,8 +31,7 @@
 #ifndef RN_RUNTIME_CUDA_GRAPH_EXECUTOR_H
 #define RN_RUNTIME_CUDA_GRAPH_EXECUTOR_H
 
-#include "runtime/core/executor.h"
-#include "runtime/cuda/device_program.h"
+#include "runtime/cuda/device_executor.h"
 
 #include <memory>
 #include <string>
@@ -49,7 +48,7 @@ struct GraphNodeOrigin {
   Stream stream = Stream::comp1; ///< the program stream it was issued on
 };
 
-class GraphExecutor final : public Executor {
+class GraphExecutor final : public DeviceExecutor {
 public:
   struct Options : DeviceProgram::Options {
     /// When set, every captured graph is written there as Graphviz
@@ -62,11 +61,6 @@ public:
   ~GraphExecutor() override;
 
   std::string_view name() const override { return "cuda-graph"; }
-  const Program &program() const override;
-  Status initialize() override;
-  Result<std::vector<float>> readState(std::string_view name) const override;
-  Status writeState(std::string_view name, const std::vector<float> &values) override;
-  double hostBlockedSeconds() const override;
 
   /// What load did: device, arena and regions, graphs and their nodes, the
   /// launches and host synchronizations of a step, and the seconds spent.
@@ -81,16 +75,9 @@ public:
 
   struct Impl; ///< graph_executor.cpp's own
 
-protected:
-  Status issue(const HostProgram &program) override;
-  Result<bool> stepComplete(const PendingStep &step) override;
-  Status waitStep(const PendingStep &step) override;
-  Status collect(PendingStep &step) override;
-  Status synchronize() override;
-  size_t maxStepsInFlight() const override;
-
 private:
   GraphExecutor() = default;
+  Status launch(const HostAction &action) override;
   std::unique_ptr<Impl> impl_;
 };
 
