@@ -17,6 +17,7 @@
 #include "runtime/cuda/conv_kernels.h"
 #include "runtime/cuda/gemm.h"
 #include "runtime/cuda/op_launch.h"
+#include "cuda_test_util.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -38,23 +39,12 @@ namespace {
 using cpu::Shape;
 using json = nlohmann::json;
 using cpu::TensorView;
-
-bool haveGpu() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
+using testing::numel;
 
 double tolerance(DType type, bool normalized = false) {
   if (type == DType::f32)
     return normalized ? 2e-4 : 5e-5;
   return normalized ? 1e-2 : 4e-3;
-}
-
-int64_t numelOf(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
 }
 
 /// A tensor on the host (floats holding values of `dtype`).
@@ -65,7 +55,7 @@ struct Host {
 
   Host() = default;
   Host(Shape s, DType t, float fill = 0) : shape(std::move(s)), dtype(t) {
-    values.assign(size_t(numelOf(shape)), fill);
+    values.assign(size_t(numel(shape)), fill);
   }
   TensorView view() { return TensorView{values.data(), shape, dtype}; }
 };
@@ -127,16 +117,7 @@ public:
     t.shape = h.shape;
     size_t n = h.values.size();
     t.data = allocate(n * elementSize(h.dtype));
-    std::vector<uint8_t> bytes(n * elementSize(h.dtype));
-    for (size_t i = 0; i < n; ++i) {
-      if (h.dtype == DType::f32) {
-        std::memcpy(&bytes[4 * i], &h.values[i], 4);
-      } else {
-        uint16_t bits = h.dtype == DType::f16 ? floatToHalf(h.values[i])
-                                              : floatToBFloat16(h.values[i]);
-        std::memcpy(&bytes[2 * i], &bits, 2);
-      }
-    }
+    std::vector<uint8_t> bytes = testing::encode(h.values, h.dtype);
     EXPECT_EQ(cudaMemcpy(t.data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
     // A pageable copy may return before its DMA lands, and the kernels run on
     // non-blocking streams, which do not wait for the legacy stream.
@@ -151,17 +132,7 @@ public:
     size_t n = size_t(t.numel());
     std::vector<uint8_t> bytes(n * elementSize(t.dtype));
     EXPECT_EQ(cudaMemcpy(bytes.data(), t.data, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (t.dtype == DType::f32) {
-        std::memcpy(&v[i], &bytes[4 * i], 4);
-      } else {
-        uint16_t bits;
-        std::memcpy(&bits, &bytes[2 * i], 2);
-        v[i] = t.dtype == DType::f16 ? halfToFloat(bits) : bfloat16ToFloat(bits);
-      }
-    }
-    return v;
+    return testing::decode(bytes, t.dtype);
   }
 
   StreamResources resources;
@@ -186,12 +157,6 @@ std::unique_ptr<GemmRunner> makeGemm() {
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
   return r.ok() ? std::move(r).value() : nullptr;
 }
-
-#define SKIP_WITHOUT_GPU()                                                                     \
-  do {                                                                                         \
-    if (!haveGpu())                                                                            \
-      GTEST_SKIP() << "no CUDA device";                                                        \
-  } while (0)
 
 #define ASSERT_OK(expr)                                                                        \
   do {                                                                                         \
@@ -225,7 +190,7 @@ std::array<int64_t, 4> arr(const Shape &s) { return {s[0], s[1], s[2], s[3]}; }
 class ConvShapes : public ::testing::TestWithParam<std::tuple<ConvCase, DType>> {};
 
 TEST_P(ConvShapes, MatchesTheCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   const auto &[c, dtype] = GetParam();
   double tol = tolerance(dtype);
   std::mt19937 rng(7);
@@ -282,7 +247,7 @@ TEST_P(ConvShapes, MatchesTheCpu) {
     EXPECT_LE(relativeError(got, want.values), tol) << describe(call);
     // Sums of the stored output, scaled by the sum of |y| (sums of random
     // data can be near zero).
-    int64_t channels = yShape[3], rows = numelOf(yShape) / channels;
+    int64_t channels = yShape[3], rows = numel(yShape) / channels;
     for (int64_t ch = 0; ch < channels; ++ch) {
       double s = 0, q = 0, a = 0;
       for (int64_t r = 0; r < rows; ++r) {
@@ -331,7 +296,7 @@ TEST_P(ConvShapes, MatchesTheCpu) {
     EXPECT_LE(relativeError(gpu.download(acc), want.values), wtol) << describe(call);
   }
   { // the bias gradient: dbAcc + sum over N, H, W of dy
-    int64_t channels = yShape[3], rows = numelOf(yShape) / channels;
+    int64_t channels = yShape[3], rows = numel(yShape) / channels;
     DeviceTensor acc = gpu.upload(dbAcc), db = gpu.empty({channels}, DType::f32);
     size_t bytes = columnSumsWorkspaceBytes(rows, channels);
     ASSERT_LE(bytes, gpu.resources.workspaceBytes);
@@ -374,7 +339,7 @@ INSTANTIATE_TEST_SUITE_P(, ConvShapes,
                          });
 
 TEST(Conv, CallCuDnnCannotRunNamesTheCall) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   Gpu gpu;
   auto conv = makeConv();
   ASSERT_TRUE(conv);
@@ -392,7 +357,7 @@ TEST(Conv, CallCuDnnCannotRunNamesTheCall) {
 }
 
 TEST(Conv, ShapesThatDoNotAgreeAreRejected) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   Gpu gpu;
   auto conv = makeConv();
   ASSERT_TRUE(conv);
@@ -406,7 +371,7 @@ TEST(Conv, ShapesThatDoNotAgreeAreRejected) {
 }
 
 TEST(Conv, DeterministicWgradGivesTheSameBits) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   Gpu gpu;
   auto conv = makeConv(/*autotune=*/true, /*deterministic=*/true);
   ASSERT_TRUE(conv);
@@ -437,7 +402,7 @@ TEST(Conv, DeterministicWgradGivesTheSameBits) {
 }
 
 TEST(Conv, AutotuneKeepsItsChoiceInTheCacheFile) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   Gpu gpu;
   std::string file = (std::filesystem::temp_directory_path() /
                       ("rn_conv_cache_" + std::to_string(::getpid()) + ".json"))
@@ -480,7 +445,7 @@ TEST(Conv, AutotuneKeepsItsChoiceInTheCacheFile) {
 }
 
 TEST(Conv, RunIsCapturableIntoACudaGraph) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   Gpu gpu;
   auto conv = makeConv();
   ASSERT_TRUE(conv);
@@ -529,7 +494,7 @@ class Gemm : public ::testing::TestWithParam<std::tuple<DType, bool, bool, bool,
 
 // D[m,n] = op(A) op(B) (+ C) (+ bias) against a double loop.
 TEST_P(Gemm, MatchesALoop) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   auto [dtype, transA, transB, accumulate, bias] = GetParam();
   Gpu gpu;
   auto gemm = makeGemm();
@@ -619,7 +584,7 @@ struct NodeRun {
 class Launchers : public ::testing::TestWithParam<DType> {};
 
 TEST_P(Launchers, Conv2dWithBias) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   DType dtype = GetParam();
   Gpu gpu;
   auto conv = makeConv();
@@ -643,7 +608,7 @@ TEST_P(Launchers, Conv2dWithBias) {
 }
 
 TEST_P(Launchers, Conv2dBackwardParts) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   DType dtype = GetParam();
   Gpu gpu;
   auto conv = makeConv();
@@ -673,7 +638,7 @@ TEST_P(Launchers, Conv2dBackwardParts) {
 }
 
 TEST_P(Launchers, LinearWithAndWithoutBias) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   DType dtype = GetParam();
   Gpu gpu;
   auto conv = makeConv();
@@ -698,7 +663,7 @@ TEST_P(Launchers, LinearWithAndWithoutBias) {
 }
 
 TEST_P(Launchers, LinearBackwardParts) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   DType dtype = GetParam();
   Gpu gpu;
   auto conv = makeConv();
@@ -736,7 +701,7 @@ TEST_P(Launchers, LinearBackwardParts) {
 }
 
 TEST_P(Launchers, CbrForwardBackwardInference) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   DType dtype = GetParam();
   double tol = tolerance(dtype, /*normalized=*/true);
   Gpu gpu;

@@ -13,6 +13,8 @@
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/cuda/norm_kernels.h"
 #include "runtime/cuda/op_launch.h"
+#include "cuda_test_util.h"
+#include "host_tensor_util.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +24,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,40 +33,14 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-bool haveGpu() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-#define SKIP_WITHOUT_GPU()                                                                   \
-  do {                                                                                       \
-    if (!haveGpu())                                                                          \
-      GTEST_SKIP() << "no CUDA device";                                                      \
-  } while (0)
-
-int64_t numelOf(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-/// Host values (already representable in `dtype`) of a tensor.
-struct HostTensor {
-  std::vector<float> values;
-  Shape shape;
-  DType dtype = DType::f32;
-
-  cpu::TensorView view() { return cpu::TensorView{values.data(), shape, dtype}; }
-};
-
-HostTensor randomTensor(const Shape &shape, DType dtype, std::mt19937 &rng, float lo, float hi) {
-  HostTensor t{std::vector<float>(size_t(numelOf(shape))), shape, dtype};
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (float &v : t.values)
-    v = roundTo(dtype, dist(rng));
-  return t;
-}
+using testing::DeviceBuffer;
+using testing::deviceTensor;
+using testing::GpuTensor;
+using testing::HostTensor;
+using testing::numel;
+using testing::randomTensor;
+using testing::relativeError;
+using testing::upload;
 
 /// Activations with a per-channel offset, so that means are not all ~0.
 HostTensor activations(const Shape &shape, DType dtype, std::mt19937 &rng) {
@@ -80,92 +55,12 @@ HostTensor activations(const Shape &shape, DType dtype, std::mt19937 &rng) {
   return t;
 }
 
-/// Device memory freed on destruction.
-class DeviceBuffer {
-public:
-  explicit DeviceBuffer(size_t bytes) {
-    if (bytes && cudaMalloc(&data_, bytes) != cudaSuccess)
-      data_ = nullptr;
-  }
-  ~DeviceBuffer() {
-    if (data_)
-      cudaFree(data_);
-  }
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-  void *data() const { return data_; }
-
-private:
-  void *data_ = nullptr;
-};
-
-std::vector<uint8_t> encode(const HostTensor &t) {
-  size_t size = elementSize(t.dtype);
-  std::vector<uint8_t> bytes(t.values.size() * size);
-  for (size_t i = 0; i < t.values.size(); ++i) {
-    if (t.dtype == DType::f32) {
-      std::memcpy(&bytes[i * 4], &t.values[i], 4);
-    } else {
-      uint16_t h = t.dtype == DType::f16 ? floatToHalf(t.values[i]) : floatToBFloat16(t.values[i]);
-      std::memcpy(&bytes[i * 2], &h, 2);
-    }
-  }
-  return bytes;
-}
-
-/// A host tensor's copy on the device.
-struct GpuTensor {
-  std::unique_ptr<DeviceBuffer> buffer;
-  DeviceTensor view;
-};
-
-GpuTensor upload(const HostTensor &t) {
-  std::vector<uint8_t> bytes = encode(t);
-  GpuTensor g{std::make_unique<DeviceBuffer>(std::max<size_t>(bytes.size(), 16)), {}};
-  g.view = DeviceTensor{g.buffer->data(), t.dtype, t.shape};
-  EXPECT_EQ(cudaMemcpy(g.view.data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
-            cudaSuccess);
-  // A pageable copy may return before its DMA lands, and the kernels run on
-  // non-blocking streams, which do not wait for the legacy stream.
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  return g;
-}
-
-/// An uninitialized (NaN-filled) device tensor.
-GpuTensor deviceTensor(const Shape &shape, DType dtype) {
-  HostTensor t{std::vector<float>(size_t(numelOf(shape)), NAN), shape, dtype};
-  return upload(t);
-}
-
+/// The tensor's values as floats. Unlike testing::download, the copy's
+/// status is checked.
 std::vector<float> download(const DeviceTensor &t) {
-  size_t size = elementSize(t.dtype), n = size_t(t.numel());
-  std::vector<uint8_t> bytes(n * size);
+  std::vector<uint8_t> bytes(size_t(t.numel()) * elementSize(t.dtype));
   EXPECT_EQ(cudaMemcpy(bytes.data(), t.data, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  std::vector<float> values(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (t.dtype == DType::f32) {
-      std::memcpy(&values[i], &bytes[i * 4], 4);
-    } else {
-      uint16_t h;
-      std::memcpy(&h, &bytes[i * 2], 2);
-      values[i] = t.dtype == DType::f16 ? halfToFloat(h) : bfloat16ToFloat(h);
-    }
-  }
-  return values;
-}
-
-double relativeError(const std::vector<float> &gpu, const std::vector<float> &cpu) {
-  if (gpu.size() != cpu.size())
-    return INFINITY;
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    double d = double(gpu[i]) - double(cpu[i]);
-    diff += d * d;
-    ref += double(cpu[i]) * cpu[i];
-  }
-  if (ref == 0)
-    return std::sqrt(diff);
-  return std::sqrt(diff / ref);
+  return testing::decode(bytes, t.dtype);
 }
 
 double tolerance(DType dtype) {
@@ -273,7 +168,7 @@ std::vector<Case> cases() {
 DType vectorType(const Case &c) { return c.f32Vectors ? DType::f32 : c.dtype; }
 
 TEST(NormKernelsTest, BatchNormTrainMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   std::mt19937 rng(1);
   for (const Case &c : cases()) {
@@ -310,7 +205,7 @@ TEST(NormKernelsTest, BatchNormTrainMatchesCpu) {
 }
 
 TEST(NormKernelsTest, StatisticsAreDeterministic) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   std::mt19937 rng(2);
   const Shape shape = {16, 28, 28, 64};
@@ -333,7 +228,7 @@ TEST(NormKernelsTest, StatisticsAreDeterministic) {
 }
 
 TEST(NormKernelsTest, BatchNormInferenceMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   std::mt19937 rng(3);
   for (const Case &c : cases()) {
@@ -380,7 +275,7 @@ TEST(NormKernelsTest, BatchNormInferenceMatchesCpu) {
 }
 
 TEST(NormKernelsTest, BatchNormBackwardMatchesCpuInPlace) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   std::mt19937 rng(4);
   for (const Case &c : cases()) {
@@ -419,7 +314,7 @@ TEST(NormKernelsTest, BatchNormBackwardMatchesCpuInPlace) {
 }
 
 TEST(NormKernelsTest, CbrMaskedBackwardMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   std::mt19937 rng(5);
   for (const Case &c : cases()) {
@@ -460,7 +355,7 @@ TEST(NormKernelsTest, CbrMaskedBackwardMatchesCpu) {
 }
 
 TEST(NormKernelsTest, BnAddReluMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   std::mt19937 rng(6);
   for (const Case &c : cases()) {
@@ -513,13 +408,13 @@ TEST(NormKernelsTest, BnAddReluMatchesCpu) {
 }
 
 TEST(NormKernelsTest, CbrForwardPiecesMatchCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   std::mt19937 rng(7);
   for (const Case &c : cases()) {
     SCOPED_TRACE(caseName(c));
     const int64_t C = c.shape.back();
-    const int64_t M = numelOf(c.shape) / C;
+    const int64_t M = numel(c.shape) / C;
     HostTensor x = activations(c.shape, c.dtype, rng);
     HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
     HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
@@ -567,7 +462,7 @@ TEST(NormKernelsTest, CbrForwardPiecesMatchCpu) {
 }
 
 TEST(NormKernelsTest, UpdateRunningStatsInPlace) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   std::mt19937 rng(8);
   for (int64_t C : {3, 17, 64, 1000})
@@ -593,12 +488,12 @@ TEST(NormKernelsTest, UpdateRunningStatsInPlace) {
 /// ResNet-50's largest BN input (256x112x112x64, f16): effective bandwidth
 /// of each pass, printed (set RN_CUDA_BENCH=1 to run; no timing asserted).
 TEST(NormKernelsTest, ResNetSizeBandwidth) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   if (!std::getenv("RN_CUDA_BENCH"))
     GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
   TestStream stream(kWorkspaceBytes);
   const Shape shape = {256, 112, 112, 64};
-  const int64_t n = numelOf(shape), C = 64;
+  const int64_t n = numel(shape), C = 64;
   std::mt19937 rng(9);
   for (DType t : {DType::f16, DType::f32}) {
     const size_t bytes = size_t(n) * elementSize(t);
@@ -646,7 +541,7 @@ TEST(NormKernelsTest, ResNetSizeBandwidth) {
 }
 
 TEST(NormKernelsTest, RejectsBadOperands) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   GpuTensor x = deviceTensor({4, 8}, DType::f32), w = deviceTensor({7}, DType::f32);
   GpuTensor y = deviceTensor({4, 8}, DType::f32), m = deviceTensor({8}, DType::f32);

@@ -14,6 +14,8 @@
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/cuda/op_launch.h"
 #include "runtime/cuda/update_kernels.h"
+#include "cuda_test_util.h"
+#include "host_tensor_util.h"
 
 #include <gtest/gtest.h>
 
@@ -21,7 +23,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,86 +32,14 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-bool haveGpu() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-#define SKIP_WITHOUT_GPU()                                                                   \
-  do {                                                                                       \
-    if (!haveGpu())                                                                          \
-      GTEST_SKIP() << "no CUDA device";                                                      \
-  } while (0)
-
-int64_t numelOf(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-struct HostTensor {
-  std::vector<float> values;
-  Shape shape;
-  DType dtype = DType::f32;
-
-  cpu::TensorView view() { return cpu::TensorView{values.data(), shape, dtype}; }
-};
-
-HostTensor randomTensor(const Shape &shape, DType dtype, std::mt19937 &rng, float lo, float hi) {
-  HostTensor t{std::vector<float>(size_t(numelOf(shape))), shape, dtype};
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (float &v : t.values)
-    v = roundTo(dtype, dist(rng));
-  return t;
-}
-
-class DeviceBuffer {
-public:
-  explicit DeviceBuffer(size_t bytes) {
-    if (bytes && cudaMalloc(&data_, bytes) != cudaSuccess)
-      data_ = nullptr;
-  }
-  ~DeviceBuffer() {
-    if (data_)
-      cudaFree(data_);
-  }
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-  void *data() const { return data_; }
-
-private:
-  void *data_ = nullptr;
-};
-
-struct GpuTensor {
-  std::unique_ptr<DeviceBuffer> buffer;
-  DeviceTensor view;
-};
-
-GpuTensor uploadBytes(const void *bytes, size_t size, DType dtype, const Shape &shape) {
-  GpuTensor g{std::make_unique<DeviceBuffer>(std::max<size_t>(size, 16)), {}};
-  g.view = DeviceTensor{g.buffer->data(), dtype, shape};
-  EXPECT_EQ(cudaMemcpy(g.view.data, bytes, size, cudaMemcpyHostToDevice), cudaSuccess);
-  // A pageable copy may return before its DMA lands, and the kernels run on
-  // non-blocking streams, which do not wait for the legacy stream.
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  return g;
-}
-
-GpuTensor upload(const HostTensor &t) {
-  size_t size = elementSize(t.dtype);
-  std::vector<uint8_t> bytes(t.values.size() * size);
-  for (size_t i = 0; i < t.values.size(); ++i) {
-    if (t.dtype == DType::f32) {
-      std::memcpy(&bytes[i * 4], &t.values[i], 4);
-    } else {
-      uint16_t h = t.dtype == DType::f16 ? floatToHalf(t.values[i]) : floatToBFloat16(t.values[i]);
-      std::memcpy(&bytes[i * 2], &h, 2);
-    }
-  }
-  return uploadBytes(bytes.data(), bytes.size(), t.dtype, t.shape);
-}
+using testing::DeviceBuffer;
+using testing::deviceTensor;
+using testing::GpuTensor;
+using testing::HostTensor;
+using testing::randomTensor;
+using testing::relativeError;
+using testing::upload;
+using testing::uploadBytes;
 
 GpuTensor scalarF32(float v) { return uploadBytes(&v, 4, DType::f32, {}); }
 GpuTensor scalarI32(int32_t v) { return uploadBytes(&v, 4, DType::i32, {}); }
@@ -119,43 +48,12 @@ GpuTensor flagI1(bool v) {
   return uploadBytes(&b, 1, DType::i1, {});
 }
 
-GpuTensor deviceTensor(const Shape &shape, DType dtype) {
-  return upload(HostTensor{std::vector<float>(size_t(numelOf(shape)), NAN), shape, dtype});
-}
-
+/// The tensor's values as floats. Unlike testing::download, the copy's
+/// status is checked.
 std::vector<float> download(const DeviceTensor &t) {
-  size_t size = elementSize(t.dtype), n = size_t(t.numel());
-  std::vector<uint8_t> bytes(n * size);
+  std::vector<uint8_t> bytes(size_t(t.numel()) * elementSize(t.dtype));
   EXPECT_EQ(cudaMemcpy(bytes.data(), t.data, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  std::vector<float> values(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (t.dtype == DType::f32) {
-      std::memcpy(&values[i], &bytes[i * 4], 4);
-    } else if (t.dtype == DType::i32) {
-      int32_t v;
-      std::memcpy(&v, &bytes[i * 4], 4);
-      values[i] = float(v);
-    } else if (t.dtype == DType::i1) {
-      values[i] = bytes[i] ? 1.f : 0.f;
-    } else {
-      uint16_t h;
-      std::memcpy(&h, &bytes[i * 2], 2);
-      values[i] = t.dtype == DType::f16 ? halfToFloat(h) : bfloat16ToFloat(h);
-    }
-  }
-  return values;
-}
-
-double relativeError(const std::vector<float> &gpu, const std::vector<float> &cpu) {
-  if (gpu.size() != cpu.size())
-    return INFINITY;
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    double d = double(gpu[i]) - double(cpu[i]);
-    diff += d * d;
-    ref += double(cpu[i]) * cpu[i];
-  }
-  return ref == 0 ? std::sqrt(diff) : std::sqrt(diff / ref);
+  return testing::decode(bytes, t.dtype);
 }
 
 /// The relative error of the update (gpu - old) against (cpu - old).
@@ -252,7 +150,7 @@ GpuTensor resultFor(const GpuTensor &operand, bool inPlace, const Shape &shape, 
 }
 
 TEST(UpdateKernelsTest, SgdMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
   std::mt19937 rng(11);
   struct Config {
@@ -310,7 +208,7 @@ TEST(UpdateKernelsTest, SgdMatchesCpu) {
 }
 
 TEST(UpdateKernelsTest, AdamWMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
   std::mt19937 rng(12);
   for (const Shape &shape : shapes())
@@ -355,7 +253,7 @@ TEST(UpdateKernelsTest, AdamWMatchesCpu) {
 }
 
 TEST(UpdateKernelsTest, LarsMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
   std::mt19937 rng(13);
   for (const Shape &shape : shapes())
@@ -397,7 +295,7 @@ TEST(UpdateKernelsTest, LarsMatchesCpu) {
 }
 
 TEST(UpdateKernelsTest, EmaAndUnscaleMatchCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
   std::mt19937 rng(14);
   for (const Shape &shape : shapes())
@@ -425,7 +323,7 @@ TEST(UpdateKernelsTest, EmaAndUnscaleMatchCpu) {
 }
 
 TEST(UpdateKernelsTest, CheckFiniteFindsInfAndNaN) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
   std::mt19937 rng(15);
   // 70 tensors: more than one launch's batch.
@@ -459,7 +357,7 @@ TEST(UpdateKernelsTest, CheckFiniteFindsInfAndNaN) {
 }
 
 TEST(UpdateKernelsTest, UpdateLossScaleMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
   struct Case {
     float scale;
@@ -488,7 +386,7 @@ TEST(UpdateKernelsTest, UpdateLossScaleMatchesCpu) {
 }
 
 TEST(UpdateKernelsTest, RejectsBadOperands) {
-  SKIP_WITHOUT_GPU();
+  RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
   GpuTensor p = deviceTensor({8}, DType::f32), g = deviceTensor({7}, DType::f32);
   GpuTensor lr = scalarF32(0.1f);
