@@ -65,11 +65,19 @@ def entry_error(w: dict, g: dict) -> float:
 
 
 def compare(want: dict, got: dict, tol: float) -> list[str]:
+    """Entries of `got` beyond `tol` of `want`'s; with tol 0 and both
+    digests hashed (rn-run writes a hash of every entry's bits), entries must
+    be bit-identical."""
     problems = []
     for name, w in want.items():
         g = got.get(name)
         if g is None:
             problems.append(f"{name}: missing")
+            continue
+        if tol == 0 and "hash" in w and "hash" in g:
+            if g["hash"] != w["hash"]:
+                problems.append(f"{name} ({w['role']}): bits differ (hash {g['hash']}, "
+                                f"want {w['hash']}; norm {g['norm']:.9g}, want {w['norm']:.9g})")
             continue
         n = max(int(w["elements"]), 1)
         rms = w["norm"] / math.sqrt(n)
@@ -209,11 +217,43 @@ def main() -> int:
               f"digests; {widened} beyond {args.tol:g} within their noise, "
               f"{insignificant} without a significant digit)")
         return 1 if problems else 0
+    if "steps" in want or "steps" in got:
+        return compare_steps(want.get("steps", []), got.get("steps", []), args.tol)
     problems = compare(want, got, args.tol)
     for p in problems:
         print("  " + p)
-    print(f"{len(want) - len(problems)}/{len(want)} state entries agree within {args.tol:g}")
+    print(f"{len(want) - len(problems)}/{len(want)} state entries agree within {args.tol:g}"
+          + (" (bit for bit)" if args.tol == 0 and has_hashes(want) else ""))
     return 1 if problems else 0
+
+
+def has_hashes(digest: dict) -> bool:
+    return bool(digest) and all("hash" in e for e in digest.values())
+
+
+def compare_steps(want: list[dict], got: list[dict], tol: float) -> int:
+    """Digests after every K steps (rn-run --state-digest-every): every
+    step's state compared; reports the first step that disagrees."""
+    got_by_step = {s["step"]: s["state"] for s in got}
+    entries = 0
+    for w in want:
+        g = got_by_step.get(w["step"])
+        if g is None:
+            print(f"  step {w['step']}: missing")
+            print(f"steps compared: {want.index(w)}/{len(want)}; step {w['step']} missing")
+            return 1
+        problems = compare(w["state"], g, tol)
+        if problems:
+            for p in problems:
+                print(f"  step {w['step']}: {p}")
+            print(f"step {w['step']}: {len(problems)}/{len(w['state'])} state entries beyond "
+                  f"{tol:g}; {want.index(w)} earlier steps agreed")
+            return 1
+        entries += len(w["state"])
+    bitwise = tol == 0 and all(has_hashes(w["state"]) for w in want)
+    print(f"{len(want)}/{len(want)} steps ({want[-1]['step'] if want else 0} the last), "
+          f"{entries} state entries, agree within {tol:g}" + (" (bit for bit)" if bitwise else ""))
+    return 0 if want else 1
 
 
 if __name__ == "__main__":

@@ -20,6 +20,12 @@ Status deviceAvailable() {
   return Status::success();
 }
 
+Result<size_t> deviceMemoryInUse() {
+  size_t free = 0, total = 0;
+  RN_CUDA_TRY(cudaMemGetInfo(&free, &total));
+  return total - free;
+}
+
 Result<std::unique_ptr<DeviceContext>> DeviceContext::create(const Program &program,
                                                              const Options &options) {
   if (Status st = deviceAvailable(); !st.ok())

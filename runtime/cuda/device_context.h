@@ -37,6 +37,11 @@ inline constexpr size_t kStreamCount = 5;
 /// Whether a CUDA driver answers and a device exists; the reason otherwise.
 Status deviceAvailable();
 
+/// The current device's memory in use by every process (total - free of
+/// cudaMemGetInfo): how benchmarks compare the systems' peak memory, the way
+/// PyTorch's torch.cuda.mem_get_info() sees it.
+Result<size_t> deviceMemoryInUse();
+
 class DeviceContext {
 public:
   struct Options {

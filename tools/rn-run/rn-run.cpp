@@ -109,13 +109,18 @@ void usage(FILE *out) {
       "  --profile          cuda-eager: GPU time per op of the last step (stderr)\n"
       "  --state-digest F   after --synthetic training, write a digest of every state\n"
       "                     entry to F (JSON: L2 norm, 16 sampled elements), to\n"
-      "                     compare executors across machines\n"
+      "                     compare executors across machines (and a hash of\n"
+      "                     each entry's bits, for bit-identical comparisons)\n"
+      "  --state-digest-every K  with --state-digest: a digest after every K\n"
+      "                     steps ({\"steps\": [{\"step\", \"state\"}, ...]})\n"
       "  --perturb-state EPS SEED  after initialization, multiply every element of\n"
       "                     every parameter by (1 + EPS*u), u uniform in [-1, 1]\n"
       "                     from SEED: how much an ulp-scale change moves the\n"
       "                     result (the noise digest of scripts/zoo-digests.sh)\n"
       "  --benchmark        time training steps on random data: --warmup W steps\n"
-      "                     (default 10), then 3 x --steps N; prints ms/step (JSON)\n"
+      "                     (default 10), then 3 x --steps N; prints one JSON line:\n"
+      "                     median ms/step, images/s, host ms/step, load time,\n"
+      "                     time to first step, peak device memory in use\n"
       "  --interleave       run the streams interleaved at random and check\n"
       "                     for hazards (slow; cpu executor)\n"
       "  --executor E       cpu (reference kernels), cuda-eager (each node launched\n"
@@ -193,6 +198,8 @@ struct Options {
   std::string dumpGraphs; ///< cuda-graph: Graphviz of every captured graph
   std::string trace;      ///< GPU executors: the timeline's JSON
   std::string stateDigest;
+  /// --state-digest-every: digests after every K steps instead of the end.
+  long stateDigestEvery = 0;
   long warmup = 10;
   /// --perturb-state: relative size and seed of the parameter perturbation
   /// (0: none).
@@ -243,8 +250,12 @@ std::string planCachePath(const std::string &flag) {
 /// the current step), timed on the host around the call, which returns when
 /// the last step's outputs are on the host; the median is reported. Prints
 /// one JSON line.
+/// `processStart` and `loadSecs` (artifact load, executor creation with its
+/// autotuning and capture, initialization) give the JSON's time to first
+/// step: process start to the end of the first training step.
 int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
-                 int64_t batch, int64_t features, int64_t classes) {
+                 int64_t batch, int64_t features, int64_t classes,
+                 std::chrono::steady_clock::time_point processStart, double loadSecs) {
   std::mt19937_64 rng(o.seed + 1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   rn::HostBatch b;
@@ -279,10 +290,25 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     }
     return st;
   };
+  // The device's memory in use (cudaMemGetInfo's total - free) after the
+  // first step and after every timed window; its maximum is reported, as
+  // bench/torch_step.py does with torch.cuda.mem_get_info().
+  size_t peakMemory = 0;
+  auto sampleMemory = [&] {
+#if RN_HAVE_CUDA
+    if (ex.name() != "cpu")
+      if (rn::Result<size_t> used = rn::cuda::deviceMemoryInUse(); used)
+        peakMemory = std::max(peakMemory, *used);
+#endif
+  };
   double secs = 0;
   float loss = 0;
-  if (o.warmup > 0)
-    if (rn::Status st = run(o.warmup, secs, loss); !st)
+  if (rn::Status st = run(1, secs, loss); !st)
+    return fail("first step: " + st.error().message());
+  double firstStepSecs = seconds(processStart);
+  sampleMemory();
+  if (o.warmup > 1)
+    if (rn::Status st = run(o.warmup - 1, secs, loss); !st)
       return fail("warmup: " + st.error().message());
   std::vector<double> ms;
   hostSecs = 0;
@@ -290,21 +316,26 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     if (rn::Status st = run(o.steps, secs, loss); !st)
       return fail("benchmark: " + st.error().message());
     ms.push_back(secs * 1000.0 / double(o.steps));
+    sampleMemory();
   }
   std::sort(ms.begin(), ms.end());
   std::printf("{\"model\": \"%s\", \"executor\": \"%.*s\", \"batch\": %lld, "
               "\"ms_per_step\": %.3f, \"images_per_s\": %.0f, \"host_ms_per_step\": %.4f, "
-              "\"loss\": %.6f}\n",
+              "\"load_s\": %.3f, \"first_step_s\": %.3f, \"peak_memory_inproc_bytes\": %zu, "
+              "\"arena_bytes\": %llu, \"loss\": %.6f}\n",
               artifact.program.model.c_str(), int(ex.name().size()), ex.name().data(),
               (long long)batch, ms[1], double(batch) * 1000.0 / ms[1],
-              hostSecs * 1000.0 / double(3 * o.steps), loss);
+              hostSecs * 1000.0 / double(3 * o.steps), loadSecs, firstStepSecs, peakMemory,
+              (unsigned long long)artifact.program.arena.bytes, loss);
   return 0;
 }
 
-/// Writes `path`: per state entry its L2 norm (in double) and 16 elements
-/// at evenly spaced indices, so that two executors' states can be compared
-/// where the full state is too big to carry (scripts/compare-digests.py).
-rn::Status writeStateDigest(const std::string &path, const rn::Executor &ex) {
+/// Per state entry its L2 norm (in double), 16 elements at evenly spaced
+/// indices and a 64-bit FNV-1a hash of all its values' f32 bit patterns, so
+/// that two executors' states can be compared where the full state is too
+/// big to carry: within a tolerance by norm and samples, bit for bit by the
+/// hash (scripts/compare-digests.py).
+rn::Result<nlohmann::json> stateDigest(const rn::Executor &ex) {
   nlohmann::json digest = nlohmann::json::object();
   for (const rn::StateEntry &e : ex.program().state) {
     if (!e.slot)
@@ -313,8 +344,16 @@ rn::Status writeStateDigest(const std::string &path, const rn::Executor &ex) {
     if (!v)
       return v.error();
     double sum = 0;
-    for (float x : *v)
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (float x : *v) {
       sum += double(x) * double(x);
+      uint32_t bits;
+      std::memcpy(&bits, &x, sizeof bits);
+      for (int byte = 0; byte < 4; ++byte) {
+        hash ^= (bits >> (8 * byte)) & 0xffu;
+        hash *= 0x100000001b3ull;
+      }
+    }
     nlohmann::json samples = nlohmann::json::array();
     size_t n = v->size();
     for (size_t k = 0; k < 16 && n > 0; ++k) {
@@ -322,13 +361,20 @@ rn::Status writeStateDigest(const std::string &path, const rn::Executor &ex) {
       float x = (*v)[i];
       samples.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(std::to_string(x)));
     }
-    digest[e.name] = {{"role", e.role}, {"dtype", std::string(rn::dtypeName(e.dtype))},
-                      {"elements", n}, {"norm", std::sqrt(sum)}, {"samples", samples}};
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)hash);
+    digest[e.name] = {{"role", e.role},        {"dtype", std::string(rn::dtypeName(e.dtype))},
+                      {"elements", n},         {"norm", std::sqrt(sum)},
+                      {"samples", samples},    {"hash", hex}};
   }
+  return digest;
+}
+
+rn::Status writeJson(const std::string &path, const nlohmann::json &value) {
   FILE *f = std::fopen(path.c_str(), "w");
   if (!f)
     return rn::Error("cannot write " + path);
-  std::string text = digest.dump(1);
+  std::string text = value.dump(1);
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   ok = std::fclose(f) == 0 && ok;
   if (!ok)
@@ -398,8 +444,14 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
               (long long)classes, o.steps, o.lr, o.interleave ? ", interleaved" : "");
   float first = 0, last = 0;
   auto start = std::chrono::steady_clock::now();
-  for (long step0 = 0; step0 < o.steps; step0 += kStepsPerGroup) {
-    long count = std::min<long>(kStepsPerGroup, o.steps - step0);
+  // --state-digest-every K: groups end at multiples of K, and the state is
+  // read there (the executor is idle between trainSteps calls).
+  nlohmann::json perStep = nlohmann::json::array();
+  long count = 0;
+  for (long step0 = 0; step0 < o.steps; step0 += count) {
+    count = std::min<long>(kStepsPerGroup, o.steps - step0);
+    if (o.stateDigestEvery > 0)
+      count = std::min<long>(count, o.stateDigestEvery - step0 % o.stateDigestEvery);
     std::vector<rn::HostBatch> batches;
     for (long step = step0; step < step0 + count; ++step)
       batches.push_back(data[size_t(step % numBatches)]);
@@ -418,12 +470,29 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
       std::printf("step %ld loss %.6f\n", step0 + i + 1, outs[size_t(i)].loss);
     }
     std::fflush(stdout);
+    long done = step0 + count;
+    if (o.stateDigestEvery > 0 && (done % o.stateDigestEvery == 0 || done == o.steps)) {
+      rn::Result<nlohmann::json> digest = stateDigest(ex);
+      if (!digest)
+        return fail("state after step " + std::to_string(done) + ": " +
+                    digest.error().message());
+      perStep.push_back({{"step", done}, {"state", std::move(*digest)}});
+    }
   }
   double secs = seconds(start);
   std::printf("loss first %.6f last %.6f\n", first, last);
   std::printf("%.2f steps/s (%.3f s for %ld steps)\n", o.steps / secs, secs, o.steps);
   if (!o.stateDigest.empty()) {
-    if (rn::Status st = writeStateDigest(o.stateDigest, ex); !st)
+    nlohmann::json value;
+    if (o.stateDigestEvery > 0) {
+      value = {{"steps", std::move(perStep)}};
+    } else {
+      rn::Result<nlohmann::json> digest = stateDigest(ex);
+      if (!digest)
+        return fail(digest.error().message());
+      value = std::move(*digest);
+    }
+    if (rn::Status st = writeJson(o.stateDigest, value); !st)
       return fail(st.error().message());
     std::printf("state digest written to %s\n", o.stateDigest.c_str());
   }
@@ -863,6 +932,7 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
 } // namespace
 
 int main(int argc, char **argv) {
+  const auto processStart = std::chrono::steady_clock::now();
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -909,6 +979,10 @@ int main(int argc, char **argv) {
       o.planCache = value("--plan-cache");
     } else if (arg == "--state-digest") {
       o.stateDigest = value("--state-digest");
+    } else if (arg == "--state-digest-every") {
+      if (!integer("--state-digest-every", 1, n))
+        return 1;
+      o.stateDigestEvery = long(n);
     } else if (arg == "--perturb-state") {
       const char *v = value("--perturb-state");
       o.perturbEps = std::strtod(v, &end);
@@ -997,12 +1071,15 @@ int main(int argc, char **argv) {
     return fail("--synthetic and --data exclude each other");
   if (!o.synthetic && o.data.empty())
     return fail("no data: give --data DIR or --synthetic");
+  if (o.stateDigestEvery > 0 && o.stateDigest.empty())
+    return fail("--state-digest-every needs --state-digest FILE");
   if (o.synthetic && (!o.checkpoint.empty() || !o.resume.empty()))
     return fail("--checkpoint and --resume need --data");
   if (o.perturbEps > 0 && !o.resume.empty())
     return fail("--perturb-state and --resume exclude each other (the checkpoint's state "
                 "replaces the perturbed one)");
 
+  auto loadStart = std::chrono::steady_clock::now();
   rn::Result<rn::Artifact> artifact = rn::loadArtifact(o.path);
   if (!artifact)
     return fail(artifact.error().message());
@@ -1082,6 +1159,7 @@ int main(int argc, char **argv) {
   rn::Executor &ex = *executor;
   if (rn::Status s = ex.initialize(); !s)
     return fail(s.error().message());
+  double loadSecs = seconds(loadStart);
   if (o.perturbEps > 0) {
     if (rn::Status s = perturbState(ex, o.perturbEps, o.perturbSeed); !s)
       return fail("--perturb-state: " + s.error().message());
@@ -1131,7 +1209,7 @@ int main(int argc, char **argv) {
 #endif
 
   if (o.benchmark) {
-    int rc = finishTrace(runBenchmark(o, *artifact, ex, batch, features, classes));
+    int rc = finishTrace(runBenchmark(o, *artifact, ex, batch, features, classes, processStart, loadSecs));
 #if RN_HAVE_CUDA
     if (rc == 0 && o.profile)
       if (auto *eager = dynamic_cast<rn::cuda::EagerExecutor *>(&ex)) {
