@@ -269,6 +269,16 @@ struct ConvRunner::Impl {
   std::string device;                               ///< "NVIDIA H200 | cuDNN 91900"
   size_t graphCount = 0;
   double seconds = 0;
+  /// Sum of the chosen plans' times over every prepare call, and the calls
+  /// whose time is unknown (autotuning off).
+  double plannedMs = 0;
+  size_t untimedCalls = 0;
+  void notePlanMs(const Entry &entry) {
+    if (entry.planMs >= 0)
+      plannedMs += entry.planMs;
+    else
+      ++untimedCalls;
+  }
 
   std::string cacheKey(const ConvCall &call) const {
     return device + " | " + (options.deterministic ? "det" : "any") +
@@ -659,6 +669,7 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
   Impl &impl = *impl_;
   CallKey key{call, stream.cudnn};
   if (auto it = impl.entries.find(key); it != impl.entries.end()) {
+    impl.notePlanMs(it->second);
     if (it->second.totalWorkspace > stream.workspaceBytes)
       return Error("conv " + describe(call) + " needs " +
                    std::to_string(it->second.totalWorkspace) + " bytes of workspace, stream " +
@@ -718,6 +729,7 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
   if (!entry.ok())
     return entry.error();
   size_t workspace = entry->totalWorkspace;
+  impl.notePlanMs(*entry);
   impl.entries.emplace(key, std::move(entry).value());
   return workspace;
 }
@@ -766,5 +778,7 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
 
 size_t ConvRunner::graphs() const { return impl_->graphCount; }
 double ConvRunner::prepareSeconds() const { return impl_->seconds; }
+double ConvRunner::preparedPlanMs() const { return impl_->plannedMs; }
+size_t ConvRunner::untimedPrepares() const { return impl_->untimedCalls; }
 
 } // namespace rn::cuda

@@ -101,6 +101,12 @@ public:
   /// load summary).
   size_t graphs() const;
   double prepareSeconds() const;
+  /// The chosen plans' autotuned times (ms) summed over every prepare call
+  /// so far, cached calls included, and the number of calls without a
+  /// measured time (autotuning off): what a caller differences around its
+  /// own prepares to get the cuDNN time of its convolutions.
+  double preparedPlanMs() const;
+  size_t untimedPrepares() const;
 
   ConvRunner(const ConvRunner &) = delete;
   ConvRunner &operator=(const ConvRunner &) = delete;

@@ -26,6 +26,8 @@ public:
   Result<std::vector<float>> readState(std::string_view name) const override;
   Status writeState(std::string_view name, const std::vector<float> &values) override;
   double hostBlockedSeconds() const override { return device_->blockedSeconds(); }
+  /// DeviceProgram::convFloorMs.
+  double convFloorMs() const { return device_->convFloorMs(); }
 
 protected:
   DeviceExecutor() = default;

@@ -291,9 +291,15 @@ Status DeviceProgram::prepareNodes() {
                      *conv_, *gemm_, options_.seed, &it.prepared};
           std::string where = "function " + f.name + ", subgraph " + sg.name + ", " +
                               describeNode(n, uint32_t(i), it.part, it.stream);
+          double planMsBefore = conv_->preparedPlanMs();
+          size_t untimedBefore = conv_->untimedPrepares();
           Result<size_t> bytes = it.launcher->prepare(l);
           if (!bytes.ok())
             return bytes.error().withContext(where);
+          if (f.name == "train_step") {
+            convFloorMs_ += conv_->preparedPlanMs() - planMsBefore;
+            convFloorComplete_ &= conv_->untimedPrepares() == untimedBefore;
+          }
           if (*bytes > stream.workspaceBytes)
             return Error(where + ": needs " + std::to_string(*bytes) +
                          " bytes of workspace, but workspace_" + std::string(stream.name) +

@@ -136,6 +136,11 @@ public:
   const PreparedSubgraph &subgraph(const Subgraph *sg) const { return subgraphs_.at(sg); }
   const ConvRunner &conv() const { return *conv_; }
   size_t preparedNodes() const { return preparedNodes_; }
+  /// The conv floor of one training step: the autotuned cuDNN times of
+  /// train_step's convolutions (each measured alone, layer by layer, at
+  /// load or taken from the plan cache), summed; < 0 when some plan was not
+  /// timed (autotuning off).
+  double convFloorMs() const { return convFloorComplete_ ? convFloorMs_ : -1; }
 
   // State (nothing in flight).
   Status initialize();
@@ -210,6 +215,8 @@ private:
   double loadSeconds_ = 0;
   double blockedSeconds_ = 0;
   size_t preparedNodes_ = 0;
+  double convFloorMs_ = 0;
+  bool convFloorComplete_ = true;
 };
 
 } // namespace rn::cuda

@@ -319,14 +319,19 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     sampleMemory();
   }
   std::sort(ms.begin(), ms.end());
+  double convFloorMs = -1; // unknown (the CPU executor, or plans not timed)
+#if RN_HAVE_CUDA
+  if (auto *device = dynamic_cast<const rn::cuda::DeviceExecutor *>(&ex))
+    convFloorMs = device->convFloorMs();
+#endif
   std::printf("{\"model\": \"%s\", \"executor\": \"%.*s\", \"batch\": %lld, "
               "\"ms_per_step\": %.3f, \"images_per_s\": %.0f, \"host_ms_per_step\": %.4f, "
               "\"load_s\": %.3f, \"first_step_s\": %.3f, \"peak_memory_inproc_bytes\": %zu, "
-              "\"arena_bytes\": %llu, \"loss\": %.6f}\n",
+              "\"arena_bytes\": %llu, \"conv_floor_ms\": %.3f, \"loss\": %.6f}\n",
               artifact.program.model.c_str(), int(ex.name().size()), ex.name().data(),
               (long long)batch, ms[1], double(batch) * 1000.0 / ms[1],
               hostSecs * 1000.0 / double(3 * o.steps), loadSecs, firstStepSecs, peakMemory,
-              (unsigned long long)artifact.program.arena.bytes, loss);
+              (unsigned long long)artifact.program.arena.bytes, convFloorMs, loss);
   return 0;
 }
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Compiles the benchmark artifacts into DIR (default gpu-bundle/models): per
+# model and batch, MODEL.benchBATCH.rnx (the multi-stream schedule) and
+# MODEL.benchBATCH.single.rnx (the pipeline's single-stream option: every
+# op on COMP_1), with the PyTorch reference's recipe (f16 AMP, SGD Nesterov
+# momentum 0.9, weight decay 5e-4, dynamic loss scaling), weight-free (the
+# runtime samples the parameters). rn-compile's wall time per artifact goes
+# to DIR/compile-times.jsonl (part of RN's time to first step).
+#   RN_BENCH_CONFIGS (default mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256
+#   vgg11c:1024 resnet50:256)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+dir=${1:-$RN_ROOT/gpu-bundle/models}
+mkdir -p "$dir"
+recipe="precision=f16 loss-scaling=dynamic nesterov=true weight-decay=5e-4 momentum=0.9"
+times=$dir/compile-times.jsonl
+: > "$times"
+for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 vgg11c:1024 resnet50:256}; do
+  name=${spec%%:*} batch=${spec##*:}
+  python3 -m rn.models "$name" --batch "$batch" -o "$dir/$name.$batch.mlir"
+  for variant in multi single; do
+    out=$dir/$name.bench$batch.rnx pipeline=$recipe
+    if [ "$variant" = single ]; then
+      out=$dir/$name.bench$batch.single.rnx pipeline="$recipe single-stream=true"
+    fi
+    start=$EPOCHREALTIME
+    rn-compile "$dir/$name.$batch.mlir" -o "$out" --quiet --no-weights --pipeline "$pipeline"
+    secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+    printf '{"model": "%s", "batch": %d, "streams": "%s", "compile_s": %.3f}\n' \
+      "$name" "$batch" "$variant" "$secs" >> "$times"
+    rn_log "$(basename "$out"): compiled in $secs s"
+  done
+  rm "$dir/$name.$batch.mlir"
+done
