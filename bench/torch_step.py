@@ -4,24 +4,62 @@ The models mirror python-frontend/rn/models (mlp, resnet18c, vgg11c, and
 torchvision's resnet50); the step is the one RN compiles: fp16 autocast with
 channels_last, cross entropy, SGD with Nesterov momentum 0.9 and weight
 decay 5e-4, dynamic loss scaling, and a pinned host-to-device copy of the
-batch every step. Modes: "eager" (one Python-issued step) and "graph" (the
-whole step captured once as a CUDA graph with a static loss scale, the usual
-recipe, and replayed). Timing: `--warmup` steps, then three repetitions of
-`--steps` steps between CUDA events; the median repetition is reported, as
-ms per step and images per second, one JSON line per run.
+batch every step. Modes:
 
-    python3 bench/torch_step.py --models mlp:128,resnet18c:256 --modes eager,graph
+- "eager": one Python-issued step.
+- "graph": the whole step captured once as a CUDA graph with a static loss
+  scale (the usual recipe, since GradScaler's host-side checks cannot be
+  captured) and replayed.
+- "compile": the model wrapped in torch.compile (default mode); the rest of
+  the step (loss, GradScaler, SGD) is the eager one around it, so only the
+  forward and its backward are Inductor's.
+
+Timing: `--warmup` steps (the first one included), then three repetitions of
+`--steps` steps between CUDA events; the median repetition is reported, as
+ms per step and images per second, one JSON line per run (a line with
+"error" where a run fails, e.g. a compile that raises, and the next run
+goes on).
+
+Each line also carries:
+
+- "first_step_s": wall time from the model's construction to the end of the
+  first training step (torch.cuda.synchronize()d), so cuDNN autotuning,
+  graph capture and torch.compile's compilation are in it; CUDA's context is
+  created before the clock starts. "first_step_process_s" is the same end
+  point measured from the process's start (imports and context included),
+  the way rn-run measures its own.
+- "peak_memory_bytes": the largest (total - free) of torch.cuda.mem_get_info()
+  sampled after the first step and after every timed window. It sees the
+  whole device (the CUDA context, cuDNN workspaces, the caching allocator's
+  reserve, other processes), not only live tensors; "allocator_peak_bytes"
+  is torch.cuda.max_memory_allocated(), the live-tensor peak. Sampling only
+  at those points can miss a transient peak inside a step; the external,
+  uniform measurement is bench/peak_memory.py, which is why the driver
+  (bench/run-peers.sh) runs one model, batch and mode per process:
+
+    python3 bench/torch_step.py --models resnet18c:256 --modes compile
+
+Several at once still work (`--models mlp:128,resnet18c:256 --modes
+eager,graph,compile`); their memory numbers then include what earlier runs
+left in the process.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+PROCESS_START = time.perf_counter()  # before the heavy imports, like rn-run's process start
+
+import argparse  # noqa: E402 - after the clock on purpose
+import json  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+MODES = ("eager", "graph", "compile")
 
 
 class BasicBlock(nn.Module):
@@ -44,7 +82,8 @@ class BasicBlock(nn.Module):
 def resnet18c(classes: int = 10) -> nn.Module:
     layers: list[nn.Module] = [nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU()]
     cin = 64
-    for cout, stride in [(64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1)]:
+    for cout, stride in [(64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2),
+                         (512, 1)]:
         layers.append(BasicBlock(cin, cout, stride))
         cin = cout
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, classes)]
@@ -83,9 +122,17 @@ MODELS = {
 }
 
 
-def measure(name: str, batch: int, mode: str, steps: int, warmup: int) -> dict:
+def device_memory_in_use() -> int:
+    """Bytes in use on the current device as the driver sees them (total - free)."""
+    free, total = torch.cuda.mem_get_info()
+    return total - free
+
+
+def measure(name: str, batch: int, mode: str, steps: int, warmup: int) -> dict[str, Any]:
     build, shape, classes = MODELS[name]
     torch.manual_seed(0)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
     model = build().cuda().to(memory_format=torch.channels_last)
     x_host = torch.randn(batch, *shape).pin_memory()
     y_host = torch.randint(0, classes, (batch,)).pin_memory()
@@ -96,20 +143,22 @@ def measure(name: str, batch: int, mode: str, steps: int, warmup: int) -> dict:
         return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True,
                                weight_decay=5e-4)
 
-    if mode == "eager":
+    step: Callable[[], torch.Tensor]
+    if mode in ("eager", "compile"):
         optimizer = sgd()
         scaler = torch.amp.GradScaler("cuda")
+        forward = torch.compile(model) if mode == "compile" else model
 
         def step() -> torch.Tensor:
             x.copy_(x_host, non_blocking=True)
             y.copy_(y_host, non_blocking=True)
             with torch.autocast("cuda", dtype=torch.float16):
-                loss = F.cross_entropy(model(x), y)
+                loss = F.cross_entropy(forward(x), y)
             optimizer.zero_grad(set_to_none=False)
             scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
-            return loss
+            return loss.detach()
     elif mode == "graph":
         optimizer = sgd()
         scale = 1024.0
@@ -143,13 +192,16 @@ def measure(name: str, batch: int, mode: str, steps: int, warmup: int) -> dict:
             graph.replay()
             return captured_loss
     else:
-        raise ValueError(f"unknown mode {mode!r}")
+        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
 
-    start = time.time()
-    for _ in range(warmup):
+    loss = step()
+    torch.cuda.synchronize()
+    first_end = time.perf_counter()
+    peak = device_memory_in_use()
+    for _ in range(warmup - 1):
         step()
     torch.cuda.synchronize()
-    warm_s = time.time() - start
+    warm_s = time.perf_counter() - first_end
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(3):
@@ -159,32 +211,48 @@ def measure(name: str, batch: int, mode: str, steps: int, warmup: int) -> dict:
         end.record()
         torch.cuda.synchronize()
         times.append(begin.elapsed_time(end) / steps)
+        peak = max(peak, device_memory_in_use())
     ms = sorted(times)[1]
     return {"framework": "torch", "model": name, "batch": batch, "mode": mode,
             "ms_per_step": round(ms, 3), "images_per_s": round(batch * 1000 / ms),
-            "warmup_s": round(warm_s, 1), "loss": float(loss.detach())}
+            "first_step_s": round(first_end - start, 3),
+            "first_step_process_s": round(first_end - PROCESS_START, 3),
+            "warmup_s": round(warm_s, 2),
+            "peak_memory_bytes": peak,
+            "memory_method": "cudaMemGetInfo total-free after the first step and each timed window",
+            "allocator_peak_bytes": torch.cuda.max_memory_allocated(),
+            "params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+            "loss": float(loss)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="mlp:128,resnet18c:256,vgg11c:256",
-                        help="comma-separated model:batch pairs")
-    parser.add_argument("--modes", default="eager,graph")
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--warmup", type=int, default=15)
+                        help="comma-separated model:batch pairs (one for one run per process)")
+    parser.add_argument("--modes", default="eager,graph",
+                        help=f"comma-separated modes out of {', '.join(MODES)}")
+    parser.add_argument("--steps", type=int, default=40, help="steps per timed window")
+    parser.add_argument("--warmup", type=int, default=15,
+                        help="untimed steps before the windows, the first one included")
     args = parser.parse_args()
+    if args.warmup < 1:
+        parser.error("--warmup must be at least 1 (the first step)")
     torch.backends.cudnn.benchmark = True
+    torch.cuda.synchronize()  # creates the context, which is not part of first_step_s
     print(json.dumps({"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
                       "gpu": torch.cuda.get_device_name()}), flush=True)
     for spec in args.models.split(","):
         name, batch = spec.split(":")
         for mode in args.modes.split(","):
+            torch.cuda.reset_peak_memory_stats()
             try:
                 result = measure(name, int(batch), mode, args.steps, args.warmup)
             except Exception as error:  # report and go on with the next run
                 result = {"framework": "torch", "model": name, "batch": int(batch), "mode": mode,
-                          "error": str(error)[:300]}
+                          "error": f"{type(error).__name__}: {error}"[:300]}
             print(json.dumps(result), flush=True)
+            if mode == "compile":
+                torch.compiler.reset()  # no recompilation limits carried into the next model
             torch.cuda.empty_cache()
 
 
