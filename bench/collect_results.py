@@ -110,13 +110,18 @@ def normalize(record: dict[str, Any], gpu: str | None, gpus: int) -> dict[str, A
         "ms_per_step": record.get("ms_per_step"),
         "images_per_s": record.get("images_per_s"),
         "peak_memory_bytes": record.get("peak_memory_bytes"),
-        "first_step_s": record.get("first_step_s"),
+        # From the process's start for every system (rn-run measures it so);
+        # the peers' time from the model's construction stays as
+        # first_step_from_model_s.
+        "first_step_s": record.get("first_step_process_s", record.get("first_step_s")),
         "gpu": record.get("gpu", gpu),
         "gpus": int(record.get("gpus", gpus)),
     }
     for key in EXTRA_KEYS:
         if key in record:
             out[key] = record[key]
+    if "first_step_process_s" in record and "first_step_s" in record:
+        out["first_step_from_model_s"] = record["first_step_s"]
     return out
 
 

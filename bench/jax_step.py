@@ -1,8 +1,8 @@
 """JAX/XLA training-step timings for RN's benchmark models, the JAX peer of torch_step.py.
 
 The whole training step (forward, backward, SGD with Nesterov momentum 0.9
-and weight decay 5e-4 through optax, as /work/shared/bench/jax_reference.py
-does) is one jax.jit; parameters, batch statistics and optimizer state are
+and weight decay 5e-4 through optax, as the JAX reference
+script RN's benchmark started from does) is one jax.jit; parameters, batch statistics and optimizer state are
 donated to it, so XLA updates them in place as a JAX training loop would.
 The models are Flax linen, NHWC, f32 parameters:
 

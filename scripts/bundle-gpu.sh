@@ -52,24 +52,16 @@ if [ "${RN_BUNDLE_DATA:-1}" != 0 ]; then
   mkdir -p "$bundle/data"
   cp /usr/share/datasets/fashion-mnist/*.gz "$bundle/data/"
 fi
-# Benchmark artifacts: the PyTorch reference recipe (f16 AMP, SGD Nesterov
-# momentum 0.9, weight decay 5e-4, dynamic loss scaling), weight-free (the
-# runtime samples the parameters), and a small-batch ResNet for tests.
-recipe="precision=f16 loss-scaling=dynamic nesterov=true weight-decay=5e-4 momentum=0.9"
-for spec in mlp:128 resnet18c:256 vgg11c:256 resnet18c:1024 vgg11c:1024 resnet50:256; do
-  name=${spec%%:*} batch=${spec##*:}
-  python3 -m rn.models "$name" --batch "$batch" -o "$bundle/models/$name.mlir"
-  rn-compile "$bundle/models/$name.mlir" -o "$bundle/models/$name.bench$batch.rnx" --quiet \
-    --no-weights --pipeline "$recipe"
-  rm "$bundle/models/$name.mlir"
-done
+# Benchmark artifacts, multi- and single-stream, weight-free, with
+# rn-compile's times (scripts/bench-artifacts.sh).
+bash "$RN_ROOT/scripts/bench-artifacts.sh" "$bundle/models"
 # The out-of-memory error path: ResNet-50 at batch 4096 needs a 168 GiB arena.
 python3 -m rn.models resnet50 --batch 4096 -o "$bundle/models/resnet50.mlir"
 rn-compile "$bundle/models/resnet50.mlir" -o "$bundle/models/resnet50.oom.rnx" --quiet --no-weights \
   --pipeline "precision=f16 loss-scaling=dynamic"
 rm "$bundle/models/resnet50.mlir"
 mkdir -p "$bundle/bench"
-cp "$RN_ROOT/bench/torch_step.py" "$bundle/bench/"
+cp "$RN_ROOT"/bench/*.py "$RN_ROOT"/bench/*.sh "$bundle/bench/"
 cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$RN_ROOT/scripts/run-gpu-bench.sh" \
   "$RN_ROOT/scripts/run-gpu-round.sh" "$RN_ROOT/scripts/compare-digests.py" "$bundle/scripts/"
 # One CPU step of every zoo model, the reference of the GPU's (slow: the
