@@ -15,14 +15,7 @@
 #   RN_RUN_TIMEOUT (per process, default 240 s)
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=${OUT:-$bundle/gpu-results}
-mkdir -p "$out"
-if [ ! -x "$bundle/bin/rn-run" ] && [ -f "$bundle/bin.tar.xz" ]; then
-  mkdir -p "$bundle/bin" && tar xJf "$bundle/bin.tar.xz" -C "$bundle/bin"
-fi
-V=/opt/torch/.venv/lib/python3.12/site-packages/nvidia
-export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
-python=${RN_PYTHON:-/opt/torch/.venv/bin/python}
+source "$bundle/scripts/gpu-env.sh"
 models=${RN_BENCH_MODELS:-mlp:128,resnet18c:256,resnet18c:1024,vgg11c:256,vgg11c:1024,resnet50:256}
 steps=${RN_BENCH_STEPS:-40}
 warmup=${RN_BENCH_WARMUP:-15}

@@ -63,7 +63,8 @@ rm "$bundle/models/resnet50.mlir"
 mkdir -p "$bundle/bench"
 cp "$RN_ROOT"/bench/*.py "$RN_ROOT"/bench/*.sh "$bundle/bench/"
 cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$RN_ROOT/scripts/run-gpu-bench.sh" \
-  "$RN_ROOT/scripts/run-gpu-round.sh" "$RN_ROOT/scripts/compare-digests.py" "$bundle/scripts/"
+  "$RN_ROOT/scripts/run-gpu-round.sh" "$RN_ROOT/scripts/gpu-env.sh" \
+  "$RN_ROOT/scripts/compare-digests.py" "$bundle/scripts/"
 # One CPU step of every zoo model, the reference of the GPU's (slow: the
 # 224x224 models; RN_BUNDLE_ZOO=0 leaves it out).
 if [ "${RN_BUNDLE_ZOO:-1}" != 0 ]; then

@@ -9,16 +9,7 @@
 #   RN_BENCH_TRACE=1: also a cuda-graph timeline per model (trace-MODEL-BATCH.json)
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=${OUT:-$bundle/gpu-results}
-mkdir -p "$out"
-# The bundle carries its binaries packed (scripts/bundle-gpu.sh).
-if [ ! -x "$bundle/bin/rn-run" ] && [ -f "$bundle/bin.tar.xz" ]; then
-  mkdir -p "$bundle/bin" && tar xJf "$bundle/bin.tar.xz" -C "$bundle/bin"
-fi
-V=/opt/torch/.venv/lib/python3.12/site-packages/nvidia
-# CUPTI (rn-run --trace, the timeline tests) is the toolkit's own there.
-export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
-python=${RN_PYTHON:-/opt/torch/.venv/bin/python}
+source "$bundle/scripts/gpu-env.sh"
 models=${RN_BENCH_MODELS:-mlp:128,resnet18c:256,vgg11c:256}
 executors=${RN_BENCH_EXECUTORS:-cuda-graph,cuda-eager}
 steps=${RN_BENCH_STEPS:-40}

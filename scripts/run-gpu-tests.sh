@@ -8,15 +8,7 @@
 #   RN_FASHION_EXECUTORS: executors that train Fashion-MNIST (default cuda-graph)
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=${OUT:-$bundle/gpu-results}
-mkdir -p "$out"
-# The bundle carries its binaries packed (scripts/bundle-gpu.sh).
-if [ ! -x "$bundle/bin/rn-run" ] && [ -f "$bundle/bin.tar.xz" ]; then
-  mkdir -p "$bundle/bin" && tar xJf "$bundle/bin.tar.xz" -C "$bundle/bin"
-fi
-V=/opt/torch/.venv/lib/python3.12/site-packages/nvidia
-# CUPTI (rn-run --trace, the timeline tests) is the toolkit's own there.
-export LD_LIBRARY_PATH=$V/cudnn/lib:$V/nccl/lib:$V/cu13/lib:/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+source "$bundle/scripts/gpu-env.sh"
 bin=$bundle/bin
 models=$bundle/models
 data=$bundle/data
@@ -74,7 +66,6 @@ fi
 if has zoo && [ -d "$bundle/zoo" ]; then
   # One step of every zoo model against the CPU executor's digest
   # (scripts/zoo-digests.sh made them on the development machine).
-  python=${RN_PYTHON:-/opt/torch/.venv/bin/python}
   # RN_ZOO_STEPS20=0 leaves out the 20-step runs.
   for ref in "$bundle"/zoo/*.steps20.cpu.log; do
     [ "${RN_ZOO_STEPS20:-1}" = 0 ] && break
