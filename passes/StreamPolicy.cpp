@@ -61,8 +61,10 @@ static constexpr PolicyEntry kPolicy[] = {
     {"cast", StreamKind::comp3},
     // Training logistics.
     {"zero", StreamKind::update},
+    {"multi_zero", StreamKind::update},
     {"check_finite", StreamKind::update},
     {"unscale", StreamKind::update},
+    {"multi_unscale", StreamKind::update},
     {"update_loss_scale", StreamKind::update},
     {"sgd_update", StreamKind::update},
     {"multi_sgd_update", StreamKind::update},

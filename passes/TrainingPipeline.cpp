@@ -55,6 +55,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("merge the per-parameter SGD and AdamW updates into "
                      "multi-tensor updates (rn-group-updates)"),
       llvm::cl::init(true)};
+  Option<bool> groupElementwise{
+      *this, "group-elementwise",
+      llvm::cl::desc("merge the per-tensor gradient zeroing and unscaling "
+                     "into multi-tensor ops (rn-group-elementwise; off until "
+                     "its GPU kernels have run on a GPU)"),
+      llvm::cl::init(false)};
   Option<bool> reuse{*this, "reuse",
                      llvm::cl::desc("reuse activation memory by liveness"),
                      llvm::cl::init(true)};
@@ -85,6 +91,8 @@ static void buildPipeline(OpPassManager &pm,
   pm.addPass(createPartition());
   if (options.groupUpdates)
     pm.addPass(createGroupUpdates());
+  if (options.groupElementwise)
+    pm.addPass(createGroupElementwise());
   PlanMemoryOptions memory;
   memory.reuse = options.reuse;
   pm.addPass(createPlanMemory(memory));

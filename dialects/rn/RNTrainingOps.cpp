@@ -328,6 +328,33 @@ LogicalResult UnscaleOp::verify() {
                                              getGrad().getType());
 }
 
+/// A multi-tensor op's group: at least one tensor, result i of input i's
+/// type, one element type.
+static LogicalResult verifyElementwiseGroup(Operation *op, ValueRange inputs,
+                                            ValueRange results) {
+  ShapeDiagnostics diag(op);
+  if (inputs.empty())
+    return diag.fail("needs at least one tensor");
+  if (inputs.getTypes() != results.getTypes())
+    return diag.fail("results must have the types of the inputs (", inputs.size(),
+                     " inputs, ", results.size(), " results)");
+  Type elementType = cast<RankedTensorType>(inputs[0].getType()).getElementType();
+  for (auto [i, input] : llvm::enumerate(inputs))
+    if (cast<RankedTensorType>(input.getType()).getElementType() != elementType)
+      return diag.fail("has one element type: tensor #", i, " is ",
+                       cast<RankedTensorType>(input.getType()).getElementType(),
+                       ", tensor #0 ", elementType);
+  return success();
+}
+
+LogicalResult MultiZeroOp::verify() {
+  return verifyElementwiseGroup(*this, getInputs(), getResults());
+}
+
+LogicalResult MultiUnscaleOp::verify() {
+  return verifyElementwiseGroup(*this, getGrads(), getResults());
+}
+
 LogicalResult UpdateLossScaleOp::verify() {
   ShapeDiagnostics diag(*this);
   double growth = getGrowth().convertToDouble();
@@ -604,6 +631,15 @@ std::optional<unsigned> ZeroOp::getUpdatedOperand(unsigned resultIndex) {
 
 std::optional<unsigned> UnscaleOp::getUpdatedOperand(unsigned resultIndex) {
   return sameIndex(resultIndex, 1);
+}
+
+std::optional<unsigned> MultiZeroOp::getUpdatedOperand(unsigned resultIndex) {
+  return sameIndex(resultIndex, getInputs().size());
+}
+
+std::optional<unsigned>
+MultiUnscaleOp::getUpdatedOperand(unsigned resultIndex) {
+  return sameIndex(resultIndex, getGrads().size());
 }
 
 std::optional<unsigned> EmaUpdateOp::getUpdatedOperand(unsigned resultIndex) {

@@ -398,6 +398,46 @@ def RN_ZeroOp : RN_Op<"zero", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def RN_MultiZeroOp : RN_Op<"multi_zero", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+  let summary = "zeroes several gradient accumulators in one op (updates each input)";
+  let description = [{
+    The `rn.zero` of every accumulator of a group, one op: result `i` is
+    input `i` zeroed, in place. `rn-group-elementwise` creates it from the
+    zeroes of one subgraph; the GPU runs it as one memset per run of
+    adjacent slots (the gradients are planned back to back).
+
+    ```mlir
+    %z:2 = rn.multi_zero %gw, %gb
+        : (tensor<64x3x3x3xf32>, tensor<64xf32>) -> (tensor<64x3x3x3xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<RN_FloatTensor>:$inputs);
+  let results = (outs Variadic<RN_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def RN_MultiUnscaleOp : RN_Op<"multi_unscale", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+  let summary = "divides several gradients by the loss scale in one op (updates each grad)";
+  let description = [{
+    The `rn.unscale` of every gradient of a group by one scale, one op:
+    result `i` is `grads[i]` divided by `scale` element for element with
+    the per-tensor op's formula, in place. Every gradient has one element
+    type (one kernel per group). `rn-group-elementwise` creates it.
+
+    ```mlir
+    %g:2 = rn.multi_unscale grads(%gw, %gb) scale %s
+        : (tensor<64x3x3x3xf32>, tensor<64xf32>, tensor<f32>) -> (tensor<64x3x3x3xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<RN_FloatTensor>:$grads, RN_ScalarF32Tensor:$scale);
+  let results = (outs Variadic<RN_FloatTensor>:$results);
+  let assemblyFormat = [{
+    `grads` `(` $grads `)` `scale` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def RN_CheckFiniteOp : RN_Op<"check_finite", [Pure]> {
   let summary = "true when any element of any input is Inf or NaN";
   let arguments = (ins Variadic<RN_FloatTensor>:$inputs);

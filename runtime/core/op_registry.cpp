@@ -356,11 +356,20 @@ Status verifyCheckFinite(const OpNodeSignature &node) {
   return c.finish();
 }
 
-/// One result per input, each the replicas' mean of its input.
-Status verifyAllReduceMean(const OpNodeSignature &node) {
+/// inputs[N] -> N results, one per input (all_reduce_mean, multi_zero).
+Status verifyOnePerInput(const OpNodeSignature &node) {
   Checker c(node);
   c.operands(1, std::numeric_limits<size_t>::max());
   c.results(node.operands, "one per input");
+  return c.finish();
+}
+
+/// grads[N], scale -> the N unscaled grads.
+Status verifyMultiUnscale(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(2, std::numeric_limits<size_t>::max());
+  if (c.ok())
+    c.results(node.operands - 1, "one per grad");
   return c.finish();
 }
 
@@ -579,10 +588,12 @@ std::vector<OpInfo> buildOps() {
       {"global_avg_pool_backward", verifyPlain<1, 1>},
       {"softmax_cross_entropy_backward", verifySoftmaxCrossEntropy<3>},
       {"zero", verifyPlain<1, 1>},
+      {"multi_zero", verifyOnePerInput},
       {"check_finite", verifyCheckFinite},
       {"unscale", verifyPlain<2, 1>},
+      {"multi_unscale", verifyMultiUnscale},
       {"update_loss_scale", verifyUpdateLossScale},
-      {"all_reduce_mean", verifyAllReduceMean},
+      {"all_reduce_mean", verifyOnePerInput},
       {"sgd_update", verifySgdUpdate},
       {"multi_sgd_update", verifyMultiSgdUpdate},
       {"adamw_update", verifyAdamWUpdate},

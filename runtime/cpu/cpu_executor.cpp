@@ -96,10 +96,10 @@ enum class OpKind : uint8_t {
   unknown, copy, all_reduce_mean, conv2d, linear, batch_norm, batch_norm_train,
   batch_norm_inference, update_running_stats, batch_norm_backward, relu, tanh, silu,
   relu_backward, tanh_backward, silu_backward, dropout_backward, add, cast, reshape,
-  flatten, zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
+  flatten, zero, multi_zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
   avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
-  softmax_cross_entropy_backward, count_correct, check_finite, unscale, update_loss_scale,
-  sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update,
+  softmax_cross_entropy_backward, count_correct, check_finite, unscale, multi_unscale,
+  update_loss_scale, sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update,
   ema_update, cbr_forward, cbr_inference,
   bn_add_relu, bn_add_relu_backward, bn_add_relu_inference, linear_backward,
   conv2d_backward, cbr_backward
@@ -128,6 +128,7 @@ OpKind opKindOf(std::string_view op) {
       {"reshape", OpKind::reshape},
       {"flatten", OpKind::flatten},
       {"zero", OpKind::zero},
+      {"multi_zero", OpKind::multi_zero},
       {"dropout_train", OpKind::dropout_train},
       {"max_pool2d", OpKind::max_pool2d},
       {"avg_pool2d", OpKind::avg_pool2d},
@@ -140,6 +141,7 @@ OpKind opKindOf(std::string_view op) {
       {"count_correct", OpKind::count_correct},
       {"check_finite", OpKind::check_finite},
       {"unscale", OpKind::unscale},
+      {"multi_unscale", OpKind::multi_unscale},
       {"update_loss_scale", OpKind::update_loss_scale},
       {"sgd_update", OpKind::sgd_update},
       {"multi_sgd_update", OpKind::multi_sgd_update},
@@ -834,6 +836,11 @@ struct ExecutorAccess {
       return cpu::flatten(V(o[0]), V(r[0]));
     case OpKind::zero:
       return cpu::zero(V(r[0]));
+    case OpKind::multi_zero: // rn.zero of each tensor
+      for (size_t q = 0; q < r.size(); ++q)
+        if (KernelStatus s = cpu::zero(V(r[q])); !s.ok())
+          return s;
+      return {};
     case OpKind::dropout_train: {
       // The step comes from the program's device copy, as on the GPU, where
       // a captured graph cannot take it from the host.
@@ -880,6 +887,13 @@ struct ExecutorAccess {
     }
     case OpKind::unscale:
       return cpu::unscale(V(o[0]), f(o[1]), V(r[0]));
+    case OpKind::multi_unscale: { // rn.unscale of each grad by the last operand
+      float scale = f(o.back());
+      for (size_t q = 0; q < r.size(); ++q)
+        if (KernelStatus s = cpu::unscale(V(o[q]), scale, V(r[q])); !s.ok())
+          return s;
+      return {};
+    }
     case OpKind::update_loss_scale: {
       float scale = 0;
       int32_t good = 0;

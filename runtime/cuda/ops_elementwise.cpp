@@ -116,7 +116,8 @@ Status launchZero(const OpLaunch &l) {
   return zero(l.results[0], streamOf(l));
 }
 
-// input and the step; the kernel forms the stream step * count + index on
+// rn.dropout_train: the mask's stream comes from the attributes (count,
+// index), the input and the step; the kernel forms the stream step * count + index on
 // the device. (The model-level rn.dropout never reaches a program.)
 Status launchDropoutTrain(const OpLaunch &l) {
   RN_EXPECT(l, 2, 2, 2);

@@ -1,7 +1,7 @@
 //===- ops_update.cpp - GPU launchers of the loss-scaling and optimizer ops -===//
 //
-// check_finite, unscale, update_loss_scale, sgd_update, multi_sgd_update,
-// adamw_update, multi_adamw_update, lars_update and ema_update, mapped onto
+// multi_zero, check_finite, unscale, multi_unscale, update_loss_scale,
+// sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update and ema_update, mapped onto
 // update_kernels.h with the operand order of the op definitions (optional
 // operands as the CPU executor reads them: sgd's momentum buffer exactly
 // when momentum != 0, then lr, then an optional skip flag). Only
@@ -112,6 +112,10 @@ Result<size_t> prepareMultiTensor(const OpLaunch &l) {
   Result<std::unique_ptr<MultiTensorUpdate>> update =
       l.node.op == "multi_sgd_update"
           ? MultiTensorUpdate::sgd(l.operands, l.results, sgdOptions(l), l.stream.stream)
+      : l.node.op == "multi_unscale"
+          ? MultiTensorUpdate::unscale(l.operands, l.results, l.stream.stream)
+      : l.node.op == "multi_zero"
+          ? MultiTensorUpdate::zero(l.operands, l.results, l.stream.stream)
           : MultiTensorUpdate::adamw(l.operands, l.results, adamwOptions(l), l.stream.stream);
   if (!update.ok())
     return update.error();
@@ -169,6 +173,8 @@ const std::vector<OpLauncher> &updateLaunchers() {
   static const std::vector<OpLauncher> launchers = {
       {"check_finite", nullptr, launchCheckFinite},
       {"unscale", nullptr, launchUnscale},
+      {"multi_unscale", prepareMultiTensor, launchMultiTensor},
+      {"multi_zero", prepareMultiTensor, launchMultiTensor},
       {"update_loss_scale", nullptr, launchUpdateLossScale},
       {"sgd_update", nullptr, launchSgdUpdate},
       {"multi_sgd_update", prepareMultiTensor, launchMultiTensor},

@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(kThreads)
     loadSome<T, V>(grad, i, n, g);
 #pragma unroll
     for (int v = 0; v < V; ++v)
-      g[v] = g[v] / s;
+      g[v] = __fdiv_rn(g[v], s); // IEEE division, as in every unscale kernel
     storeSome<T, V>(result, i, n, g);
   }
 }
@@ -362,6 +362,58 @@ __global__ void __launch_bounds__(kThreads)
     multiSgdRange<T, V>(t, begin, end, rate, momentum, weightDecay, nesterov);
   else
     multiSgdRange<T, 1>(t, begin, end, rate, momentum, weightDecay, nesterov);
+}
+
+/// multi_unscale: block b divides chunk b of the table's gradient by the
+/// scale, with unscaleKernel's formula (in[0] -> out[0]).
+template <typename T, int V>
+__device__ __forceinline__ void multiUnscaleRange(const MultiTensor &t, int64_t begin,
+                                                  int64_t end, float s) {
+  const T *grad = static_cast<const T *>(t.in[0]);
+  T *result = static_cast<T *>(t.out[0]);
+  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V) {
+    float g[V];
+    loadSome<T, V>(grad, i, end, g);
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      g[v] = __fdiv_rn(g[v], s); // IEEE division, as in every unscale kernel
+    storeSome<T, V>(result, i, end, g);
+  }
+}
+
+/// multi_zero: block b zeroes chunk b of the table's results (out[0]).
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    multiZeroKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks, int64_t chunkSize) {
+  constexpr int V = int(16 / sizeof(T));
+  const MultiTensorChunk c = chunks[blockIdx.x];
+  const MultiTensor t = tensors[c.tensor];
+  const int64_t begin = int64_t(c.chunk) * chunkSize;
+  const int64_t end = min(begin + chunkSize, t.numel);
+  T *result = static_cast<T *>(t.out[0]);
+  const float zeros[V] = {}, zero[1] = {};
+  if (t.packed)
+    for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V)
+      storeSome<T, V>(result, i, end, zeros);
+  else
+    for (int64_t i = begin + int64_t(threadIdx.x); i < end; i += int64_t(blockDim.x))
+      storeSome<T, 1>(result, i, end, zero);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    multiUnscaleKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks,
+                       int64_t chunkSize, const float *scale) {
+  constexpr int V = int(16 / sizeof(T));
+  const MultiTensorChunk c = chunks[blockIdx.x];
+  const MultiTensor t = tensors[c.tensor];
+  const int64_t begin = int64_t(c.chunk) * chunkSize;
+  const int64_t end = min(begin + chunkSize, t.numel);
+  const float s = *scale;
+  if (t.packed)
+    multiUnscaleRange<T, V>(t, begin, end, s);
+  else
+    multiUnscaleRange<T, 1>(t, begin, end, s);
 }
 
 /// What every element of an AdamW step uses, from the step's lr and step
@@ -845,15 +897,59 @@ Result<std::unique_ptr<MultiTensorUpdate>> MultiTensorUpdate::adamw(
   return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
 }
 
-const char *MultiTensorUpdate::opName() const {
-  return kind_ == Kind::sgd ? "multi_sgd_update" : "multi_adamw_update";
+Result<std::unique_ptr<MultiTensorUpdate>>
+MultiTensorUpdate::unscale(const std::vector<DeviceTensor> &operands,
+                           const std::vector<DeviceTensor> &results, cudaStream_t stream) {
+  const size_t count = results.size();
+  if (count == 0 || operands.size() != count + 1)
+    return Error("multi_unscale: " + std::to_string(operands.size()) + " operands and " +
+                 std::to_string(results.size()) + " results do not make a group (grads, "
+                 "then the scale; one result per grad)");
+  std::unique_ptr<MultiTensorUpdate> update(new MultiTensorUpdate());
+  update->kind_ = Kind::unscale;
+  if (Status st = update->build(operands, results, count, 1, 1, count, stream); !st.ok())
+    return st.error();
+  return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
 }
 
-size_t MultiTensorUpdate::scalarCount() const { return kind_ == Kind::sgd ? 1 : 2; }
+Result<std::unique_ptr<MultiTensorUpdate>>
+MultiTensorUpdate::zero(const std::vector<DeviceTensor> &operands,
+                        const std::vector<DeviceTensor> &results, cudaStream_t stream) {
+  if (results.empty() || operands.size() != results.size())
+    return Error("multi_zero: " + std::to_string(operands.size()) + " operands and " +
+                 std::to_string(results.size()) + " results do not make a group (one result "
+                 "per operand)");
+  std::unique_ptr<MultiTensorUpdate> update(new MultiTensorUpdate());
+  update->kind_ = Kind::zero;
+  if (Status st = update->build(operands, results, results.size(), 1, 1, results.size(), stream);
+      !st.ok())
+    return st.error();
+  return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
+}
+
+const char *MultiTensorUpdate::opName() const {
+  switch (kind_) {
+  case Kind::sgd:
+    return "multi_sgd_update";
+  case Kind::adamw:
+    return "multi_adamw_update";
+  case Kind::unscale:
+    return "multi_unscale";
+  case Kind::zero:
+    return "multi_zero";
+  }
+  return "?";
+}
+
+size_t MultiTensorUpdate::scalarCount() const {
+  return kind_ == Kind::adamw ? 2 : kind_ == Kind::zero ? 0 : 1;
+}
 
 Status MultiTensorUpdate::checkScalars(const std::vector<DeviceTensor> &operands) const {
+  if (kind_ == Kind::zero)
+    return Status::success();
   Checker check(opName());
-  check.scalar("lr", operands[lr_], DType::f32);
+  check.scalar(kind_ == Kind::unscale ? "scale" : "lr", operands[lr_], DType::f32);
   if (kind_ == Kind::adamw)
     check.scalar("step", operands[lr_ + 1], DType::i32);
   if (skip_)
@@ -870,8 +966,16 @@ Status MultiTensorUpdate::build(const std::vector<DeviceTensor> &operands,
   static const char *const kSgdResults[] = {"new_params", "new_momentum_buffers"};
   static const char *const kAdamNames[] = {"params", "grads", "exp_avgs", "exp_avg_sqs"};
   static const char *const kAdamResults[] = {"new_params", "new_exp_avgs", "new_exp_avg_sqs"};
-  const char *const *names = kind_ == Kind::sgd ? kSgdNames : kAdamNames;
-  const char *const *resultNames = kind_ == Kind::sgd ? kSgdResults : kAdamResults;
+  static const char *const kUnscaleNames[] = {"grads"};
+  static const char *const kZeroNames[] = {"inputs"};
+  static const char *const kElementwiseResults[] = {"results"};
+  const char *const *names = kind_ == Kind::sgd       ? kSgdNames
+                             : kind_ == Kind::adamw   ? kAdamNames
+                             : kind_ == Kind::unscale ? kUnscaleNames
+                                                      : kZeroNames;
+  const char *const *resultNames = kind_ == Kind::sgd     ? kSgdResults
+                                   : kind_ == Kind::adamw ? kAdamResults
+                                                          : kElementwiseResults;
   // The operand result k updates: param, then the optimizer state.
   static const size_t kUpdated[3] = {0, 2, 3};
   tensors_ = count;
@@ -886,9 +990,9 @@ Status MultiTensorUpdate::build(const std::vector<DeviceTensor> &operands,
   for (size_t i = 0; i < count && !check.failed(); ++i) {
     const std::string index = " #" + std::to_string(i);
     const DeviceTensor &param = operands[i];
-    check.floatTensor(("params" + index).c_str(), param)
-        .that(param.dtype == dtype_, "params" + index + " must have the dtype of params #0 (" +
-                                         std::string(dtypeName(dtype_)) + ")");
+    check.floatTensor((names[0] + index).c_str(), param)
+        .that(param.dtype == dtype_, names[0] + index + " must have the dtype of " + names[0] +
+                                         " #0 (" + std::string(dtypeName(dtype_)) + ")");
     MultiTensor &t = tensors[i];
     t = MultiTensor{};
     for (size_t g = 0; g < inputs; ++g) {
@@ -909,7 +1013,7 @@ Status MultiTensorUpdate::build(const std::vector<DeviceTensor> &operands,
                                   t.out[2]}) > 1;
     const int64_t tensorChunks = ceilDiv(t.numel, kChunk);
     check.that(tensorChunks <= std::numeric_limits<int32_t>::max(),
-               "params" + index + " has too many elements");
+               names[0] + index + " has too many elements");
     for (int64_t k = 0; k < tensorChunks && !check.failed(); ++k)
       chunks.push_back(MultiTensorChunk{int32_t(i), int32_t(k)});
   }
@@ -968,11 +1072,17 @@ Status MultiTensorUpdate::launch(const std::vector<DeviceTensor> &operands,
   const auto *tensors = static_cast<const MultiTensor *>(device_);
   const auto *chunks = reinterpret_cast<const MultiTensorChunk *>(
       static_cast<const char *>(device_) + chunkOffset_);
-  const float *lr = static_cast<const float *>(operands[lr_].data);
+  const float *lr =
+      scalarCount() > 0 ? static_cast<const float *>(operands[lr_].data) : nullptr;
   const Flag skip = flagOf(skip_ ? &operands[lr_ + scalarCount()] : nullptr);
   withType(dtype_, 1, [&](auto variant) {
     using T = typename decltype(variant)::Type;
-    if (kind_ == Kind::sgd)
+    if (kind_ == Kind::zero)
+      multiZeroKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(tensors, chunks, kChunk);
+    else if (kind_ == Kind::unscale)
+      multiUnscaleKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(tensors, chunks, kChunk,
+                                                                         lr);
+    else if (kind_ == Kind::sgd)
       multiSgdKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(
           tensors, chunks, kChunk, lr, skip, static_cast<float>(sgd_.momentum),
           static_cast<float>(sgd_.weightDecay), sgd_.nesterov);

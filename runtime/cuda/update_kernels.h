@@ -110,6 +110,16 @@ public:
   static Result<std::unique_ptr<MultiTensorUpdate>>
   adamw(const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
         const AdamWOptions &options, cudaStream_t stream);
+  /// multi_unscale: `operands` grads[n], scale; `results` the n unscaled
+  /// grads (each rn.unscale's formula).
+  static Result<std::unique_ptr<MultiTensorUpdate>>
+  unscale(const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
+          cudaStream_t stream);
+  /// multi_zero: `operands` the n accumulators, `results` their zeroed
+  /// values (in place, or any tensors of their types).
+  static Result<std::unique_ptr<MultiTensorUpdate>>
+  zero(const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
+       cudaStream_t stream);
   ~MultiTensorUpdate();
   MultiTensorUpdate(const MultiTensorUpdate &) = delete;
   MultiTensorUpdate &operator=(const MultiTensorUpdate &) = delete;
@@ -124,7 +134,7 @@ public:
   size_t chunks() const { return chunks_; }
 
 private:
-  enum class Kind { sgd, adamw };
+  enum class Kind { sgd, adamw, unscale, zero };
   MultiTensorUpdate() = default;
   /// Checks the group (`inputs` operand and `outputs` result lists of
   /// `count` tensors, then the scalars from operand `lr`) and uploads the
@@ -134,14 +144,14 @@ private:
                size_t outputs, size_t lr, cudaStream_t stream);
   Status checkScalars(const std::vector<DeviceTensor> &operands) const;
   const char *opName() const;
-  size_t scalarCount() const; ///< lr (and step) before skip_if
+  size_t scalarCount() const; ///< lr (and step; unscale: scale; zero: none) before skip_if
 
   Kind kind_ = Kind::sgd;
   SgdOptions sgd_;
   AdamWOptions adamw_;
   DType dtype_ = DType::f32;
   size_t tensors_ = 0, chunks_ = 0;
-  size_t lr_ = 0;     ///< operand index of lr
+  size_t lr_ = 0;     ///< operand index of lr (multi_unscale: of the scale)
   bool skip_ = false; ///< a skip_if operand follows the scalars
   /// Operand and result addresses the table holds, in node order.
   std::vector<const void *> addresses_;

@@ -803,3 +803,39 @@ func.func @all_reduce_types(%g: tensor<4xf32>) {
   %0 = "rn.all_reduce_mean"(%g) : (tensor<4xf32>) -> tensor<4xf16>
   return
 }
+
+// -----
+
+// Tests that a multi-tensor zero needs a tensor.
+func.func @multi_zero_empty() {
+  // expected-error@+1 {{'rn.multi_zero' op needs at least one tensor}}
+  "rn.multi_zero"() : () -> ()
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor zero keeps the types.
+func.func @multi_zero_types(%g: tensor<4xf32>) {
+  // expected-error@+1 {{'rn.multi_zero' op results must have the types of the inputs (1 inputs, 1 results)}}
+  %0 = "rn.multi_zero"(%g) : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor unscale has one element type (one kernel).
+func.func @multi_unscale_element_types(%a: tensor<4xf32>, %b: tensor<4xf16>, %s: tensor<f32>) {
+  // expected-error@+1 {{'rn.multi_unscale' op has one element type: tensor #1 is 'f16', tensor #0 'f32'}}
+  %0:2 = rn.multi_unscale grads(%a, %b) scale %s : (tensor<4xf32>, tensor<4xf16>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf16>)
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor unscale returns one result per grad.
+func.func @multi_unscale_results(%a: tensor<4xf32>, %b: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error@+1 {{'rn.multi_unscale' op results must have the types of the inputs (2 inputs, 1 results)}}
+  %0 = rn.multi_unscale grads(%a, %b) scale %s : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}

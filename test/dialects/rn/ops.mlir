@@ -226,6 +226,10 @@ func.func @update(%w: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %l
   %inf = rn.check_finite %g, %m : tensor<16xf32>, tensor<16xf32> -> tensor<i1>
   // CHECK: rn.unscale %{{.+}}, %{{.+}} : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
   %u = rn.unscale %g, %scale : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  // CHECK: rn.multi_unscale grads(%{{.+}}, %{{.+}}) scale %{{.+}} : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> (tensor<16xf32>, tensor<16xf32>)
+  %mu:2 = rn.multi_unscale grads(%g, %m) scale %scale : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> (tensor<16xf32>, tensor<16xf32>)
+  // CHECK: rn.multi_zero %{{.+}}, %{{.+}} : (tensor<16xf32>, tensor<4x4xf32>) -> (tensor<16xf32>, tensor<4x4xf32>)
+  %mz:2 = rn.multi_zero %g, %w2 : (tensor<16xf32>, tensor<4x4xf32>) -> (tensor<16xf32>, tensor<4x4xf32>)
   // CHECK: rn.update_loss_scale %{{.+}}, %{{.+}}, %[[INF]] growth 2.000000e+00 backoff 5.000000e-01 interval 2000
   %ns, %ng = rn.update_loss_scale %scale, %step, %inf growth 2.000000e+00 backoff 5.000000e-01 interval 2000 : (tensor<f32>, tensor<i32>, tensor<i1>) -> (tensor<f32>, tensor<i32>)
   // CHECK: rn.sgd_update %{{.+}}, %{{.+}}, %{{.+}} lr %{{.+}} skip_if %[[INF]] momentum 9.000000e-01 weight_decay 5.000000e-04 nesterov

@@ -800,7 +800,14 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_EQ(check("all_reduce_mean", 2, 2, json::object()), "");
   EXPECT_THAT(check("all_reduce_mean", 2, 1, json::object()),
               HasSubstr("produces 2 results (one per input), got 1"));
-  EXPECT_EQ(allOps().size(), 48u);
+  EXPECT_EQ(check("multi_zero", 3, 3, json::object()), "");
+  EXPECT_THAT(check("multi_zero", 0, 0, json::object()), HasSubstr("takes at least 1 operand"));
+  EXPECT_EQ(check("multi_unscale", 3, 2, json::object()), "");
+  EXPECT_THAT(check("multi_unscale", 3, 3, json::object()),
+              HasSubstr("produces 2 results (one per grad), got 3"));
+  EXPECT_THAT(check("multi_unscale", 1, 0, json::object()),
+              HasSubstr("takes at least 2 operands"));
+  EXPECT_EQ(allOps().size(), 50u);
 }
 
 //===----------------------------------------------------------------------===//

@@ -15,7 +15,8 @@
 // and bf16; with and without momentum, Nesterov and weight decay; skip_if
 // absent, clear and set; in place and out of place; two steps in a row.
 // Also: the launch is a single kernel node when captured, and a launch
-// without its table or with other addresses fails. Skips without a GPU.
+// without its table or with other addresses fails; multi_unscale and
+// multi_zero against the per-tensor ops. Skips without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -440,6 +441,78 @@ TEST(MultiAdamWKernel, MatchesCpuAndPerParameterKernel) {
               EXPECT_TRUE(sameBits(got[2], download(sv.view)));
             }
           }
+}
+
+// Tests multi_unscale and multi_zero through their launchers: every
+// unscaled gradient bit for bit the per-tensor unscale kernel's (and within
+// the norm-wise bound of cpu::unscale), every zeroed tensor all zeros; in
+// place, over both groups, f32, f16 and bf16, every third tensor off the
+// 16-byte alignment; and each one kernel node when captured.
+TEST(MultiElementwiseKernels, UnscaleAndZeroMatchPerTensorOps) {
+  RN_SKIP_WITHOUT_CUDA();
+  UpdateStream update;
+  const StreamResources stream = update.resources();
+  std::mt19937 rng(43);
+  for (int group = 0; group < 2; ++group)
+    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+      SCOPED_TRACE("group " + std::to_string(group) + " " + std::string(dtypeName(t)));
+      const std::vector<Shape> shapes = groupShapes(group);
+      const size_t n = shapes.size();
+      auto offsetOf = [](size_t i) { return int64_t(i % 3 == 2 ? 1 : 0); };
+      const float scale = 1024.0f * 3.0f; // not a power of two: the division rounds
+      DeviceArray gscale = upload({scale}, {}, DType::f32);
+      std::vector<Pair> g, z;
+      for (size_t i = 0; i < n; ++i) {
+        g.push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+        z.push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+      }
+      std::vector<DeviceTensor> unscaleOperands, unscaleResults, zeroTensors;
+      for (size_t i = 0; i < n; ++i) {
+        unscaleOperands.push_back(g[i].device.view);
+        unscaleResults.push_back(g[i].device.view);
+        zeroTensors.push_back(z[i].device.view);
+      }
+      unscaleOperands.push_back(gscale.view);
+      LaunchedNode unscale("multi_unscale", nlohmann::json::object());
+      LaunchedNode zero("multi_zero", nlohmann::json::object());
+      RN_ASSERT_STATUS_OK(unscale.prepare(unscaleOperands, unscaleResults, stream));
+      RN_ASSERT_STATUS_OK(zero.prepare(zeroTensors, zeroTensors, stream));
+      for (LaunchedNode *node : {&unscale, &zero}) {
+        const bool isZero = node == &zero;
+        const auto &operands = isZero ? zeroTensors : unscaleOperands;
+        const auto &results = isZero ? zeroTensors : unscaleResults;
+        RN_ASSERT_CUDA(cudaStreamBeginCapture(stream.stream, cudaStreamCaptureModeThreadLocal));
+        Status launched = node->launch(operands, results, stream);
+        cudaGraph_t graph = nullptr;
+        RN_ASSERT_CUDA(cudaStreamEndCapture(stream.stream, &graph));
+        RN_ASSERT_STATUS_OK(launched);
+        size_t nodes = 0;
+        RN_ASSERT_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
+        EXPECT_EQ(nodes, 1u) << (isZero ? "multi_zero" : "multi_unscale");
+        cudaGraphExec_t exec = nullptr;
+        RN_ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+        RN_ASSERT_CUDA(cudaGraphLaunch(exec, stream.stream));
+        RN_ASSERT_CUDA(cudaGraphExecDestroy(exec));
+        RN_ASSERT_CUDA(cudaGraphDestroy(graph));
+      }
+      RN_ASSERT_CUDA(update.stream.sync());
+      LaunchedNode single("unscale", nlohmann::json::object());
+      for (size_t i = 0; i < n; ++i) {
+        SCOPED_TRACE("tensor " + std::to_string(i));
+        const std::vector<float> got = download(unscaleResults[i]);
+        std::vector<float> want = g[i].host;
+        cpu::TensorView view{want.data(), shapes[i], t};
+        ASSERT_TRUE(cpu::unscale(view, scale, view).ok());
+        EXPECT_LE(relativeError(got, want), tolerance(t));
+        DeviceArray copy = upload(g[i].host, shapes[i], t, offsetOf(i));
+        RN_ASSERT_STATUS_OK(
+            single.launch({copy.view, gscale.view}, {copy.view}, stream, /*withState=*/false));
+        RN_ASSERT_CUDA(update.stream.sync());
+        EXPECT_TRUE(sameBits(got, download(copy.view)));
+        const std::vector<float> zeroed = download(zeroTensors[i]);
+        EXPECT_TRUE(sameBits(zeroed, std::vector<float>(zeroed.size(), 0.0f)));
+      }
+    }
 }
 
 TEST(MultiSgdKernel, IsOneKernelLaunch) {

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/op_registry.h"
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/cuda/op_launch.h"
 #include "runtime/cuda/update_kernels.h"
@@ -393,6 +394,24 @@ TEST(UpdateKernelsTest, RejectsBadOperands) {
   Status s = runOp("sgd_update", {{"momentum", 0.0}}, {p.view, g.view, lr.view}, {p.view}, stream);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message().find("sgd_update"), std::string::npos) << s.error().message();
+}
+
+} // namespace
+} // namespace rn::cuda
+
+namespace rn::cuda {
+namespace {
+
+// Tests that every op of the op registry that reaches a program node has
+// a GPU launcher, so that a program the loader accepts never fails to load
+// on the GPU for a missing kernel (a host-only check: it runs in CI).
+TEST(OpLaunchers, CoverEveryOpOfTheRegistry) {
+  std::vector<std::string> missing;
+  for (const OpInfo &op : allOps())
+    if (!findOpLauncher(op.name))
+      missing.push_back(std::string(op.name));
+  EXPECT_TRUE(missing.empty()) << "ops without a GPU launcher: "
+                               << ::testing::PrintToString(missing);
 }
 
 } // namespace
