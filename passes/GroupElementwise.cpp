@@ -1,8 +1,9 @@
-//===- GroupElementwise.cpp - Per-tensor zero/unscale -> multi-tensor -----===//
+//===- GroupElementwise.cpp - Per-tensor zero/unscale/cast -> multi-tensor ===//
 //
-// Merges the rn.zero and rn.unscale ops of each subgraph into rn.multi_zero
-// and rn.multi_unscale ops: one group per (op, subgraph, element type,
-// scale), placed where its first member was (Passes.td has the details).
+// Merges the rn.zero, rn.unscale and rn.cast ops of each subgraph into
+// rn.multi_zero, rn.multi_unscale and rn.multi_cast ops: one group per (op,
+// subgraph, element types, scale), placed where its first member was
+// (Passes.td has the details).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,11 +27,13 @@ struct GroupKey {
   OperationName op;
   Attribute subgraph;
   Type elementType;
-  Value scale; ///< rn.unscale's; null for rn.zero
+  Type resultElementType; ///< rn.cast's target; the input's for the others
+  Value scale;            ///< rn.unscale's; null for the others
 
   bool operator==(const GroupKey &other) const {
     return op == other.op && subgraph == other.subgraph &&
-           elementType == other.elementType && scale == other.scale;
+           elementType == other.elementType &&
+           resultElementType == other.resultElementType && scale == other.scale;
   }
 };
 
@@ -39,12 +42,14 @@ struct Group {
   SmallVector<Operation *> members; ///< in function order
 };
 
-/// The tensor a groupable op zeroes or unscales; null for other ops.
+/// The tensor a groupable op zeroes, unscales or casts; null for other ops.
 Value groupedTensor(Operation *op) {
   if (auto zero = dyn_cast<ZeroOp>(op))
     return zero.getInput();
   if (auto unscale = dyn_cast<UnscaleOp>(op))
     return unscale.getGrad();
+  if (auto cast = dyn_cast<CastOp>(op))
+    return cast.getInput();
   return Value();
 }
 
@@ -57,10 +62,13 @@ Operation *merge(OpBuilder &builder, Location loc, const Group &group) {
     tensors.push_back(groupedTensor(op));
     types.push_back(op->getResult(0).getType());
   }
+  Operation *first = group.members.front();
   Operation *multi =
-      group.key.scale
+      isa<UnscaleOp>(first)
           ? MultiUnscaleOp::create(builder, loc, types, tensors, group.key.scale)
                 .getOperation()
+      : isa<CastOp>(first)
+          ? MultiCastOp::create(builder, loc, types, tensors).getOperation()
           : MultiZeroOp::create(builder, loc, types, tensors).getOperation();
   for (auto [i, op] : llvm::enumerate(group.members))
     op->getResult(0).replaceAllUsesWith(multi->getResult(i));
@@ -97,6 +105,7 @@ LogicalResult GroupElementwisePass::runOnFunction(func::FuncOp function) {
       scale = unscale.getScale();
     GroupKey key{op.getName(), subgraph,
                  cast<RankedTensorType>(tensor.getType()).getElementType(),
+                 cast<RankedTensorType>(op.getResult(0).getType()).getElementType(),
                  scale};
     auto it = llvm::find_if(groups, [&](const Group &g) { return g.key == key; });
     if (it == groups.end()) {
@@ -115,14 +124,23 @@ LogicalResult GroupElementwisePass::runOnFunction(func::FuncOp function) {
       continue;
     }
     // Every member's operands must be defined where the group goes (its
-    // first member's place); a member whose are not stays per tensor.
+    // first member's place), and the tensor a member updates in place must
+    // not be read between there and the member (the read would see the
+    // new value); a member for which either fails stays per tensor.
     Operation *first = group.members.front();
     Group movable{group.key, {}};
     for (Operation *op : group.members) {
       bool defined = llvm::all_of(op->getOperands(), [&](Value v) {
         return op == first || dominance.properlyDominates(v, first);
       });
-      if (defined)
+      bool unread = true;
+      if (auto inPlace = dyn_cast<InPlaceOpInterface>(op))
+        if (std::optional<unsigned> updated = inPlace.getUpdatedOperand(0))
+          for (Operation *user : op->getOperand(*updated).getUsers())
+            if (user != op && user->getBlock() == op->getBlock() &&
+                first->isBeforeInBlock(user) && user->isBeforeInBlock(op))
+              unread = false;
+      if (defined && unread)
         movable.members.push_back(op);
       else
         ++left;

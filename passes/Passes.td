@@ -236,29 +236,34 @@ def Partition : Pass<"rn-partition", "::mlir::ModuleOp"> {
 }
 
 def GroupElementwise : Pass<"rn-group-elementwise", "::mlir::ModuleOp"> {
-  let summary = "Merge the per-tensor gradient zeroing and unscaling of each subgraph into multi-tensor ops";
+  let summary = "Merge the per-tensor gradient zeroing, unscaling and casts of each subgraph into multi-tensor ops";
   let description = [{
     rn-build-training emits one `rn.zero` per gradient accumulator (in
     ZERO_GRAD) and, with loss scaling, one `rn.unscale` per gradient (in
-    NAN_CHECK_AND_GRAD_SCALING): ResNet-50 has 161 of each, every one a
-    launch or graph node of a few microseconds, most on tensors of a few
-    hundred elements. This pass replaces them with `rn.multi_zero` and
-    `rn.multi_unscale`, one op (and one launch) per group, computing bit
-    for bit what the per-tensor ops compute. They are compiler ops with
+    NAN_CHECK_AND_GRAD_SCALING): ResNet-50 has 161 of each, and with f16
+    55 `rn.cast` of the gradients to their f32 masters (CAST_GRAD) and 55 of
+    the weights to their f16 copies (CAST_WEIGHTS), every one a launch or
+    graph node of a few microseconds, most on tensors of a few hundred
+    elements. This pass replaces them with `rn.multi_zero`,
+    `rn.multi_unscale` and `rn.multi_cast`, one op (and one launch) per
+    group, computing bit for bit what the per-tensor ops compute. They are compiler ops with
     their own operands and results, so the barrier pass orders them like
     any op: the runtime never merges work across nodes.
 
     Two ops join a group when they are the same op in the same subgraph,
-    with the same element type and (unscale) the same scale value. A group
-    is placed where its first member was; the members' operands are
-    defined before it (the accumulators are state, the gradients come from
-    earlier subgraphs) and their users follow the last member, so the move
-    keeps every def before its uses. Runs after rn-partition and before
+    with the same element types (a cast: from and to) and (unscale) the
+    same scale value. A group is placed where its first member was; a
+    member joins only if its operands are defined there and the tensor it
+    updates in place is not read between there and the member (the
+    accumulators are state, the gradients come from earlier subgraphs, and
+    the overflow check reads the gradients before the unscales), and its
+    users follow it, so the move keeps every def before its uses. Runs after rn-partition and before
     rn-plan-memory, like rn-group-updates. Groups of fewer than
     `min-tensors` stay per-tensor ops.
 
-    What it costs: an op that waited for one tensor's zeroing or unscaling
-    now waits for its group's. Both groups are one short memory-bound
+    What it costs: an op that waited for one tensor's zeroing, unscaling
+    or cast now waits for its group's (the next step's first layer for all
+    the weights' casts). Both groups are one short memory-bound
     kernel (or a memset) of a subgraph that runs before its readers start
     anyway (ZERO_GRAD before the backward's accumulations, unscaling before
     the optimizer, which also waits for the overflow check over all
@@ -286,9 +291,9 @@ def GroupElementwise : Pass<"rn-group-elementwise", "::mlir::ModuleOp"> {
   ];
   let statistics = [
     Statistic<"numGroupedOps", "num-grouped-ops",
-              "rn.zero and rn.unscale ops merged into multi-tensor ops">,
+              "rn.zero, rn.unscale and rn.cast ops merged into multi-tensor ops">,
     Statistic<"numGroups", "num-groups",
-              "rn.multi_zero and rn.multi_unscale ops created">,
+              "rn.multi_zero, rn.multi_unscale and rn.multi_cast ops created">,
   ];
   let dependentDialects = ["::mlir::rn::RNDialect"];
 }

@@ -59,6 +59,7 @@ static constexpr PolicyEntry kPolicy[] = {
     {"flatten", StreamKind::comp3},
     {"reshape", StreamKind::comp3},
     {"cast", StreamKind::comp3},
+    {"multi_cast", StreamKind::comp3},
     // Training logistics.
     {"zero", StreamKind::update},
     {"multi_zero", StreamKind::update},
@@ -124,7 +125,7 @@ LogicalResult StreamPolicy::applyOverrides(StringRef overrides,
 
 std::optional<StreamKind> StreamPolicy::getStream(Operation *op,
                                                   StringRef subgraph) const {
-  if (isa<CastOp>(op) &&
+  if (isa<CastOp, MultiCastOp>(op) &&
       (subgraph == subgraphs::kCastGrad || subgraph == subgraphs::kCastWeights))
     return StreamKind::update;
   if (auto forking = dyn_cast<ForkingOpInterface>(op)) {

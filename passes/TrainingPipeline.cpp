@@ -57,9 +57,9 @@ struct TrainingPipelineOptions
       llvm::cl::init(true)};
   Option<bool> groupElementwise{
       *this, "group-elementwise",
-      llvm::cl::desc("merge the per-tensor gradient zeroing and unscaling "
-                     "into multi-tensor ops (rn-group-elementwise; off until "
-                     "its GPU kernels have run on a GPU)"),
+      llvm::cl::desc("merge the per-tensor gradient zeroing, unscaling and "
+                     "casts into multi-tensor ops (rn-group-elementwise; off "
+                     "until its GPU kernels have run on a GPU)"),
       llvm::cl::init(false)};
   Option<bool> reuse{*this, "reuse",
                      llvm::cl::desc("reuse activation memory by liveness"),

@@ -355,6 +355,32 @@ LogicalResult MultiUnscaleOp::verify() {
   return verifyElementwiseGroup(*this, getGrads(), getResults());
 }
 
+LogicalResult MultiCastOp::verify() {
+  ShapeDiagnostics diag(*this);
+  if (getInputs().empty())
+    return diag.fail("needs at least one tensor");
+  if (getInputs().size() != getResults().size())
+    return diag.fail("returns one result per input (", getInputs().size(), " inputs, ",
+                     getResults().size(), " results)");
+  auto elementOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  };
+  Type from = elementOf(getInputs()[0]), to = elementOf(getResults()[0]);
+  if (from == to)
+    return diag.fail("casts ", from, " to itself");
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(getInputs(), getResults()))) {
+    auto [input, result] = pair;
+    if (elementOf(input) != from || elementOf(result) != to)
+      return diag.fail("converts one element type to one other: tensor #", i, " is ",
+                       elementOf(input), " -> ", elementOf(result), ", tensor #0 ", from,
+                       " -> ", to);
+    if (cast<RankedTensorType>(input.getType()).getShape() !=
+        cast<RankedTensorType>(result.getType()).getShape())
+      return diag.fail("result #", i, " must have the shape of input #", i);
+  }
+  return success();
+}
+
 LogicalResult UpdateLossScaleOp::verify() {
   ShapeDiagnostics diag(*this);
   double growth = getGrowth().convertToDouble();

@@ -438,6 +438,27 @@ def RN_MultiUnscaleOp : RN_Op<"multi_unscale", [DeclareOpInterfaceMethods<RN_InP
   let hasVerifier = 1;
 }
 
+def RN_MultiCastOp : RN_Op<"multi_cast", [Pure]> {
+  let summary = "converts several tensors to another float type in one op";
+  let description = [{
+    The `rn.cast` of every tensor of a group, one op: result `i` is input
+    `i` converted to the results' element type (round to nearest even).
+    The inputs share one element type and the results another (one kernel
+    per group). `rn-group-elementwise` creates it from the casts of one
+    subgraph (the gradients' casts to the f32 masters, the weights' casts
+    to their low-precision copies).
+
+    ```mlir
+    %c:2 = rn.multi_cast %gw, %gb
+        : (tensor<64x3x3x3xf16>, tensor<64xf16>) -> (tensor<64x3x3x3xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<RN_FloatTensor>:$inputs);
+  let results = (outs Variadic<RN_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def RN_CheckFiniteOp : RN_Op<"check_finite", [Pure]> {
   let summary = "true when any element of any input is Inf or NaN";
   let arguments = (ins Variadic<RN_FloatTensor>:$inputs);

@@ -356,7 +356,8 @@ Status verifyCheckFinite(const OpNodeSignature &node) {
   return c.finish();
 }
 
-/// inputs[N] -> N results, one per input (all_reduce_mean, multi_zero).
+/// inputs[N] -> N results, one per input (all_reduce_mean, multi_zero,
+/// multi_cast).
 Status verifyOnePerInput(const OpNodeSignature &node) {
   Checker c(node);
   c.operands(1, std::numeric_limits<size_t>::max());
@@ -589,6 +590,7 @@ std::vector<OpInfo> buildOps() {
       {"softmax_cross_entropy_backward", verifySoftmaxCrossEntropy<3>},
       {"zero", verifyPlain<1, 1>},
       {"multi_zero", verifyOnePerInput},
+      {"multi_cast", verifyOnePerInput},
       {"check_finite", verifyCheckFinite},
       {"unscale", verifyPlain<2, 1>},
       {"multi_unscale", verifyMultiUnscale},

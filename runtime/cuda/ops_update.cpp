@@ -1,6 +1,6 @@
 //===- ops_update.cpp - GPU launchers of the loss-scaling and optimizer ops -===//
 //
-// multi_zero, check_finite, unscale, multi_unscale, update_loss_scale,
+// multi_zero, multi_cast, check_finite, unscale, multi_unscale, update_loss_scale,
 // sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update and ema_update, mapped onto
 // update_kernels.h with the operand order of the op definitions (optional
 // operands as the CPU executor reads them: sgd's momentum buffer exactly
@@ -116,6 +116,8 @@ Result<size_t> prepareMultiTensor(const OpLaunch &l) {
           ? MultiTensorUpdate::unscale(l.operands, l.results, l.stream.stream)
       : l.node.op == "multi_zero"
           ? MultiTensorUpdate::zero(l.operands, l.results, l.stream.stream)
+      : l.node.op == "multi_cast"
+          ? MultiTensorUpdate::cast(l.operands, l.results, l.stream.stream)
           : MultiTensorUpdate::adamw(l.operands, l.results, adamwOptions(l), l.stream.stream);
   if (!update.ok())
     return update.error();
@@ -175,6 +177,7 @@ const std::vector<OpLauncher> &updateLaunchers() {
       {"unscale", nullptr, launchUnscale},
       {"multi_unscale", prepareMultiTensor, launchMultiTensor},
       {"multi_zero", prepareMultiTensor, launchMultiTensor},
+      {"multi_cast", prepareMultiTensor, launchMultiTensor},
       {"update_loss_scale", nullptr, launchUpdateLossScale},
       {"sgd_update", nullptr, launchSgdUpdate},
       {"multi_sgd_update", prepareMultiTensor, launchMultiTensor},

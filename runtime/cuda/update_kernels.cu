@@ -400,6 +400,35 @@ __global__ void __launch_bounds__(kThreads)
       storeSome<T, 1>(result, i, end, zero);
 }
 
+/// multi_cast: block b converts chunk b of the table's input (in[0], type
+/// T) into its result (out[0], type U), rounding as the per-tensor cast.
+template <typename T, typename U, int V>
+__device__ __forceinline__ void multiCastRange(const MultiTensor &t, int64_t begin,
+                                               int64_t end) {
+  const T *input = static_cast<const T *>(t.in[0]);
+  U *result = static_cast<U *>(t.out[0]);
+  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V) {
+    float x[V];
+    loadSome<T, V>(input, i, end, x);
+    storeSome<U, V>(result, i, end, x);
+  }
+}
+
+template <typename T, typename U>
+__global__ void __launch_bounds__(kThreads)
+    multiCastKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks, int64_t chunkSize) {
+  // Packs of 16 bytes of the wider type.
+  constexpr int V = int(16 / (sizeof(T) > sizeof(U) ? sizeof(T) : sizeof(U)));
+  const MultiTensorChunk c = chunks[blockIdx.x];
+  const MultiTensor t = tensors[c.tensor];
+  const int64_t begin = int64_t(c.chunk) * chunkSize;
+  const int64_t end = min(begin + chunkSize, t.numel);
+  if (t.packed)
+    multiCastRange<T, U, V>(t, begin, end);
+  else
+    multiCastRange<T, U, 1>(t, begin, end);
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     multiUnscaleKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks,
@@ -927,6 +956,22 @@ MultiTensorUpdate::zero(const std::vector<DeviceTensor> &operands,
   return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
 }
 
+Result<std::unique_ptr<MultiTensorUpdate>>
+MultiTensorUpdate::cast(const std::vector<DeviceTensor> &operands,
+                        const std::vector<DeviceTensor> &results, cudaStream_t stream) {
+  if (results.empty() || operands.size() != results.size())
+    return Error("multi_cast: " + std::to_string(operands.size()) + " operands and " +
+                 std::to_string(results.size()) + " results do not make a group (one result "
+                 "per input)");
+  std::unique_ptr<MultiTensorUpdate> update(new MultiTensorUpdate());
+  update->kind_ = Kind::cast;
+  update->resultDtype_ = results[0].dtype;
+  if (Status st = update->build(operands, results, results.size(), 1, 1, results.size(), stream);
+      !st.ok())
+    return st.error();
+  return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
+}
+
 const char *MultiTensorUpdate::opName() const {
   switch (kind_) {
   case Kind::sgd:
@@ -937,16 +982,18 @@ const char *MultiTensorUpdate::opName() const {
     return "multi_unscale";
   case Kind::zero:
     return "multi_zero";
+  case Kind::cast:
+    return "multi_cast";
   }
   return "?";
 }
 
 size_t MultiTensorUpdate::scalarCount() const {
-  return kind_ == Kind::adamw ? 2 : kind_ == Kind::zero ? 0 : 1;
+  return kind_ == Kind::adamw ? 2 : (kind_ == Kind::zero || kind_ == Kind::cast) ? 0 : 1;
 }
 
 Status MultiTensorUpdate::checkScalars(const std::vector<DeviceTensor> &operands) const {
-  if (kind_ == Kind::zero)
+  if (scalarCount() == 0)
     return Status::success();
   Checker check(opName());
   check.scalar(kind_ == Kind::unscale ? "scale" : "lr", operands[lr_], DType::f32);
@@ -967,12 +1014,12 @@ Status MultiTensorUpdate::build(const std::vector<DeviceTensor> &operands,
   static const char *const kAdamNames[] = {"params", "grads", "exp_avgs", "exp_avg_sqs"};
   static const char *const kAdamResults[] = {"new_params", "new_exp_avgs", "new_exp_avg_sqs"};
   static const char *const kUnscaleNames[] = {"grads"};
-  static const char *const kZeroNames[] = {"inputs"};
+  static const char *const kInputNames[] = {"inputs"};
   static const char *const kElementwiseResults[] = {"results"};
   const char *const *names = kind_ == Kind::sgd       ? kSgdNames
                              : kind_ == Kind::adamw   ? kAdamNames
                              : kind_ == Kind::unscale ? kUnscaleNames
-                                                      : kZeroNames;
+                                                      : kInputNames;
   const char *const *resultNames = kind_ == Kind::sgd     ? kSgdResults
                                    : kind_ == Kind::adamw ? kAdamResults
                                                           : kElementwiseResults;
@@ -1004,7 +1051,13 @@ Status MultiTensorUpdate::build(const std::vector<DeviceTensor> &operands,
     t.inPlace = 1;
     for (size_t k = 0; k < outputs; ++k) {
       const DeviceTensor &v = results[k * count + i];
-      check.sameAs((resultNames[k] + index).c_str(), v, param);
+      if (kind_ == Kind::cast)
+        check.that(v.shape == param.shape && v.dtype == resultDtype_ && v.dtype != dtype_ &&
+                       isFloatType(v.dtype),
+                   resultNames[k] + index + " must have the shape of inputs" + index +
+                       " and the dtype of results #0, another float type than the inputs'");
+      else
+        check.sameAs((resultNames[k] + index).c_str(), v, param);
       t.out[k] = v.data;
       t.inPlace &= int32_t(t.out[k] == t.in[kUpdated[k]]);
     }
@@ -1077,7 +1130,13 @@ Status MultiTensorUpdate::launch(const std::vector<DeviceTensor> &operands,
   const Flag skip = flagOf(skip_ ? &operands[lr_ + scalarCount()] : nullptr);
   withType(dtype_, 1, [&](auto variant) {
     using T = typename decltype(variant)::Type;
-    if (kind_ == Kind::zero)
+    if (kind_ == Kind::cast)
+      withType(resultDtype_, 1, [&](auto resultVariant) {
+        using U = typename decltype(resultVariant)::Type;
+        multiCastKernel<T, U><<<unsigned(chunks_), kThreads, 0, stream>>>(tensors, chunks,
+                                                                           kChunk);
+      });
+    else if (kind_ == Kind::zero)
       multiZeroKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(tensors, chunks, kChunk);
     else if (kind_ == Kind::unscale)
       multiUnscaleKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(tensors, chunks, kChunk,

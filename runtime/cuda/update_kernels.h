@@ -120,6 +120,11 @@ public:
   static Result<std::unique_ptr<MultiTensorUpdate>>
   zero(const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
        cudaStream_t stream);
+  /// multi_cast: `operands` n tensors of one float type, `results` their
+  /// values in another (each rn.cast's rounding).
+  static Result<std::unique_ptr<MultiTensorUpdate>>
+  cast(const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
+       cudaStream_t stream);
   ~MultiTensorUpdate();
   MultiTensorUpdate(const MultiTensorUpdate &) = delete;
   MultiTensorUpdate &operator=(const MultiTensorUpdate &) = delete;
@@ -134,7 +139,7 @@ public:
   size_t chunks() const { return chunks_; }
 
 private:
-  enum class Kind { sgd, adamw, unscale, zero };
+  enum class Kind { sgd, adamw, unscale, zero, cast };
   MultiTensorUpdate() = default;
   /// Checks the group (`inputs` operand and `outputs` result lists of
   /// `count` tensors, then the scalars from operand `lr`) and uploads the
@@ -144,12 +149,14 @@ private:
                size_t outputs, size_t lr, cudaStream_t stream);
   Status checkScalars(const std::vector<DeviceTensor> &operands) const;
   const char *opName() const;
-  size_t scalarCount() const; ///< lr (and step; unscale: scale; zero: none) before skip_if
+  /// lr (and step; unscale: scale; zero, cast: none) before skip_if.
+  size_t scalarCount() const;
 
   Kind kind_ = Kind::sgd;
   SgdOptions sgd_;
   AdamWOptions adamw_;
   DType dtype_ = DType::f32;
+  DType resultDtype_ = DType::f32; ///< multi_cast: the results' dtype
   size_t tensors_ = 0, chunks_ = 0;
   size_t lr_ = 0;     ///< operand index of lr (multi_unscale: of the scale)
   bool skip_ = false; ///< a skip_if operand follows the scalars

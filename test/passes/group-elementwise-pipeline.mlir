@@ -3,16 +3,21 @@
 
 // Tests rn-group-elementwise inside rn-training-pipeline on an f16 MLP
 // with dynamic loss scaling: the four gradient accumulators are zeroed by
-// one rn.multi_zero and the four f32 master gradients unscaled by one
-// rn.multi_unscale, each result in its operand's slot (in place), on the
-// update stream; the schedule verifies (rn-verify-schedule ends the
-// pipeline). Off by default: one op per tensor.
+// one rn.multi_zero, cast to their f32 masters by one rn.multi_cast and
+// unscaled by one rn.multi_unscale (each result in its operand's slot, in
+// place), the weights cast to their f16 copies by one rn.multi_cast, all
+// on the update stream; the images' cast stays. The schedule verifies
+// (rn-verify-schedule ends the pipeline). Off by default: one op per tensor.
 
 // CHECK-LABEL: func.func @train_step
 // CHECK:     rn.multi_zero %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {rn.slots = [#rn.slot<gradients, 0, 128>, #rn.slot<gradients, 512, 32>, #rn.slot<gradients, 1024, 96>, #rn.slot<gradients, 1536, 6>], rn.stream = #rn.stream<update>, rn.subgraph = @ZERO_GRAD} : (tensor<16x4xf16>, tensor<16xf16>, tensor<3x16xf16>, tensor<3xf16>)
 // CHECK-NOT: rn.zero
+// CHECK:     rn.cast %{{.+}} {{.+}}rn.subgraph = @FIRST_LAYER_FWD} : tensor<8x4xf32> -> tensor<8x4xf16>
+// CHECK:     rn.multi_cast %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {rn.slots = [#rn.slot<gradients, 256, 256>, #rn.slot<gradients, 768, 64>, #rn.slot<gradients, 1280, 192>, #rn.slot<gradients, 1792, 12>], rn.stream = #rn.stream<update>, rn.subgraph = @CAST_GRAD} : (tensor<16x4xf16>, tensor<16xf16>, tensor<3x16xf16>, tensor<3xf16>) -> (tensor<16x4xf32>, tensor<16xf32>, tensor<3x16xf32>, tensor<3xf32>)
 // CHECK:     rn.multi_unscale grads(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) scale %{{.+}} {rn.slots = [#rn.slot<gradients, 256, 256>, #rn.slot<gradients, 768, 64>, #rn.slot<gradients, 1280, 192>, #rn.slot<gradients, 1792, 12>], rn.stream = #rn.stream<update>, rn.subgraph = @NAN_CHECK_AND_GRAD_SCALING}
 // CHECK-NOT: rn.unscale
+// CHECK:     rn.multi_cast {{.+}}rn.stream = #rn.stream<update>, rn.subgraph = @CAST_WEIGHTS} : (tensor<16x4xf32>, tensor<16xf32>, tensor<3x16xf32>, tensor<3xf32>) -> (tensor<16x4xf16>, tensor<16xf16>, tensor<3x16xf16>, tensor<3xf16>)
+// CHECK-NOT: rn.cast
 // CHECK:     func.func @eval_step
 
 // OFF-LABEL: func.func @train_step

@@ -20,6 +20,10 @@
 // MIN:       rn.multi_zero
 // MIN-COUNT-2: rn.unscale
 // REPORT: remark: rn-group-elementwise: 5 per-tensor ops in 2 multi-tensor ops, 1 left per tensor
+// REPORT: remark: rn-group-elementwise: 2 per-tensor ops in 1 multi-tensor ops, 2 left per tensor
+// REPORT: remark: rn-group-elementwise: 2 per-tensor ops in 1 multi-tensor ops, 1 left per tensor
+// REPORT: remark: rn-group-elementwise: 2 per-tensor ops in 1 multi-tensor ops, 1 left per tensor
+// REPORT: remark: rn-group-elementwise: 2 per-tensor ops in 1 multi-tensor ops, 1 left per tensor
 
 module {
   rn.subgraph @ZERO_GRAD in @zero_and_unscale on #rn.stream<update>
@@ -81,5 +85,50 @@ module {
     %r = rn.relu %g3 {rn.subgraph = @A} : tensor<4xf32>
     %u3 = rn.unscale %r, %s {rn.subgraph = @A} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
     return %u1, %u2, %u3 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  }
+}
+
+// -----
+
+// Tests that the casts of a subgraph with one source and one target
+// element type become one rn.multi_cast; a cast to another type stays.
+
+// CHECK-LABEL: func.func @casts
+// CHECK:      %[[C:.+]]:2 = rn.multi_cast %{{.+}}, %{{.+}} {rn.subgraph = @CAST_GRAD} : (tensor<4x4xf16>, tensor<4xf16>) -> (tensor<4x4xf32>, tensor<4xf32>)
+// CHECK-NEXT: %[[B:.+]] = rn.cast %{{.+}} {rn.subgraph = @CAST_GRAD} : tensor<4xf16> -> tensor<4xbf16>
+// CHECK-NEXT: return %[[C]]#0, %[[B]], %[[C]]#1
+
+module {
+  rn.subgraph @CAST_GRAD in @casts on #rn.stream<update>
+  func.func @casts(%a: tensor<4x4xf16>, %b: tensor<4xf16>, %c: tensor<4xf16>)
+      -> (tensor<4x4xf32>, tensor<4xbf16>, tensor<4xf32>) {
+    %ca = rn.cast %a {rn.subgraph = @CAST_GRAD} : tensor<4x4xf16> -> tensor<4x4xf32>
+    %cb = rn.cast %b {rn.subgraph = @CAST_GRAD} : tensor<4xf16> -> tensor<4xbf16>
+    %cc = rn.cast %c {rn.subgraph = @CAST_GRAD} : tensor<4xf16> -> tensor<4xf32>
+    return %ca, %cb, %cc : tensor<4x4xf32>, tensor<4xbf16>, tensor<4xf32>
+  }
+}
+
+// -----
+
+// Tests that an in-place member does not move above a read of the tensor
+// it updates: the overflow check reads g2 before its unscale, so only the
+// unscale of g1 (before the check) and of g3 (whose tensor nothing else
+// reads) group, and g2's stays after the check.
+
+// CHECK-LABEL: func.func @read_before_update
+// CHECK:      rn.multi_unscale grads(%[[G1:[a-z0-9]+]], %[[G3:[a-z0-9]+]]) scale
+// CHECK-NEXT: rn.check_finite %[[G2:[a-z0-9]+]]
+// CHECK-NEXT: rn.unscale %[[G2]],
+
+module {
+  rn.subgraph @A in @read_before_update on #rn.stream<update>
+  func.func @read_before_update(%s: tensor<f32>, %g1: tensor<4xf32>, %g2: tensor<4xf32>, %g3: tensor<4xf32>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i1>) {
+    %u1 = rn.unscale %g1, %s {rn.subgraph = @A} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    %f = rn.check_finite %g2 {rn.subgraph = @A} : tensor<4xf32> -> tensor<i1>
+    %u2 = rn.unscale %g2, %s {rn.subgraph = @A} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    %u3 = rn.unscale %g3, %s {rn.subgraph = @A} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    return %u1, %u2, %u3, %f : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i1>
   }
 }

@@ -839,3 +839,39 @@ func.func @multi_unscale_results(%a: tensor<4xf32>, %b: tensor<4xf32>, %s: tenso
   %0 = rn.multi_unscale grads(%a, %b) scale %s : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// Tests that a multi-tensor cast changes the element type.
+func.func @multi_cast_to_itself(%a: tensor<4xf32>) {
+  // expected-error@+1 {{'rn.multi_cast' op casts 'f32' to itself}}
+  %0 = rn.multi_cast %a : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor cast converts one element type to one other.
+func.func @multi_cast_types(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error@+1 {{'rn.multi_cast' op converts one element type to one other: tensor #1 is 'f16' -> 'f16', tensor #0 'f32' -> 'f16'}}
+  %0:2 = rn.multi_cast %a, %b : (tensor<4xf32>, tensor<4xf16>) -> (tensor<4xf16>, tensor<4xf16>)
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor cast keeps each shape.
+func.func @multi_cast_shape(%a: tensor<4xf32>) {
+  // expected-error@+1 {{'rn.multi_cast' op result #0 must have the shape of input #0}}
+  %0 = rn.multi_cast %a : (tensor<4xf32>) -> tensor<2xf16>
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor cast returns one result per input.
+func.func @multi_cast_results(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{'rn.multi_cast' op returns one result per input (2 inputs, 1 results)}}
+  %0 = rn.multi_cast %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf16>
+  return
+}

@@ -807,7 +807,10 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
               HasSubstr("produces 2 results (one per grad), got 3"));
   EXPECT_THAT(check("multi_unscale", 1, 0, json::object()),
               HasSubstr("takes at least 2 operands"));
-  EXPECT_EQ(allOps().size(), 50u);
+  EXPECT_EQ(check("multi_cast", 2, 2, json::object()), "");
+  EXPECT_THAT(check("multi_cast", 2, 1, json::object()),
+              HasSubstr("produces 2 results (one per input), got 1"));
+  EXPECT_EQ(allOps().size(), 51u);
 }
 
 //===----------------------------------------------------------------------===//

@@ -15,8 +15,8 @@
 // and bf16; with and without momentum, Nesterov and weight decay; skip_if
 // absent, clear and set; in place and out of place; two steps in a row.
 // Also: the launch is a single kernel node when captured, and a launch
-// without its table or with other addresses fails; multi_unscale and
-// multi_zero against the per-tensor ops. Skips without a GPU.
+// without its table or with other addresses fails; multi_unscale,
+// multi_zero and multi_cast against the per-tensor ops. Skips without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,9 +118,7 @@ public:
   LaunchedNode(const std::string &op, nlohmann::json attributes) {
     node_.op = op;
     node_.attributes = std::move(attributes);
-    for (const OpLauncher &l : updateLaunchers())
-      if (l.op == op)
-        launcher_ = &l;
+    launcher_ = findOpLauncher(op);
   }
   Status prepare(const std::vector<DeviceTensor> &operands,
                  const std::vector<DeviceTensor> &results, const StreamResources &stream) {
@@ -511,6 +509,49 @@ TEST(MultiElementwiseKernels, UnscaleAndZeroMatchPerTensorOps) {
         EXPECT_TRUE(sameBits(got, download(copy.view)));
         const std::vector<float> zeroed = download(zeroTensors[i]);
         EXPECT_TRUE(sameBits(zeroed, std::vector<float>(zeroed.size(), 0.0f)));
+      }
+    }
+}
+
+// Tests multi_cast through its launcher against the per-tensor cast, bit
+// for bit, for each conversion AMP uses (f32 -> f16 / bf16 weights, f16 /
+// bf16 -> f32 gradients), over both groups, every third tensor off the
+// 16-byte alignment.
+TEST(MultiElementwiseKernels, CastMatchesPerTensorCast) {
+  RN_SKIP_WITHOUT_CUDA();
+  UpdateStream update;
+  const StreamResources stream = update.resources();
+  std::mt19937 rng(44);
+  const std::pair<DType, DType> conversions[] = {{DType::f32, DType::f16},
+                                                 {DType::f32, DType::bf16},
+                                                 {DType::f16, DType::f32},
+                                                 {DType::bf16, DType::f32}};
+  for (int group = 0; group < 2; ++group)
+    for (auto [from, to] : conversions) {
+      SCOPED_TRACE("group " + std::to_string(group) + " " + std::string(dtypeName(from)) +
+                   " -> " + std::string(dtypeName(to)));
+      const std::vector<Shape> shapes = groupShapes(group);
+      auto offsetOf = [](size_t i) { return int64_t(i % 3 == 2 ? 1 : 0); };
+      std::vector<Pair> inputs;
+      std::vector<DeviceArray> outputs;
+      std::vector<DeviceTensor> operands, results;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        inputs.push_back(randomPair(shapes[i], from, rng, offsetOf(i)));
+        outputs.push_back(upload(std::vector<float>(size_t(numel(shapes[i])), NAN), shapes[i],
+                                 to, offsetOf(i)));
+        operands.push_back(inputs.back().device.view);
+        results.push_back(outputs.back().view);
+      }
+      LaunchedNode multi("multi_cast", nlohmann::json::object());
+      RN_ASSERT_STATUS_OK(multi.prepare(operands, results, stream));
+      RN_ASSERT_STATUS_OK(multi.launch(operands, results, stream));
+      LaunchedNode single("cast", nlohmann::json::object());
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        DeviceArray want = upload(std::vector<float>(size_t(numel(shapes[i])), NAN), shapes[i],
+                                  to, offsetOf(i));
+        RN_ASSERT_STATUS_OK(single.launch({operands[i]}, {want.view}, stream, false));
+        RN_ASSERT_CUDA(update.stream.sync());
+        EXPECT_TRUE(sameBits(download(results[i]), download(want.view))) << "tensor " << i;
       }
     }
 }

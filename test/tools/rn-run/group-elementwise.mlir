@@ -8,9 +8,9 @@
 
 // Tests that rn-group-elementwise changes no bit of training: the f16 MLP
 // with dynamic loss scaling, compiled with and without it, leaves the same
-// state after every one of 4 steps on the CPU executor (rn.multi_zero and
-// rn.multi_unscale run the per-tensor kernels), and the grouped schedule
-// runs interleaved at random without a hazard.
+// state after every one of 4 steps on the CPU executor (rn.multi_zero,
+// rn.multi_unscale and rn.multi_cast run the per-tensor kernels), and the
+// grouped schedule runs interleaved at random without a hazard.
 
 // CHECK: 4/4 steps (4 the last), {{[0-9]+}} state entries, agree within 0 (bit for bit)
 // INTERLEAVE: interleaved
