@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compiles the benchmark artifacts into DIR (default gpu-bundle/models): per
-# model and batch, MODEL.benchBATCH.rnx (the multi-stream schedule) and
+# model and batch, MODEL.benchBATCH.rnx (the multi-stream schedule),
 # MODEL.benchBATCH.single.rnx (the pipeline's single-stream option: every
-# op on COMP_1), with the PyTorch reference's recipe (f16 AMP, SGD Nesterov
+# op on COMP_1) and MODEL.benchBATCH.grouped.rnx (multi-stream with the
+# group-elementwise option: multi-tensor zeroing, unscaling and casts), with the PyTorch reference's recipe (f16 AMP, SGD Nesterov
 # momentum 0.9, weight decay 5e-4, dynamic loss scaling), weight-free (the
 # runtime samples the parameters). rn-compile's wall time per artifact goes
 # to DIR/compile-times.jsonl (part of RN's time to first step).
@@ -18,11 +19,12 @@ times=$dir/compile-times.jsonl
 for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 vgg11c:1024 resnet50:256}; do
   name=${spec%%:*} batch=${spec##*:}
   python3 -m rn.models "$name" --batch "$batch" -o "$dir/$name.$batch.mlir"
-  for variant in multi single; do
+  for variant in multi single grouped; do
     out=$dir/$name.bench$batch.rnx pipeline=$recipe
-    if [ "$variant" = single ]; then
-      out=$dir/$name.bench$batch.single.rnx pipeline="$recipe single-stream=true"
-    fi
+    case $variant in
+      single) out=$dir/$name.bench$batch.single.rnx pipeline="$recipe single-stream=true" ;;
+      grouped) out=$dir/$name.bench$batch.grouped.rnx pipeline="$recipe group-elementwise=true" ;;
+    esac
     start=$EPOCHREALTIME
     rn-compile "$dir/$name.$batch.mlir" -o "$out" --quiet --no-weights --pipeline "$pipeline"
     secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')

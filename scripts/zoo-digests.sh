@@ -55,6 +55,10 @@ for spec in "fashion_cnn 16" "resnet18c 8"; do
     pipeline="precision=$precision"
     [ "$precision" = f32 ] || pipeline="$pipeline loss-scaling=dynamic"
     rn-compile "$dir/$name.mlir" -o "$dir/$name.rnx" --quiet --no-weights --pipeline "$pipeline"
+    # The same step with multi-tensor zeroing, unscaling and casts: the GPU
+    # round checks that it leaves the same bits (run-gpu-tests.sh, zoo).
+    rn-compile "$dir/$name.mlir" -o "$dir/$name.grouped.rnx" --quiet --no-weights \
+      --pipeline "$pipeline group-elementwise=true"
     rm "$dir/$name.mlir"
     rn-run "$dir/$name.rnx" --synthetic --steps 20 --lr 0.02 --executor cpu > "$dir/$name.cpu.log"
     rm -f "$dir/$name".noise.*.log
