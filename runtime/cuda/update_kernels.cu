@@ -190,18 +190,24 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// Elements [i, i + V) of an unscale (clipped to n): one formula for the
+/// per-tensor and the multi-tensor kernel, so their bits agree.
+template <typename T, int V>
+__device__ __forceinline__ void unscalePack(const T *grad, T *result, int64_t i, int64_t n,
+                                            float s) {
+  float g[V];
+  loadSome<T, V>(grad, i, n, g);
+#pragma unroll
+  for (int v = 0; v < V; ++v)
+    g[v] = __fdiv_rn(g[v], s); // IEEE division
+  storeSome<T, V>(result, i, n, g);
+}
+
 template <typename T, int V>
 __global__ void __launch_bounds__(kThreads)
     unscaleKernel(const T *grad, const float *scale, T *result, int64_t n) {
   const float s = *scale;
-  RN_FOR_EACH_PACK(i, n, V) {
-    float g[V];
-    loadSome<T, V>(grad, i, n, g);
-#pragma unroll
-    for (int v = 0; v < V; ++v)
-      g[v] = __fdiv_rn(g[v], s); // IEEE division, as in every unscale kernel
-    storeSome<T, V>(result, i, n, g);
-  }
+  RN_FOR_EACH_PACK(i, n, V) { unscalePack<T, V>(grad, result, i, n, s); }
 }
 
 __global__ void lossScaleKernel(const float *scale, const int32_t *goodSteps, Flag found,
@@ -371,14 +377,8 @@ __device__ __forceinline__ void multiUnscaleRange(const MultiTensor &t, int64_t 
                                                   int64_t end, float s) {
   const T *grad = static_cast<const T *>(t.in[0]);
   T *result = static_cast<T *>(t.out[0]);
-  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V) {
-    float g[V];
-    loadSome<T, V>(grad, i, end, g);
-#pragma unroll
-    for (int v = 0; v < V; ++v)
-      g[v] = __fdiv_rn(g[v], s); // IEEE division, as in every unscale kernel
-    storeSome<T, V>(result, i, end, g);
-  }
+  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V)
+    unscalePack<T, V>(grad, result, i, end, s);
 }
 
 /// multi_zero: block b zeroes chunk b of the table's results (out[0]).
@@ -927,49 +927,39 @@ Result<std::unique_ptr<MultiTensorUpdate>> MultiTensorUpdate::adamw(
 }
 
 Result<std::unique_ptr<MultiTensorUpdate>>
-MultiTensorUpdate::unscale(const std::vector<DeviceTensor> &operands,
-                           const std::vector<DeviceTensor> &results, cudaStream_t stream) {
-  const size_t count = results.size();
-  if (count == 0 || operands.size() != count + 1)
-    return Error("multi_unscale: " + std::to_string(operands.size()) + " operands and " +
-                 std::to_string(results.size()) + " results do not make a group (grads, "
-                 "then the scale; one result per grad)");
+MultiTensorUpdate::elementwise(Kind kind, const std::vector<DeviceTensor> &operands,
+                               const std::vector<DeviceTensor> &results, size_t scalars,
+                               const char *layout, cudaStream_t stream) {
   std::unique_ptr<MultiTensorUpdate> update(new MultiTensorUpdate());
-  update->kind_ = Kind::unscale;
+  update->kind_ = kind;
+  const size_t count = results.size();
+  if (count == 0 || operands.size() != count + scalars)
+    return Error(std::string(update->opName()) + ": " + std::to_string(operands.size()) +
+                 " operands and " + std::to_string(count) + " results do not make a group (" +
+                 layout + ")");
+  update->resultDtype_ = results[0].dtype;
   if (Status st = update->build(operands, results, count, 1, 1, count, stream); !st.ok())
     return st.error();
   return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
 }
 
 Result<std::unique_ptr<MultiTensorUpdate>>
+MultiTensorUpdate::unscale(const std::vector<DeviceTensor> &operands,
+                           const std::vector<DeviceTensor> &results, cudaStream_t stream) {
+  return elementwise(Kind::unscale, operands, results, 1,
+                     "grads, then the scale; one result per grad", stream);
+}
+
+Result<std::unique_ptr<MultiTensorUpdate>>
 MultiTensorUpdate::zero(const std::vector<DeviceTensor> &operands,
                         const std::vector<DeviceTensor> &results, cudaStream_t stream) {
-  if (results.empty() || operands.size() != results.size())
-    return Error("multi_zero: " + std::to_string(operands.size()) + " operands and " +
-                 std::to_string(results.size()) + " results do not make a group (one result "
-                 "per operand)");
-  std::unique_ptr<MultiTensorUpdate> update(new MultiTensorUpdate());
-  update->kind_ = Kind::zero;
-  if (Status st = update->build(operands, results, results.size(), 1, 1, results.size(), stream);
-      !st.ok())
-    return st.error();
-  return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
+  return elementwise(Kind::zero, operands, results, 0, "one result per operand", stream);
 }
 
 Result<std::unique_ptr<MultiTensorUpdate>>
 MultiTensorUpdate::cast(const std::vector<DeviceTensor> &operands,
                         const std::vector<DeviceTensor> &results, cudaStream_t stream) {
-  if (results.empty() || operands.size() != results.size())
-    return Error("multi_cast: " + std::to_string(operands.size()) + " operands and " +
-                 std::to_string(results.size()) + " results do not make a group (one result "
-                 "per input)");
-  std::unique_ptr<MultiTensorUpdate> update(new MultiTensorUpdate());
-  update->kind_ = Kind::cast;
-  update->resultDtype_ = results[0].dtype;
-  if (Status st = update->build(operands, results, results.size(), 1, 1, results.size(), stream);
-      !st.ok())
-    return st.error();
-  return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
+  return elementwise(Kind::cast, operands, results, 0, "one result per input", stream);
 }
 
 const char *MultiTensorUpdate::opName() const {

@@ -141,6 +141,12 @@ public:
 private:
   enum class Kind { sgd, adamw, unscale, zero, cast };
   MultiTensorUpdate() = default;
+  /// multi_unscale, multi_zero, multi_cast: one input and one result per
+  /// tensor, then `scalars` operands; `layout` says so in errors.
+  static Result<std::unique_ptr<MultiTensorUpdate>>
+  elementwise(Kind kind, const std::vector<DeviceTensor> &operands,
+              const std::vector<DeviceTensor> &results, size_t scalars, const char *layout,
+              cudaStream_t stream);
   /// Checks the group (`inputs` operand and `outputs` result lists of
   /// `count` tensors, then the scalars from operand `lr`) and uploads the
   /// table.
