@@ -47,6 +47,10 @@ if has errors; then
     --synthetic --steps 3 --executor cuda-graph
   run_error graph-injected-step 1 env RN_CUDA_FAIL_CALL=2000 "$bin/rn-run" "$models/cnn.rnx" \
     --synthetic --steps 200 --executor cuda-graph
+  # An op configuration cuDNN cannot run: every convolution engine barred
+  # (RN_CONV_ENGINES names none that exists), with cuda-graph.
+  run_error unsupported-conv 1 env RN_CONV_ENGINES=no-such-engine "$bin/rn-run" "$models/cnn.rnx" \
+    --synthetic --steps 2 --executor cuda-graph --plan-cache none
   # An arena larger than the GPU's memory (ResNet-50 at batch 4096: 168 GiB).
   run_error out-of-memory 1 "$bin/rn-run" "$models/resnet50.oom.rnx" --synthetic --steps 1 \
     --executor cuda-eager

@@ -87,6 +87,40 @@ std::vector<fe::HeurMode_t> heuristicModes() {
   return modes.empty() ? std::vector<fe::HeurMode_t>{fe::HeurMode_t::A} : modes;
 }
 
+/// RN_CONV_ENGINES (a comma list of substrings): only plans whose cuDNN
+/// engine name contains one of them are candidates. A diagnostic like
+/// RN_CONV_HEURISTICS: pins a family of engines when comparing plans, or,
+/// naming none that exists, makes every convolution a configuration cuDNN
+/// cannot run (the load's error path, scripts/run-gpu-tests.sh "errors").
+const std::vector<std::string> &allowedEngines() {
+  static const std::vector<std::string> allowed = [] {
+    std::vector<std::string> list;
+    const char *v = std::getenv("RN_CONV_ENGINES");
+    std::string s = v ? v : "";
+    for (size_t p = 0; !s.empty() && p <= s.size();) {
+      size_t q = s.find(',', p);
+      std::string part = s.substr(p, q == std::string::npos ? std::string::npos : q - p);
+      if (!part.empty())
+        list.push_back(part);
+      if (q == std::string::npos)
+        break;
+      p = q + 1;
+    }
+    return list;
+  }();
+  return allowed;
+}
+
+bool engineAllowed(const std::string &name) {
+  const std::vector<std::string> &allowed = allowedEngines();
+  if (allowed.empty())
+    return true;
+  for (const std::string &part : allowed)
+    if (name.find(part) != std::string::npos)
+      return true;
+  return false;
+}
+
 /// Tensor UIDs of the graphs; also the slots of the pointer array of run.
 enum Uid : int64_t { uidX = 1, uidW, uidY, uidDy, uidDx, uidDw, uidSum, uidSumSq, uidCount };
 
@@ -426,6 +460,7 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
       // The same engine, and within this stream's workspace (not part of
       // the key: another program may give the stream less).
       if (graph->get_plan_name_at_index(r->plan, name).is_good() && name == r->name &&
+          engineAllowed(name) &&
           graph->get_workspace_size_plan_at_index(r->plan, workspace).is_good() &&
           workspace <= int64_t(stream.workspaceBytes - reserved))
         built.push_back(r->plan);
@@ -433,6 +468,14 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
   // Otherwise every candidate that passes; a failing candidate is not an
   // error (that is how cuDNN says "not this engine"), only having none is.
   for (int64_t i = 0; built.empty() && i < graph->get_execution_plan_count(); ++i) {
+    if (!allowedEngines().empty()) {
+      std::string name;
+      if (graph->get_plan_name_at_index(i, name).is_bad() || !engineAllowed(name)) {
+        if (failures.size() < 2000)
+          failures += "\n  plan " + std::to_string(i) + " (" + name + "): not in RN_CONV_ENGINES";
+        continue;
+      }
+    }
     fe::error_t result = graph->build_plan_at_index(i);
     if (result.is_good())
       built.push_back(i);
