@@ -1,9 +1,10 @@
 //===- GroupElementwise.cpp - Per-tensor zero/unscale/cast -> multi-tensor ===//
 //
-// Merges the rn.zero, rn.unscale and rn.cast ops of each subgraph into
-// rn.multi_zero, rn.multi_unscale and rn.multi_cast ops: one group per (op,
-// subgraph, element types, scale), placed where its first member was
-// (Passes.td has the details).
+// Merges the rn.zero, rn.unscale, rn.cast and rn.ema_update ops of each
+// subgraph into rn.multi_zero, rn.multi_unscale, rn.multi_cast and
+// rn.multi_ema_update ops: one group per (op, subgraph, element types,
+// scale, decay), placed where its first member was (Passes.td has the
+// details).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,11 +30,13 @@ struct GroupKey {
   Type elementType;
   Type resultElementType; ///< rn.cast's target; the input's for the others
   Value scale;            ///< rn.unscale's; null for the others
+  Attribute decay;        ///< rn.ema_update's; null for the others
 
   bool operator==(const GroupKey &other) const {
     return op == other.op && subgraph == other.subgraph &&
            elementType == other.elementType &&
-           resultElementType == other.resultElementType && scale == other.scale;
+           resultElementType == other.resultElementType && scale == other.scale &&
+           decay == other.decay;
   }
 };
 
@@ -42,7 +45,8 @@ struct Group {
   SmallVector<Operation *> members; ///< in function order
 };
 
-/// The tensor a groupable op zeroes, unscales or casts; null for other ops.
+/// The tensor a groupable op zeroes, unscales, casts or averages into; null
+/// for other ops.
 Value groupedTensor(Operation *op) {
   if (auto zero = dyn_cast<ZeroOp>(op))
     return zero.getInput();
@@ -50,21 +54,29 @@ Value groupedTensor(Operation *op) {
     return unscale.getGrad();
   if (auto cast = dyn_cast<CastOp>(op))
     return cast.getInput();
+  if (auto ema = dyn_cast<EmaUpdateOp>(op))
+    return ema.getAverage();
   return Value();
 }
 
 /// Replaces the members of a group by one multi-tensor op before
 /// `builder`'s insertion point; returns it.
 Operation *merge(OpBuilder &builder, Location loc, const Group &group) {
-  SmallVector<Value> tensors;
+  SmallVector<Value> tensors, params;
   SmallVector<Type> types;
   for (Operation *op : group.members) {
     tensors.push_back(groupedTensor(op));
     types.push_back(op->getResult(0).getType());
+    if (auto ema = dyn_cast<EmaUpdateOp>(op))
+      params.push_back(ema.getParam());
   }
   Operation *first = group.members.front();
   Operation *multi =
-      isa<UnscaleOp>(first)
+      isa<EmaUpdateOp>(first)
+          ? MultiEmaUpdateOp::create(builder, loc, types, tensors, params,
+                                     cast<EmaUpdateOp>(first).getDecayAttr())
+                .getOperation()
+      : isa<UnscaleOp>(first)
           ? MultiUnscaleOp::create(builder, loc, types, tensors, group.key.scale)
                 .getOperation()
       : isa<CastOp>(first)
@@ -103,10 +115,13 @@ LogicalResult GroupElementwisePass::runOnFunction(func::FuncOp function) {
     Value scale;
     if (auto unscale = dyn_cast<UnscaleOp>(op))
       scale = unscale.getScale();
+    Attribute decay;
+    if (auto ema = dyn_cast<EmaUpdateOp>(op))
+      decay = ema.getDecayAttr();
     GroupKey key{op.getName(), subgraph,
                  cast<RankedTensorType>(tensor.getType()).getElementType(),
                  cast<RankedTensorType>(op.getResult(0).getType()).getElementType(),
-                 scale};
+                 scale, decay};
     auto it = llvm::find_if(groups, [&](const Group &g) { return g.key == key; });
     if (it == groups.end()) {
       groups.push_back(Group{key, {}});

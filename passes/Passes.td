@@ -236,7 +236,7 @@ def Partition : Pass<"rn-partition", "::mlir::ModuleOp"> {
 }
 
 def GroupElementwise : Pass<"rn-group-elementwise", "::mlir::ModuleOp"> {
-  let summary = "Merge the per-tensor gradient zeroing, unscaling and casts of each subgraph into multi-tensor ops";
+  let summary = "Merge the per-tensor gradient zeroing, unscaling, casts and weight EMAs of each subgraph into multi-tensor ops";
   let description = [{
     rn-build-training emits one `rn.zero` per gradient accumulator (in
     ZERO_GRAD) and, with loss scaling, one `rn.unscale` per gradient (in
@@ -246,13 +246,15 @@ def GroupElementwise : Pass<"rn-group-elementwise", "::mlir::ModuleOp"> {
     graph node of a few microseconds, most on tensors of a few hundred
     elements. This pass replaces them with `rn.multi_zero`,
     `rn.multi_unscale` and `rn.multi_cast`, one op (and one launch) per
-    group, computing bit for bit what the per-tensor ops compute. They are compiler ops with
+    group, computing bit for bit what the per-tensor ops compute; with
+    `ema-decay`, the `rn.ema_update` of every weight (EMA_UPDATE) becomes
+    one `rn.multi_ema_update` per decay. They are compiler ops with
     their own operands and results, so the barrier pass orders them like
     any op: the runtime never merges work across nodes.
 
     Two ops join a group when they are the same op in the same subgraph,
-    with the same element types (a cast: from and to) and (unscale) the
-    same scale value. A group is placed where its first member was; a
+    with the same element types (a cast: from and to), (unscale) the same
+    scale value and (EMA) the same decay. A group is placed where its first member was; a
     member joins only if its operands are defined there and the tensor it
     updates in place is not read between there and the member (the
     accumulators are state, the gradients come from earlier subgraphs, and
@@ -291,9 +293,9 @@ def GroupElementwise : Pass<"rn-group-elementwise", "::mlir::ModuleOp"> {
   ];
   let statistics = [
     Statistic<"numGroupedOps", "num-grouped-ops",
-              "rn.zero, rn.unscale and rn.cast ops merged into multi-tensor ops">,
+              "rn.zero, rn.unscale, rn.cast and rn.ema_update ops merged into multi-tensor ops">,
     Statistic<"numGroups", "num-groups",
-              "rn.multi_zero, rn.multi_unscale and rn.multi_cast ops created">,
+              "rn.multi_zero, rn.multi_unscale, rn.multi_cast and rn.multi_ema_update ops created">,
   ];
   let dependentDialects = ["::mlir::rn::RNDialect"];
 }

@@ -73,6 +73,7 @@ static constexpr PolicyEntry kPolicy[] = {
     {"multi_adamw_update", StreamKind::update},
     {"lars_update", StreamKind::update},
     {"ema_update", StreamKind::update},
+    {"multi_ema_update", StreamKind::update},
     {"update_running_stats", StreamKind::update},
     {"all_reduce_mean", StreamKind::update},
     // Parts of forking ops (conv/linear/CBR backward).

@@ -629,6 +629,17 @@ LogicalResult EmaUpdateOp::verify() {
                         /*highInclusive=*/false);
 }
 
+LogicalResult MultiEmaUpdateOp::verify() {
+  if (failed(requireInRange(ShapeDiagnostics(*this), "decay",
+                            getDecay().convertToDouble(), 0.0, 1.0,
+                            /*highInclusive=*/false)) ||
+      failed(verifyElementwiseGroup(*this, getAverages(), getResults())))
+    return failure();
+  if (getParams().getTypes() != getAverages().getTypes())
+    return emitOpError("takes one param of each average's type");
+  return success();
+}
+
 LogicalResult CountCorrectOp::verify() {
   return verifyLogitsAndLabels(ShapeDiagnostics(*this), getLogits().getType(),
                                getLabels().getType());
@@ -666,6 +677,11 @@ std::optional<unsigned> MultiZeroOp::getUpdatedOperand(unsigned resultIndex) {
 std::optional<unsigned>
 MultiUnscaleOp::getUpdatedOperand(unsigned resultIndex) {
   return sameIndex(resultIndex, getGrads().size());
+}
+
+std::optional<unsigned>
+MultiEmaUpdateOp::getUpdatedOperand(unsigned resultIndex) {
+  return sameIndex(resultIndex, getAverages().size());
 }
 
 std::optional<unsigned> EmaUpdateOp::getUpdatedOperand(unsigned resultIndex) {

@@ -722,6 +722,30 @@ def RN_EmaUpdateOp : RN_Op<"ema_update", [DeclareOpInterfaceMethods<RN_InPlaceOp
   let hasVerifier = 1;
 }
 
+def RN_MultiEmaUpdateOp : RN_Op<"multi_ema_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, SameVariadicOperandSize]> {
+  let summary = "exponential moving averages of several weights in one op (updates each `averages` entry)";
+  let description = [{
+    The `rn.ema_update` of every weight of a group, one op: result `i` is
+    `decay * averages[i] + (1 - decay) * params[i]` with the per-tensor
+    op's formula, in place of `averages[i]`. One decay and one element type
+    for the group (one kernel). `rn-group-elementwise` creates it.
+
+    ```mlir
+    %e:2 = rn.multi_ema_update averages(%ew, %eb) params(%w, %b) decay 9.990000e-01
+        : (tensor<64x3x3x3xf32>, tensor<64xf32>, tensor<64x3x3x3xf32>, tensor<64xf32>)
+        -> (tensor<64x3x3x3xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<RN_FloatTensor>:$averages, Variadic<RN_FloatTensor>:$params,
+                       F64Attr:$decay);
+  let results = (outs Variadic<RN_FloatTensor>:$results);
+  let assemblyFormat = [{
+    `averages` `(` $averages `)` `params` `(` $params `)` `decay` $decay attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def RN_CountCorrectOp : RN_Op<"count_correct", [Pure]> {
   let summary = "number of rows whose arg-max equals the label (top-1 hits)";
   let arguments = (ins RN_FloatTensor:$logits, RN_LabelTensor:$labels);

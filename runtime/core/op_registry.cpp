@@ -510,6 +510,19 @@ Status verifyLarsUpdate(const OpNodeSignature &node) {
   return c.finish();
 }
 
+/// averages[N], params[N] -> the N new averages.
+Status verifyMultiEmaUpdate(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(2, std::numeric_limits<size_t>::max());
+  if (c.ok() && node.operands % 2 != 0)
+    c.fail("takes averages and params, one param per average, got " +
+           std::to_string(node.operands) + " operands");
+  if (c.ok())
+    c.results(node.operands / 2, "one per average");
+  c.inRange("decay", 0, 1, /*highInclusive=*/false);
+  return c.finish();
+}
+
 Status verifyEmaUpdate(const OpNodeSignature &node) {
   Checker c(node);
   c.operands(2);
@@ -602,6 +615,7 @@ std::vector<OpInfo> buildOps() {
       {"multi_adamw_update", verifyMultiAdamWUpdate},
       {"lars_update", verifyLarsUpdate},
       {"ema_update", verifyEmaUpdate},
+      {"multi_ema_update", verifyMultiEmaUpdate},
       {"count_correct", verifyPlain<2, 1>},
       // RNFusedOps.td
       {"cbr_forward", verifyCbr<4, 4>},

@@ -100,7 +100,7 @@ enum class OpKind : uint8_t {
   avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, multi_unscale,
   update_loss_scale, sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update,
-  ema_update, cbr_forward, cbr_inference,
+  ema_update, multi_ema_update, cbr_forward, cbr_inference,
   bn_add_relu, bn_add_relu_backward, bn_add_relu_inference, linear_backward,
   conv2d_backward, cbr_backward
 };
@@ -150,6 +150,7 @@ OpKind opKindOf(std::string_view op) {
       {"multi_adamw_update", OpKind::multi_adamw_update},
       {"lars_update", OpKind::lars_update},
       {"ema_update", OpKind::ema_update},
+      {"multi_ema_update", OpKind::multi_ema_update},
       {"cbr_forward", OpKind::cbr_forward},
       {"cbr_inference", OpKind::cbr_inference},
       {"bn_add_relu", OpKind::bn_add_relu},
@@ -969,6 +970,12 @@ struct ExecutorAccess {
     }
     case OpKind::ema_update:
       return cpu::emaUpdate(V(o[0]), V(o[1]), k.decay, V(r[0]));
+    case OpKind::multi_ema_update: // rn.ema_update of (averages[q], params[q])
+      for (size_t q = 0; q < r.size(); ++q)
+        if (KernelStatus s = cpu::emaUpdate(V(o[q]), V(o[r.size() + q]), k.decay, V(r[q]));
+            !s.ok())
+          return s;
+      return {};
     case OpKind::cbr_forward:
       return cpu::cbrForward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), k.conv, k.epsilon, k.relu,
                              V(r[0]), V(r[1]), V(r[2]), V(r[3]));

@@ -1,8 +1,9 @@
 //===- ops_update.cpp - GPU launchers of the loss-scaling and optimizer ops -===//
 //
-// multi_zero, multi_cast, check_finite, unscale, multi_unscale, update_loss_scale,
-// sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update and ema_update, mapped onto
-// update_kernels.h with the operand order of the op definitions (optional
+// multi_zero, multi_cast, check_finite, unscale, multi_unscale,
+// update_loss_scale, sgd_update, multi_sgd_update, adamw_update,
+// multi_adamw_update, lars_update, ema_update and multi_ema_update, mapped
+// onto update_kernels.h with the operand order of the op definitions (optional
 // operands as the CPU executor reads them: sgd's momentum buffer exactly
 // when momentum != 0, then lr, then an optional skip flag). Only
 // lars_update uses workspace (its partial norms); the multi-tensor updates
@@ -118,6 +119,8 @@ Result<size_t> prepareMultiTensor(const OpLaunch &l) {
           ? MultiTensorUpdate::zero(l.operands, l.results, l.stream.stream)
       : l.node.op == "multi_cast"
           ? MultiTensorUpdate::cast(l.operands, l.results, l.stream.stream)
+      : l.node.op == "multi_ema_update"
+          ? MultiTensorUpdate::ema(l.operands, l.results, numAttr(l, "decay"), l.stream.stream)
           : MultiTensorUpdate::adamw(l.operands, l.results, adamwOptions(l), l.stream.stream);
   if (!update.ok())
     return update.error();
@@ -185,6 +188,7 @@ const std::vector<OpLauncher> &updateLaunchers() {
       {"multi_adamw_update", prepareMultiTensor, launchMultiTensor},
       {"lars_update", prepareLarsUpdate, launchLarsUpdate},
       {"ema_update", nullptr, launchEmaUpdate},
+      {"multi_ema_update", prepareMultiTensor, launchMultiTensor},
   };
   return launchers;
 }

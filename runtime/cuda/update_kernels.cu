@@ -190,6 +190,21 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// Elements [i, i + V) of an EMA (clipped to n), shared by the per-tensor
+/// and the multi-tensor kernel: decay a + (1 - decay) p, with explicit
+/// roundings (see the top).
+template <typename T, int V>
+__device__ __forceinline__ void emaPack(const T *average, const T *param, T *newAverage,
+                                        int64_t i, int64_t n, float decay, float oneMinusDecay) {
+  float a[V], p[V];
+  loadSome<T, V>(average, i, n, a);
+  loadSome<T, V>(param, i, n, p);
+#pragma unroll
+  for (int v = 0; v < V; ++v)
+    a[v] = __fmaf_rn(decay, a[v], __fmul_rn(oneMinusDecay, p[v]));
+  storeSome<T, V>(newAverage, i, n, a);
+}
+
 /// Elements [i, i + V) of an unscale (clipped to n): one formula for the
 /// per-tensor and the multi-tensor kernel, so their bits agree.
 template <typename T, int V>
@@ -398,6 +413,28 @@ __global__ void __launch_bounds__(kThreads)
   else
     for (int64_t i = begin + int64_t(threadIdx.x); i < end; i += int64_t(blockDim.x))
       storeSome<T, 1>(result, i, end, zero);
+}
+
+/// multi_ema_update: block b averages chunk b of the table's param (in[1])
+/// into its average (in[0] -> out[0]).
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    multiEmaKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks, int64_t chunkSize,
+                   float decay, float oneMinusDecay) {
+  constexpr int V = int(16 / sizeof(T));
+  const MultiTensorChunk c = chunks[blockIdx.x];
+  const MultiTensor t = tensors[c.tensor];
+  const int64_t begin = int64_t(c.chunk) * chunkSize;
+  const int64_t end = min(begin + chunkSize, t.numel);
+  const T *average = static_cast<const T *>(t.in[0]);
+  const T *param = static_cast<const T *>(t.in[1]);
+  T *result = static_cast<T *>(t.out[0]);
+  if (t.packed)
+    for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V)
+      emaPack<T, V>(average, param, result, i, end, decay, oneMinusDecay);
+  else
+    for (int64_t i = begin + int64_t(threadIdx.x); i < end; i += int64_t(blockDim.x))
+      emaPack<T, 1>(average, param, result, i, end, decay, oneMinusDecay);
 }
 
 /// multi_cast: block b converts chunk b of the table's input (in[0], type
@@ -651,19 +688,13 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+
 template <typename T, int V>
 __global__ void __launch_bounds__(kThreads)
     emaKernel(const T *average, const T *param, T *newAverage, int64_t n, float decay,
               float oneMinusDecay) {
   RN_FOR_EACH_PACK(i, n, V) {
-    float a[V], p[V];
-    loadSome<T, V>(average, i, n, a);
-    loadSome<T, V>(param, i, n, p);
-#pragma unroll
-    for (int v = 0; v < V; ++v)
-      // decay a + (1 - decay) p, with explicit roundings (see the top).
-      a[v] = __fmaf_rn(decay, a[v], __fmul_rn(oneMinusDecay, p[v]));
-    storeSome<T, V>(newAverage, i, n, a);
+    emaPack<T, V>(average, param, newAverage, i, n, decay, oneMinusDecay);
   }
 }
 
@@ -928,17 +959,18 @@ Result<std::unique_ptr<MultiTensorUpdate>> MultiTensorUpdate::adamw(
 
 Result<std::unique_ptr<MultiTensorUpdate>>
 MultiTensorUpdate::elementwise(Kind kind, const std::vector<DeviceTensor> &operands,
-                               const std::vector<DeviceTensor> &results, size_t scalars,
-                               const char *layout, cudaStream_t stream) {
+                               const std::vector<DeviceTensor> &results, size_t inputs,
+                               size_t scalars, const char *layout, cudaStream_t stream) {
   std::unique_ptr<MultiTensorUpdate> update(new MultiTensorUpdate());
   update->kind_ = kind;
   const size_t count = results.size();
-  if (count == 0 || operands.size() != count + scalars)
+  if (count == 0 || operands.size() != inputs * count + scalars)
     return Error(std::string(update->opName()) + ": " + std::to_string(operands.size()) +
                  " operands and " + std::to_string(count) + " results do not make a group (" +
                  layout + ")");
   update->resultDtype_ = results[0].dtype;
-  if (Status st = update->build(operands, results, count, 1, 1, count, stream); !st.ok())
+  if (Status st = update->build(operands, results, count, inputs, 1, inputs * count, stream);
+      !st.ok())
     return st.error();
   return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
 }
@@ -946,20 +978,34 @@ MultiTensorUpdate::elementwise(Kind kind, const std::vector<DeviceTensor> &opera
 Result<std::unique_ptr<MultiTensorUpdate>>
 MultiTensorUpdate::unscale(const std::vector<DeviceTensor> &operands,
                            const std::vector<DeviceTensor> &results, cudaStream_t stream) {
-  return elementwise(Kind::unscale, operands, results, 1,
+  return elementwise(Kind::unscale, operands, results, 1, 1,
                      "grads, then the scale; one result per grad", stream);
 }
 
 Result<std::unique_ptr<MultiTensorUpdate>>
 MultiTensorUpdate::zero(const std::vector<DeviceTensor> &operands,
                         const std::vector<DeviceTensor> &results, cudaStream_t stream) {
-  return elementwise(Kind::zero, operands, results, 0, "one result per operand", stream);
+  return elementwise(Kind::zero, operands, results, 1, 0, "one result per operand", stream);
 }
 
 Result<std::unique_ptr<MultiTensorUpdate>>
 MultiTensorUpdate::cast(const std::vector<DeviceTensor> &operands,
                         const std::vector<DeviceTensor> &results, cudaStream_t stream) {
-  return elementwise(Kind::cast, operands, results, 0, "one result per input", stream);
+  return elementwise(Kind::cast, operands, results, 1, 0, "one result per input", stream);
+}
+
+Result<std::unique_ptr<MultiTensorUpdate>>
+MultiTensorUpdate::ema(const std::vector<DeviceTensor> &operands,
+                       const std::vector<DeviceTensor> &results, double decay,
+                       cudaStream_t stream) {
+  if (!(decay >= 0 && decay < 1))
+    return Error("multi_ema_update: decay must be in [0, 1), got " + std::to_string(decay));
+  Result<std::unique_ptr<MultiTensorUpdate>> update = elementwise(
+      Kind::ema, operands, results, 2, 0, "averages, then params; one result per average",
+      stream);
+  if (update.ok())
+    (*update)->emaDecay_ = decay;
+  return update;
 }
 
 const char *MultiTensorUpdate::opName() const {
@@ -974,12 +1020,16 @@ const char *MultiTensorUpdate::opName() const {
     return "multi_zero";
   case Kind::cast:
     return "multi_cast";
+  case Kind::ema:
+    return "multi_ema_update";
   }
   return "?";
 }
 
 size_t MultiTensorUpdate::scalarCount() const {
-  return kind_ == Kind::adamw ? 2 : (kind_ == Kind::zero || kind_ == Kind::cast) ? 0 : 1;
+  return kind_ == Kind::adamw                                             ? 2
+         : (kind_ == Kind::zero || kind_ == Kind::cast || kind_ == Kind::ema) ? 0
+                                                                               : 1;
 }
 
 Status MultiTensorUpdate::checkScalars(const std::vector<DeviceTensor> &operands) const {
@@ -1005,10 +1055,12 @@ Status MultiTensorUpdate::build(const std::vector<DeviceTensor> &operands,
   static const char *const kAdamResults[] = {"new_params", "new_exp_avgs", "new_exp_avg_sqs"};
   static const char *const kUnscaleNames[] = {"grads"};
   static const char *const kInputNames[] = {"inputs"};
+  static const char *const kEmaNames[] = {"averages", "params"};
   static const char *const kElementwiseResults[] = {"results"};
   const char *const *names = kind_ == Kind::sgd       ? kSgdNames
                              : kind_ == Kind::adamw   ? kAdamNames
                              : kind_ == Kind::unscale ? kUnscaleNames
+                             : kind_ == Kind::ema     ? kEmaNames
                                                       : kInputNames;
   const char *const *resultNames = kind_ == Kind::sgd     ? kSgdResults
                                    : kind_ == Kind::adamw ? kAdamResults
@@ -1128,6 +1180,10 @@ Status MultiTensorUpdate::launch(const std::vector<DeviceTensor> &operands,
       });
     else if (kind_ == Kind::zero)
       multiZeroKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(tensors, chunks, kChunk);
+    else if (kind_ == Kind::ema)
+      multiEmaKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(
+          tensors, chunks, kChunk, static_cast<float>(emaDecay_),
+          static_cast<float>(1.0 - emaDecay_));
     else if (kind_ == Kind::unscale)
       multiUnscaleKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(tensors, chunks, kChunk,
                                                                          lr);

@@ -125,6 +125,11 @@ public:
   static Result<std::unique_ptr<MultiTensorUpdate>>
   cast(const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
        cudaStream_t stream);
+  /// multi_ema_update: `operands` averages[n], params[n]; `results` the n
+  /// new averages (each rn.ema_update's formula).
+  static Result<std::unique_ptr<MultiTensorUpdate>>
+  ema(const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
+      double decay, cudaStream_t stream);
   ~MultiTensorUpdate();
   MultiTensorUpdate(const MultiTensorUpdate &) = delete;
   MultiTensorUpdate &operator=(const MultiTensorUpdate &) = delete;
@@ -139,14 +144,15 @@ public:
   size_t chunks() const { return chunks_; }
 
 private:
-  enum class Kind { sgd, adamw, unscale, zero, cast };
+  enum class Kind { sgd, adamw, unscale, zero, cast, ema };
   MultiTensorUpdate() = default;
-  /// multi_unscale, multi_zero, multi_cast: one input and one result per
-  /// tensor, then `scalars` operands; `layout` says so in errors.
+  /// multi_unscale, multi_zero, multi_cast, multi_ema_update: `inputs`
+  /// lists of operands and one result per tensor, then `scalars` operands;
+  /// `layout` says so in errors.
   static Result<std::unique_ptr<MultiTensorUpdate>>
   elementwise(Kind kind, const std::vector<DeviceTensor> &operands,
-              const std::vector<DeviceTensor> &results, size_t scalars, const char *layout,
-              cudaStream_t stream);
+              const std::vector<DeviceTensor> &results, size_t inputs, size_t scalars,
+              const char *layout, cudaStream_t stream);
   /// Checks the group (`inputs` operand and `outputs` result lists of
   /// `count` tensors, then the scalars from operand `lr`) and uploads the
   /// table.
@@ -155,7 +161,7 @@ private:
                size_t outputs, size_t lr, cudaStream_t stream);
   Status checkScalars(const std::vector<DeviceTensor> &operands) const;
   const char *opName() const;
-  /// lr (and step; unscale: scale; zero, cast: none) before skip_if.
+  /// lr (and step; unscale: scale; zero, cast, ema: none) before skip_if.
   size_t scalarCount() const;
 
   Kind kind_ = Kind::sgd;
@@ -163,6 +169,7 @@ private:
   AdamWOptions adamw_;
   DType dtype_ = DType::f32;
   DType resultDtype_ = DType::f32; ///< multi_cast: the results' dtype
+  double emaDecay_ = 0;            ///< multi_ema_update
   size_t tensors_ = 0, chunks_ = 0;
   size_t lr_ = 0;     ///< operand index of lr (multi_unscale: of the scale)
   bool skip_ = false; ///< a skip_if operand follows the scalars

@@ -24,6 +24,7 @@
 // REPORT: remark: rn-group-elementwise: 2 per-tensor ops in 1 multi-tensor ops, 1 left per tensor
 // REPORT: remark: rn-group-elementwise: 2 per-tensor ops in 1 multi-tensor ops, 1 left per tensor
 // REPORT: remark: rn-group-elementwise: 2 per-tensor ops in 1 multi-tensor ops, 1 left per tensor
+// REPORT: remark: rn-group-elementwise: 2 per-tensor ops in 1 multi-tensor ops, 1 left per tensor
 
 module {
   rn.subgraph @ZERO_GRAD in @zero_and_unscale on #rn.stream<update>
@@ -130,5 +131,28 @@ module {
     %u2 = rn.unscale %g2, %s {rn.subgraph = @A} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
     %u3 = rn.unscale %g3, %s {rn.subgraph = @A} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
     return %u1, %u2, %u3, %f : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i1>
+  }
+}
+
+// -----
+
+// Tests that the EMA updates of a subgraph with one decay become one
+// rn.multi_ema_update; one with another decay stays.
+
+// CHECK-LABEL: func.func @emas
+// CHECK-SAME:  %[[A1:[a-z0-9]+]]: tensor<4x4xf32>, %[[A2:[a-z0-9]+]]: tensor<4xf32>, %[[A3:[a-z0-9]+]]: tensor<4xf32>, %[[P1:[a-z0-9]+]]: tensor<4x4xf32>, %[[P2:[a-z0-9]+]]: tensor<4xf32>, %[[P3:[a-z0-9]+]]: tensor<4xf32>
+// CHECK:      %[[E:.+]]:2 = rn.multi_ema_update averages(%[[A1]], %[[A3]]) params(%[[P1]], %[[P3]]) decay 0.98999999999999999 {rn.subgraph = @EMA_UPDATE} : (tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>) -> (tensor<4x4xf32>, tensor<4xf32>)
+// CHECK-NEXT: %[[E2:.+]] = rn.ema_update %[[A2]], %[[P2]] decay 5.000000e-01
+// CHECK-NEXT: return %[[E]]#0, %[[E2]], %[[E]]#1
+
+module {
+  rn.subgraph @EMA_UPDATE in @emas on #rn.stream<update>
+  func.func @emas(%a1: tensor<4x4xf32>, %a2: tensor<4xf32>, %a3: tensor<4xf32>,
+      %p1: tensor<4x4xf32>, %p2: tensor<4xf32>, %p3: tensor<4xf32>)
+      -> (tensor<4x4xf32>, tensor<4xf32>, tensor<4xf32>) {
+    %e1 = rn.ema_update %a1, %p1 decay 9.900000e-01 {rn.subgraph = @EMA_UPDATE} : tensor<4x4xf32>
+    %e2 = rn.ema_update %a2, %p2 decay 5.000000e-01 {rn.subgraph = @EMA_UPDATE} : tensor<4xf32>
+    %e3 = rn.ema_update %a3, %p3 decay 9.900000e-01 {rn.subgraph = @EMA_UPDATE} : tensor<4xf32>
+    return %e1, %e2, %e3 : tensor<4x4xf32>, tensor<4xf32>, tensor<4xf32>
   }
 }

@@ -875,3 +875,21 @@ func.func @multi_cast_results(%a: tensor<4xf32>, %b: tensor<4xf32>) {
   %0 = rn.multi_cast %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf16>
   return
 }
+
+// -----
+
+// Tests that a multi-tensor EMA takes one param of each average's type.
+func.func @multi_ema_params(%a: tensor<4xf32>, %p: tensor<2xf32>) {
+  // expected-error@+1 {{'rn.multi_ema_update' op takes one param of each average's type}}
+  %0 = rn.multi_ema_update averages(%a) params(%p) decay 5.000000e-01 : (tensor<4xf32>, tensor<2xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor EMA's decay is in [0, 1).
+func.func @multi_ema_decay(%a: tensor<4xf32>, %p: tensor<4xf32>) {
+  // expected-error@+1 {{'rn.multi_ema_update' op decay must be in [0, 1)}}
+  %0 = rn.multi_ema_update averages(%a) params(%p) decay 1.000000e+00 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}

@@ -230,6 +230,8 @@ func.func @update(%w: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %l
   %mu:2 = rn.multi_unscale grads(%g, %m) scale %scale : (tensor<16xf32>, tensor<16xf32>, tensor<f32>) -> (tensor<16xf32>, tensor<16xf32>)
   // CHECK: rn.multi_cast %{{.+}}, %{{.+}} : (tensor<16xf32>, tensor<4x4xf32>) -> (tensor<16xf16>, tensor<4x4xf16>)
   %mc:2 = rn.multi_cast %g, %w2 : (tensor<16xf32>, tensor<4x4xf32>) -> (tensor<16xf16>, tensor<4x4xf16>)
+  // CHECK: rn.multi_ema_update averages(%{{.+}}, %{{.+}}) params(%{{.+}}, %{{.+}}) decay 5.000000e-01 : (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>) -> (tensor<16xf32>, tensor<4x4xf32>)
+  %me:2 = rn.multi_ema_update averages(%m, %w2) params(%w, %w2) decay 5.000000e-01 : (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<4x4xf32>) -> (tensor<16xf32>, tensor<4x4xf32>)
   // CHECK: rn.multi_zero %{{.+}}, %{{.+}} : (tensor<16xf32>, tensor<4x4xf32>) -> (tensor<16xf32>, tensor<4x4xf32>)
   %mz:2 = rn.multi_zero %g, %w2 : (tensor<16xf32>, tensor<4x4xf32>) -> (tensor<16xf32>, tensor<4x4xf32>)
   // CHECK: rn.update_loss_scale %{{.+}}, %{{.+}}, %[[INF]] growth 2.000000e+00 backoff 5.000000e-01 interval 2000

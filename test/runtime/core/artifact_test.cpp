@@ -810,7 +810,12 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_EQ(check("multi_cast", 2, 2, json::object()), "");
   EXPECT_THAT(check("multi_cast", 2, 1, json::object()),
               HasSubstr("produces 2 results (one per input), got 1"));
-  EXPECT_EQ(allOps().size(), 51u);
+  json decay = {{"decay", 0.5}};
+  EXPECT_EQ(check("multi_ema_update", 4, 2, decay), "");
+  EXPECT_THAT(check("multi_ema_update", 3, 1, decay), HasSubstr("one param per average"));
+  EXPECT_THAT(check("multi_ema_update", 4, 1, decay),
+              HasSubstr("produces 2 results (one per average), got 1"));
+  EXPECT_EQ(allOps().size(), 52u);
 }
 
 //===----------------------------------------------------------------------===//

@@ -16,7 +16,8 @@
 // absent, clear and set; in place and out of place; two steps in a row.
 // Also: the launch is a single kernel node when captured, and a launch
 // without its table or with other addresses fails; multi_unscale,
-// multi_zero and multi_cast against the per-tensor ops. Skips without a GPU.
+// multi_zero, multi_cast and multi_ema_update against the per-tensor ops.
+// Skips without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -550,6 +551,47 @@ TEST(MultiElementwiseKernels, CastMatchesPerTensorCast) {
         DeviceArray want = upload(std::vector<float>(size_t(numel(shapes[i])), NAN), shapes[i],
                                   to, offsetOf(i));
         RN_ASSERT_STATUS_OK(single.launch({operands[i]}, {want.view}, stream, false));
+        RN_ASSERT_CUDA(update.stream.sync());
+        EXPECT_TRUE(sameBits(download(results[i]), download(want.view))) << "tensor " << i;
+      }
+    }
+}
+
+// Tests multi_ema_update through its launcher against the per-tensor
+// ema_update, bit for bit, in place, over both groups, f32, f16 and bf16,
+// every third tensor off the 16-byte alignment.
+TEST(MultiElementwiseKernels, EmaMatchesPerTensorEma) {
+  RN_SKIP_WITHOUT_CUDA();
+  UpdateStream update;
+  const StreamResources stream = update.resources();
+  std::mt19937 rng(45);
+  const nlohmann::json decay = {{"decay", 0.999}};
+  for (int group = 0; group < 2; ++group)
+    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+      SCOPED_TRACE("group " + std::to_string(group) + " " + std::string(dtypeName(t)));
+      const std::vector<Shape> shapes = groupShapes(group);
+      const size_t n = shapes.size();
+      auto offsetOf = [](size_t i) { return int64_t(i % 3 == 2 ? 1 : 0); };
+      std::vector<Pair> averages, params;
+      std::vector<DeviceTensor> operands, results;
+      for (size_t i = 0; i < n; ++i)
+        averages.push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+      for (size_t i = 0; i < n; ++i)
+        params.push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+      for (size_t i = 0; i < n; ++i) {
+        operands.push_back(averages[i].device.view);
+        results.push_back(averages[i].device.view);
+      }
+      for (size_t i = 0; i < n; ++i)
+        operands.push_back(params[i].device.view);
+      LaunchedNode multi("multi_ema_update", decay);
+      RN_ASSERT_STATUS_OK(multi.prepare(operands, results, stream));
+      RN_ASSERT_STATUS_OK(multi.launch(operands, results, stream));
+      LaunchedNode single("ema_update", decay);
+      for (size_t i = 0; i < n; ++i) {
+        DeviceArray want = upload(averages[i].host, shapes[i], t, offsetOf(i));
+        RN_ASSERT_STATUS_OK(
+            single.launch({want.view, params[i].device.view}, {want.view}, stream, false));
         RN_ASSERT_CUDA(update.stream.sync());
         EXPECT_TRUE(sameBits(download(results[i]), download(want.view))) << "tensor " << i;
       }

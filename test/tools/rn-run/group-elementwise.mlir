@@ -1,16 +1,17 @@
 // REQUIRES: rn-run
-// RUN: rn-compile %s -o %t.off.rnx --quiet --pipeline "precision=f16 loss-scaling=dynamic momentum=0.9"
-// RUN: rn-compile %s -o %t.on.rnx --quiet --pipeline "precision=f16 loss-scaling=dynamic momentum=0.9 group-elementwise=true"
+// RUN: rn-compile %s -o %t.off.rnx --quiet --pipeline "precision=f16 loss-scaling=dynamic momentum=0.9 ema-decay=0.9"
+// RUN: rn-compile %s -o %t.on.rnx --quiet --pipeline "precision=f16 loss-scaling=dynamic momentum=0.9 ema-decay=0.9 group-elementwise=true"
 // RUN: rn-run %t.off.rnx --synthetic --steps 4 --lr 0.1 --executor cpu --state-digest %t.off.json --state-digest-every 1
 // RUN: rn-run %t.on.rnx --synthetic --steps 4 --lr 0.1 --executor cpu --state-digest %t.on.json --state-digest-every 1
 // RUN: %python %S/../../../scripts/compare-digests.py %t.off.json %t.on.json --tol 0 | FileCheck %s
 // RUN: rn-run %t.on.rnx --synthetic --steps 3 --lr 0.1 --executor cpu --interleave | FileCheck %s --check-prefix=INTERLEAVE
 
 // Tests that rn-group-elementwise changes no bit of training: the f16 MLP
-// with dynamic loss scaling, compiled with and without it, leaves the same
-// state after every one of 4 steps on the CPU executor (rn.multi_zero,
-// rn.multi_unscale and rn.multi_cast run the per-tensor kernels), and the
-// grouped schedule runs interleaved at random without a hazard.
+// with dynamic loss scaling and an EMA of the weights, compiled with and
+// without it, leaves the same state after every one of 4 steps on the CPU
+// executor (rn.multi_zero, rn.multi_unscale, rn.multi_cast and
+// rn.multi_ema_update run the per-tensor kernels), and the grouped
+// schedule runs interleaved at random without a hazard.
 
 // CHECK: 4/4 steps (4 the last), {{[0-9]+}} state entries, agree within 0 (bit for bit)
 // INTERLEAVE: interleaved
