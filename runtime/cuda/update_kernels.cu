@@ -40,6 +40,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include "runtime/cuda/device_element.cuh"
 
 namespace rn::cuda {
@@ -301,7 +302,8 @@ __global__ void __launch_bounds__(kThreads)
 /// One tensor of a multi-tensor update group, as the device table holds
 /// it: SGD reads param, grad, [buffer] and writes param, [buffer]; AdamW
 /// reads param, grad, exp_avg, exp_avg_sq and writes the last three's
-/// new values (in[0], in[2], in[3] -> out[0], out[1], out[2]).
+/// new values (in[0], in[2], in[3] -> out[0], out[1], out[2]); zero,
+/// unscale and cast read in[0] (EMA also its param, in[1]) and write out[0].
 struct MultiTensor {
   const void *in[4]; ///< null where the op has no such operand
   void *out[3];
@@ -317,6 +319,36 @@ struct MultiTensorChunk {
   int32_t chunk;
 };
 static_assert(sizeof(MultiTensor) % alignof(MultiTensorChunk) == 0);
+
+/// The work of block b of a multi-tensor kernel: chunk b of the table,
+/// elements [begin, end) of its tensor.
+struct BlockChunk {
+  MultiTensor t;
+  int64_t begin, end;
+};
+
+__device__ __forceinline__ BlockChunk blockChunk(const MultiTensor *tensors,
+                                                 const MultiTensorChunk *chunks,
+                                                 int64_t chunkSize) {
+  const MultiTensorChunk c = chunks[blockIdx.x];
+  const MultiTensor t = tensors[c.tensor];
+  const int64_t begin = int64_t(c.chunk) * chunkSize;
+  return BlockChunk{t, begin, min(begin + chunkSize, t.numel)};
+}
+
+/// Calls fn(width, i) for the packs of the block's chunk this thread
+/// handles: packs of V elements where every pointer of the tensor is 16-byte
+/// aligned, single elements (width 1) otherwise; `width` is a
+/// std::integral_constant, so fn instantiates its loads for both.
+template <int V, typename Fn>
+__device__ __forceinline__ void forEachPackOfChunk(const BlockChunk &c, Fn &&fn) {
+  if (c.t.packed)
+    for (int64_t i = c.begin + int64_t(threadIdx.x) * V; i < c.end; i += int64_t(blockDim.x) * V)
+      fn(std::integral_constant<int, V>{}, i);
+  else
+    for (int64_t i = c.begin + int64_t(threadIdx.x); i < c.end; i += int64_t(blockDim.x))
+      fn(std::integral_constant<int, 1>{}, i);
+}
 
 /// A set skip flag: copies the state a tensor updates to its out-of-place
 /// results, elements [begin, end) in packs of V.
@@ -365,10 +397,7 @@ __global__ void __launch_bounds__(kThreads)
     multiSgdKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks, int64_t chunkSize,
                    const float *lr, Flag skip, float momentum, float weightDecay, bool nesterov) {
   constexpr int V = int(16 / sizeof(T));
-  const MultiTensorChunk c = chunks[blockIdx.x];
-  const MultiTensor t = tensors[c.tensor];
-  const int64_t begin = int64_t(c.chunk) * chunkSize;
-  const int64_t end = min(begin + chunkSize, t.numel);
+  const auto [t, begin, end] = blockChunk(tensors, chunks, chunkSize);
   if (flagSet(skip)) {
     if (t.inPlace)
       return;
@@ -385,101 +414,64 @@ __global__ void __launch_bounds__(kThreads)
     multiSgdRange<T, 1>(t, begin, end, rate, momentum, weightDecay, nesterov);
 }
 
-/// multi_unscale: block b divides chunk b of the table's gradient by the
-/// scale, with unscaleKernel's formula (in[0] -> out[0]).
-template <typename T, int V>
-__device__ __forceinline__ void multiUnscaleRange(const MultiTensor &t, int64_t begin,
-                                                  int64_t end, float s) {
-  const T *grad = static_cast<const T *>(t.in[0]);
-  T *result = static_cast<T *>(t.out[0]);
-  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V)
-    unscalePack<T, V>(grad, result, i, end, s);
-}
-
-/// multi_zero: block b zeroes chunk b of the table's results (out[0]).
+/// multi_zero: zeroes the table's results (out[0]).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     multiZeroKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks, int64_t chunkSize) {
-  constexpr int V = int(16 / sizeof(T));
-  const MultiTensorChunk c = chunks[blockIdx.x];
-  const MultiTensor t = tensors[c.tensor];
-  const int64_t begin = int64_t(c.chunk) * chunkSize;
-  const int64_t end = min(begin + chunkSize, t.numel);
-  T *result = static_cast<T *>(t.out[0]);
-  const float zeros[V] = {}, zero[1] = {};
-  if (t.packed)
-    for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V)
-      storeSome<T, V>(result, i, end, zeros);
-  else
-    for (int64_t i = begin + int64_t(threadIdx.x); i < end; i += int64_t(blockDim.x))
-      storeSome<T, 1>(result, i, end, zero);
+  const BlockChunk c = blockChunk(tensors, chunks, chunkSize);
+  T *result = static_cast<T *>(c.t.out[0]);
+  forEachPackOfChunk<int(16 / sizeof(T))>(c, [&](auto width, int64_t i) {
+    const float zeros[decltype(width)::value] = {};
+    storeSome<T, decltype(width)::value>(result, i, c.end, zeros);
+  });
 }
 
-/// multi_ema_update: block b averages chunk b of the table's param (in[1])
-/// into its average (in[0] -> out[0]).
+/// multi_ema_update: averages the table's params (in[1]) into their
+/// averages (in[0] -> out[0]).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     multiEmaKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks, int64_t chunkSize,
                    float decay, float oneMinusDecay) {
-  constexpr int V = int(16 / sizeof(T));
-  const MultiTensorChunk c = chunks[blockIdx.x];
-  const MultiTensor t = tensors[c.tensor];
-  const int64_t begin = int64_t(c.chunk) * chunkSize;
-  const int64_t end = min(begin + chunkSize, t.numel);
-  const T *average = static_cast<const T *>(t.in[0]);
-  const T *param = static_cast<const T *>(t.in[1]);
-  T *result = static_cast<T *>(t.out[0]);
-  if (t.packed)
-    for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V)
-      emaPack<T, V>(average, param, result, i, end, decay, oneMinusDecay);
-  else
-    for (int64_t i = begin + int64_t(threadIdx.x); i < end; i += int64_t(blockDim.x))
-      emaPack<T, 1>(average, param, result, i, end, decay, oneMinusDecay);
+  const BlockChunk c = blockChunk(tensors, chunks, chunkSize);
+  const T *average = static_cast<const T *>(c.t.in[0]);
+  const T *param = static_cast<const T *>(c.t.in[1]);
+  T *result = static_cast<T *>(c.t.out[0]);
+  forEachPackOfChunk<int(16 / sizeof(T))>(c, [&](auto width, int64_t i) {
+    emaPack<T, decltype(width)::value>(average, param, result, i, c.end, decay, oneMinusDecay);
+  });
 }
 
-/// multi_cast: block b converts chunk b of the table's input (in[0], type
-/// T) into its result (out[0], type U), rounding as the per-tensor cast.
-template <typename T, typename U, int V>
-__device__ __forceinline__ void multiCastRange(const MultiTensor &t, int64_t begin,
-                                               int64_t end) {
-  const T *input = static_cast<const T *>(t.in[0]);
-  U *result = static_cast<U *>(t.out[0]);
-  for (int64_t i = begin + int64_t(threadIdx.x) * V; i < end; i += int64_t(blockDim.x) * V) {
-    float x[V];
-    loadSome<T, V>(input, i, end, x);
-    storeSome<U, V>(result, i, end, x);
-  }
-}
-
+/// multi_cast: converts the table's inputs (in[0], type T) into their
+/// results (out[0], type U), rounding as the per-tensor cast; packs of 16
+/// bytes of the wider type.
 template <typename T, typename U>
 __global__ void __launch_bounds__(kThreads)
     multiCastKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks, int64_t chunkSize) {
-  // Packs of 16 bytes of the wider type.
   constexpr int V = int(16 / (sizeof(T) > sizeof(U) ? sizeof(T) : sizeof(U)));
-  const MultiTensorChunk c = chunks[blockIdx.x];
-  const MultiTensor t = tensors[c.tensor];
-  const int64_t begin = int64_t(c.chunk) * chunkSize;
-  const int64_t end = min(begin + chunkSize, t.numel);
-  if (t.packed)
-    multiCastRange<T, U, V>(t, begin, end);
-  else
-    multiCastRange<T, U, 1>(t, begin, end);
+  const BlockChunk c = blockChunk(tensors, chunks, chunkSize);
+  const T *input = static_cast<const T *>(c.t.in[0]);
+  U *result = static_cast<U *>(c.t.out[0]);
+  forEachPackOfChunk<V>(c, [&](auto width, int64_t i) {
+    constexpr int W = decltype(width)::value;
+    float x[W];
+    loadSome<T, W>(input, i, c.end, x);
+    storeSome<U, W>(result, i, c.end, x);
+  });
 }
 
+/// multi_unscale: divides the table's gradients by the scale with
+/// unscaleKernel's formula (in[0] -> out[0]).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     multiUnscaleKernel(const MultiTensor *tensors, const MultiTensorChunk *chunks,
                        int64_t chunkSize, const float *scale) {
-  constexpr int V = int(16 / sizeof(T));
-  const MultiTensorChunk c = chunks[blockIdx.x];
-  const MultiTensor t = tensors[c.tensor];
-  const int64_t begin = int64_t(c.chunk) * chunkSize;
-  const int64_t end = min(begin + chunkSize, t.numel);
+  const BlockChunk c = blockChunk(tensors, chunks, chunkSize);
+  const T *grad = static_cast<const T *>(c.t.in[0]);
+  T *result = static_cast<T *>(c.t.out[0]);
   const float s = *scale;
-  if (t.packed)
-    multiUnscaleRange<T, V>(t, begin, end, s);
-  else
-    multiUnscaleRange<T, 1>(t, begin, end, s);
+  forEachPackOfChunk<int(16 / sizeof(T))>(c, [&](auto width, int64_t i) {
+    unscalePack<T, decltype(width)::value>(grad, result, i, c.end, s);
+  });
 }
 
 /// What every element of an AdamW step uses, from the step's lr and step
@@ -581,10 +573,7 @@ __global__ void __launch_bounds__(kThreads)
                      int64_t chunkSize, const float *lr, const int32_t *step, Flag skip,
                      double beta1, double beta2, float epsilon, double weightDecay) {
   constexpr int V = int(16 / sizeof(T));
-  const MultiTensorChunk c = chunks[blockIdx.x];
-  const MultiTensor t = tensors[c.tensor];
-  const int64_t begin = int64_t(c.chunk) * chunkSize;
-  const int64_t end = min(begin + chunkSize, t.numel);
+  const auto [t, begin, end] = blockChunk(tensors, chunks, chunkSize);
   if (flagSet(skip)) {
     if (t.inPlace)
       return;
