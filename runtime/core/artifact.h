@@ -89,6 +89,14 @@ struct StateEntry {
   Init init;
 };
 
+/// Elements of a tensor of `shape` (1 for a scalar).
+inline int64_t numel(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
 /// One value of a function.
 struct TensorInfo {
   uint32_t id = 0;

@@ -11,12 +11,6 @@
 namespace rn {
 
 namespace {
-int64_t numel(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
 
 Variant variantOfStep(int64_t step) { return step % 2 != 0 ? Variant::b : Variant::a; }
 

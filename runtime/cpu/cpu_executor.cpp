@@ -44,12 +44,6 @@ void merge(VClock &into, const VClock &from) {
     into[i] = std::max(into[i], from[i]);
 }
 
-int64_t numel(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
 
 bool isFloat(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 

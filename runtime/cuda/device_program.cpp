@@ -21,13 +21,6 @@ namespace rn::cuda {
 
 namespace {
 
-int64_t numel(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
 /// Writes `values` as `n` elements of `type` at `out`.
 void encode(DType type, const float *values, const int32_t *ints, size_t n, void *out) {
   auto *b = static_cast<unsigned char *>(out);

@@ -86,6 +86,22 @@ inline double relativeError(const std::vector<float> &gpu, const std::vector<flo
   return ref == 0 ? std::sqrt(diff) : std::sqrt(diff / ref);
 }
 
+/// The relative error of an update (gpu - old) against (cpu - old).
+inline double updateError(const std::vector<float> &gpu, const std::vector<float> &cpu,
+                          const std::vector<float> &old) {
+  std::vector<float> g(gpu.size()), c(cpu.size());
+  for (size_t i = 0; i < gpu.size() && i < old.size(); ++i) {
+    g[i] = float(double(gpu[i]) - old[i]);
+    c[i] = float(double(cpu[i]) - old[i]);
+  }
+  return relativeError(g, c);
+}
+
+/// The norm-wise bound of the update kernels' tests, by storage precision.
+inline double updateTolerance(DType dtype) {
+  return dtype == DType::f16 ? 5e-3 : dtype == DType::bf16 ? 3e-2 : 1e-5;
+}
+
 } // namespace rn::cuda::testing
 
 #endif // RN_TEST_RUNTIME_CUDA_HOST_TENSOR_UTIL_H

@@ -25,6 +25,7 @@
 #include "runtime/cuda/op_launch.h"
 #include "runtime/cuda/update_kernels.h"
 #include "cuda_test_util.h"
+#include "host_tensor_util.h"
 
 #include <gtest/gtest.h>
 
@@ -60,32 +61,6 @@ Pair randomPair(const Shape &shape, DType dtype, std::mt19937 &rng, int64_t offs
     v = roundTo(dtype, u(rng));
   p.device = upload(p.host, shape, dtype, offset);
   return p;
-}
-
-double relativeError(const std::vector<float> &gpu, const std::vector<float> &cpu) {
-  if (gpu.size() != cpu.size())
-    return INFINITY;
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    double d = double(gpu[i]) - double(cpu[i]);
-    diff += d * d;
-    ref += double(cpu[i]) * cpu[i];
-  }
-  return ref == 0 ? std::sqrt(diff) : std::sqrt(diff / ref);
-}
-
-double updateError(const std::vector<float> &gpu, const std::vector<float> &cpu,
-                   const std::vector<float> &old) {
-  std::vector<float> g(gpu.size()), c(cpu.size());
-  for (size_t i = 0; i < gpu.size() && i < old.size(); ++i) {
-    g[i] = float(double(gpu[i]) - old[i]);
-    c[i] = float(double(cpu[i]) - old[i]);
-  }
-  return relativeError(g, c);
-}
-
-double tolerance(DType dtype) {
-  return dtype == DType::f16 ? 5e-3 : dtype == DType::bf16 ? 3e-2 : 1e-5;
 }
 
 bool allFinite(const std::vector<float> &values) {
@@ -290,9 +265,9 @@ TEST(MultiSgdKernel, MatchesCpuAndPerParameterKernel) {
                 }
                 continue;
               }
-              EXPECT_LE(updateError(gotP, refP[i], p[i].host), tolerance(t));
+              EXPECT_LE(updateError(gotP, refP[i], p[i].host), updateTolerance(t));
               if (buffer) {
-                EXPECT_LE(relativeError(gotB, refB[i]), tolerance(t));
+                EXPECT_LE(relativeError(gotB, refB[i]), updateTolerance(t));
               }
 
               // The per-parameter GPU kernel on copies of the same inputs,
@@ -421,9 +396,9 @@ TEST(MultiAdamWKernel, MatchesCpuAndPerParameterKernel) {
               // data, not the kernel, would be at fault.
               ASSERT_TRUE(allFinite(ref[0][i]) && allFinite(ref[1][i]) && allFinite(ref[2][i]))
                   << "the CPU reference is not finite: the test data overflows";
-              EXPECT_LE(updateError(got[0], ref[0][i], in[0][i].host), tolerance(t));
-              EXPECT_LE(relativeError(got[1], ref[1][i]), tolerance(t));
-              EXPECT_LE(relativeError(got[2], ref[2][i]), tolerance(t));
+              EXPECT_LE(updateError(got[0], ref[0][i], in[0][i].host), updateTolerance(t));
+              EXPECT_LE(relativeError(got[1], ref[1][i]), updateTolerance(t));
+              EXPECT_LE(relativeError(got[2], ref[2][i]), updateTolerance(t));
               // The per-parameter kernel on copies: bit for bit.
               DeviceArray sp = upload(in[0][i].host, shapes[i], t, offsetOf(i));
               DeviceArray sm = upload(in[2][i].host, shapes[i], t, offsetOf(i));
@@ -502,7 +477,7 @@ TEST(MultiElementwiseKernels, UnscaleAndZeroMatchPerTensorOps) {
         std::vector<float> want = g[i].host;
         cpu::TensorView view{want.data(), shapes[i], t};
         ASSERT_TRUE(cpu::unscale(view, scale, view).ok());
-        EXPECT_LE(relativeError(got, want), tolerance(t));
+        EXPECT_LE(relativeError(got, want), updateTolerance(t));
         DeviceArray copy = upload(g[i].host, shapes[i], t, offsetOf(i));
         RN_ASSERT_STATUS_OK(
             single.launch({copy.view, gscale.view}, {copy.view}, stream, /*withState=*/false));

@@ -39,6 +39,8 @@ using testing::GpuTensor;
 using testing::HostTensor;
 using testing::randomTensor;
 using testing::relativeError;
+using testing::updateError;
+using testing::updateTolerance;
 using testing::upload;
 using testing::uploadBytes;
 
@@ -55,28 +57,6 @@ std::vector<float> download(const DeviceTensor &t) {
   std::vector<uint8_t> bytes(size_t(t.numel()) * elementSize(t.dtype));
   EXPECT_EQ(cudaMemcpy(bytes.data(), t.data, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   return testing::decode(bytes, t.dtype);
-}
-
-/// The relative error of the update (gpu - old) against (cpu - old).
-double updateError(const std::vector<float> &gpu, const std::vector<float> &cpu,
-                   const std::vector<float> &old) {
-  std::vector<float> g(gpu.size()), c(cpu.size());
-  for (size_t i = 0; i < gpu.size() && i < old.size(); ++i) {
-    g[i] = float(double(gpu[i]) - old[i]);
-    c[i] = float(double(cpu[i]) - old[i]);
-  }
-  return relativeError(g, c);
-}
-
-double tolerance(DType dtype) {
-  switch (dtype) {
-  case DType::f16:
-    return 5e-3;
-  case DType::bf16:
-    return 3e-2;
-  default:
-    return 1e-5;
-  }
 }
 
 /// A non-blocking stream with the UPDATE stream's 1 MiB workspace.
@@ -202,9 +182,9 @@ TEST(UpdateKernelsTest, SgdMatchesCpu) {
                 EXPECT_EQ(relativeError(download(rb.view), b.values), 0.0);
               continue;
             }
-            EXPECT_LE(updateError(download(rp.view), np.values, p.values), tolerance(t));
+            EXPECT_LE(updateError(download(rp.view), np.values, p.values), updateTolerance(t));
             if (buffer)
-              EXPECT_LE(relativeError(download(rb.view), nb.values), tolerance(t));
+              EXPECT_LE(relativeError(download(rb.view), nb.values), updateTolerance(t));
           }
 }
 
@@ -247,9 +227,9 @@ TEST(UpdateKernelsTest, AdamWMatchesCpu) {
               EXPECT_EQ(relativeError(download(rv.view), v.values), 0.0);
               continue;
             }
-            EXPECT_LE(updateError(download(rp.view), np.values, p.values), tolerance(t));
-            EXPECT_LE(relativeError(download(rm.view), nm.values), tolerance(t));
-            EXPECT_LE(relativeError(download(rv.view), nv.values), tolerance(t));
+            EXPECT_LE(updateError(download(rp.view), np.values, p.values), updateTolerance(t));
+            EXPECT_LE(relativeError(download(rm.view), nm.values), updateTolerance(t));
+            EXPECT_LE(relativeError(download(rv.view), nv.values), updateTolerance(t));
           }
 }
 
@@ -290,8 +270,8 @@ TEST(UpdateKernelsTest, LarsMatchesCpu) {
               EXPECT_EQ(relativeError(download(rb.view), b.values), 0.0);
               continue;
             }
-            EXPECT_LE(updateError(download(rp.view), np.values, p.values), tolerance(t));
-            EXPECT_LE(relativeError(download(rb.view), nb.values), tolerance(t));
+            EXPECT_LE(updateError(download(rp.view), np.values, p.values), updateTolerance(t));
+            EXPECT_LE(relativeError(download(rb.view), nb.values), updateTolerance(t));
           }
 }
 
@@ -310,7 +290,7 @@ TEST(UpdateKernelsTest, EmaAndUnscaleMatchCpu) {
         GpuTensor ra = resultFor(ga, inPlace, shape, t);
         Status s = runOp("ema_update", {{"decay", 0.99}}, {ga.view, gp.view}, {ra.view}, stream);
         ASSERT_TRUE(s.ok()) << s.error().message();
-        EXPECT_LE(updateError(download(ra.view), na.values, a.values), tolerance(t));
+        EXPECT_LE(updateError(download(ra.view), na.values, a.values), updateTolerance(t));
 
         HostTensor g = randomTensor(shape, t, rng, -1000, 1000), u = g;
         ASSERT_TRUE(cpu::unscale(g.view(), 1024.f * 3, u.view()).ok());
