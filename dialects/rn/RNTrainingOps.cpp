@@ -513,6 +513,21 @@ LogicalResult MultiSgdUpdateOp::verify() {
   return success();
 }
 
+/// AdamW's betas in [0, 1), epsilon > 0 and its weight decay.
+static LogicalResult verifyAdamWAttributes(const ShapeDiagnostics &diag,
+                                           double beta1, double beta2,
+                                           double epsilon, double weightDecay) {
+  if (failed(requireInRange(diag, "beta1", beta1, 0.0, 1.0,
+                            /*highInclusive=*/false)) ||
+      failed(requireInRange(diag, "beta2", beta2, 0.0, 1.0,
+                            /*highInclusive=*/false)) ||
+      failed(verifyWeightDecay(diag, weightDecay)))
+    return failure();
+  if (!(epsilon > 0.0))
+    return diag.fail("epsilon must be positive, got ", epsilon);
+  return success();
+}
+
 LogicalResult AdamWUpdateOp::verify() {
   ShapeDiagnostics diag(*this);
   if (failed(requireSameTypes(
@@ -523,15 +538,11 @@ LogicalResult AdamWUpdateOp::verify() {
            {"new_param", getNewParam().getType()},
            {"new_exp_avg", getNewExpAvg().getType()},
            {"new_exp_avg_sq", getNewExpAvgSq().getType()}})) ||
-      failed(requireInRange(diag, "beta1", getBeta1().convertToDouble(), 0.0,
-                            1.0, /*highInclusive=*/false)) ||
-      failed(requireInRange(diag, "beta2", getBeta2().convertToDouble(), 0.0,
-                            1.0, /*highInclusive=*/false)) ||
-      failed(verifyWeightDecay(diag, getWeightDecay().convertToDouble())))
+      failed(verifyAdamWAttributes(diag, getBeta1().convertToDouble(),
+                                   getBeta2().convertToDouble(),
+                                   getEpsilon().convertToDouble(),
+                                   getWeightDecay().convertToDouble())))
     return failure();
-  if (!(getEpsilon().convertToDouble() > 0.0))
-    return diag.fail("epsilon must be positive, got ",
-                     getEpsilon().convertToDouble());
   return success();
 }
 
@@ -553,15 +564,11 @@ ResultRange MultiAdamWUpdateOp::getNewExpAvgSqs() {
 
 LogicalResult MultiAdamWUpdateOp::verify() {
   ShapeDiagnostics diag(*this);
-  if (failed(requireInRange(diag, "beta1", getBeta1().convertToDouble(), 0.0,
-                            1.0, /*highInclusive=*/false)) ||
-      failed(requireInRange(diag, "beta2", getBeta2().convertToDouble(), 0.0,
-                            1.0, /*highInclusive=*/false)) ||
-      failed(verifyWeightDecay(diag, getWeightDecay().convertToDouble())))
+  if (failed(verifyAdamWAttributes(diag, getBeta1().convertToDouble(),
+                                   getBeta2().convertToDouble(),
+                                   getEpsilon().convertToDouble(),
+                                   getWeightDecay().convertToDouble())))
     return failure();
-  if (!(getEpsilon().convertToDouble() > 0.0))
-    return diag.fail("epsilon must be positive, got ",
-                     getEpsilon().convertToDouble());
   size_t count = getParams().size();
   if (count == 0)
     return diag.fail("needs at least one param");

@@ -388,17 +388,24 @@ Status verifyUpdateLossScale(const OpNodeSignature &node) {
   return c.finish();
 }
 
+/// SGD's momentum in [0, 1), its weight decay, and Nesterov only with
+/// momentum; returns the momentum.
+double checkSgdAttributes(Checker &c) {
+  double momentum = c.inRange("momentum", 0, 1, /*highInclusive=*/false);
+  c.nonNegative("weight_decay");
+  bool nesterov = c.flag("nesterov");
+  if (c.ok() && nesterov && momentum == 0)
+    c.fail("Nesterov momentum needs momentum > 0");
+  return momentum;
+}
+
 /// param, grad, [momentum_buffer], lr, [skip_if]. The buffer is present
 /// exactly when momentum is non-zero, which settles the ambiguous count.
 Status verifySgdUpdate(const OpNodeSignature &node) {
   Checker c(node);
-  double momentum = c.inRange("momentum", 0, 1, /*highInclusive=*/false);
-  c.nonNegative("weight_decay");
-  bool nesterov = c.flag("nesterov");
+  double momentum = checkSgdAttributes(c);
   if (!c.ok())
     return c.finish();
-  if (nesterov && momentum == 0)
-    c.fail("Nesterov momentum needs momentum > 0");
   bool buffer = momentum != 0;
   size_t required = buffer ? 4 : 3;
   if (node.operands != required && node.operands != required + 1)
@@ -426,13 +433,9 @@ Status verifySgdUpdate(const OpNodeSignature &node) {
 /// (the buffers are present exactly when momentum is non-zero).
 Status verifyMultiSgdUpdate(const OpNodeSignature &node) {
   Checker c(node);
-  double momentum = c.inRange("momentum", 0, 1, /*highInclusive=*/false);
-  c.nonNegative("weight_decay");
-  bool nesterov = c.flag("nesterov");
+  double momentum = checkSgdAttributes(c);
   if (!c.ok())
     return c.finish();
-  if (nesterov && momentum == 0)
-    c.fail("Nesterov momentum needs momentum > 0");
   const bool buffer = momentum != 0;
   const size_t perTensor = buffer ? 2 : 1;
   if (c.ok() && (node.results == 0 || node.results % perTensor != 0))
