@@ -1144,21 +1144,20 @@ int main(int argc, char **argv) {
     options.planCacheFile = planCachePath(o.planCache);
     options.profile = o.profile;
     options.dumpGraphsDir = o.dumpGraphs;
-    if (kind == "cuda-eager") {
-      auto eager = rn::cuda::EagerExecutor::create(*artifact, options);
-      if (!eager)
-        return fail(eager.error().message());
+    // Either executor: its load summary, then it runs the steps.
+    auto adopt = [&](auto created) -> bool {
+      if (!created) {
+        fail(created.error().message());
+        return false;
+      }
       if (o.progress)
-        std::printf("%s\n", (*eager)->loadSummary().c_str());
-      executor = std::move(*eager);
-    } else {
-      auto graph = rn::cuda::GraphExecutor::create(*artifact, options);
-      if (!graph)
-        return fail(graph.error().message());
-      if (o.progress)
-        std::printf("%s\n", (*graph)->loadSummary().c_str());
-      executor = std::move(*graph);
-    }
+        std::printf("%s\n", (*created)->loadSummary().c_str());
+      executor = std::move(*created);
+      return true;
+    };
+    if (!(kind == "cuda-eager" ? adopt(rn::cuda::EagerExecutor::create(*artifact, options))
+                               : adopt(rn::cuda::GraphExecutor::create(*artifact, options))))
+      return 1;
   }
 #endif
   rn::Executor &ex = *executor;
