@@ -230,6 +230,19 @@ struct CuptiTrace::Impl {
       dropped += lost;
   }
 
+  /// The fields every GPU-side record (kernel, memcpy, memset) has, in
+  /// whichever version of CUPTI's record struct carries them.
+  template <typename DeviceActivity>
+  static void copyDeviceFields(const DeviceActivity &a, ActivityRecord &r) {
+    r.startNs = a.start;
+    r.endNs = a.end;
+    r.deviceId = a.deviceId;
+    r.streamId = a.streamId;
+    r.correlationId = a.correlationId;
+    r.graphId = a.graphId;
+    r.graphNodeId = a.graphNodeId;
+  }
+
   void add(const CUpti_Activity *raw) {
     Pending p;
     ActivityRecord &r = p.record;
@@ -239,26 +252,14 @@ struct CuptiTrace::Impl {
       const auto *k = reinterpret_cast<const CUpti_ActivityKernel10 *>(raw);
       r.kind = ActivityKind::kernel;
       r.name = k->name ? k->name : "(unnamed kernel)";
-      r.startNs = k->start;
-      r.endNs = k->end;
-      r.deviceId = k->deviceId;
-      r.streamId = k->streamId;
-      r.correlationId = k->correlationId;
-      r.graphId = k->graphId;
-      r.graphNodeId = k->graphNodeId;
+      copyDeviceFields(*k, r);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto *m = reinterpret_cast<const CUpti_ActivityMemcpy6 *>(raw);
       r.kind = ActivityKind::memcpy;
       r.name = memcpyKindName(m->copyKind);
-      r.startNs = m->start;
-      r.endNs = m->end;
-      r.deviceId = m->deviceId;
-      r.streamId = m->streamId;
-      r.correlationId = m->correlationId;
-      r.graphId = m->graphId;
-      r.graphNodeId = m->graphNodeId;
+      copyDeviceFields(*m, r);
       r.bytes = m->bytes;
       p.runtimeCorrelationId = m->runtimeCorrelationId;
       break;
@@ -267,13 +268,7 @@ struct CuptiTrace::Impl {
       const auto *m = reinterpret_cast<const CUpti_ActivityMemset4 *>(raw);
       r.kind = ActivityKind::memset;
       r.name = "memset";
-      r.startNs = m->start;
-      r.endNs = m->end;
-      r.deviceId = m->deviceId;
-      r.streamId = m->streamId;
-      r.correlationId = m->correlationId;
-      r.graphId = m->graphId;
-      r.graphNodeId = m->graphNodeId;
+      copyDeviceFields(*m, r);
       r.bytes = m->bytes;
       break;
     }
