@@ -457,6 +457,18 @@ ResultRange MultiSgdUpdateOp::getNewMomentumBuffers() {
       std::min(getParams().size(), getNewValues().size()));
 }
 
+/// A multi-tensor update has one element type (one kernel per group).
+static LogicalResult requireGroupElementType(const ShapeDiagnostics &diag,
+                                             StringRef what, Type type,
+                                             Type elementType) {
+  Type got = cast<RankedTensorType>(type).getElementType();
+  if (got != elementType)
+    return diag.fail(what, " element type ", got,
+                     " differs from params #0 element type ", elementType,
+                     " (one element type per group)");
+  return success();
+}
+
 LogicalResult MultiSgdUpdateOp::verify() {
   ShapeDiagnostics diag(*this);
   double momentum = getMomentum().convertToDouble();
@@ -496,11 +508,8 @@ LogicalResult MultiSgdUpdateOp::verify() {
                 buffer = "momentum_buffers" + index,
                 newBuffer = "new_momentum_buffers" + index;
     Type type = getParams()[i].getType();
-    if (cast<RankedTensorType>(type).getElementType() != elementType)
-      return diag.fail(param, " element type ",
-                       cast<RankedTensorType>(type).getElementType(),
-                       " differs from params #0 element type ", elementType,
-                       " (one element type per group)");
+    if (failed(requireGroupElementType(diag, param, type, elementType)))
+      return failure();
     SmallVector<NamedType> others = {{grad, getGrads()[i].getType()},
                                      {newParam, getNewParams()[i].getType()}};
     if (hasBuffers) {
@@ -591,11 +600,8 @@ LogicalResult MultiAdamWUpdateOp::verify() {
                 newParam = "new_params" + index, newM = "new_exp_avgs" + index,
                 newV = "new_exp_avg_sqs" + index;
     Type type = getParams()[i].getType();
-    if (cast<RankedTensorType>(type).getElementType() != elementType)
-      return diag.fail(param, " element type ",
-                       cast<RankedTensorType>(type).getElementType(),
-                       " differs from params #0 element type ", elementType,
-                       " (one element type per group)");
+    if (failed(requireGroupElementType(diag, param, type, elementType)))
+      return failure();
     if (failed(requireSameTypes(
             diag, {param, type},
             {{grad, getGrads()[i].getType()},
