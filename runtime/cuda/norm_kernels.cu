@@ -8,6 +8,14 @@
 // the chunks (in double) by a second kernel; the backward reduction is the
 // same with plain sums. Per-channel parameters are loaded once per thread.
 //
+// Each thread loads U rows of its vector per loop iteration (U loads in
+// flight per tensor). U and V trade bytes in flight against registers,
+// hence occupancy: NormKernelTuning holds the choice, measured on the H200
+// by NormKernelsTest.ResNetSizeBandwidth. A thread visits its rows in the
+// same order whatever U, but the compiler contracts the unrolled bodies
+// into FMAs differently, so results may differ in the last bit across
+// tunings (never across runs of one binary).
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/norm_kernels.h"
@@ -21,6 +29,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 #include "runtime/cuda/device_element.cuh"
 
 namespace rn::cuda {
@@ -172,7 +181,7 @@ __device__ __forceinline__ void welfordMerge(F &mean, F &m2, F &n, F meanB, F m2
 //===----------------------------------------------------------------------===//
 
 /// Per (chunk, channel): Welford mean and M2 of x over the chunk's rows.
-template <typename T, int V>
+template <typename T, int V, int U>
 __global__ void __launch_bounds__(kThreads)
     statsPartialKernel(const T *__restrict__ x, Tile tile, float *__restrict__ partMean,
                        float *__restrict__ partM2) {
@@ -193,14 +202,14 @@ __global__ void __launch_bounds__(kThreads)
   float n = 0.f;
   if (active) {
     const T *base = x + c0;
-    for (int64_t r = rowBegin + ty; r < rowEnd; r += 4 * int64_t(ny)) {
-      float a[4][V];
+    for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
+      float a[U][V];
 #pragma unroll
-      for (int u = 0; u < 4; ++u)
+      for (int u = 0; u < U; ++u)
         if (r + u * int64_t(ny) < rowEnd)
           loadPack<T, V>(base + (r + u * int64_t(ny)) * C, a[u]);
 #pragma unroll
-      for (int u = 0; u < 4; ++u)
+      for (int u = 0; u < U; ++u)
         if (r + u * int64_t(ny) < rowEnd) {
           n += 1.f;
           float inv = __frcp_rn(n);
@@ -344,7 +353,7 @@ __device__ __forceinline__ void channelAffine(const ChannelAffine &p, int64_t c,
 
 /// y = [relu]((x - mean) * scale + bias), or with a shortcut
 /// relu(round(round(bn) + shortcut)).
-template <typename T, int V>
+template <typename T, int V, int U>
 __global__ void __launch_bounds__(kThreads)
     applyKernel(const T *__restrict__ x, const T *__restrict__ shortcut, T *y, Tile tile,
                 ChannelAffine affine, bool relu) {
@@ -360,10 +369,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int v = 0; v < V; ++v)
     channelAffine(affine, c0 + v, mean[v], scale[v], bias[v]);
 
-  for (int64_t r = rowBegin + ty; r < rowEnd; r += 4 * int64_t(ny)) {
-    float a[4][V], s[4][V];
+  for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
+    float a[U][V], s[U][V];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < U; ++u) {
       int64_t row = r + u * int64_t(ny);
       if (row < rowEnd) {
         loadPack<T, V>(x + row * C + c0, a[u]);
@@ -372,7 +381,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < U; ++u) {
       int64_t row = r + u * int64_t(ny);
       if (row < rowEnd) {
         float out[V];
@@ -391,7 +400,7 @@ __global__ void __launch_bounds__(kThreads)
 
 /// Per (chunk, channel): sum(dy) and sum(dy * xhat), dy masked by relu > 0
 /// when `relu` is given; the masked dy is stored to `maskedOut` if given.
-template <typename T, int V>
+template <typename T, int V, int U>
 __global__ void __launch_bounds__(kThreads)
     backwardPartialKernel(const T *__restrict__ dy, const T *__restrict__ relu,
                           const T *__restrict__ x, const float *__restrict__ batchMean,
@@ -415,10 +424,10 @@ __global__ void __launch_bounds__(kThreads)
     invStd[v] = active ? batchInvStd[c0 + v] : 0.f;
   }
   if (active) {
-    for (int64_t r = rowBegin + ty; r < rowEnd; r += 4 * int64_t(ny)) {
-      float g[4][V], a[4][V], m[4][V];
+    for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
+      float g[U][V], a[U][V], m[U][V];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
+      for (int u = 0; u < U; ++u) {
         int64_t row = r + u * int64_t(ny);
         if (row < rowEnd) {
           loadPack<T, V>(dy + row * C + c0, g[u]);
@@ -428,7 +437,7 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
+      for (int u = 0; u < U; ++u) {
         int64_t row = r + u * int64_t(ny);
         if (row < rowEnd) {
 #pragma unroll
@@ -527,7 +536,7 @@ __global__ void __launch_bounds__(kFinalizeChannels *kFinalizeLanes)
 }
 
 /// dx = weight * invStd * (dy - sum(dy) / M - xhat * sum(dy * xhat) / M).
-template <typename T, int V>
+template <typename T, int V, int U>
 __global__ void __launch_bounds__(kThreads)
     backwardApplyKernel(const T *__restrict__ dy, const T *__restrict__ relu,
                         const T *__restrict__ x, const float *__restrict__ batchMean,
@@ -552,10 +561,10 @@ __global__ void __launch_bounds__(kThreads)
     meanDy[v] = static_cast<float>(double(sumDy[c]) / m);
     meanDyXhat[v] = static_cast<float>(double(sumDyXhat[c]) / m);
   }
-  for (int64_t r = rowBegin + ty; r < rowEnd; r += 4 * int64_t(ny)) {
-    float g[4][V], a[4][V], mask[4][V];
+  for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
+    float g[U][V], a[U][V], mask[U][V];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < U; ++u) {
       int64_t row = r + u * int64_t(ny);
       if (row < rowEnd) {
         loadPack<T, V>(dy + row * C + c0, g[u]);
@@ -565,7 +574,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < U; ++u) {
       int64_t row = r + u * int64_t(ny);
       if (row < rowEnd) {
         float out[V];
@@ -648,11 +657,9 @@ private:
   std::string message_;
 };
 
-/// Channels per thread: the widest of `widest`, ..., 2 that divides the
-/// channel count and to which every pointer is aligned, else 1. The
-/// backward passes take at most 4 (eight 16-bit channels a thread cost them
-/// more in registers, hence occupancy, than the wider loads gave back on an
-/// H200); the forward passes take 16 bytes.
+/// Channels per thread: the widest of `widest`, ..., 2 (at most 16 bytes)
+/// that divides the channel count and to which every pointer is aligned,
+/// else 1. Each pass family's `widest` comes from NormKernelTuning.
 int pickVec(int64_t channels, size_t elementBytes, std::initializer_list<const void *> ptrs,
             int widest = 8) {
   for (int vec = std::min(widest, int(16 / elementBytes)); vec > 1; vec /= 2) {
@@ -724,6 +731,26 @@ template <typename Fn> void withType(DType type, int vec, Fn &&fn) {
   }
 }
 
+/// Calls fn(std::integral_constant<int, U>{}) for U = `rows` (1, 2 or 4).
+template <typename Fn> void withRows(int rows, Fn &&fn) {
+  switch (rows) {
+  case 1:
+    fn(std::integral_constant<int, 1>{});
+    return;
+  case 2:
+    fn(std::integral_constant<int, 2>{});
+    return;
+  default:
+    fn(std::integral_constant<int, 4>{});
+    return;
+  }
+}
+
+NormKernelTuning &tuning() {
+  static NormKernelTuning t;
+  return t;
+}
+
 /// Partial-statistics arrays in the workspace.
 struct StatsWorkspace {
   float *partMean;
@@ -761,15 +788,18 @@ Status applyChecked(const DeviceTensor &x, const DeviceTensor *shortcut,
   if (plan.chunks == 0)
     return Status::success();
   const void *shortcutData = shortcut ? shortcut->data : nullptr;
-  int vec = pickVec(plan.channels, elementSize(x.dtype), {x.data, y.data, shortcutData});
+  int vec = pickVec(plan.channels, elementSize(x.dtype), {x.data, y.data, shortcutData},
+                    tuning().applyVecBytes / int(elementSize(x.dtype)));
   Geometry g = geometryOf(plan, vec);
   Tile tile = tileOf(plan);
   withType(x.dtype, vec, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec;
-    applyKernel<T, V><<<g.grid, g.block, 0, stream>>>(
-        static_cast<const T *>(x.data), static_cast<const T *>(shortcutData),
-        static_cast<T *>(y.data), tile, affine, relu);
+    withRows(tuning().applyRows, [&](auto rows) {
+      applyKernel<T, V, decltype(rows)::value><<<g.grid, g.block, 0, stream>>>(
+          static_cast<const T *>(x.data), static_cast<const T *>(shortcutData),
+          static_cast<T *>(y.data), tile, affine, relu);
+    });
   });
   RN_CUDA_TRY_LAUNCH();
   return Status::success();
@@ -826,17 +856,20 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   const void *reluData = reluResult ? reluResult->data : nullptr;
   void *maskedData = maskedOut ? maskedOut->data : nullptr;
   int vec = pickVec(plan.channels, elementSize(x.dtype),
-                    {dy.data, x.data, dx.data, reluData, maskedData}, 4);
+                    {dy.data, x.data, dx.data, reluData, maskedData},
+                    tuning().backwardVecBytes / int(elementSize(x.dtype)));
   Geometry g = geometryOf(plan, vec);
   Tile tile = tileOf(plan);
   withType(x.dtype, vec, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec;
-    backwardPartialKernel<T, V><<<g.grid, g.block, 0, stream>>>(
-        static_cast<const T *>(dy.data), static_cast<const T *>(reluData),
-        static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
-        static_cast<const float *>(invStd.data), static_cast<T *>(maskedData), tile,
-        ws.partDy, ws.partDyXhat);
+    withRows(tuning().backwardRows, [&](auto rows) {
+      backwardPartialKernel<T, V, decltype(rows)::value><<<g.grid, g.block, 0, stream>>>(
+          static_cast<const T *>(dy.data), static_cast<const T *>(reluData),
+          static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
+          static_cast<const float *>(invStd.data), static_cast<T *>(maskedData), tile,
+          ws.partDy, ws.partDyXhat);
+    });
   });
   RN_CUDA_TRY_LAUNCH();
   GradVectors grads{weightGradAcc.data, weightGradAcc.dtype, biasGradAcc.data,
@@ -853,11 +886,13 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   withType(x.dtype, vec, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec;
-    backwardApplyKernel<T, V><<<g.grid, g.block, 0, stream>>>(
-        static_cast<const T *>(dxDy), static_cast<const T *>(dxRelu),
-        static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
-        static_cast<const float *>(invStd.data), weight.data, weight.dtype, ws.sumDy,
-        ws.sumDyXhat, static_cast<T *>(dx.data), tile);
+    withRows(tuning().backwardRows, [&](auto rows) {
+      backwardApplyKernel<T, V, decltype(rows)::value><<<g.grid, g.block, 0, stream>>>(
+          static_cast<const T *>(dxDy), static_cast<const T *>(dxRelu),
+          static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
+          static_cast<const float *>(invStd.data), weight.data, weight.dtype, ws.sumDy,
+          ws.sumDyXhat, static_cast<T *>(dx.data), tile);
+    });
   });
   RN_CUDA_TRY_LAUNCH();
   return Status::success();
@@ -868,6 +903,19 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
 //===----------------------------------------------------------------------===//
 // Exported entry points
 //===----------------------------------------------------------------------===//
+
+NormKernelTuning normKernelTuning() { return tuning(); }
+
+Status setNormKernelTuning(const NormKernelTuning &t) {
+  auto rowsOk = [](int rows) { return rows == 1 || rows == 2 || rows == 4; };
+  auto bytesOk = [](int bytes) { return bytes == 4 || bytes == 8 || bytes == 16; };
+  if (!rowsOk(t.statsRows) || !rowsOk(t.applyRows) || !rowsOk(t.backwardRows))
+    return Error("setNormKernelTuning: rows per iteration must be 1, 2 or 4");
+  if (!bytesOk(t.statsVecBytes) || !bytesOk(t.applyVecBytes) || !bytesOk(t.backwardVecBytes))
+    return Error("setNormKernelTuning: vector widths must be 4, 8 or 16 bytes");
+  tuning() = t;
+  return Status::success();
+}
 
 Status bnFinalizeStats(const float *sum, const float *sumSq, int64_t channels, int64_t count,
                        double epsilon, const DeviceTensor &batchMean,
@@ -913,14 +961,17 @@ Status bnBatchStats(const DeviceTensor &x, double epsilon, const DeviceTensor &b
   if (plan.chunks == 0)
     return Status::success();
   StatsWorkspace ws = statsWorkspace(plan, workspace);
-  int vec = pickVec(plan.channels, elementSize(x.dtype), {x.data});
+  int vec = pickVec(plan.channels, elementSize(x.dtype), {x.data},
+                    tuning().statsVecBytes / int(elementSize(x.dtype)));
   Geometry g = geometryOf(plan, vec);
   Tile tile = tileOf(plan);
   withType(x.dtype, vec, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec;
-    statsPartialKernel<T, V><<<g.grid, g.block, 0, stream>>>(static_cast<const T *>(x.data),
-                                                             tile, ws.partMean, ws.partM2);
+    withRows(tuning().statsRows, [&](auto rows) {
+      statsPartialKernel<T, V, decltype(rows)::value><<<g.grid, g.block, 0, stream>>>(
+          static_cast<const T *>(x.data), tile, ws.partMean, ws.partM2);
+    });
   });
   RN_CUDA_TRY_LAUNCH();
   statsFinalizeKernel<<<finalizeGrid(plan), dim3(kFinalizeChannels, kFinalizeLanes), 0,

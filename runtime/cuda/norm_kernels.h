@@ -33,6 +33,28 @@
 
 namespace rn::cuda {
 
+/// How the NHWC passes tile their work (see norm_kernels.cu): the rows a
+/// thread loads per loop iteration (1, 2 or 4) and the widest channel
+/// vector a thread loads (4, 8 or 16 bytes), per family of passes. The
+/// defaults are the fastest measured on the H200 at the ResNet-18 and
+/// ResNet-50 shapes of batch 256 (NormKernelsTest.ResNetSizeBandwidth
+/// sweeps them; docs/benchmarks.md has the table). Set before launching,
+/// not during.
+/// One row per iteration wins everywhere: the registers of wider unrolls
+/// cost more occupancy than their loads in flight give back (the
+/// backward passes at 4 rows ran 30% slower at ResNet-50's sizes).
+struct NormKernelTuning {
+  int statsRows = 1;
+  int statsVecBytes = 8;
+  int applyRows = 1;
+  int applyVecBytes = 16;
+  int backwardRows = 1;
+  int backwardVecBytes = 8;
+};
+NormKernelTuning normKernelTuning();
+/// Fails on a value outside the sets above.
+Status setNormKernelTuning(const NormKernelTuning &tuning);
+
 /// From per-channel sums of x (sum, sumSq over M = `count` elements, f32
 /// [C]), as cuDNN's genstats gives them: mean and inv_std = 1 / sqrt(var +
 /// eps) (biased var, clamped at 0) into f32 [C] views.

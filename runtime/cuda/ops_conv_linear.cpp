@@ -17,11 +17,10 @@
 // dx is there when the attribute input_grad is true. Forking ops run one
 // part per launch (weight_grad, bias_grad, input_grad, bn_grad); a launch
 // with part -1 runs all the node's parts in order (the roles the operands
-// imply when the node lists none). Fusion stays inside a part: cbr_forward's
-// genstats is fused into its convolution, nothing crosses parts or nodes.
+// imply when the node lists none). Nothing fuses across parts or nodes.
 //
 // Workspace layouts (prepare returns their size): cbr_forward keeps the
-// per-channel sum and sum of squares ([2C] f32) at the front of the
+// BN statistics' partials (bnStatsWorkspaceBytes) at the front of the
 // stream's workspace and gives cuDNN the rest; cbr_inference keeps the
 // convolution output there when it cannot be written into y (y's dtype
 // differs from x's), and runs the batch norm in place in y otherwise.
@@ -468,19 +467,22 @@ Status linearLaunch(const OpLaunch &l) {
 // cbr_forward, cbr_inference
 //===----------------------------------------------------------------------===//
 
-/// Bytes of cbr_forward's sum / sum-of-squares scratch for C channels.
-size_t statsScratchBytes(int64_t channels) { return alignUp(size_t(2 * channels) * sizeof(float)); }
+// The convolution runs alone and the batch statistics come from one
+// vectorized Welford pass over its output (bnBatchStats), not from
+// ConvKind::forward_stats: cuDNN's genstats fusion is off (conv.cpp,
+// kFuseGenstats) and forward_stats' fallback, columnSums, is a plain
+// per-element reduction several times slower than the BN statistics pass.
 
 Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
   if (Status s = operandCount(l, 4, 4, 4, 4); !s.ok())
     return s.error();
-  Result<ConvCall> call = convCall(l, ConvKind::forward_stats, l.operands[0], l.operands[1],
+  Result<ConvCall> call = convCall(l, ConvKind::forward, l.operands[0], l.operands[1],
                                    l.results[1], DType::f32);
   if (!call.ok())
     return call.error();
-  size_t scratch = statsScratchBytes(call->y[3]);
+  size_t scratch = alignUp(bnStatsWorkspaceBytes(l.results[1].shape));
   if (l.stream.workspaceBytes < scratch)
-    return Error(l.node.op + ": the workspace cannot hold the BN sums");
+    return Error(l.node.op + ": the workspace cannot hold the BN statistics' partials");
   Result<size_t> conv = l.conv.prepare(*call, after(l.stream, scratch));
   if (!conv.ok())
     return conv.error();
@@ -492,26 +494,23 @@ Status cbrForwardLaunch(const OpLaunch &l) {
     return s;
   const auto &o = l.operands;
   const auto &r = l.results;
-  Result<ConvCall> call = convCall(l, ConvKind::forward_stats, o[0], o[1], r[1], DType::f32);
+  Result<ConvCall> call = convCall(l, ConvKind::forward, o[0], o[1], r[1], DType::f32);
   if (!call.ok())
     return call.error();
-  int64_t channels = call->y[3];
-  size_t scratch = statsScratchBytes(channels);
-  if (l.stream.workspaceBytes < scratch || !l.stream.workspace)
-    return Error(l.node.op + ": the workspace cannot hold the BN sums");
-  float *sum = static_cast<float *>(l.stream.workspace);
+  size_t scratch = alignUp(bnStatsWorkspaceBytes(r[1].shape));
+  if (l.stream.workspaceBytes < scratch || (scratch && !l.stream.workspace))
+    return Error(l.node.op + ": the workspace cannot hold the BN statistics' partials");
   ConvBuffers b;
   b.x = o[0].data;
   b.w = o[1].data;
   b.y = r[1].data;
-  b.sum = sum;
-  b.sumSq = sum + channels;
+  // The convolution's workspace follows the statistics' partials, which
+  // are written only after it has finished (same stream).
   if (Status s = l.conv.run(*call, b, after(l.stream, scratch)); !s.ok())
     return s;
   double epsilon = numAttr(l.node.attributes, "epsilon");
-  int64_t count = r[1].numel() / channels;
-  if (Status s = bnFinalizeStats(sum, sum + channels, channels, count, epsilon, r[2], r[3],
-                                 l.stream.stream);
+  if (Status s = bnBatchStats(r[1], epsilon, r[2], r[3], l.stream.stream, l.stream.workspace,
+                              scratch);
       !s.ok())
     return s;
   return bnApply(r[1], o[2], o[3], r[2], r[3], flagAttr(l.node.attributes, "relu"), r[0],

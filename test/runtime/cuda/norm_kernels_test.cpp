@@ -20,6 +20,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -485,59 +486,102 @@ TEST(NormKernelsTest, UpdateRunningStatsInPlace) {
     }
 }
 
-/// ResNet-50's largest BN input (256x112x112x64, f16): effective bandwidth
-/// of each pass, printed (set RN_CUDA_BENCH=1 to run; no timing asserted).
+/// Effective bandwidth of each BN pass at the ResNet-18 (CIFAR) and
+/// ResNet-50 shapes of batch 256 (f16), for every NormKernelTuning choice
+/// of the pass: one line per (shape, pass, rows, vector bytes), so that the
+/// defaults can be picked by measurement (set RN_CUDA_BENCH=1 to run; no
+/// timing asserted).
 TEST(NormKernelsTest, ResNetSizeBandwidth) {
   RN_SKIP_WITHOUT_CUDA();
   if (!std::getenv("RN_CUDA_BENCH"))
     GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
-  TestStream stream(kWorkspaceBytes);
-  const Shape shape = {256, 112, 112, 64};
-  const int64_t n = numel(shape), C = 64;
+  const NormKernelTuning defaults = normKernelTuning();
+  const std::vector<Shape> shapes = {{256, 32, 32, 64},   {256, 16, 16, 128}, {256, 8, 8, 256},
+                                     {256, 4, 4, 512},    {256, 112, 112, 64}, {256, 56, 56, 64},
+                                     {256, 56, 56, 256},  {256, 28, 28, 512}, {256, 14, 14, 1024},
+                                     {256, 7, 7, 2048}};
+  const DType t = DType::f16;
   std::mt19937 rng(9);
-  for (DType t : {DType::f16, DType::f32}) {
+  cudaEvent_t start, stop;
+  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
+  for (const Shape &shape : shapes) {
+    const int64_t n = numel(shape), C = shape.back();
     const size_t bytes = size_t(n) * elementSize(t);
-    DeviceBuffer x(bytes), y(bytes), dy(bytes), dx(bytes);
-    ASSERT_EQ(cudaMemset(x.data(), 0x11, bytes), cudaSuccess);
-    ASSERT_EQ(cudaMemset(dy.data(), 0x22, bytes), cudaSuccess);
+    TestStream stream(kWorkspaceBytes);
+    DeviceBuffer x(bytes), y(bytes), dy(bytes), dx(bytes), masked(bytes);
+    // Random values (a block of them tiled), so that the ReLU masks and
+    // the sums are realistic.
+    std::uniform_real_distribution<float> uniform(-2.f, 2.f);
+    std::vector<float> block(size_t(1) << 20);
+    for (float &v : block)
+      v = uniform(rng);
+    std::vector<uint8_t> blockBytes = testing::encode(block, t);
+    for (size_t at = 0; at < bytes; at += blockBytes.size()) {
+      size_t count = std::min(blockBytes.size(), bytes - at);
+      ASSERT_EQ(cudaMemcpy(static_cast<uint8_t *>(x.data()) + at, blockBytes.data(), count,
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(static_cast<uint8_t *>(dy.data()) + at,
+                           blockBytes.data() + (blockBytes.size() - count), count,
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
+    }
     GpuTensor w = upload(randomTensor({C}, DType::f32, rng, 0.5f, 1.5f));
     GpuTensor m = deviceTensor({C}, DType::f32), s = deviceTensor({C}, DType::f32);
     GpuTensor wg = deviceTensor({C}, DType::f32), bg = deviceTensor({C}, DType::f32);
     DeviceTensor xv{x.data(), t, shape}, yv{y.data(), t, shape}, dyv{dy.data(), t, shape},
-        dxv{dx.data(), t, shape};
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    auto time = [&](const char *what, double traffic, auto &&body) {
+        dxv{dx.data(), t, shape}, maskedv{masked.data(), t, shape};
+    const auto &r = stream.resources();
+    ASSERT_TRUE(bnBatchStats(xv, 1e-5, m.view, s.view, r.stream, r.workspace, r.workspaceBytes).ok());
+    std::string name = std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" +
+                       std::to_string(shape[2]) + "x" + std::to_string(shape[3]);
+    auto time = [&](const char *pass, int rows, int vecBytes, double traffic, auto &&body) {
       for (int i = 0; i < 2; ++i)
         ASSERT_TRUE(body().ok());
       const int reps = 10;
-      cudaEventRecord(start, stream.stream());
+      cudaEventRecord(start, r.stream);
       for (int i = 0; i < reps; ++i)
         ASSERT_TRUE(body().ok());
-      cudaEventRecord(stop, stream.stream());
-      cudaEventSynchronize(stop);
+      cudaEventRecord(stop, r.stream);
+      ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
       float ms = 0;
       cudaEventElapsedTime(&ms, start, stop);
       double seconds = ms / 1e3 / reps;
-      std::printf("%s %s: %.1f us, %.0f GB/s\n", std::string(dtypeName(t)).c_str(), what,
-                  seconds * 1e6, traffic / seconds / 1e9);
+      std::printf("bn-bench shape=%s pass=%s rows=%d vec=%d: %.1f us, %.0f GB/s\n", name.c_str(),
+                  pass, rows, vecBytes, seconds * 1e6, traffic / seconds / 1e9);
     };
-    const auto &r = stream.resources();
-    time("stats", double(bytes), [&] {
-      return bnBatchStats(xv, 1e-5, m.view, s.view, r.stream, r.workspace, r.workspaceBytes);
-    });
-    time("apply+relu", 2.0 * bytes,
-         [&] { return bnApply(xv, w.view, w.view, m.view, s.view, true, yv, r.stream); });
-    // Reads dy, the ReLU result and x twice; writes dx.
-    time("backward+relu mask", 7.0 * bytes, [&] {
-      return bnBackward(dyv, &yv, xv, w.view, m.view, s.view, wg.view, bg.view, dxv, wg.view,
-                        bg.view, r.stream, r.workspace, r.workspaceBytes);
-    });
-    stream.sync();
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
+    for (int rows : {1, 2, 4})
+      for (int vecBytes : {8, 16}) {
+        NormKernelTuning k = defaults;
+        k.statsRows = k.applyRows = k.backwardRows = rows;
+        k.statsVecBytes = k.applyVecBytes = k.backwardVecBytes = vecBytes;
+        ASSERT_TRUE(setNormKernelTuning(k).ok());
+        time("stats", rows, vecBytes, double(bytes), [&] {
+          return bnBatchStats(xv, 1e-5, m.view, s.view, r.stream, r.workspace, r.workspaceBytes);
+        });
+        time("apply+relu", rows, vecBytes, 2.0 * bytes,
+             [&] { return bnApply(xv, w.view, w.view, m.view, s.view, true, yv, r.stream); });
+        time("apply+add+relu", rows, vecBytes, 3.0 * bytes, [&] {
+          return bnApplyAddRelu(xv, w.view, w.view, m.view, s.view, dyv, yv, r.stream);
+        });
+        // Reads dy, the ReLU result and x twice; writes dx.
+        time("backward+relu", rows, vecBytes, 6.0 * bytes, [&] {
+          return bnBackward(dyv, &yv, xv, w.view, m.view, s.view, wg.view, bg.view, dxv, wg.view,
+                            bg.view, r.stream, r.workspace, r.workspaceBytes);
+        });
+        // Reads dy, the ReLU result and x, writes the masked dy, reads it
+        // and x again, writes dx.
+        time("add+relu backward", rows, vecBytes, 7.0 * bytes, [&] {
+          return bnAddReluBackward(dyv, yv, xv, w.view, m.view, s.view, wg.view, bg.view, dxv,
+                                   maskedv, wg.view, bg.view, r.stream, r.workspace,
+                                   r.workspaceBytes);
+        });
+      }
   }
+  ASSERT_TRUE(setNormKernelTuning(defaults).ok());
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
 }
 
 TEST(NormKernelsTest, RejectsBadOperands) {
