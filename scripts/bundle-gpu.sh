@@ -32,15 +32,38 @@ fi
 rn_log "building the GPU runtime (rn-run, rn-cuda-tests, rn-runtime-tests)"
 ninja -C "$gpu_build" rn-run rn-cuda-tests
 
+# pack_binaries: the binaries are mostly sm_90 kernel images and compress
+# well (35 MB -> a few); the run scripts unpack them on the GPU machine.
+pack_binaries() {
+  rm -rf "$bundle/bin" "$bundle/bin.tar.xz"
+  mkdir -p "$bundle/bin"
+  for b in rn-run rn-cuda-tests; do
+    strip -o "$bundle/bin/$b" "$gpu_build/bin/$b"
+  done
+  tar cJf "$bundle/bin.tar.xz" -C "$bundle/bin" .
+  rm -r "$bundle/bin"
+}
+# copy_scripts: what runs on the GPU machine besides the binaries.
+copy_scripts() {
+  mkdir -p "$bundle/bench" "$bundle/scripts"
+  cp "$RN_ROOT"/bench/*.py "$RN_ROOT"/bench/*.sh "$bundle/bench/"
+  cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$RN_ROOT/scripts/run-gpu-bench.sh" \
+    "$RN_ROOT/scripts/run-gpu-round.sh" "$RN_ROOT/scripts/gpu-env.sh" \
+    "$RN_ROOT/scripts/compare-digests.py" "$RN_ROOT/scripts/run-gpu-profile.sh" \
+    "$RN_ROOT/scripts/trace-summary.py" "$bundle/scripts/"
+}
+# RN_BUNDLE_BIN_ONLY=1: refresh the binaries and scripts of an existing
+# bundle (a runtime change), keeping its artifacts, data and references.
+if [ "${RN_BUNDLE_BIN_ONLY:-0}" = 1 ] && [ -d "$bundle/models" ]; then
+  pack_binaries
+  copy_scripts
+  rn_log "bundle: $bundle ($(du -sm "$bundle" | cut -f1) MiB), binaries and scripts refreshed"
+  exit 0
+fi
+
 rm -rf "$bundle"
-mkdir -p "$bundle/bin" "$bundle/models" "$bundle/scripts"
-for b in rn-run rn-cuda-tests; do
-  strip -o "$bundle/bin/$b" "$gpu_build/bin/$b"
-done
-# The binaries are mostly sm_90 kernel images and compress well (35 MB ->
-# a few); the run scripts unpack them on the GPU machine.
-tar cJf "$bundle/bin.tar.xz" -C "$bundle/bin" .
-rm -r "$bundle/bin"
+mkdir -p "$bundle/models"
+pack_binaries
 cp "$RN_ROOT"/test/runtime/Inputs/*.rnx "$bundle/models/"
 for name in fashion_cnn mlp; do
   python3 -m rn.models "$name" --batch 64 -o "$bundle/models/$name.train.mlir"
@@ -60,11 +83,7 @@ python3 -m rn.models resnet50 --batch 4096 -o "$bundle/models/resnet50.mlir"
 rn-compile "$bundle/models/resnet50.mlir" -o "$bundle/models/resnet50.oom.rnx" --quiet --no-weights \
   --pipeline "precision=f16 loss-scaling=dynamic"
 rm "$bundle/models/resnet50.mlir"
-mkdir -p "$bundle/bench"
-cp "$RN_ROOT"/bench/*.py "$RN_ROOT"/bench/*.sh "$bundle/bench/"
-cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$RN_ROOT/scripts/run-gpu-bench.sh" \
-  "$RN_ROOT/scripts/run-gpu-round.sh" "$RN_ROOT/scripts/gpu-env.sh" \
-  "$RN_ROOT/scripts/compare-digests.py" "$bundle/scripts/"
+copy_scripts
 # One CPU step of every zoo model, the reference of the GPU's (slow: the
 # 224x224 models; RN_BUNDLE_ZOO=0 leaves it out).
 if [ "${RN_BUNDLE_ZOO:-1}" != 0 ]; then

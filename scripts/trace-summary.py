@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""GPU time per op and per kernel from an `rn-run --trace` timeline.
+
+Reads the Chrome trace that `rn-run --trace FILE.json` writes (GPU records
+labelled "NODE OP[.PART] (SUBGRAPH)", with the CUPTI kernel name in
+args["cupti name"]) and prints, per training step:
+
+  - the GPU's busy time (the union of its kernels, copies and memsets) and
+    the window they span, so idle = window - busy;
+  - the GPU time of each op (summed over its kernels; kernels on
+    concurrent streams overlap, so the sum can exceed the busy time);
+  - with --kernels, the same per CUPTI kernel name.
+
+Usage: trace-summary.py TRACE.json --steps N [--kernels] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import defaultdict
+from typing import Any
+
+GPU_PID = 1  # runtime/cuda/cupti_trace.h: kGpuPid
+LABEL = re.compile(r"^(\d+) (\S+?)(?:\.(\S+))? \((.+)\)$")
+
+
+def gpu_events(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    events = trace.get("traceEvents", trace if isinstance(trace, list) else [])
+    return [e for e in events if e.get("ph") == "X" and e.get("pid") == GPU_PID]
+
+
+def union_us(spans: list[tuple[float, float]]) -> float:
+    busy, cur_start, cur_end = 0.0, None, None
+    for s, e in sorted(spans):
+        if cur_end is None or s > cur_end:
+            if cur_end is not None:
+                busy += cur_end - cur_start
+            cur_start, cur_end = s, e
+        else:
+            cur_end = max(cur_end, e)
+    if cur_end is not None:
+        busy += cur_end - cur_start
+    return busy
+
+
+def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
+    by_op: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    by_kernel: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    by_subgraph: dict[str, float] = defaultdict(float)
+    spans = []
+    for e in events:
+        dur = float(e.get("dur", 0.0))
+        start = float(e["ts"])
+        spans.append((start, start + dur))
+        m = LABEL.match(e.get("name", ""))
+        if m:
+            op = m.group(2) + ("." + m.group(3) if m.group(3) else "")
+            by_subgraph[m.group(4)] += dur
+        else:
+            op = "(unlabelled) " + e.get("name", "?")
+        by_op[op][0] += dur
+        by_op[op][1] += 1
+        kernel = e.get("args", {}).get("cupti name", e.get("name", "?"))
+        by_kernel[kernel][0] += dur
+        by_kernel[kernel][1] += 1
+    window = (max(e for _, e in spans) - min(s for s, _ in spans)) if spans else 0.0
+    per = 1000.0 * steps  # us -> ms per step
+    return {
+        "steps": steps,
+        "window_ms_per_step": window / per,
+        "busy_ms_per_step": union_us(spans) / per,
+        "kernel_sum_ms_per_step": sum(v[0] for v in by_op.values()) / per,
+        "ops": {k: {"ms_per_step": v[0] / per, "launches_per_step": v[1] / steps}
+                for k, v in sorted(by_op.items(), key=lambda kv: -kv[1][0])},
+        "kernels": {k: {"ms_per_step": v[0] / per, "launches_per_step": v[1] / steps}
+                    for k, v in sorted(by_kernel.items(), key=lambda kv: -kv[1][0])},
+        "subgraphs": {k: v / per for k, v in sorted(by_subgraph.items(), key=lambda kv: -kv[1])},
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("trace")
+    ap.add_argument("--steps", type=int, required=True, help="training steps the trace covers")
+    ap.add_argument("--kernels", action="store_true", help="also list CUPTI kernel names")
+    ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--json", help="write the summary as JSON here")
+    args = ap.parse_args()
+    with open(args.trace) as f:
+        s = summarize(gpu_events(json.load(f)), args.steps)
+    idle = s["window_ms_per_step"] - s["busy_ms_per_step"]
+    print(f"per step: window {s['window_ms_per_step']:.3f} ms, GPU busy {s['busy_ms_per_step']:.3f} ms, "
+          f"idle {idle:.3f} ms, kernel time summed over streams {s['kernel_sum_ms_per_step']:.3f} ms")
+    print("\nsubgraph            ms/step")
+    for k, v in s["subgraphs"].items():
+        print(f"{k:<18} {v:8.3f}")
+    print("\nop                                   ms/step  launches/step")
+    for k, v in list(s["ops"].items())[: args.top]:
+        print(f"{k:<36} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}")
+    if args.kernels:
+        print("\nkernel                                                       ms/step  launches/step")
+        for k, v in list(s["kernels"].items())[: args.top]:
+            print(f"{k[:60]:<60} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(s, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""scripts/trace-summary.py on a hand-made timeline in the format of
+runtime/cuda/cupti_trace.cpp (GPU records on pid 1, labelled by node)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "trace-summary.py"
+spec = importlib.util.spec_from_file_location("trace_summary", SCRIPT)
+ts = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ts)
+
+
+def event(name: str, start: float, dur: float, kernel: str = "k", pid: int = 1) -> dict:
+    return {"name": name, "ph": "X", "pid": pid, "tid": 0, "ts": start, "dur": dur,
+            "args": {"cupti name": kernel}}
+
+
+def trace() -> dict:
+    # Two steps: a convolution on one stream overlapping a zero on another,
+    # a gap, then a BN part; host spans (pid 2) are ignored.
+    return {"traceEvents": [
+        {"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "GPU"}},
+        event("3 cbr_forward (DEEP_FWD_BWD)", 0, 100, "conv_kernel"),
+        event("7 multi_zero (ZERO_GRAD)", 50, 100, "zero_kernel"),
+        event("9 cbr_backward.bn_grad (DEEP_FWD_BWD)", 300, 50, "bn_kernel"),
+        event("3 cbr_forward (DEEP_FWD_BWD)", 1000, 100, "conv_kernel"),
+        event("7 multi_zero (ZERO_GRAD)", 1000, 20, "zero_kernel"),
+        event("9 cbr_backward.bn_grad (DEEP_FWD_BWD)", 1300, 50, "bn_kernel"),
+        event("memcpy", 1400, 10, "memcpy HtoD"),
+        event("submit", 0, 5000, pid=2),
+    ]}
+
+
+def test_busy_is_the_union_and_ops_are_summed_per_step():
+    s = ts.summarize(ts.gpu_events(trace()), steps=2)
+    # Busy: [0,150] + [300,350] + [1000,1100] + [1300,1350] + [1400,1410].
+    assert s["busy_ms_per_step"] == pytest.approx((150 + 50 + 100 + 50 + 10) / 2000)
+    assert s["window_ms_per_step"] == pytest.approx(1410 / 2000)
+    assert s["kernel_sum_ms_per_step"] == pytest.approx(430 / 2000)
+    assert s["ops"]["cbr_forward"] == {"ms_per_step": pytest.approx(0.1), "launches_per_step": 1}
+    assert s["ops"]["cbr_backward.bn_grad"]["ms_per_step"] == pytest.approx(0.05)
+    assert s["ops"]["multi_zero"]["ms_per_step"] == pytest.approx(0.06)
+    assert s["ops"]["(unlabelled) memcpy"]["launches_per_step"] == 0.5
+    assert s["kernels"]["conv_kernel"]["ms_per_step"] == pytest.approx(0.1)
+    assert s["subgraphs"]["DEEP_FWD_BWD"] == pytest.approx(0.15)
+    assert list(s["ops"])[0] == "cbr_forward"  # largest first
+
+
+def test_command_line_prints_and_writes_json(tmp_path: Path):
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(trace()))
+    out = tmp_path / "summary.json"
+    run = subprocess.run([sys.executable, str(SCRIPT), str(path), "--steps", "2", "--kernels",
+                          "--json", str(out)], capture_output=True, text=True, check=True)
+    assert "GPU busy 0.180 ms" in run.stdout
+    assert "bn_kernel" in run.stdout
+    assert json.loads(out.read_text())["steps"] == 2
