@@ -8,8 +8,9 @@
 #   2. cuda-graph single-stream (the pipeline's single-stream option),
 #   3. cuda-eager, both with the plan cache the first run filled;
 #   4. cuda-graph multi-stream again, a few steps: the warm time to first step;
-#   5. where MODEL.benchBATCH.grouped.rnx exists, cuda-graph multi-stream
-#      with the group-elementwise option (multi-tensor zero, unscale, cast).
+#   5. where MODEL.benchBATCH.ungrouped.rnx exists, cuda-graph multi-stream
+#      with group-elementwise=false (one zero, unscale and cast node per
+#      tensor instead of the default multi-tensor ops).
 # JSON lines go to $OUT/rn.jsonl (bench/collect_results.py reads them), logs
 # to $OUT/rn-*.log.
 #   RN_BENCH_MODELS (default mlp:128,resnet18c:256,resnet18c:1024,vgg11c:256,
@@ -62,7 +63,7 @@ if os.path.exists(mem):
     rec["peak_memory_bytes"] = m.get("peak_memory_bytes")
     rec["peak_memory_method"] = m.get("method")
 if os.path.exists(times):
-    streams = "single" if "single" in mode else "grouped" if "grouped" in mode else "multi"
+    streams = "single" if "single" in mode else "ungrouped" if "ungrouped" in mode else "multi"
     for t in map(json.loads, filter(str.strip, open(times))):
         if t["model"] == name and t["batch"] == int(batch) and t["streams"] == streams:
             rec["compile_s"] = t["compile_s"]
@@ -86,9 +87,9 @@ for spec in ${models//,/ }; do
     --plan-cache "$cache" --steps "$steps" --warmup "$warmup"
   measure "$name" "$batch" "cuda-graph multi-stream warm" "$artifact" cuda-graph \
     --plan-cache "$cache" --steps 3 --warmup 1
-  grouped=$bundle/models/$name.bench$batch.grouped.rnx
-  if [ -f "$grouped" ]; then
-    measure "$name" "$batch" "cuda-graph multi-stream grouped" "$grouped" cuda-graph \
+  ungrouped=$bundle/models/$name.bench$batch.ungrouped.rnx
+  if [ -f "$ungrouped" ]; then
+    measure "$name" "$batch" "cuda-graph multi-stream ungrouped" "$ungrouped" cuda-graph \
       --plan-cache "$cache" --steps "$steps" --warmup "$warmup"
   fi
 done

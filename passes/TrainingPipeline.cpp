@@ -58,9 +58,8 @@ struct TrainingPipelineOptions
   Option<bool> groupElementwise{
       *this, "group-elementwise",
       llvm::cl::desc("merge the per-tensor gradient zeroing, unscaling and "
-                     "casts into multi-tensor ops (rn-group-elementwise; off "
-                     "until its GPU kernels have run on a GPU)"),
-      llvm::cl::init(false)};
+                     "casts into multi-tensor ops (rn-group-elementwise)"),
+      llvm::cl::init(true)};
   Option<bool> reuse{*this, "reuse",
                      llvm::cl::desc("reuse activation memory by liveness"),
                      llvm::cl::init(true)};

@@ -1,5 +1,5 @@
-// RUN: rn-opt %s --rn-training-pipeline="precision=f16 loss-scaling=dynamic group-elementwise=true" | FileCheck %s
-// RUN: rn-opt %s --rn-training-pipeline="precision=f16 loss-scaling=dynamic" | FileCheck %s --check-prefix=OFF
+// RUN: rn-opt %s --rn-training-pipeline="precision=f16 loss-scaling=dynamic" | FileCheck %s
+// RUN: rn-opt %s --rn-training-pipeline="precision=f16 loss-scaling=dynamic group-elementwise=false" | FileCheck %s --check-prefix=OFF
 
 // Tests rn-group-elementwise inside rn-training-pipeline on an f16 MLP
 // with dynamic loss scaling: the four gradient accumulators are zeroed by
@@ -7,7 +7,8 @@
 // unscaled by one rn.multi_unscale (each result in its operand's slot, in
 // place), the weights cast to their f16 copies by one rn.multi_cast, all
 // on the update stream; the images' cast stays. The schedule verifies
-// (rn-verify-schedule ends the pipeline). Off by default: one op per tensor.
+// (rn-verify-schedule ends the pipeline). On by default; with
+// group-elementwise=false, one op per tensor.
 
 // CHECK-LABEL: func.func @train_step
 // CHECK:     rn.multi_zero %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {rn.slots = [#rn.slot<gradients, 0, 128>, #rn.slot<gradients, 512, 32>, #rn.slot<gradients, 1024, 96>, #rn.slot<gradients, 1536, 6>], rn.stream = #rn.stream<update>, rn.subgraph = @ZERO_GRAD} : (tensor<16x4xf16>, tensor<16xf16>, tensor<3x16xf16>, tensor<3xf16>)

@@ -52,7 +52,7 @@
 // F16: state f16.fc1.weight low_precision_weight f16 [8, 4] weights_low_precision derived
 // F16: state loss_scale loss_scale f32 [] scalars constant
 // F16: subgraph CAST_GRAD update single
-// F16: op cast update
+// F16: op multi_cast update
 
 module attributes {rn.model = "tiny"} {
   rn.parameter @fc1.weight : tensor<8x4xf32> = #rn.init<uniform, 5.000000e-01>
