@@ -7,6 +7,10 @@ args["cupti name"]) and prints, per training step:
 
   - the GPU's busy time (the union of its kernels, copies and memsets) and
     the window they span, so idle = window - busy;
+  - the idle gaps between busy intervals by length (under 10 us: launch
+    latency between dependent graph nodes; 10 us to 1 ms: waits between
+    streams or graphs; 1 to 20 ms: the host; longer gaps, between the
+    benchmark's timed windows, are left out);
   - the GPU time of each op (summed over its kernels; kernels on
     concurrent streams overlap, so the sum can exceed the busy time);
   - with --kernels, the same per CUPTI kernel name.
@@ -32,18 +36,37 @@ def gpu_events(trace: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in events if e.get("ph") == "X" and e.get("pid") == GPU_PID]
 
 
-def union_us(spans: list[tuple[float, float]]) -> float:
-    busy, cur_start, cur_end = 0.0, None, None
+def merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of the spans as disjoint sorted intervals."""
+    out: list[list[float]] = []
     for s, e in sorted(spans):
-        if cur_end is None or s > cur_end:
-            if cur_end is not None:
-                busy += cur_end - cur_start
-            cur_start, cur_end = s, e
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
         else:
-            cur_end = max(cur_end, e)
-    if cur_end is not None:
-        busy += cur_end - cur_start
-    return busy
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def union_us(spans: list[tuple[float, float]]) -> float:
+    return sum(e - s for s, e in merged(spans))
+
+
+# Idle gaps by length (us): upper bounds and names.
+GAP_BUCKETS = [(10.0, "under 10 us"), (1000.0, "10 us - 1 ms"), (20000.0, "1 - 20 ms")]
+
+
+def gap_buckets(spans: list[tuple[float, float]]) -> dict[str, list[float]]:
+    """Per bucket: [total us, count] of the idle gaps between busy intervals."""
+    out = {name: [0.0, 0] for _, name in GAP_BUCKETS}
+    intervals = merged(spans)
+    for (_, prev_end), (start, _) in zip(intervals, intervals[1:]):
+        gap = start - prev_end
+        for bound, name in GAP_BUCKETS:
+            if gap < bound:
+                out[name][0] += gap
+                out[name][1] += 1
+                break
+    return out
 
 
 def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
@@ -73,6 +96,8 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
         "window_ms_per_step": window / per,
         "busy_ms_per_step": union_us(spans) / per,
         "kernel_sum_ms_per_step": sum(v[0] for v in by_op.values()) / per,
+        "idle_gaps": {k: {"ms_per_step": v[0] / per, "gaps_per_step": v[1] / steps}
+                      for k, v in gap_buckets(spans).items()},
         "ops": {k: {"ms_per_step": v[0] / per, "launches_per_step": v[1] / steps}
                 for k, v in sorted(by_op.items(), key=lambda kv: -kv[1][0])},
         "kernels": {k: {"ms_per_step": v[0] / per, "launches_per_step": v[1] / steps}
@@ -94,6 +119,8 @@ def main() -> int:
     idle = s["window_ms_per_step"] - s["busy_ms_per_step"]
     print(f"per step: window {s['window_ms_per_step']:.3f} ms, GPU busy {s['busy_ms_per_step']:.3f} ms, "
           f"idle {idle:.3f} ms, kernel time summed over streams {s['kernel_sum_ms_per_step']:.3f} ms")
+    print("idle gaps per step: " + ", ".join(
+        f"{k}: {v['gaps_per_step']:.0f} gaps, {v['ms_per_step']:.3f} ms" for k, v in s["idle_gaps"].items()))
     print("\nsubgraph            ms/step")
     for k, v in s["subgraphs"].items():
         print(f"{k:<18} {v:8.3f}")

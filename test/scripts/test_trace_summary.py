@@ -51,6 +51,11 @@ def test_busy_is_the_union_and_ops_are_summed_per_step():
     assert s["kernels"]["conv_kernel"]["ms_per_step"] == pytest.approx(0.1)
     assert s["subgraphs"]["DEEP_FWD_BWD"] == pytest.approx(0.15)
     assert list(s["ops"])[0] == "cbr_forward"  # largest first
+    # Gaps of 150, 650, 200 and 50 us, all between 10 us and 1 ms.
+    gaps = s["idle_gaps"]["10 us - 1 ms"]
+    assert gaps["gaps_per_step"] == 2
+    assert gaps["ms_per_step"] == pytest.approx((150 + 650 + 200 + 50) / 2000)
+    assert s["idle_gaps"]["under 10 us"]["gaps_per_step"] == 0
 
 
 def test_command_line_prints_and_writes_json(tmp_path: Path):
