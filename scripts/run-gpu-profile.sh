@@ -7,6 +7,7 @@
 # time per op and per kernel). The traces themselves stay on the machine
 # unless RN_PROFILE_KEEP_TRACES=1 (they are large).
 #   RN_PROFILE_MODELS: model:batch pairs (default resnet18c:256,resnet50:256)
+#   RN_PROFILE_VARIANTS: which artifacts (default "default ungrouped")
 #   RN_PROFILE_STEPS / RN_PROFILE_WARMUP: timed steps per window (3 windows)
 #   and warmup steps (default 10 / 5)
 set -uo pipefail
@@ -20,10 +21,12 @@ traces=$(mktemp -d)
 
 for spec in ${models//,/ }; do
   name=${spec%%:*} batch=${spec##*:}
-  for variant in "" .ungrouped; do
-    artifact=$bundle/models/$name.bench$batch$variant.rnx
+  for variant in ${RN_PROFILE_VARIANTS:-default ungrouped}; do
+    suffix=.$variant
+    [ "$variant" = default ] && suffix=
+    artifact=$bundle/models/$name.bench$batch$suffix.rnx
     [ -f "$artifact" ] || continue
-    tag=$name-$batch${variant:+-ungrouped}
+    tag=$name-$batch${suffix:+-$variant}
     echo "[profile] $tag" >&2
     timeout "${RN_PROFILE_TIMEOUT:-200}" "$bundle/bin/rn-run" "$artifact" --benchmark \
       --steps "$steps" --warmup "$warmup" --executor cuda-graph --lr 0.01 \

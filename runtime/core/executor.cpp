@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <new>
 
 namespace rn {
 
@@ -147,6 +148,26 @@ Status Executor::runPipelined(std::string_view kind, std::vector<StepInputs> ste
     return st;
   }
   return drain(outputs);
+}
+
+Result<std::shared_ptr<void>> Executor::allocateHostInput(size_t bytes) {
+  // 64-byte aligned like the GPU's page-locked blocks are (at least).
+  void *p = ::operator new[](std::max<size_t>(bytes, 1), std::align_val_t(64), std::nothrow);
+  if (!p)
+    return Error("cannot allocate " + std::to_string(bytes) + " bytes of host input memory");
+  return std::shared_ptr<void>(p, [](void *q) { ::operator delete[](q, std::align_val_t(64)); });
+}
+
+StepInputs Executor::trainInputs(std::shared_ptr<const void> images, size_t imageCount,
+                                 const std::vector<int32_t> &labels, float lr, int32_t step) {
+  StepInputs in;
+  HostValue &x = in.values["images"];
+  x.pinned = std::move(images);
+  x.pinnedWords = imageCount;
+  in.values["labels"].ints = labels;
+  in.values["lr"].floats = {lr};
+  in.values["step"].ints = {step};
+  return in;
 }
 
 StepInputs Executor::trainInputs(const HostBatch &batch, float lr, int32_t step) {

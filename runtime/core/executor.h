@@ -28,6 +28,7 @@
 #include "runtime/core/status.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -90,6 +91,15 @@ public:
   /// The inputs of one train_step: the batch, the learning rate and the step
   /// number (the program's step input, which also keys the dropout masks).
   static StepInputs trainInputs(const HostBatch &batch, float lr, int32_t step);
+  /// The same with the images in `images`, a block from allocateHostInput
+  /// holding the batch's f32 images (no copy of them is made).
+  static StepInputs trainInputs(std::shared_ptr<const void> images, size_t imageCount,
+                                const std::vector<int32_t> &labels, float lr, int32_t step);
+  /// A block of `bytes` of host memory for HostValue::pinned: page-locked
+  /// on the GPU executors (cudaHostAlloc), so that a step's copy reads it
+  /// directly; plain memory on the CPU executor. Allocate at start-up and
+  /// reuse blocks, not per step (page-locking is slow).
+  virtual Result<std::shared_ptr<void>> allocateHostInput(size_t bytes);
 
   /// runPipelined for training: batch i with learning rate lrs[i] and step
   /// number firstStep + i (the program's step input).

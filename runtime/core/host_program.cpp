@@ -47,7 +47,7 @@ Status checkStepInputs(const Function &fn, const std::map<std::string, HostValue
       return Error("function " + fn.name + ": input " + name + " is not a host input");
     size_t n = size_t(numel(t.shape));
     bool ints = t.dtype == DType::i32;
-    size_t got = ints ? value.ints.size() : value.floats.size();
+    size_t got = value.words(ints);
     if (got != n)
       return Error("function " + fn.name + ": input " + name + " needs " + std::to_string(n) +
                    (ints ? " int32 values, got " : " values, got ") + std::to_string(got));

@@ -32,16 +32,36 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace rn {
 
-/// A host input value by name, as 32-bit words (float, or int32 for i32).
+/// A host input value by name, as 32-bit words (float, or int32 for i32):
+/// in `floats` / `ints`, or in `pinned`, page-locked memory from
+/// Executor::allocateHostInput holding `pinnedWords` such words. A GPU
+/// executor copies a pinned value to the device directly, with no staging
+/// copy on the host (where the input's dtype is 32-bit); the step holds
+/// the memory until it has completed, so the caller may reuse a block once
+/// it holds the only reference again.
 struct HostValue {
   std::vector<float> floats;
   std::vector<int32_t> ints;
+  std::shared_ptr<const void> pinned;
+  size_t pinnedWords = 0;
+
+  /// The value's words whichever way it is held.
+  size_t words(bool asInts) const {
+    return pinned ? pinnedWords : asInts ? ints.size() : floats.size();
+  }
+  const float *floatData() const {
+    return pinned ? static_cast<const float *>(pinned.get()) : floats.data();
+  }
+  const int32_t *intData() const {
+    return pinned ? static_cast<const int32_t *>(pinned.get()) : ints.data();
+  }
 };
 
 /// One step's host inputs by name ("images", "labels", "lr", "step" for

@@ -1020,23 +1020,23 @@ Status stageInputs(const Function &fn, std::vector<std::vector<float>> *host,
     if (!t.isHost())
       return Error("function " + fn.name + ": input " + b.name + " is not a host input");
     size_t n = size_t(numel(t.shape));
+    const HostValue &value = it->second;
     if (t.dtype == DType::i32) {
-      if (it->second.ints.size() != n)
+      if (value.words(true) != n)
         return Error("function " + fn.name + ": input " + b.name + " needs " +
                      std::to_string(n) + " int32 values, got " +
-                     std::to_string(it->second.ints.size()));
+                     std::to_string(value.words(true)));
       if (host)
-        std::memcpy((*host)[b.tensor].data(), it->second.ints.data(), n * 4);
+        std::memcpy((*host)[b.tensor].data(), value.intData(), n * 4);
     } else {
-      if (it->second.floats.size() != n)
+      if (value.words(false) != n)
         return Error("function " + fn.name + ": input " + b.name + " needs " +
-                     std::to_string(n) + " values, got " +
-                     std::to_string(it->second.floats.size()));
+                     std::to_string(n) + " values, got " + std::to_string(value.words(false)));
       if (host) {
         std::vector<float> &buffer = (*host)[b.tensor];
+        const float *in = value.floatData();
         for (size_t k = 0; k < n; ++k)
-          buffer[k] = isFloat(t.dtype) ? roundTo(t.dtype, it->second.floats[k])
-                                       : (it->second.floats[k] != 0 ? 1.0f : 0.0f);
+          buffer[k] = isFloat(t.dtype) ? roundTo(t.dtype, in[k]) : (in[k] != 0 ? 1.0f : 0.0f);
       }
     }
   }

@@ -6,6 +6,9 @@
 
 #include "runtime/cuda/device_executor.h"
 
+#include "runtime/cuda/check.h"
+
+#include <algorithm>
 #include <functional>
 
 namespace rn::cuda {
@@ -32,6 +35,15 @@ private:
 } // namespace
 
 Status DeviceExecutor::initialize() { return device_->initialize(); }
+
+Result<std::shared_ptr<void>> DeviceExecutor::allocateHostInput(size_t bytes) {
+  void *p = nullptr;
+  if (Status st = RN_CUDA_CHECK(cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocDefault));
+      !st.ok())
+    return st.error().withContext("host input block of " + std::to_string(bytes) + " bytes");
+  // Teardown never throws or reports: a failed free leaks the block.
+  return std::shared_ptr<void>(p, [](void *q) { (void)cudaFreeHost(q); });
+}
 
 Result<std::vector<float>> DeviceExecutor::readState(std::string_view name) const {
   return device_->readState(name);

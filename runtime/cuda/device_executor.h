@@ -26,6 +26,8 @@ public:
   Result<std::vector<float>> readState(std::string_view name) const override;
   Status writeState(std::string_view name, const std::vector<float> &values) override;
   double hostBlockedSeconds() const override { return device_->blockedSeconds(); }
+  /// Page-locked (cudaHostAlloc), freed when the last reference goes.
+  Result<std::shared_ptr<void>> allocateHostInput(size_t bytes) override;
   /// DeviceProgram::convFloorMs.
   double convFloorMs() const { return device_->convFloorMs(); }
 

@@ -185,6 +185,7 @@ Status DeviceProgram::create() {
     const Function &f = p.functions[fi];
     FnViews &v = fns_[fi];
     v.hostInputs.resize(f.tensors.size());
+    v.hostCopiesOf.resize(f.tensors.size());
     for (int var = 0; var < 2; ++var)
       v.tensors[var].resize(f.tensors.size());
     for (size_t t = 0; t < f.tensors.size(); ++t) {
@@ -236,6 +237,8 @@ Status DeviceProgram::create() {
           for (uint32_t t : n.results)
             res[var].push_back(v.tensors[var][t]);
         }
+        if (n.op == "host_to_device" && !n.operands.empty() && v.hostInputs[n.operands[0]])
+          v.hostCopiesOf[n.operands[0]].push_back({&ps, i});
         std::vector<uint32_t> outputs;
         for (uint32_t t : n.results)
           if (v.outputOf[t] >= 0)
@@ -435,8 +438,18 @@ Status DeviceProgram::stage(const HostAction &a) {
     const TensorInfo &t = f.tensors[b.tensor];
     const HostValue &value = it->second;
     size_t n = size_t(numel(t.shape));
-    encode(t.dtype, value.floats.empty() ? nullptr : value.floats.data(),
-           value.ints.empty() ? nullptr : value.ints.data(), n, v.hostInputs[b.tensor]->data);
+    // A pinned value of a 32-bit input is the copy's source as it is; any
+    // other value is encoded into the staging buffer (after the host wait
+    // that says the previous copy from it completed).
+    void *source = v.hostInputs[b.tensor]->data;
+    if (value.pinned && elementSize(t.dtype) == 4)
+      source = const_cast<void *>(value.pinned.get());
+    else
+      encode(t.dtype, value.pinned || !value.floats.empty() ? value.floatData() : nullptr,
+             value.pinned || !value.ints.empty() ? value.intData() : nullptr, n, source);
+    for (const auto &[ps, node] : v.hostCopiesOf[b.tensor])
+      for (auto &operands : ps->viewsOfNode[node].operands)
+        operands[0].data = source;
   }
   return Status::success();
 }

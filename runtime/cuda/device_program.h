@@ -198,6 +198,11 @@ private:
     /// Per tensor, per variant: the device (or pinned host) view.
     std::array<std::vector<DeviceTensor>, 2> tensors;
     std::vector<std::unique_ptr<PinnedBuffer>> hostInputs; ///< by tensor (null: device)
+    /// By host tensor: the host_to_device nodes that copy it. stage() points
+    /// their source operand at the step's value (the staging buffer, or a
+    /// pinned block of the caller's); cuda-graph updates its copy nodes
+    /// from these views before each launch.
+    std::vector<std::vector<std::pair<PreparedSubgraph *, size_t>>> hostCopiesOf;
     std::vector<int32_t> outputOf; ///< output binding per tensor, or -1
     /// Pinned output slots: maxStepsInFlight x outputs.
     std::vector<size_t> outputOffset;

@@ -24,11 +24,23 @@ namespace {
 size_t variantIndex(Variant v) { return v == Variant::a ? 0 : 1; }
 
 /// One instantiated graph of a (subgraph, variant) and what replay needs.
+/// A host-to-device copy node of a captured graph, whose source follows
+/// the step's value (DeviceProgram::stage points the node's source view at
+/// it): the staging buffer, or a pinned block of the caller's.
+struct HostCopyNode {
+  cudaGraphNode_t node = nullptr;
+  const DeviceTensor *source = nullptr; ///< the node's source view
+  void *destination = nullptr;
+  size_t bytes = 0;
+  const void *captured = nullptr; ///< the source the exec graph reads now
+};
+
 struct CapturedGraph {
   cudaGraph_t graph = nullptr; ///< kept for the node map and dumps
   cudaGraphExec_t exec = nullptr;
   size_t nodes = 0;
   std::vector<uint32_t> outputs; ///< output bindings its nodes write
+  std::vector<HostCopyNode> hostCopies;
 };
 
 /// The streams a subgraph issues work on besides its primary.
@@ -114,10 +126,49 @@ struct GraphExecutor::Impl {
   Status captureNodes(const Subgraph &sg, Variant v, cudaStream_t primary,
                       const std::vector<Stream> &secondaries, CapturedGraph &out);
   Status mapNewNodes(cudaGraph_t graph, std::unordered_set<cudaGraphNode_t> &seen,
-                     const GraphNodeOrigin &origin);
+                     const GraphNodeOrigin &origin,
+                     std::vector<cudaGraphNode_t> *added = nullptr);
+  Status noteHostCopy(const NodeViews &views, Variant v, const std::vector<cudaGraphNode_t> &added,
+                      CapturedGraph &out);
+  Status updateHostCopies(CapturedGraph &g);
   Status launch(const HostAction &a);
   Status dumpGraphs() const;
 };
+
+/// Keeps the memcpy node a host_to_device node captured, so that launches
+/// can point it at the step's source.
+Status GraphExecutor::Impl::noteHostCopy(const NodeViews &views, Variant v,
+                                         const std::vector<cudaGraphNode_t> &added,
+                                         CapturedGraph &out) {
+  const DeviceTensor &source = views.operands[variantIndex(v)][0];
+  const DeviceTensor &destination = views.results[variantIndex(v)][0];
+  size_t bytes = size_t(destination.numel()) * elementSize(destination.dtype);
+  if (bytes == 0)
+    return Status::success();
+  for (cudaGraphNode_t node : added) {
+    cudaGraphNodeType type{};
+    RN_CUDA_TRY(cudaGraphNodeGetType(node, &type));
+    if (type == cudaGraphNodeTypeMemcpy) {
+      out.hostCopies.push_back({node, &source, destination.data, bytes, source.data});
+      return Status::success();
+    }
+  }
+  return Error("host_to_device: the capture holds no memcpy node for it");
+}
+
+/// Points each host copy node at its view's current source where that
+/// changed (the update applies to later launches only, so launches in
+/// flight keep the source they were given).
+Status GraphExecutor::Impl::updateHostCopies(CapturedGraph &g) {
+  for (HostCopyNode &c : g.hostCopies) {
+    if (c.source->data == c.captured)
+      continue;
+    RN_CUDA_TRY(cudaGraphExecMemcpyNodeSetParams1D(g.exec, c.node, c.destination, c.source->data,
+                                                   c.bytes, cudaMemcpyHostToDevice));
+    c.captured = c.source->data;
+  }
+  return Status::success();
+}
 
 //===----------------------------------------------------------------------===//
 // Capture
@@ -198,7 +249,8 @@ Status GraphExecutor::Impl::capture(const Function &f, const Subgraph &sg, Varia
 }
 
 Status GraphExecutor::Impl::mapNewNodes(cudaGraph_t graph, std::unordered_set<cudaGraphNode_t> &seen,
-                                        const GraphNodeOrigin &origin) {
+                                        const GraphNodeOrigin &origin,
+                                        std::vector<cudaGraphNode_t> *added) {
   size_t count = 0;
   RN_CUDA_TRY(cudaGraphGetNodes(graph, nullptr, &count));
   if (count == seen.size())
@@ -206,8 +258,11 @@ Status GraphExecutor::Impl::mapNewNodes(cudaGraph_t graph, std::unordered_set<cu
   std::vector<cudaGraphNode_t> nodes(count);
   RN_CUDA_TRY(cudaGraphGetNodes(graph, nodes.data(), &count));
   for (cudaGraphNode_t n : nodes)
-    if (seen.insert(n).second)
+    if (seen.insert(n).second) {
       origins[n] = origin;
+      if (added)
+        added->push_back(n);
+    }
   return Status::success();
 }
 
@@ -258,8 +313,12 @@ Status GraphExecutor::Impl::captureNodes(const Subgraph &sg, Variant v, cudaStre
         out.outputs.insert(out.outputs.end(), it.outputs.begin(), it.outputs.end());
         origin.part = it.part;
         origin.stream = it.stream;
-        if (Status st = mapNewNodes(graph, seen, origin); !st.ok())
+        std::vector<cudaGraphNode_t> added;
+        if (Status st = mapNewNodes(graph, seen, origin, &added); !st.ok())
           return st.error().withContext(where(it.part, it.stream));
+        if (n.op == "host_to_device")
+          if (Status st = noteHostCopy(ps.viewsOfNode[i], v, added, out); !st.ok())
+            return st.error().withContext(where(it.part, it.stream));
       }
       continue;
     }
@@ -384,8 +443,10 @@ std::string GraphExecutor::loadSummary() const {
 //===----------------------------------------------------------------------===//
 
 Status GraphExecutor::Impl::launch(const HostAction &a) {
-  const CapturedGraph &g = graphs.at(a.sg)[variantIndex(a.variant)];
+  CapturedGraph &g = graphs.at(a.sg)[variantIndex(a.variant)];
   cudaStream_t primary = dp->context().stream(a.sg->primary).stream;
+  if (Status st = updateHostCopies(g); !st.ok())
+    return st.error().withContext(dp->describeLaunch(a));
   if (Status st = RN_CUDA_CHECK(cudaGraphLaunch(g.exec, primary)); !st.ok())
     return st.error().withContext(dp->describeLaunch(a));
   // The step's pinned slot changes per step, so outputs are copied after

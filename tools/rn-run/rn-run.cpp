@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/artifact.h"
+#include "runtime/core/host_input_pool.h"
 #include "runtime/cpu/cpu_executor.h"
 #if RN_HAVE_CUDA
 #include "runtime/cuda/device_context.h"
@@ -258,23 +259,29 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
                  std::chrono::steady_clock::time_point processStart, double loadSecs) {
   std::mt19937_64 rng(o.seed + 1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  rn::HostBatch b;
-  b.images.resize(size_t(batch * features));
-  for (float &x : b.images)
-    x = normal(rng);
-  b.labels.resize(size_t(batch));
-  for (int32_t &y : b.labels)
+  // One batch in a block of host input memory (page-locked on a GPU) that
+  // every step copies to the device from, as the peers' benchmarks copy one
+  // pinned batch per step (bench/README.md): the host prepares nothing per
+  // step, and no step copies its batch on the host.
+  size_t imageCount = size_t(batch * features);
+  rn::Result<std::shared_ptr<void>> block = ex.allocateHostInput(imageCount * sizeof(float));
+  if (!block)
+    return fail(block.error().message());
+  std::shared_ptr<const void> images = *block;
+  float *pixels = static_cast<float *>(block->get());
+  for (size_t k = 0; k < imageCount; ++k)
+    pixels[k] = normal(rng);
+  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  for (int32_t &y : labels)
     y = int32_t(rng() % uint64_t(classes));
   int32_t step = 1;
-  // The steps' inputs are built before the clock starts: the benchmark
-  // times the executor (staging into its pinned buffers included), not the
-  // copies of this loop.
   double hostSecs = 0; // the timed repetitions' host time, blocked time excluded
   auto run = [&](long count, double &secs, float &loss) -> rn::Status {
     std::vector<rn::StepInputs> steps;
     steps.reserve(size_t(count));
     for (long i = 0; i < count; ++i)
-      steps.push_back(rn::Executor::trainInputs(b, float(o.lr), step + int32_t(i)));
+      steps.push_back(
+          rn::Executor::trainInputs(images, imageCount, labels, float(o.lr), step + int32_t(i)));
     std::vector<rn::StepOutputs> outs;
     auto start = std::chrono::steady_clock::now();
     double blocked = ex.hostBlockedSeconds();
@@ -536,15 +543,22 @@ std::vector<int64_t> shuffledOrder(int64_t count, uint64_t seed, int64_t epoch) 
   return order;
 }
 
+/// Examples `indices` normalized into `images` (batch x imageSize floats)
+/// and their labels into `labels`.
+void fillBatch(const rn::IdxDataset &d, const int64_t *indices, int64_t batch, float *images,
+               std::vector<int32_t> &labels) {
+  int64_t size = d.imageSize();
+  labels.resize(size_t(batch));
+  for (int64_t n = 0; n < batch; ++n) {
+    rn::normalizeImage(d, indices[n], images + n * size);
+    labels[size_t(n)] = int32_t(d.labels[size_t(indices[n])]);
+  }
+}
+
 void fillBatch(const rn::IdxDataset &d, const int64_t *indices, int64_t batch,
                rn::HostBatch &out) {
-  int64_t size = d.imageSize();
-  out.images.resize(size_t(batch * size));
-  out.labels.resize(size_t(batch));
-  for (int64_t n = 0; n < batch; ++n) {
-    rn::normalizeImage(d, indices[n], out.images.data() + n * size);
-    out.labels[size_t(n)] = int32_t(d.labels[size_t(indices[n])]);
-  }
+  out.images.resize(size_t(batch * d.imageSize()));
+  fillBatch(d, indices, batch, out.images.data(), out.labels);
 }
 
 /// Test loss and top-1 over the whole test set. The program's batch is
@@ -776,6 +790,7 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
   };
   auto runStart = std::chrono::steady_clock::now();
   int64_t stepsDone = 0; // in this run, for the ETA
+  rn::HostInputPool imagePool(ex, size_t(batch * train.imageSize()) * sizeof(float));
   for (int64_t epoch = firstEpoch; epoch < o.epochs; ++epoch) {
     std::vector<int64_t> order = shuffledOrder(train.count, o.seed, epoch);
     auto epochStart = std::chrono::steady_clock::now();
@@ -808,9 +823,13 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
     // A loader thread prepares the next group of batches (gather, normalize,
     // labels, learning rates) while this thread submits the current one and
     // the device runs it.
+    // The images go straight into blocks of imagePool (page-locked on a
+    // GPU), which the steps copy to the device from: no host copy of a
+    // batch after it is prepared.
     struct Group {
       std::vector<rn::StepInputs> steps;
       double lastLr = 0;
+      std::string error;
     };
     auto prepare = [&](int64_t s0) {
       int64_t count = std::min(kStepsPerGroup, stepsPerEpoch - s0);
@@ -818,11 +837,19 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
       HostSpan span("prepare " + std::to_string(count) + " batches", "loader");
       Group g;
       g.steps.resize(size_t(count));
-      rn::HostBatch hb;
+      std::vector<int32_t> labels;
       for (int64_t i = 0; i < count; ++i) {
         g.lastLr = scheduledLr(o.lr, global0 + i, warmupSteps, totalSteps);
-        fillBatch(train, order.data() + (s0 + i) * batch, batch, hb);
-        g.steps[size_t(i)] = rn::Executor::trainInputs(hb, float(g.lastLr), int32_t(global0 + i + 1));
+        rn::Result<std::shared_ptr<void>> block = imagePool.acquire();
+        if (!block) {
+          g.error = block.error().message();
+          return g;
+        }
+        fillBatch(train, order.data() + (s0 + i) * batch, batch,
+                  static_cast<float *>(block->get()), labels);
+        g.steps[size_t(i)] =
+            rn::Executor::trainInputs(*block, size_t(batch * train.imageSize()), labels,
+                                      float(g.lastLr), int32_t(global0 + i + 1));
       }
       return g;
     };
@@ -831,6 +858,10 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
       int64_t count = std::min(kStepsPerGroup, stepsPerEpoch - s0);
       int64_t global0 = epoch * stepsPerEpoch + s0;
       Group group = next.get();
+      if (!group.error.empty()) {
+        clearProgress();
+        return fail("epoch " + std::to_string(epoch + 1) + ": " + group.error);
+      }
       if (s0 + kStepsPerGroup < stepsPerEpoch)
         next = std::async(std::launch::async, prepare, s0 + kStepsPerGroup);
       std::vector<rn::StepInputs> steps = std::move(group.steps);

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/artifact.h"
+#include "runtime/core/host_input_pool.h"
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/cpu/cpu_kernels.h"
 #include "executor_test_util.h"
@@ -459,6 +460,49 @@ TEST(CpuExecutor, RemovedOptimizerWaitIsAHazard) {
                              {"subgraph DEEP_FWD_BWD", "is not ordered after", "on stream update"}},
                             5);
   }
+}
+
+// Tests that images in host input blocks (HostValue::pinned) train exactly
+// as the same images in vectors, run interleaved (the copies from blocks
+// are checked as the staging buffer's are), and that a HostInputPool
+// hands a block out again once the steps that held it are collected.
+TEST(CpuExecutor, PinnedInputsTrainAsVectors) {
+  Artifact a = load("mlp.rnx");
+  RunResult want = trainPipelined(a, interleaved(3), 6, 0.1f);
+  ASSERT_EQ(want.error, "");
+  auto ex = makeExecutor(a, interleaved(3));
+  ASSERT_TRUE(ex);
+  std::vector<HostBatch> data = syntheticData(*ex, 3, 4);
+  HostInputPool pool(*ex, data[0].images.size() * sizeof(float));
+  std::vector<StepInputs> steps;
+  for (int s = 0; s < 6; ++s) {
+    const HostBatch &b = data[size_t(s) % data.size()];
+    Result<std::shared_ptr<void>> block = pool.acquire();
+    ASSERT_TRUE(block.ok()) << block.error().message();
+    std::memcpy(block->get(), b.images.data(), b.images.size() * sizeof(float));
+    steps.push_back(Executor::trainInputs(*block, b.images.size(), b.labels, 0.1f, s + 1));
+  }
+  EXPECT_EQ(pool.blocks(), 6u); // each step still holds its block
+  std::vector<StepOutputs> out;
+  Status st = ex->runPipelined("train", std::move(steps), out);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  ASSERT_EQ(out.size(), want.losses.size());
+  for (size_t s = 0; s < out.size(); ++s)
+    EXPECT_EQ(out[s].at("loss").floats.at(0), want.losses[s]) << "step " << s + 1;
+  for (size_t k = 0; k < a.program.state.size(); ++k)
+    EXPECT_TRUE(bitIdentical(*ex->readState(a.program.state[k].name), want.state[k]))
+        << a.program.state[k].name;
+  ASSERT_TRUE(pool.acquire().ok());
+  EXPECT_EQ(pool.blocks(), 6u); // the steps were collected: a block is free again
+
+  // A block of the wrong size is refused by name.
+  StepInputs wrong = Executor::trainInputs(pool.acquire().value(), 7, data[0].labels, 0.1f, 1);
+  std::vector<StepInputs> one;
+  one.push_back(std::move(wrong));
+  st = ex->runPipelined("train", std::move(one), out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("input images needs"), std::string::npos)
+      << st.error().message();
 }
 
 // train_even/train_odd start with a host wait for the previous copy: the

@@ -1,0 +1,31 @@
+//===- host_input_pool.cpp - Reused blocks of host input memory -----------===//
+//
+// See host_input_pool.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/core/host_input_pool.h"
+
+namespace rn {
+
+Result<std::shared_ptr<void>> HostInputPool::acquire() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // A block whose only owner is the pool: every step that read it has been
+  // collected (the reference count drops when a completed step is freed).
+  for (const std::shared_ptr<void> &b : blocks_)
+    if (b.use_count() == 1)
+      return b;
+  Result<std::shared_ptr<void>> block = executor_.allocateHostInput(bytes_);
+  if (!block.ok())
+    return block.error().withContext("host input pool (" + std::to_string(blocks_.size()) +
+                                     " blocks in use)");
+  blocks_.push_back(*block);
+  return *block;
+}
+
+size_t HostInputPool::blocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return blocks_.size();
+}
+
+} // namespace rn
