@@ -14,7 +14,13 @@
 #             (fashion_cnn and mlp, batch 64), the benchmark models
 #   data/     Fashion-MNIST (the Debian package's IDX files), unless
 #             RN_BUNDLE_DATA=0
-#   scripts/  run-gpu-tests.sh
+#   scripts/  run-gpu-tests.sh, run-gpu-round.sh, run-gpu-bench.sh,
+#             run-gpu-profile.sh and their helpers; bench/ the benchmark
+#             drivers
+#   zoo/      the zoo's artifacts and CPU reference digests, unless
+#             RN_BUNDLE_ZOO=0
+# RN_BUNDLE_BIN_ONLY=1 refreshes only the binaries and scripts of an
+# existing bundle (after a runtime change; minutes instead of ten).
 # Refuses a bundle over 60 MiB (the device tool carries 64 MiB at most).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
