@@ -3,7 +3,7 @@
 // Merges the rn.zero, rn.unscale, rn.cast and rn.ema_update ops of each
 // subgraph into rn.multi_zero, rn.multi_unscale, rn.multi_cast and
 // rn.multi_ema_update ops: one group per (op, subgraph, element types,
-// scale, decay), placed where its first member was (Passes.td has the
+// scale, decay, all-reduce bucket), placed where its first member was (Passes.td has the
 // details).
 //
 //===----------------------------------------------------------------------===//
@@ -31,12 +31,13 @@ struct GroupKey {
   Type resultElementType; ///< rn.cast's target; the input's for the others
   Value scale;            ///< rn.unscale's; null for the others
   Attribute decay;        ///< rn.ema_update's; null for the others
+  Attribute bucket;       ///< rn.bucket (rn-bucket-all-reduce's casts); null if none
 
   bool operator==(const GroupKey &other) const {
     return op == other.op && subgraph == other.subgraph &&
            elementType == other.elementType &&
            resultElementType == other.resultElementType && scale == other.scale &&
-           decay == other.decay;
+           decay == other.decay && bucket == other.bucket;
   }
 };
 
@@ -121,7 +122,7 @@ LogicalResult GroupElementwisePass::runOnFunction(func::FuncOp function) {
     GroupKey key{op.getName(), subgraph,
                  cast<RankedTensorType>(tensor.getType()).getElementType(),
                  cast<RankedTensorType>(op.getResult(0).getType()).getElementType(),
-                 scale, decay};
+                 scale, decay, op.getAttr(kBucketAttr)};
     auto it = llvm::find_if(groups, [&](const Group &g) { return g.key == key; });
     if (it == groups.end()) {
       groups.push_back(Group{key, {}});
@@ -170,6 +171,8 @@ LogicalResult GroupElementwisePass::runOnFunction(func::FuncOp function) {
       locs.push_back(op->getLoc());
     Operation *multi = merge(builder, builder.getFusedLoc(locs), movable);
     multi->setAttr(kSubgraphAttr, group.key.subgraph);
+    if (group.key.bucket)
+      multi->setAttr(kBucketAttr, group.key.bucket);
     for (Operation *op : movable.members)
       op->erase();
     grouped += movable.members.size();

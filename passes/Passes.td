@@ -235,6 +235,63 @@ def Partition : Pass<"rn-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::rn::RNDialect"];
 }
 
+def BucketAllReduce : Pass<"rn-bucket-all-reduce", "::mlir::ModuleOp"> {
+  let summary = "Split the data-parallel gradient all-reduce into buckets issued during the backward";
+  let description = [{
+    With `data-parallel`, rn-build-training averages every f32 gradient over
+    the replicas with one `rn.all_reduce_mean` in ALL_REDUCE, which runs
+    after the whole backward (and CAST_GRAD): nothing overlaps the
+    replicas' communication. This pass cuts that all-reduce into buckets
+    as PyTorch DDP does: the gradients the backward finishes in
+    DEEP_FWD_BWD, in the order it finishes them (the backward runs from the
+    last layer to the first), fill buckets of at least `bucket-bytes` (the
+    last one smaller); each bucket becomes an `rn.all_reduce_mean` placed in
+    DEEP_FWD_BWD right after the op that finishes its last gradient, with
+    the f32 casts of its low-precision gradients moved from CAST_GRAD to
+    just before it. Both carry `rn.bucket` (the bucket's index) and run on
+    the UPDATE stream, so the compute streams go on with the backward while
+    a bucket is reduced; rn-insert-barriers then orders each bucket after
+    its producers and the optimizer after every bucket, as for any op.
+    The gradients finished later than DEEP_FWD_BWD (the first layer's, in
+    FIRST_LAYER_BWD) stay in one all-reduce in ALL_REDUCE; so that ALL_REDUCE
+    and CAST_GRAD keep an op each, the last buckets stay there when they
+    would not. Runs after rn-partition and before rn-group-elementwise
+    (which merges each bucket's casts into one `rn.multi_cast`) and
+    rn-plan-memory.
+
+    Before (rn-partition, f16 with dynamic loss scaling):
+    ```mlir
+    %dx, %dw2:3 = rn.cbr_backward ... {rn.subgraph = @DEEP_FWD_BWD}
+    %dx1, %dw1:3 = rn.cbr_backward ... {rn.subgraph = @FIRST_LAYER_BWD}
+    %c1 = rn.cast %dw1#0 {rn.subgraph = @CAST_GRAD} : tensor<4x3x3x1xf16> -> tensor<4x3x3x1xf32>
+    %c2 = rn.cast %dw2#0 {rn.subgraph = @CAST_GRAD} : tensor<4x3x3x4xf16> -> tensor<4x3x3x4xf32>
+    %r:4 = rn.all_reduce_mean %c1, %dw1#1, %c2, %dw2#1 {rn.subgraph = @ALL_REDUCE} : ...
+    ```
+    After:
+    ```mlir
+    %dx, %dw2:3 = rn.cbr_backward ... {rn.subgraph = @DEEP_FWD_BWD}
+    %c2 = rn.cast %dw2#0 {rn.bucket = 0, rn.subgraph = @DEEP_FWD_BWD} : ...
+    %b:2 = rn.all_reduce_mean %c2, %dw2#1 {rn.bucket = 0, rn.subgraph = @DEEP_FWD_BWD} : ...
+    %dx1, %dw1:3 = rn.cbr_backward ... {rn.subgraph = @FIRST_LAYER_BWD}
+    %c1 = rn.cast %dw1#0 {rn.subgraph = @CAST_GRAD} : ...
+    %r:2 = rn.all_reduce_mean %c1, %dw1#1 {rn.subgraph = @ALL_REDUCE} : ...
+    ```
+    Not done: the buckets' gradients are not made contiguous in the
+    memory plan (the runtime reduces a bucket's tensors in one grouped
+    call instead of one buffer).
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
+           "bytes of f32 gradients per bucket (PyTorch DDP's 25 MiB)">,
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "num-buckets", "all-reduce buckets placed in DEEP_FWD_BWD">,
+    Statistic<"numBucketedGradients", "num-bucketed-gradients",
+              "gradients reduced in a bucket during the backward">,
+  ];
+  let dependentDialects = ["::mlir::rn::RNDialect"];
+}
+
 def GroupElementwise : Pass<"rn-group-elementwise", "::mlir::ModuleOp"> {
   let summary = "Merge the per-tensor gradient zeroing, unscaling, casts and weight EMAs of each subgraph into multi-tensor ops";
   let description = [{
@@ -254,7 +311,8 @@ def GroupElementwise : Pass<"rn-group-elementwise", "::mlir::ModuleOp"> {
 
     Two ops join a group when they are the same op in the same subgraph,
     with the same element types (a cast: from and to), (unscale) the same
-    scale value and (EMA) the same decay. A group is placed where its first member was; a
+    scale value, (EMA) the same decay and (the casts of rn-bucket-all-reduce)
+    the same `rn.bucket`. A group is placed where its first member was; a
     member joins only if its operands are defined there and the tensor it
     updates in place is not read between there and the member (the
     accumulators are state, the gradients come from earlier subgraphs, and

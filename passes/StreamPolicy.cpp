@@ -127,7 +127,8 @@ LogicalResult StreamPolicy::applyOverrides(StringRef overrides,
 std::optional<StreamKind> StreamPolicy::getStream(Operation *op,
                                                   StringRef subgraph) const {
   if (isa<CastOp, MultiCastOp>(op) &&
-      (subgraph == subgraphs::kCastGrad || subgraph == subgraphs::kCastWeights))
+      (subgraph == subgraphs::kCastGrad || subgraph == subgraphs::kCastWeights ||
+       op->hasAttr(kBucketAttr)))
     return StreamKind::update;
   if (auto forking = dyn_cast<ForkingOpInterface>(op)) {
     SmallVector<ForkPart> parts = forking.getForkParts();

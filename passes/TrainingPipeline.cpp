@@ -55,6 +55,13 @@ struct TrainingPipelineOptions
       llvm::cl::desc("merge the per-parameter SGD and AdamW updates into "
                      "multi-tensor updates (rn-group-updates)"),
       llvm::cl::init(true)};
+  Option<int64_t> allReduceBucketBytes{
+      *this, "all-reduce-bucket-bytes",
+      llvm::cl::desc("with data-parallel: bytes of f32 gradients per "
+                     "all-reduce bucket issued during the backward "
+                     "(rn-bucket-all-reduce); 0 keeps one all-reduce after "
+                     "the backward"),
+      llvm::cl::init(26214400)};
   Option<bool> groupElementwise{
       *this, "group-elementwise",
       llvm::cl::desc("merge the per-tensor gradient zeroing, unscaling and "
@@ -88,6 +95,11 @@ static void buildPipeline(OpPassManager &pm,
   pm.addPass(createBuildTraining(training));
   pm.addPass(createFuseCbr(FuseCbrOptions{options.fuse}));
   pm.addPass(createPartition());
+  if (options.dataParallel && options.allReduceBucketBytes > 0) {
+    BucketAllReduceOptions buckets;
+    buckets.bucketBytes = options.allReduceBucketBytes;
+    pm.addPass(createBucketAllReduce(buckets));
+  }
   if (options.groupUpdates)
     pm.addPass(createGroupUpdates());
   if (options.groupElementwise)
@@ -107,7 +119,8 @@ void mlir::rn::registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "rn-training-pipeline",
       "Model -> scheduled training step: build-training, fuse-cbr, "
-      "partition, group-updates, plan-memory, assign-streams, "
-      "insert-barriers, verify-schedule",
+      "partition, bucket-all-reduce (data-parallel), group-updates, "
+      "group-elementwise, plan-memory, assign-streams, insert-barriers, "
+      "verify-schedule",
       buildPipeline);
 }

@@ -84,6 +84,15 @@ LogicalResult RNDialect::verifyOperationAttribute(Operation *op,
                              << " but not in that function";
     return success();
   }
+  if (name == kBucketAttr) {
+    auto index = dyn_cast<IntegerAttr>(value);
+    if (!index || index.getInt() < 0)
+      return op->emitError() << "'" << name << "' must be a non-negative bucket index";
+    if (!isa<AllReduceMeanOp, CastOp, MultiCastOp>(op))
+      return op->emitError() << "'" << name
+                             << "' belongs on an all-reduce bucket or its casts";
+    return success();
+  }
   if (name == kStreamAttr) {
     if (!isa<StreamKindAttr>(value))
       return op->emitError() << "'" << name << "' must be an #rn.stream";

@@ -44,6 +44,9 @@ constexpr llvm::StringLiteral kPartWaitsAttr = "rn.part_waits";
 constexpr llvm::StringLiteral kSlotsAttr = "rn.slots";
 /// Function argument/result attribute: the #rn.slot of the value.
 constexpr llvm::StringLiteral kSlotAttr = "rn.slot";
+/// On a bucketed gradient all-reduce and its gradients' casts
+/// (rn-bucket-all-reduce): the bucket's index, in backward order.
+constexpr llvm::StringLiteral kBucketAttr = "rn.bucket";
 
 /// Bytes a value of `type` occupies on the device (i1 takes a byte); none
 /// for types without a static size.

@@ -893,3 +893,21 @@ func.func @multi_ema_decay(%a: tensor<4xf32>, %p: tensor<4xf32>) {
   %0 = rn.multi_ema_update averages(%a) params(%p) decay 1.000000e+00 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// Tests that an all-reduce bucket's index is a non-negative integer.
+func.func @bucket_index(%g: tensor<4xf32>) {
+  // expected-error@+1 {{'rn.bucket' must be a non-negative bucket index}}
+  %0 = rn.all_reduce_mean %g {rn.bucket = -1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that only an all-reduce bucket and its casts carry a bucket index.
+func.func @bucket_on_other_op(%g: tensor<4xf32>) {
+  // expected-error@+1 {{'rn.bucket' belongs on an all-reduce bucket or its casts}}
+  %0 = rn.relu %g {rn.bucket = 0 : i64} : tensor<4xf32>
+  return
+}

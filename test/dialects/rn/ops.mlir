@@ -254,6 +254,8 @@ func.func @update(%w: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %l
   %e = rn.ema_update %m, %p1 decay 5.000000e-01 : tensor<16xf32>
   // CHECK: rn.all_reduce_mean %{{.+}}, %{{.+}} : (tensor<16xf32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>)
   %r:2 = rn.all_reduce_mean %g, %scale : (tensor<16xf32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>)
+  // CHECK: rn.all_reduce_mean %{{.+}} {rn.bucket = 2 : i64} : (tensor<16xf32>) -> tensor<16xf32>
+  %rb = rn.all_reduce_mean %g {rn.bucket = 2 : i64} : (tensor<16xf32>) -> tensor<16xf32>
   // CHECK: rn.count_correct %{{.+}}, %{{.+}} : (tensor<2x10xf16>, tensor<2xi32>) -> tensor<i32>
   %c = rn.count_correct %logits, %labels : (tensor<2x10xf16>, tensor<2xi32>) -> tensor<i32>
   return
