@@ -99,6 +99,17 @@ if has zoo && [ -d "$bundle/zoo" ]; then
         "$out/zoo-$name.ungrouped.det.json" --tol 0 > "$out/zoo-$name.ungrouped.compare.log" 2>&1
       say "20 steps $name, grouped vs ungrouped cuda-graph deterministic (tol 0): exit $?; $(tail -1 "$out/zoo-$name.ungrouped.compare.log")"
     fi
+    # Data-parallel (one replica) with the all-reduce bucketed into the
+    # backward: the same bits after every step as without data parallelism.
+    if [ -f "$bundle/zoo/$name.buckets.rnx" ]; then
+      "$bin/rn-run" "$bundle/zoo/$name.buckets.rnx" --synthetic --steps 20 --lr 0.02 \
+        --executor cuda-graph --deterministic --plan-cache "$cache" \
+        --state-digest "$out/zoo-$name.buckets.det.json" --state-digest-every 1 \
+        > "$out/zoo-$name.buckets.det.log" 2>&1
+      "$python" "$bundle/scripts/compare-digests.py" "$out/zoo-$name.cuda-graph.det.json" \
+        "$out/zoo-$name.buckets.det.json" --tol 0 > "$out/zoo-$name.buckets.compare.log" 2>&1
+      say "20 steps $name, data-parallel bucketed vs plain cuda-graph deterministic (tol 0): exit $?; $(tail -1 "$out/zoo-$name.buckets.compare.log") ($(grep -m1 -oE '[0-9]+ graphs with [0-9]+ nodes' "$out/zoo-$name.buckets.det.log"))"
+    fi
     "$bin/rn-run" "$bundle/zoo/$name.rnx" --synthetic --steps 20 --lr 0.02 --executor cuda-graph \
       > "$out/zoo-$name.gpu.log" 2>&1
     rc=$?

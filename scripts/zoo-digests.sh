@@ -60,6 +60,12 @@ for spec in "fashion_cnn 16" "resnet18c 8"; do
     # that both leave the same bits (run-gpu-tests.sh, zoo).
     rn-compile "$dir/$name.mlir" -o "$dir/$name.ungrouped.rnx" --quiet --no-weights \
       --pipeline "$pipeline group-elementwise=false"
+    # Data-parallel with the all-reduce in 1 MiB buckets during the
+    # backward (rn-bucket-all-reduce; one replica, so the all-reduce is the
+    # identity): the same bits too, through a schedule with the buckets'
+    # cross-stream events.
+    rn-compile "$dir/$name.mlir" -o "$dir/$name.buckets.rnx" --quiet --no-weights \
+      --pipeline "$pipeline data-parallel=true all-reduce-bucket-bytes=1048576"
     rm "$dir/$name.mlir"
     rn-run "$dir/$name.rnx" --synthetic --steps 20 --lr 0.02 --executor cpu > "$dir/$name.cpu.log"
     rm -f "$dir/$name".noise.*.log
