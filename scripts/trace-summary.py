@@ -13,7 +13,8 @@ args["cupti name"]) and prints, per training step:
     benchmark's timed windows, are left out);
   - the GPU time of each op (summed over its kernels; kernels on
     concurrent streams overlap, so the sum can exceed the busy time);
-  - with --kernels, the same per CUPTI kernel name.
+  - with --kernels, the same per CUPTI kernel name (demangled by c++filt
+    where it is installed).
 
 Usage: trace-summary.py TRACE.json --steps N [--kernels] [--json OUT]
 """
@@ -23,6 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
+import subprocess
 import sys
 from collections import defaultdict
 from typing import Any
@@ -106,6 +109,18 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
     }
 
 
+def readable(names: list[str]) -> list[str]:
+    """Kernel names demangled by c++filt where it is installed, without
+    RN's anonymous-namespace prefix; the names as they are otherwise."""
+    if not names or not shutil.which("c++filt"):
+        return names
+    run = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True)
+    out = run.stdout.split("\n")[: len(names)]
+    if run.returncode != 0 or len(out) != len(names):
+        return names
+    return [n.replace("rn::cuda::(anonymous namespace)::", "") for n in out]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("trace")
@@ -129,8 +144,9 @@ def main() -> int:
         print(f"{k:<36} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}")
     if args.kernels:
         print("\nkernel                                                       ms/step  launches/step")
-        for k, v in list(s["kernels"].items())[: args.top]:
-            print(f"{k[:60]:<60} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}")
+        top = list(s["kernels"].items())[: args.top]
+        for name, (_, v) in zip(readable([k for k, _ in top]), top):
+            print(f"{name[:60]:<60} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(s, f, indent=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,16 @@ def test_busy_is_the_union_and_ops_are_summed_per_step():
     assert gaps["gaps_per_step"] == 2
     assert gaps["ms_per_step"] == pytest.approx((150 + 650 + 200 + 50) / 2000)
     assert s["idle_gaps"]["under 10 us"]["gaps_per_step"] == 0
+
+
+def test_kernel_names_are_demangled_where_cxxfilt_is_installed():
+    names = ["_ZN2rn4cuda12_GLOBAL__N_111applyKernelEv", "memcpy HtoD"]
+    out = ts.readable(names)
+    assert out[1] == "memcpy HtoD"
+    if shutil.which("c++filt"):
+        assert out[0] == "applyKernel()"
+    else:
+        assert out[0] == names[0]
 
 
 def test_command_line_prints_and_writes_json(tmp_path: Path):
