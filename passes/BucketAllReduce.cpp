@@ -85,6 +85,7 @@ LogicalResult BucketAllReducePass::runOnAllReduce(AllReduceMeanOp reduce, Block 
   });
   SmallVector<SmallVector<Member>> buckets;
   int64_t filled = 0;
+  unsigned castsMoved = 0;
   for (const Member &m : movable) {
     if (buckets.empty() || filled >= bucketBytes) {
       buckets.emplace_back();
@@ -92,20 +93,16 @@ LogicalResult BucketAllReducePass::runOnAllReduce(AllReduceMeanOp reduce, Block 
     }
     buckets.back().push_back(m);
     filled += m.bytes;
+    castsMoved += m.cast ? 1 : 0;
   }
   // ALL_REDUCE and CAST_GRAD keep at least one op each (their subgraphs
   // and schedules exist): the last buckets stay where they are if needed.
-  auto castsMoved = [&] {
-    unsigned n = 0;
-    for (const auto &bucket : buckets)
-      for (const Member &m : bucket)
-        n += m.cast ? 1 : 0;
-    return n;
-  };
   while (!buckets.empty() &&
-         (staying.empty() || (castsInCastGrad > 0 && castsMoved() == castsInCastGrad))) {
-    for (const Member &m : buckets.back())
+         (staying.empty() || (castsInCastGrad > 0 && castsMoved == castsInCastGrad))) {
+    for (const Member &m : buckets.back()) {
       staying.push_back(m.operand);
+      castsMoved -= m.cast ? 1 : 0;
+    }
     buckets.pop_back();
   }
   if (buckets.empty())

@@ -68,6 +68,20 @@ if has fashion; then
 fi
 
 if has zoo && [ -d "$bundle/zoo" ]; then
+  # compare_build VARIANT LABEL: zoo/$name.VARIANT.rnx by cuda-graph in
+  # deterministic mode (the plan cache of the default build's runs), its
+  # state after every step against the default build's, bit for bit.
+  compare_build() {
+    local variant=$1 label=$2
+    [ -f "$bundle/zoo/$name.$variant.rnx" ] || return 0
+    "$bin/rn-run" "$bundle/zoo/$name.$variant.rnx" --synthetic --steps 20 --lr 0.02 \
+      --executor cuda-graph --deterministic --plan-cache "$cache" \
+      --state-digest "$out/zoo-$name.$variant.det.json" --state-digest-every 1 \
+      > "$out/zoo-$name.$variant.det.log" 2>&1
+    "$python" "$bundle/scripts/compare-digests.py" "$out/zoo-$name.cuda-graph.det.json" \
+      "$out/zoo-$name.$variant.det.json" --tol 0 > "$out/zoo-$name.$variant.compare.log" 2>&1
+    say "20 steps $name, $label cuda-graph deterministic (tol 0): exit $?; $(tail -1 "$out/zoo-$name.$variant.compare.log")"
+  }
   # One step of every zoo model against the CPU executor's digest
   # (scripts/zoo-digests.sh made them on the development machine).
   # RN_ZOO_STEPS20=0 leaves out the 20-step runs.
@@ -87,29 +101,13 @@ if has zoo && [ -d "$bundle/zoo" ]; then
     "$python" "$bundle/scripts/compare-digests.py" "$out/zoo-$name.cuda-eager.det.json" \
       "$out/zoo-$name.cuda-graph.det.json" --tol 0 > "$out/zoo-$name.det.compare.log" 2>&1
     say "20 steps $name, cuda-graph vs cuda-eager deterministic (tol 0): exit $?; $(tail -1 "$out/zoo-$name.det.compare.log")"
-    # The same step built with one zeroing, unscaling and cast node per
-    # tensor (group-elementwise=false) against the default multi-tensor
-    # kernels: the same bits after every step.
-    if [ -f "$bundle/zoo/$name.ungrouped.rnx" ]; then
-      "$bin/rn-run" "$bundle/zoo/$name.ungrouped.rnx" --synthetic --steps 20 --lr 0.02 \
-        --executor cuda-graph --deterministic --plan-cache "$cache" \
-        --state-digest "$out/zoo-$name.ungrouped.det.json" --state-digest-every 1 \
-        > "$out/zoo-$name.ungrouped.det.log" 2>&1
-      "$python" "$bundle/scripts/compare-digests.py" "$out/zoo-$name.cuda-graph.det.json" \
-        "$out/zoo-$name.ungrouped.det.json" --tol 0 > "$out/zoo-$name.ungrouped.compare.log" 2>&1
-      say "20 steps $name, grouped vs ungrouped cuda-graph deterministic (tol 0): exit $?; $(tail -1 "$out/zoo-$name.ungrouped.compare.log")"
-    fi
-    # Data-parallel (one replica) with the all-reduce bucketed into the
-    # backward: the same bits after every step as without data parallelism.
-    if [ -f "$bundle/zoo/$name.buckets.rnx" ]; then
-      "$bin/rn-run" "$bundle/zoo/$name.buckets.rnx" --synthetic --steps 20 --lr 0.02 \
-        --executor cuda-graph --deterministic --plan-cache "$cache" \
-        --state-digest "$out/zoo-$name.buckets.det.json" --state-digest-every 1 \
-        > "$out/zoo-$name.buckets.det.log" 2>&1
-      "$python" "$bundle/scripts/compare-digests.py" "$out/zoo-$name.cuda-graph.det.json" \
-        "$out/zoo-$name.buckets.det.json" --tol 0 > "$out/zoo-$name.buckets.compare.log" 2>&1
-      say "20 steps $name, data-parallel bucketed vs plain cuda-graph deterministic (tol 0): exit $?; $(tail -1 "$out/zoo-$name.buckets.compare.log") ($(grep -m1 -oE '[0-9]+ graphs with [0-9]+ nodes' "$out/zoo-$name.buckets.det.log"))"
-    fi
+    # The same step built another way must leave the same bits after every
+    # step as the default build: one zeroing, unscaling and cast node per
+    # tensor (group-elementwise=false) instead of the multi-tensor kernels,
+    # and data-parallel (one replica) with the all-reduce bucketed into the
+    # backward.
+    compare_build ungrouped "grouped vs ungrouped"
+    compare_build buckets "data-parallel bucketed vs plain"
     "$bin/rn-run" "$bundle/zoo/$name.rnx" --synthetic --steps 20 --lr 0.02 --executor cuda-graph \
       > "$out/zoo-$name.gpu.log" 2>&1
     rc=$?

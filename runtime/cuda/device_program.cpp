@@ -444,9 +444,8 @@ Status DeviceProgram::stage(const HostAction &a) {
     void *source = v.hostInputs[b.tensor]->data;
     if (value.pinned && elementSize(t.dtype) == 4)
       source = const_cast<void *>(value.pinned.get());
-    else
-      encode(t.dtype, value.pinned || !value.floats.empty() ? value.floatData() : nullptr,
-             value.pinned || !value.ints.empty() ? value.intData() : nullptr, n, source);
+    else // the words checkStepInputs counted, in the tensor's dtype
+      encode(t.dtype, value.floatData(), value.intData(), n, source);
     for (const auto &[ps, node] : v.hostCopiesOf[b.tensor])
       for (auto &operands : ps->viewsOfNode[node].operands)
         operands[0].data = source;

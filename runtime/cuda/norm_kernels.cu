@@ -29,7 +29,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
-#include <type_traits>
 #include "runtime/cuda/device_element.cuh"
 
 namespace rn::cuda {
@@ -691,57 +690,62 @@ dim3 finalizeGrid(const RowPlan &plan) {
   return dim3(unsigned(ceilDiv(plan.channels, kFinalizeChannels)));
 }
 
-template <typename T, int V> struct Variant {
+/// A kernel instantiation: storage type, channels per thread, rows per
+/// iteration.
+template <typename T, int V, int U> struct Variant {
   using Type = T;
   static constexpr int vec = V;
+  static constexpr int rows = U;
 };
 
-/// Calls fn(Variant<T, V>{}) for the storage type `type` and width `vec`.
-template <typename T, typename Fn> void withVec(int vec, Fn &&fn) {
+/// Calls fn(Variant<T, V, U>{}) for U = `rows` (1, 2 or 4).
+template <typename T, int V, typename Fn> void withRows(int rows, Fn &&fn) {
+  switch (rows) {
+  case 1:
+    fn(Variant<T, V, 1>{});
+    return;
+  case 2:
+    fn(Variant<T, V, 2>{});
+    return;
+  default:
+    fn(Variant<T, V, 4>{});
+    return;
+  }
+}
+
+/// The same for the width `vec` (8 only for 16-bit types).
+template <typename T, typename Fn> void withVec(int vec, int rows, Fn &&fn) {
   switch (vec) {
   case 8:
     if constexpr (sizeof(T) == 2)
-      fn(Variant<T, 8>{});
+      withRows<T, 8>(rows, fn);
     else
-      fn(Variant<T, 4>{});
+      withRows<T, 4>(rows, fn);
     return;
   case 4:
-    fn(Variant<T, 4>{});
+    withRows<T, 4>(rows, fn);
     return;
   case 2:
-    fn(Variant<T, 2>{});
+    withRows<T, 2>(rows, fn);
     return;
   default:
-    fn(Variant<T, 1>{});
+    withRows<T, 1>(rows, fn);
     return;
   }
 }
 
-template <typename Fn> void withType(DType type, int vec, Fn &&fn) {
+/// Calls fn(Variant<T, V, U>{}) for the storage type `type`, width `vec`
+/// and rows per iteration `rows`.
+template <typename Fn> void withVariant(DType type, int vec, int rows, Fn &&fn) {
   switch (type) {
   case DType::f16:
-    withVec<__half>(vec, fn);
+    withVec<__half>(vec, rows, fn);
     return;
   case DType::bf16:
-    withVec<__nv_bfloat16>(vec, fn);
+    withVec<__nv_bfloat16>(vec, rows, fn);
     return;
   default:
-    withVec<float>(vec, fn);
-    return;
-  }
-}
-
-/// Calls fn(std::integral_constant<int, U>{}) for U = `rows` (1, 2 or 4).
-template <typename Fn> void withRows(int rows, Fn &&fn) {
-  switch (rows) {
-  case 1:
-    fn(std::integral_constant<int, 1>{});
-    return;
-  case 2:
-    fn(std::integral_constant<int, 2>{});
-    return;
-  default:
-    fn(std::integral_constant<int, 4>{});
+    withVec<float>(vec, rows, fn);
     return;
   }
 }
@@ -792,14 +796,12 @@ Status applyChecked(const DeviceTensor &x, const DeviceTensor *shortcut,
                     tuning().applyVecBytes / int(elementSize(x.dtype)));
   Geometry g = geometryOf(plan, vec);
   Tile tile = tileOf(plan);
-  withType(x.dtype, vec, [&](auto variant) {
+  withVariant(x.dtype, vec, tuning().applyRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
-    constexpr int V = decltype(variant)::vec;
-    withRows(tuning().applyRows, [&](auto rows) {
-      applyKernel<T, V, decltype(rows)::value><<<g.grid, g.block, 0, stream>>>(
-          static_cast<const T *>(x.data), static_cast<const T *>(shortcutData),
-          static_cast<T *>(y.data), tile, affine, relu);
-    });
+    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
+    applyKernel<T, V, U><<<g.grid, g.block, 0, stream>>>(
+        static_cast<const T *>(x.data), static_cast<const T *>(shortcutData),
+        static_cast<T *>(y.data), tile, affine, relu);
   });
   RN_CUDA_TRY_LAUNCH();
   return Status::success();
@@ -860,16 +862,14 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
                     tuning().backwardVecBytes / int(elementSize(x.dtype)));
   Geometry g = geometryOf(plan, vec);
   Tile tile = tileOf(plan);
-  withType(x.dtype, vec, [&](auto variant) {
+  withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
-    constexpr int V = decltype(variant)::vec;
-    withRows(tuning().backwardRows, [&](auto rows) {
-      backwardPartialKernel<T, V, decltype(rows)::value><<<g.grid, g.block, 0, stream>>>(
-          static_cast<const T *>(dy.data), static_cast<const T *>(reluData),
-          static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
-          static_cast<const float *>(invStd.data), static_cast<T *>(maskedData), tile,
-          ws.partDy, ws.partDyXhat);
-    });
+    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
+    backwardPartialKernel<T, V, U><<<g.grid, g.block, 0, stream>>>(
+        static_cast<const T *>(dy.data), static_cast<const T *>(reluData),
+        static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
+        static_cast<const float *>(invStd.data), static_cast<T *>(maskedData), tile,
+        ws.partDy, ws.partDyXhat);
   });
   RN_CUDA_TRY_LAUNCH();
   GradVectors grads{weightGradAcc.data, weightGradAcc.dtype, biasGradAcc.data,
@@ -883,16 +883,14 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   // dy and the ReLU result.
   const void *dxDy = maskedOut ? maskedData : dy.data;
   const void *dxRelu = maskedOut ? nullptr : reluData;
-  withType(x.dtype, vec, [&](auto variant) {
+  withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
-    constexpr int V = decltype(variant)::vec;
-    withRows(tuning().backwardRows, [&](auto rows) {
-      backwardApplyKernel<T, V, decltype(rows)::value><<<g.grid, g.block, 0, stream>>>(
-          static_cast<const T *>(dxDy), static_cast<const T *>(dxRelu),
-          static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
-          static_cast<const float *>(invStd.data), weight.data, weight.dtype, ws.sumDy,
-          ws.sumDyXhat, static_cast<T *>(dx.data), tile);
-    });
+    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
+    backwardApplyKernel<T, V, U><<<g.grid, g.block, 0, stream>>>(
+        static_cast<const T *>(dxDy), static_cast<const T *>(dxRelu),
+        static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
+        static_cast<const float *>(invStd.data), weight.data, weight.dtype, ws.sumDy,
+        ws.sumDyXhat, static_cast<T *>(dx.data), tile);
   });
   RN_CUDA_TRY_LAUNCH();
   return Status::success();
@@ -965,13 +963,11 @@ Status bnBatchStats(const DeviceTensor &x, double epsilon, const DeviceTensor &b
                     tuning().statsVecBytes / int(elementSize(x.dtype)));
   Geometry g = geometryOf(plan, vec);
   Tile tile = tileOf(plan);
-  withType(x.dtype, vec, [&](auto variant) {
+  withVariant(x.dtype, vec, tuning().statsRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
-    constexpr int V = decltype(variant)::vec;
-    withRows(tuning().statsRows, [&](auto rows) {
-      statsPartialKernel<T, V, decltype(rows)::value><<<g.grid, g.block, 0, stream>>>(
-          static_cast<const T *>(x.data), tile, ws.partMean, ws.partM2);
-    });
+    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
+    statsPartialKernel<T, V, U><<<g.grid, g.block, 0, stream>>>(
+        static_cast<const T *>(x.data), tile, ws.partMean, ws.partM2);
   });
   RN_CUDA_TRY_LAUNCH();
   statsFinalizeKernel<<<finalizeGrid(plan), dim3(kFinalizeChannels, kFinalizeLanes), 0,

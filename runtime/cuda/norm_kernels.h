@@ -62,7 +62,8 @@ Status bnFinalizeStats(const float *sum, const float *sumSq, int64_t channels, i
                        double epsilon, const DeviceTensor &batchMean,
                        const DeviceTensor &batchInvStd, cudaStream_t stream);
 
-/// Workspace bytes bnBatchStats needs for x's shape (partial statistics).
+/// Workspace bytes bnBatchStats needs for x's shape (partial statistics):
+/// a multiple of 256, so that what a caller places after it stays aligned.
 size_t bnStatsWorkspaceBytes(const std::vector<int64_t> &xShape);
 
 /// Batch mean and inv_std of x (Welford per block, chunks merged in double

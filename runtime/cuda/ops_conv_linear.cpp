@@ -480,7 +480,7 @@ Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
                                    l.results[1], DType::f32);
   if (!call.ok())
     return call.error();
-  size_t scratch = alignUp(bnStatsWorkspaceBytes(l.results[1].shape));
+  size_t scratch = bnStatsWorkspaceBytes(l.results[1].shape);
   if (l.stream.workspaceBytes < scratch)
     return Error(l.node.op + ": the workspace cannot hold the BN statistics' partials");
   Result<size_t> conv = l.conv.prepare(*call, after(l.stream, scratch));
@@ -497,7 +497,7 @@ Status cbrForwardLaunch(const OpLaunch &l) {
   Result<ConvCall> call = convCall(l, ConvKind::forward, o[0], o[1], r[1], DType::f32);
   if (!call.ok())
     return call.error();
-  size_t scratch = alignUp(bnStatsWorkspaceBytes(r[1].shape));
+  size_t scratch = bnStatsWorkspaceBytes(r[1].shape);
   if (l.stream.workspaceBytes < scratch || (scratch && !l.stream.workspace))
     return Error(l.node.op + ": the workspace cannot hold the BN statistics' partials");
   ConvBuffers b;

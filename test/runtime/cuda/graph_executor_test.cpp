@@ -75,6 +75,26 @@ struct TempPlanCache {
   ~TempPlanCache() { std::remove(path.c_str()); }
 };
 
+/// Expects `b`'s losses and state entries bit for bit equal to `a`'s
+/// (`first`: the first of the steps, for the messages).
+void expectSameSteps(const Artifact &artifact, const char *artifactName, Executor &a,
+                     Executor &b, const std::vector<StepOutputs> &outA,
+                     const std::vector<StepOutputs> &outB, size_t first) {
+  ASSERT_EQ(outB.size(), outA.size());
+  for (size_t i = 0; i < outA.size(); ++i)
+    EXPECT_EQ(outB[i].at("loss").floats, outA[i].at("loss").floats)
+        << artifactName << " step " << first + i;
+  for (const StateEntry &s : artifact.program.state) {
+    if (!s.slot)
+      continue;
+    Result<std::vector<float>> x = a.readState(s.name);
+    Result<std::vector<float>> y = b.readState(s.name);
+    ASSERT_TRUE(x.ok() && y.ok()) << s.name;
+    EXPECT_EQ(*y, *x) << artifactName << " state " << s.name << " after step "
+                      << first + outA.size();
+  }
+}
+
 // Tests that cuda-graph and cuda-eager give bit-identical state after every
 // one of 12 steps in deterministic mode (the same plans, from one cache),
 // with the steps streamed: three submitted at once, then polled.
@@ -104,18 +124,8 @@ void bitIdenticalToEager(const char *artifactName) {
       ASSERT_TRUE(st.ok()) << st.error().message();
     }
     ASSERT_EQ(outputs[0].size(), 3u);
-    ASSERT_EQ(outputs[1].size(), 3u);
-    for (size_t i = 0; i < 3; ++i)
-      EXPECT_EQ(outputs[1][i].at("loss").floats, outputs[0][i].at("loss").floats)
-          << artifactName << " step " << first + i;
-    for (const StateEntry &s : artifact.program.state) {
-      if (!s.slot)
-        continue;
-      Result<std::vector<float>> a = executors[0]->readState(s.name);
-      Result<std::vector<float>> b = executors[1]->readState(s.name);
-      ASSERT_TRUE(a.ok() && b.ok()) << s.name;
-      EXPECT_EQ(*b, *a) << artifactName << " state " << s.name << " after step " << first + 3;
-    }
+    ASSERT_NO_FATAL_FAILURE(expectSameSteps(artifact, artifactName, *executors[0], *executors[1],
+                                            outputs[0], outputs[1], first));
   }
 }
 
@@ -177,18 +187,8 @@ template <typename GpuExecutor> void pinnedMatchesVectors(const char *artifactNa
       st = executors[e]->drain(outputs[e]);
       ASSERT_TRUE(st.ok()) << st.error().message();
     }
-    ASSERT_EQ(outputs[1].size(), outputs[0].size());
-    for (size_t i = 0; i < outputs[0].size(); ++i)
-      EXPECT_EQ(outputs[1][i].at("loss").floats, outputs[0][i].at("loss").floats)
-          << artifactName << " step " << first + i;
-    for (const StateEntry &s : artifact.program.state) {
-      if (!s.slot)
-        continue;
-      Result<std::vector<float>> a = executors[0]->readState(s.name);
-      Result<std::vector<float>> b = executors[1]->readState(s.name);
-      ASSERT_TRUE(a.ok() && b.ok()) << s.name;
-      EXPECT_EQ(*b, *a) << artifactName << " state " << s.name << " after step " << first + 4;
-    }
+    ASSERT_NO_FATAL_FAILURE(expectSameSteps(artifact, artifactName, *executors[0], *executors[1],
+                                            outputs[0], outputs[1], first));
   }
   // Drained groups hand their blocks back: three pinned steps a group.
   EXPECT_LE(pool.blocks(), 3u);
