@@ -9,17 +9,24 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 final=${OUT:-$here/../gpu-results}
 work=$(mktemp -d)
+status=0
 if [ "${RN_GPU_TESTS:-}" != none ]; then
   OUT=$work timeout "${RN_TESTS_TIMEOUT:-400}" bash "$here/run-gpu-tests.sh" > "$work/tests-stdout.log" 2>&1
-  echo "run-gpu-tests.sh: exit $?" >> "$work/summary.txt"
+  rc=$?; [ $rc = 0 ] || status=$rc
+  echo "run-gpu-tests.sh: exit $rc" >> "$work/summary.txt"
 fi
 if [ "${RN_BENCH_MODELS:-}" != none ]; then
   OUT=$work timeout "${RN_BENCH_TIMEOUT:-180}" bash "$here/run-gpu-bench.sh" > "$work/bench-stdout.log" 2>&1
-  echo "run-gpu-bench.sh: exit $?" >> "$work/summary.txt"
+  rc=$?; [ $rc = 0 ] || status=$rc
+  echo "run-gpu-bench.sh: exit $rc" >> "$work/summary.txt"
 fi
 mkdir -p "$final"
 for f in summary.txt bench.txt bench.jsonl; do
   [ -f "$work/$f" ] && cp "$work/$f" "$final/"
 done
 tar czf "$final/logs.tgz" -C "$work" .
-cat "$final/summary.txt" "$final/bench.txt" 2>/dev/null
+for f in summary.txt bench.txt; do
+  [ -f "$final/$f" ] && cat "$final/$f"
+done
+# The round's status is its parts' (a missing bench.txt is not a failure).
+exit $status
