@@ -8,6 +8,9 @@
 
 #include "runtime/cuda/check.h"
 
+#include <algorithm>
+#include <cstdio>
+
 namespace rn::cuda {
 
 Status deviceAvailable() {
@@ -26,6 +29,34 @@ Result<size_t> deviceMemoryInUse() {
   return total - free;
 }
 
+namespace {
+
+bool isWorkspaceRegion(std::string_view kind) { return kind.rfind("workspace_", 0) == 0; }
+
+/// cudaMalloc of `bytes` (none for 0), with the device's free memory in the
+/// message when it fails.
+Status allocateDevice(char *&pointer, size_t bytes, const std::string &what,
+                      const std::string &deviceName) {
+  pointer = nullptr;
+  if (bytes == 0)
+    return Status::success();
+  cudaError_t alloc = cudaMalloc(reinterpret_cast<void **>(&pointer), bytes);
+  if (alloc == cudaSuccess && !injectedFailure())
+    return Status::success();
+  if (alloc == cudaSuccess)
+    (void)cudaFree(pointer);
+  pointer = nullptr;
+  size_t free = 0, total = 0;
+  (void)cudaGetLastError();
+  (void)cudaMemGetInfo(&free, &total);
+  return Error("cannot allocate " + what + " of " + std::to_string(bytes) + " bytes on " +
+               deviceName + " (" + std::to_string(free >> 20) + " MiB free of " +
+               std::to_string(total >> 20) + " MiB): " +
+               (alloc != cudaSuccess ? describe(alloc) : "injected failure (RN_CUDA_FAIL_CALL)"));
+}
+
+} // namespace
+
 Result<std::unique_ptr<DeviceContext>> DeviceContext::create(const Program &program,
                                                              const Options &options) {
   if (Status st = deviceAvailable(); !st.ok())
@@ -42,18 +73,29 @@ Result<std::unique_ptr<DeviceContext>> DeviceContext::create(const Program &prog
                  std::to_string(prop.major) + "." + std::to_string(prop.minor) +
                  "; this build targets sm_90 (Hopper) only");
 
-  ctx->arenaBytes_ = program.arena.bytes;
-  cudaError_t alloc = cudaMalloc(reinterpret_cast<void **>(&ctx->arena_), ctx->arenaBytes_);
-  if (alloc != cudaSuccess || injectedFailure()) {
-    size_t free = 0, total = 0;
-    (void)cudaGetLastError();
-    (void)cudaMemGetInfo(&free, &total);
-    ctx->arena_ = nullptr;
-    return Error("cannot allocate the arena of " + std::to_string(ctx->arenaBytes_) +
-                 " bytes on " + ctx->deviceName_ + " (" + std::to_string(free >> 20) +
-                 " MiB free of " + std::to_string(total >> 20) + " MiB): " +
-                 (alloc != cudaSuccess ? describe(alloc) : "injected failure (RN_CUDA_FAIL_CALL)"));
-  }
+  // The workspaces are the arena's tail (plan-memory places regions in
+  // enum order, workspaces last); they get their own block, sized later.
+  size_t workspaceBase = program.arena.bytes, largestCap = 0;
+  for (const Region &r : program.arena.regions)
+    if (isWorkspaceRegion(r.kind)) {
+      workspaceBase = std::min<size_t>(workspaceBase, r.offset);
+      largestCap = std::max<size_t>(largestCap, r.bytes);
+      ctx->plannedWorkspaceBytes_ += r.bytes;
+    }
+  for (const Region &r : program.arena.regions)
+    if (!isWorkspaceRegion(r.kind) && r.offset + r.bytes > workspaceBase)
+      return Error("the memory plan puts region " + r.kind +
+                   " after a workspace: the runtime needs the workspaces last");
+
+  ctx->arenaBytes_ = workspaceBase;
+  if (Status st = allocateDevice(ctx->arena_, ctx->arenaBytes_, "the arena", ctx->deviceName_);
+      !st.ok())
+    return st.error();
+  ctx->workspaceBlockBytes_ = largestCap;
+  if (Status st = allocateDevice(ctx->workspaceBlock_, largestCap,
+                                 "the workspace scratch for preparing nodes", ctx->deviceName_);
+      !st.ok())
+    return st.error();
 
   static constexpr Stream kAll[kStreamCount] = {Stream::trans, Stream::comp1, Stream::comp2,
                                                 Stream::comp3, Stream::update};
@@ -66,7 +108,7 @@ Result<std::unique_ptr<DeviceContext>> DeviceContext::create(const Program &prog
     RN_CUDA_TRY(cublasLtCreate(&r.cublasLt));
     std::string ws = "workspace_" + std::string(streamName(s));
     if (const Region *region = program.arena.find(ws)) {
-      r.workspace = ctx->arena_ + region->offset;
+      r.workspace = ctx->workspaceBlock_;
       r.workspaceBytes = region->bytes;
     }
   }
@@ -103,12 +145,73 @@ DeviceContext::~DeviceContext() {
   }
   if (arena_)
     (void)cudaFree(arena_);
+  if (workspaceBlock_)
+    (void)cudaFree(workspaceBlock_);
   (void)cudaGetLastError();
 }
 
 void *DeviceContext::region(std::string_view kind) const {
   const Region *r = program_->arena.find(kind);
-  return r ? arena_ + r->offset : nullptr;
+  if (!r)
+    return nullptr;
+  if (isWorkspaceRegion(kind)) {
+    for (const StreamResources &s : streams_)
+      if (kind.substr(std::string_view("workspace_").size()) == s.name)
+        return s.workspace;
+    return nullptr;
+  }
+  return arena_ + r->offset;
+}
+
+size_t DeviceContext::allocatedBytes(const Region &r) const {
+  if (!isWorkspaceRegion(r.kind))
+    return r.bytes;
+  for (const StreamResources &s : streams_)
+    if (std::string_view(r.kind).substr(std::string_view("workspace_").size()) == s.name)
+      return s.workspaceBytes;
+  return 0;
+}
+
+std::string DeviceContext::describeArena() const {
+  char line[160];
+  std::snprintf(line, sizeof line, "arena %.1f MiB in %zu regions (workspaces %.1f MiB of the plan's %.1f MiB)",
+                double(arenaBytes()) / (1 << 20), program_->arena.regions.size(),
+                double(workspaceBlockBytes_) / (1 << 20), double(plannedWorkspaceBytes_) / (1 << 20));
+  return line;
+}
+
+Status DeviceContext::sizeWorkspaces(const std::array<size_t, kStreamCount> &need) {
+  if (workspacesSized_)
+    return Error("the workspaces are sized once, at load");
+  // The scratch may still be in use by a node's preparation (autotuning).
+  if (Status st = synchronize(); !st.ok())
+    return st.error().withContext("before sizing the workspaces");
+  std::array<size_t, kStreamCount> offset{};
+  size_t total = 0;
+  for (size_t s = 0; s < kStreamCount; ++s) {
+    const StreamResources &r = streams_[s];
+    if (need[s] > r.workspaceBytes)
+      return Error("stream " + std::string(r.name) + " needs " + std::to_string(need[s]) +
+                   " bytes of workspace, over the plan's workspace_" + std::string(r.name) +
+                   " of " + std::to_string(r.workspaceBytes));
+    offset[s] = total;
+    total += (need[s] + 255) / 256 * 256;
+  }
+  if (workspaceBlock_)
+    RN_CUDA_TRY(cudaFree(workspaceBlock_));
+  workspaceBlock_ = nullptr;
+  workspaceBlockBytes_ = 0;
+  if (Status st = allocateDevice(workspaceBlock_, total, "the stream workspaces", deviceName_);
+      !st.ok())
+    return st.error();
+  workspaceBlockBytes_ = total;
+  for (size_t s = 0; s < kStreamCount; ++s) {
+    StreamResources &r = streams_[s];
+    r.workspace = need[s] ? workspaceBlock_ + offset[s] : nullptr;
+    r.workspaceBytes = need[s];
+  }
+  workspacesSized_ = true;
+  return Status::success();
 }
 
 void *DeviceContext::address(const Slot &slot, Variant variant) const {

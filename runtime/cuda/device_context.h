@@ -5,8 +5,15 @@
 //     each with its own cuDNN and cuBLASLt handle and its workspace, which
 //     is the program's workspace_<stream> region (TRANS has none). Nothing
 //     is ever issued on the legacy default stream.
-//   - one device allocation for the whole arena; regions are views of it at
-//     the offsets of the program's memory plan.
+//   - one device allocation for the arena's regions up to its workspaces
+//     (the memory plan puts them last); regions are views of it at the
+//     offsets of the plan.
+//   - the workspaces sized to need: the plan's workspace_<stream> bytes are
+//     a cap. While the nodes are prepared (plans chosen, within the cap)
+//     every stream's workspace is one shared scratch block of the largest
+//     cap (preparing runs one node at a time and synchronizes); then
+//     sizeWorkspaces() replaces it by one allocation holding each stream's
+//     workspace at the size its nodes said they need.
 //   - the CUDA events of the program's events: one per (event id, slot),
 //     the mapping of host_program.h's EventBinder; and a pool of events
 //     for the part orders of forking ops (one per part_waits pair, handed
@@ -69,7 +76,27 @@ public:
   cudaEvent_t partEvent(size_t index) const { return partEvents_[index]; }
 
   std::string deviceName() const { return deviceName_; }
-  size_t arenaBytes() const { return arenaBytes_; }
+  /// Device bytes allocated for the program: the arena's regions before the
+  /// workspaces plus the workspaces as sized (their caps before
+  /// sizeWorkspaces()).
+  size_t arenaBytes() const { return arenaBytes_ + workspaceBlockBytes_; }
+  /// What the memory plan reserved for the workspaces (the caps).
+  size_t plannedWorkspaceBytes() const { return plannedWorkspaceBytes_; }
+  /// The workspaces as allocated now.
+  size_t workspaceBytes() const { return workspaceBlockBytes_; }
+
+  /// The bytes region `r` has on the device: its plan's size, or the sized
+  /// workspace of its stream.
+  size_t allocatedBytes(const Region &r) const;
+  /// "arena 120.5 MiB in 12 regions (workspaces 3.2 MiB of the plan's
+  /// 193.0 MiB)", for the executors' load lines.
+  std::string describeArena() const;
+
+  /// Replaces the shared preparation scratch by each stream's workspace of
+  /// `need[stream]` bytes (at most its cap), in one allocation. Called once,
+  /// after every node is prepared and before anything is captured or run:
+  /// nothing may keep a workspace address from before.
+  Status sizeWorkspaces(const std::array<size_t, kStreamCount> &need);
 
   /// Blocks until every stream is idle; reports an asynchronous fault.
   Status synchronize();
@@ -83,6 +110,11 @@ private:
   std::array<StreamResources, kStreamCount> streams_{};
   char *arena_ = nullptr;
   size_t arenaBytes_ = 0;
+  /// The preparation scratch, then the sized workspaces (one block).
+  char *workspaceBlock_ = nullptr;
+  size_t workspaceBlockBytes_ = 0;
+  size_t plannedWorkspaceBytes_ = 0;
+  bool workspacesSized_ = false;
   std::vector<cudaEvent_t> events_;
   std::vector<cudaEvent_t> partEvents_;
   std::string deviceName_;

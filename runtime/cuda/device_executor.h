@@ -30,6 +30,8 @@ public:
   Result<std::shared_ptr<void>> allocateHostInput(size_t bytes) override;
   /// DeviceProgram::convFloorMs.
   double convFloorMs() const { return device_->convFloorMs(); }
+  /// The prepared program (its device context: streams, workspaces).
+  const DeviceProgram &deviceProgram() const { return *device_; }
 
 protected:
   DeviceExecutor() = default;

@@ -273,6 +273,8 @@ Status DeviceProgram::create() {
 
 Status DeviceProgram::prepareNodes() {
   const Program &p = program();
+  // The most any node (or part) on a stream needs: its workspace's size.
+  std::array<size_t, kStreamCount> &need = workspaceNeed_;
   for (const Function &f : p.functions) {
     for (const Subgraph &sg : f.subgraphs) {
       PreparedSubgraph &ps = subgraphs_.at(&sg);
@@ -300,12 +302,13 @@ Status DeviceProgram::prepareNodes() {
             return Error(where + ": needs " + std::to_string(*bytes) +
                          " bytes of workspace, but workspace_" + std::string(stream.name) +
                          " has " + std::to_string(stream.workspaceBytes));
+          need[size_t(it.stream)] = std::max(need[size_t(it.stream)], *bytes);
           ++preparedNodes_;
         }
       }
     }
   }
-  return Status::success();
+  return ctx_->sizeWorkspaces(need);
 }
 
 //===----------------------------------------------------------------------===//

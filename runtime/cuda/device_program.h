@@ -141,6 +141,9 @@ public:
   /// load or taken from the plan cache), summed; < 0 when some plan was not
   /// timed (autotuning off).
   double convFloorMs() const { return convFloorComplete_ ? convFloorMs_ : -1; }
+  /// The most workspace a prepared node (or part) on stream `s` said it
+  /// needs: what the context sized that stream's workspace to.
+  size_t workspaceNeed(Stream s) const { return workspaceNeed_[size_t(s)]; }
 
   // State (nothing in flight).
   Status initialize();
@@ -220,6 +223,7 @@ private:
   double loadSeconds_ = 0;
   double blockedSeconds_ = 0;
   size_t preparedNodes_ = 0;
+  std::array<size_t, kStreamCount> workspaceNeed_{};
   double convFloorMs_ = 0;
   bool convFloorComplete_ = true;
 };

@@ -29,10 +29,10 @@ std::string EagerExecutor::loadSummary() const {
   const DeviceProgram &dp = *device_;
   char line[512];
   std::snprintf(line, sizeof line,
-                "cuda-eager on %s: arena %.1f MiB in %zu regions, %zu nodes prepared "
+                "cuda-eager on %s: %s, %zu nodes prepared "
                 "(%zu convolution graphs, %.2f s building and autotuning), load %.2f s",
-                dp.context().deviceName().c_str(), double(dp.context().arenaBytes()) / (1 << 20),
-                dp.program().arena.regions.size(), dp.preparedNodes(), dp.conv().graphs(),
+                dp.context().deviceName().c_str(), dp.context().describeArena().c_str(),
+                dp.preparedNodes(), dp.conv().graphs(),
                 dp.conv().prepareSeconds(), dp.loadSeconds());
   return line;
 }

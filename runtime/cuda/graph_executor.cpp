@@ -390,18 +390,23 @@ std::string GraphExecutor::loadSummary() const {
   std::string out;
   char line[512];
   std::snprintf(line, sizeof line,
-                "cuda-graph on %s: arena %.1f MiB in %zu regions, %zu nodes prepared (%zu "
+                "cuda-graph on %s: %s, %zu nodes prepared (%zu "
                 "convolution graphs, %.2f s building and autotuning), %zu graphs with %zu "
                 "nodes captured in %.2f s, load %.2f s",
-                dp.context().deviceName().c_str(), double(dp.context().arenaBytes()) / (1 << 20),
-                p.arena.regions.size(), dp.preparedNodes(), dp.conv().graphs(),
+                dp.context().deviceName().c_str(), dp.context().describeArena().c_str(),
+                dp.preparedNodes(), dp.conv().graphs(),
                 dp.conv().prepareSeconds(), im.graphCount, im.graphNodes, im.captureSeconds,
                 im.loadSeconds);
   out += line;
   for (const Region &r : p.arena.regions) {
     std::snprintf(line, sizeof line, "\n  region %-16s %10.2f MiB", r.kind.c_str(),
-                  double(r.bytes) / (1 << 20));
+                  double(dp.context().allocatedBytes(r)) / (1 << 20));
     out += line;
+    if (dp.context().allocatedBytes(r) != r.bytes) {
+      std::snprintf(line, sizeof line, " (sized to need; the plan's cap %.2f MiB)",
+                    double(r.bytes) / (1 << 20));
+      out += line;
+    }
   }
   for (const Function &f : p.functions) {
     for (const Subgraph &sg : f.subgraphs) {

@@ -51,6 +51,40 @@ TEST(CudaEagerExecutor, DropoutMatchesCpu) {
   compareTraining("dropout.rnx", 5, 1e-4);
 }
 
+// The plan's workspace_<stream> regions are caps: each stream's workspace
+// is allocated at the most its prepared nodes need (the conv layers' cuDNN
+// plans and BN partials), so the cbr program's convolution stream has a
+// workspace, smaller than the cap, and the streams without such nodes none.
+TEST(CudaEagerExecutor, WorkspacesAreSizedToWhatThePlansNeed) {
+  SKIP_WITHOUT_GPU();
+  Artifact artifact = test_inputs::load("cbr.rnx");
+  auto gpu = cuda::EagerExecutor::create(artifact, {});
+  ASSERT_TRUE(gpu.ok()) << gpu.error().message();
+  const cuda::DeviceProgram &dp = (*gpu)->deviceProgram();
+  const cuda::DeviceContext &ctx = dp.context();
+  size_t sized = 0;
+  bool someNeed = false;
+  for (Stream s : {Stream::trans, Stream::comp1, Stream::comp2, Stream::comp3, Stream::update}) {
+    const cuda::StreamResources &r = ctx.stream(s);
+    const Region *region = artifact.program.arena.find("workspace_" + std::string(r.name));
+    size_t cap = region ? region->bytes : 0;
+    EXPECT_EQ(r.workspaceBytes, dp.workspaceNeed(s)) << r.name;
+    EXPECT_LE(r.workspaceBytes, cap) << r.name;
+    EXPECT_EQ(r.workspace != nullptr, r.workspaceBytes > 0) << r.name;
+    if (region)
+      EXPECT_EQ(ctx.allocatedBytes(*region), r.workspaceBytes) << r.name;
+    someNeed |= r.workspaceBytes > 0;
+    sized += (r.workspaceBytes + 255) / 256 * 256;
+  }
+  EXPECT_TRUE(someNeed) << "no node of the conv program needs a workspace";
+  EXPECT_EQ(ctx.workspaceBytes(), sized);
+  EXPECT_LT(ctx.workspaceBytes(), ctx.plannedWorkspaceBytes());
+  EXPECT_EQ(ctx.arenaBytes(),
+            artifact.program.arena.bytes - ctx.plannedWorkspaceBytes() + ctx.workspaceBytes());
+  // And the program trains on them (the other tests compare the values).
+  ASSERT_TRUE((*gpu)->initialize().ok());
+}
+
 TEST(CudaEagerExecutor, EvalMatchesCpu) {
   SKIP_WITHOUT_GPU();
   compareEvalWithCpu<cuda::EagerExecutor>("cnn.rnx");
