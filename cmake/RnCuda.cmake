@@ -1,7 +1,8 @@
 # Finds what the CUDA runtime half needs and defines rn_runtime_cuda.
 #
 #   RN_ENABLE_CUDA       AUTO (default: on when everything is found: nvcc,
-#                        cudart, cuBLASLt, NVRTC, CUPTI, cuDNN and its frontend), ON
+#                        cudart, cuBLASLt, NVRTC, CUPTI, cuDNN and its frontend,
+#                        NCCL), ON
 #                        (fail when something is missing) or OFF
 #   RN_CUDNN_FRONTEND_INCLUDE_DIR   folder with cudnn_frontend.h; found from
 #                        the nvidia-cudnn-frontend wheel (pip) by default
@@ -32,6 +33,10 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit)
   find_library(RN_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
   find_path(RN_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  # NCCL (communicator.cpp: data-parallel runs); on the GPU machine
+  # libnccl.so.2 comes from the PyTorch venv (scripts/gpu-env.sh).
+  find_library(RN_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+  find_path(RN_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
   if(NOT RN_CUDNN_FRONTEND_INCLUDE_DIR)
     # pip puts the wheel's headers into <site-packages>/include.
     execute_process(
@@ -54,6 +59,10 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
     rn_cuda_missing("cuDNN (libcudnn.so, cudnn.h) was not found")
     return()
   endif()
+  if(NOT RN_NCCL_LIBRARY OR NOT RN_NCCL_INCLUDE_DIR)
+    rn_cuda_missing("NCCL (libnccl.so, nccl.h) was not found")
+    return()
+  endif()
   if(NOT RN_CUDNN_FRONTEND_INCLUDE_DIR OR NOT EXISTS "${RN_CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend.h")
     rn_cuda_missing("the cuDNN frontend headers were not found (pip install nvidia-cudnn-frontend)")
     return()
@@ -71,11 +80,12 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
   file(GLOB RN_RUNTIME_CUDA_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/cuda/*.cpp ${CMAKE_CURRENT_SOURCE_DIR}/cuda/*.cu)
   add_library(rn_runtime_cuda STATIC ${RN_RUNTIME_CUDA_SOURCES})
-  target_include_directories(rn_runtime_cuda PUBLIC ${PROJECT_SOURCE_DIR} ${RN_CUDNN_INCLUDE_DIR})
+  target_include_directories(rn_runtime_cuda PUBLIC ${PROJECT_SOURCE_DIR} ${RN_CUDNN_INCLUDE_DIR}
+    ${RN_NCCL_INCLUDE_DIR})
   # The frontend's headers are included by conv.cpp only (host C++, g++).
   target_include_directories(rn_runtime_cuda SYSTEM PRIVATE ${RN_CUDNN_FRONTEND_INCLUDE_DIR})
   target_link_libraries(rn_runtime_cuda PUBLIC rn_runtime CUDA::cudart CUDA::cublasLt
-    ${RN_CUDNN_LIBRARY} CUDA::cupti PRIVATE CUDA::nvrtc)
+    ${RN_CUDNN_LIBRARY} ${RN_NCCL_LIBRARY} CUDA::cupti PRIVATE CUDA::nvrtc)
   target_compile_options(rn_runtime_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)

@@ -57,4 +57,10 @@ std::string describe(cublasStatus_t code) {
   }
 }
 
+std::string describe(ncclResult_t code) {
+  // ncclGetLastError would add NCCL's detail but needs the communicator;
+  // the communicator adds it where it has one.
+  return "ncclResult_t " + std::to_string(int(code)) + ": " + ncclGetErrorString(code);
+}
+
 } // namespace rn::cuda

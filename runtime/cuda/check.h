@@ -1,6 +1,6 @@
 //===- check.h - One checking macro for every CUDA library call -*- C++ -*-===//
 //
-// Every CUDA runtime, cuDNN and cuBLAS(Lt) call of the runtime goes through
+// Every CUDA runtime, cuDNN, cuBLAS(Lt) and NCCL call of the runtime goes through
 // RN_CUDA_TRY (in functions returning Status or Result<T>) or RN_CUDA_CHECK
 // (an expression giving the Status). The error names the call as written,
 // the library's own name and message for the code, and the file and line;
@@ -22,6 +22,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#include <nccl.h>
 
 namespace rn::cuda {
 
@@ -33,10 +34,14 @@ bool injectedFailure();
 std::string describe(cudaError_t code);
 std::string describe(cudnnStatus_t code);
 std::string describe(cublasStatus_t code);
+std::string describe(ncclResult_t code);
 
 inline bool failed(cudaError_t code) { return code != cudaSuccess; }
 inline bool failed(cudnnStatus_t code) { return code != CUDNN_STATUS_SUCCESS; }
 inline bool failed(cublasStatus_t code) { return code != CUBLAS_STATUS_SUCCESS; }
+/// A non-blocking communicator's call may still be running: not a failure
+/// (the caller polls ncclCommGetAsyncError).
+inline bool failed(ncclResult_t code) { return code != ncclSuccess && code != ncclInProgress; }
 
 /// The Status of a call that returned `code`.
 template <typename Code>

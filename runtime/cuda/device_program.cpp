@@ -8,6 +8,7 @@
 
 #include "runtime/core/dtype.h"
 #include "runtime/cuda/check.h"
+#include "runtime/cuda/communicator.h"
 #include "runtime/cuda/cupti_trace.h"
 
 #include <algorithm>
@@ -75,6 +76,8 @@ Status PinnedBuffer::allocate(size_t n) {
 DeviceProgram::~DeviceProgram() {
   if (ctx_)
     (void)ctx_->synchronize();
+  if (syncEvent_)
+    (void)cudaEventDestroy(syncEvent_);
   for (auto &[sg, p] : subgraphs_) {
     for (cudaEvent_t e : p.completion)
       if (e)
@@ -285,8 +288,9 @@ Status DeviceProgram::prepareNodes() {
             continue;
           const StreamResources &stream = ctx_->stream(it.stream);
           const NodeViews &views = ps.viewsOfNode[i];
-          OpLaunch l{n, it.part, views.operands[0], views.results[0], stream,
-                     *conv_, *gemm_, options_.seed, &it.prepared};
+          OpLaunch l{n,      it.part,       views.operands[0], views.results[0],
+                     stream, *conv_,        *gemm_,            options_.seed,
+                     &it.prepared, options_.communicator};
           std::string where = "function " + f.name + ", subgraph " + sg.name + ", " +
                               describeNode(n, uint32_t(i), it.part, it.stream);
           double planMsBefore = conv_->preparedPlanMs();
@@ -382,8 +386,9 @@ Status DeviceProgram::issueItem(const Node &n, const NodeViews &views, Variant v
   for (size_t e : it.waitPartEvents)
     RN_CUDA_TRY(cudaStreamWaitEvent(stream.stream, ctx_->partEvent(e), 0));
   size_t var = variant == Variant::a ? 0 : 1;
-  OpLaunch l{n, it.part, views.operands[var], views.results[var], stream,
-             *conv_, *gemm_, options_.seed, &it.prepared};
+  OpLaunch l{n,      it.part,       views.operands[var], views.results[var],
+             stream, *conv_,        *gemm_,              options_.seed,
+             &it.prepared, options_.communicator};
   if (it.profileBegin)
     RN_CUDA_TRY(cudaEventRecord(it.profileBegin, stream.stream));
   if (options_.trace)
@@ -459,7 +464,7 @@ Status DeviceProgram::stage(const HostAction &a) {
 Status DeviceProgram::hostWait(const HostAction &a) {
   const PreparedSubgraph &ps = subgraphs_.at(a.sg);
   auto start = std::chrono::steady_clock::now();
-  Status st = RN_CUDA_CHECK(cudaEventSynchronize(ps.completion[a.variant == Variant::a ? 0 : 1]));
+  Status st = waitEvent(ps.completion[a.variant == Variant::a ? 0 : 1], describeLaunch(a));
   blockedSeconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!st.ok())
@@ -509,7 +514,7 @@ Status DeviceProgram::waitStep(const PendingStep &step) {
   for (const auto &[sg, variant] : step.launches) {
     cudaEvent_t e = subgraphs_.at(sg).completion[variant == Variant::a ? 0 : 1];
     auto start = std::chrono::steady_clock::now();
-    Status st = RN_CUDA_CHECK(cudaEventSynchronize(e));
+    Status st = waitEvent(e, "step " + std::to_string(step.step) + ", subgraph " + sg->name);
     blockedSeconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!st.ok())
@@ -519,7 +524,26 @@ Status DeviceProgram::waitStep(const PendingStep &step) {
   return Status::success();
 }
 
-Status DeviceProgram::synchronize() { return ctx_->synchronize(); }
+Status DeviceProgram::waitEvent(cudaEvent_t event, std::string_view what) {
+  if (options_.communicator)
+    return options_.communicator->waitEvent(event, what);
+  return RN_CUDA_CHECK(cudaEventSynchronize(event));
+}
+
+Status DeviceProgram::synchronize() {
+  if (!options_.communicator)
+    return ctx_->synchronize();
+  // Through the communicator's deadline: a stream may hold a collective
+  // waiting on a peer.
+  if (!syncEvent_)
+    RN_CUDA_TRY(cudaEventCreateWithFlags(&syncEvent_, cudaEventDisableTiming));
+  for (Stream s : {Stream::trans, Stream::comp1, Stream::comp2, Stream::comp3, Stream::update}) {
+    const StreamResources &r = ctx_->stream(s);
+    RN_CUDA_TRY(cudaEventRecord(syncEvent_, r.stream));
+    RN_RETURN_IF_ERROR(waitEvent(syncEvent_, "stream " + std::string(r.name) + " to finish"));
+  }
+  return Status::success();
+}
 
 Result<std::string> DeviceProgram::profileReport(std::string_view who) {
   if (!options_.profile)

@@ -37,6 +37,8 @@
 
 namespace rn::cuda {
 
+class Communicator;
+
 class CuptiTrace;
 
 /// What a prepared item is, for timelines: its label id (CuptiTrace's) is
@@ -118,6 +120,10 @@ public:
     /// When set (rn-run --trace), each item's launch (or capture) is
     /// labelled for the timeline. Not owned; created before the executor.
     CuptiTrace *trace = nullptr;
+    /// A data-parallel run's communicator (communicator.h): all_reduce_mean
+    /// goes through NCCL, and every host wait polls it against the group's
+    /// deadline. Not owned; created before the executor, destroyed after.
+    Communicator *communicator = nullptr;
   };
 
   /// Validates that every op has a GPU launcher, creates the device
@@ -170,6 +176,9 @@ public:
   Result<bool> stepComplete(const PendingStep &step);
   Status waitStep(const PendingStep &step);
   Status synchronize();
+  /// Blocks until `event` completes: cudaEventSynchronize, or through the
+  /// communicator (deadline, NCCL errors) in a data-parallel run.
+  Status waitEvent(cudaEvent_t event, std::string_view what);
 
   /// With Options::profile: the GPU time of the last train step by op.
   Result<std::string> profileReport(std::string_view who);
@@ -222,6 +231,7 @@ private:
   std::unordered_map<const Subgraph *, PreparedSubgraph> subgraphs_;
   double loadSeconds_ = 0;
   double blockedSeconds_ = 0;
+  cudaEvent_t syncEvent_ = nullptr; ///< synchronize() with a communicator
   size_t preparedNodes_ = 0;
   std::array<size_t, kStreamCount> workspaceNeed_{};
   double convFloorMs_ = 0;

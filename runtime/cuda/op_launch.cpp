@@ -10,7 +10,8 @@ const OpLauncher *findOpLauncher(std::string_view op) {
   static const std::unordered_map<std::string_view, const OpLauncher *> table = [] {
     std::unordered_map<std::string_view, const OpLauncher *> t;
     for (const std::vector<OpLauncher> *family :
-         {&elementwiseLaunchers(), &normLaunchers(), &updateLaunchers(), &convLinearLaunchers()})
+         {&elementwiseLaunchers(), &normLaunchers(), &updateLaunchers(), &convLinearLaunchers(),
+          &collectiveLaunchers()})
       for (const OpLauncher &l : *family)
         t.emplace(l.op, &l);
     return t;

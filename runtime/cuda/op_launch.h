@@ -35,6 +35,7 @@
 
 namespace rn::cuda {
 
+class Communicator;
 class ConvRunner;
 class GemmRunner;
 
@@ -64,6 +65,9 @@ struct OpLaunch {
   /// slot in `prepare` and in every `launch`. Null where the executor keeps
   /// none; a launcher that needs state then fails.
   std::unique_ptr<PreparedState> *prepared = nullptr;
+  /// The data-parallel communicator; null for a one-process run, where a
+  /// collective over the one replica is the identity.
+  Communicator *communicator = nullptr;
 };
 
 struct OpLauncher {
@@ -81,6 +85,7 @@ const std::vector<OpLauncher> &elementwiseLaunchers();
 const std::vector<OpLauncher> &normLaunchers();
 const std::vector<OpLauncher> &updateLaunchers();
 const std::vector<OpLauncher> &convLinearLaunchers();
+const std::vector<OpLauncher> &collectiveLaunchers();
 
 } // namespace rn::cuda
 

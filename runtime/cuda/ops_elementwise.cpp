@@ -219,22 +219,6 @@ Status launchHostToDevice(const OpLaunch &l) {
   return Status::success();
 }
 
-Status launchAllReduceMean(const OpLaunch &l) {
-  // One replica: the mean of one value is the value.
-  if (l.part >= 0)
-    return Error("all_reduce_mean: has no parts, asked for part " + std::to_string(l.part));
-  if (l.operands.empty() || l.operands.size() != l.results.size())
-    return Error("all_reduce_mean: expects one result per operand, got " +
-                 std::to_string(l.operands.size()) + " operands and " +
-                 std::to_string(l.results.size()) + " results");
-  for (size_t q = 0; q < l.operands.size(); ++q) {
-    Status s = copyTensor("all_reduce_mean", l.operands[q], l.results[q], streamOf(l));
-    if (!s.ok())
-      return s;
-  }
-  return Status::success();
-}
-
 } // namespace
 
 const std::vector<OpLauncher> &elementwiseLaunchers() {
@@ -262,7 +246,6 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {"softmax_cross_entropy_backward", nullptr, launchSoftmaxCrossEntropyBackward},
       {"count_correct", nullptr, launchCountCorrect},
       {"host_to_device", nullptr, launchHostToDevice},
-      {"all_reduce_mean", nullptr, launchAllReduceMean},
   };
   return launchers;
 }

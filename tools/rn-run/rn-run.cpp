@@ -26,8 +26,10 @@
 
 #include "runtime/core/artifact.h"
 #include "runtime/core/host_input_pool.h"
+#include "runtime/core/process_group.h"
 #include "runtime/cpu/cpu_executor.h"
 #if RN_HAVE_CUDA
+#include "runtime/cuda/communicator.h"
 #include "runtime/cuda/device_context.h"
 #include "runtime/cuda/eager_executor.h"
 #include "runtime/cuda/graph_executor.h"
@@ -58,7 +60,19 @@ namespace {
 #if RN_HAVE_CUDA
 /// --trace: the run's timeline, while one is recorded.
 rn::cuda::Timeline *traceTimeline = nullptr;
+/// A data-parallel run's NCCL communicator (WORLD_SIZE set), else null.
+rn::cuda::Communicator *communicator = nullptr;
 #endif
+
+/// Sums `values` over the data-parallel ranks (unchanged with one rank).
+rn::Status sumOverRanks(std::vector<double> &values) {
+#if RN_HAVE_CUDA
+  if (communicator && communicator->group().distributed())
+    return communicator->allReduceSumHost(values);
+#endif
+  (void)values;
+  return rn::Status::success();
+}
 
 /// A span of host work on the timeline's "main" track (--trace).
 class HostSpan {
@@ -143,7 +157,14 @@ void usage(FILE *out) {
       "  --allow-reduced-precision-reduction  convolution plans that reduce in f16/bf16\n"
       "  --plan-cache FILE  keep convolution autotuning results in FILE (default:\n"
       "                     $XDG_CACHE_HOME/rn/conv-plans.json or ~/.cache/rn/...;\n"
-      "                     none: time the plans at every load)\n");
+      "                     none: time the plans at every load)\n"
+      "data-parallel (one process per GPU, as torchrun starts them): RANK, WORLD_SIZE,\n"
+      "  LOCAL_RANK (the GPU), MASTER_ADDR and MASTER_PORT (rank 0's NCCL bootstrap) in\n"
+      "  the environment; the artifact compiled with data-parallel=true; each rank\n"
+      "  trains its share of every global batch (the artifact's batch per rank) and\n"
+      "  the gradients are averaged by NCCL inside the step. RN_DIST_TIMEOUT_S\n"
+      "  (default 120) bounds every wait for a peer: a missing or dead rank ends\n"
+      "  every other rank with an error.\n");
 }
 
 int fail(const std::string &message) {
@@ -177,6 +198,8 @@ double labelSmoothing(const rn::Function &fn) {
 
 struct Options {
   std::string path;
+  /// RANK / WORLD_SIZE / ...: rank 0 of 1 unless launched data-parallel.
+  rn::ProcessGroup group;
   bool synthetic = false, interleave = false, progress = true;
   long steps = 10;
   double lr = 0.1;
@@ -723,11 +746,15 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
         return fail(o.data + ": label " + std::to_string(d->labels[size_t(i)]) +
                     " of example " + std::to_string(i) + " is out of range for " +
                     std::to_string(classes) + " classes");
-  int64_t stepsPerEpoch = train.count / batch;
+  // Data-parallel: every rank walks the same shuffled order, one global
+  // batch (batch x ranks) per step, and trains its shard of it.
+  const int64_t globalBatch = batch * o.group.worldSize;
+  const rn::BatchShard shard = rn::shardOfGlobalBatch(o.group, batch);
+  int64_t stepsPerEpoch = train.count / globalBatch;
   const double smoothing = labelSmoothing(*program.findFunction("eval_step"));
   if (stepsPerEpoch < 1)
     return fail("the training set has " + std::to_string(train.count) +
-                " examples, fewer than one batch of " + std::to_string(batch));
+                " examples, fewer than one batch of " + std::to_string(globalBatch));
   int64_t totalSteps = stepsPerEpoch * o.epochs;
   int64_t warmupSteps = std::llround(o.warmupEpochs * double(stepsPerEpoch));
   if (warmupSteps > totalSteps)
@@ -772,6 +799,9 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
     }
   }
 
+  if (o.group.distributed())
+    std::printf("data-parallel: %s, batch %lld per rank, global batch %lld\n",
+                o.group.describe().c_str(), (long long)batch, (long long)globalBatch);
   std::printf("model %s: batch %lld, %lld classes; train %lld examples (%lld steps/epoch), "
               "test %lld examples; %ld epochs, lr %g, warmup %g epochs, cosine decay\n",
               program.model.c_str(), (long long)batch, (long long)classes,
@@ -845,7 +875,7 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
           g.error = block.error().message();
           return g;
         }
-        fillBatch(train, order.data() + (s0 + i) * batch, batch,
+        fillBatch(train, order.data() + (s0 + i) * globalBatch + shard.begin, batch,
                   static_cast<float *>(block->get()), labels);
         g.steps[size_t(i)] =
             rn::Executor::trainInputs(*block, size_t(batch * train.imageSize()), labels,
@@ -898,13 +928,20 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
                      "%.0f images/s ETA %s%s",
                      tty ? "\r\033[K" : "", (long long)epoch + 1, o.epochs,
                      (long long)s + 1, (long long)stepsPerEpoch, lossSum / double(s + 1), lr,
-                     rate, rate * double(batch),
+                     rate, rate * double(globalBatch),
                      formatDuration(double(left) / rate).c_str(), tty ? "" : "\n");
         std::fflush(stderr);
       }
     }
     double trainSecs = seconds(epochStart);
     clearProgress();
+    {
+      // The ranks' mean loss (each rank's loss is over its own shard).
+      std::vector<double> sums = {lossSum};
+      if (rn::Status st = sumOverRanks(sums); !st)
+        return fail("epoch " + std::to_string(epoch + 1) + ": " + st.error().message());
+      lossSum = sums[0] / double(o.group.worldSize);
+    }
     std::printf("epoch %lld/%ld train loss %.6f (%lld steps, lr %.6g at the last step)\n",
                 (long long)epoch + 1, o.epochs, lossSum / double(stepsPerEpoch),
                 (long long)stepsPerEpoch, lr);
@@ -934,10 +971,11 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
     std::printf("epoch %lld/%ld time %.2f s train (%.2f batches/s, %.0f images/s), "
                 "%.2f s test\n",
                 (long long)epoch + 1, o.epochs, trainSecs, double(stepsPerEpoch) / trainSecs,
-                double(stepsPerEpoch * batch) / trainSecs, evalSecs);
+                double(stepsPerEpoch * globalBatch) / trainSecs, evalSecs);
     std::fflush(stdout);
 
-    if (!o.checkpoint.empty()) {
+    // Every rank holds the same state: rank 0 writes the checkpoint.
+    if (!o.checkpoint.empty() && o.group.rank == 0) {
       std::map<std::string, std::string> meta = {
           {"rn.checkpoint", "1"},
           {"model", program.model},
@@ -1142,10 +1180,79 @@ int main(int argc, char **argv) {
     return fail("--dump-graphs needs --executor cuda-graph");
   if (!o.trace.empty() && kind == "cpu")
     return fail("--trace needs a GPU executor (cuda-graph or cuda-eager)");
-  std::printf("rn-run: executor %s%s\n", kind.c_str(),
-              o.executor == "auto" ? " (auto)" : "");
+  // Data-parallel when launched with WORLD_SIZE (torchrun's variables), even
+  // with one rank: that one rank then averages through NCCL too.
+  rn::Result<rn::ProcessGroup> group = rn::processGroupFromEnvironment();
+  if (!group)
+    return fail(group.error().message());
+  o.group = *group;
+  const bool launchedDataParallel = std::getenv("WORLD_SIZE") != nullptr;
+  if (launchedDataParallel) {
+    bool hasAllReduce = false;
+    for (const rn::Function &f : artifact->program.functions)
+      for (const rn::Subgraph &sg : f.subgraphs)
+        for (const rn::Node &n : sg.nodes)
+          hasAllReduce |= n.kind == rn::Node::Kind::op && n.op == "all_reduce_mean";
+    if (o.group.distributed() && !hasAllReduce)
+      return fail(o.group.describe() + ": " + o.path +
+                  " was not compiled data-parallel (no all_reduce_mean): compile it with "
+                  "--pipeline \"data-parallel=true ...\"");
+    if (kind == "cpu" && o.group.distributed())
+      return fail(o.group.describe() + ": data-parallel training needs a GPU executor "
+                  "(the CPU executor runs one replica)");
+    if (o.group.rank != 0)
+      o.progress = false; // rank 0 reports progress
+  }
+  std::printf("rn-run: executor %s%s%s\n", kind.c_str(), o.executor == "auto" ? " (auto)" : "",
+              launchedDataParallel ? (", data-parallel " + o.group.describe()).c_str() : "");
   std::fflush(stdout);
+#if RN_HAVE_CUDA
+  // Before the executor, destroyed after it (its steps use the communicator).
+  std::unique_ptr<rn::cuda::Communicator> comm;
+#endif
   std::unique_ptr<rn::Executor> executor;
+#if RN_HAVE_CUDA
+  // Destroyed before the executor, whose teardown waits for its streams.
+  struct AbortOnError {
+    // A failing rank aborts its communicator so that nothing waits on it
+    // in teardown; its peers end at their own deadlines.
+    int rc = 1;
+    ~AbortOnError() {
+      if (rc != 0 && communicator)
+        communicator->abort();
+      communicator = nullptr;
+    }
+  } abortOnError;
+  if (launchedDataParallel && kind != "cpu") {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || o.group.localRank >= devices)
+      return fail(o.group.describe() + ": LOCAL_RANK=" + std::to_string(o.group.localRank) +
+                  " but this machine has " + std::to_string(devices) + " GPU(s)");
+    if (cudaSetDevice(o.group.localRank) != cudaSuccess)
+      return fail(o.group.describe() + ": cannot select GPU " +
+                  std::to_string(o.group.localRank));
+    auto start = std::chrono::steady_clock::now();
+    rn::Result<std::unique_ptr<rn::cuda::Communicator>> c =
+        rn::cuda::Communicator::create(o.group);
+    if (!c)
+      return fail(c.error().message());
+    comm = std::move(*c);
+    communicator = comm.get();
+    rn::Result<uint64_t> digest = rn::startupDigest(o.path, o.seed);
+    if (!digest)
+      return fail(digest.error().message());
+    if (rn::Status st = comm->checkSameOnEveryRank(*digest, "artifact digest (its bytes and --seed)");
+        !st)
+      return fail(st.error().message());
+    if (o.progress)
+      std::printf("NCCL communicator: %s on GPU %d, %s, ready in %.2f s; artifact digest "
+                  "%016llx on every rank\n",
+                  o.group.describe().c_str(), o.group.localRank,
+                  o.group.distributed() ? ("bootstrap " + o.group.rendezvous).c_str()
+                                        : "one rank",
+                  seconds(start), (unsigned long long)*digest);
+  }
+#endif
   if (kind == "cpu") {
     rn::CpuExecutor::Options options;
     options.seed = o.seed;
@@ -1175,6 +1282,8 @@ int main(int argc, char **argv) {
     options.planCacheFile = planCachePath(o.planCache);
     options.profile = o.profile;
     options.dumpGraphsDir = o.dumpGraphs;
+    options.communicator = comm.get();
+    options.device = o.group.localRank;
     // Either executor: its load summary, then it runs the steps.
     auto adopt = [&](auto created) -> bool {
       if (!created) {
@@ -1243,8 +1352,17 @@ int main(int argc, char **argv) {
   auto finishTrace = [](int rc) { return rc; };
 #endif
 
+  int rc = 0;
+#if RN_HAVE_CUDA
+  // Success disarms the abort (the communicator is destroyed cleanly).
+  struct Disarm {
+    AbortOnError &guard;
+    int &rc;
+    ~Disarm() { guard.rc = rc; }
+  } disarm{abortOnError, rc};
+#endif
   if (o.benchmark) {
-    int rc = finishTrace(runBenchmark(o, *artifact, ex, batch, features, classes, processStart, loadSecs));
+    rc = finishTrace(runBenchmark(o, *artifact, ex, batch, features, classes, processStart, loadSecs));
 #if RN_HAVE_CUDA
     if (rc == 0 && o.profile)
       if (auto *eager = dynamic_cast<rn::cuda::EagerExecutor *>(&ex)) {
@@ -1256,7 +1374,7 @@ int main(int argc, char **argv) {
 #endif
     return rc;
   }
-  if (o.synthetic)
-    return finishTrace(runSynthetic(o, *artifact, ex, batch, features, classes));
-  return finishTrace(runData(o, *artifact, ex, *imageShape, classes));
+  rc = o.synthetic ? finishTrace(runSynthetic(o, *artifact, ex, batch, features, classes))
+                   : finishTrace(runData(o, *artifact, ex, *imageShape, classes));
+  return rc;
 }
