@@ -1,10 +1,11 @@
 //===- GroupUpdates.cpp - Per-parameter updates -> multi-tensor ones ------===//
 //
-// Merges the rn.sgd_update (rn.adamw_update) ops of a subgraph into
-// rn.multi_sgd_update (rn.multi_adamw_update) ops: one group per (op,
-// attributes, per-step scalars, element type, first reader), where the
-// first reader of a parameter is the earliest subgraph of the step that
-// reads its state argument or that of its low-precision copy. Groups are
+// Merges the rn.sgd_update (rn.adamw_update, rn.lars_update) ops of a
+// subgraph into rn.multi_sgd_update (rn.multi_adamw_update,
+// rn.multi_lars_update) ops: one group per (op, attributes, per-step
+// scalars, element type, first reader), where the first reader of a
+// parameter is the earliest subgraph of the step that reads its state
+// argument or that of its low-precision copy. Groups are
 // issued in the order of their first readers, so the next step's first
 // layer waits for its own parameters' group only (Passes.td has the
 // details).
@@ -34,7 +35,8 @@ namespace {
 constexpr unsigned kNoReader = std::numeric_limits<unsigned>::max();
 
 /// What two updates must share to be merged: the op and its attributes
-/// (the properties: momentum, weight decay, Nesterov, betas, ...), the
+/// (the properties: momentum, weight decay, Nesterov, betas, trust
+/// coefficient, ...), the
 /// per-step scalars it reads (lr, step, skip_if), the element type, the
 /// subgraph and the first reader.
 struct GroupKey {
@@ -63,6 +65,8 @@ Value updatedParam(Operation *op) {
     return sgd.getParam();
   if (auto adamw = dyn_cast<AdamWUpdateOp>(op))
     return adamw.getParam();
+  if (auto lars = dyn_cast<LarsUpdateOp>(op))
+    return lars.getParam();
   return Value();
 }
 
@@ -70,6 +74,8 @@ Value updatedParam(Operation *op) {
 SmallVector<Value, 3> scalarsOf(Operation *op) {
   if (auto sgd = dyn_cast<SgdUpdateOp>(op))
     return {sgd.getLr(), sgd.getSkipIf()};
+  if (auto lars = dyn_cast<LarsUpdateOp>(op))
+    return {lars.getLr(), lars.getSkipIf()};
   auto adamw = cast<AdamWUpdateOp>(op);
   return {adamw.getLr(), adamw.getStep(), adamw.getSkipIf()};
 }
@@ -133,6 +139,33 @@ Operation *mergeAdamW(OpBuilder &builder, Location loc,
   return multi;
 }
 
+Operation *mergeLars(OpBuilder &builder, Location loc,
+                     ArrayRef<Operation *> members) {
+  SmallVector<Value> params, grads, buffers;
+  SmallVector<Type> types;
+  for (Operation *op : members) {
+    auto update = cast<LarsUpdateOp>(op);
+    params.push_back(update.getParam());
+    grads.push_back(update.getGrad());
+    buffers.push_back(update.getMomentumBuffer());
+  }
+  for (int k = 0; k < 2; ++k)
+    for (Operation *op : members)
+      types.push_back(op->getResult(k).getType());
+  auto first = cast<LarsUpdateOp>(members.front());
+  auto multi = MultiLarsUpdateOp::create(
+      builder, loc, types, params, grads, buffers, first.getLr(),
+      first.getSkipIf(), first.getMomentumAttr(), first.getWeightDecayAttr(),
+      first.getTrustCoefficientAttr(), first.getEpsilonAttr());
+  for (auto [i, op] : llvm::enumerate(members)) {
+    auto update = cast<LarsUpdateOp>(op);
+    update.getNewParam().replaceAllUsesWith(multi.getNewParams()[i]);
+    update.getNewMomentumBuffer().replaceAllUsesWith(
+        multi.getNewMomentumBuffers()[i]);
+  }
+  return multi;
+}
+
 struct GroupUpdatesPass
     : public mlir::rn::impl::GroupUpdatesBase<GroupUpdatesPass> {
   using GroupUpdatesBase::GroupUpdatesBase;
@@ -153,14 +186,10 @@ LogicalResult GroupUpdatesPass::runOnFunction(ModuleOp module,
                                               func::FuncOp function) {
   Block &body = function.getBody().front();
   SmallVector<Operation *> updates;
-  // LARS stays per parameter: it needs a norm per tensor.
-  unsigned others = 0;
-  for (Operation &op : body) {
+  for (Operation &op : body)
     if (updatedParam(&op))
       updates.push_back(&op);
-    others += isa<LarsUpdateOp>(op);
-  }
-  if (updates.empty() && others == 0)
+  if (updates.empty())
     return success();
 
   // Subgraphs rank by their first op: rn-partition leaves them contiguous,
@@ -226,7 +255,7 @@ LogicalResult GroupUpdatesPass::runOnFunction(ModuleOp module,
   DominanceInfo dominance(function);
   llvm::DenseMap<Attribute, Operation *> insertionPoint;
   SmallVector<Group> groups;
-  unsigned left = others;
+  unsigned left = 0;
   for (Operation *update : updates) {
     Attribute subgraph = update->getAttr(kSubgraphAttr);
     Operation *&point = insertionPoint[subgraph];
@@ -317,8 +346,11 @@ LogicalResult GroupUpdatesPass::runOnFunction(ModuleOp module,
     for (Operation *update : group.members)
       locs.push_back(update->getLoc());
     Location loc = builder.getFusedLoc(locs);
-    Operation *multi = isa<SgdUpdateOp>(group.members.front())
+    Operation *front = group.members.front();
+    Operation *multi = isa<SgdUpdateOp>(front)
                            ? mergeSgd(builder, loc, group.members)
+                       : isa<LarsUpdateOp>(front)
+                           ? mergeLars(builder, loc, group.members)
                            : mergeAdamW(builder, loc, group.members);
     multi->setAttr(kSubgraphAttr, subgraph);
     lastPlaced[subgraph] = multi;

@@ -116,7 +116,7 @@ void PartitionPass::classify(
     } else if (isa<CheckFiniteOp, UnscaleOp, UpdateLossScaleOp>(op)) {
       subgraph = kNanCheck;
     } else if (isa<SgdUpdateOp, MultiSgdUpdateOp, AdamWUpdateOp,
-                   MultiAdamWUpdateOp, LarsUpdateOp>(op)) {
+                   MultiAdamWUpdateOp, LarsUpdateOp, MultiLarsUpdateOp>(op)) {
       subgraph = kOptimizer;
     } else if (isa<UpdateRunningStatsOp>(op)) {
       subgraph = kUpdateBnStats;

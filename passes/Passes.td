@@ -359,13 +359,15 @@ def GroupElementwise : Pass<"rn-group-elementwise", "::mlir::ModuleOp"> {
 }
 
 def GroupUpdates : Pass<"rn-group-updates", "::mlir::ModuleOp"> {
-  let summary = "Merge the per-parameter SGD and AdamW updates into multi-tensor updates, grouped by the subgraph that reads each parameter next";
+  let summary = "Merge the per-parameter SGD, AdamW and LARS updates into multi-tensor updates, grouped by the subgraph that reads each parameter next";
   let description = [{
-    rn-build-training emits one `rn.sgd_update` (`rn.adamw_update`) per
-    parameter, and each is a kernel launch of a few microseconds (ResNet-50:
-    161). This pass replaces them with `rn.multi_sgd_update`
-    (`rn.multi_adamw_update`) ops, each one launch over many tensors,
-    computing bit for bit what the per-parameter ops compute. It is a
+    rn-build-training emits one `rn.sgd_update` (`rn.adamw_update`,
+    `rn.lars_update`) per parameter, and each is a kernel launch of a few
+    microseconds (ResNet-50: 161; LARS: two each). This pass replaces them
+    with `rn.multi_sgd_update` (`rn.multi_adamw_update`,
+    `rn.multi_lars_update`) ops, each one launch over many tensors (LARS:
+    two, its per-tensor norms and then the update), computing bit for bit
+    what the per-parameter ops compute. It is a
     compiler op with its own operands and results, so the barrier pass
     orders it like any op: the runtime never merges work across nodes.
 
@@ -373,8 +375,8 @@ def GroupUpdates : Pass<"rn-group-updates", "::mlir::ModuleOp"> {
     rn-plan-memory (the new op gets its slots through InPlaceOpInterface,
     its stream from the policy). Two updates join one group when they are
     the same op in the same subgraph, have equal attributes (momentum,
-    weight decay, Nesterov; betas, epsilon), the same lr, step and skip_if
-    values, the same element type, and the same **first reader**: the earliest subgraph, in launch order, that
+    weight decay, Nesterov; betas, epsilon; trust coefficient), the same
+    lr, step and skip_if values, the same element type, and the same **first reader**: the earliest subgraph, in launch order, that
     reads the parameter in the next step (an op of the step reading the
     parameter's state argument, or that of its low-precision copy, the
     `rn.state low_precision_weight of` it). Groups are issued in the order
@@ -394,8 +396,8 @@ def GroupUpdates : Pass<"rn-group-updates", "::mlir::ModuleOp"> {
 
     A group is cut after `max-tensors` tensors or before it would exceed
     `max-elements` elements (0: no limit); groups of fewer than
-    `min-tensors` stay per-parameter ops. LARS (which needs a norm per
-    tensor) and EMA updates are left alone. `report` emits the counts as a
+    `min-tensors` stay per-parameter ops. EMA updates are left to
+    rn-group-elementwise. `report` emits the counts as a
     remark per function (pass statistics need an LLVM built with
     assertions).
 
@@ -431,10 +433,11 @@ def GroupUpdates : Pass<"rn-group-updates", "::mlir::ModuleOp"> {
     Statistic<"numGroupedUpdates", "num-grouped-updates",
               "per-parameter updates merged into multi-tensor updates">,
     Statistic<"numGroups", "num-groups",
-              "rn.multi_sgd_update and rn.multi_adamw_update ops created">,
+              "rn.multi_sgd_update, rn.multi_adamw_update and "
+              "rn.multi_lars_update ops created">,
     Statistic<"numUngroupedUpdates", "num-ungrouped-updates",
               "optimizer updates left per parameter (groups below "
-              "min-tensors, LARS)">,
+              "min-tensors, operands defined too late)">,
   ];
   let dependentDialects = ["::mlir::rn::RNDialect"];
 }

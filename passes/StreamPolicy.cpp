@@ -72,6 +72,7 @@ static constexpr PolicyEntry kPolicy[] = {
     {"adamw_update", StreamKind::update},
     {"multi_adamw_update", StreamKind::update},
     {"lars_update", StreamKind::update},
+    {"multi_lars_update", StreamKind::update},
     {"ema_update", StreamKind::update},
     {"multi_ema_update", StreamKind::update},
     {"update_running_stats", StreamKind::update},

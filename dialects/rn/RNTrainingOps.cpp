@@ -615,6 +615,22 @@ LogicalResult MultiAdamWUpdateOp::verify() {
   return success();
 }
 
+/// LARS's momentum in [0, 1), its weight decay, a positive trust
+/// coefficient and a non-negative epsilon.
+static LogicalResult verifyLarsAttributes(const ShapeDiagnostics &diag,
+                                          double momentum, double weightDecay,
+                                          double trust, double epsilon) {
+  if (failed(requireInRange(diag, "momentum", momentum, 0.0, 1.0,
+                            /*highInclusive=*/false)) ||
+      failed(verifyWeightDecay(diag, weightDecay)))
+    return failure();
+  if (!(trust > 0.0))
+    return diag.fail("trust coefficient must be positive, got ", trust);
+  if (!(epsilon >= 0.0))
+    return diag.fail("epsilon must be non-negative, got ", epsilon);
+  return success();
+}
+
 LogicalResult LarsUpdateOp::verify() {
   ShapeDiagnostics diag(*this);
   if (failed(requireSameTypes(
@@ -622,17 +638,58 @@ LogicalResult LarsUpdateOp::verify() {
           {{"grad", getGrad().getType()},
            {"momentum_buffer", getMomentumBuffer().getType()},
            {"new_param", getNewParam().getType()},
-           {"new_momentum_buffer", getNewMomentumBuffer().getType()}})) ||
-      failed(requireInRange(diag, "momentum", getMomentum().convertToDouble(),
-                            0.0, 1.0, /*highInclusive=*/false)) ||
-      failed(verifyWeightDecay(diag, getWeightDecay().convertToDouble())))
+           {"new_momentum_buffer", getNewMomentumBuffer().getType()}})))
     return failure();
-  if (!(getTrustCoefficient().convertToDouble() > 0.0))
-    return diag.fail("trust coefficient must be positive, got ",
-                     getTrustCoefficient().convertToDouble());
-  if (!(getEpsilon().convertToDouble() >= 0.0))
-    return diag.fail("epsilon must be non-negative, got ",
-                     getEpsilon().convertToDouble());
+  return verifyLarsAttributes(diag, getMomentum().convertToDouble(),
+                              getWeightDecay().convertToDouble(),
+                              getTrustCoefficient().convertToDouble(),
+                              getEpsilon().convertToDouble());
+}
+
+ResultRange MultiLarsUpdateOp::getNewParams() {
+  return resultGroup(getNewValues(), getParams().size(), 0);
+}
+ResultRange MultiLarsUpdateOp::getNewMomentumBuffers() {
+  return resultGroup(getNewValues(), getParams().size(), 1);
+}
+
+LogicalResult MultiLarsUpdateOp::verify() {
+  ShapeDiagnostics diag(*this);
+  if (failed(verifyLarsAttributes(diag, getMomentum().convertToDouble(),
+                                  getWeightDecay().convertToDouble(),
+                                  getTrustCoefficient().convertToDouble(),
+                                  getEpsilon().convertToDouble())))
+    return failure();
+  size_t count = getParams().size();
+  if (count == 0)
+    return diag.fail("needs at least one param");
+  for (auto [what, got] :
+       {std::pair<StringRef, size_t>{"grad", getGrads().size()},
+        {"momentum_buffer", getMomentumBuffers().size()}})
+    if (got != count)
+      return diag.fail("takes one ", what, " per param: ", count, " params, ",
+                       got, " ", what, "s");
+  if (getNewValues().size() != 2 * count)
+    return diag.fail("returns the new params and momentum buffers (",
+                     2 * count, " results), got ", getNewValues().size());
+  Type elementType =
+      cast<RankedTensorType>(getParams()[0].getType()).getElementType();
+  for (size_t i = 0; i < count; ++i) {
+    std::string index = " #" + std::to_string(i);
+    std::string param = "params" + index, grad = "grads" + index,
+                buffer = "momentum_buffers" + index,
+                newParam = "new_params" + index,
+                newBuffer = "new_momentum_buffers" + index;
+    Type type = getParams()[i].getType();
+    if (failed(requireGroupElementType(diag, param, type, elementType)) ||
+        failed(requireSameTypes(
+            diag, {param, type},
+            {{grad, getGrads()[i].getType()},
+             {buffer, getMomentumBuffers()[i].getType()},
+             {newParam, getNewParams()[i].getType()},
+             {newBuffer, getNewMomentumBuffers()[i].getType()}})))
+      return failure();
+  }
   return success();
 }
 
@@ -804,6 +861,20 @@ std::optional<unsigned> LarsUpdateOp::getUpdatedOperand(unsigned resultIndex) {
   if (resultIndex == 1)
     return getMomentumBufferMutable().getOperandNumber();
   return std::nullopt;
+}
+
+/// new_values[k * n + i] updates params[i] (k = 0) or momentum_buffers[i]
+/// (k = 1).
+std::optional<unsigned>
+MultiLarsUpdateOp::getUpdatedOperand(unsigned resultIndex) {
+  size_t count = getParams().size();
+  if (count == 0 || resultIndex >= 2 * count ||
+      getMomentumBuffers().size() != count)
+    return std::nullopt;
+  size_t i = resultIndex % count;
+  if (resultIndex < count)
+    return getParamsMutable()[i].getOperandNumber();
+  return getMomentumBuffersMutable()[i].getOperandNumber();
 }
 
 //===----------------------------------------------------------------------===//

@@ -709,6 +709,53 @@ def RN_LarsUpdateOp : RN_Op<"lars_update", [DeclareOpInterfaceMethods<RN_InPlace
   let hasVerifier = 1;
 }
 
+def RN_MultiLarsUpdateOp : RN_Op<"multi_lars_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+  let summary = "LARS of several parameters in one op (updates each `params`, `momentum_buffers` entry)";
+  let description = [{
+    The `rn.lars_update` of every parameter of a group, one op, as
+    `rn.multi_sgd_update` is for SGD: tensor `i` is (`params[i]`,
+    `grads[i]`, `momentum_buffers[i]`), all of one type, and its trust
+    ratio comes from the norms of `params[i]` and `grads[i]` alone, as the
+    per-parameter op computes it; then the per-parameter formula element
+    for element. One lr, one `skip_if` and one set of attributes; one
+    element type. The results are the new params, then the new momentum
+    buffers, each in place of its operand. `rn-group-updates` creates it;
+    the GPU runs it as two launches for the whole group (the partial norms
+    of every tensor, then the trust ratios and the update).
+
+    ```mlir
+    %p:2, %m:2 = rn.multi_lars_update params(%w, %b) grads(%gw, %gb)
+        momentum_buffers(%mw, %mb) lr %lr momentum 9.000000e-01
+        weight_decay 1.000000e-04 trust 1.000000e-03 eps 1.000000e-09
+        : (...) -> (...)
+    ```
+  }];
+  let arguments = (ins
+    Variadic<RN_FloatTensor>:$params,
+    Variadic<RN_FloatTensor>:$grads,
+    Variadic<RN_FloatTensor>:$momentum_buffers,
+    RN_ScalarF32Tensor:$lr,
+    Optional<RN_ScalarI1Tensor>:$skip_if,
+    F64Attr:$momentum,
+    F64Attr:$weight_decay,
+    F64Attr:$trust_coefficient,
+    F64Attr:$epsilon);
+  let results = (outs Variadic<RN_FloatTensor>:$new_values);
+  let assemblyFormat = [{
+    `params` `(` $params `)` `grads` `(` $grads `)`
+    `momentum_buffers` `(` $momentum_buffers `)` `lr` $lr (`skip_if` $skip_if^)?
+    `momentum` $momentum `weight_decay` $weight_decay `trust` $trust_coefficient
+    `eps` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// new_values[i]: the new params[i].
+    ::mlir::ResultRange getNewParams();
+    /// new_values[size(params) + i]: the new momentum_buffers[i].
+    ::mlir::ResultRange getNewMomentumBuffers();
+  }];
+  let hasVerifier = 1;
+}
+
 def RN_EmaUpdateOp : RN_Op<"ema_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, 
     Pure, AllTypesMatch<["average", "param", "new_average"]>]> {
   let summary = "exponential moving average of a weight (updates `average`)";

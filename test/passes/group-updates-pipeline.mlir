@@ -2,7 +2,8 @@
 // RUN: rn-opt %s --rn-training-pipeline="momentum=0.9 nesterov=true weight-decay=5e-4 group-updates=false" | FileCheck %s --check-prefix=OFF
 // RUN: rn-opt %s --rn-training-pipeline="precision=f16 loss-scaling=dynamic" | FileCheck %s --check-prefix=AMP
 // RUN: rn-opt %s --rn-training-pipeline="optimizer=adamw weight-decay=1e-2" | FileCheck %s --check-prefix=ADAMW
-// RUN: rn-opt %s --rn-build-training="optimizer=lars" --rn-partition --rn-group-updates=report -o /dev/null 2>&1 | FileCheck %s --check-prefix=LARS
+// RUN: rn-opt %s --rn-training-pipeline="optimizer=lars weight-decay=1e-4" | FileCheck %s --check-prefix=LARS
+// RUN: rn-opt %s --rn-build-training="optimizer=lars" --rn-partition --rn-group-updates=report -o /dev/null 2>&1 | FileCheck %s --check-prefix=LARS-REPORT
 
 // Tests rn-group-updates inside rn-training-pipeline on an MLP with the
 // benchmark's optimizer (and AdamW, below): the first layer's weight and bias (read by the
@@ -49,8 +50,17 @@
 // ADAMW-NEXT:  rn.multi_adamw_update params(%{{.+}}, %{{.+}})
 // ADAMW-NOT:   rn.adamw_update
 
-// LARS needs a norm per tensor: its updates stay per parameter.
-// LARS: remark: rn-group-updates: 0 per-parameter updates in 0 multi-tensor updates, 4 left per parameter
+// LARS is grouped the same way (each tensor keeps its own norms and trust
+// ratio): in place, on the update stream, the first layer's group
+// recording the event the next step's FIRST_LAYER_FWD waits for.
+// LARS-LABEL: func.func @train_step
+// LARS-SAME:  %[[W1:[a-z0-9]+]]: tensor<8x4xf32> {rn.slot = #rn.slot<weights, 0, 128>, rn.state = @fc1.weight}, %[[B1:[a-z0-9]+]]: tensor<8xf32> {rn.slot = #rn.slot<weights, 256, 32>, rn.state = @fc1.bias}, %[[W2:[a-z0-9]+]]: tensor<3x8xf32> {{.*}}rn.state = @fc2.weight}, %[[B2:[a-z0-9]+]]: tensor<3xf32> {{.*}}rn.state = @fc2.bias}
+// LARS:       rn.event_wait external [[FIRST:[0-9]+]] on #rn.stream<comp1> distance 1 {rn.subgraph = @FIRST_LAYER_FWD}
+// LARS:       rn.multi_lars_update params(%[[W1]], %[[B1]]) {{.*}} momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 1.000000e-09 {rn.slots = [#rn.slot<weights, 0, 128>, #rn.slot<weights, 256, 32>, #rn.slot<optimizer_state, 0, 128>, #rn.slot<optimizer_state, 256, 32>], rn.stream = #rn.stream<update>, rn.subgraph = @OPTIMIZER}
+// LARS-NEXT:  rn.event_record external [[FIRST]] on #rn.stream<update> {rn.subgraph = @OPTIMIZER}
+// LARS-NEXT:  rn.multi_lars_update params(%[[W2]], %[[B2]])
+// LARS-NOT:   rn.lars_update
+// LARS-REPORT: remark: rn-group-updates: 4 per-parameter updates in 2 multi-tensor updates (2 for FIRST_LAYER_FWD, 2 for DEEP_FWD_BWD), 0 left per parameter
 
 module attributes {rn.model = "tiny_mlp"} {
   rn.parameter @fc1.weight : tensor<8x4xf32> = #rn.init<uniform, 5.000000e-01>

@@ -219,3 +219,59 @@ module {
     return %pa, %nma, %nva, %pc, %pb, %nmb, %nvb : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
   }
 }
+
+// -----
+
+// Tests LARS: updates with the same momentum, weight decay, trust
+// coefficient, epsilon, lr and skip_if form one rn.multi_lars_update per
+// first reader (fc1, read by FIRST_LAYER_FWD, first although its updates
+// came last), whose results (new params, then new momentum buffers)
+// replace theirs; one with another trust coefficient is a group of one
+// and stays an rn.lars_update, after the groups.
+
+// CHECK-LABEL: func.func @lars
+// CHECK-SAME:  %[[LR:[a-z0-9]+]]: tensor<f32>, %[[SKIP:[a-z0-9]+]]: tensor<i1>, %[[W1:[a-z0-9]+]]: tensor<4x4xf32> {rn.state = @fc1.weight}, %[[B1:[a-z0-9]+]]: tensor<4xf32> {rn.state = @fc1.bias}, %[[W2:[a-z0-9]+]]: tensor<4x4xf32> {rn.state = @fc2.weight}, %[[B2:[a-z0-9]+]]: tensor<4xf32> {rn.state = @fc2.bias}, %[[W3:[a-z0-9]+]]: tensor<4x4xf32> {rn.state = @fc3.weight}, %[[G1:[a-z0-9]+]]: tensor<4x4xf32>, %[[GB1:[a-z0-9]+]]: tensor<4xf32>, %[[G2:[a-z0-9]+]]: tensor<4x4xf32>, %[[GB2:[a-z0-9]+]]: tensor<4xf32>, %[[G3:[a-z0-9]+]]: tensor<4x4xf32>, %[[M1:[a-z0-9]+]]: tensor<4x4xf32>, %[[MB1:[a-z0-9]+]]: tensor<4xf32>, %[[M2:[a-z0-9]+]]: tensor<4x4xf32>, %[[MB2:[a-z0-9]+]]: tensor<4xf32>, %[[M3:[a-z0-9]+]]: tensor<4x4xf32>)
+// CHECK:      %[[FIRST:.+]]:4 = rn.multi_lars_update params(%[[W1]], %[[B1]]) grads(%[[G1]], %[[GB1]]) momentum_buffers(%[[M1]], %[[MB1]]) lr %[[LR]] skip_if %[[SKIP]] momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 1.000000e-09 {rn.subgraph = @OPTIMIZER} : (tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<f32>, tensor<i1>) -> (tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>)
+// CHECK-NEXT: %[[DEEP:.+]]:4 = rn.multi_lars_update params(%[[W2]], %[[B2]]) grads(%[[G2]], %[[GB2]]) momentum_buffers(%[[M2]], %[[MB2]]) lr %[[LR]] skip_if %[[SKIP]] momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 1.000000e-09 {rn.subgraph = @OPTIMIZER}
+// CHECK-NEXT: %[[N3:.+]], %[[NM3:.+]] = rn.lars_update %[[W3]], %[[G3]], %[[M3]] lr %[[LR]] skip_if %[[SKIP]] momentum 9.000000e-01 weight_decay 1.000000e-04 trust 2.000000e-02 eps 1.000000e-09 {rn.subgraph = @OPTIMIZER}
+// CHECK-NEXT: return %[[FIRST]]#0, %[[FIRST]]#1, %[[DEEP]]#0, %[[DEEP]]#1, %[[N3]], %[[FIRST]]#2, %[[FIRST]]#3, %[[DEEP]]#2, %[[DEEP]]#3, %[[NM3]]
+// A group is cut after two tensors (both are two already).
+// TENSORS-LABEL: func.func @lars
+// TENSORS:       rn.multi_lars_update params(%{{.+}}, %{{.+}}) grads
+// TENSORS-NEXT:  rn.multi_lars_update params(%{{.+}}, %{{.+}}) grads
+// TENSORS-NEXT:  rn.lars_update
+// With min-tensors=1 the single update is a group too.
+// ONE-LABEL: func.func @lars
+// ONE:       rn.multi_lars_update params(%{{.+}}, %{{.+}}) grads
+// ONE-NEXT:  rn.multi_lars_update params(%{{.+}}, %{{.+}}) grads
+// ONE-NEXT:  rn.multi_lars_update params(%{{.+}}) grads
+// ONE-NOT:   rn.lars_update
+// REPORT: remark: rn-group-updates: 4 per-parameter updates in 2 multi-tensor updates (2 for FIRST_LAYER_FWD, 2 for DEEP_FWD_BWD), 1 left per parameter
+
+module {
+  rn.parameter @fc1.weight : tensor<4x4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @fc1.bias : tensor<4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @fc2.weight : tensor<4x4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @fc2.bias : tensor<4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @fc3.weight : tensor<4x4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.subgraph @FIRST_LAYER_FWD in @lars on #rn.stream<comp1>
+  rn.subgraph @DEEP_FWD_BWD in @lars on #rn.stream<comp1>
+  rn.subgraph @OPTIMIZER in @lars on #rn.stream<update>
+  func.func @lars(%x: tensor<2x4xf32>, %lr: tensor<f32>, %skip: tensor<i1>,
+      %w1: tensor<4x4xf32> {rn.state = @fc1.weight}, %b1: tensor<4xf32> {rn.state = @fc1.bias},
+      %w2: tensor<4x4xf32> {rn.state = @fc2.weight}, %b2: tensor<4xf32> {rn.state = @fc2.bias},
+      %w3: tensor<4x4xf32> {rn.state = @fc3.weight},
+      %g1: tensor<4x4xf32>, %gb1: tensor<4xf32>, %g2: tensor<4x4xf32>, %gb2: tensor<4xf32>, %g3: tensor<4x4xf32>,
+      %m1: tensor<4x4xf32>, %mb1: tensor<4xf32>, %m2: tensor<4x4xf32>, %mb2: tensor<4xf32>, %m3: tensor<4x4xf32>)
+      -> (tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>) {
+    %h = rn.linear %x, %w1, %b1 {rn.subgraph = @FIRST_LAYER_FWD} : (tensor<2x4xf32>, tensor<4x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+    %y = rn.linear %h, %w2, %b2 {rn.subgraph = @DEEP_FWD_BWD} : (tensor<2x4xf32>, tensor<4x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+    %z = rn.linear %y, %w3 {rn.subgraph = @DEEP_FWD_BWD} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %nw2, %nm2 = rn.lars_update %w2, %g2, %m2 lr %lr skip_if %skip momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 1.000000e-09 {rn.subgraph = @OPTIMIZER} : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<f32>, tensor<i1>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+    %nw3, %nm3 = rn.lars_update %w3, %g3, %m3 lr %lr skip_if %skip momentum 9.000000e-01 weight_decay 1.000000e-04 trust 2.000000e-02 eps 1.000000e-09 {rn.subgraph = @OPTIMIZER} : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<f32>, tensor<i1>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+    %nb2, %nmb2 = rn.lars_update %b2, %gb2, %mb2 lr %lr skip_if %skip momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 1.000000e-09 {rn.subgraph = @OPTIMIZER} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i1>) -> (tensor<4xf32>, tensor<4xf32>)
+    %nw1, %nm1 = rn.lars_update %w1, %g1, %m1 lr %lr skip_if %skip momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 1.000000e-09 {rn.subgraph = @OPTIMIZER} : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<f32>, tensor<i1>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+    %nb1, %nmb1 = rn.lars_update %b1, %gb1, %mb1 lr %lr skip_if %skip momentum 9.000000e-01 weight_decay 1.000000e-04 trust 1.000000e-03 eps 1.000000e-09 {rn.subgraph = @OPTIMIZER} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i1>) -> (tensor<4xf32>, tensor<4xf32>)
+    return %nw1, %nb1, %nw2, %nb2, %nw3, %nm1, %nmb1, %nm2, %nmb2, %nm3 : tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>
+  }
+}

@@ -770,6 +770,105 @@ func.func @lars_eps(%w: tensor<4xf32>, %lr: tensor<f32>) {
 
 // -----
 
+// Tests that a multi-tensor LARS update has at least one parameter.
+func.func @multi_lars_empty(%lr: tensor<f32>) {
+  // expected-error@+1 {{needs at least one param}}
+  rn.multi_lars_update params() grads() momentum_buffers() lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 trust 1.000000e-03 eps 0.000000e+00 : (tensor<f32>) -> ()
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor LARS update takes one grad per param.
+func.func @multi_lars_grads(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{takes one grad per param: 2 params, 1 grads}}
+  %0:4 = rn.multi_lars_update params(%w, %w) grads(%w) momentum_buffers(%w, %w) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 trust 1.000000e-03 eps 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor LARS update takes one momentum buffer per param.
+func.func @multi_lars_buffers(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{takes one momentum_buffer per param: 2 params, 1 momentum_buffers}}
+  %0:4 = rn.multi_lars_update params(%w, %w) grads(%w, %w) momentum_buffers(%w) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 trust 1.000000e-03 eps 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that the new params and momentum buffers are all returned.
+func.func @multi_lars_results(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{returns the new params and momentum buffers (4 results), got 3}}
+  %0:3 = rn.multi_lars_update params(%w, %w) grads(%w, %w) momentum_buffers(%w, %w) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 trust 1.000000e-03 eps 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that a multi-tensor LARS group has one element type.
+func.func @multi_lars_element_type(%w: tensor<4xf32>, %h: tensor<4xf16>, %lr: tensor<f32>) {
+  // expected-error@+1 {{params #1 element type 'f16' differs from params #0 element type 'f32' (one element type per group)}}
+  %0:4 = rn.multi_lars_update params(%w, %h) grads(%w, %h) momentum_buffers(%w, %h) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 trust 1.000000e-03 eps 0.000000e+00 : (tensor<4xf32>, tensor<4xf16>, tensor<4xf32>, tensor<4xf16>, tensor<4xf32>, tensor<4xf16>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf16>, tensor<4xf32>, tensor<4xf16>)
+  return
+}
+
+// -----
+
+// Tests that each tensor's momentum buffer has its param's type.
+func.func @multi_lars_types(%w: tensor<4xf32>, %v: tensor<8xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{momentum_buffers #1 type 'tensor<4xf32>' differs from params #1 type 'tensor<8xf32>'}}
+  %0:4 = rn.multi_lars_update params(%w, %v) grads(%w, %v) momentum_buffers(%w, %w) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 trust 1.000000e-03 eps 0.000000e+00 : (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that each new momentum buffer has its param's type.
+func.func @multi_lars_result_type(%w: tensor<4xf32>, %v: tensor<8xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{new_momentum_buffers #0 type 'tensor<8xf32>' differs from params #0 type 'tensor<4xf32>'}}
+  %0:4 = rn.multi_lars_update params(%w, %v) grads(%w, %v) momentum_buffers(%w, %v) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 trust 1.000000e-03 eps 0.000000e+00 : (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests the multi-tensor LARS momentum range.
+func.func @multi_lars_momentum(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{momentum must be in [0, 1), got 1}}
+  %0:2 = rn.multi_lars_update params(%w) grads(%w) momentum_buffers(%w) lr %lr momentum 1.000000e+00 weight_decay 0.000000e+00 trust 1.000000e-03 eps 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that the multi-tensor LARS weight decay is non-negative.
+func.func @multi_lars_decay(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{weight decay must be non-negative, got -1}}
+  %0:2 = rn.multi_lars_update params(%w) grads(%w) momentum_buffers(%w) lr %lr momentum 9.000000e-01 weight_decay -1.000000e+00 trust 1.000000e-03 eps 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests the multi-tensor LARS trust coefficient.
+func.func @multi_lars_trust(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{trust coefficient must be positive, got 0}}
+  %0:2 = rn.multi_lars_update params(%w) grads(%w) momentum_buffers(%w) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 trust 0.000000e+00 eps 0.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests the multi-tensor LARS epsilon.
+func.func @multi_lars_eps(%w: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error@+1 {{epsilon must be non-negative, got -1}}
+  %0:2 = rn.multi_lars_update params(%w) grads(%w) momentum_buffers(%w) lr %lr momentum 9.000000e-01 weight_decay 0.000000e+00 trust 1.000000e-03 eps -1.000000e+00 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
 // Tests the EMA decay.
 func.func @ema_decay(%w: tensor<4xf32>) {
   // expected-error@+1 {{decay must be in [0, 1), got 1}}
