@@ -502,14 +502,45 @@ Status verifyMultiAdamWUpdate(const OpNodeSignature &node) {
   return c.finish();
 }
 
-Status verifyLarsUpdate(const OpNodeSignature &node) {
-  Checker c(node);
-  c.operands(4, 5); // param, grad, momentum_buffer, lr, [skip_if]
-  c.results(2);
+/// LARS's momentum in [0, 1), weight decay, trust coefficient and epsilon.
+void checkLarsAttributes(Checker &c) {
   c.inRange("momentum", 0, 1, /*highInclusive=*/false);
   c.nonNegative("weight_decay");
   c.positive("trust_coefficient");
   c.nonNegative("epsilon");
+}
+
+Status verifyLarsUpdate(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(4, 5); // param, grad, momentum_buffer, lr, [skip_if]
+  c.results(2);
+  checkLarsAttributes(c);
+  return c.finish();
+}
+
+/// params[n], grads[n], momentum_buffers[n], lr, [skip_if] -> new params[n],
+/// new momentum buffers[n].
+Status verifyMultiLarsUpdate(const OpNodeSignature &node) {
+  Checker c(node);
+  checkLarsAttributes(c);
+  if (c.ok() && (node.results == 0 || node.results % 2 != 0))
+    c.fail("produces two results per tensor (new params, then new momentum buffers), got " +
+           std::to_string(node.results));
+  const size_t count = node.results / 2;
+  const size_t required = 3 * count + 1;
+  if (c.ok() && node.operands != required && node.operands != required + 1)
+    c.fail("with " + plural(count, "tensor") +
+           " takes params, grads, momentum_buffers, lr and an optional skip_if (" +
+           std::to_string(required) + " or " + std::to_string(required + 1) +
+           " operands), got " + std::to_string(node.operands));
+  auto segments = node.attributes.find("operandSegmentSizes");
+  if (c.ok() && segments != node.attributes.end()) {
+    int n = int(count);
+    json expected = {n, n, n, 1, int(node.operands == required + 1)};
+    if (*segments != expected)
+      c.fail("attribute \"operandSegmentSizes\" disagrees with the operands (expected " +
+             expected.dump() + ")");
+  }
   return c.finish();
 }
 
@@ -617,6 +648,7 @@ std::vector<OpInfo> buildOps() {
       {"adamw_update", verifyAdamWUpdate},
       {"multi_adamw_update", verifyMultiAdamWUpdate},
       {"lars_update", verifyLarsUpdate},
+      {"multi_lars_update", verifyMultiLarsUpdate},
       {"ema_update", verifyEmaUpdate},
       {"multi_ema_update", verifyMultiEmaUpdate},
       {"count_correct", verifyPlain<2, 1>},

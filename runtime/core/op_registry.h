@@ -5,10 +5,11 @@
 // operand and result counts (including the variadic forms: conv2d's
 // optional bias, the backward ops' optional input and bias gradients,
 // sgd_update's optional momentum buffer and skip_if, the groups of tensors
-// of multi_sgd_update and multi_adamw_update), the attributes each
-// op needs with their JSON types and ranges (positive strides, probabilities
-// in [0, 1), ...), and the parts forking ops split into. The rules mirror
-// the dialect's verifiers; shapes are the executors' business.
+// of multi_sgd_update, multi_adamw_update and multi_lars_update), the
+// attributes each op needs with their JSON types and ranges (positive
+// strides, probabilities in [0, 1), ...), and the parts forking ops split
+// into. The rules mirror the dialect's verifiers; shapes are the executors'
+// business.
 //
 //===----------------------------------------------------------------------===//
 

@@ -94,7 +94,7 @@ enum class OpKind : uint8_t {
   avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, multi_unscale,
   update_loss_scale, sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update,
-  ema_update, multi_ema_update, cbr_forward, cbr_inference,
+  multi_lars_update, ema_update, multi_ema_update, cbr_forward, cbr_inference,
   bn_add_relu, bn_add_relu_backward, bn_add_relu_inference, linear_backward,
   conv2d_backward, cbr_backward
 };
@@ -143,6 +143,7 @@ OpKind opKindOf(std::string_view op) {
       {"adamw_update", OpKind::adamw_update},
       {"multi_adamw_update", OpKind::multi_adamw_update},
       {"lars_update", OpKind::lars_update},
+      {"multi_lars_update", OpKind::multi_lars_update},
       {"ema_update", OpKind::ema_update},
       {"multi_ema_update", OpKind::multi_ema_update},
       {"cbr_forward", OpKind::cbr_forward},
@@ -961,6 +962,21 @@ struct ExecutorAccess {
       cpu::LarsAttrs a{k.momentum, k.weightDecay, k.trustCoefficient, k.epsilon};
       bool skip = o.size() == 5 && f(o[4]) != 0;
       return cpu::larsUpdate(V(o[0]), V(o[1]), V(o[2]), f(o[3]), skip, a, V(r[0]), V(r[1]));
+    }
+    case OpKind::multi_lars_update: {
+      // params[n], grads[n], momentum_buffers[n], lr, [skip_if] -> new
+      // params[n], new momentum buffers[n].
+      cpu::LarsAttrs a{k.momentum, k.weightDecay, k.trustCoefficient, k.epsilon};
+      const size_t n = r.size() / 2;
+      const bool skip = o.size() == 3 * n + 2 && f(o[3 * n + 1]) != 0;
+      std::vector<TensorView> in[3], out[2];
+      for (size_t t = 0; t < n; ++t) {
+        for (size_t g = 0; g < 3; ++g)
+          in[g].push_back(V(o[g * n + t]));
+        for (size_t g = 0; g < 2; ++g)
+          out[g].push_back(V(r[g * n + t]));
+      }
+      return cpu::multiLarsUpdate(in[0], in[1], in[2], f(o[3 * n]), skip, a, out[0], out[1]);
     }
     case OpKind::ema_update:
       return cpu::emaUpdate(V(o[0]), V(o[1]), k.decay, V(r[0]));

@@ -397,6 +397,15 @@ KernelStatus larsUpdate(const TensorView &param, const TensorView &grad,
                         const TensorView &momentumBuffer, float lr, bool skip,
                         const LarsAttrs &attrs, const TensorView &newParam,
                         const TensorView &newMomentumBuffer);
+/// multi_lars_update: larsUpdate on every tensor i of the group, in order
+/// (each with the trust ratio of its own norms; one lr, skip and set of
+/// attributes), so the results are bit for bit those of the per-parameter
+/// updates.
+KernelStatus multiLarsUpdate(const std::vector<TensorView> &params,
+                             const std::vector<TensorView> &grads,
+                             const std::vector<TensorView> &momentumBuffers, float lr, bool skip,
+                             const LarsAttrs &attrs, const std::vector<TensorView> &newParams,
+                             const std::vector<TensorView> &newMomentumBuffers);
 /// average = decay * average + (1 - decay) * param.
 KernelStatus emaUpdate(const TensorView &average, const TensorView &param,
                        double decay, const TensorView &newAverage);

@@ -251,6 +251,29 @@ KernelStatus larsUpdate(const TensorView &param, const TensorView &grad,
   return {};
 }
 
+KernelStatus multiLarsUpdate(const std::vector<TensorView> &params,
+                             const std::vector<TensorView> &grads,
+                             const std::vector<TensorView> &momentumBuffers, float lr, bool skip,
+                             const LarsAttrs &attrs, const std::vector<TensorView> &newParams,
+                             const std::vector<TensorView> &newMomentumBuffers) {
+  Check check("multi_lars_update");
+  const size_t count = params.size();
+  check.require(count > 0, "needs at least one tensor")
+      .require(grads.size() == count && momentumBuffers.size() == count &&
+                   newParams.size() == count && newMomentumBuffers.size() == count,
+               "takes one grad, momentum buffer and their results per param (", count,
+               " params)");
+  if (check.failed())
+    return check.status();
+  for (size_t i = 0; i < count; ++i) {
+    KernelStatus s = larsUpdate(params[i], grads[i], momentumBuffers[i], lr, skip, attrs,
+                                newParams[i], newMomentumBuffers[i]);
+    if (!s.ok())
+      return KernelStatus{"multi_lars_update: tensor " + std::to_string(i) + ": " + s.error};
+  }
+  return {};
+}
+
 KernelStatus emaUpdate(const TensorView &average, const TensorView &param,
                        double decay, const TensorView &newAverage) {
   Check check("ema_update");

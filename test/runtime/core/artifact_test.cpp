@@ -766,6 +766,32 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
                     {{"beta1", 0.9}, {"beta2", 0.999}, {"epsilon", 0.0}, {"weight_decay", 0.0}}),
               HasSubstr("\"epsilon\" must be positive"));
 
+  // multi_lars_update: n params, grads, momentum_buffers, lr, [skip_if] ->
+  // 2n results.
+  json lars = {{"momentum", 0.9},
+               {"weight_decay", 1e-4},
+               {"trust_coefficient", 1e-3},
+               {"epsilon", 1e-9}};
+  EXPECT_EQ(check("multi_lars_update", 7, 4, lars), ""); // 2 tensors
+  EXPECT_EQ(check("multi_lars_update", 8, 4, lars), ""); // skip_if
+  EXPECT_THAT(check("multi_lars_update", 6, 4, lars),
+              HasSubstr("with 2 tensors takes params, grads, momentum_buffers, lr and an "
+                        "optional skip_if (7 or 8 operands), got 6"));
+  EXPECT_THAT(check("multi_lars_update", 7, 3, lars),
+              HasSubstr("two results per tensor (new params, then new momentum buffers), got 3"));
+  EXPECT_THAT(check("multi_lars_update", 1, 0, lars), HasSubstr("got 0"));
+  lars["operandSegmentSizes"] = {2, 2, 2, 1, 0};
+  EXPECT_EQ(check("multi_lars_update", 7, 4, lars), "");
+  EXPECT_THAT(check("multi_lars_update", 8, 4, lars), HasSubstr("[2,2,2,1,1]"));
+  lars.erase("operandSegmentSizes");
+  lars["trust_coefficient"] = 0.0;
+  EXPECT_THAT(check("multi_lars_update", 4, 2, lars),
+              HasSubstr("\"trust_coefficient\" must be positive"));
+  lars["trust_coefficient"] = 1e-3;
+  lars["momentum"] = 1.0;
+  EXPECT_THAT(check("multi_lars_update", 4, 2, lars),
+              HasSubstr("\"momentum\" must be in [0, 1), got 1"));
+
   // dropout_train: input and the device step; its stream is step * count + index.
   json dropout = {{"p", 0.5}, {"index", 1}, {"count", 2}};
   EXPECT_EQ(check("dropout_train", 2, 2, dropout), "");
@@ -815,7 +841,7 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_THAT(check("multi_ema_update", 3, 1, decay), HasSubstr("one param per average"));
   EXPECT_THAT(check("multi_ema_update", 4, 1, decay),
               HasSubstr("produces 2 results (one per average), got 1"));
-  EXPECT_EQ(allOps().size(), 52u);
+  EXPECT_EQ(allOps().size(), 53u);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,23 +1,27 @@
 //===- group_updates_test.cpp - Multi-tensor SGD against per-parameter SGD -===//
 //
-// rn-group-updates replaces per-parameter rn.sgd_update (rn.adamw_update)
-// ops with rn.multi_sgd_update (rn.multi_adamw_update) ops that must leave
-// bit for bit the same state.
+// rn-group-updates replaces per-parameter rn.sgd_update (rn.adamw_update,
+// rn.lars_update) ops with rn.multi_sgd_update (rn.multi_adamw_update,
+// rn.multi_lars_update) ops that must leave bit for bit the same state.
 // Checked here twice:
 //   - the kernels: cpu::multiSgdUpdate against cpu::sgdUpdate per tensor
 //     on random data (f32, f16, bf16; with and without momentum, Nesterov,
 //     weight decay; skip set and clear; in place and out of place), and
-//     cpu::multiAdamwUpdate against cpu::adamwUpdate the same way;
+//     cpu::multiAdamwUpdate against cpu::adamwUpdate and
+//     cpu::multiLarsUpdate against cpu::larsUpdate (one tensor with a zero
+//     gradient, whose trust ratio is 1) the same way;
 //   - whole training steps: each checked-in artifact compiled with the
 //     default pipeline (grouped) against its twin compiled with
 //     group-updates=false (Inputs/README.md): mlp (f32, momentum 0.9),
 //     cbr (f16, dynamic loss scaling: the groups share skip_if; one step is
-//     forced to overflow, so the skip path runs too) and cnn-sgd (the
+//     forced to overflow, so the skip path runs too), cnn-sgd (the
 //     benchmark recipe: momentum 0.9, Nesterov, weight decay 5e-4 but not on
 //     BatchNorm and biases, which gives groups per weight decay and one
-//     single update), and mlp-adamw (AdamW, f16, dynamic loss scaling, a
-//     forced skipped step too). Every state entry (parameters, gradients, momentum,
-//     low-precision copies, loss scale, BatchNorm statistics) and every loss
+//     single update), mlp-adamw (AdamW, f16, dynamic loss scaling, a
+//     forced skipped step too) and mlp-lars (LARS, weight decay 1e-4, f16,
+//     dynamic loss scaling, a forced skipped step). Every state entry
+//     (parameters, gradients, momentum, low-precision copies, loss scale,
+//     BatchNorm statistics) and every loss
 //     must be equal as bits after every step, sequentially and with the
 //     interleaving simulator (which checks the grouped op's accesses for
 //     hazards).
@@ -189,6 +193,61 @@ TEST(GroupUpdates, MultiAdamwKernelMatchesPerTensorAdamw) {
         }
 }
 
+TEST(GroupUpdates, MultiLarsKernelMatchesPerTensorLars) {
+  std::mt19937 rng(34);
+  const std::vector<Shape> shapes = {{1}, {3}, {17}, {1000}, {4, 3, 3, 5}, {6}};
+  const cpu::LarsAttrs attrs{0.9, 1e-4, 0.02, 1e-9};
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16})
+    for (bool skip : {false, true})
+      for (bool inPlace : {false, true}) {
+        SCOPED_TRACE(std::string(dtypeName(dtype)) + (skip ? " skip" : "") +
+                     (inPlace ? " in place" : ""));
+        std::vector<Tensor> p, g, b;
+        for (const Shape &s : shapes) {
+          p.push_back(randomTensor(s, dtype, rng));
+          g.push_back(randomTensor(s, dtype, rng));
+          b.push_back(randomTensor(s, dtype, rng));
+        }
+        // A zero gradient: that tensor's trust ratio is 1, the others' not.
+        std::fill(g[2].values.begin(), g[2].values.end(), 0.0f);
+        // The reference: one larsUpdate per tensor.
+        std::vector<Tensor> refP = p, refB = b;
+        for (size_t i = 0; i < shapes.size(); ++i)
+          ASSERT_TRUE(cpu::larsUpdate(p[i].view(), g[i].view(), b[i].view(), 0.5f, skip, attrs,
+                                      refP[i].view(), refB[i].view())
+                          .ok());
+        std::vector<Tensor> outP = p, outB = b;
+        std::vector<TensorView> params, grads, buffers, newParams, newBuffers;
+        for (size_t i = 0; i < shapes.size(); ++i) {
+          if (!inPlace)
+            for (std::vector<Tensor> *o : {&outP, &outB})
+              std::fill((*o)[i].values.begin(), (*o)[i].values.end(), -7.0f);
+          params.push_back(inPlace ? outP[i].view() : p[i].view());
+          grads.push_back(g[i].view());
+          buffers.push_back(inPlace ? outB[i].view() : b[i].view());
+          newParams.push_back(outP[i].view());
+          newBuffers.push_back(outB[i].view());
+        }
+        cpu::KernelStatus s = cpu::multiLarsUpdate(params, grads, buffers, 0.5f, skip, attrs,
+                                                   newParams, newBuffers);
+        ASSERT_TRUE(s.ok()) << s.error;
+        for (size_t i = 0; i < shapes.size(); ++i) {
+          SCOPED_TRACE("tensor " + std::to_string(i));
+          EXPECT_TRUE(sameBits(outP[i].values, refP[i].values));
+          EXPECT_TRUE(sameBits(outB[i].values, refB[i].values));
+        }
+      }
+  // A bad group is named by its tensor.
+  Tensor q = randomTensor({4}, DType::f32, rng), r = randomTensor({5}, DType::f32, rng);
+  std::vector<TensorView> two = {q.view(), r.view()}, one = {q.view()};
+  EXPECT_NE(cpu::multiLarsUpdate(two, one, two, 0.5f, false, attrs, two, two)
+                .error.find("one grad, momentum buffer and their results per param"),
+            std::string::npos);
+  std::string error =
+      cpu::multiLarsUpdate(two, {q.view(), q.view()}, two, 0.5f, false, attrs, two, two).error;
+  EXPECT_NE(error.find("multi_lars_update: tensor 1: lars_update"), std::string::npos) << error;
+}
+
 TEST(GroupUpdates, MultiSgdKernelRejectsBadGroups) {
   std::mt19937 rng(32);
   Tensor p = randomTensor({4}, DType::f32, rng), q = randomTensor({5}, DType::f32, rng);
@@ -327,12 +386,14 @@ void trainTwins(const Twin &twin, bool interleave) {
   EXPECT_EQ(a->hazards(), 0u);
 }
 
-const Ops kSgd{"multi_sgd_update", "sgd_update"}, kAdamw{"multi_adamw_update", "adamw_update"};
+const Ops kSgd{"multi_sgd_update", "sgd_update"}, kAdamw{"multi_adamw_update", "adamw_update"},
+    kLars{"multi_lars_update", "lars_update"};
 const Twin kTwins[] = {
     {"mlp.rnx", "mlp-per-param.rnx", kSgd, 3, 0, 2},
     {"cbr.rnx", "cbr-per-param.rnx", kSgd, 3, 3e30f, 2},
     {"cnn-sgd.rnx", "cnn-sgd-per-param.rnx", kSgd, 3, 0, 2},
     {"mlp-adamw.rnx", "mlp-adamw-per-param.rnx", kAdamw, 3, 3e30f, 2},
+    {"mlp-lars.rnx", "mlp-lars-per-param.rnx", kLars, 3, 3e30f, 2},
 };
 
 TEST(GroupUpdates, GroupedStepsLeaveTheStateOfPerParameterSteps) {

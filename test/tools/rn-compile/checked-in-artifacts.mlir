@@ -25,3 +25,7 @@
 // RUN: cmp %t.mlp-adamw.rnx %S/../../runtime/Inputs/mlp-adamw.rnx
 // RUN: rn-compile %S/../../runtime/Inputs/mlp.mlir -o %t.mlp-adamw-per-param.rnx --quiet --pipeline "optimizer=adamw weight-decay=1e-2 precision=f16 loss-scaling=dynamic group-updates=false"
 // RUN: cmp %t.mlp-adamw-per-param.rnx %S/../../runtime/Inputs/mlp-adamw-per-param.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/mlp.mlir -o %t.mlp-lars.rnx --quiet --pipeline "optimizer=lars weight-decay=1e-4 precision=f16 loss-scaling=dynamic"
+// RUN: cmp %t.mlp-lars.rnx %S/../../runtime/Inputs/mlp-lars.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/mlp.mlir -o %t.mlp-lars-per-param.rnx --quiet --pipeline "optimizer=lars weight-decay=1e-4 precision=f16 loss-scaling=dynamic group-updates=false"
+// RUN: cmp %t.mlp-lars-per-param.rnx %S/../../runtime/Inputs/mlp-lars-per-param.rnx
