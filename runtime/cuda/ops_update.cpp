@@ -2,13 +2,15 @@
 //
 // multi_zero, multi_cast, check_finite, unscale, multi_unscale,
 // update_loss_scale, sgd_update, multi_sgd_update, adamw_update,
-// multi_adamw_update, lars_update, ema_update and multi_ema_update, mapped
-// onto update_kernels.h with the operand order of the op definitions (optional
-// operands as the CPU executor reads them: sgd's momentum buffer exactly
-// when momentum != 0, then lr, then an optional skip flag). Only
-// lars_update uses workspace (its partial norms); the multi-tensor updates
-// build their device table of tensors and chunks in prepare and keep it in
-// the node's PreparedState.
+// multi_adamw_update, lars_update, multi_lars_update, ema_update and
+// multi_ema_update, mapped onto update_kernels.h with the operand order of
+// the op definitions (optional operands as the CPU executor reads them:
+// sgd's momentum buffer exactly when momentum != 0, then lr, then an
+// optional skip flag). Only
+// lars_update and multi_lars_update use workspace (their partial norms,
+// the bytes prepare returns); the multi-tensor updates build their device
+// table of tensors and chunks in prepare and keep it in the node's
+// PreparedState.
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,12 +101,19 @@ SgdOptions sgdOptions(const OpLaunch &l) {
   return SgdOptions{numAttr(l, "momentum"), numAttr(l, "weight_decay"), flagAttr(l, "nesterov")};
 }
 
+LarsOptions larsOptions(const OpLaunch &l) {
+  return LarsOptions{numAttr(l, "momentum"), numAttr(l, "weight_decay"),
+                     numAttr(l, "trust_coefficient"), numAttr(l, "epsilon")};
+}
+
 AdamWOptions adamwOptions(const OpLaunch &l) {
   return AdamWOptions{numAttr(l, "beta1"), numAttr(l, "beta2"), numAttr(l, "epsilon"),
                       numAttr(l, "weight_decay")};
 }
 
-/// Builds the node's table of tensors and chunks in device memory, once.
+/// Builds the node's table of tensors and chunks in device memory, once;
+/// returns the workspace its launch writes (multi_lars_update's partial
+/// norms).
 Result<size_t> prepareMultiTensor(const OpLaunch &l) {
   if (l.part >= 0)
     return Error(l.node.op + ": has no parts, got part " + std::to_string(l.part));
@@ -121,22 +130,26 @@ Result<size_t> prepareMultiTensor(const OpLaunch &l) {
           ? MultiTensorUpdate::cast(l.operands, l.results, l.stream.stream)
       : l.node.op == "multi_ema_update"
           ? MultiTensorUpdate::ema(l.operands, l.results, numAttr(l, "decay"), l.stream.stream)
+      : l.node.op == "multi_lars_update"
+          ? MultiTensorUpdate::lars(l.operands, l.results, larsOptions(l), l.stream.stream)
           : MultiTensorUpdate::adamw(l.operands, l.results, adamwOptions(l), l.stream.stream);
   if (!update.ok())
     return update.error();
+  const size_t workspace = (*update)->workspaceBytes();
   auto state = std::make_unique<MultiTensorState>();
   state->update = std::move(*update);
   *l.prepared = std::move(state);
-  return size_t(0);
+  return workspace;
 }
 
-/// One kernel launch for the whole group.
+/// One kernel launch for the whole group (multi_lars_update: two).
 Status launchMultiTensor(const OpLaunch &l) {
   const auto *state =
       l.prepared ? dynamic_cast<const MultiTensorState *>(l.prepared->get()) : nullptr;
   if (!state || !state->update)
     return Error(l.node.op + ": launched without the device table prepare builds");
-  return state->update->launch(l.operands, l.results, l.stream.stream);
+  return state->update->launch(l.operands, l.results, l.stream.stream, l.stream.workspace,
+                               l.stream.workspaceBytes);
 }
 
 Status launchAdamWUpdate(const OpLaunch &l) {
@@ -157,8 +170,7 @@ Result<size_t> prepareLarsUpdate(const OpLaunch &l) {
 
 Status launchLarsUpdate(const OpLaunch &l) {
   RN_TRY_STATUS(expectArity(l, 4, 5, 2));
-  LarsOptions options{numAttr(l, "momentum"), numAttr(l, "weight_decay"),
-                      numAttr(l, "trust_coefficient"), numAttr(l, "epsilon")};
+  const LarsOptions options = larsOptions(l);
   const auto &o = l.operands;
   const auto &r = l.results;
   const DeviceTensor *skip = o.size() == 5 ? &o[4] : nullptr;
@@ -187,6 +199,7 @@ const std::vector<OpLauncher> &updateLaunchers() {
       {"adamw_update", nullptr, launchAdamWUpdate},
       {"multi_adamw_update", prepareMultiTensor, launchMultiTensor},
       {"lars_update", prepareLarsUpdate, launchLarsUpdate},
+      {"multi_lars_update", prepareMultiTensor, launchMultiTensor},
       {"ema_update", nullptr, launchEmaUpdate},
       {"multi_ema_update", prepareMultiTensor, launchMultiTensor},
   };

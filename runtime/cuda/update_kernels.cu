@@ -23,7 +23,10 @@
 // blocks (a function of the element count alone) write per-block sums of
 // squares in double to the workspace; every block of the update kernel
 // then sums those partials in the same fixed order, so all blocks agree on
-// the trust ratio bit for bit.
+// the trust ratio bit for bit. multi_lars_update cuts each tensor into the
+// same blocks (one launch computes the partials of every tensor of the
+// group, one the trust ratios and the update) and shares the per-block and
+// per-element code, so its results are lars_update's bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -605,13 +608,21 @@ __device__ __forceinline__ double blockSum(double value, double *shared) {
   return total;
 }
 
-/// Stage 1 of LARS: per block, sum(param^2) and sum(grad^2) in double.
+/// Stage 1 of LARS for block `block` of the `blocks` a tensor's norms are
+/// cut into: the sums of param^2 and grad^2 in double over the packs of the
+/// grid-stride partition (pack i of the tensor goes to block i mod blocks),
+/// written to partials[block] and partials[blocks + block]. The partition
+/// is a function of the element count and the pack width alone, so the
+/// per-tensor and the multi-tensor kernel compute the same sums. A float
+/// squared is exact in double: contracting the sum into an FMA changes
+/// nothing.
 template <typename T, int V>
-__global__ void __launch_bounds__(kThreads)
-    larsNormKernel(const T *param, const T *grad, int64_t n, double *partials) {
-  __shared__ double shared[kThreads];
+__device__ __forceinline__ void larsNormBlock(const T *param, const T *grad, int64_t n,
+                                              int64_t block, int64_t blocks, double *partials,
+                                              double *shared) {
   double paramSq = 0, gradSq = 0;
-  RN_FOR_EACH_PACK(i, n, V) {
+  for (int64_t i = (block * blockDim.x + threadIdx.x) * V; i < n;
+       i += blocks * blockDim.x * V) {
     float p[V], g[V];
     loadSome<T, V>(param, i, n, p);
     loadSome<T, V>(grad, i, n, g);
@@ -624,9 +635,61 @@ __global__ void __launch_bounds__(kThreads)
   paramSq = blockSum(paramSq, shared);
   gradSq = blockSum(gradSq, shared);
   if (threadIdx.x == 0) {
-    partials[blockIdx.x] = paramSq;
-    partials[gridDim.x + blockIdx.x] = gradSq;
+    partials[block] = paramSq;
+    partials[blocks + block] = gradSq;
   }
+}
+
+/// Stage 2 of LARS, the trust ratio from a tensor's `blocks` partials:
+/// every block of every kernel reads them in the same order and sums them
+/// by the same tree, so all agree on it bit for bit. The double arithmetic
+/// is rounded explicitly, like the float arithmetic (see the top).
+__device__ __forceinline__ double larsLocalLr(const double *partials, int blocks,
+                                              double weightDecay, double trust, double epsilon,
+                                              double *shared) {
+  double paramSq = 0, gradSq = 0;
+  for (int j = threadIdx.x; j < blocks; j += kThreads) {
+    paramSq += partials[j];
+    gradSq += partials[blocks + j];
+  }
+  const double paramNorm = sqrt(blockSum(paramSq, shared));
+  const double gradNorm = sqrt(blockSum(gradSq, shared));
+  if (!(paramNorm > 0 && gradNorm > 0))
+    return 1.0;
+  // trust * |p| / (|g| + wd * |p| + eps)
+  const double denominator =
+      __dadd_rn(__dadd_rn(gradNorm, __dmul_rn(weightDecay, paramNorm)), epsilon);
+  return __ddiv_rn(__dmul_rn(trust, paramNorm), denominator);
+}
+
+/// Elements [i, i + V) of a LARS update (clipped to n), shared by the
+/// per-tensor and the multi-tensor kernel: buf = mom buf + local (g + wd p),
+/// rounded to T before param -= rate buf reads it.
+template <typename T, int V>
+__device__ __forceinline__ void larsPack(const T *param, const T *grad, const T *buffer,
+                                         T *newParam, T *newBuffer, int64_t i, int64_t n,
+                                         float rate, float local, float mom, float wd) {
+  float p[V], g[V], b[V];
+  loadSome<T, V>(param, i, n, p);
+  loadSome<T, V>(grad, i, n, g);
+  loadSome<T, V>(buffer, i, n, b);
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    // Explicit roundings, the same in the packed and the unpacked path.
+    const float d = __fmul_rn(local, __fmaf_rn(wd, p[v], g[v])); // local (g + wd p)
+    b[v] = roundAs<T>(__fmaf_rn(mom, b[v], d));                  // mom b + d
+    p[v] = __fmaf_rn(-rate, b[v], p[v]);                         // p - rate b
+  }
+  storeSome<T, V>(newBuffer, i, n, b);
+  storeSome<T, V>(newParam, i, n, p);
+}
+
+/// Stage 1 of LARS: per block, sum(param^2) and sum(grad^2) in double.
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    larsNormKernel(const T *param, const T *grad, int64_t n, double *partials) {
+  __shared__ double shared[kThreads];
+  larsNormBlock<T, V>(param, grad, n, blockIdx.x, gridDim.x, partials, shared);
 }
 
 /// Stage 2 of LARS: every block sums the partials (same order everywhere),
@@ -647,36 +710,86 @@ __global__ void __launch_bounds__(kThreads)
     }
     return;
   }
-  double paramSq = 0, gradSq = 0;
-  for (int j = threadIdx.x; j < partialBlocks; j += kThreads) {
-    paramSq += partials[j];
-    gradSq += partials[partialBlocks + j];
-  }
-  const double paramNorm = sqrt(blockSum(paramSq, shared));
-  const double gradNorm = sqrt(blockSum(gradSq, shared));
-  const double localLr = paramNorm > 0 && gradNorm > 0
-                             ? trust * paramNorm / (gradNorm + weightDecay * paramNorm + epsilon)
-                             : 1.0;
+  const double localLr =
+      larsLocalLr(partials, partialBlocks, weightDecay, trust, epsilon, shared);
   const float rate = *lr;
   const float local = static_cast<float>(localLr);
   const float mom = static_cast<float>(momentum), wd = static_cast<float>(weightDecay);
   RN_FOR_EACH_PACK(i, n, V) {
-    float p[V], g[V], b[V];
-    loadSome<T, V>(param, i, n, p);
-    loadSome<T, V>(grad, i, n, g);
-    loadSome<T, V>(buffer, i, n, b);
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      // Explicit roundings, the same in the packed and the unpacked path.
-      const float d = __fmul_rn(local, __fmaf_rn(wd, p[v], g[v])); // local (g + wd p)
-      b[v] = roundAs<T>(__fmaf_rn(mom, b[v], d));                  // mom b + d
-      p[v] = __fmaf_rn(-rate, b[v], p[v]);                         // p - rate b
-    }
-    storeSome<T, V>(newBuffer, i, n, b);
-    storeSome<T, V>(newParam, i, n, p);
+    larsPack<T, V>(param, grad, buffer, newParam, newBuffer, i, n, rate, local, mom, wd);
   }
 }
 
+/// Where a tensor of a multi_lars_update group keeps its stage-1 partials:
+/// `blocks` sums of param^2 from double `offset` of the workspace, then
+/// `blocks` sums of grad^2.
+struct LarsNorm {
+  int64_t offset;
+  int32_t blocks;
+  int32_t unused;
+};
+
+/// Stage 1 of multi_lars_update: block b computes norm block b of the
+/// table (a MultiTensorChunk whose `chunk` is the block of its tensor), as
+/// larsNormKernel's block of that index would. A set skip flag: stage 2
+/// reads no partial, nothing to do.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    multiLarsNormKernel(const MultiTensor *tensors, const LarsNorm *norms,
+                        const MultiTensorChunk *normBlocks, Flag skip, double *workspace) {
+  __shared__ double shared[kThreads];
+  if (flagSet(skip))
+    return;
+  const MultiTensorChunk b = normBlocks[blockIdx.x];
+  const MultiTensor t = tensors[b.tensor];
+  const LarsNorm norm = norms[b.tensor];
+  const T *param = static_cast<const T *>(t.in[0]);
+  const T *grad = static_cast<const T *>(t.in[1]);
+  if (t.packed)
+    larsNormBlock<T, int(16 / sizeof(T))>(param, grad, t.numel, b.chunk, norm.blocks,
+                                          workspace + norm.offset, shared);
+  else
+    larsNormBlock<T, 1>(param, grad, t.numel, b.chunk, norm.blocks, workspace + norm.offset,
+                        shared);
+}
+
+/// Stage 2 of multi_lars_update: block b reduces the partials of chunk b's
+/// tensor to its trust ratio and updates the chunk. A set skip flag leaves
+/// in-place tensors alone and copies the others.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    multiLarsUpdateKernel(const MultiTensor *tensors, const LarsNorm *norms,
+                          const MultiTensorChunk *chunks, int64_t chunkSize, const float *lr,
+                          Flag skip, const double *workspace, double momentum,
+                          double weightDecay, double trust, double epsilon) {
+  constexpr int V = int(16 / sizeof(T));
+  __shared__ double shared[kThreads];
+  const BlockChunk c = blockChunk(tensors, chunks, chunkSize);
+  if (flagSet(skip)) {
+    if (c.t.inPlace)
+      return;
+    if (c.t.packed)
+      multiCopyRange<T, V>(c.t, 2, c.begin, c.end);
+    else
+      multiCopyRange<T, 1>(c.t, 2, c.begin, c.end);
+    return;
+  }
+  const LarsNorm norm = norms[chunks[blockIdx.x].tensor];
+  const double localLr =
+      larsLocalLr(workspace + norm.offset, norm.blocks, weightDecay, trust, epsilon, shared);
+  const float rate = *lr;
+  const float local = static_cast<float>(localLr);
+  const float mom = static_cast<float>(momentum), wd = static_cast<float>(weightDecay);
+  const T *param = static_cast<const T *>(c.t.in[0]);
+  const T *grad = static_cast<const T *>(c.t.in[1]);
+  const T *buffer = static_cast<const T *>(c.t.in[2]);
+  T *newParam = static_cast<T *>(c.t.out[0]);
+  T *newBuffer = static_cast<T *>(c.t.out[1]);
+  forEachPackOfChunk<V>(c, [&](auto width, int64_t i) {
+    larsPack<T, decltype(width)::value>(param, grad, buffer, newParam, newBuffer, i, c.end, rate,
+                                        local, mom, wd);
+  });
+}
 
 template <typename T, int V>
 __global__ void __launch_bounds__(kThreads)
@@ -946,6 +1059,23 @@ Result<std::unique_ptr<MultiTensorUpdate>> MultiTensorUpdate::adamw(
   return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
 }
 
+Result<std::unique_ptr<MultiTensorUpdate>> MultiTensorUpdate::lars(
+    const std::vector<DeviceTensor> &operands, const std::vector<DeviceTensor> &results,
+    const LarsOptions &options, cudaStream_t stream) {
+  const size_t count = results.size() / 2;
+  const size_t lr = 3 * count;
+  if (count == 0 || results.size() % 2 != 0 ||
+      (operands.size() != lr + 1 && operands.size() != lr + 2))
+    return Error("multi_lars_update: " + std::to_string(operands.size()) + " operands and " +
+                 std::to_string(results.size()) + " results do not make a group");
+  std::unique_ptr<MultiTensorUpdate> update(new MultiTensorUpdate());
+  update->kind_ = Kind::lars;
+  update->lars_ = options;
+  if (Status st = update->build(operands, results, count, 3, 2, lr, stream); !st.ok())
+    return st.error();
+  return Result<std::unique_ptr<MultiTensorUpdate>>(std::move(update));
+}
+
 Result<std::unique_ptr<MultiTensorUpdate>>
 MultiTensorUpdate::elementwise(Kind kind, const std::vector<DeviceTensor> &operands,
                                const std::vector<DeviceTensor> &results, size_t inputs,
@@ -1003,6 +1133,8 @@ const char *MultiTensorUpdate::opName() const {
     return "multi_sgd_update";
   case Kind::adamw:
     return "multi_adamw_update";
+  case Kind::lars:
+    return "multi_lars_update";
   case Kind::unscale:
     return "multi_unscale";
   case Kind::zero:
@@ -1046,12 +1178,12 @@ Status MultiTensorUpdate::build(const std::vector<DeviceTensor> &operands,
   static const char *const kInputNames[] = {"inputs"};
   static const char *const kEmaNames[] = {"averages", "params"};
   static const char *const kElementwiseResults[] = {"results"};
-  const char *const *names = kind_ == Kind::sgd       ? kSgdNames
+  const char *const *names = kind_ == Kind::sgd || kind_ == Kind::lars ? kSgdNames
                              : kind_ == Kind::adamw   ? kAdamNames
                              : kind_ == Kind::unscale ? kUnscaleNames
                              : kind_ == Kind::ema     ? kEmaNames
                                                       : kInputNames;
-  const char *const *resultNames = kind_ == Kind::sgd     ? kSgdResults
+  const char *const *resultNames = kind_ == Kind::sgd || kind_ == Kind::lars ? kSgdResults
                                    : kind_ == Kind::adamw ? kAdamResults
                                                           : kElementwiseResults;
   // The operand result k updates: param, then the optimizer state.
@@ -1106,19 +1238,46 @@ Status MultiTensorUpdate::build(const std::vector<DeviceTensor> &operands,
   if (check.failed())
     return check.error();
 
+  // LARS: where each tensor's partials go in the workspace, and the norm
+  // blocks of stage 1 (larsBlocks of each tensor, as lars_update cuts it).
+  std::vector<LarsNorm> norms;
+  std::vector<MultiTensorChunk> normBlocks;
+  if (kind_ == Kind::lars) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const int blocks = tensors[i].numel > 0 ? larsBlocks(tensors[i].numel) : 0;
+      norms.push_back(LarsNorm{offset, blocks, 0});
+      for (int b = 0; b < blocks; ++b)
+        normBlocks.push_back(MultiTensorChunk{int32_t(i), int32_t(b)});
+      offset += 2 * int64_t(blocks);
+    }
+    workspaceBytes_ = size_t(offset) * sizeof(double);
+  }
+
   chunks_ = chunks.size();
+  normBlocks_ = normBlocks.size();
   for (const DeviceTensor &t : operands)
     addresses_.push_back(t.data);
   for (const DeviceTensor &t : results)
     addresses_.push_back(t.data);
-  // Tensors, then chunks (aligned: a tensor entry is a multiple of 8 bytes).
+  // Tensors, then chunks, then (LARS) the norms and the norm blocks; every
+  // entry is a multiple of 8 bytes, so each part stays aligned.
+  static_assert(sizeof(LarsNorm) % alignof(MultiTensorChunk) == 0 &&
+                sizeof(MultiTensorChunk) % alignof(LarsNorm) == 0);
   chunkOffset_ = tensors.size() * sizeof(MultiTensor);
-  const size_t bytes = chunkOffset_ + chunks.size() * sizeof(MultiTensorChunk);
+  normOffset_ = chunkOffset_ + chunks.size() * sizeof(MultiTensorChunk);
+  normBlockOffset_ = normOffset_ + norms.size() * sizeof(LarsNorm);
+  const size_t bytes = normBlockOffset_ + normBlocks.size() * sizeof(MultiTensorChunk);
   std::vector<unsigned char> host(bytes);
   std::memcpy(host.data(), tensors.data(), chunkOffset_);
   if (!chunks.empty())
     std::memcpy(host.data() + chunkOffset_, chunks.data(),
                 chunks.size() * sizeof(MultiTensorChunk));
+  if (!norms.empty())
+    std::memcpy(host.data() + normOffset_, norms.data(), norms.size() * sizeof(LarsNorm));
+  if (!normBlocks.empty())
+    std::memcpy(host.data() + normBlockOffset_, normBlocks.data(),
+                normBlocks.size() * sizeof(MultiTensorChunk));
   RN_CUDA_TRY(cudaMalloc(&device_, bytes));
   RN_CUDA_TRY(cudaMemcpyAsync(device_, host.data(), bytes, cudaMemcpyHostToDevice, stream));
   // The host copy is a local: the copy must have landed before it goes.
@@ -1132,8 +1291,8 @@ MultiTensorUpdate::~MultiTensorUpdate() {
 }
 
 Status MultiTensorUpdate::launch(const std::vector<DeviceTensor> &operands,
-                                 const std::vector<DeviceTensor> &results,
-                                 cudaStream_t stream) const {
+                                 const std::vector<DeviceTensor> &results, cudaStream_t stream,
+                                 void *workspace, size_t workspaceBytes) const {
   if (operands.size() != lr_ + scalarCount() + size_t(skip_) ||
       operands.size() + results.size() != addresses_.size())
     return Error(std::string(opName()) + ": " + std::to_string(operands.size()) +
@@ -1151,6 +1310,9 @@ Status MultiTensorUpdate::launch(const std::vector<DeviceTensor> &operands,
                    " is not at the address its table was prepared for");
   if (Status st = checkScalars(operands); !st.ok())
     return st;
+  if (workspaceBytes < workspaceBytes_ || (workspace == nullptr && workspaceBytes_ > 0))
+    return Error(std::string(opName()) + ": needs " + std::to_string(workspaceBytes_) +
+                 " workspace bytes, has " + std::to_string(workspace ? workspaceBytes : 0));
   if (chunks_ == 0)
     return Status::success();
   const auto *tensors = static_cast<const MultiTensor *>(device_);
@@ -1176,6 +1338,21 @@ Status MultiTensorUpdate::launch(const std::vector<DeviceTensor> &operands,
     else if (kind_ == Kind::unscale)
       multiUnscaleKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(tensors, chunks, kChunk,
                                                                          lr);
+    else if (kind_ == Kind::lars) {
+      // Two launches: every tensor's partial norms (a non-empty chunk means
+      // a non-empty tensor, hence a norm block), then the trust ratios and
+      // the update.
+      const auto *norms = reinterpret_cast<const LarsNorm *>(
+          static_cast<const char *>(device_) + normOffset_);
+      const auto *normBlocks = reinterpret_cast<const MultiTensorChunk *>(
+          static_cast<const char *>(device_) + normBlockOffset_);
+      auto *partials = static_cast<double *>(workspace);
+      multiLarsNormKernel<T><<<unsigned(normBlocks_), kThreads, 0, stream>>>(
+          tensors, norms, normBlocks, skip, partials);
+      multiLarsUpdateKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(
+          tensors, norms, chunks, kChunk, lr, skip, partials, lars_.momentum,
+          lars_.weightDecay, lars_.trustCoefficient, lars_.epsilon);
+    }
     else if (kind_ == Kind::sgd)
       multiSgdKernel<T><<<unsigned(chunks_), kThreads, 0, stream>>>(
           tensors, chunks, kChunk, lr, skip, static_cast<float>(sgd_.momentum),

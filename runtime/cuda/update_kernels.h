@@ -2,13 +2,14 @@
 //
 // The UPDATE-stream ops on the GPU: check_finite, unscale,
 // update_loss_scale, one kernel per parameter for sgd_update,
-// adamw_update, lars_update and ema_update, and one kernel per group for
-// multi_sgd_update and multi_adamw_update (MultiTensorUpdate). Every per-step scalar (learning
-// rate, loss scale, skip flag, AdamW step, good-steps counter) is a device
-// tensor read inside the kernel, never on the host, so that a step can be
-// captured into a CUDA graph. Scalars: lr and scale f32, step and
-// good_steps i32, flags i1 (one byte; f32 and i32 flags are read too,
-// non-zero meaning set).
+// adamw_update and ema_update (two for lars_update), and one kernel per
+// group for multi_sgd_update, multi_adamw_update and the multi-tensor
+// elementwise ops (two for multi_lars_update; MultiTensorUpdate). Every
+// per-step scalar (learning rate, loss scale, skip flag, AdamW step,
+// good-steps counter) is a device tensor read inside the kernel, never on
+// the host, so that a step can be captured into a CUDA graph. Scalars: lr
+// and scale f32, step and good_steps i32, flags i1 (one byte; f32 and i32
+// flags are read too, non-zero meaning set).
 //
 // Semantics are those of the CPU reference (cpu_update.cpp) with f32
 // arithmetic: each stored value is rounded once to its dtype and later
@@ -83,7 +84,12 @@ Status sgdUpdate(const DeviceTensor &param, const DeviceTensor &grad,
 /// group and their chunks (kChunk elements each; a tensor's last chunk may
 /// be shorter) as a table in device memory that this object owns, built
 /// once at load; `launch` is then one kernel launch, one block per chunk,
-/// whatever the group's size. Each element is computed by the per-element
+/// whatever the group's size. multi_lars_update is two launches: the
+/// per-block partial norms of every tensor (each tensor cut into the blocks
+/// lars_update cuts it into, in a table of its own) into the workspace,
+/// then one block per chunk that reduces its tensor's partials in a fixed
+/// order to the trust ratio and updates the chunk; so its results are those
+/// of lars_update, bit for bit, too. Each element is computed by the per-element
 /// code of sgdUpdate (adamwUpdate), so the results are those of the
 /// per-parameter kernels, bit for bit. A tensor whose pointers are all
 /// 16-byte aligned is read and written in packs of 16 bytes. lr, step and
@@ -104,6 +110,13 @@ public:
                                                         const std::vector<DeviceTensor> &results,
                                                         const SgdOptions &options,
                                                         cudaStream_t stream);
+  /// multi_lars_update: `operands` params[n], grads[n], momentum_buffers[n],
+  /// lr, [skip_if]; `results` new params[n], new momentum buffers[n]. Its
+  /// launch needs workspaceBytes() of workspace (the partial norms).
+  static Result<std::unique_ptr<MultiTensorUpdate>> lars(const std::vector<DeviceTensor> &operands,
+                                                         const std::vector<DeviceTensor> &results,
+                                                         const LarsOptions &options,
+                                                         cudaStream_t stream);
   /// multi_adamw_update: `operands` params[n], grads[n], exp_avgs[n],
   /// exp_avg_sqs[n], lr, step, [skip_if]; `results` new params[n], new
   /// exp_avgs[n], new exp_avg_sqs[n].
@@ -134,17 +147,22 @@ public:
   MultiTensorUpdate(const MultiTensorUpdate &) = delete;
   MultiTensorUpdate &operator=(const MultiTensorUpdate &) = delete;
 
-  /// One kernel launch on `stream`. `operands` and `results` must have the
-  /// addresses the table was built from (compared; lr, step and skip_if
-  /// aside).
+  /// One kernel launch on `stream` (multi_lars_update: two). `operands`
+  /// and `results` must have the addresses the table was built from
+  /// (compared; lr, step and skip_if aside); `workspace` must hold
+  /// workspaceBytes().
   Status launch(const std::vector<DeviceTensor> &operands,
-                const std::vector<DeviceTensor> &results, cudaStream_t stream) const;
+                const std::vector<DeviceTensor> &results, cudaStream_t stream,
+                void *workspace = nullptr, size_t workspaceBytes = 0) const;
 
   size_t tensors() const { return tensors_; }
   size_t chunks() const { return chunks_; }
+  /// The workspace a launch writes: multi_lars_update's partial norms (16
+  /// bytes per norm block), 0 for the other ops.
+  size_t workspaceBytes() const { return workspaceBytes_; }
 
 private:
-  enum class Kind { sgd, adamw, unscale, zero, cast, ema };
+  enum class Kind { sgd, adamw, lars, unscale, zero, cast, ema };
   MultiTensorUpdate() = default;
   /// multi_unscale, multi_zero, multi_cast, multi_ema_update: `inputs`
   /// lists of operands and one result per tensor, then `scalars` operands;
@@ -167,6 +185,7 @@ private:
   Kind kind_ = Kind::sgd;
   SgdOptions sgd_;
   AdamWOptions adamw_;
+  LarsOptions lars_;
   DType dtype_ = DType::f32;
   DType resultDtype_ = DType::f32; ///< multi_cast: the results' dtype
   double emaDecay_ = 0;            ///< multi_ema_update
@@ -175,9 +194,12 @@ private:
   bool skip_ = false; ///< a skip_if operand follows the scalars
   /// Operand and result addresses the table holds, in node order.
   std::vector<const void *> addresses_;
-  /// The device table: the tensors, then the chunks.
+  /// The device table: the tensors, then the chunks (multi_lars_update:
+  /// then each tensor's partials in the workspace, then the norm blocks).
   void *device_ = nullptr;
   size_t chunkOffset_ = 0;
+  size_t normOffset_ = 0, normBlockOffset_ = 0, normBlocks_ = 0;
+  size_t workspaceBytes_ = 0;
 };
 
 /// torch.optim.AdamW; `step` (i32, >= 1) gives the bias correction.

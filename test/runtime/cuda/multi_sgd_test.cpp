@@ -16,7 +16,9 @@
 // absent, clear and set; in place and out of place; two steps in a row.
 // Also: the launch is a single kernel node when captured, and a launch
 // without its table or with other addresses fails; multi_unscale,
-// multi_zero, multi_cast and multi_ema_update against the per-tensor ops.
+// multi_zero, multi_cast and multi_ema_update against the per-tensor ops;
+// multi_lars_update against cpu::multiLarsUpdate and lars_update per
+// tensor (bit for bit), two kernel nodes when captured.
 // Skips without a GPU.
 //
 //===----------------------------------------------------------------------===//
@@ -74,7 +76,8 @@ bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-/// The UPDATE stream with a workspace (multi_sgd_update needs none).
+/// The UPDATE stream with a workspace (multi_sgd_update needs none,
+/// lars_update and multi_lars_update their partial norms).
 struct UpdateStream {
   TestStream stream;
   DeviceBuffer workspace{size_t(1) << 20};
@@ -96,8 +99,10 @@ public:
     node_.attributes = std::move(attributes);
     launcher_ = findOpLauncher(op);
   }
+  /// Without `workspaceBytes` the node must ask for no workspace.
   Status prepare(const std::vector<DeviceTensor> &operands,
-                 const std::vector<DeviceTensor> &results, const StreamResources &stream) {
+                 const std::vector<DeviceTensor> &results, const StreamResources &stream,
+                 size_t *workspaceBytes = nullptr) {
     if (!launcher_)
       return Error("no launcher for " + node_.op);
     if (!launcher_->prepare)
@@ -105,7 +110,9 @@ public:
     Result<size_t> bytes = launcher_->prepare(makeLaunch(operands, results, stream));
     if (!bytes.ok())
       return bytes.error();
-    if (*bytes != 0)
+    if (workspaceBytes)
+      *workspaceBytes = *bytes;
+    else if (*bytes != 0)
       return Error(node_.op + ": asks for workspace");
     return Status::success();
   }
@@ -571,6 +578,190 @@ TEST(MultiElementwiseKernels, EmaMatchesPerTensorEma) {
         EXPECT_TRUE(sameBits(download(results[i]), download(want.view))) << "tensor " << i;
       }
     }
+}
+
+nlohmann::json larsAttributes() {
+  return {{"momentum", 0.9}, {"weight_decay", 1e-4}, {"trust_coefficient", 0.02},
+          {"epsilon", 1e-9}};
+}
+
+/// The LARS groups: group 0 of the SGD test and one tensor over 512 norm
+/// blocks of 4096 elements (lars_update's cap: its blocks loop), then the
+/// 300 small tensors.
+std::vector<Shape> larsShapes(int which) {
+  std::vector<Shape> shapes = groupShapes(which);
+  if (which == 0)
+    shapes.push_back({(1 << 21) + 5});
+  return shapes;
+}
+
+// Tests multi_lars_update through its launcher (prepare builds the tables
+// and returns the workspace of the partial norms; launch is two kernels)
+// against the CPU reference (cpu::multiLarsUpdate, within the tolerance of
+// the lars_update test: the GPU sums the norms in another order and
+// computes the update in f32) and against lars_update on each tensor, bit
+// for bit: both cut a tensor into the same norm blocks and share the
+// per-block and per-element code. Odd sizes, tensors far smaller than one
+// 16384-element chunk, around it and over 2^21 elements; every third tensor
+// off the 16-byte alignment; one tensor with a zero gradient (trust ratio
+// 1); f32, f16, bf16; skip_if absent, clear and set; in place (two steps)
+// and out of place.
+TEST(MultiLarsKernel, MatchesCpuAndPerParameterKernel) {
+  RN_SKIP_WITHOUT_CUDA();
+  UpdateStream update;
+  const StreamResources stream = update.resources();
+  std::mt19937 rng(45);
+  const cpu::LarsAttrs attrs{0.9, 1e-4, 0.02, 1e-9};
+  const float lr = 0.5f;
+  for (int group = 0; group < 2; ++group)
+    for (DType t : {DType::f32, DType::f16, DType::bf16})
+      for (bool inPlace : {false, true})
+        for (int skipMode : {0, 1, 2}) { // no operand, flag clear, flag set
+          SCOPED_TRACE("group " + std::to_string(group) + " " + std::string(dtypeName(t)) +
+                       (inPlace ? " in place" : "") + " skip mode " + std::to_string(skipMode));
+          const std::vector<Shape> shapes = larsShapes(group);
+          const size_t n = shapes.size();
+          const int steps = inPlace ? 2 : 1;
+          auto offsetOf = [](size_t i) { return int64_t(i % 3 == 2 ? 1 : 0); };
+          std::vector<Pair> p, g, b;
+          for (size_t i = 0; i < n; ++i) {
+            p.push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+            g.push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+            b.push_back(randomPair(shapes[i], t, rng, offsetOf(i)));
+          }
+          std::fill(g[3].host.begin(), g[3].host.end(), 0.0f);
+          g[3].device = upload(g[3].host, shapes[3], t, offsetOf(3));
+
+          // The CPU reference.
+          std::vector<std::vector<float>> refP(n), refB(n);
+          std::vector<cpu::TensorView> cp, cg, cb;
+          for (size_t i = 0; i < n; ++i) {
+            refP[i] = p[i].host;
+            refB[i] = b[i].host;
+          }
+          for (size_t i = 0; i < n; ++i) {
+            cp.push_back(cpu::TensorView{refP[i].data(), shapes[i], t});
+            cg.push_back(g[i].view());
+            cb.push_back(cpu::TensorView{refB[i].data(), shapes[i], t});
+          }
+          for (int step = 0; step < steps; ++step)
+            ASSERT_TRUE(cpu::multiLarsUpdate(cp, cg, cb, lr, skipMode == 2, attrs, cp, cb).ok());
+
+          // The GPU group, through its launcher.
+          DeviceArray glr = upload({lr}, {}, DType::f32);
+          DeviceArray gskip = upload({skipMode == 2 ? 1.0f : 0.0f}, {}, DType::i1);
+          std::vector<DeviceArray> outs;
+          std::vector<DeviceTensor> operands, results;
+          for (std::vector<Pair> *list : {&p, &g, &b})
+            for (Pair &x : *list)
+              operands.push_back(x.device.view);
+          operands.push_back(glr.view);
+          if (skipMode)
+            operands.push_back(gskip.view);
+          outs.reserve(2 * n);
+          for (std::vector<Pair> *list : {&p, &b})
+            for (size_t i = 0; i < n; ++i) {
+              if (inPlace) {
+                results.push_back((*list)[i].device.view);
+              } else {
+                outs.push_back(upload(std::vector<float>(p[i].host.size(), NAN), shapes[i], t,
+                                      offsetOf(i)));
+                results.push_back(outs.back().view);
+              }
+            }
+          LaunchedNode node("multi_lars_update", larsAttributes());
+          size_t workspace = 0;
+          RN_ASSERT_STATUS_OK(node.prepare(operands, results, stream, &workspace));
+          // The partial norms: 16 bytes per block of lars_update's cut.
+          size_t expected = 0;
+          for (const Shape &s : shapes)
+            expected += larsWorkspaceBytes(numel(s));
+          EXPECT_EQ(workspace, expected);
+          ASSERT_LE(workspace, stream.workspaceBytes);
+          for (int step = 0; step < steps; ++step)
+            RN_ASSERT_STATUS_OK(node.launch(operands, results, stream));
+          RN_ASSERT_CUDA(update.stream.sync());
+
+          for (size_t i = 0; i < n; ++i) {
+            SCOPED_TRACE("tensor " + std::to_string(i) + " of " + std::to_string(n));
+            const std::vector<float> gotP = download(results[i]);
+            const std::vector<float> gotB = download(results[n + i]);
+            if (skipMode == 2) {
+              ASSERT_TRUE(sameBits(gotP, p[i].host));
+              ASSERT_TRUE(sameBits(gotB, b[i].host));
+              continue;
+            }
+            EXPECT_LE(updateError(gotP, refP[i], p[i].host), updateTolerance(t));
+            EXPECT_LE(relativeError(gotB, refB[i]), updateTolerance(t));
+
+            // lars_update on copies of the same inputs, as many steps.
+            DeviceArray sp = upload(p[i].host, shapes[i], t, offsetOf(i));
+            DeviceArray sb = upload(b[i].host, shapes[i], t, offsetOf(i));
+            std::vector<DeviceTensor> single = {sp.view, g[i].device.view, sb.view, glr.view};
+            if (skipMode)
+              single.push_back(gskip.view);
+            LaunchedNode lars("lars_update", larsAttributes());
+            for (int step = 0; step < steps; ++step)
+              RN_ASSERT_STATUS_OK(lars.launch(single, {sp.view, sb.view}, stream));
+            RN_ASSERT_CUDA(update.stream.sync());
+            EXPECT_TRUE(sameBits(gotP, download(sp.view)));
+            EXPECT_TRUE(sameBits(gotB, download(sb.view)));
+          }
+        }
+}
+
+// Tests that a captured multi_lars_update of 300 tensors is two kernel
+// nodes (the partial norms, then the update) and nothing else, and that a
+// launch fails without the workspace its prepare asked for.
+TEST(MultiLarsKernel, IsTwoKernelLaunches) {
+  RN_SKIP_WITHOUT_CUDA();
+  UpdateStream update;
+  const StreamResources stream = update.resources();
+  std::mt19937 rng(46);
+  const std::vector<Shape> shapes = larsShapes(1);
+  std::vector<Pair> p, g, b;
+  for (const Shape &s : shapes) {
+    p.push_back(randomPair(s, DType::f32, rng, 0));
+    g.push_back(randomPair(s, DType::f32, rng, 0));
+    b.push_back(randomPair(s, DType::f32, rng, 0));
+  }
+  DeviceArray glr = upload({0.1f}, {}, DType::f32);
+  std::vector<DeviceTensor> operands, results;
+  for (auto *list : {&p, &g, &b})
+    for (Pair &x : *list)
+      operands.push_back(x.device.view);
+  operands.push_back(glr.view);
+  for (auto *list : {&p, &b})
+    for (Pair &x : *list)
+      results.push_back(x.device.view);
+  LaunchedNode node("multi_lars_update", larsAttributes());
+  size_t workspace = 0;
+  RN_ASSERT_STATUS_OK(node.prepare(operands, results, stream, &workspace));
+  EXPECT_EQ(workspace, shapes.size() * 2 * sizeof(double)); // one norm block each
+  RN_ASSERT_CUDA(cudaStreamBeginCapture(stream.stream, cudaStreamCaptureModeThreadLocal));
+  Status launched = node.launch(operands, results, stream);
+  cudaGraph_t graph = nullptr;
+  RN_ASSERT_CUDA(cudaStreamEndCapture(stream.stream, &graph));
+  RN_ASSERT_STATUS_OK(launched);
+  size_t nodes = 0;
+  RN_ASSERT_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
+  ASSERT_EQ(nodes, 2u);
+  cudaGraphNode_t kernels[2] = {};
+  RN_ASSERT_CUDA(cudaGraphGetNodes(graph, kernels, &nodes));
+  for (cudaGraphNode_t kernel : kernels) {
+    cudaGraphNodeType type;
+    RN_ASSERT_CUDA(cudaGraphNodeGetType(kernel, &type));
+    EXPECT_EQ(type, cudaGraphNodeTypeKernel);
+  }
+  RN_ASSERT_CUDA(cudaGraphDestroy(graph));
+
+  StreamResources small = stream;
+  small.workspaceBytes = workspace - 1;
+  Status s = node.launch(operands, results, small);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("needs " + std::to_string(workspace) + " workspace bytes"),
+            std::string::npos)
+      << s.error().message();
 }
 
 TEST(MultiSgdKernel, IsOneKernelLaunch) {
