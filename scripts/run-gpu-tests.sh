@@ -4,7 +4,7 @@
 # paths, Fashion-MNIST training, the zoo against the CPU's digests, cuda-graph
 # against cuda-eager bit for bit, and compute-sanitizer. Logs and a summary
 # go to $OUT (or ./gpu-results).
-#   RN_GPU_TESTS: which groups to run (default "unit errors fashion zoo observe sanitizer")
+#   RN_GPU_TESTS: which groups to run (default "unit errors fashion zoo dist observe sanitizer")
 #   RN_FASHION_EXECUTORS: executors that train Fashion-MNIST (default cuda-graph)
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,7 +12,7 @@ source "$bundle/scripts/gpu-env.sh"
 bin=$bundle/bin
 models=$bundle/models
 data=$bundle/data
-groups=${RN_GPU_TESTS:-unit errors fashion zoo observe sanitizer}
+groups=${RN_GPU_TESTS:-unit errors fashion zoo dist observe sanitizer}
 summary=$out/summary.txt
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -153,6 +153,56 @@ if has zoo && [ -d "$bundle/zoo" ]; then
       rc=$?
     fi
     say "zoo $model (${RN_ZOO_EXECUTOR:-cuda-graph}): exit $rc; $(grep -o '[0-9]* graphs with [0-9]* nodes' "$out/zoo-$model.log"); $(tail -1 "$out/zoo-$model.log")"
+  done
+fi
+
+if has dist && [ -d "$bundle/zoo" ]; then
+  # Data-parallel through NCCL on this one GPU (the 2-GPU runs need the
+  # 2-GPU machine). Every command runs under `timeout`: a hang is a failure.
+  export NCCL_NVLS_ENABLE=0
+  # 1. One rank (WORLD_SIZE=1): the all-reduce buckets are NCCL calls
+  #    captured in the graphs; the state after every step must equal the
+  #    one-process build's, bit for bit (ncclAvg over one rank is a copy).
+  for name in fashion_cnn.f32.steps20 resnet18c.f16.steps20; do
+    art=$bundle/zoo/$name.buckets.rnx
+    [ -f "$art" ] || continue
+    cache=$out/plans-dist-$name.json
+    for run in plain nccl-graph nccl-eager; do
+      ex=cuda-graph; env=()
+      [ $run = nccl-eager ] && ex=cuda-eager
+      [ $run != plain ] && env=(WORLD_SIZE=1 RANK=0 LOCAL_RANK=0)
+      env ${env[@]+"${env[@]}"} timeout 300 "$bin/rn-run" "$art" --synthetic --steps 20 --lr 0.02 \
+        --executor $ex --deterministic --plan-cache "$cache" \
+        --state-digest "$out/dist-$name.$run.json" --state-digest-every 1 \
+        > "$out/dist-$name.$run.log" 2>&1
+      say "dist $name $run: exit $?; $(grep -m1 -E 'NCCL communicator|error' "$out/dist-$name.$run.log")"
+    done
+    for run in nccl-graph nccl-eager; do
+      "$python" "$bundle/scripts/compare-digests.py" "$out/dist-$name.plain.json" \
+        "$out/dist-$name.$run.json" --tol 0 > "$out/dist-$name.$run.compare.log" 2>&1
+      say "20 steps $name, one-rank NCCL $run vs one process (tol 0): exit $?; $(tail -1 "$out/dist-$name.$run.compare.log")"
+    done
+  done
+  art=$bundle/zoo/fashion_cnn.f32.steps20.buckets.rnx
+  # 2. A rank missing at start-up: rank 0 of 2 alone ends with an error at
+  #    its deadline (RN_DIST_TIMEOUT_S=5), never hangs.
+  start=$SECONDS
+  env WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 RN_DIST_TIMEOUT_S=5 \
+    timeout 120 "$bin/rn-run" "$art" --synthetic --steps 5 --executor cuda-graph \
+    > "$out/dist-missing-rank.log" 2>&1
+  rc=$?
+  say "dist missing rank: exit $rc (want 1) after $((SECONDS - start)) s: $(grep -m1 error "$out/dist-missing-rank.log")"
+  # 3. Two ranks on this one GPU (both LOCAL_RANK=0): NCCL's bootstrap
+  #    across two processes; NCCL refuses two ranks of one communicator on
+  #    one device, and each rank must say so and exit, not hang.
+  for r in 0 1; do
+    env WORLD_SIZE=2 RANK=$r LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29518 RN_DIST_TIMEOUT_S=20 \
+      timeout 120 "$bin/rn-run" "$art" --synthetic --steps 5 --executor cuda-graph \
+      > "$out/dist-two-ranks-one-gpu.$r.log" 2>&1 &
+  done
+  wait
+  for r in 0 1; do
+    say "dist two ranks on one GPU, rank $r: $(grep -m1 -E 'error|loss' "$out/dist-two-ranks-one-gpu.$r.log")"
   done
 fi
 

@@ -98,6 +98,12 @@ BatchShard shardOfGlobalBatch(const ProcessGroup &group, int64_t perRankBatch) {
   return {int64_t(group.rank) * perRankBatch, perRankBatch};
 }
 
+uint64_t dropoutSeedOfRank(uint64_t seed, int rank) {
+  // The golden-ratio increment: distinct for every rank, no small-offset
+  // collision between (seed, rank) and (seed + 1, rank - 1).
+  return seed + uint64_t(rank) * 0x9e3779b97f4a7c15ull;
+}
+
 Result<uint64_t> startupDigest(const std::string &path, uint64_t salt) {
   std::ifstream in(path, std::ios::binary);
   if (!in)

@@ -64,6 +64,13 @@ struct BatchShard {
 };
 BatchShard shardOfGlobalBatch(const ProcessGroup &group, int64_t perRankBatch);
 
+/// The dropout seed of rank `rank` in a run of seed `seed`: the ranks draw
+/// independent masks (their Philox keys differ), rank 0 the masks of a
+/// one-process run with `seed`, so a run's masks do not depend on how many
+/// ranks there are for rank 0 and the CPU executor reproduces rank r's with
+/// this seed.
+uint64_t dropoutSeedOfRank(uint64_t seed, int rank);
+
 /// A 64-bit FNV-1a digest of the file at `path` with `salt` (the run's
 /// seed, from which a weight-free artifact's parameters are sampled) mixed
 /// in: what the ranks compare at start-up, so that they train one model.

@@ -1283,6 +1283,8 @@ int main(int argc, char **argv) {
     options.profile = o.profile;
     options.dumpGraphsDir = o.dumpGraphs;
     options.communicator = comm.get();
+    // Independent dropout masks per rank (rank 0: the run's own).
+    options.seed = rn::dropoutSeedOfRank(o.seed, o.group.rank);
     options.device = o.group.localRank;
     // Either executor: its load summary, then it runs the steps.
     auto adopt = [&](auto created) -> bool {

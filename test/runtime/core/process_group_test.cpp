@@ -109,6 +109,13 @@ TEST(ProcessGroup, ShardsOfAGlobalBatchAreDisjointAndCoverIt) {
   EXPECT_EQ(next, 128);
 }
 
+TEST(ProcessGroup, DropoutSeedsDifferByRankAndRankZeroKeepsTheRunsSeed) {
+  EXPECT_EQ(dropoutSeedOfRank(42, 0), 42u);
+  EXPECT_NE(dropoutSeedOfRank(42, 1), dropoutSeedOfRank(42, 0));
+  EXPECT_NE(dropoutSeedOfRank(42, 1), dropoutSeedOfRank(43, 0));
+  EXPECT_NE(dropoutSeedOfRank(42, 2), dropoutSeedOfRank(42, 1));
+}
+
 TEST(ProcessGroup, StartupDigestSeesTheBytesAndTheSeed) {
   std::string path = ::testing::TempDir() + "/rn-digest-test.bin";
   auto write = [&](const std::string &bytes) {
