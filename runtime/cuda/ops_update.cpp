@@ -6,11 +6,10 @@
 // multi_ema_update, mapped onto update_kernels.h with the operand order of
 // the op definitions (optional operands as the CPU executor reads them:
 // sgd's momentum buffer exactly when momentum != 0, then lr, then an
-// optional skip flag). Only
-// lars_update and multi_lars_update use workspace (their partial norms,
-// the bytes prepare returns); the multi-tensor updates build their device
-// table of tensors and chunks in prepare and keep it in the node's
-// PreparedState.
+// optional skip flag). Only lars_update and multi_lars_update use
+// workspace (their partial norms, the bytes prepare returns); the
+// multi-tensor updates build their device table of tensors and chunks in
+// prepare and keep it in the node's PreparedState.
 //
 //===----------------------------------------------------------------------===//
 
