@@ -219,12 +219,26 @@ fi
 
 if has sanitizer; then
   if command -v compute-sanitizer >/dev/null; then
-    # Convolution plans untimed (RN_CONV_AUTOTUNE=0): timing runs every
-    # candidate plan, each under instrumentation; the cache test needs it.
-    RN_CONV_AUTOTUNE=0 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/rn-cuda-tests" \
-      --gtest_filter="${RN_SANITIZE_FILTER:-*}:-*Bandwidth*:*AutotuneKeepsItsChoice*" \
-      > "$out/memcheck-kernels.log" 2>&1
-    say "memcheck kernel tests: exit $?; $(grep -E 'ERROR SUMMARY' "$out/memcheck-kernels.log" | tail -1)"
+    # Every kernel test under memcheck, in RN_SANITIZE_SHARDS (default 8)
+    # gtest shards side by side (the sanitizer's cost is mostly host time),
+    # with convolution plans untimed (RN_CONV_AUTOTUNE=0: timing runs every
+    # candidate plan under instrumentation; the plan-cache test needs it)
+    # and the large sweeps sampled (RN_TEST_SWEEP=small, cuda_test_util.h).
+    shards=${RN_SANITIZE_SHARDS:-8}
+    pids=()
+    for ((k = 0; k < shards; ++k)); do
+      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$k RN_CONV_AUTOTUNE=0 RN_TEST_SWEEP=small \
+        compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/rn-cuda-tests" \
+        --gtest_filter="${RN_SANITIZE_FILTER:-*}:-*Bandwidth*:*AutotuneKeepsItsChoice*" \
+        > "$out/memcheck-kernels.$k.log" 2>&1 &
+      pids+=($!)
+    done
+    for ((k = 0; k < shards; ++k)); do
+      wait "${pids[k]}"
+      rc=$?
+      log=$out/memcheck-kernels.$k.log
+      say "memcheck kernel tests, shard $k of $shards: exit $rc; $(grep -cE '^\[       OK \]' "$log") passed, $(grep -cE '^\[  FAILED  \] [A-Za-z]' "$log") failed; $(grep -E 'ERROR SUMMARY' "$log" | tail -1)"
+    done
     compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/rn-run" "$models/cnn.rnx" \
       --synthetic --steps 2 --executor cuda-eager > "$out/memcheck-cnn.log" 2>&1
     say "memcheck cnn 2 steps: exit $?; $(grep -E 'ERROR SUMMARY' "$out/memcheck-cnn.log" | tail -1)"
@@ -236,3 +250,9 @@ if has sanitizer; then
   fi
 fi
 cat "$summary"
+# Failed when a line reports a non-zero exit that is not the one it wants
+# (the error paths want 1), a failed test, or a sanitizer error.
+if grep -E 'exit [1-9][0-9]*' "$summary" | grep -vqE 'exit ([0-9]+) \(want \1\)' ||
+   grep -qE '[1-9][0-9]* failed;|ERROR SUMMARY: [1-9]' "$summary"; then
+  exit 1
+fi

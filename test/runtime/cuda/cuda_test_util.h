@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -39,6 +40,28 @@ inline bool cudaAvailable() {
       GTEST_SKIP() << "no CUDA device";                                                  \
     }                                                                                    \
   } while (0)
+
+/// A sweep over many configurations of one test. With RN_TEST_SWEEP=small
+/// (the GPU round's compute-sanitizer run, where every launch is tens of
+/// times slower) only every 7th combination runs: still every path the
+/// sweep's dimensions reach in aggregate (7 is prime to their sizes), in
+/// a tenth of the time. The full sweep runs in the round's plain test run.
+class Sweep {
+public:
+  /// Whether to leave out the next combination.
+  bool skipNext() {
+    bool skip = small_ && index_ % 7 != 0;
+    ++index_;
+    return skip;
+  }
+
+private:
+  bool small_ = [] {
+    const char *v = std::getenv("RN_TEST_SWEEP");
+    return v && std::string(v) == "small";
+  }();
+  int index_ = 0;
+};
 
 /// Asserts that a CUDA runtime call succeeded.
 #define RN_ASSERT_CUDA(call)                                                            \

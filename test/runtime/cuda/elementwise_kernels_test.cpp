@@ -870,10 +870,11 @@ TEST(CudaLoss, OutOfRangeLabelShows) {
 // The launchers: attributes, host_to_device, all_reduce_mean
 //===----------------------------------------------------------------------===//
 
+/// The launcher of `op` from the table every executor uses (all_reduce_mean
+/// is in the collectives' family, the rest in the elementwise one).
 const OpLauncher &launcherOf(std::string_view op) {
-  for (const OpLauncher &l : elementwiseLaunchers())
-    if (l.op == op)
-      return l;
+  if (const OpLauncher *l = findOpLauncher(op))
+    return *l;
   ADD_FAILURE() << "no launcher for " << op;
   static const OpLauncher none{};
   return none;
@@ -1014,8 +1015,9 @@ TEST_F(CudaElementwiseLaunchers, HostToDeviceAndAllReduceMeanCopy) {
   Status s = run("host_to_device", {}, {host}, {dev.view});
   EXPECT_TRUE(s.ok()) << s.error().message();
 
-  // all_reduce_mean: a copy per operand, a conversion between float dtypes,
-  // nothing when operand and result are one tensor.
+  // all_reduce_mean without a communicator (one process): a copy per
+  // operand, a conversion between float dtypes, nothing when operand and
+  // result are one tensor.
   auto copy = allocate(shape, DType::f32), half = allocate(shape, DType::f16);
   auto same = upload(x, shape, DType::f32);
   s = run("all_reduce_mean", {}, {dev.view, dev.view, same.view},

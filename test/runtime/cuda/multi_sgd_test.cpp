@@ -174,12 +174,15 @@ TEST(MultiSgdKernel, MatchesCpuAndPerParameterKernel) {
   UpdateStream update;
   const StreamResources stream = update.resources();
   std::mt19937 rng(41);
+  Sweep sweep;
   for (int group = 0; group < 2; ++group)
     for (DType t : {DType::f32, DType::f16, DType::bf16})
       for (Config cfg : {Config{0, 0, false}, Config{0.9, 5e-4, true}, Config{0.9, 0, false},
                          Config{0, 1e-2, false}})
         for (bool inPlace : {false, true})
           for (int skipMode : {0, 1, 2}) { // no operand, flag clear, flag set
+            if (sweep.skipNext())
+              continue;
             SCOPED_TRACE("group " + std::to_string(group) + " " + std::string(dtypeName(t)) +
                          " momentum " + std::to_string(cfg.momentum) +
                          (cfg.nesterov ? " nesterov" : "") + (inPlace ? " in place" : "") +
@@ -310,11 +313,14 @@ TEST(MultiAdamWKernel, MatchesCpuAndPerParameterKernel) {
   const nlohmann::json attributes = {
       {"beta1", 0.9}, {"beta2", 0.999}, {"epsilon", 1e-8}, {"weight_decay", 1e-2}};
   const cpu::AdamWAttrs attrs{0.9, 0.999, 1e-8, 1e-2};
+  Sweep sweep;
   for (int group = 0; group < 2; ++group)
     for (DType t : {DType::f32, DType::f16, DType::bf16})
       for (int32_t stepCount : {1, 7})
         for (bool inPlace : {false, true})
           for (int skipMode : {0, 1, 2}) {
+            if (sweep.skipNext())
+              continue;
             SCOPED_TRACE("group " + std::to_string(group) + " " + std::string(dtypeName(t)) +
                          " step " + std::to_string(stepCount) + (inPlace ? " in place" : "") +
                          " skip mode " + std::to_string(skipMode));
@@ -613,10 +619,13 @@ TEST(MultiLarsKernel, MatchesCpuAndPerParameterKernel) {
   std::mt19937 rng(45);
   const cpu::LarsAttrs attrs{0.9, 1e-4, 0.02, 1e-9};
   const float lr = 0.5f;
+  Sweep sweep;
   for (int group = 0; group < 2; ++group)
     for (DType t : {DType::f32, DType::f16, DType::bf16})
       for (bool inPlace : {false, true})
         for (int skipMode : {0, 1, 2}) { // no operand, flag clear, flag set
+          if (sweep.skipNext())
+            continue;
           SCOPED_TRACE("group " + std::to_string(group) + " " + std::string(dtypeName(t)) +
                        (inPlace ? " in place" : "") + " skip mode " + std::to_string(skipMode));
           const std::vector<Shape> shapes = larsShapes(group);
