@@ -781,5 +781,39 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
 INSTANTIATE_TEST_SUITE_P(, Launchers, ::testing::Values(DType::f32, DType::f16),
                          [](const auto &info) { return std::string(dtypeName(info.param)); });
 
+/// ResNet-50's stem (7x7 stride 2, 3 input channels at 224x224, batch 256)
+/// with the input channels zero-padded to 4 and 8: the autotuned cuDNN time
+/// of its forward and filter gradient at each width, printed (set
+/// RN_CUDA_BENCH=1 to run; no timing asserted). cuDNN has no fast kernel for
+/// 3 channels; this measures what padding would buy before the compiler
+/// pads anything.
+TEST(Conv, StemChannelPaddingTimes) {
+  RN_SKIP_WITHOUT_CUDA();
+  if (!std::getenv("RN_CUDA_BENCH"))
+    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+  Gpu gpu;
+  auto conv = makeConv(/*autotune=*/true);
+  ASSERT_TRUE(conv);
+  for (int64_t channels : {3, 4, 8}) {
+    double ms[2] = {0, 0};
+    int k = 0;
+    for (ConvKind kind : {ConvKind::forward, ConvKind::backward_filter}) {
+      ConvCall call;
+      call.kind = kind;
+      call.params = params(2, 3);
+      call.x = {256, 224, 224, channels};
+      call.w = {64, 7, 7, channels};
+      call.y = {256, 112, 112, 64};
+      call.xType = call.wType = call.yType = DType::f16;
+      call.gradType = DType::f16;
+      double before = conv->preparedPlanMs();
+      ASSERT_OK(conv->prepare(call, gpu.resources));
+      ms[k++] = conv->preparedPlanMs() - before;
+    }
+    std::printf("stem 7x7/2 x[256,224,224,%lld] f16: forward %.3f ms, filter gradient %.3f ms\n",
+                (long long)channels, ms[0], ms[1]);
+  }
+}
+
 } // namespace
 } // namespace rn::cuda
