@@ -167,17 +167,19 @@ if has dist && [ -d "$bundle/zoo" ]; then
     art=$bundle/zoo/$name.buckets.rnx
     [ -f "$art" ] || continue
     cache=$out/plans-dist-$name.json
-    for run in plain nccl-graph nccl-eager; do
-      ex=cuda-graph; env=()
+    # gpus1: the same one rank from a process driving its GPUs by threads.
+    for run in plain nccl-graph nccl-eager gpus1; do
+      ex=cuda-graph; env=(); extra=()
       [ $run = nccl-eager ] && ex=cuda-eager
-      [ $run != plain ] && env=(WORLD_SIZE=1 RANK=0 LOCAL_RANK=0)
+      [[ $run == nccl-* ]] && env=(WORLD_SIZE=1 RANK=0 LOCAL_RANK=0)
+      [ $run = gpus1 ] && extra=(--gpus 1)
       env ${env[@]+"${env[@]}"} timeout 300 "$bin/rn-run" "$art" --synthetic --steps 20 --lr 0.02 \
-        --executor $ex --deterministic --plan-cache "$cache" \
+        --executor $ex --deterministic --plan-cache "$cache" ${extra[@]+"${extra[@]}"} \
         --state-digest "$out/dist-$name.$run.json" --state-digest-every 1 \
         > "$out/dist-$name.$run.log" 2>&1
       say "dist $name $run: exit $?; $(grep -m1 -E 'NCCL communicator|error' "$out/dist-$name.$run.log")"
     done
-    for run in nccl-graph nccl-eager; do
+    for run in nccl-graph nccl-eager gpus1; do
       "$python" "$bundle/scripts/compare-digests.py" "$out/dist-$name.plain.json" \
         "$out/dist-$name.$run.json" --tol 0 > "$out/dist-$name.$run.compare.log" 2>&1
       say "20 steps $name, one-rank NCCL $run vs one process (tol 0): exit $?; $(tail -1 "$out/dist-$name.$run.compare.log")"

@@ -30,25 +30,35 @@ constexpr auto kPollInterval = std::chrono::microseconds(50);
 
 } // namespace
 
+Result<ncclUniqueId> Communicator::newUniqueId() {
+  ncclUniqueId id;
+  RN_CUDA_TRY(ncclGetUniqueId(&id));
+  return id;
+}
+
 Result<std::unique_ptr<Communicator>> Communicator::create(const ProcessGroup &group) {
-  std::unique_ptr<Communicator> c(new Communicator());
-  c->group_ = group;
-  std::string who = group.describe();
   // NCCL's own bootstrap: with NCCL_COMM_ID set, ncclGetUniqueId names that
   // address on every rank and rank 0's init listens there.
   if (group.distributed() && setenv("NCCL_COMM_ID", group.rendezvous.c_str(), 1) != 0)
-    return Error(who + ": cannot set NCCL_COMM_ID");
-  ncclUniqueId id;
-  if (Status st = RN_CUDA_CHECK(ncclGetUniqueId(&id)); !st.ok())
-    return st.error().withContext(who + ": NCCL bootstrap at " +
+    return Error(group.describe() + ": cannot set NCCL_COMM_ID");
+  Result<ncclUniqueId> id = newUniqueId();
+  if (!id.ok())
+    return id.error().withContext(group.describe() + ": NCCL bootstrap at " +
                                   (group.distributed() ? group.rendezvous : "this process"));
+  return create(group, *id);
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::create(const ProcessGroup &group,
+                                                           const ncclUniqueId &id) {
+  std::unique_ptr<Communicator> c(new Communicator());
+  c->group_ = group;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   if (Status st = RN_CUDA_CHECK(
           ncclCommInitRankConfig(&c->comm_, group.worldSize, id, group.rank, &config));
       !st.ok()) {
     c->abort();
-    return st.error().withContext(who + ": NCCL communicator");
+    return st.error().withContext(group.describe() + ": NCCL communicator");
   }
   if (Status st = c->settle("the NCCL communicator's initialization (every rank must start "
                             "within RN_DIST_TIMEOUT_S; is a rank missing?)");

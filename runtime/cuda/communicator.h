@@ -1,10 +1,12 @@
 //===- communicator.h - The NCCL communicator of a data-parallel run -*- C++ -*-===//
 //
-// One NCCL communicator per process (one process per GPU, runtime/core/
-// process_group.h). NCCL is the only transport and bootstraps itself:
-// every rank sets NCCL_COMM_ID to the rendezvous address (MASTER_ADDR:
-// MASTER_PORT), ncclGetUniqueId then names that address, and rank 0's
-// ncclCommInitRank opens the bootstrap root there. Nothing is exchanged by
+// One NCCL communicator per rank: one process per GPU (runtime/core/
+// process_group.h), or one host thread per GPU in a process that drives
+// several. NCCL is the only transport and bootstraps itself: across
+// processes every rank sets NCCL_COMM_ID to the rendezvous address
+// (MASTER_ADDR:MASTER_PORT), ncclGetUniqueId then names that address, and
+// rank 0's ncclCommInitRank opens the bootstrap root there; within one
+// process the threads share one ncclGetUniqueId. Nothing is exchanged by
 // hand.
 //
 // Failures end, never hang. A collective captured in a CUDA graph spins
@@ -51,6 +53,13 @@ public:
   /// first). Fails with an error naming the rank when a peer does not join
   /// within the group's deadline.
   static Result<std::unique_ptr<Communicator>> create(const ProcessGroup &group);
+  /// The same for one rank of a process that drives several GPUs (one
+  /// host thread each): every rank's thread passes the `id` that
+  /// newUniqueId() made once in the process, instead of the rendezvous.
+  static Result<std::unique_ptr<Communicator>> create(const ProcessGroup &group,
+                                                       const ncclUniqueId &id);
+  /// A fresh NCCL id (its bootstrap root listens in this process).
+  static Result<ncclUniqueId> newUniqueId();
   /// Destroys the communicator, or abandons it when aborted; never throws.
   ~Communicator();
 

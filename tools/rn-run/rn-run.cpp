@@ -52,6 +52,8 @@
 #include <vector>
 
 #include <cerrno>
+#include <cstdarg>
+#include <thread>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,9 +62,26 @@ namespace {
 #if RN_HAVE_CUDA
 /// --trace: the run's timeline, while one is recorded.
 rn::cuda::Timeline *traceTimeline = nullptr;
-/// A data-parallel run's NCCL communicator (WORLD_SIZE set), else null.
-rn::cuda::Communicator *communicator = nullptr;
+/// This rank's NCCL communicator in a data-parallel run (WORLD_SIZE set, or
+/// this thread's rank with --gpus), else null.
+thread_local rn::cuda::Communicator *communicator = nullptr;
+using SharedNcclId = ncclUniqueId;
+#else
+struct SharedNcclId {};
 #endif
+
+/// With --gpus, the ranks but rank 0 print nothing on stdout (one report
+/// for the process); errors still go to stderr from every rank.
+thread_local bool quietRank = false;
+
+__attribute__((format(printf, 1, 2))) void report(const char *format, ...) {
+  if (quietRank)
+    return;
+  va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+}
 
 /// Sums `values` over the data-parallel ranks (unchanged with one rank).
 rn::Status sumOverRanks(std::vector<double> &values) {
@@ -158,6 +177,9 @@ void usage(FILE *out) {
       "  --plan-cache FILE  keep convolution autotuning results in FILE (default:\n"
       "                     $XDG_CACHE_HOME/rn/conv-plans.json or ~/.cache/rn/...;\n"
       "                     none: time the plans at every load)\n"
+      "  --gpus N           data-parallel on N GPUs of this machine from this one\n"
+      "                     process (a host thread and a stream set per GPU; the\n"
+      "                     artifact compiled data-parallel, its batch per GPU)\n"
       "data-parallel (one process per GPU, as torchrun starts them): RANK, WORLD_SIZE,\n"
       "  LOCAL_RANK (the GPU), MASTER_ADDR and MASTER_PORT (rank 0's NCCL bootstrap) in\n"
       "  the environment; the artifact compiled with data-parallel=true; each rank\n"
@@ -200,6 +222,8 @@ struct Options {
   std::string path;
   /// RANK / WORLD_SIZE / ...: rank 0 of 1 unless launched data-parallel.
   rn::ProcessGroup group;
+  /// --gpus N: this process drives N GPUs data-parallel, a thread each.
+  long long gpus = 0;
   bool synthetic = false, interleave = false, progress = true;
   long steps = 10;
   double lr = 0.1;
@@ -354,7 +378,7 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
   if (auto *device = dynamic_cast<const rn::cuda::DeviceExecutor *>(&ex))
     convFloorMs = device->convFloorMs();
 #endif
-  std::printf("{\"model\": \"%s\", \"executor\": \"%.*s\", \"batch\": %lld, "
+  report("{\"model\": \"%s\", \"executor\": \"%.*s\", \"batch\": %lld, "
               "\"ms_per_step\": %.3f, \"images_per_s\": %.0f, \"host_ms_per_step\": %.4f, "
               "\"load_s\": %.3f, \"first_step_s\": %.3f, \"peak_memory_inproc_bytes\": %zu, "
               "\"arena_bytes\": %llu, \"conv_floor_ms\": %.3f, \"loss\": %.6f}\n",
@@ -474,7 +498,7 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     }
   }
 
-  std::printf("model %s: batch %lld, %lld features, %lld classes, %ld steps, lr %g%s\n",
+  report("model %s: batch %lld, %lld features, %lld classes, %ld steps, lr %g%s\n",
               artifact.program.model.c_str(), (long long)batch, (long long)features,
               (long long)classes, o.steps, o.lr, o.interleave ? ", interleaved" : "");
   float first = 0, last = 0;
@@ -502,7 +526,7 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
       if (step0 + i == 0)
         first = outs[size_t(i)].loss;
       last = outs[size_t(i)].loss;
-      std::printf("step %ld loss %.6f\n", step0 + i + 1, outs[size_t(i)].loss);
+      report("step %ld loss %.6f\n", step0 + i + 1, outs[size_t(i)].loss);
     }
     std::fflush(stdout);
     long done = step0 + count;
@@ -515,8 +539,8 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     }
   }
   double secs = seconds(start);
-  std::printf("loss first %.6f last %.6f\n", first, last);
-  std::printf("%.2f steps/s (%.3f s for %ld steps)\n", o.steps / secs, secs, o.steps);
+  report("loss first %.6f last %.6f\n", first, last);
+  report("%.2f steps/s (%.3f s for %ld steps)\n", o.steps / secs, secs, o.steps);
   if (!o.stateDigest.empty()) {
     nlohmann::json value;
     if (o.stateDigestEvery > 0) {
@@ -529,7 +553,7 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     }
     if (rn::Status st = writeJson(o.stateDigest, value); !st)
       return fail(st.error().message());
-    std::printf("state digest written to %s\n", o.stateDigest.c_str());
+    report("state digest written to %s\n", o.stateDigest.c_str());
   }
   return 0;
 }
@@ -793,23 +817,23 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
     if (rn::Status s = restoreCheckpoint(o.resume, *ck, ex); !s)
       return fail(s.error().message());
     if (firstEpoch >= o.epochs) {
-      std::printf("resumed from %s after epoch %lld of %ld: nothing left to train\n",
+      report("resumed from %s after epoch %lld of %ld: nothing left to train\n",
                   o.resume.c_str(), (long long)firstEpoch, o.epochs);
       return 0;
     }
   }
 
   if (o.group.distributed())
-    std::printf("data-parallel: %s, batch %lld per rank, global batch %lld\n",
+    report("data-parallel: %s, batch %lld per rank, global batch %lld\n",
                 o.group.describe().c_str(), (long long)batch, (long long)globalBatch);
-  std::printf("model %s: batch %lld, %lld classes; train %lld examples (%lld steps/epoch), "
+  report("model %s: batch %lld, %lld classes; train %lld examples (%lld steps/epoch), "
               "test %lld examples; %ld epochs, lr %g, warmup %g epochs, cosine decay\n",
               program.model.c_str(), (long long)batch, (long long)classes,
               (long long)train.count, (long long)stepsPerEpoch, (long long)test.count,
               o.epochs, o.lr, o.warmupEpochs);
-  std::printf("data loaded in %.2f s\n", seconds(loadStart));
+  report("data loaded in %.2f s\n", seconds(loadStart));
   if (firstEpoch > 0)
-    std::printf("resumed from %s after epoch %lld\n", o.resume.c_str(),
+    report("resumed from %s after epoch %lld\n", o.resume.c_str(),
                 (long long)firstEpoch);
   std::fflush(stdout);
 
@@ -942,7 +966,7 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
         return fail("epoch " + std::to_string(epoch + 1) + ": " + st.error().message());
       lossSum = sums[0] / double(o.group.worldSize);
     }
-    std::printf("epoch %lld/%ld train loss %.6f (%lld steps, lr %.6g at the last step)\n",
+    report("epoch %lld/%ld train loss %.6f (%lld steps, lr %.6g at the last step)\n",
                 (long long)epoch + 1, o.epochs, lossSum / double(stepsPerEpoch),
                 (long long)stepsPerEpoch, lr);
     std::fflush(stdout);
@@ -952,23 +976,23 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
     if (!tr)
       return fail("epoch " + std::to_string(epoch + 1) + ", " + tr.error().message());
     if (tr->evaluated == test.count)
-      std::printf("epoch %lld/%ld test loss %.6f accuracy %.2f%% (%lld examples)\n",
+      report("epoch %lld/%ld test loss %.6f accuracy %.2f%% (%lld examples)\n",
                   (long long)epoch + 1, o.epochs, tr->loss,
                   100.0 * double(tr->correct) / double(tr->evaluated),
                   (long long)tr->evaluated);
     else if (tr->evaluated > 0)
-      std::printf("epoch %lld/%ld test loss %.6f accuracy %.2f%% (%lld of %lld examples: "
+      report("epoch %lld/%ld test loss %.6f accuracy %.2f%% (%lld of %lld examples: "
                   "the program returns no logits, so the last incomplete batch is "
                   "skipped)\n",
                   (long long)epoch + 1, o.epochs, tr->loss,
                   100.0 * double(tr->correct) / double(tr->evaluated),
                   (long long)tr->evaluated, (long long)test.count);
     else
-      std::printf("epoch %lld/%ld test: not evaluated (%lld examples, fewer than a batch, "
+      report("epoch %lld/%ld test: not evaluated (%lld examples, fewer than a batch, "
                   "and the program returns no logits)\n",
                   (long long)epoch + 1, o.epochs, (long long)test.count);
     double evalSecs = seconds(evalStart);
-    std::printf("epoch %lld/%ld time %.2f s train (%.2f batches/s, %.0f images/s), "
+    report("epoch %lld/%ld time %.2f s train (%.2f batches/s, %.0f images/s), "
                 "%.2f s test\n",
                 (long long)epoch + 1, o.epochs, trainSecs, double(stepsPerEpoch) / trainSecs,
                 double(stepsPerEpoch * globalBatch) / trainSecs, evalSecs);
@@ -989,18 +1013,279 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
       };
       if (rn::Status s = saveCheckpoint(o.checkpoint, ex, meta); !s)
         return fail("saving the checkpoint: " + s.error().message());
-      std::printf("epoch %lld/%ld checkpoint %s\n", (long long)epoch + 1, o.epochs,
+      report("epoch %lld/%ld checkpoint %s\n", (long long)epoch + 1, o.epochs,
                   o.checkpoint.c_str());
       std::fflush(stdout);
     }
     if (o.stopAfterEpoch > 0 && epoch + 1 == o.stopAfterEpoch && epoch + 1 < o.epochs) {
-      std::printf("stopped after epoch %lld (--stop-after-epoch)\n", (long long)epoch + 1);
+      report("stopped after epoch %lld (--stop-after-epoch)\n", (long long)epoch + 1);
       return 0;
     }
   }
-  std::printf("done: %lld epochs in %.2f s\n", (long long)(o.epochs - firstEpoch),
+  report("done: %lld epochs in %.2f s\n", (long long)(o.epochs - firstEpoch),
               seconds(runStart));
   return 0;
+}
+
+int runRank(Options o, const rn::Artifact &artifact, const std::string &kind,
+            std::chrono::steady_clock::time_point processStart,
+            std::chrono::steady_clock::time_point loadStart, const SharedNcclId *sharedId);
+
+/// --gpus N: rank r on GPU r in a host thread of its own, each with its
+/// executor (streams, graphs captured thread-locally) and its NCCL
+/// communicator, all from one ncclGetUniqueId; rank 0 reports. The exit
+/// code is the worst rank's.
+int runThreadedRanks(const Options &o, const rn::Artifact &artifact, const std::string &kind,
+                     std::chrono::steady_clock::time_point processStart,
+                     std::chrono::steady_clock::time_point loadStart) {
+#if RN_HAVE_CUDA
+  if (std::getenv("WORLD_SIZE"))
+    return fail("--gpus and WORLD_SIZE exclude each other: one process drives the GPUs, or "
+                "one process per GPU is started (torchrun)");
+  if (kind == "cpu")
+    return fail("--gpus needs a GPU executor (the CPU executor runs one replica)");
+  if (!o.trace.empty() || o.profile || !o.dumpGraphs.empty())
+    return fail("--trace, --profile and --dump-graphs observe one GPU: not with --gpus");
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || o.gpus > devices)
+    return fail("--gpus " + std::to_string(o.gpus) + ": this machine has " +
+                std::to_string(devices) + " GPU(s)");
+  rn::Result<rn::ProcessGroup> environment = rn::processGroupFromEnvironment();
+  if (!environment)
+    return fail(environment.error().message());
+  rn::Result<ncclUniqueId> id = rn::cuda::Communicator::newUniqueId();
+  if (!id)
+    return fail("--gpus: " + id.error().message());
+  std::vector<int> rcs(size_t(o.gpus), 1);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < int(o.gpus); ++r)
+    ranks.emplace_back([&, r] {
+      Options mine = o;
+      mine.group.rank = r;
+      mine.group.worldSize = int(o.gpus);
+      mine.group.localRank = r;
+      mine.group.timeoutSeconds = environment->timeoutSeconds;
+      quietRank = r != 0;
+      rcs[size_t(r)] = runRank(mine, artifact, kind, processStart, loadStart, &*id);
+    });
+  for (std::thread &t : ranks)
+    t.join();
+  return *std::max_element(rcs.begin(), rcs.end());
+#else
+  (void)artifact, (void)kind, (void)processStart, (void)loadStart;
+  return fail("--gpus " + std::to_string(o.gpus) + ": this rn-run was built without CUDA");
+#endif
+}
+
+/// Everything after the artifact is loaded, for one rank: the process
+/// group (from the environment, or the caller's thread in --gpus mode with
+/// `sharedId`), the communicator, the executor, then training.
+int runRank(Options o, const rn::Artifact &artifact, const std::string &kind,
+            std::chrono::steady_clock::time_point processStart,
+            std::chrono::steady_clock::time_point loadStart, const SharedNcclId *sharedId) {
+  // Data-parallel when launched with WORLD_SIZE (torchrun's variables), even
+  // with one rank: that one rank then averages through NCCL too.
+  if (!sharedId) {
+    rn::Result<rn::ProcessGroup> group = rn::processGroupFromEnvironment();
+    if (!group)
+      return fail(group.error().message());
+    o.group = *group;
+  }
+  const bool launchedDataParallel = sharedId || std::getenv("WORLD_SIZE") != nullptr;
+  if (launchedDataParallel) {
+    bool hasAllReduce = false;
+    for (const rn::Function &f : artifact.program.functions)
+      for (const rn::Subgraph &sg : f.subgraphs)
+        for (const rn::Node &n : sg.nodes)
+          hasAllReduce |= n.kind == rn::Node::Kind::op && n.op == "all_reduce_mean";
+    if (o.group.distributed() && !hasAllReduce)
+      return fail(o.group.describe() + ": " + o.path +
+                  " was not compiled data-parallel (no all_reduce_mean): compile it with "
+                  "--pipeline \"data-parallel=true ...\"");
+    if (kind == "cpu" && o.group.distributed())
+      return fail(o.group.describe() + ": data-parallel training needs a GPU executor "
+                  "(the CPU executor runs one replica)");
+    if (o.group.rank != 0)
+      o.progress = false; // rank 0 reports progress
+  }
+  report("rn-run: executor %s%s%s\n", kind.c_str(), o.executor == "auto" ? " (auto)" : "",
+              launchedDataParallel ? (", data-parallel " + o.group.describe()).c_str() : "");
+  std::fflush(stdout);
+#if RN_HAVE_CUDA
+  // Before the executor, destroyed after it (its steps use the communicator).
+  std::unique_ptr<rn::cuda::Communicator> comm;
+#endif
+  std::unique_ptr<rn::Executor> executor;
+#if RN_HAVE_CUDA
+  // Destroyed before the executor, whose teardown waits for its streams.
+  struct AbortOnError {
+    // A failing rank aborts its communicator so that nothing waits on it
+    // in teardown; its peers end at their own deadlines.
+    int rc = 1;
+    ~AbortOnError() {
+      if (rc != 0 && communicator)
+        communicator->abort();
+      communicator = nullptr;
+    }
+  } abortOnError;
+  if (launchedDataParallel && kind != "cpu") {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || o.group.localRank >= devices)
+      return fail(o.group.describe() + ": LOCAL_RANK=" + std::to_string(o.group.localRank) +
+                  " but this machine has " + std::to_string(devices) + " GPU(s)");
+    if (cudaSetDevice(o.group.localRank) != cudaSuccess)
+      return fail(o.group.describe() + ": cannot select GPU " +
+                  std::to_string(o.group.localRank));
+    auto start = std::chrono::steady_clock::now();
+    rn::Result<std::unique_ptr<rn::cuda::Communicator>> c =
+        sharedId ? rn::cuda::Communicator::create(o.group, *sharedId)
+                 : rn::cuda::Communicator::create(o.group);
+    if (!c)
+      return fail(c.error().message());
+    comm = std::move(*c);
+    communicator = comm.get();
+    rn::Result<uint64_t> digest = rn::startupDigest(o.path, o.seed);
+    if (!digest)
+      return fail(digest.error().message());
+    if (rn::Status st = comm->checkSameOnEveryRank(*digest, "artifact digest (its bytes and --seed)");
+        !st)
+      return fail(st.error().message());
+    if (o.progress)
+      report("NCCL communicator: %s on GPU %d, %s, ready in %.2f s; artifact digest "
+                  "%016llx on every rank\n",
+                  o.group.describe().c_str(), o.group.localRank,
+                  sharedId                ? "one process, a thread per GPU"
+                  : o.group.distributed() ? ("bootstrap " + o.group.rendezvous).c_str()
+                                          : "one rank",
+                  seconds(start), (unsigned long long)*digest);
+  }
+#endif
+  if (kind == "cpu") {
+    rn::CpuExecutor::Options options;
+    options.seed = o.seed;
+    options.interleave = o.interleave;
+    auto cpu = rn::CpuExecutor::create(artifact, options);
+    if (!cpu)
+      return fail(cpu.error().message());
+    executor = std::move(*cpu);
+  }
+#if RN_HAVE_CUDA
+  std::unique_ptr<rn::cuda::Timeline> timeline;
+  if (!o.trace.empty()) {
+    // Before the executor: the timeline follows graph nodes from their capture.
+    auto t = rn::cuda::Timeline::create(artifact.program);
+    if (!t)
+      return fail(t.error().message());
+    timeline = std::move(*t);
+  }
+  if (kind != "cpu") {
+    rn::cuda::GraphExecutor::Options options;
+    options.trace = timeline ? timeline->trace() : nullptr;
+    options.seed = o.seed;
+    options.syncDebug = o.syncDebug;
+    options.deterministic = o.deterministic;
+    options.allowTf32 = o.allowTf32;
+    options.allowReducedPrecisionReduction = o.allowReducedPrecisionReduction;
+    options.planCacheFile = planCachePath(o.planCache);
+    options.profile = o.profile;
+    options.dumpGraphsDir = o.dumpGraphs;
+    options.communicator = comm.get();
+    // Independent dropout masks per rank (rank 0: the run's own).
+    options.seed = rn::dropoutSeedOfRank(o.seed, o.group.rank);
+    options.device = o.group.localRank;
+    // Either executor: its load summary, then it runs the steps.
+    auto adopt = [&](auto created) -> bool {
+      if (!created) {
+        fail(created.error().message());
+        return false;
+      }
+      if (o.progress)
+        report("%s\n", (*created)->loadSummary().c_str());
+      executor = std::move(*created);
+      return true;
+    };
+    if (!(kind == "cuda-eager" ? adopt(rn::cuda::EagerExecutor::create(artifact, options))
+                               : adopt(rn::cuda::GraphExecutor::create(artifact, options))))
+      return 1;
+  }
+#endif
+  rn::Executor &ex = *executor;
+  if (rn::Status s = ex.initialize(); !s)
+    return fail(s.error().message());
+  double loadSecs = seconds(loadStart);
+  if (o.perturbEps > 0) {
+    if (rn::Status s = perturbState(ex, o.perturbEps, o.perturbSeed); !s)
+      return fail("--perturb-state: " + s.error().message());
+    report("parameters perturbed by a relative %g (seed %llu)\n", o.perturbEps,
+                o.perturbSeed);
+  }
+
+  const rn::Function *train = artifact.program.findFunction("train_step");
+  if (!train)
+    return fail(o.path + ": the artifact has no train_step function");
+  auto imageShape = ex.inputShape("train_step", "images");
+  auto labelShape = ex.inputShape("train_step", "labels");
+  if (!imageShape || !labelShape || imageShape->empty() || labelShape->size() != 1)
+    return fail(o.path + ": train_step needs inputs images [N, ...] and labels [N]");
+  int64_t batch = (*imageShape)[0];
+  int64_t features = 1;
+  for (size_t d = 1; d < imageShape->size(); ++d)
+    features *= (*imageShape)[d];
+  int64_t classes = classCount(*train);
+  if (classes < 1)
+    return fail(o.path + ": cannot find the class count (no softmax_cross_entropy)");
+
+#if RN_HAVE_CUDA
+  if (timeline) {
+    if (rn::Status s = timeline->start(); !s)
+      return fail(s.error().message());
+    traceTimeline = timeline.get();
+  }
+  // Writes the timeline after the run (its steps drained) and says what the
+  // GPU did over it.
+  auto finishTrace = [&](int rc) -> int {
+    if (!timeline || rc != 0)
+      return rc;
+    traceTimeline = nullptr;
+    rn::Result<rn::cuda::Timeline::Summary> s = timeline->write(o.trace);
+    if (!s)
+      return fail(s.error().message());
+    report("trace %s: %zu GPU records (%zu not from program nodes), GPU busy %.3f of "
+                "%.3f ms (%.1f%%), %llu records dropped\n",
+                o.trace.c_str(), s->gpuRecords, s->unlabeled, s->busyMs, s->windowMs,
+                s->windowMs > 0 ? 100.0 * s->busyMs / s->windowMs : 0.0,
+                (unsigned long long)s->dropped);
+    return 0;
+  };
+#else
+  auto finishTrace = [](int rc) { return rc; };
+#endif
+
+  int rc = 0;
+#if RN_HAVE_CUDA
+  // Success disarms the abort (the communicator is destroyed cleanly).
+  struct Disarm {
+    AbortOnError &guard;
+    int &rc;
+    ~Disarm() { guard.rc = rc; }
+  } disarm{abortOnError, rc};
+#endif
+  if (o.benchmark) {
+    rc = finishTrace(runBenchmark(o, artifact, ex, batch, features, classes, processStart, loadSecs));
+#if RN_HAVE_CUDA
+    if (rc == 0 && o.profile)
+      if (auto *eager = dynamic_cast<rn::cuda::EagerExecutor *>(&ex)) {
+        rn::Result<std::string> report = eager->profileReport();
+        if (!report)
+          return fail(report.error().message());
+        std::fprintf(stderr, "%s", report->c_str());
+      }
+#endif
+    return rc;
+  }
+  rc = o.synthetic ? finishTrace(runSynthetic(o, artifact, ex, batch, features, classes))
+                   : finishTrace(runData(o, artifact, ex, *imageShape, classes));
+  return rc;
 }
 
 } // namespace
@@ -1069,6 +1354,9 @@ int main(int argc, char **argv) {
       if (!*seed || *end || errno || *seed == '-')
         return fail(std::string("--perturb-state SEED must be an integer >= 0, got '") + seed +
                     "'");
+    } else if (arg == "--gpus") {
+      if (!integer("--gpus", 1, o.gpus))
+        return 1;
     } else if (arg == "--trace") {
       o.trace = value("--trace");
     } else if (arg == "--dump-graphs") {
@@ -1180,203 +1468,7 @@ int main(int argc, char **argv) {
     return fail("--dump-graphs needs --executor cuda-graph");
   if (!o.trace.empty() && kind == "cpu")
     return fail("--trace needs a GPU executor (cuda-graph or cuda-eager)");
-  // Data-parallel when launched with WORLD_SIZE (torchrun's variables), even
-  // with one rank: that one rank then averages through NCCL too.
-  rn::Result<rn::ProcessGroup> group = rn::processGroupFromEnvironment();
-  if (!group)
-    return fail(group.error().message());
-  o.group = *group;
-  const bool launchedDataParallel = std::getenv("WORLD_SIZE") != nullptr;
-  if (launchedDataParallel) {
-    bool hasAllReduce = false;
-    for (const rn::Function &f : artifact->program.functions)
-      for (const rn::Subgraph &sg : f.subgraphs)
-        for (const rn::Node &n : sg.nodes)
-          hasAllReduce |= n.kind == rn::Node::Kind::op && n.op == "all_reduce_mean";
-    if (o.group.distributed() && !hasAllReduce)
-      return fail(o.group.describe() + ": " + o.path +
-                  " was not compiled data-parallel (no all_reduce_mean): compile it with "
-                  "--pipeline \"data-parallel=true ...\"");
-    if (kind == "cpu" && o.group.distributed())
-      return fail(o.group.describe() + ": data-parallel training needs a GPU executor "
-                  "(the CPU executor runs one replica)");
-    if (o.group.rank != 0)
-      o.progress = false; // rank 0 reports progress
-  }
-  std::printf("rn-run: executor %s%s%s\n", kind.c_str(), o.executor == "auto" ? " (auto)" : "",
-              launchedDataParallel ? (", data-parallel " + o.group.describe()).c_str() : "");
-  std::fflush(stdout);
-#if RN_HAVE_CUDA
-  // Before the executor, destroyed after it (its steps use the communicator).
-  std::unique_ptr<rn::cuda::Communicator> comm;
-#endif
-  std::unique_ptr<rn::Executor> executor;
-#if RN_HAVE_CUDA
-  // Destroyed before the executor, whose teardown waits for its streams.
-  struct AbortOnError {
-    // A failing rank aborts its communicator so that nothing waits on it
-    // in teardown; its peers end at their own deadlines.
-    int rc = 1;
-    ~AbortOnError() {
-      if (rc != 0 && communicator)
-        communicator->abort();
-      communicator = nullptr;
-    }
-  } abortOnError;
-  if (launchedDataParallel && kind != "cpu") {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || o.group.localRank >= devices)
-      return fail(o.group.describe() + ": LOCAL_RANK=" + std::to_string(o.group.localRank) +
-                  " but this machine has " + std::to_string(devices) + " GPU(s)");
-    if (cudaSetDevice(o.group.localRank) != cudaSuccess)
-      return fail(o.group.describe() + ": cannot select GPU " +
-                  std::to_string(o.group.localRank));
-    auto start = std::chrono::steady_clock::now();
-    rn::Result<std::unique_ptr<rn::cuda::Communicator>> c =
-        rn::cuda::Communicator::create(o.group);
-    if (!c)
-      return fail(c.error().message());
-    comm = std::move(*c);
-    communicator = comm.get();
-    rn::Result<uint64_t> digest = rn::startupDigest(o.path, o.seed);
-    if (!digest)
-      return fail(digest.error().message());
-    if (rn::Status st = comm->checkSameOnEveryRank(*digest, "artifact digest (its bytes and --seed)");
-        !st)
-      return fail(st.error().message());
-    if (o.progress)
-      std::printf("NCCL communicator: %s on GPU %d, %s, ready in %.2f s; artifact digest "
-                  "%016llx on every rank\n",
-                  o.group.describe().c_str(), o.group.localRank,
-                  o.group.distributed() ? ("bootstrap " + o.group.rendezvous).c_str()
-                                        : "one rank",
-                  seconds(start), (unsigned long long)*digest);
-  }
-#endif
-  if (kind == "cpu") {
-    rn::CpuExecutor::Options options;
-    options.seed = o.seed;
-    options.interleave = o.interleave;
-    auto cpu = rn::CpuExecutor::create(*artifact, options);
-    if (!cpu)
-      return fail(cpu.error().message());
-    executor = std::move(*cpu);
-  }
-#if RN_HAVE_CUDA
-  std::unique_ptr<rn::cuda::Timeline> timeline;
-  if (!o.trace.empty()) {
-    // Before the executor: the timeline follows graph nodes from their capture.
-    auto t = rn::cuda::Timeline::create(artifact->program);
-    if (!t)
-      return fail(t.error().message());
-    timeline = std::move(*t);
-  }
-  if (kind != "cpu") {
-    rn::cuda::GraphExecutor::Options options;
-    options.trace = timeline ? timeline->trace() : nullptr;
-    options.seed = o.seed;
-    options.syncDebug = o.syncDebug;
-    options.deterministic = o.deterministic;
-    options.allowTf32 = o.allowTf32;
-    options.allowReducedPrecisionReduction = o.allowReducedPrecisionReduction;
-    options.planCacheFile = planCachePath(o.planCache);
-    options.profile = o.profile;
-    options.dumpGraphsDir = o.dumpGraphs;
-    options.communicator = comm.get();
-    // Independent dropout masks per rank (rank 0: the run's own).
-    options.seed = rn::dropoutSeedOfRank(o.seed, o.group.rank);
-    options.device = o.group.localRank;
-    // Either executor: its load summary, then it runs the steps.
-    auto adopt = [&](auto created) -> bool {
-      if (!created) {
-        fail(created.error().message());
-        return false;
-      }
-      if (o.progress)
-        std::printf("%s\n", (*created)->loadSummary().c_str());
-      executor = std::move(*created);
-      return true;
-    };
-    if (!(kind == "cuda-eager" ? adopt(rn::cuda::EagerExecutor::create(*artifact, options))
-                               : adopt(rn::cuda::GraphExecutor::create(*artifact, options))))
-      return 1;
-  }
-#endif
-  rn::Executor &ex = *executor;
-  if (rn::Status s = ex.initialize(); !s)
-    return fail(s.error().message());
-  double loadSecs = seconds(loadStart);
-  if (o.perturbEps > 0) {
-    if (rn::Status s = perturbState(ex, o.perturbEps, o.perturbSeed); !s)
-      return fail("--perturb-state: " + s.error().message());
-    std::printf("parameters perturbed by a relative %g (seed %llu)\n", o.perturbEps,
-                o.perturbSeed);
-  }
-
-  const rn::Function *train = artifact->program.findFunction("train_step");
-  if (!train)
-    return fail(o.path + ": the artifact has no train_step function");
-  auto imageShape = ex.inputShape("train_step", "images");
-  auto labelShape = ex.inputShape("train_step", "labels");
-  if (!imageShape || !labelShape || imageShape->empty() || labelShape->size() != 1)
-    return fail(o.path + ": train_step needs inputs images [N, ...] and labels [N]");
-  int64_t batch = (*imageShape)[0];
-  int64_t features = 1;
-  for (size_t d = 1; d < imageShape->size(); ++d)
-    features *= (*imageShape)[d];
-  int64_t classes = classCount(*train);
-  if (classes < 1)
-    return fail(o.path + ": cannot find the class count (no softmax_cross_entropy)");
-
-#if RN_HAVE_CUDA
-  if (timeline) {
-    if (rn::Status s = timeline->start(); !s)
-      return fail(s.error().message());
-    traceTimeline = timeline.get();
-  }
-  // Writes the timeline after the run (its steps drained) and says what the
-  // GPU did over it.
-  auto finishTrace = [&](int rc) -> int {
-    if (!timeline || rc != 0)
-      return rc;
-    traceTimeline = nullptr;
-    rn::Result<rn::cuda::Timeline::Summary> s = timeline->write(o.trace);
-    if (!s)
-      return fail(s.error().message());
-    std::printf("trace %s: %zu GPU records (%zu not from program nodes), GPU busy %.3f of "
-                "%.3f ms (%.1f%%), %llu records dropped\n",
-                o.trace.c_str(), s->gpuRecords, s->unlabeled, s->busyMs, s->windowMs,
-                s->windowMs > 0 ? 100.0 * s->busyMs / s->windowMs : 0.0,
-                (unsigned long long)s->dropped);
-    return 0;
-  };
-#else
-  auto finishTrace = [](int rc) { return rc; };
-#endif
-
-  int rc = 0;
-#if RN_HAVE_CUDA
-  // Success disarms the abort (the communicator is destroyed cleanly).
-  struct Disarm {
-    AbortOnError &guard;
-    int &rc;
-    ~Disarm() { guard.rc = rc; }
-  } disarm{abortOnError, rc};
-#endif
-  if (o.benchmark) {
-    rc = finishTrace(runBenchmark(o, *artifact, ex, batch, features, classes, processStart, loadSecs));
-#if RN_HAVE_CUDA
-    if (rc == 0 && o.profile)
-      if (auto *eager = dynamic_cast<rn::cuda::EagerExecutor *>(&ex)) {
-        rn::Result<std::string> report = eager->profileReport();
-        if (!report)
-          return fail(report.error().message());
-        std::fprintf(stderr, "%s", report->c_str());
-      }
-#endif
-    return rc;
-  }
-  rc = o.synthetic ? finishTrace(runSynthetic(o, *artifact, ex, batch, features, classes))
-                   : finishTrace(runData(o, *artifact, ex, *imageShape, classes));
-  return rc;
+  if (o.gpus > 0)
+    return runThreadedRanks(o, *artifact, kind, processStart, loadStart);
+  return runRank(o, *artifact, kind, processStart, loadStart, nullptr);
 }
