@@ -165,16 +165,17 @@ def collect(records: Iterable[dict[str, Any]], gpu: str | None, gpus: int = 1
     with the plan cache filled) is not a row of its own: its first_step_s
     becomes the "first_step_warm_s" of the run it repeats.
     """
-    latest: dict[tuple[str, int, str, str], dict[str, Any]] = {}
-    warm: dict[tuple[str, int, str, str], Any] = {}
+    # Keyed by GPU count too: a 2-GPU run of a model is not a 1-GPU one.
+    latest: dict[tuple[str, int, str, str, int], dict[str, Any]] = {}
+    warm: dict[tuple[str, int, str, str, int], Any] = {}
     for record in records:
         out = normalize(record, gpu, gpus)
         if out is None:
             continue
-        key = (out["model"], out["batch"], out["system"], out["mode"])
+        key = (out["model"], out["batch"], out["system"], out["mode"], out["gpus"])
         if out["system"] == "rn" and out["mode"].endswith(WARM_SUFFIX):
             if out.get("first_step_s") is not None:
-                warm[(*key[:3], out["mode"].removesuffix(WARM_SUFFIX))] = out["first_step_s"]
+                warm[(*key[:3], out["mode"].removesuffix(WARM_SUFFIX), key[4])] = out["first_step_s"]
             continue
         latest[key] = out
     for key, seconds in warm.items():

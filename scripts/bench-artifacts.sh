@@ -4,7 +4,10 @@
 # MODEL.benchBATCH.single.rnx (the pipeline's single-stream option: every
 # op on COMP_1) and MODEL.benchBATCH.ungrouped.rnx (multi-stream with
 # group-elementwise=false: one zeroing, unscaling and cast node per tensor
-# instead of the default multi-tensor ops), with the PyTorch reference's
+# instead of the default multi-tensor ops) and MODEL.benchBATCH.dp.rnx
+# (data-parallel=true: the batch is one GPU's, the gradient all-reduce in
+# buckets during the backward; rn-run --gpus N or torchrun's variables run
+# it on N GPUs), with the PyTorch reference's
 # recipe (f16 AMP, SGD Nesterov
 # momentum 0.9, weight decay 5e-4, dynamic loss scaling), weight-free (the
 # runtime samples the parameters). rn-compile's wall time per artifact goes
@@ -21,11 +24,12 @@ times=$dir/compile-times.jsonl
 for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 vgg11c:1024 resnet50:256}; do
   name=${spec%%:*} batch=${spec##*:}
   python3 -m rn.models "$name" --batch "$batch" -o "$dir/$name.$batch.mlir"
-  for variant in multi single ungrouped; do
+  for variant in multi single ungrouped dp; do
     out=$dir/$name.bench$batch.rnx pipeline=$recipe
     case $variant in
       single) out=$dir/$name.bench$batch.single.rnx pipeline="$recipe single-stream=true" ;;
       ungrouped) out=$dir/$name.bench$batch.ungrouped.rnx pipeline="$recipe group-elementwise=false" ;;
+      dp) out=$dir/$name.bench$batch.dp.rnx pipeline="$recipe data-parallel=true" ;;
     esac
     start=$EPOCHREALTIME
     rn-compile "$dir/$name.$batch.mlir" -o "$out" --quiet --no-weights --pipeline "$pipeline"

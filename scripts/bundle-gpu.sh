@@ -77,6 +77,19 @@ for name in fashion_cnn mlp; do
     --no-weights
   rm "$bundle/models/$name.train.mlir"
 done
+# Data-parallel checks on two GPUs (run-gpu-tests.sh, dist2): the f32 MLP
+# at batch 64 per GPU against one GPU at the global batch 128 (no BN, so
+# the trajectories must agree), and fashion_cnn at 32 per GPU for the
+# Fashion-MNIST recipe's global batch of 64.
+for spec in "mlp 64 dp" "mlp 128 plain" "fashion_cnn 32 dp"; do
+  set -- $spec
+  python3 -m rn.models "$1" --batch "$2" -o "$bundle/models/$1.dist$2.mlir"
+  pipeline=()
+  [ "$3" = dp ] && pipeline=(--pipeline "data-parallel=true")
+  rn-compile "$bundle/models/$1.dist$2.mlir" -o "$bundle/models/$1.dist$2.$3.rnx" --quiet \
+    --no-weights ${pipeline[@]+"${pipeline[@]}"}
+  rm "$bundle/models/$1.dist$2.mlir"
+done
 if [ "${RN_BUNDLE_DATA:-1}" != 0 ]; then
   mkdir -p "$bundle/data"
   cp /usr/share/datasets/fashion-mnist/*.gz "$bundle/data/"

@@ -4,7 +4,8 @@
 # paths, Fashion-MNIST training, the zoo against the CPU's digests, cuda-graph
 # against cuda-eager bit for bit, and compute-sanitizer. Logs and a summary
 # go to $OUT (or ./gpu-results).
-#   RN_GPU_TESTS: which groups to run (default "unit errors fashion zoo dist observe sanitizer")
+#   RN_GPU_TESTS: which groups to run (default "unit errors fashion zoo dist dist2 observe
+#   sanitizer"; dist2 needs two GPUs and says it skipped with one)
 #   RN_FASHION_EXECUTORS: executors that train Fashion-MNIST (default cuda-graph)
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,7 +13,7 @@ source "$bundle/scripts/gpu-env.sh"
 bin=$bundle/bin
 models=$bundle/models
 data=$bundle/data
-groups=${RN_GPU_TESTS:-unit errors fashion zoo dist observe sanitizer}
+groups=${RN_GPU_TESTS:-unit errors fashion zoo dist dist2 observe sanitizer}
 summary=$out/summary.txt
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -206,6 +207,64 @@ if has dist && [ -d "$bundle/zoo" ]; then
   for r in 0 1; do
     say "dist two ranks on one GPU, rank $r: $(grep -m1 -E 'error|loss' "$out/dist-two-ranks-one-gpu.$r.log")"
   done
+fi
+
+if has dist2; then
+  # Data-parallel on two GPUs (the nvidia-h200-x2 machine; skipped with
+  # fewer). NCCL_NVLS_ENABLE=0: NVLink multicast stays off there.
+  export NCCL_NVLS_ENABLE=0
+  gpus=$(nvidia-smi -L | wc -l)
+  if (( gpus < 2 )); then
+    say "dist2: skipped (this machine has $gpus GPU)"
+  else
+    # 1. The f32 MLP (no BN): 2 GPUs at 64 each, by --gpus 2 and by two
+    #    torchrun-style processes, against 1 GPU at the global batch 128.
+    timeout 300 "$bin/rn-run" "$models/mlp.dist128.plain.rnx" --synthetic --steps 20 --lr 0.05 \
+      --executor cuda-graph > "$out/dist2-mlp-1gpu.log" 2>&1
+    timeout 300 "$bin/rn-run" "$models/mlp.dist64.dp.rnx" --synthetic --steps 20 --lr 0.05 \
+      --executor cuda-graph --gpus 2 > "$out/dist2-mlp-gpus2.log" 2>&1
+    say "dist2 mlp --gpus 2: exit $?; $(grep -m1 'NCCL communicator' "$out/dist2-mlp-gpus2.log")"
+    for r in 0 1; do
+      env WORLD_SIZE=2 RANK=$r LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29521 \
+        timeout 300 "$bin/rn-run" "$models/mlp.dist64.dp.rnx" --synthetic --steps 20 --lr 0.05 \
+        --executor cuda-graph > "$out/dist2-mlp-procs.$r.log" 2>&1 &
+    done
+    wait
+    for run in gpus2 procs.0; do
+      "$python" "$bundle/scripts/compare-digests.py" --losses "$out/dist2-mlp-1gpu.log" \
+        "$out/dist2-mlp-$run.log" --tol 1e-4 > "$out/dist2-mlp-$run.compare.log" 2>&1
+      say "20 steps mlp, 2 GPUs ($run) vs 1 GPU at the global batch (tol 1e-4): exit $?; $(tail -1 "$out/dist2-mlp-$run.compare.log")"
+    done
+    # 2. Fashion-MNIST on two GPUs with the main job's recipe (global batch 64).
+    timeout 300 "$bin/rn-run" "$models/fashion_cnn.dist32.dp.rnx" --data "$data" --epochs 2 \
+      --lr 0.01 --gpus 2 --no-progress > "$out/dist2-fashion.log" 2>&1
+    say "dist2 fashion_cnn 2 GPUs (2 epochs, lr 0.01): exit $?; $(grep -E 'test loss' "$out/dist2-fashion.log" | tail -1)"
+    # 3. A rank killed mid-run: the other ends with an error at its deadline.
+    for r in 0 1; do
+      env WORLD_SIZE=2 RANK=$r LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29522 \
+        RN_DIST_TIMEOUT_S=10 timeout 120 "$bin/rn-run" "$models/mlp.dist64.dp.rnx" --synthetic \
+        --steps 2000000 --executor cuda-graph > "$out/dist2-killed.$r.log" 2>&1 &
+      pid[$r]=$!
+    done
+    sleep 8
+    kill -9 "${pid[1]}"
+    start=$SECONDS
+    wait "${pid[0]}"
+    rc=$?
+    say "dist2 rank 1 killed: rank 0 exit $rc (want 1) $((SECONDS - start)) s after the kill: $(grep -m1 error "$out/dist2-killed.0.log")"
+    # 4. Throughput, RN against PyTorch DDP, 1 and 2 GPUs, one process per run.
+    for spec in resnet18c:256 resnet50:256; do
+      name=${spec%%:*} batch=${spec##*:}
+      for n in 1 2; do
+        timeout 300 "$bin/rn-run" "$models/$name.bench$batch.dp.rnx" --benchmark --steps 40 \
+          --warmup 15 --executor cuda-graph --gpus $n > "$out/dist2-bench-rn-$name-$n.log" 2>&1
+        say "dist2 bench rn $name bs$batch/GPU x$n: exit $?; $(grep -m1 '^{' "$out/dist2-bench-rn-$name-$n.log")"
+        timeout 300 "$(dirname "$python")/torchrun" --standalone --nproc_per_node $n \
+          "$bundle/bench/torch_ddp.py" --models "$spec" > "$out/dist2-bench-ddp-$name-$n.log" 2>&1
+        say "dist2 bench ddp $name bs$batch/GPU x$n: exit $?; $(grep '"mode": "ddp"' "$out/dist2-bench-ddp-$name-$n.log" | tail -1)"
+      done
+    done
+  fi
 fi
 
 if has observe; then

@@ -134,3 +134,12 @@ def test_command_line_reads_files_in_order_and_gpu_txt(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "| RN cuda-graph multi-stream | 2.00x faster |" in captured.out
     assert "not JSON" in captured.err
+
+
+def test_runs_on_two_gpus_are_rows_of_their_own():
+    two = dict(RN_GRAPH, gpus=2, images_per_s=120000)
+    ddp = dict(TORCH_EAGER, mode="ddp", gpus=2)
+    results = cr.collect([RN_GRAPH, two, TORCH_EAGER, ddp], gpu="NVIDIA H200")
+    assert sorted((r["system"], r["gpus"]) for r in results) == [
+        ("pytorch", 1), ("pytorch", 2), ("rn", 1), ("rn", 2)]
+    assert {r["images_per_s"] for r in results if r["system"] == "rn"} == {64000, 120000}

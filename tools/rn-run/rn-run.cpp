@@ -378,12 +378,15 @@ int runBenchmark(const Options &o, const rn::Artifact &artifact, rn::Executor &e
   if (auto *device = dynamic_cast<const rn::cuda::DeviceExecutor *>(&ex))
     convFloorMs = device->convFloorMs();
 #endif
-  report("{\"model\": \"%s\", \"executor\": \"%.*s\", \"batch\": %lld, "
+  // Data-parallel: "batch" is one GPU's, "images_per_s" all GPUs' (the
+  // ranks step together: every step ends in the all-reduce).
+  report("{\"model\": \"%s\", \"executor\": \"%.*s\", \"batch\": %lld, \"gpus\": %d, "
               "\"ms_per_step\": %.3f, \"images_per_s\": %.0f, \"host_ms_per_step\": %.4f, "
               "\"load_s\": %.3f, \"first_step_s\": %.3f, \"peak_memory_inproc_bytes\": %zu, "
               "\"arena_bytes\": %llu, \"conv_floor_ms\": %.3f, \"loss\": %.6f}\n",
               artifact.program.model.c_str(), int(ex.name().size()), ex.name().data(),
-              (long long)batch, ms[1], double(batch) * 1000.0 / ms[1],
+              (long long)batch, o.group.worldSize, ms[1],
+              double(batch) * double(o.group.worldSize) * 1000.0 / ms[1],
               hostSecs * 1000.0 / double(3 * o.steps), loadSecs, firstStepSecs, peakMemory,
               (unsigned long long)artifact.program.arena.bytes, convFloorMs, loss);
   return 0;
@@ -468,7 +471,12 @@ rn::Status perturbState(rn::Executor &ex, double eps, unsigned long long seed) {
 int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
                  int64_t batch, int64_t features, int64_t classes) {
   // The dataset: 8 batches, labels from a fixed random linear teacher.
+  // Data-parallel: 8 global batches of batch x ranks examples, drawn the
+  // same on every rank, each rank training its shard; with one rank of
+  // batch 2B and two of batch B the global batches are the same examples.
   const int numBatches = 8;
+  const int64_t globalBatch = batch * o.group.worldSize;
+  const rn::BatchShard shard = rn::shardOfGlobalBatch(o.group, batch);
   std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + 12345);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -477,11 +485,11 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     w = normal(rng);
   std::vector<rn::HostBatch> data(numBatches);
   for (rn::HostBatch &b : data) {
-    b.images.resize(size_t(batch * features));
+    b.images.resize(size_t(globalBatch * features));
     for (float &x : b.images)
       x = uniform(rng);
-    b.labels.resize(size_t(batch));
-    for (int64_t n = 0; n < batch; ++n) {
+    b.labels.resize(size_t(globalBatch));
+    for (int64_t n = 0; n < globalBatch; ++n) {
       int32_t best = 0;
       double bestScore = -1e300;
       for (int64_t c = 0; c < classes; ++c) {
@@ -495,6 +503,12 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
         }
       }
       b.labels[size_t(n)] = best;
+    }
+    if (globalBatch != batch) {
+      b.images = std::vector<float>(b.images.begin() + shard.begin * features,
+                                    b.images.begin() + (shard.begin + shard.count) * features);
+      b.labels = std::vector<int32_t>(b.labels.begin() + shard.begin,
+                                      b.labels.begin() + shard.begin + shard.count);
     }
   }
 
@@ -522,11 +536,19 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
     if (!s)
       return fail("steps " + std::to_string(step0 + 1) + "-" +
                   std::to_string(step0 + count) + ": " + s.error().message());
+    // The loss of the global batch: the ranks' mean (equal shards).
+    std::vector<double> losses;
+    for (const rn::TrainOutputs &out : outs)
+      losses.push_back(out.loss);
+    if (rn::Status st = sumOverRanks(losses); !st)
+      return fail("steps " + std::to_string(step0 + 1) + "-" + std::to_string(step0 + count) +
+                  ": " + st.error().message());
     for (long i = 0; i < count; ++i) {
+      float loss = float(losses[size_t(i)] / double(o.group.worldSize));
       if (step0 + i == 0)
-        first = outs[size_t(i)].loss;
-      last = outs[size_t(i)].loss;
-      report("step %ld loss %.6f\n", step0 + i + 1, outs[size_t(i)].loss);
+        first = loss;
+      last = loss;
+      report("step %ld loss %.6f\n", step0 + i + 1, loss);
     }
     std::fflush(stdout);
     long done = step0 + count;
@@ -541,7 +563,8 @@ int runSynthetic(const Options &o, const rn::Artifact &artifact, rn::Executor &e
   double secs = seconds(start);
   report("loss first %.6f last %.6f\n", first, last);
   report("%.2f steps/s (%.3f s for %ld steps)\n", o.steps / secs, secs, o.steps);
-  if (!o.stateDigest.empty()) {
+  // Every rank holds the same state: rank 0 writes the digest.
+  if (!o.stateDigest.empty() && o.group.rank == 0) {
     nlohmann::json value;
     if (o.stateDigestEvery > 0) {
       value = {{"steps", std::move(perStep)}};
