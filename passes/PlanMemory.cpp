@@ -32,7 +32,9 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Debug.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -691,7 +693,8 @@ void PlanMemoryPass::runOnOperation() {
     if (failed(analyzeFunction(plan)))
       return signalPassFailure();
 
-  // Fixed slots. State in declaration order (neighbouring parameters stay
+  // Fixed slots. The gradients of the data-parallel buckets, then the
+  // other state in declaration order (neighbouring parameters stay
   // contiguous, so multi-tensor updates can cover a range), then inputs,
   // then scalar outputs.
   std::array<uint64_t, kNumRegions> regionBytes{};
@@ -701,20 +704,47 @@ void PlanMemoryPass::runOnOperation() {
     top += bytes;
     return offset;
   };
+  // Data-parallel buckets first: the gradients each rn.all_reduce_mean
+  // averages sit back to back in the gradient region, in its operand order,
+  // bucket after bucket (the backward's order), so that the runtime
+  // averages a bucket with one collective over one range.
+  DenseSet<StringAttr> placedStates;
+  DenseSet<std::pair<FunctionPlan *, unsigned>> placedBuffers;
+  for (FunctionPlan &plan : plans)
+    for (Operation &op : plan.function.getBody().front()) {
+      if (!isa<AllReduceMeanOp>(op))
+        continue;
+      for (Value operand : op.getOperands()) {
+        auto id = plan.bufferOf.find(operand);
+        if (id == plan.bufferOf.end())
+          continue;
+        Buffer &buffer = plan.buffers[id->second];
+        if (buffer.region != rn::RegionKind::gradients || buffer.demands.empty())
+          continue;
+        if (buffer.sharedKey && buffer.isStateSlot) {
+          SharedSlot &slot = stateSlots[buffer.sharedKey];
+          if (placedStates.insert(buffer.sharedKey).second)
+            slot.offset = place(slot.region, slot.bytes);
+        } else if (!buffer.sharedKey &&
+                   placedBuffers.insert({&plan, id->second}).second) {
+          buffer.offset = place(buffer.region, buffer.bytes);
+        }
+      }
+    }
   for (Operation &op : module.getBody()->getOperations()) {
     auto symbol = op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
     if (!symbol || !isa<ParameterOp, StateOp>(op))
       continue;
     auto it = stateSlots.find(symbol);
-    if (it == stateSlots.end())
+    if (it == stateSlots.end() || placedStates.contains(symbol))
       continue;
     it->second.offset = place(it->second.region, it->second.bytes);
   }
   for (auto &[name, slot] : inputSlots)
     slot.offset = place(slot.region, slot.bytes);
   for (FunctionPlan &plan : plans)
-    for (Buffer &buffer : plan.buffers) {
-      if (buffer.demands.empty())
+    for (auto [id, buffer] : llvm::enumerate(plan.buffers)) {
+      if (buffer.demands.empty() || placedBuffers.contains({&plan, unsigned(id)}))
         continue;
       if (buffer.sharedKey) {
         const SharedSlot &slot = buffer.isStateSlot

@@ -8,6 +8,7 @@
 
 #include "runtime/cuda/check.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -214,6 +215,32 @@ Status Communicator::allReduceMean(const std::vector<Buffer> &buffers, cudaStrea
   // A non-blocking communicator may still be enqueuing: the group's calls
   // are issued once its state leaves ncclInProgress.
   return settle("enqueuing an all-reduce");
+}
+
+std::vector<Communicator::Buffer> Communicator::coalesce(std::vector<Buffer> buffers,
+                                                         size_t alignment) {
+  if (alignment == 0 || buffers.size() < 2)
+    return buffers;
+  std::vector<Buffer> merged, apart;
+  std::vector<Buffer> inPlace;
+  for (const Buffer &b : buffers)
+    (b.send == b.receive ? inPlace : apart).push_back(b);
+  std::sort(inPlace.begin(), inPlace.end(),
+            [](const Buffer &a, const Buffer &b) { return a.send < b.send; });
+  for (const Buffer &b : inPlace) {
+    if (!merged.empty()) {
+      Buffer &last = merged.back();
+      uintptr_t end = uintptr_t(last.send + last.count);
+      uintptr_t next = (end + alignment - 1) / alignment * alignment;
+      if (uintptr_t(b.send) == next && (next - end) % sizeof(float) == 0) {
+        last.count += (next - end) / sizeof(float) + b.count;
+        continue;
+      }
+    }
+    merged.push_back(b);
+  }
+  merged.insert(merged.end(), apart.begin(), apart.end());
+  return merged;
 }
 
 Status Communicator::allReduceSumHost(std::vector<double> &values) {

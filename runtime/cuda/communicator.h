@@ -74,6 +74,14 @@ public:
   /// `stream` as one NCCL group (capturable: no host synchronization).
   Status allReduceMean(const std::vector<Buffer> &buffers, cudaStream_t stream);
 
+  /// `buffers` with in-place neighbours merged: sorted by address, a buffer
+  /// that starts where the previous one ends rounded up to `alignment` (the
+  /// arena's: no other slot can start in between) joins it, padding and
+  /// all, so that a bucket the memory plan laid out back to back is one
+  /// collective. Out-of-place buffers stay as they are; alignment 0 merges
+  /// nothing.
+  static std::vector<Buffer> coalesce(std::vector<Buffer> buffers, size_t alignment);
+
   /// Element-wise sums over the ranks of `values`, host to host, on the
   /// communicator's own stream, waiting within the deadline. Outside any
   /// capture: for reported losses and accuracies and the start-up checks.

@@ -290,7 +290,8 @@ Status DeviceProgram::prepareNodes() {
           const NodeViews &views = ps.viewsOfNode[i];
           OpLaunch l{n,      it.part,       views.operands[0], views.results[0],
                      stream, *conv_,        *gemm_,            options_.seed,
-                     &it.prepared, options_.communicator};
+                     &it.prepared, options_.communicator,
+                     p.arena.alignment};
           std::string where = "function " + f.name + ", subgraph " + sg.name + ", " +
                               describeNode(n, uint32_t(i), it.part, it.stream);
           double planMsBefore = conv_->preparedPlanMs();
@@ -388,7 +389,8 @@ Status DeviceProgram::issueItem(const Node &n, const NodeViews &views, Variant v
   size_t var = variant == Variant::a ? 0 : 1;
   OpLaunch l{n,      it.part,       views.operands[var], views.results[var],
              stream, *conv_,        *gemm_,              options_.seed,
-             &it.prepared, options_.communicator};
+             &it.prepared, options_.communicator,
+             program().arena.alignment};
   if (it.profileBegin)
     RN_CUDA_TRY(cudaEventRecord(it.profileBegin, stream.stream));
   if (options_.trace)

@@ -68,6 +68,9 @@ struct OpLaunch {
   /// The data-parallel communicator; null for a one-process run, where a
   /// collective over the one replica is the identity.
   Communicator *communicator = nullptr;
+  /// The arena's alignment (every slot starts at a multiple of it): what a
+  /// launcher may assume of the gaps between slots.
+  uint64_t arenaAlignment = 0;
 };
 
 struct OpLauncher {

@@ -3,7 +3,9 @@
 // all_reduce_mean averages its f32 operands over the data-parallel ranks
 // into its results (the same slots: the op updates its inputs): one NCCL
 // group of ncclAllReduce(ncclAvg) calls on the node's stream, which the
-// cuda-graph executor captures with the rest of the subgraph. Without a
+// cuda-graph executor captures with the rest of the subgraph; operands the
+// memory plan placed back to back (a bucket's gradients, PlanMemory.cpp)
+// are one call over their range. Without a
 // communicator (one process) the mean over the one replica is the value,
 // copied when result and operand are different buffers.
 //
@@ -40,7 +42,9 @@ Status launchAllReduceMean(const OpLaunch &l) {
     buffers.push_back({static_cast<const float *>(in.data), static_cast<float *>(out.data),
                        size_t(in.numel())});
   }
-  return l.communicator->allReduceMean(buffers, l.stream.stream);
+  // A bucket the memory plan laid out back to back is one collective.
+  return l.communicator->allReduceMean(
+      Communicator::coalesce(std::move(buffers), size_t(l.arenaAlignment)), l.stream.stream);
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // RUN: rn-opt %s --rn-training-pipeline="precision=f16 loss-scaling=dynamic data-parallel=true all-reduce-bucket-bytes=64" | FileCheck %s
 // RUN: rn-opt %s --rn-training-pipeline="precision=f16 loss-scaling=dynamic data-parallel=true all-reduce-bucket-bytes=0" | FileCheck %s --check-prefix=OFF
+// RUN: rn-opt %s --rn-training-pipeline="precision=f16 loss-scaling=dynamic data-parallel=true all-reduce-bucket-bytes=64" | FileCheck %s --check-prefix=SLOTS
 
 // Tests rn-bucket-all-reduce inside rn-training-pipeline (data-parallel,
 // f16 with dynamic loss scaling, 64-byte buckets): each bucket's casts
@@ -15,6 +16,16 @@
 // CHECK:     rn.all_reduce_mean {{.+}}rn.bucket = 1 : i64, rn.slots = {{.+}}, rn.stream = #rn.stream<update>, rn.subgraph = @DEEP_FWD_BWD}
 // CHECK:     rn.all_reduce_mean {{.+}}rn.stream = #rn.stream<update>, rn.subgraph = @ALL_REDUCE}
 // CHECK:     func.func @eval_step
+
+// Tests that rn-plan-memory lays each bucket's gradients out back to back
+// in the gradient region, bucket after bucket in the backward's order
+// (every slot padded to the 256-byte alignment), so that a bucket is one
+// range of the arena: one collective at run time.
+// SLOTS-LABEL: func.func @train_step
+// SLOTS:     rn.all_reduce_mean {{.+}}rn.slots = [#rn.slot<gradients, [[#B0:]], 48>
+// SLOTS-SAME:  #rn.slot<gradients, [[#B0+256]], 12>, #rn.slot<gradients, [[#B0+512]], 576>]
+// SLOTS:     rn.all_reduce_mean {{.+}}rn.slots = [#rn.slot<gradients, [[#B0+1280]], 16>, #rn.slot<gradients, [[#B0+1536]], 16>]
+// SLOTS:     rn.all_reduce_mean {{.+}}rn.slots = [#rn.slot<gradients, [[#B0+1792]], 144>, #rn.slot<gradients, [[#B0+2048]], 16>, #rn.slot<gradients, [[#B0+2304]], 16>]
 
 // OFF-LABEL: func.func @train_step
 // OFF-NOT:   rn.bucket

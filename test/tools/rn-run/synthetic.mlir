@@ -49,7 +49,7 @@
 // NOGPU-GRAPH: rn-run: error: --executor cuda-graph: {{no usable CUDA device|this rn-run was built without CUDA}}
 // DUMP-CPU: rn-run: error: --dump-graphs needs --executor cuda-graph
 // PROFILE-CPU: rn-run: error: --profile needs --executor cuda-eager
-// BENCH: {"model": "tiny_mlp", "executor": "cpu", "batch": 8, "ms_per_step": {{[0-9.]+}}, "images_per_s": {{[0-9]+}}, "host_ms_per_step": {{[0-9.]+}}, "load_s": {{[0-9.]+}}, "first_step_s": {{[0-9.]+}}, "peak_memory_inproc_bytes": 0, "arena_bytes": {{[0-9]+}}, "conv_floor_ms": -1.000, "loss": {{[0-9.]+}}}
+// BENCH: {"model": "tiny_mlp", "executor": "cpu", "batch": 8, "gpus": 1, "ms_per_step": {{[0-9.]+}}, "images_per_s": {{[0-9]+}}, "host_ms_per_step": {{[0-9.]+}}, "load_s": {{[0-9.]+}}, "first_step_s": {{[0-9.]+}}, "peak_memory_inproc_bytes": 0, "arena_bytes": {{[0-9]+}}, "conv_floor_ms": -1.000, "loss": {{[0-9.]+}}}
 // DIGEST: 12/12 state entries agree within 0
 // DIGEST-DIFF: fc1.weight (parameter): {{norm|sample}}
 // DIGEST-DIFF: /12 state entries agree within 1e-06
