@@ -243,6 +243,12 @@ std::vector<Communicator::Buffer> Communicator::coalesce(std::vector<Buffer> buf
   return merged;
 }
 
+Status Communicator::allReduceMeanNow(const std::vector<Buffer> &buffers) {
+  RN_RETURN_IF_ERROR(allReduceMean(buffers, hostStream_));
+  RN_CUDA_TRY(cudaEventRecord(hostDone_, hostStream_));
+  return waitEvent(hostDone_, "an all-reduce between steps");
+}
+
 Status Communicator::allReduceSumHost(std::vector<double> &values) {
   size_t bytes = values.size() * sizeof(double);
   if (bytes > hostScratchBytes_)

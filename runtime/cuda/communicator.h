@@ -82,6 +82,12 @@ public:
   /// nothing.
   static std::vector<Buffer> coalesce(std::vector<Buffer> buffers, size_t alignment);
 
+  /// The element-wise mean over the ranks of device buffers, now: on the
+  /// communicator's own stream, waiting within the deadline. Outside any
+  /// capture, with nothing else in flight (e.g. the BN running statistics
+  /// before an evaluation).
+  Status allReduceMeanNow(const std::vector<Buffer> &buffers);
+
   /// Element-wise sums over the ranks of `values`, host to host, on the
   /// communicator's own stream, waiting within the deadline. Outside any
   /// capture: for reported losses and accuracies and the start-up checks.

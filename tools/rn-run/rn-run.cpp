@@ -641,13 +641,48 @@ struct TestResult {
   int64_t evaluated = 0;
 };
 
+/// Data-parallel: the ranks' BN running statistics differ (each rank's come
+/// from its own shards), so before an evaluation or a checkpoint they are
+/// averaged over the ranks, in place (the role of DDP's broadcast of
+/// buffers). Every f32 "buffer" state entry is averaged; the executor is
+/// idle (its steps drained).
+rn::Status averageBuffersOverRanks(rn::Executor &ex) {
+#if RN_HAVE_CUDA
+  if (!communicator || !communicator->group().distributed())
+    return rn::Status::success();
+  auto *device = dynamic_cast<const rn::cuda::DeviceExecutor *>(&ex);
+  if (!device)
+    return rn::Error("averaging the BN statistics over the ranks needs a GPU executor");
+  const rn::cuda::DeviceContext &ctx = device->deviceProgram().context();
+  std::vector<rn::cuda::Communicator::Buffer> buffers;
+  for (const rn::StateEntry &e : ex.program().state) {
+    if (!e.slot || e.role != "buffer" || e.dtype != rn::DType::f32)
+      continue;
+    auto *p = static_cast<float *>(ctx.address(*e.slot, rn::Variant::a));
+    buffers.push_back({p, p, size_t(rn::numel(e.shape))});
+  }
+  if (buffers.empty())
+    return rn::Status::success();
+  return communicator->allReduceMeanNow(buffers);
+#else
+  (void)ex;
+  return rn::Status::success();
+#endif
+}
+
+/// Data-parallel: rank r evaluates the test batches b with b % ranks == r
+/// and the sums (loss, correct, examples) are added over the ranks.
 rn::Result<TestResult> evaluateTestSet(rn::Executor &ex, const rn::IdxDataset &test,
-                                       int64_t batch, int64_t classes, double smoothing) {
+                                       int64_t batch, int64_t classes, double smoothing,
+                                       const rn::ProcessGroup &group) {
+  if (rn::Status st = averageBuffersOverRanks(ex); !st)
+    return st.error().withContext("before the evaluation");
   TestResult r;
   double lossSum = 0; // sum over examples
   rn::HostBatch hb;
   std::vector<int64_t> indices(static_cast<size_t>(batch));
-  for (int64_t first = 0; first < test.count; first += batch) {
+  for (int64_t first = int64_t(group.rank) * batch; first < test.count;
+       first += batch * group.worldSize) {
     int64_t rows = std::min(batch, test.count - first);
     for (int64_t i = 0; i < batch; ++i)
       indices[size_t(i)] = i < rows ? first + i : (i - rows) % test.count;
@@ -677,6 +712,12 @@ rn::Result<TestResult> evaluateTestSet(rn::Executor &ex, const rn::IdxDataset &t
     r.correct += correct;
     r.evaluated += rows;
   }
+  std::vector<double> sums = {lossSum, double(r.correct), double(r.evaluated)};
+  if (rn::Status st = sumOverRanks(sums); !st)
+    return st.error().withContext("adding the ranks' evaluations");
+  lossSum = sums[0];
+  r.correct = int64_t(sums[1]);
+  r.evaluated = int64_t(sums[2]);
   r.loss = r.evaluated ? lossSum / double(r.evaluated) : 0;
   return r;
 }
@@ -995,7 +1036,7 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
     std::fflush(stdout);
 
     auto evalStart = std::chrono::steady_clock::now();
-    rn::Result<TestResult> tr = evaluateTestSet(ex, test, batch, classes, smoothing);
+    rn::Result<TestResult> tr = evaluateTestSet(ex, test, batch, classes, smoothing, o.group);
     if (!tr)
       return fail("epoch " + std::to_string(epoch + 1) + ", " + tr.error().message());
     if (tr->evaluated == test.count)
