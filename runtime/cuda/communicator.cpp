@@ -28,6 +28,10 @@ int64_t nowNs() {
 /// How long the pollers sleep between looks: short next to a step, long
 /// next to the CPU time a spin would burn.
 constexpr auto kPollInterval = std::chrono::microseconds(50);
+/// waitEvent spins (yielding) this long before it sleeps between looks, as
+/// cudaEventSynchronize spins by default: most steps end within it, and a
+/// sleep's wake-up latency would be added to every step.
+constexpr auto kSpinBeforeSleeping = std::chrono::milliseconds(2);
 
 } // namespace
 
@@ -137,7 +141,8 @@ Status Communicator::waitEvent(cudaEvent_t event, std::string_view what) {
     waitingFor_ = what;
   }
   waitingSince_ = nowNs();
-  auto deadline = Clock::now() + std::chrono::duration<double>(group_.timeoutSeconds);
+  const auto begin = Clock::now();
+  auto deadline = begin + std::chrono::duration<double>(group_.timeoutSeconds);
   Status result = Status::success();
   for (;;) {
     cudaError_t q = cudaEventQuery(event);
@@ -165,7 +170,10 @@ Status Communicator::waitEvent(cudaEvent_t event, std::string_view what) {
                      seconds + " s (a peer rank died or hung?); the NCCL communicator was aborted");
       break;
     }
-    std::this_thread::sleep_for(kPollInterval);
+    if (Clock::now() - begin < kSpinBeforeSleeping)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(kPollInterval);
   }
   waitingSince_ = 0;
   return result;
