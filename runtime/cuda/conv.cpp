@@ -134,7 +134,19 @@ bool engineAllowed(const std::string &name) {
 }
 
 /// Tensor UIDs of the graphs; also the slots of the pointer array of run.
-enum Uid : int64_t { uidX = 1, uidW, uidY, uidDy, uidDx, uidDw, uidSum, uidSumSq, uidCount };
+enum Uid : int64_t {
+  uidX = 1,
+  uidW,
+  uidY,
+  uidDy,
+  uidDx,
+  uidDw,
+  uidSum,
+  uidSumSq,
+  uidScale,
+  uidBias,
+  uidCount
+};
 
 constexpr size_t kAlignment = 256;
 size_t alignUp(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
@@ -149,6 +161,8 @@ const char *kindName(ConvKind kind) {
     return "backward_data";
   case ConvKind::backward_filter:
     return "backward_filter";
+  case ConvKind::forward_scale_bias_relu:
+    return "forward_scale_bias_relu";
   }
   return "?";
 }
@@ -394,6 +408,29 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
     }
     break;
   }
+  case ConvKind::forward_scale_bias_relu: {
+    auto x = tensor("x", uidX, call.x, call.xType);
+    std::array<int64_t, 4> perChannel{1, 1, 1, call.x[3]};
+    auto scale = tensor("scale", uidScale, perChannel, call.xType);
+    auto bias = tensor("bias", uidBias, perChannel, call.xType);
+    auto pointwise = [&](const char *name, fe::PointwiseMode_t mode) {
+      return fe::graph::Pointwise_attributes().set_name(name).set_mode(mode).set_compute_data_type(
+          fe::DataType_t::FLOAT);
+    };
+    auto scaled = graph->pointwise(x, scale, pointwise("scale", fe::PointwiseMode_t::MUL));
+    auto shifted = graph->pointwise(scaled, bias, pointwise("bias", fe::PointwiseMode_t::ADD));
+    auto activated = graph->pointwise(shifted, pointwise("relu", fe::PointwiseMode_t::RELU_FWD));
+    auto w = tensor("w", uidW, call.w, call.wType);
+    auto y = graph->conv_fprop(activated, w,
+                               fe::graph::Conv_fprop_attributes()
+                                   .set_name("fprop")
+                                   .set_padding(padding)
+                                   .set_stride(strides)
+                                   .set_dilation(dilation)
+                                   .set_compute_data_type(fe::DataType_t::FLOAT));
+    output(y, uidY, call.y, call.yType);
+    break;
+  }
   case ConvKind::backward_data: {
     auto dy = tensor("dy", uidDy, call.y, call.yType);
     auto w = tensor("w", uidW, call.w, call.wType);
@@ -614,6 +651,10 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
     case uidSumSq:
       s = allocate(Uid(uid), size_t(call.y[3]) * sizeof(float));
       break;
+    case uidScale:
+    case uidBias:
+      s = allocate(Uid(uid), size_t(call.x[3]) * elementSize(call.xType));
+      break;
     case uidDw:
       slots[uid] = stream.workspace; // the wgrad result lives there
       break;
@@ -812,6 +853,8 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
   slots[uidDw] = stream.workspace;
   slots[uidSum] = buffers.sum;
   slots[uidSumSq] = buffers.sumSq;
+  slots[uidScale] = const_cast<void *>(buffers.scale);
+  slots[uidBias] = const_cast<void *>(buffers.bias);
   for (int64_t uid : entry.packUids)
     if (!slots[uid])
       return Error("conv " + describe(call) + ": a buffer its kind needs is null");

@@ -37,6 +37,12 @@ enum class ConvKind : uint8_t {
   forward_stats,    ///< y = conv(x, w); sum[c], sum_sq[c] of y over N, H, W (f32)
   backward_data,    ///< dx = conv_transpose(dy, w) (overwrites dx)
   backward_filter,  ///< dw = dwAcc + wgrad(x, dy); dwAcc may alias dw
+  /// y = conv(relu(x * scale + bias), w), scale and bias per input channel
+  /// in x's dtype: a BN apply + ReLU as the convolution's prologue, so the
+  /// normalized activation is never written (cuDNN's runtime fusion of
+  /// NVIDIA's MLPerf ResNet). No op uses it yet: Conv.ScaleBiasReluPrologueTimes
+  /// measures, per ResNet shape, what it costs over the plain forward.
+  forward_scale_bias_relu,
 };
 
 struct ConvParams {
@@ -68,6 +74,8 @@ struct ConvBuffers {
   const void *dwAcc = nullptr; ///< backward_filter
   float *sum = nullptr;        ///< forward_stats, [O]
   float *sumSq = nullptr;      ///< forward_stats, [O]
+  const void *scale = nullptr; ///< forward_scale_bias_relu, [C] of x's dtype
+  const void *bias = nullptr;  ///< forward_scale_bias_relu, [C] of x's dtype
 };
 
 class ConvRunner {

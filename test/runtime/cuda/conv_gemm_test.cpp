@@ -781,6 +781,101 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
 INSTANTIATE_TEST_SUITE_P(, Launchers, ::testing::Values(DType::f32, DType::f16),
                          [](const auto &info) { return std::string(dtypeName(info.param)); });
 
+// The prologue kind computes conv(relu(x * scale + bias), w): against the
+// CPU's convolution of the f16-rounded prologue output (cuDNN keeps the
+// prologue in f32 or rounds it to f16 before the convolution: either is
+// within the f16 bound), at a 3x3 and a 1x1 stride-2 shape.
+TEST(Conv, ScaleBiasReluPrologueMatchesTheCpu) {
+  RN_SKIP_WITHOUT_CUDA();
+  Gpu gpu;
+  auto conv = makeConv();
+  ASSERT_TRUE(conv);
+  std::mt19937 rng(21);
+  for (auto [xShape, wShape, p] :
+       {std::tuple{Shape{4, 12, 12, 16}, Shape{32, 3, 3, 16}, params(1, 1)},
+        std::tuple{Shape{4, 12, 12, 32}, Shape{64, 1, 1, 32}, params(2, 0)}}) {
+    cpu::Conv2dAttrs attrs = attrsOf(p);
+    Shape yShape;
+    ASSERT_TRUE(cpu::conv2dOutputShape(xShape, wShape, attrs, yShape).ok());
+    Host x = randomHost(xShape, DType::f16, rng), w = randomHost(wShape, DType::f16, rng);
+    Host scale = randomHost({xShape[3]}, DType::f16, rng, 0.5f, 1.5f);
+    Host bias = randomHost({xShape[3]}, DType::f16, rng, -0.5f, 0.5f);
+    Host activated = x;
+    for (size_t i = 0; i < activated.values.size(); ++i) {
+      size_t c = i % size_t(xShape[3]);
+      float v = x.values[i] * scale.values[c] + bias.values[c];
+      activated.values[i] = roundTo(DType::f16, std::max(v, 0.0f));
+    }
+    ConvCall call;
+    call.kind = ConvKind::forward_scale_bias_relu;
+    call.params = p;
+    call.x = arr(xShape);
+    call.w = arr(wShape);
+    call.y = arr(yShape);
+    call.xType = call.wType = call.yType = DType::f16;
+    ASSERT_OK(conv->prepare(call, gpu.resources));
+    DeviceTensor dX = gpu.upload(x), dW = gpu.upload(w), dScale = gpu.upload(scale),
+                 dBias = gpu.upload(bias), y = gpu.empty(yShape, DType::f16);
+    ConvBuffers b;
+    b.x = dX.data;
+    b.w = dW.data;
+    b.y = y.data;
+    b.scale = dScale.data;
+    b.bias = dBias.data;
+    ASSERT_OK(conv->run(call, b, gpu.resources));
+    Host want(yShape, DType::f16);
+    ASSERT_TRUE(cpu::conv2d(activated.view(), w.view(), nullptr, attrs, want.view()).ok());
+    EXPECT_LE(relativeError(gpu.download(y), want.values), tolerance(DType::f16))
+        << describe(call);
+  }
+}
+
+/// ResNet-50's bottleneck convolutions at batch 256, f16, whose input is a
+/// BN + ReLU output: the autotuned time of the plain forward and of the
+/// forward with the BN apply and ReLU as its prologue
+/// (ConvKind::forward_scale_bias_relu), printed with their ratio (set
+/// RN_CUDA_BENCH=1 to run; no timing asserted). Saving the prologue's
+/// separate pass (read and write of the activation) pays where the ratio
+/// stays below 1 + that pass's share; this decides per shape.
+TEST(Conv, ScaleBiasReluPrologueTimes) {
+  RN_SKIP_WITHOUT_CUDA();
+  if (!std::getenv("RN_CUDA_BENCH"))
+    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+  Gpu gpu;
+  auto conv = makeConv(/*autotune=*/true);
+  ASSERT_TRUE(conv);
+  struct Shape {
+    int64_t hw, cin, cout, kernel, stride;
+  };
+  const Shape shapes[] = {{56, 64, 64, 3, 1},  {56, 64, 256, 1, 1},  {56, 128, 128, 3, 2},
+                          {28, 128, 512, 1, 1}, {28, 256, 256, 3, 2}, {14, 256, 1024, 1, 1},
+                          {14, 512, 512, 3, 2}, {7, 512, 2048, 1, 1}};
+  for (const Shape &shape : shapes) {
+    double ms[2] = {0, 0};
+    int k = 0;
+    for (ConvKind kind : {ConvKind::forward, ConvKind::forward_scale_bias_relu}) {
+      ConvCall call;
+      call.kind = kind;
+      int64_t pad = shape.kernel / 2, out = (shape.hw + 2 * pad - shape.kernel) / shape.stride + 1;
+      call.params = params(shape.stride, pad);
+      call.x = {256, shape.hw, shape.hw, shape.cin};
+      call.w = {shape.cout, shape.kernel, shape.kernel, shape.cin};
+      call.y = {256, out, out, shape.cout};
+      call.xType = call.wType = call.yType = DType::f16;
+      double before = conv->preparedPlanMs();
+      Result<size_t> prepared = conv->prepare(call, gpu.resources);
+      ms[k++] = prepared.ok() ? conv->preparedPlanMs() - before : -1;
+      if (!prepared.ok())
+        std::printf("  %s\n", prepared.error().message().c_str());
+    }
+    std::printf("x[256,%lld,%lld,%lld] %lldx%lld/%lld -> %lld: forward %.3f ms, with the "
+                "scale-bias-ReLU prologue %.3f ms (x%.2f)\n",
+                (long long)shape.hw, (long long)shape.hw, (long long)shape.cin,
+                (long long)shape.kernel, (long long)shape.kernel, (long long)shape.stride,
+                (long long)shape.cout, ms[0], ms[1], ms[0] > 0 ? ms[1] / ms[0] : 0.0);
+  }
+}
+
 /// ResNet-50's stem (7x7 stride 2, 3 input channels at 224x224, batch 256)
 /// with the input channels zero-padded to 4 and 8: the autotuned cuDNN time
 /// of its forward and filter gradient at each width, printed (set
