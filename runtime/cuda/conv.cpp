@@ -145,6 +145,7 @@ enum Uid : int64_t {
   uidSumSq,
   uidScale,
   uidBias,
+  uidResidual,
   uidCount
 };
 
@@ -163,6 +164,8 @@ const char *kindName(ConvKind kind) {
     return "backward_filter";
   case ConvKind::forward_scale_bias_relu:
     return "forward_scale_bias_relu";
+  case ConvKind::backward_data_add:
+    return "backward_data_add";
   }
   return "?";
 }
@@ -444,6 +447,26 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
     output(dx, uidDx, call.x, call.xType);
     break;
   }
+  case ConvKind::backward_data_add: {
+    auto dy = tensor("dy", uidDy, call.y, call.yType);
+    auto w = tensor("w", uidW, call.w, call.wType);
+    auto dgrad = graph->conv_dgrad(dy, w,
+                                   fe::graph::Conv_dgrad_attributes()
+                                       .set_name("dgrad")
+                                       .set_padding(padding)
+                                       .set_stride(strides)
+                                       .set_dilation(dilation)
+                                       .set_compute_data_type(fe::DataType_t::FLOAT));
+    dgrad->set_dim(dimsOf(call.x)).set_stride(stridesOf(call.x));
+    auto residual = tensor("residual", uidResidual, call.x, call.xType);
+    auto dx = graph->pointwise(dgrad, residual,
+                               fe::graph::Pointwise_attributes()
+                                   .set_name("residual_add")
+                                   .set_mode(fe::PointwiseMode_t::ADD)
+                                   .set_compute_data_type(fe::DataType_t::FLOAT));
+    output(dx, uidDx, call.x, call.xType);
+    break;
+  }
   case ConvKind::backward_filter: {
     auto dy = tensor("dy", uidDy, call.y, call.yType);
     auto x = tensor("x", uidX, call.x, call.xType);
@@ -651,6 +674,9 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
     case uidSumSq:
       s = allocate(Uid(uid), size_t(call.y[3]) * sizeof(float));
       break;
+    case uidResidual:
+      s = allocate(Uid(uid), bytesOf(call.x, call.xType));
+      break;
     case uidScale:
     case uidBias:
       s = allocate(Uid(uid), size_t(call.x[3]) * elementSize(call.xType));
@@ -855,6 +881,7 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
   slots[uidSumSq] = buffers.sumSq;
   slots[uidScale] = const_cast<void *>(buffers.scale);
   slots[uidBias] = const_cast<void *>(buffers.bias);
+  slots[uidResidual] = const_cast<void *>(buffers.residual);
   for (int64_t uid : entry.packUids)
     if (!slots[uid])
       return Error("conv " + describe(call) + ": a buffer its kind needs is null");

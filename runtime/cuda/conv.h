@@ -43,6 +43,11 @@ enum class ConvKind : uint8_t {
   /// NVIDIA's MLPerf ResNet). No op uses it yet: Conv.ScaleBiasReluPrologueTimes
   /// measures, per ResNet shape, what it costs over the plain forward.
   forward_scale_bias_relu,
+  /// dx = conv_transpose(dy, w) + residual: a residual junction's gradient
+  /// sum as the data gradient's epilogue (`residual` has x's shape and
+  /// dtype; it may alias dx). No op uses it yet: Conv.ResidualAddEpilogueTimes
+  /// measures what it costs over the plain data gradient.
+  backward_data_add,
 };
 
 struct ConvParams {
@@ -76,6 +81,7 @@ struct ConvBuffers {
   float *sumSq = nullptr;      ///< forward_stats, [O]
   const void *scale = nullptr; ///< forward_scale_bias_relu, [C] of x's dtype
   const void *bias = nullptr;  ///< forward_scale_bias_relu, [C] of x's dtype
+  const void *residual = nullptr; ///< backward_data_add, x's shape and dtype
 };
 
 class ConvRunner {

@@ -830,6 +830,91 @@ TEST(Conv, ScaleBiasReluPrologueMatchesTheCpu) {
   }
 }
 
+// The epilogue kind computes dgrad(dy, w) + residual, into another buffer
+// and in place (dx aliasing residual, as a junction's gradient would).
+TEST(Conv, ResidualAddEpilogueMatchesTheCpu) {
+  RN_SKIP_WITHOUT_CUDA();
+  Gpu gpu;
+  auto conv = makeConv();
+  ASSERT_TRUE(conv);
+  std::mt19937 rng(22);
+  for (auto [xShape, wShape, p] :
+       {std::tuple{Shape{4, 12, 12, 16}, Shape{32, 3, 3, 16}, params(1, 1)},
+        std::tuple{Shape{4, 12, 12, 32}, Shape{64, 1, 1, 32}, params(2, 0)}}) {
+    cpu::Conv2dAttrs attrs = attrsOf(p);
+    Shape yShape;
+    ASSERT_TRUE(cpu::conv2dOutputShape(xShape, wShape, attrs, yShape).ok());
+    Host w = randomHost(wShape, DType::f16, rng), dy = randomHost(yShape, DType::f16, rng);
+    Host residual = randomHost(xShape, DType::f16, rng);
+    Host want(xShape, DType::f16);
+    ASSERT_TRUE(cpu::conv2dBackwardInput(dy.view(), w.view(), attrs, want.view()).ok());
+    for (size_t i = 0; i < want.values.size(); ++i)
+      want.values[i] += residual.values[i];
+    ConvCall call;
+    call.kind = ConvKind::backward_data_add;
+    call.params = p;
+    call.x = arr(xShape);
+    call.w = arr(wShape);
+    call.y = arr(yShape);
+    call.xType = call.wType = call.yType = DType::f16;
+    ASSERT_OK(conv->prepare(call, gpu.resources));
+    DeviceTensor dW = gpu.upload(w), dDy = gpu.upload(dy), dResidual = gpu.upload(residual),
+                 dx = gpu.empty(xShape, DType::f16);
+    for (bool inPlace : {false, true}) {
+      ConvBuffers b;
+      b.w = dW.data;
+      b.dy = dDy.data;
+      b.residual = dResidual.data;
+      b.dx = inPlace ? dResidual.data : dx.data;
+      ASSERT_OK(conv->run(call, b, gpu.resources));
+      EXPECT_LE(relativeError(gpu.download(inPlace ? dResidual : dx), want.values),
+                tolerance(DType::f16))
+          << describe(call) << (inPlace ? " in place" : "");
+    }
+  }
+}
+
+/// ResNet-50's block inputs at batch 256, f16, where the residual
+/// junction's gradient is summed: the autotuned time of the first
+/// convolution's data gradient alone and with the sum as its epilogue
+/// (ConvKind::backward_data_add), printed (set RN_CUDA_BENCH=1; no timing
+/// asserted). The separate sum reads two gradients and writes one.
+TEST(Conv, ResidualAddEpilogueTimes) {
+  RN_SKIP_WITHOUT_CUDA();
+  if (!std::getenv("RN_CUDA_BENCH"))
+    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+  Gpu gpu;
+  auto conv = makeConv(/*autotune=*/true);
+  ASSERT_TRUE(conv);
+  struct Shape2 {
+    int64_t hw, cin, cout;
+  };
+  // The 1x1 reduce convolution of a bottleneck: block input cin -> cout.
+  const Shape2 shapes[] = {{56, 256, 64}, {28, 512, 128}, {14, 1024, 256}, {7, 2048, 512}};
+  for (const Shape2 &shape : shapes) {
+    double ms[2] = {0, 0};
+    int k = 0;
+    for (ConvKind kind : {ConvKind::backward_data, ConvKind::backward_data_add}) {
+      ConvCall call;
+      call.kind = kind;
+      call.params = params(1, 0);
+      call.x = {256, shape.hw, shape.hw, shape.cin};
+      call.w = {shape.cout, 1, 1, shape.cin};
+      call.y = {256, shape.hw, shape.hw, shape.cout};
+      call.xType = call.wType = call.yType = DType::f16;
+      double before = conv->preparedPlanMs();
+      Result<size_t> prepared = conv->prepare(call, gpu.resources);
+      ms[k++] = prepared.ok() ? conv->preparedPlanMs() - before : -1;
+      if (!prepared.ok())
+        std::printf("  %s\n", prepared.error().message().c_str());
+    }
+    std::printf("dx[256,%lld,%lld,%lld] 1x1 from %lld: data gradient %.3f ms, with the residual "
+                "sum as its epilogue %.3f ms (x%.2f)\n",
+                (long long)shape.hw, (long long)shape.hw, (long long)shape.cin,
+                (long long)shape.cout, ms[0], ms[1], ms[0] > 0 ? ms[1] / ms[0] : 0.0);
+  }
+}
+
 /// ResNet-50's bottleneck convolutions at batch 256, f16, whose input is a
 /// BN + ReLU output: the autotuned time of the plain forward and of the
 /// forward with the BN apply and ReLU as its prologue
