@@ -456,6 +456,9 @@ CpuExecutor::~CpuExecutor() = default;
 
 Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifact,
                                                          Options options) {
+  if (options.replicas && options.interleave)
+    return Error("the CPU executor's replicas do not run interleaved (each replica's random "
+                 "order would issue its all-reduce buckets in another order)");
   std::unique_ptr<CpuExecutor> ex(new CpuExecutor());
   ex->artifact_ = &artifact;
   ex->options_ = options;
@@ -784,13 +787,22 @@ struct ExecutorAccess {
     switch (k.kind) {
     case OpKind::copy:
       return copy(o[0], r[0]);
-    case OpKind::all_reduce_mean: // one replica: the mean is the value
+    case OpKind::all_reduce_mean: { // one replica: the mean is the value
       for (size_t q = 0; q < o.size(); ++q) {
         KernelStatus s = copy(o[q], r[q]);
         if (!s.ok())
           return s;
       }
+      if (!ex.options_.replicas)
+        return {};
+      std::vector<cpu::ReplicaGroup::Buffer> buffers;
+      for (uint32_t t : r)
+        buffers.push_back({ptr(t), size_t(numel(fn.tensors[t].shape))});
+      if (Status st = ex.options_.replicas->allReduceMean(ex.options_.replicaRank, buffers);
+          !st.ok())
+        return KernelStatus{st.error().message()};
       return {};
+    }
     case OpKind::conv2d:
       return cpu::conv2d(V(o[0]), V(o[1]), o.size() == 3 ? &V(o[2]) : nullptr, k.conv, V(r[0]));
     case OpKind::linear:

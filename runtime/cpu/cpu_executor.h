@@ -111,6 +111,7 @@
 #include "runtime/core/executor.h"
 #include "runtime/core/host_program.h"
 #include "runtime/core/status.h"
+#include "runtime/cpu/replica_group.h"
 
 #include <cstdint>
 #include <map>
@@ -128,6 +129,12 @@ public:
   struct Options {
     uint64_t seed = 0;       ///< dropout RNG and the interleaving order
     bool interleave = false; ///< randomized interleaving + hazard checks
+    /// Data-parallel replicas in this process (replica_group.h): the
+    /// all_reduce_mean nodes average over the group; not owned. Null: one
+    /// replica, where the mean is the value. Not with `interleave` (the
+    /// replicas' random orders would issue their buckets differently).
+    cpu::ReplicaGroup *replicas = nullptr;
+    int replicaRank = 0;
   };
 
   /// Plans the CPU arena. `artifact` must outlive the executor.

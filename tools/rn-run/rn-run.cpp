@@ -27,6 +27,7 @@
 #include "runtime/core/artifact.h"
 #include "runtime/core/host_input_pool.h"
 #include "runtime/core/process_group.h"
+#include "runtime/cpu/replica_group.h"
 #include "runtime/cpu/cpu_executor.h"
 #if RN_HAVE_CUDA
 #include "runtime/cuda/communicator.h"
@@ -70,8 +71,20 @@ using SharedNcclId = ncclUniqueId;
 struct SharedNcclId {};
 #endif
 
-/// With --gpus, the ranks but rank 0 print nothing on stdout (one report
-/// for the process); errors still go to stderr from every rank.
+/// --cpu-replicas: this thread's replica group and rank, else null.
+thread_local rn::cpu::ReplicaGroup *cpuReplicas = nullptr;
+thread_local int cpuReplicaRank = 0;
+
+/// The ranks of one process (--gpus N: one NCCL id for every GPU's
+/// communicator; --cpu-replicas N: one in-memory group of CPU replicas).
+struct InProcessRanks {
+  const SharedNcclId *ncclId = nullptr;
+  rn::cpu::ReplicaGroup *cpu = nullptr;
+};
+
+/// With --gpus or --cpu-replicas, the ranks but rank 0 print nothing on
+/// stdout (one report for the process); errors still go to stderr from
+/// every rank.
 thread_local bool quietRank = false;
 
 __attribute__((format(printf, 1, 2))) void report(const char *format, ...) {
@@ -85,6 +98,8 @@ __attribute__((format(printf, 1, 2))) void report(const char *format, ...) {
 
 /// Sums `values` over the data-parallel ranks (unchanged with one rank).
 rn::Status sumOverRanks(std::vector<double> &values) {
+  if (cpuReplicas)
+    return cpuReplicas->allReduceSum(cpuReplicaRank, values);
 #if RN_HAVE_CUDA
   if (communicator && communicator->group().distributed())
     return communicator->allReduceSumHost(values);
@@ -180,6 +195,8 @@ void usage(FILE *out) {
       "  --gpus N           data-parallel on N GPUs of this machine from this one\n"
       "                     process (a host thread and a stream set per GPU; the\n"
       "                     artifact compiled data-parallel, its batch per GPU)\n"
+      "  --cpu-replicas N   the same with N CPU executors (the reference of --gpus:\n"
+      "                     gradients averaged in memory; not with --interleave)\n"
       "data-parallel (one process per GPU, as torchrun starts them): RANK, WORLD_SIZE,\n"
       "  LOCAL_RANK (the GPU), MASTER_ADDR and MASTER_PORT (rank 0's NCCL bootstrap) in\n"
       "  the environment; the artifact compiled with data-parallel=true; each rank\n"
@@ -224,6 +241,8 @@ struct Options {
   rn::ProcessGroup group;
   /// --gpus N: this process drives N GPUs data-parallel, a thread each.
   long long gpus = 0;
+  /// --cpu-replicas N: N CPU executors data-parallel, a thread each.
+  long long cpuReplicas = 0;
   bool synthetic = false, interleave = false, progress = true;
   long steps = 10;
   double lr = 0.1;
@@ -647,6 +666,19 @@ struct TestResult {
 /// buffers). Every f32 "buffer" state entry is averaged; the executor is
 /// idle (its steps drained).
 rn::Status averageBuffersOverRanks(rn::Executor &ex) {
+  if (cpuReplicas) {
+    for (const rn::StateEntry &e : ex.program().state) {
+      if (!e.slot || e.role != "buffer" || e.dtype != rn::DType::f32)
+        continue;
+      rn::Result<std::vector<float>> values = ex.readState(e.name);
+      if (!values)
+        return values.error();
+      RN_RETURN_IF_ERROR(
+          cpuReplicas->allReduceMean(cpuReplicaRank, {{values->data(), values->size()}}));
+      RN_RETURN_IF_ERROR(ex.writeState(e.name, *values));
+    }
+    return rn::Status::success();
+  }
 #if RN_HAVE_CUDA
   if (!communicator || !communicator->group().distributed())
     return rn::Status::success();
@@ -1093,52 +1125,74 @@ int runData(const Options &o, const rn::Artifact &artifact, rn::Executor &ex,
 
 int runRank(Options o, const rn::Artifact &artifact, const std::string &kind,
             std::chrono::steady_clock::time_point processStart,
-            std::chrono::steady_clock::time_point loadStart, const SharedNcclId *sharedId);
+            std::chrono::steady_clock::time_point loadStart, const InProcessRanks *ranks);
 
-/// --gpus N: rank r on GPU r in a host thread of its own, each with its
-/// executor (streams, graphs captured thread-locally) and its NCCL
-/// communicator, all from one ncclGetUniqueId; rank 0 reports. The exit
-/// code is the worst rank's.
+/// --gpus N / --cpu-replicas N: rank r in a host thread of its own, each
+/// with its executor. GPU ranks: rank r on GPU r (streams, graphs captured
+/// thread-locally) with its NCCL communicator, all from one
+/// ncclGetUniqueId. CPU replicas: one in-memory ReplicaGroup, the
+/// reference. Rank 0 reports; the exit code is the worst rank's.
 int runThreadedRanks(const Options &o, const rn::Artifact &artifact, const std::string &kind,
                      std::chrono::steady_clock::time_point processStart,
                      std::chrono::steady_clock::time_point loadStart) {
-#if RN_HAVE_CUDA
+  const bool cpuRun = o.cpuReplicas > 0;
+  const long long count = cpuRun ? o.cpuReplicas : o.gpus;
+  const std::string flag = cpuRun ? "--cpu-replicas" : "--gpus";
+  if (o.gpus > 0 && o.cpuReplicas > 0)
+    return fail("--gpus and --cpu-replicas exclude each other");
   if (std::getenv("WORLD_SIZE"))
-    return fail("--gpus and WORLD_SIZE exclude each other: one process drives the GPUs, or "
+    return fail(flag + " and WORLD_SIZE exclude each other: one process runs the ranks, or "
                 "one process per GPU is started (torchrun)");
-  if (kind == "cpu")
-    return fail("--gpus needs a GPU executor (the CPU executor runs one replica)");
+  if (cpuRun && kind != "cpu")
+    return fail("--cpu-replicas needs --executor cpu (GPU ranks: --gpus N)");
+  if (!cpuRun && kind == "cpu")
+    return fail("--gpus needs a GPU executor (CPU replicas: --cpu-replicas N)");
   if (!o.trace.empty() || o.profile || !o.dumpGraphs.empty())
-    return fail("--trace, --profile and --dump-graphs observe one GPU: not with --gpus");
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || o.gpus > devices)
-    return fail("--gpus " + std::to_string(o.gpus) + ": this machine has " +
-                std::to_string(devices) + " GPU(s)");
+    return fail("--trace, --profile and --dump-graphs observe one GPU: not with " + flag);
   rn::Result<rn::ProcessGroup> environment = rn::processGroupFromEnvironment();
   if (!environment)
     return fail(environment.error().message());
-  rn::Result<ncclUniqueId> id = rn::cuda::Communicator::newUniqueId();
-  if (!id)
-    return fail("--gpus: " + id.error().message());
-  std::vector<int> rcs(size_t(o.gpus), 1);
+  InProcessRanks shared;
+  std::unique_ptr<rn::cpu::ReplicaGroup> group;
+#if RN_HAVE_CUDA
+  ncclUniqueId id{};
+#endif
+  if (cpuRun) {
+    group = std::make_unique<rn::cpu::ReplicaGroup>(int(count));
+    shared.cpu = group.get();
+  } else {
+#if RN_HAVE_CUDA
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || count > devices)
+      return fail("--gpus " + std::to_string(count) + ": this machine has " +
+                  std::to_string(devices) + " GPU(s)");
+    rn::Result<ncclUniqueId> made = rn::cuda::Communicator::newUniqueId();
+    if (!made)
+      return fail("--gpus: " + made.error().message());
+    id = *made;
+    shared.ncclId = &id;
+#else
+    return fail("--gpus " + std::to_string(count) + ": this rn-run was built without CUDA");
+#endif
+  }
+  std::vector<int> rcs(size_t(count), 1);
   std::vector<std::thread> ranks;
-  for (int r = 0; r < int(o.gpus); ++r)
+  for (int r = 0; r < int(count); ++r)
     ranks.emplace_back([&, r] {
       Options mine = o;
       mine.group.rank = r;
-      mine.group.worldSize = int(o.gpus);
+      mine.group.worldSize = int(count);
       mine.group.localRank = r;
       mine.group.timeoutSeconds = environment->timeoutSeconds;
       quietRank = r != 0;
-      rcs[size_t(r)] = runRank(mine, artifact, kind, processStart, loadStart, &*id);
+      rcs[size_t(r)] = runRank(mine, artifact, kind, processStart, loadStart, &shared);
+      // A failed replica must not leave the others waiting for it.
+      if (rcs[size_t(r)] != 0 && group)
+        group->abort(r);
     });
   for (std::thread &t : ranks)
     t.join();
   return *std::max_element(rcs.begin(), rcs.end());
-#else
-  (void)artifact, (void)kind, (void)processStart, (void)loadStart;
-  return fail("--gpus " + std::to_string(o.gpus) + ": this rn-run was built without CUDA");
-#endif
 }
 
 /// Everything after the artifact is loaded, for one rank: the process
@@ -1146,16 +1200,20 @@ int runThreadedRanks(const Options &o, const rn::Artifact &artifact, const std::
 /// `sharedId`), the communicator, the executor, then training.
 int runRank(Options o, const rn::Artifact &artifact, const std::string &kind,
             std::chrono::steady_clock::time_point processStart,
-            std::chrono::steady_clock::time_point loadStart, const SharedNcclId *sharedId) {
+            std::chrono::steady_clock::time_point loadStart, const InProcessRanks *ranks) {
+  const SharedNcclId *sharedId = ranks ? ranks->ncclId : nullptr;
   // Data-parallel when launched with WORLD_SIZE (torchrun's variables), even
   // with one rank: that one rank then averages through NCCL too.
-  if (!sharedId) {
+  if (!ranks) {
     rn::Result<rn::ProcessGroup> group = rn::processGroupFromEnvironment();
     if (!group)
       return fail(group.error().message());
     o.group = *group;
   }
-  const bool launchedDataParallel = sharedId || std::getenv("WORLD_SIZE") != nullptr;
+  const bool launchedDataParallel = ranks || std::getenv("WORLD_SIZE") != nullptr;
+  rn::cpu::ReplicaGroup *replicas = ranks ? ranks->cpu : nullptr;
+  cpuReplicas = replicas;
+  cpuReplicaRank = o.group.rank;
   if (launchedDataParallel) {
     bool hasAllReduce = false;
     for (const rn::Function &f : artifact.program.functions)
@@ -1166,9 +1224,9 @@ int runRank(Options o, const rn::Artifact &artifact, const std::string &kind,
       return fail(o.group.describe() + ": " + o.path +
                   " was not compiled data-parallel (no all_reduce_mean): compile it with "
                   "--pipeline \"data-parallel=true ...\"");
-    if (kind == "cpu" && o.group.distributed())
+    if (kind == "cpu" && o.group.distributed() && !replicas)
       return fail(o.group.describe() + ": data-parallel training needs a GPU executor "
-                  "(the CPU executor runs one replica)");
+                  "(the CPU executor runs one replica; --cpu-replicas N runs N in one process)");
     if (o.group.rank != 0)
       o.progress = false; // rank 0 reports progress
   }
@@ -1226,8 +1284,10 @@ int runRank(Options o, const rn::Artifact &artifact, const std::string &kind,
 #endif
   if (kind == "cpu") {
     rn::CpuExecutor::Options options;
-    options.seed = o.seed;
+    options.seed = rn::dropoutSeedOfRank(o.seed, o.group.rank);
     options.interleave = o.interleave;
+    options.replicas = replicas;
+    options.replicaRank = o.group.rank;
     auto cpu = rn::CpuExecutor::create(artifact, options);
     if (!cpu)
       return fail(cpu.error().message());
@@ -1421,6 +1481,9 @@ int main(int argc, char **argv) {
     } else if (arg == "--gpus") {
       if (!integer("--gpus", 1, o.gpus))
         return 1;
+    } else if (arg == "--cpu-replicas") {
+      if (!integer("--cpu-replicas", 1, o.cpuReplicas))
+        return 1;
     } else if (arg == "--trace") {
       o.trace = value("--trace");
     } else if (arg == "--dump-graphs") {
@@ -1532,7 +1595,7 @@ int main(int argc, char **argv) {
     return fail("--dump-graphs needs --executor cuda-graph");
   if (!o.trace.empty() && kind == "cpu")
     return fail("--trace needs a GPU executor (cuda-graph or cuda-eager)");
-  if (o.gpus > 0)
+  if (o.gpus > 0 || o.cpuReplicas > 0)
     return runThreadedRanks(o, *artifact, kind, processStart, loadStart);
   return runRank(o, *artifact, kind, processStart, loadStart, nullptr);
 }
