@@ -218,7 +218,24 @@ def _seconds(value: float | None) -> str:
 
 
 def _label(record: dict[str, Any]) -> str:
-    return f"{SYSTEM_NAMES[record['system']]} {record['mode']}"
+    gpus = int(record.get("gpus", 1))
+    return f"{SYSTEM_NAMES[record['system']]} {record['mode']}" + (
+        f" on {gpus} GPUs" if gpus > 1 else "")
+
+
+def scaling(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], float]]:
+    """Each multi-GPU run with its scaling efficiency: its images/s over the GPU count
+    times the images/s of the same system and mode on one GPU (same model and batch per
+    GPU), where both were timed."""
+    single = {(r["system"], r["mode"]): r for r in rows
+              if int(r.get("gpus", 1)) == 1 and r.get("images_per_s")}
+    out = []
+    for r in rows:
+        gpus = int(r.get("gpus", 1))
+        one = single.get((r["system"], r["mode"]))
+        if gpus > 1 and r.get("images_per_s") and one:
+            out.append((r, r["images_per_s"] / (gpus * one["images_per_s"])))
+    return out
 
 
 def markdown(results: Sequence[dict[str, Any]]) -> str:
@@ -257,8 +274,17 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
             rule = "|---|" + "---:|" * len(peers)
             lines = [header, rule]
             for r in rn_rows:
-                cells = [ratio_text(p["ms_per_step"], r["ms_per_step"]) for p in peers]
+                # Times compare on the same number of GPUs only.
+                cells = [ratio_text(p["ms_per_step"], r["ms_per_step"])
+                         if int(p.get("gpus", 1)) == int(r.get("gpus", 1)) else "-"
+                         for p in peers]
                 lines.append(f"| {_label(r)} | " + " | ".join(cells) + " |")
+            parts.append("\n".join(lines))
+        scaled = scaling(timed)
+        if scaled:
+            lines = ["| system | images/s | scaling efficiency |", "|---|---:|---:|"]
+            lines += [f"| {_label(r)} | {r['images_per_s']} | {efficiency:.3f} |"
+                      for r, efficiency in scaled]
             parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n" if parts else "no runs\n"
 

@@ -252,18 +252,28 @@ if has dist2; then
     wait "${pid[0]}"
     rc=$?
     say "dist2 rank 1 killed: rank 0 exit $rc (want 1) $((SECONDS - start)) s after the kill: $(grep -m1 error "$out/dist2-killed.0.log")"
-    # 4. Throughput, RN against PyTorch DDP, 1 and 2 GPUs, one process per run.
+    # 4. Throughput, RN against PyTorch DDP, 1 and 2 GPUs, one process per
+    #    run; the lines go to dist2-bench.jsonl and, with the scaling
+    #    efficiency, to dist2-bench.md (bench/collect_results.py).
+    jsonl=$out/dist2-bench.jsonl
+    : > "$jsonl"
     for spec in resnet18c:256 resnet50:256; do
       name=${spec%%:*} batch=${spec##*:}
       for n in 1 2; do
         timeout 300 "$bin/rn-run" "$models/$name.bench$batch.dp.rnx" --benchmark --steps 40 \
           --warmup 15 --executor cuda-graph --gpus $n > "$out/dist2-bench-rn-$name-$n.log" 2>&1
         say "dist2 bench rn $name bs$batch/GPU x$n: exit $?; $(grep -m1 '^{' "$out/dist2-bench-rn-$name-$n.log")"
+        grep -m1 '^{"model"' "$out/dist2-bench-rn-$name-$n.log" |
+          sed 's/^{/{"framework": "rn", "mode": "multi-stream", /' >> "$jsonl"
         timeout 300 "$(dirname "$python")/torchrun" --standalone --nproc_per_node $n \
           "$bundle/bench/torch_ddp.py" --models "$spec" > "$out/dist2-bench-ddp-$name-$n.log" 2>&1
         say "dist2 bench ddp $name bs$batch/GPU x$n: exit $?; $(grep '"mode": "ddp"' "$out/dist2-bench-ddp-$name-$n.log" | tail -1)"
+        grep '"mode": "ddp"' "$out/dist2-bench-ddp-$name-$n.log" | tail -1 >> "$jsonl"
       done
     done
+    "$python" "$bundle/bench/collect_results.py" "$jsonl" --out "$out/dist2-results.json" \
+      --markdown "$out/dist2-bench.md" > /dev/null 2>&1
+    say "dist2 scaling: $(grep -E 'on 2 GPUs \|' "$out/dist2-bench.md" 2>/dev/null | tr '\n' ' ')"
   fi
 fi
 

@@ -143,3 +143,15 @@ def test_runs_on_two_gpus_are_rows_of_their_own():
     assert sorted((r["system"], r["gpus"]) for r in results) == [
         ("pytorch", 1), ("pytorch", 2), ("rn", 1), ("rn", 2)]
     assert {r["images_per_s"] for r in results if r["system"] == "rn"} == {64000, 120000}
+
+
+def test_scaling_efficiency_pairs_a_multi_gpu_run_with_its_one_gpu_run():
+    two = dict(RN_GRAPH, gpus=2, images_per_s=121600)
+    ddp1 = dict(TORCH_EAGER, mode="ddp")
+    ddp2 = dict(TORCH_EAGER, mode="ddp", gpus=2, images_per_s=46080)
+    results = cr.collect([RN_GRAPH, two, ddp1, ddp2], gpu="NVIDIA H200")
+    pairs = {(r["system"], r["gpus"]): round(e, 3) for r, e in cr.scaling(results)}
+    assert pairs == {("rn", 2): 0.95, ("pytorch", 2): 0.9}
+    text = cr.markdown(results)
+    assert "| RN cuda-graph multi-stream on 2 GPUs | 121600 | 0.950 |" in text
+    assert "| PyTorch ddp on 2 GPUs | 46080 | 0.900 |" in text
