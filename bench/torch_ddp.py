@@ -28,11 +28,10 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_step import MODELS, device_memory_in_use  # noqa: E402
+from torch_step import MODELS, device_memory_in_use, eager_step  # noqa: E402
 
 
 def measure(name: str, batch: int, steps: int, warmup: int, rank: int, world: int) -> dict:
@@ -50,18 +49,7 @@ def measure(name: str, batch: int, steps: int, warmup: int, rank: int, world: in
     y = torch.empty(batch, dtype=torch.long, device="cuda")
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9, nesterov=True,
                                 weight_decay=5e-4)
-    scaler = torch.amp.GradScaler("cuda")
-
-    def step() -> torch.Tensor:
-        x.copy_(x_host, non_blocking=True)
-        y.copy_(y_host, non_blocking=True)
-        with torch.autocast("cuda", dtype=torch.float16):
-            loss = F.cross_entropy(ddp(x), y)
-        optimizer.zero_grad(set_to_none=False)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        return loss.detach()
+    step = eager_step(ddp, x, y, x_host, y_host, optimizer, torch.amp.GradScaler("cuda"))
 
     loss = step()
     torch.cuda.synchronize()

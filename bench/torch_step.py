@@ -128,6 +128,27 @@ def device_memory_in_use() -> int:
     return total - free
 
 
+def eager_step(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+               y: torch.Tensor, x_host: torch.Tensor, y_host: torch.Tensor,
+               optimizer: torch.optim.Optimizer,
+               scaler: torch.amp.GradScaler) -> Callable[[], torch.Tensor]:
+    """The eager training step (also bench/torch_ddp.py's, with a DDP forward): the batch
+    copied from pinned memory, fp16 autocast, cross entropy, GradScaler, the optimizer."""
+
+    def step() -> torch.Tensor:
+        x.copy_(x_host, non_blocking=True)
+        y.copy_(y_host, non_blocking=True)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = F.cross_entropy(forward(x), y)
+        optimizer.zero_grad(set_to_none=False)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss.detach()
+
+    return step
+
+
 def measure(name: str, batch: int, mode: str, steps: int, warmup: int) -> dict[str, Any]:
     build, shape, classes = MODELS[name]
     torch.manual_seed(0)
@@ -145,20 +166,8 @@ def measure(name: str, batch: int, mode: str, steps: int, warmup: int) -> dict[s
 
     step: Callable[[], torch.Tensor]
     if mode in ("eager", "compile"):
-        optimizer = sgd()
-        scaler = torch.amp.GradScaler("cuda")
         forward = torch.compile(model) if mode == "compile" else model
-
-        def step() -> torch.Tensor:
-            x.copy_(x_host, non_blocking=True)
-            y.copy_(y_host, non_blocking=True)
-            with torch.autocast("cuda", dtype=torch.float16):
-                loss = F.cross_entropy(forward(x), y)
-            optimizer.zero_grad(set_to_none=False)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-            return loss.detach()
+        step = eager_step(forward, x, y, x_host, y_host, sgd(), torch.amp.GradScaler("cuda"))
     elif mode == "graph":
         optimizer = sgd()
         scale = 1024.0

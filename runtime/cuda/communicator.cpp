@@ -107,6 +107,21 @@ void Communicator::abort() {
   (void)ncclCommAbort(comm_);
 }
 
+Status Communicator::abortOnNcclError(const std::string &when, ncclResult_t state) {
+  std::string detail = ncclGetLastError(comm_);
+  abort();
+  return Error(group_.describe() + ": NCCL failed " + when + ": " + describe(state) +
+               (detail.empty() ? "" : " (" + detail + ")"));
+}
+
+Status Communicator::abortAtDeadline(std::string_view what, std::string_view hint) {
+  abort();
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", group_.timeoutSeconds);
+  return Error(group_.describe() + ": " + std::string(what) + " did not complete within " +
+               seconds + " s" + std::string(hint) + "; the NCCL communicator was aborted");
+}
+
 Status Communicator::settle(std::string_view what) {
   auto deadline = Clock::now() + std::chrono::duration<double>(group_.timeoutSeconds);
   for (;;) {
@@ -116,19 +131,10 @@ Status Communicator::settle(std::string_view what) {
       state = query;
     if (state == ncclSuccess)
       return Status::success();
-    if (state != ncclInProgress) {
-      std::string detail = ncclGetLastError(comm_);
-      abort();
-      return Error(group_.describe() + ": NCCL failed during " + std::string(what) + ": " +
-                   describe(state) + (detail.empty() ? "" : " (" + detail + ")"));
-    }
-    if (Clock::now() > deadline) {
-      abort();
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.1f", group_.timeoutSeconds);
-      return Error(group_.describe() + ": " + std::string(what) + " did not complete within " +
-                   seconds + " s; the NCCL communicator was aborted");
-    }
+    if (state != ncclInProgress)
+      return abortOnNcclError("during " + std::string(what), state);
+    if (Clock::now() > deadline)
+      return abortAtDeadline(what, "");
     std::this_thread::sleep_for(kPollInterval);
   }
 }
@@ -156,18 +162,11 @@ Status Communicator::waitEvent(cudaEvent_t event, std::string_view what) {
     ncclResult_t state = ncclSuccess;
     (void)ncclCommGetAsyncError(comm_, &state);
     if (state != ncclSuccess && state != ncclInProgress) {
-      std::string detail = ncclGetLastError(comm_);
-      abort();
-      result = Error(group_.describe() + ": NCCL failed while waiting for " + std::string(what) +
-                     ": " + describe(state) + (detail.empty() ? "" : " (" + detail + ")"));
+      result = abortOnNcclError("while waiting for " + std::string(what), state);
       break;
     }
     if (Clock::now() > deadline) {
-      abort();
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.1f", group_.timeoutSeconds);
-      result = Error(group_.describe() + ": " + std::string(what) + " did not complete within " +
-                     seconds + " s (a peer rank died or hung?); the NCCL communicator was aborted");
+      result = abortAtDeadline(what, " (a peer rank died or hung?)");
       break;
     }
     if (Clock::now() - begin < kSpinBeforeSleeping)

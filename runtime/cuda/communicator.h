@@ -115,6 +115,11 @@ private:
   /// Polls ncclCommGetAsyncError until it leaves ncclInProgress or the
   /// deadline passes (then aborts).
   Status settle(std::string_view what);
+  /// Aborts and reports NCCL's error `state` ("NCCL failed <when>: ...").
+  Status abortOnNcclError(const std::string &when, ncclResult_t state);
+  /// Aborts and reports that `what` outlived the deadline (`hint` follows
+  /// the time).
+  Status abortAtDeadline(std::string_view what, std::string_view hint);
   void watch();
 
   ProcessGroup group_;

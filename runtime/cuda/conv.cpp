@@ -388,18 +388,37 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
         .set_data_type(feType(type));
   };
 
+  // The convolution nodes every kind builds on (f32 math).
+  auto fprop = [&](std::shared_ptr<fe::graph::Tensor_attributes> x) {
+    auto w = tensor("w", uidW, call.w, call.wType);
+    return graph->conv_fprop(x, w,
+                             fe::graph::Conv_fprop_attributes()
+                                 .set_name("fprop")
+                                 .set_padding(padding)
+                                 .set_stride(strides)
+                                 .set_dilation(dilation)
+                                 .set_compute_data_type(fe::DataType_t::FLOAT));
+  };
+  auto dgrad = [&] {
+    auto dy = tensor("dy", uidDy, call.y, call.yType);
+    auto w = tensor("w", uidW, call.w, call.wType);
+    return graph->conv_dgrad(dy, w,
+                             fe::graph::Conv_dgrad_attributes()
+                                 .set_name("dgrad")
+                                 .set_padding(padding)
+                                 .set_stride(strides)
+                                 .set_dilation(dilation)
+                                 .set_compute_data_type(fe::DataType_t::FLOAT));
+  };
+  auto pointwise = [&](const char *name, fe::PointwiseMode_t mode) {
+    return fe::graph::Pointwise_attributes().set_name(name).set_mode(mode).set_compute_data_type(
+        fe::DataType_t::FLOAT);
+  };
+
   switch (call.kind) {
   case ConvKind::forward:
   case ConvKind::forward_stats: {
-    auto x = tensor("x", uidX, call.x, call.xType);
-    auto w = tensor("w", uidW, call.w, call.wType);
-    auto y = graph->conv_fprop(x, w,
-                               fe::graph::Conv_fprop_attributes()
-                                   .set_name("fprop")
-                                   .set_padding(padding)
-                                   .set_stride(strides)
-                                   .set_dilation(dilation)
-                                   .set_compute_data_type(fe::DataType_t::FLOAT));
+    auto y = fprop(tensor("x", uidX, call.x, call.xType));
     output(y, uidY, call.y, call.yType);
     if (call.kind == ConvKind::forward_stats && fuseStats) {
       auto [sum, sumSq] =
@@ -416,55 +435,21 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
     std::array<int64_t, 4> perChannel{1, 1, 1, call.x[3]};
     auto scale = tensor("scale", uidScale, perChannel, call.xType);
     auto bias = tensor("bias", uidBias, perChannel, call.xType);
-    auto pointwise = [&](const char *name, fe::PointwiseMode_t mode) {
-      return fe::graph::Pointwise_attributes().set_name(name).set_mode(mode).set_compute_data_type(
-          fe::DataType_t::FLOAT);
-    };
     auto scaled = graph->pointwise(x, scale, pointwise("scale", fe::PointwiseMode_t::MUL));
     auto shifted = graph->pointwise(scaled, bias, pointwise("bias", fe::PointwiseMode_t::ADD));
     auto activated = graph->pointwise(shifted, pointwise("relu", fe::PointwiseMode_t::RELU_FWD));
-    auto w = tensor("w", uidW, call.w, call.wType);
-    auto y = graph->conv_fprop(activated, w,
-                               fe::graph::Conv_fprop_attributes()
-                                   .set_name("fprop")
-                                   .set_padding(padding)
-                                   .set_stride(strides)
-                                   .set_dilation(dilation)
-                                   .set_compute_data_type(fe::DataType_t::FLOAT));
-    output(y, uidY, call.y, call.yType);
+    output(fprop(activated), uidY, call.y, call.yType);
     break;
   }
-  case ConvKind::backward_data: {
-    auto dy = tensor("dy", uidDy, call.y, call.yType);
-    auto w = tensor("w", uidW, call.w, call.wType);
-    auto dx = graph->conv_dgrad(dy, w,
-                                fe::graph::Conv_dgrad_attributes()
-                                    .set_name("dgrad")
-                                    .set_padding(padding)
-                                    .set_stride(strides)
-                                    .set_dilation(dilation)
-                                    .set_compute_data_type(fe::DataType_t::FLOAT));
-    output(dx, uidDx, call.x, call.xType);
+  case ConvKind::backward_data:
+    output(dgrad(), uidDx, call.x, call.xType);
     break;
-  }
   case ConvKind::backward_data_add: {
-    auto dy = tensor("dy", uidDy, call.y, call.yType);
-    auto w = tensor("w", uidW, call.w, call.wType);
-    auto dgrad = graph->conv_dgrad(dy, w,
-                                   fe::graph::Conv_dgrad_attributes()
-                                       .set_name("dgrad")
-                                       .set_padding(padding)
-                                       .set_stride(strides)
-                                       .set_dilation(dilation)
-                                       .set_compute_data_type(fe::DataType_t::FLOAT));
-    dgrad->set_dim(dimsOf(call.x)).set_stride(stridesOf(call.x));
+    auto dx = dgrad();
+    dx->set_dim(dimsOf(call.x)).set_stride(stridesOf(call.x));
     auto residual = tensor("residual", uidResidual, call.x, call.xType);
-    auto dx = graph->pointwise(dgrad, residual,
-                               fe::graph::Pointwise_attributes()
-                                   .set_name("residual_add")
-                                   .set_mode(fe::PointwiseMode_t::ADD)
-                                   .set_compute_data_type(fe::DataType_t::FLOAT));
-    output(dx, uidDx, call.x, call.xType);
+    output(graph->pointwise(dx, residual, pointwise("residual_add", fe::PointwiseMode_t::ADD)),
+           uidDx, call.x, call.xType);
     break;
   }
   case ConvKind::backward_filter: {

@@ -150,15 +150,22 @@ DeviceContext::~DeviceContext() {
   (void)cudaGetLastError();
 }
 
+const StreamResources *DeviceContext::workspaceOwner(std::string_view kind) const {
+  if (!isWorkspaceRegion(kind))
+    return nullptr;
+  for (const StreamResources &s : streams_)
+    if (kind.substr(std::string_view("workspace_").size()) == s.name)
+      return &s;
+  return nullptr;
+}
+
 void *DeviceContext::region(std::string_view kind) const {
   const Region *r = program_->arena.find(kind);
   if (!r)
     return nullptr;
   if (isWorkspaceRegion(kind)) {
-    for (const StreamResources &s : streams_)
-      if (kind.substr(std::string_view("workspace_").size()) == s.name)
-        return s.workspace;
-    return nullptr;
+    const StreamResources *owner = workspaceOwner(kind);
+    return owner ? owner->workspace : nullptr;
   }
   return arena_ + r->offset;
 }
@@ -166,10 +173,8 @@ void *DeviceContext::region(std::string_view kind) const {
 size_t DeviceContext::allocatedBytes(const Region &r) const {
   if (!isWorkspaceRegion(r.kind))
     return r.bytes;
-  for (const StreamResources &s : streams_)
-    if (std::string_view(r.kind).substr(std::string_view("workspace_").size()) == s.name)
-      return s.workspaceBytes;
-  return 0;
+  const StreamResources *owner = workspaceOwner(r.kind);
+  return owner ? owner->workspaceBytes : 0;
 }
 
 std::string DeviceContext::describeArena() const {

@@ -106,6 +106,9 @@ public:
 
 private:
   DeviceContext() = default;
+  /// The stream whose workspace region `kind` is (workspace_comp1 ...), or
+  /// null for any other region.
+  const StreamResources *workspaceOwner(std::string_view kind) const;
   const Program *program_ = nullptr;
   std::array<StreamResources, kStreamCount> streams_{};
   char *arena_ = nullptr;

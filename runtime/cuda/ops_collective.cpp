@@ -5,7 +5,7 @@
 // group of ncclAllReduce(ncclAvg) calls on the node's stream, which the
 // cuda-graph executor captures with the rest of the subgraph; operands the
 // memory plan placed back to back (a bucket's gradients, PlanMemory.cpp)
-// are one call over their range. Without a
+// are one call over their range, merged once in `prepare`. Without a
 // communicator (one process) the mean over the one replica is the value,
 // copied when result and operand are different buffers.
 //
@@ -20,38 +20,64 @@
 namespace rn::cuda {
 namespace {
 
-Status launchAllReduceMean(const OpLaunch &l) {
+/// A launch's NCCL buffers, coalesced once at load (the operands are
+/// gradients: the same slots in either variant).
+struct AllReduceState : PreparedState {
+  std::vector<Communicator::Buffer> buffers;
+};
+
+Status checkArity(const OpLaunch &l) {
   if (l.part >= 0)
     return Error("all_reduce_mean: has no parts, asked for part " + std::to_string(l.part));
   if (l.operands.empty() || l.operands.size() != l.results.size())
     return Error("all_reduce_mean: expects one result per operand, got " +
                  std::to_string(l.operands.size()) + " operands and " +
                  std::to_string(l.results.size()) + " results");
+  return Status::success();
+}
+
+Result<size_t> prepareAllReduceMean(const OpLaunch &l) {
+  if (Status st = checkArity(l); !st.ok())
+    return st.error();
+  if (!l.communicator)
+    return size_t(0);
+  if (!l.prepared)
+    return Error("all_reduce_mean: the executor keeps no prepared state");
+  auto state = std::make_unique<AllReduceState>();
+  for (size_t q = 0; q < l.operands.size(); ++q) {
+    const DeviceTensor &in = l.operands[q], &out = l.results[q];
+    if (in.dtype != DType::f32 || out.dtype != DType::f32 || in.numel() != out.numel())
+      return Error("all_reduce_mean: operand " + std::to_string(q) +
+                   " and its result must be f32 tensors of one size");
+    state->buffers.push_back({static_cast<const float *>(in.data),
+                              static_cast<float *>(out.data), size_t(in.numel())});
+  }
+  // A bucket the memory plan laid out back to back is one collective.
+  state->buffers = Communicator::coalesce(std::move(state->buffers), size_t(l.arenaAlignment));
+  *l.prepared = std::move(state);
+  return size_t(0);
+}
+
+Status launchAllReduceMean(const OpLaunch &l) {
+  RN_RETURN_IF_ERROR(checkArity(l));
   if (!l.communicator) {
     for (size_t q = 0; q < l.operands.size(); ++q)
       RN_RETURN_IF_ERROR(
           copyTensor("all_reduce_mean", l.operands[q], l.results[q], l.stream.stream));
     return Status::success();
   }
-  std::vector<Communicator::Buffer> buffers;
-  for (size_t q = 0; q < l.operands.size(); ++q) {
-    const DeviceTensor &in = l.operands[q], &out = l.results[q];
-    if (in.dtype != DType::f32 || out.dtype != DType::f32 || in.numel() != out.numel())
-      return Error("all_reduce_mean: operand " + std::to_string(q) +
-                   " and its result must be f32 tensors of one size");
-    buffers.push_back({static_cast<const float *>(in.data), static_cast<float *>(out.data),
-                       size_t(in.numel())});
-  }
-  // A bucket the memory plan laid out back to back is one collective.
-  return l.communicator->allReduceMean(
-      Communicator::coalesce(std::move(buffers), size_t(l.arenaAlignment)), l.stream.stream);
+  const auto *state =
+      l.prepared ? dynamic_cast<const AllReduceState *>(l.prepared->get()) : nullptr;
+  if (!state)
+    return Error("all_reduce_mean: not prepared");
+  return l.communicator->allReduceMean(state->buffers, l.stream.stream);
 }
 
 } // namespace
 
 const std::vector<OpLauncher> &collectiveLaunchers() {
   static const std::vector<OpLauncher> launchers = {
-      {"all_reduce_mean", nullptr, launchAllReduceMean},
+      {"all_reduce_mean", prepareAllReduceMean, launchAllReduceMean},
   };
   return launchers;
 }
