@@ -522,9 +522,13 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
           workspace <= int64_t(stream.workspaceBytes - reserved))
         built.push_back(r->plan);
     }
-  // Otherwise every candidate that passes; a failing candidate is not an
+  // Otherwise every candidate that passes, to be timed (without autotune
+  // only the first: it is the one kept); a failing candidate is not an
   // error (that is how cuDNN says "not this engine"), only having none is.
-  for (int64_t i = 0; built.empty() && i < graph->get_execution_plan_count(); ++i) {
+  const bool reusedChoice = !built.empty();
+  for (int64_t i = 0; !reusedChoice && (options.autotune || built.empty()) &&
+                      i < graph->get_execution_plan_count();
+       ++i) {
     if (!allowedEngines().empty()) {
       std::string name;
       if (graph->get_plan_name_at_index(i, name).is_bad() || !engineAllowed(name)) {
