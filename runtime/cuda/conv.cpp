@@ -12,6 +12,13 @@
 //   add after wgrad is not a fusion cuDNN offers, so wgrad writes into the
 //   front of the workspace (f32 when cuDNN can, else the input dtype) and
 //   addTensors (conv_kernels.cu) forms dw = dwAcc + wgrad.
+//   backward_filter_scale_bias_relu is the same with the prologue below on
+//   wgrad's x.
+// - forward_scale_bias_relu, backward_filter_scale_bias_relu: the BN apply
+//   + ReLU prologue's virtual tensors are in x's dtype, not the graph's f32
+//   intermediates: with f32 ones the H200 (cuDNN 9.19) had no engine for
+//   the prologue graph (runtime fusion takes no two-input pointwise on f32
+//   data and no conv input of another type than its io type).
 // - forward_stats: the plain fprop graph followed by the deterministic
 //   columnSums kernel over the output. The conv + genstats graph (kept
 //   behind kFuseGenstats) builds and runs on the H200 for f16, but its sums
@@ -166,6 +173,8 @@ const char *kindName(ConvKind kind) {
     return "forward_scale_bias_relu";
   case ConvKind::backward_data_add:
     return "backward_data_add";
+  case ConvKind::backward_filter_scale_bias_relu:
+    return "backward_filter_scale_bias_relu";
   }
   return "?";
 }
@@ -226,7 +235,7 @@ bool sameCall(const ConvCall &a, const ConvCall &b) {
          a.params.padding == b.params.padding && a.params.dilation == b.params.dilation &&
          a.params.groups == b.params.groups && a.x == b.x && a.w == b.w && a.y == b.y &&
          a.xType == b.xType && a.wType == b.wType && a.yType == b.yType &&
-         (a.kind != ConvKind::backward_filter || a.gradType == b.gradType);
+         (!isFilterGradient(a.kind) || a.gradType == b.gradType);
 }
 struct CallKeyEq {
   bool operator()(const CallKey &a, const CallKey &b) const {
@@ -251,7 +260,7 @@ struct CallKeyHash {
       mix(uint64_t(c.y[i]));
     }
     mix(uint64_t(c.xType) | uint64_t(c.wType) << 8 | uint64_t(c.yType) << 16 |
-        (c.kind == ConvKind::backward_filter ? uint64_t(c.gradType) << 24 : 0));
+        (isFilterGradient(c.kind) ? uint64_t(c.gradType) << 24 : 0));
     mix(uint64_t(reinterpret_cast<uintptr_t>(k.handle)));
     return size_t(h);
   }
@@ -265,7 +274,7 @@ struct Entry {
   /// slot of the pointer array (its Uid).
   std::vector<int64_t> packUids;
   size_t cudnnWorkspace = 0;
-  /// backward_filter: bytes of the wgrad result at the workspace's front
+  /// backward_filter*: bytes of the wgrad result at the workspace's front
   /// (cuDNN's workspace follows it); 0 otherwise.
   size_t wgradBytes = 0;
   DType wgradType = DType::f32;
@@ -284,7 +293,7 @@ std::string describe(const ConvCall &call) {
     return "[" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "," + std::to_string(s[2]) +
            "," + std::to_string(s[3]) + "]";
   };
-  bool backward = call.kind == ConvKind::backward_data || call.kind == ConvKind::backward_filter;
+  bool backward = call.kind == ConvKind::backward_data || isFilterGradient(call.kind);
   const ConvParams &p = call.params;
   std::string s = std::string(kindName(call.kind)) + " x" + shape(call.x) + " w" + shape(call.w) +
                   (backward ? " dy" : " y") + shape(call.y) + " s" + std::to_string(p.strides[0]) +
@@ -295,7 +304,7 @@ std::string describe(const ConvCall &call) {
   if (call.wType != call.xType || call.yType != call.xType)
     s += " w:" + std::string(dtypeName(call.wType)) + " " + (backward ? "dy:" : "y:") +
          std::string(dtypeName(call.yType));
-  if (call.kind == ConvKind::backward_filter)
+  if (isFilterGradient(call.kind))
     s += " dw:" + std::string(dtypeName(call.gradType));
   return s;
 }
@@ -315,9 +324,8 @@ struct ConvRunner::Impl {
   /// The key of an entry's plan choice in `chosen` and the cache file.
   std::string planKey(const ConvCall &call, const Entry &entry) const {
     return cacheKey(call) + (entry.statsKernel ? " unfused" : "") +
-           (call.kind == ConvKind::backward_filter
-                ? " wgrad:" + std::string(dtypeName(entry.wgradType))
-                : "");
+           (isFilterGradient(call.kind) ? " wgrad:" + std::string(dtypeName(entry.wgradType))
+                                        : "");
   }
   /// The plan chosen for `key` in this process or in the cache file.
   std::optional<Remembered> remembered(const std::string &key) const {
@@ -414,6 +422,35 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
     return fe::graph::Pointwise_attributes().set_name(name).set_mode(mode).set_compute_data_type(
         fe::DataType_t::FLOAT);
   };
+  // relu(x * scale + bias) per input channel, each step's result in x's
+  // dtype (f32 math): see the file comment for why not f32.
+  auto scaleBiasRelu = [&] {
+    auto x = tensor("x", uidX, call.x, call.xType);
+    std::array<int64_t, 4> perChannel{1, 1, 1, call.x[3]};
+    auto scale = tensor("scale", uidScale, perChannel, call.xType);
+    auto bias = tensor("bias", uidBias, perChannel, call.xType);
+    auto scaled = graph->pointwise(x, scale, pointwise("scale", fe::PointwiseMode_t::MUL));
+    scaled->set_data_type(feType(call.xType));
+    auto shifted = graph->pointwise(scaled, bias, pointwise("bias", fe::PointwiseMode_t::ADD));
+    shifted->set_data_type(feType(call.xType));
+    auto activated = graph->pointwise(shifted, pointwise("relu", fe::PointwiseMode_t::RELU_FWD));
+    activated->set_data_type(feType(call.xType));
+    return activated;
+  };
+  // wgrad(x, dy) into the workspace's front, in wgradType.
+  auto wgrad = [&](std::shared_ptr<fe::graph::Tensor_attributes> x) {
+    auto dy = tensor("dy", uidDy, call.y, call.yType);
+    auto dw = graph->conv_wgrad(dy, x,
+                                fe::graph::Conv_wgrad_attributes()
+                                    .set_name("wgrad")
+                                    .set_padding(padding)
+                                    .set_stride(strides)
+                                    .set_dilation(dilation)
+                                    .set_compute_data_type(fe::DataType_t::FLOAT));
+    output(dw, uidDw, call.w, wgradType);
+    entry.wgradType = wgradType;
+    entry.wgradBytes = alignUp(size_t(numelOf(call.w)) * elementSize(wgradType));
+  };
 
   switch (call.kind) {
   case ConvKind::forward:
@@ -430,17 +467,9 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
     }
     break;
   }
-  case ConvKind::forward_scale_bias_relu: {
-    auto x = tensor("x", uidX, call.x, call.xType);
-    std::array<int64_t, 4> perChannel{1, 1, 1, call.x[3]};
-    auto scale = tensor("scale", uidScale, perChannel, call.xType);
-    auto bias = tensor("bias", uidBias, perChannel, call.xType);
-    auto scaled = graph->pointwise(x, scale, pointwise("scale", fe::PointwiseMode_t::MUL));
-    auto shifted = graph->pointwise(scaled, bias, pointwise("bias", fe::PointwiseMode_t::ADD));
-    auto activated = graph->pointwise(shifted, pointwise("relu", fe::PointwiseMode_t::RELU_FWD));
-    output(fprop(activated), uidY, call.y, call.yType);
+  case ConvKind::forward_scale_bias_relu:
+    output(fprop(scaleBiasRelu()), uidY, call.y, call.yType);
     break;
-  }
   case ConvKind::backward_data:
     output(dgrad(), uidDx, call.x, call.xType);
     break;
@@ -452,21 +481,12 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
            uidDx, call.x, call.xType);
     break;
   }
-  case ConvKind::backward_filter: {
-    auto dy = tensor("dy", uidDy, call.y, call.yType);
-    auto x = tensor("x", uidX, call.x, call.xType);
-    auto dw = graph->conv_wgrad(dy, x,
-                                fe::graph::Conv_wgrad_attributes()
-                                    .set_name("wgrad")
-                                    .set_padding(padding)
-                                    .set_stride(strides)
-                                    .set_dilation(dilation)
-                                    .set_compute_data_type(fe::DataType_t::FLOAT));
-    output(dw, uidDw, call.w, wgradType);
-    entry.wgradType = wgradType;
-    entry.wgradBytes = alignUp(size_t(numelOf(call.w)) * elementSize(wgradType));
+  case ConvKind::backward_filter:
+    wgrad(tensor("x", uidX, call.x, call.xType));
     break;
-  }
+  case ConvKind::backward_filter_scale_bias_relu:
+    wgrad(scaleBiasRelu());
+    break;
   }
   entry.statsKernel = call.kind == ConvKind::forward_stats && !fuseStats;
 
@@ -815,7 +835,8 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
       if (!kFuseGenstats || !entry.ok())
         entry = impl.build(call, stream, /*fuseStats=*/false, DType::f32);
       break;
-    case ConvKind::backward_filter: {
+    case ConvKind::backward_filter:
+    case ConvKind::backward_filter_scale_bias_relu: {
       // An f32 wgrad result keeps the accumulation exact to f32, but for
       // f16/bf16 data cuDNN's fast engines may write only their own dtype
       // (measured on the H200: f16 x/dy with an f32 result ran several times
@@ -874,7 +895,7 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
   for (int64_t uid : entry.packUids)
     if (!slots[uid])
       return Error("conv " + describe(call) + ": a buffer its kind needs is null");
-  if (call.kind == ConvKind::backward_filter && (!buffers.dw || !buffers.dwAcc))
+  if (isFilterGradient(call.kind) && (!buffers.dw || !buffers.dwAcc))
     return Error("conv " + describe(call) + ": dw and dwAcc must be given");
   if (call.kind == ConvKind::forward_stats && (!buffers.sum || !buffers.sumSq))
     return Error("conv " + describe(call) + ": sum and sumSq must be given");
@@ -882,7 +903,7 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
   Status s = impl.execute(entry, slots, stream, entry.plan);
   if (!s.ok())
     return s.error().withContext("conv " + describe(call));
-  if (call.kind == ConvKind::backward_filter)
+  if (isFilterGradient(call.kind))
     return addTensors(buffers.dwAcc, call.gradType, stream.workspace, entry.wgradType, buffers.dw,
                       call.gradType, numelOf(call.w), stream.stream);
   if (entry.statsKernel)

@@ -40,15 +40,34 @@ enum class ConvKind : uint8_t {
   /// y = conv(relu(x * scale + bias), w), scale and bias per input channel
   /// in x's dtype: a BN apply + ReLU as the convolution's prologue, so the
   /// normalized activation is never written (cuDNN's runtime fusion of
-  /// NVIDIA's MLPerf ResNet). No op uses it yet: Conv.ScaleBiasReluPrologueTimes
-  /// measures, per ResNet shape, what it costs over the plain forward.
+  /// NVIDIA's MLPerf ResNet). Each prologue step's result is rounded to x's
+  /// dtype (math in f32), as those engines take it. No op uses it yet:
+  /// Conv.ScaleBiasReluPrologueTimes measures, per ResNet shape, what it
+  /// costs over the plain forward (on the H200, cuDNN 9.19: only engine 3
+  /// runs it, about 2.5x to 6.5x the plain forward's time at ResNet-50's
+  /// bottleneck shapes).
   forward_scale_bias_relu,
   /// dx = conv_transpose(dy, w) + residual: a residual junction's gradient
   /// sum as the data gradient's epilogue (`residual` has x's shape and
   /// dtype; it may alias dx). No op uses it yet: Conv.ResidualAddEpilogueTimes
   /// measures what it costs over the plain data gradient.
   backward_data_add,
+  /// dw = dwAcc + wgrad(relu(x * scale + bias), dy); dwAcc may alias dw:
+  /// the filter gradient of a convolution whose input is a BN apply + ReLU
+  /// output, computed from the pre-normalization x with the same prologue
+  /// as forward_scale_bias_relu (cuDNN's runtime fusion), so the backward
+  /// does not need the activation either. Accumulates like backward_filter.
+  /// No op uses it yet: Conv.ScaleBiasReluWgradTimes measures what it costs
+  /// over the plain filter gradient (on the H200: 1.06x to 1.84x at
+  /// ResNet-50's bottleneck shapes, with an f16 wgrad result).
+  backward_filter_scale_bias_relu,
 };
+
+/// backward_filter and backward_filter_scale_bias_relu: the kinds whose
+/// result is dw = dwAcc + wgrad (dw of `gradType`).
+inline bool isFilterGradient(ConvKind kind) {
+  return kind == ConvKind::backward_filter || kind == ConvKind::backward_filter_scale_bias_relu;
+}
 
 struct ConvParams {
   std::array<int64_t, 2> strides{1, 1};
@@ -65,22 +84,23 @@ struct ConvCall {
   ConvParams params;
   std::array<int64_t, 4> x{}, w{}, y{};
   DType xType = DType::f32, wType = DType::f32, yType = DType::f32;
-  DType gradType = DType::f32; ///< backward_filter: dtype of dw and dwAcc
+  DType gradType = DType::f32; ///< backward_filter*: dtype of dw and dwAcc
 };
 
 /// The device buffers of one call (only those its kind uses).
 struct ConvBuffers {
-  const void *x = nullptr;     ///< forward*, backward_filter
-  const void *w = nullptr;     ///< forward*, backward_data
+  const void *x = nullptr;     ///< forward*, backward_filter*
+  const void *w = nullptr;     ///< forward*, backward_data*
   void *y = nullptr;           ///< forward*
   const void *dy = nullptr;    ///< backward_*
-  void *dx = nullptr;          ///< backward_data
-  void *dw = nullptr;          ///< backward_filter
-  const void *dwAcc = nullptr; ///< backward_filter
+  void *dx = nullptr;          ///< backward_data*
+  void *dw = nullptr;          ///< backward_filter*
+  const void *dwAcc = nullptr; ///< backward_filter*
   float *sum = nullptr;        ///< forward_stats, [O]
   float *sumSq = nullptr;      ///< forward_stats, [O]
-  const void *scale = nullptr; ///< forward_scale_bias_relu, [C] of x's dtype
-  const void *bias = nullptr;  ///< forward_scale_bias_relu, [C] of x's dtype
+  /// forward_scale_bias_relu, backward_filter_scale_bias_relu: [C] of x's dtype
+  const void *scale = nullptr;
+  const void *bias = nullptr;
   const void *residual = nullptr; ///< backward_data_add, x's shape and dtype
 };
 

@@ -794,10 +794,44 @@ double autotunedMs(ConvRunner &conv, const ConvCall &call, Gpu &gpu) {
   return conv.preparedPlanMs() - before;
 }
 
+/// An autotunedMs result for the benches' lines: "0.123 ms", or "no plan".
+std::string timeText(double ms) {
+  if (ms < 0)
+    return "no plan";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f ms", ms);
+  return text;
+}
+
+/// "(x1.23)", the fused time over the plain one, or "" when either has no
+/// plan.
+std::string ratioText(double plainMs, double fusedMs) {
+  if (plainMs <= 0 || fusedMs < 0)
+    return "";
+  char text[32];
+  std::snprintf(text, sizeof text, " (x%.2f)", fusedMs / plainMs);
+  return text;
+}
+
+/// relu(x * scale + bias) per channel (x's last dimension) with the
+/// rounding of the prologue kinds' cuDNN graphs: each step's result rounded
+/// to x's dtype.
+Host scaleBiasReluOnTheCpu(const Host &x, const Host &scale, const Host &bias) {
+  Host activated = x;
+  size_t channels = size_t(x.shape.back());
+  for (size_t i = 0; i < activated.values.size(); ++i) {
+    size_t c = i % channels;
+    float scaled = roundTo(x.dtype, x.values[i] * scale.values[c]);
+    float shifted = roundTo(x.dtype, scaled + bias.values[c]);
+    activated.values[i] = std::max(shifted, 0.0f);
+  }
+  return activated;
+}
+
 // The prologue kind computes conv(relu(x * scale + bias), w): against the
-// CPU's convolution of the f16-rounded prologue output (cuDNN keeps the
-// prologue in f32 or rounds it to f16 before the convolution: either is
-// within the f16 bound), at a 3x3 and a 1x1 stride-2 shape.
+// CPU's convolution of the prologue rounded to f16 after each step, as the
+// graph declares it, at a 3x3 and a 1x1 stride-2 shape (channels multiples
+// of 8, which cuDNN's runtime-fusion engines may require).
 TEST(Conv, ScaleBiasReluPrologueMatchesTheCpu) {
   RN_SKIP_WITHOUT_CUDA();
   Gpu gpu;
@@ -813,12 +847,7 @@ TEST(Conv, ScaleBiasReluPrologueMatchesTheCpu) {
     Host x = randomHost(xShape, DType::f16, rng), w = randomHost(wShape, DType::f16, rng);
     Host scale = randomHost({xShape[3]}, DType::f16, rng, 0.5f, 1.5f);
     Host bias = randomHost({xShape[3]}, DType::f16, rng, -0.5f, 0.5f);
-    Host activated = x;
-    for (size_t i = 0; i < activated.values.size(); ++i) {
-      size_t c = i % size_t(xShape[3]);
-      float v = x.values[i] * scale.values[c] + bias.values[c];
-      activated.values[i] = roundTo(DType::f16, std::max(v, 0.0f));
-    }
+    Host activated = scaleBiasReluOnTheCpu(x, scale, bias);
     ConvCall call;
     call.kind = ConvKind::forward_scale_bias_relu;
     call.params = p;
@@ -826,7 +855,8 @@ TEST(Conv, ScaleBiasReluPrologueMatchesTheCpu) {
     call.w = arr(wShape);
     call.y = arr(yShape);
     call.xType = call.wType = call.yType = DType::f16;
-    ASSERT_OK(conv->prepare(call, gpu.resources));
+    Result<size_t> prepared = conv->prepare(call, gpu.resources);
+    ASSERT_TRUE(prepared.ok()) << describe(call) << ": " << prepared.error().message();
     DeviceTensor dX = gpu.upload(x), dW = gpu.upload(w), dScale = gpu.upload(scale),
                  dBias = gpu.upload(bias), y = gpu.empty(yShape, DType::f16);
     ConvBuffers b;
@@ -838,8 +868,64 @@ TEST(Conv, ScaleBiasReluPrologueMatchesTheCpu) {
     ASSERT_OK(conv->run(call, b, gpu.resources));
     Host want(yShape, DType::f16);
     ASSERT_TRUE(cpu::conv2d(activated.view(), w.view(), nullptr, attrs, want.view()).ok());
+    // f16 bound: y's own rounding (2^-11); a skipped prologue rounding is 1 ulp of one input.
     EXPECT_LE(relativeError(gpu.download(y), want.values), tolerance(DType::f16))
         << describe(call);
+  }
+}
+
+// The prologue on the filter gradient: dwAcc + wgrad(relu(x * scale +
+// bias), dy) against the CPU's filter gradient of the prologue rounded as
+// above, into another buffer and in place, at a 3x3 and a 1x1 stride-2
+// shape.
+TEST(Conv, ScaleBiasReluWgradMatchesTheCpu) {
+  RN_SKIP_WITHOUT_CUDA();
+  Gpu gpu;
+  auto conv = makeConv();
+  ASSERT_TRUE(conv);
+  std::mt19937 rng(23);
+  for (auto [xShape, wShape, p] :
+       {std::tuple{Shape{4, 12, 12, 16}, Shape{32, 3, 3, 16}, params(1, 1)},
+        std::tuple{Shape{4, 12, 12, 32}, Shape{64, 1, 1, 32}, params(2, 0)}}) {
+    cpu::Conv2dAttrs attrs = attrsOf(p);
+    Shape yShape;
+    ASSERT_TRUE(cpu::conv2dOutputShape(xShape, wShape, attrs, yShape).ok());
+    Host x = randomHost(xShape, DType::f16, rng), dy = randomHost(yShape, DType::f16, rng);
+    Host scale = randomHost({xShape[3]}, DType::f16, rng, 0.5f, 1.5f);
+    Host bias = randomHost({xShape[3]}, DType::f16, rng, -0.5f, 0.5f);
+    Host dwAcc = randomHost(wShape, DType::f32, rng);
+    Host activated = scaleBiasReluOnTheCpu(x, scale, bias);
+    Host want(wShape, DType::f32);
+    ASSERT_TRUE(
+        cpu::conv2dBackwardFilter(dy.view(), activated.view(), dwAcc.view(), attrs, want.view())
+            .ok());
+    ConvCall call;
+    call.kind = ConvKind::backward_filter_scale_bias_relu;
+    call.params = p;
+    call.x = arr(xShape);
+    call.w = arr(wShape);
+    call.y = arr(yShape);
+    call.xType = call.wType = call.yType = DType::f16;
+    call.gradType = DType::f32;
+    Result<size_t> prepared = conv->prepare(call, gpu.resources);
+    ASSERT_TRUE(prepared.ok()) << describe(call) << ": " << prepared.error().message();
+    DeviceTensor dX = gpu.upload(x), dDy = gpu.upload(dy), dScale = gpu.upload(scale),
+                 dBias = gpu.upload(bias), acc = gpu.upload(dwAcc),
+                 dw = gpu.empty(wShape, DType::f32);
+    for (bool inPlace : {false, true}) {
+      ConvBuffers b;
+      b.x = dX.data;
+      b.dy = dDy.data;
+      b.scale = dScale.data;
+      b.bias = dBias.data;
+      b.dwAcc = acc.data;
+      b.dw = inPlace ? acc.data : dw.data;
+      ASSERT_OK(conv->run(call, b, gpu.resources));
+      // f16 bound: cuDNN's wgrad result may be f16 (prepare), one 2^-11 rounding before the sum.
+      EXPECT_LE(relativeError(gpu.download(inPlace ? acc : dw), want.values),
+                tolerance(DType::f16))
+          << describe(call) << (inPlace ? " in place" : "");
+    }
   }
 }
 
@@ -917,10 +1003,11 @@ TEST(Conv, ResidualAddEpilogueTimes) {
       call.xType = call.wType = call.yType = DType::f16;
       ms[k++] = autotunedMs(*conv, call, gpu);
     }
-    std::printf("dx[256,%lld,%lld,%lld] 1x1 from %lld: data gradient %.3f ms, with the residual "
-                "sum as its epilogue %.3f ms (x%.2f)\n",
+    std::printf("dx[256,%lld,%lld,%lld] 1x1 from %lld: data gradient %s, with the residual "
+                "sum as its epilogue %s%s\n",
                 (long long)shape.hw, (long long)shape.hw, (long long)shape.cin,
-                (long long)shape.cout, ms[0], ms[1], ms[0] > 0 ? ms[1] / ms[0] : 0.0);
+                (long long)shape.cout, timeText(ms[0]).c_str(), timeText(ms[1]).c_str(),
+                ratioText(ms[0], ms[1]).c_str());
   }
 }
 
@@ -958,11 +1045,57 @@ TEST(Conv, ScaleBiasReluPrologueTimes) {
       call.xType = call.wType = call.yType = DType::f16;
       ms[k++] = autotunedMs(*conv, call, gpu);
     }
-    std::printf("x[256,%lld,%lld,%lld] %lldx%lld/%lld -> %lld: forward %.3f ms, with the "
-                "scale-bias-ReLU prologue %.3f ms (x%.2f)\n",
+    std::printf("x[256,%lld,%lld,%lld] %lldx%lld/%lld -> %lld: forward %s, with the "
+                "scale-bias-ReLU prologue %s%s\n",
                 (long long)shape.hw, (long long)shape.hw, (long long)shape.cin,
                 (long long)shape.kernel, (long long)shape.kernel, (long long)shape.stride,
-                (long long)shape.cout, ms[0], ms[1], ms[0] > 0 ? ms[1] / ms[0] : 0.0);
+                (long long)shape.cout, timeText(ms[0]).c_str(), timeText(ms[1]).c_str(),
+                ratioText(ms[0], ms[1]).c_str());
+  }
+}
+
+/// The same ResNet-50 bottleneck convolutions' filter gradients (f32 dw):
+/// the autotuned time of the plain filter gradient and of the one with the
+/// BN apply and ReLU as its prologue (ConvKind::backward_filter_scale_bias_relu),
+/// printed with their ratio (set RN_CUDA_BENCH=1 to run; no timing
+/// asserted). The fused one reads x instead of the activation, so a
+/// forward with the prologue need not write the activation for the
+/// backward either; the accumulation into dw is the same for both and not
+/// timed.
+TEST(Conv, ScaleBiasReluWgradTimes) {
+  RN_SKIP_WITHOUT_CUDA();
+  if (!std::getenv("RN_CUDA_BENCH"))
+    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+  Gpu gpu;
+  auto conv = makeConv(/*autotune=*/true);
+  ASSERT_TRUE(conv);
+  struct Shape {
+    int64_t hw, cin, cout, kernel, stride;
+  };
+  const Shape shapes[] = {{56, 64, 64, 3, 1},  {56, 64, 256, 1, 1},  {56, 128, 128, 3, 2},
+                          {28, 128, 512, 1, 1}, {28, 256, 256, 3, 2}, {14, 256, 1024, 1, 1},
+                          {14, 512, 512, 3, 2}, {7, 512, 2048, 1, 1}};
+  for (const Shape &shape : shapes) {
+    double ms[2] = {0, 0};
+    int k = 0;
+    for (ConvKind kind : {ConvKind::backward_filter, ConvKind::backward_filter_scale_bias_relu}) {
+      ConvCall call;
+      call.kind = kind;
+      int64_t pad = shape.kernel / 2, out = (shape.hw + 2 * pad - shape.kernel) / shape.stride + 1;
+      call.params = params(shape.stride, pad);
+      call.x = {256, shape.hw, shape.hw, shape.cin};
+      call.w = {shape.cout, shape.kernel, shape.kernel, shape.cin};
+      call.y = {256, out, out, shape.cout};
+      call.xType = call.wType = call.yType = DType::f16;
+      call.gradType = DType::f32;
+      ms[k++] = autotunedMs(*conv, call, gpu);
+    }
+    std::printf("x[256,%lld,%lld,%lld] %lldx%lld/%lld -> %lld: filter gradient %s, with the "
+                "scale-bias-ReLU prologue %s%s\n",
+                (long long)shape.hw, (long long)shape.hw, (long long)shape.cin,
+                (long long)shape.kernel, (long long)shape.kernel, (long long)shape.stride,
+                (long long)shape.cout, timeText(ms[0]).c_str(), timeText(ms[1]).c_str(),
+                ratioText(ms[0], ms[1]).c_str());
   }
 }
 
