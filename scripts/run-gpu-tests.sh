@@ -295,12 +295,17 @@ if has sanitizer; then
     # with convolution plans untimed (RN_CONV_AUTOTUNE=0: timing runs every
     # candidate plan under instrumentation; the plan-cache test needs it)
     # and the large sweeps sampled (RN_TEST_SWEEP=small, cuda_test_util.h).
+    # Communicator.* is left out: NCCL's initialization probes its kernels
+    # for other architectures (cudaFuncGetAttributes failing with
+    # cudaErrorNoKernelImageForDevice inside libnccl), which memcheck counts
+    # as API errors, and the instrumented run outlasts the deadline tests'
+    # bounds; the unit group runs them.
     shards=${RN_SANITIZE_SHARDS:-8}
     pids=()
     for ((k = 0; k < shards; ++k)); do
       GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$k RN_CONV_AUTOTUNE=0 RN_TEST_SWEEP=small \
         compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/rn-cuda-tests" \
-        --gtest_filter="${RN_SANITIZE_FILTER:-*}:-*Bandwidth*:*AutotuneKeepsItsChoice*" \
+        --gtest_filter="${RN_SANITIZE_FILTER:-*}:-*Bandwidth*:*AutotuneKeepsItsChoice*:Communicator.*" \
         > "$out/memcheck-kernels.$k.log" 2>&1 &
       pids+=($!)
     done
