@@ -10,7 +10,10 @@
 #   4. cuda-graph multi-stream again, a few steps: the warm time to first step;
 #   5. where MODEL.benchBATCH.ungrouped.rnx exists, cuda-graph multi-stream
 #      with group-elementwise=false (one zero, unscale and cast node per
-#      tensor instead of the default multi-tensor ops).
+#      tensor instead of the default multi-tensor ops); where
+#      MODEL.benchBATCH.unpadded.rnx exists and the model has convolutions,
+#      cuda-graph multi-stream with pad-conv-channels=0 (the image stem at
+#      its 3 channels).
 # JSON lines go to $OUT/rn.jsonl (bench/collect_results.py reads them), logs
 # to $OUT/rn-*.log.
 #   RN_BENCH_MODELS (default mlp:128,resnet18c:256,resnet18c:1024,vgg11c:256,
@@ -63,7 +66,7 @@ if os.path.exists(mem):
     rec["peak_memory_bytes"] = m.get("peak_memory_bytes")
     rec["peak_memory_method"] = m.get("method")
 if os.path.exists(times):
-    streams = "single" if "single" in mode else "ungrouped" if "ungrouped" in mode else "multi"
+    streams = next((v for v in ("single", "ungrouped", "unpadded") if v in mode), "multi")
     for t in map(json.loads, filter(str.strip, open(times))):
         if t["model"] == name and t["batch"] == int(batch) and t["streams"] == streams:
             rec["compile_s"] = t["compile_s"]
@@ -87,9 +90,11 @@ for spec in ${models//,/ }; do
     --plan-cache "$cache" --steps "$steps" --warmup "$warmup"
   measure "$name" "$batch" "cuda-graph multi-stream warm" "$artifact" cuda-graph \
     --plan-cache "$cache" --steps 3 --warmup 1
-  ungrouped=$bundle/models/$name.bench$batch.ungrouped.rnx
-  if [ -f "$ungrouped" ]; then
-    measure "$name" "$batch" "cuda-graph multi-stream ungrouped" "$ungrouped" cuda-graph \
+  for variant in ungrouped unpadded; do
+    alternative=$bundle/models/$name.bench$batch.$variant.rnx
+    [ -f "$alternative" ] || continue
+    [ "$variant" = unpadded ] && [ "$name" = mlp ] && continue
+    measure "$name" "$batch" "cuda-graph multi-stream $variant" "$alternative" cuda-graph \
       --plan-cache "$cache" --steps "$steps" --warmup "$warmup"
-  fi
+  done
 done

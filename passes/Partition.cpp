@@ -83,7 +83,7 @@ Value PartitionPass::insertTransfers(func::FuncOp function) {
 
 /// Ops that only re-type or re-shape the batch belong to the first layer.
 static bool isBatchView(Operation *op) {
-  return isa<CastOp, FlattenOp, ReshapeOp>(op);
+  return isa<CastOp, FlattenOp, ReshapeOp, PadChannelsOp>(op);
 }
 
 void PartitionPass::classify(
@@ -130,6 +130,15 @@ void PartitionPass::classify(
       if (!inBackward && isBatchView(&op))
         for (Value result : op.getResults())
           batchViews.insert(result);
+    } else if (isa<PadChannelsOp>(op) &&
+               llvm::all_of(op.getUsers(), [&](Operation *user) {
+                 return llvm::any_of(user->getOperands(), [&](Value v) {
+                   return batchViews.contains(v);
+                 });
+               })) {
+      // A padded filter of the first layer (rn-pad-conv-channels) is made
+      // with it, after the step's weights are cast.
+      subgraph = kFirstLayerFwd;
     } else {
       subgraph = kDeepFwdBwd;
     }

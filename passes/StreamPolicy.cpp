@@ -59,6 +59,7 @@ static constexpr PolicyEntry kPolicy[] = {
     {"flatten", StreamKind::comp3},
     {"reshape", StreamKind::comp3},
     {"cast", StreamKind::comp3},
+    {"pad_channels", StreamKind::comp3},
     {"multi_cast", StreamKind::comp3},
     // Training logistics.
     {"zero", StreamKind::update},

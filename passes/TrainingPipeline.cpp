@@ -1,7 +1,8 @@
 //===- TrainingPipeline.cpp - The rn-training-pipeline ----------------------===//
 //
 // Everything between the model and the capture program, in order:
-// rn-build-training, rn-fuse-cbr, rn-partition, rn-group-updates,
+// rn-build-training, rn-fuse-cbr, rn-pad-conv-channels, rn-partition,
+// rn-group-updates,
 // rn-plan-memory, rn-assign-streams, rn-insert-barriers, rn-verify-schedule.
 //
 //===----------------------------------------------------------------------===//
@@ -50,6 +51,11 @@ struct TrainingPipelineOptions
                             llvm::cl::init(false)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("fuse CBR ops"),
                     llvm::cl::init(true)};
+  Option<int64_t> padConvChannels{
+      *this, "pad-conv-channels",
+      llvm::cl::desc("zero-pad the input channels of f16/bf16 convolutions "
+                     "to a multiple of this (rn-pad-conv-channels; 0: off)"),
+      llvm::cl::init(8)};
   Option<bool> groupUpdates{
       *this, "group-updates",
       llvm::cl::desc("merge the per-parameter SGD and AdamW updates into "
@@ -94,6 +100,8 @@ static void buildPipeline(OpPassManager &pm,
   training.dataParallel = options.dataParallel;
   pm.addPass(createBuildTraining(training));
   pm.addPass(createFuseCbr(FuseCbrOptions{options.fuse}));
+  if (options.padConvChannels > 1)
+    pm.addPass(createPadConvChannels(PadConvChannelsOptions{options.padConvChannels}));
   pm.addPass(createPartition());
   if (options.dataParallel && options.allReduceBucketBytes > 0) {
     BucketAllReduceOptions buckets;
@@ -119,7 +127,7 @@ void mlir::rn::registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "rn-training-pipeline",
       "Model -> scheduled training step: build-training, fuse-cbr, "
-      "partition, bucket-all-reduce (data-parallel), group-updates, "
+      "pad-conv-channels, partition, bucket-all-reduce (data-parallel), group-updates, "
       "group-elementwise, plan-memory, assign-streams, insert-barriers, "
       "verify-schedule",
       buildPipeline);

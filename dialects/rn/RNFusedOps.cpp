@@ -87,8 +87,8 @@ LogicalResult CbrBackwardOp::verify() {
                                    getBatchInvStd())) ||
       failed(diag.requireType("gamma_grad_acc", getGammaGradAcc().getType(),
                               getGamma().getType())) ||
-      failed(diag.requireType("filter_grad_acc", getFilterGradAcc().getType(),
-                              getFilter().getType())) ||
+      failed(verifyFilterGradAcc(diag, getFilterGradAcc().getType(),
+                                 getFilter().getType(), getGroups())) ||
       failed(diag.requireType("conv_output_grad",
                               getConvOutputGrad().getType(), *output)))
     return failure();

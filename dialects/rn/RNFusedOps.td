@@ -107,7 +107,8 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
     gradient (only with `input_grad`; the first layer, whose input is the
     batch, has none), `filter_grad_acc + dW`, `gamma_grad_acc + dgamma` and
     `beta_grad_acc + dbeta`. The three accumulated gradients update their
-    accumulators in place.
+    accumulators in place. As for `rn.conv2d_backward`, `filter_grad_acc`
+    may cover only the first input channels of a zero-padded filter.
 
     Parts (ForkingOpInterface), in dependency order: `bn_grad` (ReLU and
     batch norm backward: writes `conv_output_grad` and the gamma and beta

@@ -148,6 +148,24 @@ mlir::rn::shapes::inferConv2d(const ShapeDiagnostics &diag,
       input.getElementType());
 }
 
+LogicalResult mlir::rn::shapes::verifyFilterGradAcc(
+    const ShapeDiagnostics &diag, RankedTensorType filterGradAcc,
+    RankedTensorType filter, int64_t groups) {
+  if (filterGradAcc == filter)
+    return success();
+  bool firstChannels =
+      groups == 1 && filterGradAcc.getElementType() == filter.getElementType() &&
+      filterGradAcc.hasStaticShape() && filter.hasStaticShape() &&
+      filterGradAcc.getRank() == 4 && filter.getRank() == 4 &&
+      filterGradAcc.getShape().drop_back() == filter.getShape().drop_back() &&
+      filterGradAcc.getShape().back() < filter.getShape().back();
+  if (firstChannels)
+    return success();
+  return diag.fail("filter_grad_acc type ", Type(filterGradAcc),
+                   " must be the filter's type ", Type(filter),
+                   " or, with groups 1, that of its first input channels");
+}
+
 FailureOr<RankedTensorType> mlir::rn::shapes::inferPool2d(
     const ShapeDiagnostics &diag, RankedTensorType input,
     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,

@@ -71,6 +71,13 @@ inferConv2d(const ShapeDiagnostics &diag, RankedTensorType input,
             ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
             ArrayRef<int64_t> dilation, int64_t groups);
 
+/// The weight-gradient accumulator of a convolution's backward: the filter's
+/// type, or, for a filter whose input channels rn-pad-conv-channels padded
+/// with zeros (groups 1), the filter's type with fewer channels: the
+/// gradient of the first ones, the padding's being dropped.
+LogicalResult verifyFilterGradAcc(const ShapeDiagnostics &diag,
+                                  RankedTensorType filterGradAcc,
+                                  RankedTensorType filter, int64_t groups);
 /// Result of max or average pooling.
 FailureOr<RankedTensorType> inferPool2d(const ShapeDiagnostics &diag,
                                         RankedTensorType input,

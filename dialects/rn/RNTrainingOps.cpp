@@ -116,6 +116,23 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+LogicalResult PadChannelsOp::verify() {
+  RankedTensorType input = getInput().getType();
+  RankedTensorType result = getResult().getType();
+  ShapeDiagnostics diag(*this);
+  if (failed(diag.requireStatic("input", input)) ||
+      failed(diag.requireStatic("result", result)))
+    return failure();
+  if (input.getRank() < 1 || input.getRank() != result.getRank() ||
+      input.getShape().drop_back() != result.getShape().drop_back())
+    return diag.fail("result ", result, " must have the shape of input ", input,
+                     " but for the last dimension");
+  if (result.getShape().back() <= input.getShape().back())
+    return diag.fail("must widen the channels: ", input.getShape().back(), " -> ",
+                     result.getShape().back());
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   RankedTensorType input = getInput().getType();
   RankedTensorType result = getResult().getType();
@@ -216,13 +233,13 @@ LogicalResult Conv2dBackwardOp::verify() {
   if (failed(output) ||
       failed(diag.requireType("output_grad", getOutputGrad().getType(),
                               *output)) ||
-      failed(diag.requireType("filter_grad_acc",
-                              getFilterGradAcc().getType(), filter)))
+      failed(verifyFilterGradAcc(diag, getFilterGradAcc().getType(), filter,
+                                 getGroups())))
     return failure();
   std::optional<NamedType> expected[] = {
       getInputGrad() ? std::optional<NamedType>({"input_grad", input})
                      : std::nullopt,
-      NamedType{"filter_grad", filter},
+      NamedType{"filter_grad", getFilterGradAcc().getType()},
       bias ? std::optional<NamedType>({"bias_grad", bias}) : std::nullopt};
   return verifyBackwardResults(diag, getGrads(), expected);
 }

@@ -92,6 +92,27 @@ def RN_CastOp : RN_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let hasVerifier = 1;
 }
 
+def RN_PadChannelsOp : RN_Op<"pad_channels", [Pure]> {
+  let summary = "widens the last (channel) dimension with zeros, converting the element type";
+  let description = [{
+    `result[..., c]` is `input[..., c]` converted to the result's element
+    type (round to nearest even) for `c` below the input's channel count,
+    and zero above it. Every other dimension is kept. `rn-pad-conv-channels`
+    uses it to give a convolution with few input channels (the 3-channel
+    image stems) a channel count the tensor-core kernels take, for both its
+    input and its filter; the zero channels change no output and get no
+    gradient.
+
+    ```mlir
+    %x8 = rn.pad_channels %images : tensor<256x224x224x3xf32> -> tensor<256x224x224x8xf16>
+    ```
+  }];
+  let arguments = (ins RN_FloatTensor:$input);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def RN_ReshapeOp : RN_Op<"reshape", [Pure]> {
   let summary = "reinterprets a tensor with another shape of the same size";
   let description = [{
@@ -235,7 +256,11 @@ def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN
     a bias accumulator is given, the bias gradient. Weight gradients are
     accumulated: the results are `filter_grad_acc + dW` and
     `bias_grad_acc + dB`, which updates the accumulators (zeroed at the start
-    of the step) and sums the contributions of a parameter used twice.
+    of the step) and sums the contributions of a parameter used twice. A
+    filter whose input channels `rn-pad-conv-channels` padded with zeros
+    keeps its parameter's accumulator: `filter_grad_acc` may then have fewer
+    input channels than `filter` (groups 1), and gets the gradient of the
+    first ones.
 
     ```mlir
     %dx, %gw = rn.conv2d_backward %dy, %x, %w, %gw0 stride [1, 1] pad [1, 1]

@@ -619,6 +619,7 @@ std::vector<OpInfo> buildOps() {
       {"softmax_cross_entropy", verifySoftmaxCrossEntropy<2>},
       // RNTrainingOps.td
       {"cast", verifyPlain<1, 1>},
+      {"pad_channels", verifyPlain<1, 1>},
       {"reshape", verifyPlain<1, 1>},
       {"batch_norm_train", verifyEpsilonOnly<3, 3>},
       {"batch_norm_inference", verifyEpsilonOnly<5, 1>},

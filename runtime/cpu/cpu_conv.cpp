@@ -248,8 +248,17 @@ KernelStatus conv2dBackwardFilter(const TensorView &outputGrad,
   ConvGeometry g;
   check.view("output_grad", outputGrad).view("input", input)
       .view("filter_grad_acc", filterGradAcc);
-  if (check.failed() ||
-      checkConv(check, input.shape, filterGradAcc.shape, attrs, g).failed())
+  if (check.failed() || check.rank("input", input, 4, "NHWC").failed() ||
+      check.rank("filter_grad_acc", filterGradAcc, 4, "OHWI").failed())
+    return check.status();
+  // The accumulator of a zero-padded filter (rn-pad-conv-channels) covers
+  // its first input channels: the gradient is of the whole filter, the
+  // padding's part dropped.
+  Shape filter = filterGradAcc.shape;
+  const int64_t accChannels = filter[3];
+  if (attrs.groups == 1 && accChannels < input.shape[3])
+    filter[3] = input.shape[3];
+  if (checkConv(check, input.shape, filter, attrs, g).failed())
     return check.status();
   check.shape("output_grad", outputGrad, outputShape(g))
       .shape("filter_grad", filterGrad, filterGradAcc.shape);
@@ -269,8 +278,13 @@ KernelStatus conv2dBackwardFilter(const TensorView &outputGrad,
                    g.o, patches.data(), k, 1.0, dw.data() + grp * g.og * k, k);
     }
   });
-  for (size_t i = 0; i < dw.size(); ++i)
-    filterGrad.data[i] = store(filterGrad.dtype, double(filterGradAcc.data[i]) + dw[i]);
+  const int64_t taps = g.o * g.kh * g.kw;
+  for (int64_t tap = 0; tap < taps; ++tap)
+    for (int64_t c = 0; c < accChannels; ++c) {
+      const int64_t i = tap * accChannels + c;
+      filterGrad.data[i] =
+          store(filterGrad.dtype, double(filterGradAcc.data[i]) + dw[size_t(tap * g.cg + c)]);
+    }
   return {};
 }
 
@@ -301,7 +315,10 @@ KernelStatus conv2dBackward(const TensorView &outputGrad,
   Check check("conv2d_backward");
   check.require((biasGradAcc == nullptr) == (biasGrad == nullptr),
                 "bias_grad_acc and the bias gradient go together");
-  check.shape("filter", filter, filterGradAcc.shape);
+  Shape paddedAcc = filterGradAcc.shape;
+  if (!paddedAcc.empty() && !filter.shape.empty() && attrs.groups == 1)
+    paddedAcc.back() = filter.shape.back(); // an accumulator of the first channels
+  check.shape("filter", filter, paddedAcc);
   if (inputGrad)
     check.shape("input_grad", *inputGrad, input.shape);
   if (check.failed())

@@ -112,6 +112,27 @@ KernelStatus cast(const TensorView &input, const TensorView &result) {
   return unaryMap("cast", "input", input, result, [](double x) { return x; });
 }
 
+KernelStatus padChannels(const TensorView &input, const TensorView &result) {
+  Check check("pad_channels");
+  if (check.view("input", input).view("result", result).failed() ||
+      check.require(input.rank() >= 1 && input.rank() == result.rank(),
+                    "input and result must have one rank").failed())
+    return check.status();
+  Shape widened = input.shape;
+  int64_t channels = input.shape.back(), padded = result.shape.back();
+  widened.back() = padded;
+  if (check.shape("result", result, widened)
+          .require(padded > channels, "the result must have more channels than the input")
+          .failed())
+    return check.status();
+  const int64_t rows = channels ? input.numel() / channels : 0;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t c = 0; c < padded; ++c)
+      result.data[row * padded + c] =
+          c < channels ? store(result.dtype, input.data[row * channels + c]) : 0.0f;
+  return {};
+}
+
 KernelStatus reshape(const TensorView &input, const TensorView &result) {
   Check check("reshape");
   if (check.view("input", input).view("result", result).failed() ||

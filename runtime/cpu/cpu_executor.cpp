@@ -90,7 +90,7 @@ enum class OpKind : uint8_t {
   unknown, copy, all_reduce_mean, conv2d, linear, batch_norm, batch_norm_train,
   batch_norm_inference, update_running_stats, batch_norm_backward, relu, tanh, silu,
   relu_backward, tanh_backward, silu_backward, dropout_backward, add, cast, multi_cast,
-  reshape, flatten, zero, multi_zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
+  pad_channels, reshape, flatten, zero, multi_zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
   avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, multi_unscale,
   update_loss_scale, sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update,
@@ -120,6 +120,7 @@ OpKind opKindOf(std::string_view op) {
       {"add", OpKind::add},
       {"cast", OpKind::cast},
       {"multi_cast", OpKind::multi_cast},
+      {"pad_channels", OpKind::pad_channels},
       {"reshape", OpKind::reshape},
       {"flatten", OpKind::flatten},
       {"zero", OpKind::zero},
@@ -839,6 +840,8 @@ struct ExecutorAccess {
       return cpu::add(V(o[0]), V(o[1]), V(r[0]));
     case OpKind::cast:
       return cpu::cast(V(o[0]), V(r[0]));
+    case OpKind::pad_channels:
+      return cpu::padChannels(V(o[0]), V(r[0]));
     case OpKind::multi_cast: // rn.cast of each tensor
       for (size_t q = 0; q < r.size(); ++q)
         if (KernelStatus s = cpu::cast(V(o[q]), V(r[q])); !s.ok())

@@ -254,6 +254,10 @@ KernelStatus add(const TensorView &lhs, const TensorView &rhs,
                  const TensorView &result);
 /// Converts to the result's dtype: roundTo(result.dtype, x).
 KernelStatus cast(const TensorView &input, const TensorView &result);
+/// Widens the last dimension with zeros, converting to the result's dtype:
+/// result[..., c] = roundTo(result.dtype, input[..., c]) for c below the
+/// input's channels, 0 above (rn.pad_channels).
+KernelStatus padChannels(const TensorView &input, const TensorView &result);
 /// Copies the data to a view of another shape with the same element count.
 KernelStatus reshape(const TensorView &input, const TensorView &result);
 /// [N, d1, ..., dk] -> [N, d1 * ... * dk] in memory (NHWC) order.

@@ -904,8 +904,12 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
   if (!s.ok())
     return s.error().withContext("conv " + describe(call));
   if (isFilterGradient(call.kind))
-    return addTensors(buffers.dwAcc, call.gradType, stream.workspace, entry.wgradType, buffers.dw,
-                      call.gradType, numelOf(call.w), stream.stream);
+    return call.gradChannels > 0 && call.gradChannels < call.w[3]
+               ? addFirstColumns(buffers.dwAcc, call.gradType, stream.workspace, entry.wgradType,
+                                 call.w[3], buffers.dw, call.gradType,
+                                 numelOf(call.w) / call.w[3], call.gradChannels, stream.stream)
+               : addTensors(buffers.dwAcc, call.gradType, stream.workspace, entry.wgradType,
+                            buffers.dw, call.gradType, numelOf(call.w), stream.stream);
   if (entry.statsKernel)
     return columnSums(buffers.y, call.yType, numelOf(call.y) / call.y[3], call.y[3], nullptr,
                       buffers.sum, DType::f32, buffers.sumSq, stream.workspace,

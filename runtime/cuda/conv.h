@@ -85,6 +85,9 @@ struct ConvCall {
   std::array<int64_t, 4> x{}, w{}, y{};
   DType xType = DType::f32, wType = DType::f32, yType = DType::f32;
   DType gradType = DType::f32; ///< backward_filter*: dtype of dw and dwAcc
+  /// backward_filter*: dw and dwAcc cover only w's first `gradChannels`
+  /// input channels (a zero-padded filter's parameter); 0: all of them.
+  int64_t gradChannels = 0;
 };
 
 /// The device buffers of one call (only those its kind uses).

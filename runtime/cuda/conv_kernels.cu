@@ -52,6 +52,15 @@ __global__ void addTensorsKernel(const void *acc, DType accType, const void *d, 
     store(out, outType, i, load(acc, accType, i) + load(d, dType, i));
 }
 
+__global__ void addFirstColumnsKernel(const void *acc, DType accType, const void *d, DType dType,
+                                      int64_t dCols, void *out, DType outType, int64_t rows,
+                                      int64_t cols) {
+  const int64_t n = rows * cols;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    store(out, outType, i, load(acc, accType, i) + load(d, dType, i / cols * dCols + i % cols));
+}
+
 __global__ void addBiasKernel(void *y, DType yType, const void *bias, DType biasType,
                               int64_t rows, int64_t cols) {
   int64_t n = rows * cols;
@@ -129,6 +138,20 @@ Status addTensors(const void *acc, DType accType, const void *d, DType dType, vo
   if (n <= 0)
     return Status::success();
   addTensorsKernel<<<gridFor(n, 256), 256, 0, stream>>>(acc, accType, d, dType, out, outType, n);
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+Status addFirstColumns(const void *acc, DType accType, const void *d, DType dType, int64_t dCols,
+                       void *out, DType outType, int64_t rows, int64_t cols,
+                       cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0)
+    return Status::success();
+  if (cols > dCols)
+    return Error("addFirstColumns: " + std::to_string(cols) + " columns of rows of " +
+                 std::to_string(dCols));
+  addFirstColumnsKernel<<<gridFor(rows * cols, 256), 256, 0, stream>>>(
+      acc, accType, d, dType, dCols, out, outType, rows, cols);
   RN_CUDA_TRY_LAUNCH();
   return Status::success();
 }

@@ -28,6 +28,13 @@ namespace rn::cuda {
 Status addTensors(const void *acc, DType accType, const void *d, DType dType, void *out,
                   DType outType, int64_t n, cudaStream_t stream);
 
+/// out[r, c] = acc[r, c] + d[r, c] for the first `cols` of d's `dCols`
+/// columns: out and acc are [rows, cols], d is [rows, dCols] (the filter
+/// gradient of a zero-padded filter into its parameter's accumulator).
+Status addFirstColumns(const void *acc, DType accType, const void *d, DType dType, int64_t dCols,
+                       void *out, DType outType, int64_t rows, int64_t cols,
+                       cudaStream_t stream);
+
 /// y[r, c] += bias[c] in place for a row-major [rows, cols] y.
 Status addBias(void *y, DType yType, const void *bias, DType biasType, int64_t rows, int64_t cols,
                cudaStream_t stream);

@@ -172,6 +172,33 @@ template <typename F> Status launchMap(const MapArgs &args, F f, cudaStream_t st
 
 
 //===----------------------------------------------------------------------===//
+// Channel padding
+//===----------------------------------------------------------------------===//
+
+/// One output row of `padded` channels per thread: the input row's
+/// `channels` values converted, zeros after. Rows of eight channels are one
+/// 16-byte store when the output is aligned for it (the padded image stem:
+/// 8 f16 channels per pixel).
+template <bool PackedRows>
+__global__ void padChannelsKernel(const void *in, DType inType, int64_t channels, void *out,
+                                  DType outType, int64_t padded, int64_t rows) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t row = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; row < rows; row += stride) {
+    if constexpr (PackedRows) {
+      float v[kPack];
+#pragma unroll
+      for (int c = 0; c < kPack; ++c)
+        v[c] = c < channels ? loadFloat(in, inType, row * channels + c) : 0.0f;
+      storePack(out, outType, row, v);
+    } else {
+      for (int64_t c = 0; c < padded; ++c)
+        storeFloat(out, outType, row * padded + c,
+                   c < channels ? loadFloat(in, inType, row * channels + c) : 0.0f);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Dropout
 //===----------------------------------------------------------------------===//
 
@@ -354,6 +381,35 @@ Status convert(const char *op, const DeviceTensor &input, const DeviceTensor &re
   return launchMap(MapArgs{input.data, nullptr, result.data, input.dtype, DType::f32,
                            result.dtype, count},
                    Identity{}, stream);
+}
+
+Status padChannels(const DeviceTensor &input, const DeviceTensor &result, cudaStream_t stream) {
+  RN_RETURN_IF_ERROR(checkFloatView("pad_channels", "input", input));
+  RN_RETURN_IF_ERROR(checkFloatView("pad_channels", "result", result));
+  if (input.shape.empty() || input.shape.size() != result.shape.size())
+    return Error("pad_channels: input " + shapeString(input.shape) + " and result " +
+                 shapeString(result.shape) + " must have one rank of at least 1");
+  std::vector<int64_t> widened = input.shape;
+  const int64_t channels = input.shape.back(), padded = result.shape.back();
+  widened.back() = padded;
+  if (padded <= channels)
+    return Error("pad_channels: result " + shapeString(result.shape) +
+                 " must have more channels than input " + shapeString(input.shape));
+  RN_RETURN_IF_ERROR(checkShape("pad_channels", "result", result, widened));
+  const int64_t rows = channels ? input.numel() / channels : 0;
+  if (rows == 0)
+    return Status::success();
+  const unsigned blocks = gridFor(rows, kThreads);
+  if (padded == kPack && result.dtype != DType::f32 && alignedFor(result.data, result.dtype, kPack))
+    padChannelsKernel<true><<<blocks, kThreads, 0, stream>>>(input.data, input.dtype, channels,
+                                                             result.data, result.dtype, padded,
+                                                             rows);
+  else
+    padChannelsKernel<false><<<blocks, kThreads, 0, stream>>>(input.data, input.dtype, channels,
+                                                              result.data, result.dtype, padded,
+                                                              rows);
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
 }
 
 Status copyTensor(const char *op, const DeviceTensor &from, const DeviceTensor &to,

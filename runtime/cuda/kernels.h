@@ -64,6 +64,10 @@ Status binary(BinaryOp op, const DeviceTensor &lhs, const DeviceTensor &rhs,
 Status convert(const char *op, const DeviceTensor &input, const DeviceTensor &result,
                bool requireSameShape, cudaStream_t stream);
 
+/// result[..., c] = roundTo(result.dtype, input[..., c]) for c below the
+/// input's channels (its last dimension), 0 above: rn.pad_channels.
+Status padChannels(const DeviceTensor &input, const DeviceTensor &result, cudaStream_t stream);
+
 /// The executor's copy between two tensors of one element count (what
 /// all_reduce_mean does with one replica): nothing when the pointers are
 /// equal, a byte copy for equal dtypes, a conversion between float dtypes;

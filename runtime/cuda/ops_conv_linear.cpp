@@ -31,6 +31,7 @@
 #include "runtime/cuda/conv.h"
 #include "runtime/cuda/conv_kernels.h"
 #include "runtime/cuda/gemm.h"
+#include "runtime/cuda/kernels.h"
 #include "runtime/cuda/norm_kernels.h"
 #include "runtime/cuda/op_launch.h"
 
@@ -221,6 +222,20 @@ Result<size_t> filterGradient(const OpLaunch &l, bool launch, const DeviceTensor
   Result<ConvCall> call = convCall(l, ConvKind::backward_filter, x, w, dy, dw.dtype);
   if (!call.ok())
     return call.error();
+  // A zero-padded filter's gradient goes to its parameter's accumulator,
+  // which has the first channels only (rn-pad-conv-channels).
+  const bool sameShape = dw.shape == w.shape && dwAcc.shape == w.shape;
+  const bool firstChannels = dw.rank() == 4 && dwAcc.shape == dw.shape &&
+                             call->params.groups == 1 && dw.dim(0) == w.dim(0) &&
+                             dw.dim(1) == w.dim(1) && dw.dim(2) == w.dim(2) &&
+                             dw.dim(3) < w.dim(3);
+  if (!sameShape && !firstChannels)
+    return Error(l.node.op + ": the filter gradient " + detail::shapeString(dw.shape) +
+                 " and its accumulator " + detail::shapeString(dwAcc.shape) +
+                 " must have the filter's shape " + detail::shapeString(w.shape) +
+                 " or, with groups 1, fewer input channels");
+  if (firstChannels)
+    call->gradChannels = dw.dim(3);
   if (!launch)
     return l.conv.prepare(*call, l.stream);
   ConvBuffers b;

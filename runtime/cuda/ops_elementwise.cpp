@@ -90,6 +90,11 @@ Status launchCast(const OpLaunch &l) {
   return convert("cast", l.operands[0], l.results[0], /*requireSameShape=*/true, streamOf(l));
 }
 
+Status launchPadChannels(const OpLaunch &l) {
+  RN_EXPECT(l, 1, 1, 1);
+  return padChannels(l.operands[0], l.results[0], streamOf(l));
+}
+
 Status launchReshape(const OpLaunch &l) {
   RN_EXPECT(l, 1, 1, 1);
   return convert("reshape", l.operands[0], l.results[0], /*requireSameShape=*/false, streamOf(l));
@@ -232,6 +237,7 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {"dropout_backward", nullptr, launchBinary<BinaryOp::dropout_backward>},
       {"add", nullptr, launchBinary<BinaryOp::add>},
       {"cast", nullptr, launchCast},
+      {"pad_channels", nullptr, launchPadChannels},
       {"reshape", nullptr, launchReshape},
       {"flatten", nullptr, launchFlatten},
       {"zero", nullptr, launchZero},

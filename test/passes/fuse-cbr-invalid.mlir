@@ -130,9 +130,10 @@ func.func @bwd_gamma_acc_type(%dy: tensor<2x4x4x4xf16>, %x: tensor<2x4x4x3xf16>,
 
 // -----
 
-// Tests that cbr_backward's filter accumulator has the filter type.
+// Tests that cbr_backward's filter accumulator has the filter type or
+// fewer input channels, not more.
 func.func @bwd_filter_acc(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x4xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
-  // expected-error@+1 {{filter_grad_acc type 'tensor<4x3x3x4xf32>' differs from the expected type 'tensor<4x3x3x3xf32>'}}
+  // expected-error@+1 {{filter_grad_acc type 'tensor<4x3x3x4xf32>' must be the filter's type 'tensor<4x3x3x3xf32>' or, with groups 1, that of its first input channels}}
   %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }

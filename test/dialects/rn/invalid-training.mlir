@@ -312,8 +312,36 @@ func.func @conv_backward_dy(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>, %
 
 // Tests that the filter accumulator has the filter's type.
 func.func @conv_backward_acc(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %a: tensor<4x3x3x3xf16>) {
-  // expected-error@+1 {{filter_grad_acc type 'tensor<4x3x3x3xf16>' differs from the expected type 'tensor<4x3x3x3xf32>'}}
+  // expected-error@+1 {{filter_grad_acc type 'tensor<4x3x3x3xf16>' must be the filter's type 'tensor<4x3x3x3xf32>' or, with groups 1, that of its first input channels}}
   %g = rn.conv2d_backward %dy, %x, %w, %a stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x8x8x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf16>) -> tensor<4x3x3x3xf16>
+  return
+}
+
+// -----
+
+// Tests that only an ungrouped convolution's accumulator may cover the
+// filter's first input channels (rn-pad-conv-channels).
+func.func @conv_backward_acc_grouped(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x8xf32>, %w: tensor<4x3x3x4xf32>, %a: tensor<4x3x3x3xf32>) {
+  // expected-error@+1 {{filter_grad_acc type 'tensor<4x3x3x3xf32>' must be the filter's type 'tensor<4x3x3x4xf32>' or, with groups 1, that of its first input channels}}
+  %g = rn.conv2d_backward %dy, %x, %w, %a stride [1, 1] pad [1, 1] dilation [1, 1] groups 2 : (tensor<2x8x8x4xf32>, tensor<2x8x8x8xf32>, tensor<4x3x3x4xf32>, tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
+  return
+}
+
+// -----
+
+// Tests that a pad widens the channels.
+func.func @pad_channels_narrows(%x: tensor<2x4x4x8xf32>) {
+  // expected-error@+1 {{must widen the channels: 8 -> 3}}
+  %0 = rn.pad_channels %x : tensor<2x4x4x8xf32> -> tensor<2x4x4x3xf16>
+  return
+}
+
+// -----
+
+// Tests that a pad keeps every dimension but the last.
+func.func @pad_channels_shape(%x: tensor<2x4x4x3xf32>) {
+  // expected-error@+1 {{result 'tensor<2x4x5x8xf16>' must have the shape of input 'tensor<2x4x4x3xf32>' but for the last dimension}}
+  %0 = rn.pad_channels %x : tensor<2x4x4x3xf32> -> tensor<2x4x5x8xf16>
   return
 }
 

@@ -169,6 +169,8 @@ func.func @training_forward(%x: tensor<2x4x4x8xf16>, %g: tensor<8xf32>, %m: tens
   %d, %mask = rn.dropout_train %f step %step p 2.500000e-01 index 1 of 3 : tensor<2x8xf32>, tensor<i32> -> tensor<2x8xf32>, tensor<2x8xf32>
   // CHECK: rn.cast %{{.+}} : tensor<2x8xf32> -> tensor<2x8xbf16>
   %c = rn.cast %f : tensor<2x8xf32> -> tensor<2x8xbf16>
+  // CHECK: rn.pad_channels %{{.+}} : tensor<2x8xf32> -> tensor<2x16xf16>
+  %padded = rn.pad_channels %f : tensor<2x8xf32> -> tensor<2x16xf16>
   // CHECK: rn.reshape %{{.+}} : tensor<2x8xf32> -> tensor<2x1x1x8xf32>
   %r = rn.reshape %f : tensor<2x8xf32> -> tensor<2x1x1x8xf32>
   return

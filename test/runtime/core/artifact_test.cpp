@@ -841,7 +841,9 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_THAT(check("multi_ema_update", 3, 1, decay), HasSubstr("one param per average"));
   EXPECT_THAT(check("multi_ema_update", 4, 1, decay),
               HasSubstr("produces 2 results (one per average), got 1"));
-  EXPECT_EQ(allOps().size(), 53u);
+  EXPECT_EQ(check("pad_channels", 1, 1, json::object()), "");
+  EXPECT_THAT(check("pad_channels", 2, 1, json::object()), HasSubstr("operand"));
+  EXPECT_EQ(allOps().size(), 54u);
 }
 
 //===----------------------------------------------------------------------===//

@@ -128,6 +128,56 @@ TEST(Conv2d, ChunkedBackwardIsTheAdjoint) {
   EXPECT_NEAR(dot(w, dw), forward, 1e-5 * std::abs(forward) + 1e-3);
 }
 
+// rn-pad-conv-channels' rewrite is exact: the input and the filter padded
+// with zero channels (pad_channels, which also converts f32 to the input's
+// f16) give the unpadded convolution's output, and the filter gradient into
+// the parameter's 3-channel accumulator is the unpadded one's.
+TEST(Conv2d, ZeroPaddedChannelsChangeNothing) {
+  std::mt19937 rng(17);
+  const Conv2dAttrs attrs{{2, 2}, {3, 3}, {1, 1}, 1};
+  Buffer images = randomBuffer({2, 11, 9, 3}, rng);
+  Buffer x(images.shape, 0.0f, DType::f16), w = randomBuffer({4, 7, 7, 3}, rng);
+  RN_ASSERT_OK(cast(images.view(), x.view()));
+  Buffer x8({2, 11, 9, 8}, -1.0f, DType::f16), w8({4, 7, 7, 8}, -1.0f);
+  RN_ASSERT_OK(padChannels(images.view(), x8.view()));
+  RN_ASSERT_OK(padChannels(w.view(), w8.view()));
+  for (size_t i = 0; i < x8.size(); ++i)
+    ASSERT_EQ(x8[i], i % 8 < 3 ? x[i / 8 * 3 + i % 8] : 0.0f) << i;
+
+  Shape yShape;
+  RN_ASSERT_OK(conv2dOutputShape(x.shape, w.shape, attrs, yShape));
+  Buffer y(yShape), y8(yShape);
+  RN_ASSERT_OK(conv2d(x.view(), w.view(), nullptr, attrs, y.view()));
+  RN_ASSERT_OK(conv2d(x8.view(), w8.view(), nullptr, attrs, y8.view()));
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_NEAR(y8[i], y[i], 1e-5) << i;
+
+  Buffer dy = randomBuffer(yShape, rng), acc = randomBuffer(w.shape, rng);
+  Buffer dw(w.shape), dw8(w.shape);
+  RN_ASSERT_OK(conv2dBackwardFilter(dy.view(), x.view(), acc.view(), attrs, dw.view()));
+  RN_ASSERT_OK(conv2dBackwardFilter(dy.view(), x8.view(), acc.view(), attrs, dw8.view()));
+  for (size_t i = 0; i < dw.size(); ++i)
+    ASSERT_NEAR(dw8[i], dw[i], 1e-5) << i;
+  // The same through conv2d_backward, which checks the filter against the
+  // accumulator.
+  Buffer dwOp(w.shape);
+  RN_ASSERT_OK(conv2dBackward(dy.view(), x8.view(), w8.view(), acc.view(), nullptr, attrs,
+                              nullptr, dwOp.view(), nullptr));
+  EXPECT_EQ(dwOp.data, dw8.data);
+
+  // A narrower result than the input, more channels than the filter, and a
+  // grouped convolution's narrower accumulator are refused.
+  Buffer narrow({2, 11, 9, 2});
+  EXPECT_FALSE(padChannels(images.view(), narrow.view()).ok());
+  Buffer wide({4, 7, 7, 9});
+  EXPECT_FALSE(conv2dBackwardFilter(dy.view(), x8.view(), wide.view(), attrs, wide.view()).ok());
+  Conv2dAttrs grouped = attrs;
+  grouped.groups = 2;
+  Buffer accHalf({4, 7, 7, 3});
+  EXPECT_FALSE(
+      conv2dBackwardFilter(dy.view(), x8.view(), accHalf.view(), grouped, accHalf.view()).ok());
+}
+
 // detail::gemm (OpenBLAS when the build has it) against plain loops, for
 // every transpose pair, leading dimensions wider than the matrices, beta 0
 // (C's old values ignored, NaN included) and 1, and K = 0.

@@ -271,6 +271,47 @@ TEST(CudaElementwise, CastMatchesCpuBitForBit) {
         }
 }
 
+// rn.pad_channels at the image stem's shape (3 f32 channels to 8 f16: one
+// 16-byte row per thread), and unaligned or unpacked rows (1 to 5, 3 to
+// 16, an odd output offset) through the scalar path: bit for bit the CPU's.
+TEST(CudaElementwise, PadChannelsMatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(9);
+  struct PadCase {
+    Shape in, out;
+    DType inType, outType;
+    int64_t offset;
+  };
+  const PadCase cases[] = {
+      {{4, 9, 7, 3}, {4, 9, 7, 8}, DType::f32, DType::f16, 0},
+      {{4, 9, 7, 3}, {4, 9, 7, 8}, DType::f16, DType::bf16, 0},
+      {{4, 9, 7, 3}, {4, 9, 7, 8}, DType::f32, DType::f16, 1},
+      {{2, 5, 5, 1}, {2, 5, 5, 5}, DType::bf16, DType::f32, 0},
+      {{64, 7, 7, 3}, {64, 7, 7, 16}, DType::f16, DType::f16, 0},
+  };
+  for (const PadCase &c : cases) {
+    std::string what = "pad_channels " + str(c.in) + " " + std::string(dtypeName(c.inType)) +
+                       " -> " + str(c.out) + " " + std::string(dtypeName(c.outType)) +
+                       " offset " + std::to_string(c.offset);
+    std::vector<float> x = randomValues(numel(c.in), rng, DType::f32, -100, 100);
+    auto dx = upload(x, c.in, c.inType, c.offset);
+    auto dy = allocate(c.out, c.outType, c.offset);
+    RN_ASSERT_STATUS_OK(padChannels(dx.view, dy.view, stream.get()));
+    RN_ASSERT_CUDA(stream.sync());
+    std::vector<float> xIn(x.size()), ref(size_t(numel(c.out)));
+    for (size_t i = 0; i < x.size(); ++i)
+      xIn[i] = roundTo(c.inType, x[i]);
+    ASSERT_TRUE(
+        cpu::padChannels(cpuView(xIn, c.in, c.inType), cpuView(ref, c.out, c.outType)).ok());
+    expectExact(download(dy.view), ref, what);
+  }
+  auto x = allocate({2, 3}, DType::f32), narrow = allocate({2, 2}, DType::f16),
+       other = allocate({3, 8}, DType::f16);
+  EXPECT_FALSE(padChannels(x.view, narrow.view, stream.get()).ok());
+  EXPECT_FALSE(padChannels(x.view, other.view, stream.get()).ok());
+}
+
 TEST(CudaElementwise, ReshapeFlattenAndZero) {
   RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
