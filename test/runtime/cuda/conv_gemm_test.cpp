@@ -637,6 +637,43 @@ TEST_P(Launchers, Conv2dBackwardParts) {
   EXPECT_LE(relativeError(gpu.download(r.results[2]), db.values), 1e-6);
 }
 
+// A stem padded by rn-pad-conv-channels: x and w have 8 channels, the
+// filter gradient and its accumulator the parameter's 3 (the first ones).
+// The same as the CPU's, which drops the padding's part likewise.
+TEST_P(Launchers, Conv2dBackwardIntoTheFirstChannels) {
+  RN_SKIP_WITHOUT_CUDA();
+  DType dtype = GetParam();
+  Gpu gpu;
+  auto conv = makeConv();
+  auto gemm = makeGemm();
+  std::mt19937 rng(37);
+  Shape xs{2, 9, 9, 8}, ws{16, 7, 7, 8}, accs{16, 7, 7, 3}, ys{2, 5, 5, 16};
+  Host dy = randomHost(ys, dtype, rng), x = randomHost(xs, dtype, rng), w = randomHost(ws, dtype, rng);
+  Host dwAcc = randomHost(accs, dtype, rng);
+  NodeRun r;
+  r.node.op = "conv2d_backward";
+  r.node.attributes = {{"strides", {2, 2}}, {"padding", {3, 3}}};
+  r.node.parts = {{"weight_grad", Stream::comp1}};
+  r.operands = {gpu.upload(dy), gpu.upload(x), gpu.upload(w), gpu.upload(dwAcc)};
+  r.results = {gpu.empty(accs, dtype)};
+  ASSERT_OK(r.run(gpu, *conv, *gemm));
+  cpu::Conv2dAttrs attrs;
+  attrs.strides = {2, 2};
+  attrs.padding = {3, 3};
+  Host dw(accs, dtype);
+  ASSERT_TRUE(cpu::conv2dBackwardFilter(dy.view(), x.view(), dwAcc.view(), attrs, dw.view()).ok());
+  EXPECT_LE(relativeError(gpu.download(r.results[0]), dw.values), dtype == DType::f32 ? 5e-5 : 2e-3);
+  // An accumulator with more channels than the filter is an error naming
+  // the shapes.
+  NodeRun wide = r;
+  wide.operands[3] = gpu.upload(randomHost({16, 7, 7, 9}, dtype, rng));
+  wide.results = {gpu.empty({16, 7, 7, 9}, dtype)};
+  Status s = wide.run(gpu, *conv, *gemm);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("fewer input channels"), std::string::npos)
+      << s.error().message();
+}
+
 TEST_P(Launchers, LinearWithAndWithoutBias) {
   RN_SKIP_WITHOUT_CUDA();
   DType dtype = GetParam();
