@@ -634,7 +634,7 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
               return Conv2dBackwardOp::create(
                          b, opLoc, types, dy, conv.getInput(),
                          conv.getFilter(), weightAcc, biasAcc,
-                         conv.getStridesAttr(), conv.getPaddingAttr(),
+                         /*input_grad_addend=*/Value(), conv.getStridesAttr(), conv.getPaddingAttr(),
                          conv.getDilationAttr(), conv.getGroupsAttr(),
                          inputGrad)
                   ->getResults();

@@ -241,6 +241,40 @@ def PadConvChannels : Pass<"rn-pad-conv-channels", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::rn::RNDialect"];
 }
 
+def FoldGradientAdds : Pass<"rn-fold-gradient-adds", "::mlir::ModuleOp"> {
+  let summary = "Fold a residual junction's gradient sum into the data gradient that produces one of its terms";
+  let description = [{
+    In the backward of a residual block, the gradient at the block's input
+    is the sum of two gradients (the main path's data gradient and the
+    shortcut's), one `rn.add` of whole activations: ResNet-50's 16
+    junctions move about 2 ms of memory per step on an H200. When one term
+    is the input gradient of an `rn.cbr_backward` or `rn.conv2d_backward`
+    that nothing else reads, and the other term is defined before that op,
+    this pass gives the backward op the other term as its input gradient's
+    addend (`plus`) and removes the add: cuDNN adds it in the data
+    gradient's epilogue (`ConvKind::backward_data_add`), 0.02-0.2 ms over
+    the plain data gradient at ResNet-50's junctions against 0.045-0.37 ms
+    for the add (`Conv.ResidualAddEpilogueTimes`). The sum is rounded once
+    (the add rounded the data gradient first, then the sum). Runs after
+    rn-fuse-cbr and before rn-partition.
+
+    Before:
+    ```mlir
+    %dc, %g:4 = rn.cbr_backward %dy, %x, %w, ... groups 1 input_grad : ...
+    %sum = rn.add %shortcut_grad, %g#0 : tensor<256x56x56x256xf16>
+    ```
+    After:
+    ```mlir
+    %dc, %g:4 = rn.cbr_backward %dy, %x, %w, ... groups 1 input_grad plus %shortcut_grad : ...
+    ```
+    (`%g#0` takes the place of `%sum`.)
+  }];
+  let statistics = [
+    Statistic<"numFolded", "num-folded", "gradient adds folded into a data gradient">,
+  ];
+  let dependentDialects = ["::mlir::rn::RNDialect"];
+}
+
 def Partition : Pass<"rn-partition", "::mlir::ModuleOp"> {
   let summary = "Cut the train and eval steps into subgraphs and write the step schedules";
   let description = [{

@@ -1,7 +1,8 @@
 //===- TrainingPipeline.cpp - The rn-training-pipeline ----------------------===//
 //
 // Everything between the model and the capture program, in order:
-// rn-build-training, rn-fuse-cbr, rn-pad-conv-channels, rn-partition,
+// rn-build-training, rn-fuse-cbr, rn-pad-conv-channels,
+// (rn-fold-gradient-adds,) rn-partition,
 // rn-group-updates,
 // rn-plan-memory, rn-assign-streams, rn-insert-barriers, rn-verify-schedule.
 //
@@ -56,6 +57,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("zero-pad the input channels of f16/bf16 convolutions "
                      "to a multiple of this (rn-pad-conv-channels; 0: off)"),
       llvm::cl::init(8)};
+  Option<bool> foldGradientAdds{
+      *this, "fold-gradient-adds",
+      llvm::cl::desc("fold residual junctions' gradient sums into the data "
+                     "gradient's epilogue (rn-fold-gradient-adds; off until "
+                     "measured in the step on the GPU)"),
+      llvm::cl::init(false)};
   Option<bool> groupUpdates{
       *this, "group-updates",
       llvm::cl::desc("merge the per-parameter SGD and AdamW updates into "
@@ -102,6 +109,8 @@ static void buildPipeline(OpPassManager &pm,
   pm.addPass(createFuseCbr(FuseCbrOptions{options.fuse}));
   if (options.padConvChannels > 1)
     pm.addPass(createPadConvChannels(PadConvChannelsOptions{options.padConvChannels}));
+  if (options.foldGradientAdds)
+    pm.addPass(createFoldGradientAdds());
   pm.addPass(createPartition());
   if (options.dataParallel && options.allReduceBucketBytes > 0) {
     BucketAllReduceOptions buckets;

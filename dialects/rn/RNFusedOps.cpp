@@ -89,6 +89,9 @@ LogicalResult CbrBackwardOp::verify() {
                               getGamma().getType())) ||
       failed(verifyFilterGradAcc(diag, getFilterGradAcc().getType(),
                                  getFilter().getType(), getGroups())) ||
+      failed(verifyInputGradAddend(diag, getInputGradAddend(),
+                                   getInput().getType(),
+                                   static_cast<bool>(getInputGrad()))) ||
       failed(diag.requireType("conv_output_grad",
                               getConvOutputGrad().getType(), *output)))
     return failure();
@@ -226,8 +229,11 @@ SmallVector<ForkPart> CbrBackwardOp::getForkParts() {
   parts.push_back({"weight_grad",
                    {getConvOutputGrad(), getInput(), getFilterGradAcc()},
                    {getFilterGradResult()}});
-  if (Value inputGrad = getInputGradResult())
-    parts.push_back(
-        {"input_grad", {getConvOutputGrad(), getFilter()}, {inputGrad}});
+  if (Value inputGrad = getInputGradResult()) {
+    ForkPart part{"input_grad", {getConvOutputGrad(), getFilter()}, {inputGrad}};
+    if (Value addend = getInputGradAddend())
+      part.reads.push_back(addend);
+    parts.push_back(std::move(part));
+  }
   return parts;
 }

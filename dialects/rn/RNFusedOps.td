@@ -81,7 +81,7 @@ def RN_CbrForwardOp : RN_Op<"cbr_forward", [Pure]> {
 
 def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
     DeclareOpInterfaceMethods<RN_ForkingOpInterface>,
-    DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+    DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, AttrSizedOperandSegments, Pure]> {
   let summary = "gradients of rn.cbr_forward: ReLU, batch norm and convolution backward";
   let description = [{
     Equals, with the convolution attributes of the forward op:
@@ -108,7 +108,10 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
     batch, has none), `filter_grad_acc + dW`, `gamma_grad_acc + dgamma` and
     `beta_grad_acc + dbeta`. The three accumulated gradients update their
     accumulators in place. As for `rn.conv2d_backward`, `filter_grad_acc`
-    may cover only the first input channels of a zero-padded filter.
+    may cover only the first input channels of a zero-padded filter, and
+    with `plus %addend` (only with `input_grad`) the input gradient is
+    `dX + addend`, rounded once: a residual junction's gradient sum, which
+    `rn-fold-gradient-adds` moves into the data gradient's epilogue.
 
     Parts (ForkingOpInterface), in dependency order: `bn_grad` (ReLU and
     batch norm backward: writes `conv_output_grad` and the gamma and beta
@@ -133,6 +136,7 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
     RN_FloatTensor:$gamma_grad_acc,
     RN_FloatTensor:$beta_grad_acc,
     Optional<RN_FloatTensor>:$relu_output,
+    Optional<RN_FloatTensor>:$input_grad_addend,
     DenseI64ArrayAttr:$strides,
     DenseI64ArrayAttr:$padding,
     DenseI64ArrayAttr:$dilation,
@@ -146,6 +150,7 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
     $batch_mean `,` $batch_inv_std `,` $filter_grad_acc `,` $gamma_grad_acc `,`
     $beta_grad_acc (`relu` $relu_output^)? `stride` $strides `pad` $padding
     `dilation` $dilation `groups` $groups (`input_grad` $input_grad^)?
+    (`plus` $input_grad_addend^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{

@@ -166,6 +166,17 @@ LogicalResult mlir::rn::shapes::verifyFilterGradAcc(
                    " or, with groups 1, that of its first input channels");
 }
 
+LogicalResult mlir::rn::shapes::verifyInputGradAddend(const ShapeDiagnostics &diag,
+                                                     Value addend,
+                                                     RankedTensorType input,
+                                                     bool inputGrad) {
+  if (!addend)
+    return success();
+  if (!inputGrad)
+    return diag.fail("has an input gradient addend ('plus') but no input_grad");
+  return diag.requireType("input gradient addend", addend.getType(), input);
+}
+
 FailureOr<RankedTensorType> mlir::rn::shapes::inferPool2d(
     const ShapeDiagnostics &diag, RankedTensorType input,
     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,

@@ -78,6 +78,10 @@ inferConv2d(const ShapeDiagnostics &diag, RankedTensorType input,
 LogicalResult verifyFilterGradAcc(const ShapeDiagnostics &diag,
                                   RankedTensorType filterGradAcc,
                                   RankedTensorType filter, int64_t groups);
+/// The addend of a backward op's input gradient (`plus`): only with
+/// `input_grad`, and of the input's type.
+LogicalResult verifyInputGradAddend(const ShapeDiagnostics &diag, Value addend,
+                                    RankedTensorType input, bool inputGrad);
 /// Result of max or average pooling.
 FailureOr<RankedTensorType> inferPool2d(const ShapeDiagnostics &diag,
                                         RankedTensorType input,

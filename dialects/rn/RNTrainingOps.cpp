@@ -234,7 +234,9 @@ LogicalResult Conv2dBackwardOp::verify() {
       failed(diag.requireType("output_grad", getOutputGrad().getType(),
                               *output)) ||
       failed(verifyFilterGradAcc(diag, getFilterGradAcc().getType(), filter,
-                                 getGroups())))
+                                 getGroups())) ||
+      failed(verifyInputGradAddend(diag, getInputGradAddend(), input,
+                                   static_cast<bool>(getInputGrad()))))
     return failure();
   std::optional<NamedType> expected[] = {
       getInputGrad() ? std::optional<NamedType>({"input_grad", input})
@@ -919,8 +921,11 @@ static SmallVector<ForkPart> weightedBackwardParts(BackwardOp op,
 }
 
 SmallVector<ForkPart> Conv2dBackwardOp::getForkParts() {
-  return weightedBackwardParts(*this, getFilter(), getFilterGradAcc(),
-                               getFilterGradResult());
+  SmallVector<ForkPart> parts = weightedBackwardParts(
+      *this, getFilter(), getFilterGradAcc(), getFilterGradResult());
+  if (Value addend = getInputGradAddend())
+    parts.back().reads.push_back(addend); // input_grad, last
+  return parts;
 }
 
 SmallVector<ForkPart> LinearBackwardOp::getForkParts() {

@@ -248,7 +248,7 @@ def RN_SiluBackwardOp : RN_ElementwiseBackwardOp<"silu_backward", "input",
 def RN_DropoutBackwardOp : RN_ElementwiseBackwardOp<"dropout_backward", "mask",
     "dx = dy * mask">;
 
-def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, AttrSizedOperandSegments, Pure]> {
   let summary = "gradients of a convolution: dX, dW and dB";
   let description = [{
     Results, in order: the input gradient (only with `input_grad`; the first
@@ -260,7 +260,9 @@ def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN
     filter whose input channels `rn-pad-conv-channels` padded with zeros
     keeps its parameter's accumulator: `filter_grad_acc` may then have fewer
     input channels than `filter` (groups 1), and gets the gradient of the
-    first ones.
+    first ones. With `plus %addend` (only with `input_grad`) the input
+    gradient is `dX + addend`, rounded once (`rn-fold-gradient-adds`: a
+    residual junction's gradient sum as the data gradient's epilogue).
 
     ```mlir
     %dx, %gw = rn.conv2d_backward %dy, %x, %w, %gw0 stride [1, 1] pad [1, 1]
@@ -273,6 +275,7 @@ def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN
     RN_FloatTensor:$filter,
     RN_FloatTensor:$filter_grad_acc,
     Optional<RN_FloatTensor>:$bias_grad_acc,
+    Optional<RN_FloatTensor>:$input_grad_addend,
     DenseI64ArrayAttr:$strides,
     DenseI64ArrayAttr:$padding,
     DenseI64ArrayAttr:$dilation,
@@ -282,7 +285,8 @@ def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN
   let assemblyFormat = [{
     $output_grad `,` $input `,` $filter `,` $filter_grad_acc (`,` $bias_grad_acc^)?
     `stride` $strides `pad` $padding `dilation` $dilation `groups` $groups
-    (`input_grad` $input_grad^)? attr-dict `:` functional-type(operands, results)
+    (`input_grad` $input_grad^)? (`plus` $input_grad_addend^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     ::mlir::Value getInputGradResult() {

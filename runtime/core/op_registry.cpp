@@ -50,6 +50,18 @@ bool isSet(const json &attributes, const char *name) {
   return it != attributes.end() && it->is_boolean() && it->get<bool>();
 }
 
+} // namespace
+
+bool hasInputGradAddend(const json &attributes) {
+  auto it = attributes.find("operandSegmentSizes");
+  if (it == attributes.end() || !it->is_array() || it->empty())
+    return false;
+  const json &last = it->back();
+  return last.is_number_integer() && last.get<int64_t>() == 1;
+}
+
+namespace {
+
 /// Collects the first problem of one node.
 class Checker {
 public:
@@ -327,9 +339,12 @@ Status verifyUpdateRunningStats(const OpNodeSignature &node) {
 /// weight_grad_acc and an optional bias_grad_acc; results [dX] dW [dB].
 template <bool Conv> Status verifyWeightedBackward(const OpNodeSignature &node) {
   Checker c(node);
-  c.operands(4, 5);
+  const size_t addend = Conv && hasInputGradAddend(node.attributes) ? 1 : 0;
+  c.operands(4 + addend, 5 + addend);
   bool inputGrad = c.flag("input_grad");
-  bool bias = node.operands == 5;
+  if (addend && !inputGrad)
+    c.fail("has an input gradient addend but no input_grad");
+  bool bias = node.operands - addend == 5;
   std::string what = inputGrad ? "input_grad, " : "";
   what += Conv ? "filter_grad" : "weight_grad";
   if (bias)
@@ -342,7 +357,7 @@ template <bool Conv> Status verifyWeightedBackward(const OpNodeSignature &node) 
 
 std::vector<std::string_view> weightedBackwardParts(const OpNodeSignature &node) {
   std::vector<std::string_view> parts = {"weight_grad"};
-  if (node.operands == 5)
+  if (node.operands - (hasInputGradAddend(node.attributes) ? 1 : 0) == 5)
     parts.push_back("bias_grad");
   if (isSet(node.attributes, "input_grad"))
     parts.push_back("input_grad");
@@ -583,8 +598,11 @@ Status verifyCbr(const OpNodeSignature &node) {
 /// gradients.
 Status verifyCbrBackward(const OpNodeSignature &node) {
   Checker c(node);
-  c.operands(10, 11);
+  const size_t addend = hasInputGradAddend(node.attributes) ? 1 : 0;
+  c.operands(10 + addend, 11 + addend);
   bool inputGrad = c.flag("input_grad");
+  if (addend && !inputGrad)
+    c.fail("has an input gradient addend but no input_grad");
   c.results(inputGrad ? 5 : 4,
             std::string("conv_output_grad, ") + (inputGrad ? "input_grad, " : "") +
                 "filter_grad, gamma_grad, beta_grad");

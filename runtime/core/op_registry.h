@@ -42,6 +42,13 @@ struct OpInfo {
   std::vector<std::string_view> (*forkParts)(const OpNodeSignature &node) = nullptr;
 };
 
+/// Whether a conv2d_backward or cbr_backward node has an input gradient
+/// addend (`plus`, rn-fold-gradient-adds): its last operand then. The
+/// artifact says so in the op's "operandSegmentSizes" (one count per ODS
+/// operand, the addend's last), which tells it apart from the other
+/// optional operand (the bias accumulator, the ReLU output).
+bool hasInputGradAddend(const nlohmann::json &attributes);
+
 /// The op named `name` ("conv2d"), or null.
 const OpInfo *findOp(std::string_view name);
 

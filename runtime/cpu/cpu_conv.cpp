@@ -209,15 +209,19 @@ KernelStatus conv2d(const TensorView &input, const TensorView &filter,
 KernelStatus conv2dBackwardInput(const TensorView &outputGrad,
                                  const TensorView &filter,
                                  const Conv2dAttrs &attrs,
-                                 const TensorView &inputGrad) {
+                                 const TensorView &inputGrad,
+                                 const TensorView *addend) {
   Check check("conv2d_backward (input gradient)");
   ConvGeometry g;
   check.view("output_grad", outputGrad).view("filter", filter)
       .view("input_grad", inputGrad);
+  if (addend)
+    check.view("input_grad_addend", *addend);
   if (check.failed() ||
       checkConv(check, inputGrad.shape, filter.shape, attrs, g).failed())
     return check.status();
-  if (check.shape("output_grad", outputGrad, outputShape(g)).failed())
+  if (check.shape("output_grad", outputGrad, outputShape(g)).failed() ||
+      (addend && check.shape("input_grad_addend", *addend, inputGrad.shape).failed()))
     return check.status();
 
   // Per chunk of output pixels and per group: dPatches[P, K] = dY[P, Og] *
@@ -234,8 +238,10 @@ KernelStatus conv2dBackwardInput(const TensorView &outputGrad,
       scatterPatches(g, patches.data(), grp, p0, p1, dx.data());
     }
   });
+  // With an addend the sum is rounded once, as cuDNN's epilogue does.
   for (size_t i = 0; i < dx.size(); ++i)
-    inputGrad.data[i] = store(inputGrad.dtype, dx[i]);
+    inputGrad.data[i] =
+        store(inputGrad.dtype, addend ? dx[i] + double(addend->data[i]) : dx[i]);
   return {};
 }
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/cpu_executor.h"
+#include "runtime/core/op_registry.h"
 #include "runtime/core/host_program.h"
 
 #include "runtime/cpu/cpu_kernels.h"
@@ -186,6 +187,9 @@ struct Kernel {
          weightDecay = 0, beta1 = 0, beta2 = 0, trustCoefficient = 0, decay = 0;
   int64_t count = 0, growthInterval = 0;
   bool inputGrad = false, relu = false, nesterov = false;
+  /// conv2d_backward, cbr_backward: the input gradient's addend is the
+  /// last operand (op_registry's hasInputGradAddend).
+  bool inputGradAddend = false;
   /// dropout_train: its random stream is step * dropoutCount + dropoutIndex.
   uint64_t dropoutIndex = 0, dropoutCount = 0;
 };
@@ -227,6 +231,7 @@ Kernel kernelOf(const Node &node) {
   k.count = static_cast<int64_t>(numAttr(a, "count"));
   k.growthInterval = static_cast<int64_t>(numAttr(a, "growth_interval"));
   k.inputGrad = flagAttr(a, "input_grad");
+  k.inputGradAddend = hasInputGradAddend(a);
   k.relu = flagAttr(a, "relu");
   k.nesterov = flagAttr(a, "nesterov");
   if (k.kind == OpKind::dropout_train) {
@@ -672,12 +677,14 @@ Access accessOf(const Node &node, const Kernel &k, int part) {
       a.writes = {r[dwIndex + 1]};
     } else if (role == PartRole::input_grad) {
       a.reads = {o[0], o[2]};
+      if (k.inputGradAddend)
+        a.reads.push_back(o.back());
       a.writes = {r[0]};
     }
   } else if (k.kind == OpKind::cbr_backward) {
     if (role == PartRole::bn_grad) {
       a.reads = {o[0], o[3], o[4], o[5], o[6], o[8], o[9]};
-      if (o.size() == 11)
+      if (o.size() - size_t(k.inputGradAddend) == 11)
         a.reads.push_back(o[10]);
       a.writes = {r[0], r[dx ? 3 : 2], r[dx ? 4 : 3]};
     } else if (role == PartRole::weight_grad) {
@@ -685,6 +692,8 @@ Access accessOf(const Node &node, const Kernel &k, int part) {
       a.writes = {r[dx ? 2 : 1]};
     } else if (role == PartRole::input_grad) {
       a.reads = {r[0], o[2]};
+      if (k.inputGradAddend)
+        a.reads.push_back(o.back());
       a.writes = {r[1]};
     }
   }
@@ -752,7 +761,8 @@ struct ExecutorAccess {
           return conv ? cpu::conv2dBackwardBias(V(o[0]), V(o[4]), V(r[dw + 1]))
                       : cpu::linearBackwardBias(V(o[0]), V(o[4]), V(r[dw + 1]));
         if (role == PartRole::input_grad)
-          return conv ? cpu::conv2dBackwardInput(V(o[0]), V(o[2]), k.conv, V(r[0]))
+          return conv ? cpu::conv2dBackwardInput(V(o[0]), V(o[2]), k.conv, V(r[0]),
+                                                 k.inputGradAddend ? &V(o.back()) : nullptr)
                       : cpu::linearBackwardInput(V(o[0]), V(o[2]), V(r[0]));
         break;
       }
@@ -761,7 +771,7 @@ struct ExecutorAccess {
         if (role == PartRole::bn_grad) {
           TensorView dy = V(o[0]);
           std::vector<float> masked;
-          if (o.size() == 11) {
+          if (o.size() - size_t(k.inputGradAddend) == 11) {
             masked.resize(size_t(std::max<int64_t>(dy.numel(), 0)));
             TensorView m = dy;
             m.data = masked.data();
@@ -776,7 +786,8 @@ struct ExecutorAccess {
         if (role == PartRole::weight_grad)
           return cpu::conv2dBackwardFilter(V(r[0]), V(o[1]), V(o[7]), k.conv, V(r[dx ? 2 : 1]));
         if (role == PartRole::input_grad)
-          return cpu::conv2dBackwardInput(V(r[0]), V(o[2]), k.conv, V(r[1]));
+          return cpu::conv2dBackwardInput(V(r[0]), V(o[2]), k.conv, V(r[1]),
+                                          k.inputGradAddend ? &V(o.back()) : nullptr);
         break;
       }
       default:

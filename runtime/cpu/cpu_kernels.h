@@ -128,11 +128,13 @@ KernelStatus pool2dOutputShape(const Shape &input, const Pool2dAttrs &attrs,
 KernelStatus conv2d(const TensorView &input, const TensorView &filter,
                     const TensorView *bias, const Conv2dAttrs &attrs,
                     const TensorView &result);
-/// dX of conv2d (overwrites `inputGrad`).
+/// dX of conv2d (overwrites `inputGrad`); with `addend`, dX + addend
+/// rounded once (the input gradient's `plus` of rn-fold-gradient-adds).
 KernelStatus conv2dBackwardInput(const TensorView &outputGrad,
                                  const TensorView &filter,
                                  const Conv2dAttrs &attrs,
-                                 const TensorView &inputGrad);
+                                 const TensorView &inputGrad,
+                                 const TensorView *addend = nullptr);
 /// filterGrad = filterGradAcc + dW.
 KernelStatus conv2dBackwardFilter(const TensorView &outputGrad,
                                   const TensorView &input,

@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/op_registry.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/conv.h"
 #include "runtime/cuda/conv_kernels.h"
@@ -248,10 +249,17 @@ Result<size_t> filterGradient(const OpLaunch &l, bool launch, const DeviceTensor
   return size_t(0);
 }
 
-/// The input gradient of a backward part: dx = dgrad(dy, w).
+/// The input gradient of a backward part: dx = dgrad(dy, w), plus
+/// `addend` in the dgrad's epilogue when there is one (rn-fold-gradient-adds).
 Result<size_t> dataGradient(const OpLaunch &l, bool launch, const DeviceTensor &dx,
-                            const DeviceTensor &w, const DeviceTensor &dy) {
-  Result<ConvCall> call = convCall(l, ConvKind::backward_data, dx, w, dy, DType::f32);
+                            const DeviceTensor &w, const DeviceTensor &dy,
+                            const DeviceTensor *addend) {
+  if (addend && (addend->shape != dx.shape || addend->dtype != dx.dtype))
+    return Error(l.node.op + ": the input gradient addend " + detail::shapeString(addend->shape) +
+                 " " + std::string(dtypeName(addend->dtype)) + " must have the input gradient's " +
+                 detail::shapeString(dx.shape) + " " + std::string(dtypeName(dx.dtype)));
+  Result<ConvCall> call = convCall(l, addend ? ConvKind::backward_data_add : ConvKind::backward_data,
+                                   dx, w, dy, DType::f32);
   if (!call.ok())
     return call.error();
   if (!launch)
@@ -260,6 +268,7 @@ Result<size_t> dataGradient(const OpLaunch &l, bool launch, const DeviceTensor &
   b.w = w.data;
   b.dy = dy.data;
   b.dx = dx.data;
+  b.residual = addend ? addend->data : nullptr;
   if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
     return s.error();
   return size_t(0);
@@ -270,7 +279,8 @@ Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
   const auto &r = l.results;
   bool inputGrad = flagAttr(l.node.attributes, "input_grad");
   size_t dw = inputGrad ? 1 : 0;
-  bool hasBias = o.size() == 5;
+  const bool hasAddend = hasInputGradAddend(l.node.attributes);
+  bool hasBias = o.size() - size_t(hasAddend) == 5;
   if (r.size() != dw + 1 + (hasBias ? 1 : 0))
     return Error(l.node.op + ": results do not match input_grad and the bias accumulator");
   const DeviceTensor &dy = o[0];
@@ -297,7 +307,7 @@ Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
   case Role::input_grad: {
     if (!inputGrad)
       return Error(l.node.op + ": input_grad part without input_grad");
-    return dataGradient(l, launch, r[0], o[2], dy);
+    return dataGradient(l, launch, r[0], o[2], dy, hasAddend ? &o.back() : nullptr);
   }
   default:
     return Error(l.node.op + ": unknown part");
@@ -405,15 +415,21 @@ Result<size_t> forParts(const OpLaunch &l, bool hasBias, bool bnGrad, bool launc
   return most;
 }
 
+/// conv2d_backward's bias accumulator: operand 4 when the operands are
+/// five without an input gradient addend (or six with one).
+bool hasBiasAccumulator(const OpLaunch &l) {
+  return l.operands.size() - size_t(hasInputGradAddend(l.node.attributes)) == 5;
+}
+
 Result<size_t> conv2dBackwardPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 4, 5, 1, 3); !s.ok())
+  if (Status s = operandCount(l, 4, 6, 1, 3); !s.ok())
     return s.error();
-  return forParts(l, l.operands.size() == 5, false, false, conv2dBackwardPart);
+  return forParts(l, hasBiasAccumulator(l), false, false, conv2dBackwardPart);
 }
 Status conv2dBackwardLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 4, 5, 1, 3); !s.ok())
+  if (Status s = operandCount(l, 4, 6, 1, 3); !s.ok())
     return s;
-  Result<size_t> r = forParts(l, l.operands.size() == 5, false, true, conv2dBackwardPart);
+  Result<size_t> r = forParts(l, hasBiasAccumulator(l), false, true, conv2dBackwardPart);
   return r.ok() ? Status::success() : Status(r.error());
 }
 
@@ -597,12 +613,13 @@ Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
     return Error(l.node.op + ": results do not match input_grad");
   const DeviceTensor &convOutGrad = r[0];
   size_t dw = inputGrad ? 2 : 1;
+  const bool hasAddend = hasInputGradAddend(l.node.attributes);
   switch (role) {
   case Role::bn_grad: {
     size_t bytes = bnBackwardWorkspaceBytes(o[3].shape);
     if (!launch)
       return bytes;
-    const DeviceTensor *reluOutput = o.size() == 11 ? &o[10] : nullptr;
+    const DeviceTensor *reluOutput = o.size() - size_t(hasAddend) == 11 ? &o[10] : nullptr;
     if (Status s = bnBackward(o[0], reluOutput, o[3], o[4], o[5], o[6], o[8], o[9], convOutGrad,
                               r[dw + 1], r[dw + 2], l.stream.stream, l.stream.workspace,
                               l.stream.workspaceBytes);
@@ -615,7 +632,7 @@ Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
   case Role::input_grad: {
     if (!inputGrad)
       return Error(l.node.op + ": input_grad part without input_grad");
-    return dataGradient(l, launch, r[1], o[2], convOutGrad);
+    return dataGradient(l, launch, r[1], o[2], convOutGrad, hasAddend ? &o.back() : nullptr);
   }
   default:
     return Error(l.node.op + ": unknown part");
@@ -623,12 +640,12 @@ Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
 }
 
 Result<size_t> cbrBackwardPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 10, 11, 4, 5); !s.ok())
+  if (Status s = operandCount(l, 10, 12, 4, 5); !s.ok())
     return s.error();
   return forParts(l, false, true, false, cbrBackwardPart);
 }
 Status cbrBackwardLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 10, 11, 4, 5); !s.ok())
+  if (Status s = operandCount(l, 10, 12, 4, 5); !s.ok())
     return s;
   Result<size_t> r = forParts(l, false, true, true, cbrBackwardPart);
   return r.ok() ? Status::success() : Status(r.error());

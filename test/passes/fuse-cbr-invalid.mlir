@@ -398,3 +398,12 @@ func.func @bari_result(%c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4x
   %y = rn.bn_add_relu_inference %c, %g, %b, %rm, %rv shortcut %sc eps 1.000000e-05 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xbf16>
   return
 }
+
+// -----
+
+// Tests that cbr_backward's input gradient addend comes with input_grad.
+func.func @bwd_addend_without_input_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>) {
+  // expected-error@+1 {{has an input gradient addend ('plus') but no input_grad}}
+  %dc, %gr:3 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 plus %x : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x3xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}

@@ -329,6 +329,24 @@ func.func @conv_backward_acc_grouped(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x
 
 // -----
 
+// Tests that an input gradient addend comes with input_grad.
+func.func @conv_backward_addend_without_input_grad(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error@+1 {{has an input gradient addend ('plus') but no input_grad}}
+  %g = rn.conv2d_backward %dy, %x, %w, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 plus %x : (tensor<2x8x8x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<2x8x8x3xf32>) -> tensor<4x3x3x3xf32>
+  return
+}
+
+// -----
+
+// Tests that an input gradient addend has the input's type.
+func.func @conv_backward_addend_type(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %a: tensor<2x8x8x3xf16>) {
+  // expected-error@+1 {{input gradient addend type 'tensor<2x8x8x3xf16>' differs from the expected type 'tensor<2x8x8x3xf32>'}}
+  %g:2 = rn.conv2d_backward %dy, %x, %w, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad plus %a : (tensor<2x8x8x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<2x8x8x3xf16>) -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>)
+  return
+}
+
+// -----
+
 // Tests that a pad widens the channels.
 func.func @pad_channels_narrows(%x: tensor<2x4x4x8xf32>) {
   // expected-error@+1 {{must widen the channels: 8 -> 3}}

@@ -187,6 +187,8 @@ func.func @backward(%x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor
                     %labels: tensor<2xi32>, %scale: tensor<f32>) {
   // CHECK: rn.conv2d_backward %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 input_grad : {{.+}} -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
   %cg:3 = rn.conv2d_backward %dy, %x, %w, %w, %b stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
+  // CHECK: rn.conv2d_backward {{.+}} groups 1 input_grad plus %{{.+}} : {{.+}} -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
+  %ca:3 = rn.conv2d_backward %dy, %x, %w, %w, %b stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 input_grad plus %x : (tensor<2x4x4x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<2x8x8x3xf32>) -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
   // CHECK: rn.conv2d_backward {{.+}} groups 1 : {{.+}} -> tensor<4x3x3x3xf32>
   %cf = rn.conv2d_backward %dy, %x, %w, %w stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
   // CHECK: rn.linear_backward {{.+}} input_grad : {{.+}} -> (tensor<2x16xf32>, tensor<10x16xf32>, tensor<10xf32>)

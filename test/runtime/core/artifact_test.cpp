@@ -841,6 +841,27 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_THAT(check("multi_ema_update", 3, 1, decay), HasSubstr("one param per average"));
   EXPECT_THAT(check("multi_ema_update", 4, 1, decay),
               HasSubstr("produces 2 results (one per average), got 1"));
+  // The input gradient's addend (rn-fold-gradient-adds), told apart from
+  // the bias accumulator and the ReLU output by operandSegmentSizes.
+  json addend = conv;
+  addend["input_grad"] = true;
+  addend["operandSegmentSizes"] = {1, 1, 1, 1, 0, 1};
+  EXPECT_EQ(check("conv2d_backward", 5, 2, addend), "");
+  EXPECT_THAT(check("conv2d_backward", 5, 3, addend), HasSubstr("produces 2 results"));
+  json withBias = addend;
+  withBias["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(check("conv2d_backward", 6, 3, withBias), "");
+  json noInputGrad = conv;
+  noInputGrad["operandSegmentSizes"] = {1, 1, 1, 1, 0, 1};
+  EXPECT_THAT(check("conv2d_backward", 5, 1, noInputGrad),
+              HasSubstr("input gradient addend but no input_grad"));
+  json cbrAddend = addend;
+  cbrAddend["epsilon"] = 1e-5;
+  cbrAddend["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(check("cbr_backward", 12, 5, cbrAddend), "");
+  EXPECT_TRUE(hasInputGradAddend(cbrAddend));
+  EXPECT_FALSE(hasInputGradAddend(json{{"operandSegmentSizes", {1, 1, 1, 1, 0, 0}}}));
+  EXPECT_FALSE(hasInputGradAddend(json::object()));
   EXPECT_EQ(check("pad_channels", 1, 1, json::object()), "");
   EXPECT_THAT(check("pad_channels", 2, 1, json::object()), HasSubstr("operand"));
   EXPECT_EQ(allOps().size(), 54u);

@@ -128,6 +128,28 @@ TEST(Conv2d, ChunkedBackwardIsTheAdjoint) {
   EXPECT_NEAR(dot(w, dw), forward, 1e-5 * std::abs(forward) + 1e-3);
 }
 
+// The input gradient with an addend (rn-fold-gradient-adds' `plus`) is
+// dX + addend rounded once: in f16 it is the rounding of the f32 dX plus
+// the addend, which the add of the unfolded program rounds twice.
+TEST(Conv2d, InputGradientAddendIsRoundedOnce) {
+  std::mt19937 rng(23);
+  const Conv2dAttrs attrs{{1, 1}, {1, 1}, {1, 1}, 1};
+  Buffer dy = randomBuffer({2, 5, 5, 4}, rng), w = randomBuffer({4, 3, 3, 6}, rng);
+  Buffer addend = randomBuffer({2, 5, 5, 6}, rng);
+  for (float &v : addend.data)
+    v = roundTo(DType::f16, v);
+  addend.dtype = DType::f16;
+  Buffer dx32({2, 5, 5, 6}), sum({2, 5, 5, 6}, 0.0f, DType::f16);
+  RN_ASSERT_OK(conv2dBackwardInput(dy.view(), w.view(), attrs, dx32.view()));
+  TensorView addendView = addend.view();
+  RN_ASSERT_OK(conv2dBackwardInput(dy.view(), w.view(), attrs, sum.view(), &addendView));
+  for (size_t i = 0; i < sum.size(); ++i)
+    ASSERT_EQ(sum[i], roundTo(DType::f16, dx32[i] + addend[i])) << i;
+  Buffer wrong({2, 5, 5, 5}, 0.0f, DType::f16);
+  TensorView wrongView = wrong.view();
+  EXPECT_FALSE(conv2dBackwardInput(dy.view(), w.view(), attrs, sum.view(), &wrongView).ok());
+}
+
 // rn-pad-conv-channels' rewrite is exact: the input and the filter padded
 // with zero channels (pad_channels, which also converts f32 to the input's
 // f16) give the unpadded convolution's output, and the filter gradient into

@@ -674,6 +674,38 @@ TEST_P(Launchers, Conv2dBackwardIntoTheFirstChannels) {
       << s.error().message();
 }
 
+// A residual junction folded into the data gradient (rn-fold-gradient-adds):
+// conv2d_backward's input_grad part with an addend, told apart from the
+// bias accumulator by operandSegmentSizes, runs cuDNN's dgrad with the add
+// as its epilogue; the same as the CPU's dX + addend.
+TEST_P(Launchers, Conv2dBackwardInputGradAddend) {
+  RN_SKIP_WITHOUT_CUDA();
+  DType dtype = GetParam();
+  Gpu gpu;
+  auto conv = makeConv();
+  auto gemm = makeGemm();
+  std::mt19937 rng(41);
+  Shape xs{2, 10, 10, 16}, ws{32, 1, 1, 16}, ys{2, 10, 10, 32};
+  Host dy = randomHost(ys, dtype, rng), x = randomHost(xs, dtype, rng), w = randomHost(ws, dtype, rng);
+  Host dwAcc = randomHost(ws, DType::f32, rng), addend = randomHost(xs, dtype, rng);
+  NodeRun r;
+  r.node.op = "conv2d_backward";
+  r.node.attributes = {{"strides", {1, 1}},
+                       {"padding", {0, 0}},
+                       {"input_grad", true},
+                       {"operandSegmentSizes", {1, 1, 1, 1, 0, 1}}};
+  r.node.parts = {{"weight_grad", Stream::comp1}, {"input_grad", Stream::comp1}};
+  r.operands = {gpu.upload(dy), gpu.upload(x), gpu.upload(w), gpu.upload(dwAcc),
+                gpu.upload(addend)};
+  r.results = {gpu.empty(xs, dtype), gpu.empty(ws, DType::f32)};
+  ASSERT_OK(r.run(gpu, *conv, *gemm));
+  cpu::Conv2dAttrs attrs;
+  Host dx(xs, dtype);
+  TensorView addendView = addend.view();
+  ASSERT_TRUE(cpu::conv2dBackwardInput(dy.view(), w.view(), attrs, dx.view(), &addendView).ok());
+  EXPECT_LE(relativeError(gpu.download(r.results[0]), dx.values), tolerance(dtype));
+}
+
 TEST_P(Launchers, LinearWithAndWithoutBias) {
   RN_SKIP_WITHOUT_CUDA();
   DType dtype = GetParam();

@@ -1,0 +1,93 @@
+//===- FoldGradientAdds.cpp - Residual gradient sums into the dgrad -------===//
+//
+// Rewrites `rn.add %a, %b`, where %b (or %a) is the input gradient of a
+// conv2d_backward or cbr_backward that nothing else reads and the other
+// term is defined before that op, into that op's input gradient addend
+// (`plus`): the data gradient's epilogue computes the sum, and the add's
+// pass over the activations goes away.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "rn-fold-gradient-adds"
+
+namespace mlir::rn {
+#define GEN_PASS_DEF_FOLDGRADIENTADDS
+#include "passes/Passes.h.inc"
+} // namespace mlir::rn
+
+using namespace mlir;
+using namespace mlir::rn;
+
+namespace {
+
+/// The backward op whose input gradient `value` is, when it can take an
+/// addend: `value` is read once (by the add) and the op has no addend yet.
+Operation *addendTaker(Value value) {
+  Operation *op = value.getDefiningOp();
+  if (!op || !value.hasOneUse())
+    return nullptr;
+  if (auto backward = dyn_cast<CbrBackwardOp>(op))
+    return backward.getInputGradResult() == value && !backward.getInputGradAddend()
+               ? op
+               : nullptr;
+  if (auto backward = dyn_cast<Conv2dBackwardOp>(op))
+    return backward.getInputGradResult() == value && !backward.getInputGradAddend()
+               ? op
+               : nullptr;
+  return nullptr;
+}
+
+/// `value` is available before `op` (same block).
+bool definedBefore(Value value, Operation *op) {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return cast<BlockArgument>(value).getOwner() == op->getBlock();
+  return def->getBlock() == op->getBlock() && def->isBeforeInBlock(op);
+}
+
+void setAddend(Operation *op, Value addend) {
+  if (auto backward = dyn_cast<CbrBackwardOp>(op))
+    backward.getInputGradAddendMutable().assign(addend);
+  else
+    cast<Conv2dBackwardOp>(op).getInputGradAddendMutable().assign(addend);
+}
+
+struct FoldGradientAddsPass
+    : public mlir::rn::impl::FoldGradientAddsBase<FoldGradientAddsPass> {
+  void runOnOperation() override {
+    SmallVector<AddOp> adds;
+    getOperation().walk([&](AddOp add) { adds.push_back(add); });
+    for (AddOp add : adds) {
+      Value lhs = add.getLhs(), rhs = add.getRhs();
+      // Prefer the term produced later: the other one is then defined
+      // before its producer.
+      Operation *taker = nullptr;
+      Value term, addend;
+      for (auto [candidate, other] : {std::pair{rhs, lhs}, std::pair{lhs, rhs}}) {
+        Operation *op = addendTaker(candidate);
+        if (!op || other == candidate || !definedBefore(other, op) ||
+            other.getType() != candidate.getType())
+          continue;
+        if (!taker || taker->isBeforeInBlock(op)) {
+          taker = op;
+          term = candidate;
+          addend = other;
+        }
+      }
+      if (!taker)
+        continue;
+      setAddend(taker, addend);
+      add.getResult().replaceAllUsesWith(term);
+      LLVM_DEBUG(llvm::dbgs() << "folded the add at " << add.getLoc() << " into "
+                              << taker->getName() << " at " << taker->getLoc() << "\n");
+      add.erase();
+      ++numFolded;
+    }
+  }
+};
+
+} // namespace
