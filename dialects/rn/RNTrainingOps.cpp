@@ -206,11 +206,12 @@ LogicalResult DropoutTrainOp::verify() {
     return failure();
   // Distinct indices below one count give every dropout of a step its own
   // random stream (step * count + index).
-  if (getCount() < 1)
-    return diag.fail("count must be at least 1, got ", getCount());
-  if (getIndex() < 0 || getIndex() >= getCount())
-    return diag.fail("index must be in [0, count) = [0, ", getCount(),
-                     "), got ", getIndex());
+  // Signed: the unsigned getters would read a negative attribute as huge.
+  const int64_t count = getCountAttr().getInt(), index = getIndexAttr().getInt();
+  if (count < 1)
+    return diag.fail("count must be at least 1, got ", count);
+  if (index < 0 || index >= count)
+    return diag.fail("index must be in [0, count) = [0, ", count, "), got ", index);
   return requireSameTypes(diag, {"input", getInput().getType()},
                           {{"result", getResult().getType()},
                            {"mask", getMask().getType()}});

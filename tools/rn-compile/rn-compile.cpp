@@ -206,7 +206,7 @@ json::Value ProgramWriter::node(Operation *op,
     result["parts"] = std::move(parts);
     json::Array waits;
     if (auto pairs = op->getAttrOfType<DenseI64ArrayAttr>(kPartWaitsAttr))
-      for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+      for (int64_t i = 0; i + 1 < int64_t(pairs.size()); i += 2)
         waits.push_back(json::Array{pairs[i], pairs[i + 1]});
     result["part_waits"] = std::move(waits);
   }

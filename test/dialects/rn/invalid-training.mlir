@@ -292,6 +292,16 @@ func.func @dropout_train_index(%x: tensor<4xf32>, %step: tensor<i32>) {
 
 // -----
 
+// Tests that a negative index of dropout_train is refused (and not read as
+// a huge unsigned one).
+func.func @dropout_train_negative_index(%x: tensor<4xf32>, %step: tensor<i32>) {
+  // expected-error@+1 {{index must be in [0, count) = [0, 2), got -1}}
+  %y, %m = rn.dropout_train %x step %step p 5.000000e-01 index -1 of 2 : tensor<4xf32>, tensor<i32> -> tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
 // Tests that dropout_train's count is at least 1.
 func.func @dropout_train_count(%x: tensor<4xf32>, %step: tensor<i32>) {
   // expected-error@+1 {{count must be at least 1, got 0}}

@@ -136,8 +136,9 @@ TEST(GroupUpdates, MultiSgdKernelMatchesPerTensorSgd) {
           for (size_t i = 0; i < shapes.size(); ++i) {
             SCOPED_TRACE("tensor " + std::to_string(i));
             EXPECT_TRUE(sameBits(outP[i].values, refP[i].values));
-            if (buffer)
+            if (buffer) {
               EXPECT_TRUE(sameBits(outB[i].values, refB[i].values));
+            }
           }
         }
 }

@@ -764,8 +764,9 @@ TEST_P(Launchers, LinearBackwardParts) {
     EXPECT_LE(relativeError(gpu.download(r.results[0]), dx.values), tolerance(dtype));
     EXPECT_LE(relativeError(gpu.download(r.results[1]), dw.values),
               dtype == DType::f32 ? 5e-5 : 1e-3);
-    if (withBias)
+    if (withBias) {
       EXPECT_LE(relativeError(gpu.download(r.results[2]), db.values), 1e-6);
+    }
   }
 }
 

@@ -71,8 +71,9 @@ TEST(CudaEagerExecutor, WorkspacesAreSizedToWhatThePlansNeed) {
     EXPECT_EQ(r.workspaceBytes, dp.workspaceNeed(s)) << r.name;
     EXPECT_LE(r.workspaceBytes, cap) << r.name;
     EXPECT_EQ(r.workspace != nullptr, r.workspaceBytes > 0) << r.name;
-    if (region)
+    if (region) {
       EXPECT_EQ(ctx.allocatedBytes(*region), r.workspaceBytes) << r.name;
+    }
     someNeed |= r.workspaceBytes > 0;
     sized += (r.workspaceBytes + 255) / 256 * 256;
   }

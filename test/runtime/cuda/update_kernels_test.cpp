@@ -178,13 +178,15 @@ TEST(UpdateKernelsTest, SgdMatchesCpu) {
             ASSERT_TRUE(s.ok()) << s.error().message();
             if (skipMode == 2) {
               EXPECT_EQ(relativeError(download(rp.view), p.values), 0.0);
-              if (buffer)
+              if (buffer) {
                 EXPECT_EQ(relativeError(download(rb.view), b.values), 0.0);
+              }
               continue;
             }
             EXPECT_LE(updateError(download(rp.view), np.values, p.values), updateTolerance(t));
-            if (buffer)
+            if (buffer) {
               EXPECT_LE(relativeError(download(rb.view), nb.values), updateTolerance(t));
+            }
           }
 }
 
