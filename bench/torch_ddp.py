@@ -31,7 +31,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_step import MODELS, device_memory_in_use, eager_step  # noqa: E402
+from torch_step import MODELS, device_memory_in_use, eager_step, timed_windows  # noqa: E402
 
 
 def measure(name: str, batch: int, steps: int, warmup: int, rank: int, world: int) -> dict:
@@ -58,18 +58,7 @@ def measure(name: str, batch: int, steps: int, warmup: int, rank: int, world: in
     for _ in range(warmup - 1):
         step()
     torch.cuda.synchronize()
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(3):
-        dist.barrier()
-        begin.record()
-        for _ in range(steps):
-            loss = step()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(begin.elapsed_time(end) / steps)
-        peak = max(peak, device_memory_in_use())
-    ms = sorted(times)[1]
+    ms, loss, peak = timed_windows(step, steps, peak, before_window=dist.barrier)
     return {"framework": "torch", "model": name, "batch": batch, "mode": "ddp", "gpus": world,
             "ms_per_step": round(ms, 3), "images_per_s": round(batch * world * 1000 / ms),
             "first_step_s": round(first_end - start, 3), "peak_memory_bytes": peak,

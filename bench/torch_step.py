@@ -149,6 +149,27 @@ def eager_step(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
     return step
 
 
+def timed_windows(step: Callable[[], torch.Tensor], steps: int, peak: int,
+                  before_window: Callable[[], None] | None = None) -> tuple[float, torch.Tensor, int]:
+    """Three windows of `steps` steps between CUDA events: the median window's ms per step,
+    the last loss and the device memory peak (`peak` or more, read after each window).
+    `before_window` runs before each window starts (DDP: a barrier)."""
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    loss = None
+    for _ in range(3):
+        if before_window:
+            before_window()
+        begin.record()
+        for _ in range(steps):
+            loss = step()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end) / steps)
+        peak = max(peak, device_memory_in_use())
+    return sorted(times)[1], loss, peak
+
+
 def measure(name: str, batch: int, mode: str, steps: int, warmup: int) -> dict[str, Any]:
     build, shape, classes = MODELS[name]
     torch.manual_seed(0)
@@ -211,17 +232,7 @@ def measure(name: str, batch: int, mode: str, steps: int, warmup: int) -> dict[s
         step()
     torch.cuda.synchronize()
     warm_s = time.perf_counter() - first_end
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(3):
-        begin.record()
-        for _ in range(steps):
-            loss = step()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(begin.elapsed_time(end) / steps)
-        peak = max(peak, device_memory_in_use())
-    ms = sorted(times)[1]
+    ms, loss, peak = timed_windows(step, steps, peak)
     return {"framework": "torch", "model": name, "batch": batch, "mode": mode,
             "ms_per_step": round(ms, 3), "images_per_s": round(batch * 1000 / ms),
             "first_step_s": round(first_end - start, 3),

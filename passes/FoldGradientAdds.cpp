@@ -30,14 +30,13 @@ Operation *addendTaker(Value value) {
   Operation *op = value.getDefiningOp();
   if (!op || !value.hasOneUse())
     return nullptr;
+  auto takes = [&](auto backward) {
+    return backward.getInputGradResult() == value && !backward.getInputGradAddend();
+  };
   if (auto backward = dyn_cast<CbrBackwardOp>(op))
-    return backward.getInputGradResult() == value && !backward.getInputGradAddend()
-               ? op
-               : nullptr;
+    return takes(backward) ? op : nullptr;
   if (auto backward = dyn_cast<Conv2dBackwardOp>(op))
-    return backward.getInputGradResult() == value && !backward.getInputGradAddend()
-               ? op
-               : nullptr;
+    return takes(backward) ? op : nullptr;
   return nullptr;
 }
 

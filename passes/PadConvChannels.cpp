@@ -44,16 +44,29 @@ std::optional<ConvOperands> forwardConvolution(Operation *op) {
   return std::nullopt;
 }
 
+/// `fn(backward)` for a conv2d_backward or cbr_backward `op` (both have
+/// input, filter and input_grad), else `otherwise`.
+template <typename Fn> bool onConvBackward(Operation *op, bool otherwise, Fn fn) {
+  if (auto backward = dyn_cast<Conv2dBackwardOp>(op))
+    return fn(backward);
+  if (auto backward = dyn_cast<CbrBackwardOp>(op))
+    return fn(backward);
+  return otherwise;
+}
+
 /// A backward op of (`input`, `filter`) that computes no input gradient:
 /// the only other reader the padded values may have.
 bool isFilterOnlyBackward(Operation *op, Value input, Value filter) {
-  if (auto backward = dyn_cast<Conv2dBackwardOp>(op))
+  return onConvBackward(op, false, [&](auto backward) {
     return backward.getInput() == input && backward.getFilter() == filter &&
            !backward.getInputGrad();
-  if (auto backward = dyn_cast<CbrBackwardOp>(op))
-    return backward.getInput() == input && backward.getFilter() == filter &&
-           !backward.getInputGrad();
-  return false;
+  });
+}
+
+/// A backward op that computes its input's gradient.
+bool computesInputGrad(Operation *op) {
+  return onConvBackward(op, false,
+                        [](auto backward) { return bool(backward.getInputGrad()); });
 }
 
 /// `type` with its last dimension `channels`, and `element` as its element
@@ -141,13 +154,7 @@ void PadConvChannelsPass::runOnOperation() {
     // A layer whose input needs a gradient (an interior layer) is no stem:
     // its padded input gradient would need slicing, and such layers are not
     // what the pass is for, so they stay as they are without a remark.
-    if (llvm::any_of(conv.input.getUsers(), [&](Operation *user) {
-          if (auto backward = dyn_cast<Conv2dBackwardOp>(user))
-            return bool(backward.getInputGrad());
-          if (auto backward = dyn_cast<CbrBackwardOp>(user))
-            return bool(backward.getInputGrad());
-          return false;
-        }))
+    if (llvm::any_of(conv.input.getUsers(), computesInputGrad))
       continue;
     if (std::optional<std::string> reason = pad(conv)) {
       ++numSkipped;

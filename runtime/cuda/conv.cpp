@@ -11,7 +11,8 @@
 // - backward_filter: cuDNN's wgrad overwrites its output, and a pointwise
 //   add after wgrad is not a fusion cuDNN offers, so wgrad writes into the
 //   front of the workspace (f32 when cuDNN can, else the input dtype) and
-//   addTensors (conv_kernels.cu) forms dw = dwAcc + wgrad.
+//   addFirstColumns (conv_kernels.cu) forms dw = dwAcc + wgrad (of the
+//   first gradChannels input channels for a zero-padded filter).
 //   backward_filter_scale_bias_relu is the same with the prologue below on
 //   wgrad's x.
 // - forward_scale_bias_relu, backward_filter_scale_bias_relu: the BN apply
@@ -904,12 +905,10 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
   if (!s.ok())
     return s.error().withContext("conv " + describe(call));
   if (isFilterGradient(call.kind))
-    return call.gradChannels > 0 && call.gradChannels < call.w[3]
-               ? addFirstColumns(buffers.dwAcc, call.gradType, stream.workspace, entry.wgradType,
-                                 call.w[3], buffers.dw, call.gradType,
-                                 numelOf(call.w) / call.w[3], call.gradChannels, stream.stream)
-               : addTensors(buffers.dwAcc, call.gradType, stream.workspace, entry.wgradType,
-                            buffers.dw, call.gradType, numelOf(call.w), stream.stream);
+    return addFirstColumns(buffers.dwAcc, call.gradType, stream.workspace, entry.wgradType,
+                           call.w[3], buffers.dw, call.gradType,
+                           call.w[3] > 0 ? numelOf(call.w) / call.w[3] : 0,
+                           call.gradChannels > 0 ? call.gradChannels : call.w[3], stream.stream);
   if (entry.statsKernel)
     return columnSums(buffers.y, call.yType, numelOf(call.y) / call.y[3], call.y[3], nullptr,
                       buffers.sum, DType::f32, buffers.sumSq, stream.workspace,

@@ -30,7 +30,8 @@ Status addTensors(const void *acc, DType accType, const void *d, DType dType, vo
 
 /// out[r, c] = acc[r, c] + d[r, c] for the first `cols` of d's `dCols`
 /// columns: out and acc are [rows, cols], d is [rows, dCols] (the filter
-/// gradient of a zero-padded filter into its parameter's accumulator).
+/// gradient of a zero-padded filter into its parameter's accumulator; with
+/// cols == dCols, addTensors over all of it).
 Status addFirstColumns(const void *acc, DType accType, const void *d, DType dType, int64_t dCols,
                        void *out, DType outType, int64_t rows, int64_t cols,
                        cudaStream_t stream);

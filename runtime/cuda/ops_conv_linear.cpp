@@ -274,13 +274,19 @@ Result<size_t> dataGradient(const OpLaunch &l, bool launch, const DeviceTensor &
   return size_t(0);
 }
 
+/// conv2d_backward's bias accumulator: operand 4 when the operands are
+/// five without an input gradient addend (or six with one).
+bool hasBiasAccumulator(const OpLaunch &l) {
+  return l.operands.size() - size_t(hasInputGradAddend(l.node.attributes)) == 5;
+}
+
 Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
   const auto &o = l.operands;
   const auto &r = l.results;
   bool inputGrad = flagAttr(l.node.attributes, "input_grad");
   size_t dw = inputGrad ? 1 : 0;
   const bool hasAddend = hasInputGradAddend(l.node.attributes);
-  bool hasBias = o.size() - size_t(hasAddend) == 5;
+  const bool hasBias = hasBiasAccumulator(l);
   if (r.size() != dw + 1 + (hasBias ? 1 : 0))
     return Error(l.node.op + ": results do not match input_grad and the bias accumulator");
   const DeviceTensor &dy = o[0];
@@ -413,12 +419,6 @@ Result<size_t> forParts(const OpLaunch &l, bool hasBias, bool bnGrad, bool launc
     most = std::max(most, *bytes);
   }
   return most;
-}
-
-/// conv2d_backward's bias accumulator: operand 4 when the operands are
-/// five without an input gradient addend (or six with one).
-bool hasBiasAccumulator(const OpLaunch &l) {
-  return l.operands.size() - size_t(hasInputGradAddend(l.node.attributes)) == 5;
 }
 
 Result<size_t> conv2dBackwardPrepare(const OpLaunch &l) {

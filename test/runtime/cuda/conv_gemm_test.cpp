@@ -1081,17 +1081,10 @@ TEST(Conv, ResidualAddEpilogueTimes) {
   }
 }
 
-/// ResNet-50's bottleneck convolutions at batch 256, f16, whose input is a
-/// BN + ReLU output: the autotuned time of the plain forward and of the
-/// forward with the BN apply and ReLU as its prologue
-/// (ConvKind::forward_scale_bias_relu), printed with their ratio (set
-/// RN_CUDA_BENCH=1 to run; no timing asserted). Saving the prologue's
-/// separate pass (read and write of the activation) pays where the ratio
-/// stays below 1 + that pass's share; this decides per shape.
-TEST(Conv, ScaleBiasReluPrologueTimes) {
-  RN_SKIP_WITHOUT_CUDA();
-  if (!std::getenv("RN_CUDA_BENCH"))
-    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+/// Times `plain` against `fused` (a prologue kind of the same call) at
+/// ResNet-50's bottleneck convolutions, batch 256, f16 (dw of `gradType`),
+/// printing one line per shape with `what` naming the plain kind.
+void timeBottleneckPrologue(ConvKind plain, ConvKind fused, const char *what, DType gradType) {
   Gpu gpu;
   auto conv = makeConv(/*autotune=*/true);
   ASSERT_TRUE(conv);
@@ -1104,7 +1097,7 @@ TEST(Conv, ScaleBiasReluPrologueTimes) {
   for (const Shape &shape : shapes) {
     double ms[2] = {0, 0};
     int k = 0;
-    for (ConvKind kind : {ConvKind::forward, ConvKind::forward_scale_bias_relu}) {
+    for (ConvKind kind : {plain, fused}) {
       ConvCall call;
       call.kind = kind;
       int64_t pad = shape.kernel / 2, out = (shape.hw + 2 * pad - shape.kernel) / shape.stride + 1;
@@ -1113,15 +1106,31 @@ TEST(Conv, ScaleBiasReluPrologueTimes) {
       call.w = {shape.cout, shape.kernel, shape.kernel, shape.cin};
       call.y = {256, out, out, shape.cout};
       call.xType = call.wType = call.yType = DType::f16;
+      call.gradType = gradType;
       ms[k++] = autotunedMs(*conv, call, gpu);
     }
-    std::printf("x[256,%lld,%lld,%lld] %lldx%lld/%lld -> %lld: forward %s, with the "
+    std::printf("x[256,%lld,%lld,%lld] %lldx%lld/%lld -> %lld: %s %s, with the "
                 "scale-bias-ReLU prologue %s%s\n",
                 (long long)shape.hw, (long long)shape.hw, (long long)shape.cin,
                 (long long)shape.kernel, (long long)shape.kernel, (long long)shape.stride,
-                (long long)shape.cout, timeText(ms[0]).c_str(), timeText(ms[1]).c_str(),
+                (long long)shape.cout, what, timeText(ms[0]).c_str(), timeText(ms[1]).c_str(),
                 ratioText(ms[0], ms[1]).c_str());
   }
+}
+
+/// ResNet-50's bottleneck convolutions at batch 256, f16, whose input is a
+/// BN + ReLU output: the autotuned time of the plain forward and of the
+/// forward with the BN apply and ReLU as its prologue
+/// (ConvKind::forward_scale_bias_relu), printed with their ratio (set
+/// RN_CUDA_BENCH=1 to run; no timing asserted). Saving the prologue's
+/// separate pass (read and write of the activation) pays where the ratio
+/// stays below 1 + that pass's share; this decides per shape.
+TEST(Conv, ScaleBiasReluPrologueTimes) {
+  RN_SKIP_WITHOUT_CUDA();
+  if (!std::getenv("RN_CUDA_BENCH"))
+    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+  timeBottleneckPrologue(ConvKind::forward, ConvKind::forward_scale_bias_relu, "forward",
+                         DType::f32);
 }
 
 /// The same ResNet-50 bottleneck convolutions' filter gradients (f32 dw):
@@ -1136,37 +1145,8 @@ TEST(Conv, ScaleBiasReluWgradTimes) {
   RN_SKIP_WITHOUT_CUDA();
   if (!std::getenv("RN_CUDA_BENCH"))
     GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
-  Gpu gpu;
-  auto conv = makeConv(/*autotune=*/true);
-  ASSERT_TRUE(conv);
-  struct Shape {
-    int64_t hw, cin, cout, kernel, stride;
-  };
-  const Shape shapes[] = {{56, 64, 64, 3, 1},  {56, 64, 256, 1, 1},  {56, 128, 128, 3, 2},
-                          {28, 128, 512, 1, 1}, {28, 256, 256, 3, 2}, {14, 256, 1024, 1, 1},
-                          {14, 512, 512, 3, 2}, {7, 512, 2048, 1, 1}};
-  for (const Shape &shape : shapes) {
-    double ms[2] = {0, 0};
-    int k = 0;
-    for (ConvKind kind : {ConvKind::backward_filter, ConvKind::backward_filter_scale_bias_relu}) {
-      ConvCall call;
-      call.kind = kind;
-      int64_t pad = shape.kernel / 2, out = (shape.hw + 2 * pad - shape.kernel) / shape.stride + 1;
-      call.params = params(shape.stride, pad);
-      call.x = {256, shape.hw, shape.hw, shape.cin};
-      call.w = {shape.cout, shape.kernel, shape.kernel, shape.cin};
-      call.y = {256, out, out, shape.cout};
-      call.xType = call.wType = call.yType = DType::f16;
-      call.gradType = DType::f32;
-      ms[k++] = autotunedMs(*conv, call, gpu);
-    }
-    std::printf("x[256,%lld,%lld,%lld] %lldx%lld/%lld -> %lld: filter gradient %s, with the "
-                "scale-bias-ReLU prologue %s%s\n",
-                (long long)shape.hw, (long long)shape.hw, (long long)shape.cin,
-                (long long)shape.kernel, (long long)shape.kernel, (long long)shape.stride,
-                (long long)shape.cout, timeText(ms[0]).c_str(), timeText(ms[1]).c_str(),
-                ratioText(ms[0], ms[1]).c_str());
-  }
+  timeBottleneckPrologue(ConvKind::backward_filter, ConvKind::backward_filter_scale_bias_relu,
+                         "filter gradient", DType::f32);
 }
 
 /// ResNet-50's stem (7x7 stride 2, 3 input channels at 224x224, batch 256)
