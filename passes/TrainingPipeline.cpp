@@ -60,9 +60,8 @@ struct TrainingPipelineOptions
   Option<bool> foldGradientAdds{
       *this, "fold-gradient-adds",
       llvm::cl::desc("fold residual junctions' gradient sums into the data "
-                     "gradient's epilogue (rn-fold-gradient-adds; off until "
-                     "measured in the step on the GPU)"),
-      llvm::cl::init(false)};
+                     "gradient's epilogue (rn-fold-gradient-adds)"),
+      llvm::cl::init(true)};
   Option<bool> groupUpdates{
       *this, "group-updates",
       llvm::cl::desc("merge the per-parameter SGD and AdamW updates into "

@@ -2,9 +2,9 @@
 # Compiles the benchmark artifacts into DIR (default gpu-bundle/models): per
 # model and batch, MODEL.benchBATCH.rnx (the multi-stream schedule),
 # MODEL.benchBATCH.single.rnx (the pipeline's single-stream option: every
-# op on COMP_1), MODEL.benchBATCH.folded.rnx (multi-stream with
-# fold-gradient-adds=true: the residual junctions' gradient sums in the data
-# gradients' epilogues), and only when RN_BENCH_VARIANTS names them
+# op on COMP_1), MODEL.benchBATCH.unfolded.rnx (multi-stream with
+# fold-gradient-adds=false: the residual junctions' gradient sums as
+# separate adds instead of the data gradients' epilogues), and only when RN_BENCH_VARIANTS names them
 # MODEL.benchBATCH.unpadded.rnx (pad-conv-channels=0: the 3-channel image
 # stems as they are, measured in run H) and MODEL.benchBATCH.ungrouped.rnx
 # (group-elementwise=false, one zeroing, unscaling and cast node per tensor
@@ -18,7 +18,7 @@
 # to DIR/compile-times.jsonl (part of RN's time to first step).
 #   RN_BENCH_CONFIGS (default mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256
 #   vgg11c:1024 resnet50:256), RN_BENCH_VARIANTS (default multi single
-#   folded dp; also unpadded, ungrouped)
+#   unfolded dp; also unpadded, ungrouped)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 dir=${1:-$RN_ROOT/gpu-bundle/models}
@@ -29,13 +29,13 @@ times=$dir/compile-times.jsonl
 for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 vgg11c:1024 resnet50:256}; do
   name=${spec%%:*} batch=${spec##*:}
   python3 -m rn.models "$name" --batch "$batch" -o "$dir/$name.$batch.mlir"
-  for variant in ${RN_BENCH_VARIANTS:-multi single folded dp}; do
+  for variant in ${RN_BENCH_VARIANTS:-multi single unfolded dp}; do
     out=$dir/$name.bench$batch.rnx pipeline=$recipe
     case $variant in
       single) out=$dir/$name.bench$batch.single.rnx pipeline="$recipe single-stream=true" ;;
       ungrouped) out=$dir/$name.bench$batch.ungrouped.rnx pipeline="$recipe group-elementwise=false" ;;
       unpadded) out=$dir/$name.bench$batch.unpadded.rnx pipeline="$recipe pad-conv-channels=0" ;;
-      folded) out=$dir/$name.bench$batch.folded.rnx pipeline="$recipe fold-gradient-adds=true" ;;
+      unfolded) out=$dir/$name.bench$batch.unfolded.rnx pipeline="$recipe fold-gradient-adds=false" ;;
       dp) out=$dir/$name.bench$batch.dp.rnx pipeline="$recipe data-parallel=true" ;;
     esac
     start=$EPOCHREALTIME

@@ -126,17 +126,18 @@ if has zoo && [ -d "$bundle/zoo" ]; then
       rc=$?
     fi
     say "20 steps $name (cuda-graph vs CPU): exit $rc; $(tail -1 "$out/zoo-$name.compare.log" 2>/dev/null)"
-    # The folded build (rn-fold-gradient-adds) against the same CPU losses.
-    if [ -f "$bundle/zoo/$name.folded.rnx" ]; then
-      "$bin/rn-run" "$bundle/zoo/$name.folded.rnx" --synthetic --steps 20 --lr 0.02 \
-        --executor cuda-graph > "$out/zoo-$name.folded.gpu.log" 2>&1
+    # The unfolded build (fold-gradient-adds=false: the junctions' separate
+    # gradient adds) against the same CPU losses.
+    if [ -f "$bundle/zoo/$name.unfolded.rnx" ]; then
+      "$bin/rn-run" "$bundle/zoo/$name.unfolded.rnx" --synthetic --steps 20 --lr 0.02 \
+        --executor cuda-graph > "$out/zoo-$name.unfolded.gpu.log" 2>&1
       rc=$?
       if [ $rc -eq 0 ]; then
-        "$python" "$bundle/scripts/compare-digests.py" --losses "$ref" "$out/zoo-$name.folded.gpu.log" \
-          --tol "$tol" ${noise[@]+"${noise[@]}"} > "$out/zoo-$name.folded.compare.log" 2>&1
+        "$python" "$bundle/scripts/compare-digests.py" --losses "$ref" "$out/zoo-$name.unfolded.gpu.log" \
+          --tol "$tol" ${noise[@]+"${noise[@]}"} > "$out/zoo-$name.unfolded.compare.log" 2>&1
         rc=$?
       fi
-      say "20 steps $name folded gradient adds (cuda-graph vs CPU): exit $rc; $(tail -1 "$out/zoo-$name.folded.compare.log" 2>/dev/null)"
+      say "20 steps $name unfolded gradient adds (cuda-graph vs CPU): exit $rc; $(tail -1 "$out/zoo-$name.unfolded.compare.log" 2>/dev/null)"
     fi
   done
   # With the CPU's noise digests (the same step from perturbed parameters,

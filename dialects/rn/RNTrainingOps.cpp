@@ -789,26 +789,39 @@ UpdateLossScaleOp::getUpdatedOperand(unsigned resultIndex) {
 }
 
 /// Backward ops with optional dX first: the weight gradient updates its
-/// accumulator, and the bias gradient (last) the bias accumulator.
-template <typename BackwardOp>
-static std::optional<unsigned> weightGradientUpdate(BackwardOp op,
-                                                    unsigned resultIndex) {
-  unsigned first = op.getInputGrad() ? 1 : 0;
+/// accumulator, and the bias gradient (last) the bias accumulator. The
+/// operands are found by name: conv2d_backward's optional input-gradient
+/// addend comes after the accumulators.
+static std::optional<unsigned>
+weightGradientUpdate(bool hasInputGrad, unsigned weightAcc,
+                     std::optional<unsigned> biasAcc, unsigned resultIndex) {
+  unsigned first = hasInputGrad ? 1 : 0;
   if (resultIndex == first)
-    return op.getOperation()->getNumOperands() - (op.getBiasGradAcc() ? 2 : 1);
-  if (op.getBiasGradAcc() && resultIndex == first + 1)
-    return op.getOperation()->getNumOperands() - 1;
+    return weightAcc;
+  if (biasAcc && resultIndex == first + 1)
+    return biasAcc;
   return std::nullopt;
+}
+
+template <typename BackwardOp>
+static std::optional<unsigned> biasAccOperand(BackwardOp op) {
+  if (!op.getBiasGradAcc())
+    return std::nullopt;
+  return op.getBiasGradAccMutable()[0].getOperandNumber();
 }
 
 std::optional<unsigned>
 Conv2dBackwardOp::getUpdatedOperand(unsigned resultIndex) {
-  return weightGradientUpdate(*this, resultIndex);
+  return weightGradientUpdate(getInputGrad(),
+                              getFilterGradAccMutable().getOperandNumber(),
+                              biasAccOperand(*this), resultIndex);
 }
 
 std::optional<unsigned>
 LinearBackwardOp::getUpdatedOperand(unsigned resultIndex) {
-  return weightGradientUpdate(*this, resultIndex);
+  return weightGradientUpdate(getInputGrad(),
+                              getWeightGradAccMutable().getOperandNumber(),
+                              biasAccOperand(*this), resultIndex);
 }
 
 std::optional<unsigned>

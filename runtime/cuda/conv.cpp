@@ -26,11 +26,12 @@
 //   did not match the output it wrote (sums of squares up to 2x off) in
 //   conv_gemm_test; it stays off until that is understood.
 //
-// Plan choice: every candidate of heuristics modes A and FALLBACK that
-// passes the filters (workspace, determinism, no TF32 for f32 unless
-// allowed, never reduced-precision reductions) is built; without autotune
-// the first built one (heuristic order) is kept, with autotune each is
-// timed with CUDA events on the stream and the fastest kept. The cache
+// Plan choice: the candidates of heuristics modes A and FALLBACK that pass
+// the filters (workspace, determinism, no TF32 for f32 unless allowed,
+// never reduced-precision reductions) are built in heuristic order;
+// without autotune the first built one is kept, with autotune the first
+// Options::autotuneCandidates built (0: all) are timed with CUDA events on
+// the stream and the fastest kept. The cache
 // file maps "GPU | cuDNN version | options | call" to the heuristic index
 // and the plan's name, and is trusted only when the name still matches.
 //
@@ -340,6 +341,7 @@ struct ConvRunner::Impl {
   nlohmann::json cache = nlohmann::json::object(); ///< the cache file's contents
   std::string device;                               ///< "NVIDIA H200 | cuDNN 91900"
   size_t graphCount = 0;
+  size_t timedPlanCount = 0;
   double seconds = 0;
   /// Sum of the chosen plans' times over every prepare call, and the calls
   /// whose time is unknown (autotuning off).
@@ -543,13 +545,16 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
           workspace <= int64_t(stream.workspaceBytes - reserved))
         built.push_back(r->plan);
     }
-  // Otherwise every candidate that passes, to be timed (without autotune
-  // only the first: it is the one kept); a failing candidate is not an
-  // error (that is how cuDNN says "not this engine"), only having none is.
+  // Otherwise the candidates that pass, to be timed: the first
+  // autotuneCandidates (0: all) with autotune, else only the first, the one
+  // kept. A failing candidate is not an error (that is how cuDNN says "not
+  // this engine"), only having none is.
   const bool reusedChoice = !built.empty();
-  for (int64_t i = 0; !reusedChoice && (options.autotune || built.empty()) &&
-                      i < graph->get_execution_plan_count();
-       ++i) {
+  const size_t wanted = !options.autotune ? 1
+                        : options.autotuneCandidates > 0 ? size_t(options.autotuneCandidates)
+                                                         : std::numeric_limits<size_t>::max();
+  for (int64_t i = 0;
+       !reusedChoice && built.size() < wanted && i < graph->get_execution_plan_count(); ++i) {
     if (!allowedEngines().empty()) {
       std::string name;
       if (graph->get_plan_name_at_index(i, name).is_bad() || !engineAllowed(name)) {
@@ -716,6 +721,7 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
   float bestMs = std::numeric_limits<float>::max();
   for (int64_t plan : candidates) {
     // A plan that fails to execute is skipped, like one that fails to build.
+    ++timedPlanCount;
     if (!execute(entry, slots, stream, plan).ok())
       continue;
     float planMs = std::numeric_limits<float>::max();
@@ -920,5 +926,6 @@ size_t ConvRunner::graphs() const { return impl_->graphCount; }
 double ConvRunner::prepareSeconds() const { return impl_->seconds; }
 double ConvRunner::preparedPlanMs() const { return impl_->plannedMs; }
 size_t ConvRunner::untimedPrepares() const { return impl_->untimedCalls; }
+size_t ConvRunner::plansTimed() const { return impl_->timedPlanCount; }
 
 } // namespace rn::cuda

@@ -158,6 +158,7 @@ Status DeviceProgram::create() {
 
   ConvRunner::Options convOptions;
   convOptions.autotune = options_.autotune;
+  convOptions.autotuneCandidates = options_.autotuneCandidates;
   convOptions.deterministic = options_.deterministic;
   convOptions.allowTf32 = options_.allowTf32;
   convOptions.allowReducedPrecisionReduction = options_.allowReducedPrecisionReduction;

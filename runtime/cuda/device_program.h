@@ -106,6 +106,8 @@ public:
     bool syncDebug = false;     ///< cuda-eager: synchronize after every node
     bool deterministic = false; ///< deterministic convolution plans and GEMMs
     bool autotune = true;       ///< time convolution plans at load
+    /// Plans timed per convolution (ConvRunner::Options; 0: all).
+    int autotuneCandidates = 16;
     bool allowTf32 = false;     ///< TF32 for f32 convolutions and products
     /// Convolution plans that reduce in f16/bf16 (ConvRunner::Options).
     bool allowReducedPrecisionReduction = false;

@@ -2,9 +2,10 @@
 
 // The pipeline: ResNet-18's 8 junction adds fold into the cbr_backward of
 // each block's first convolution (or of its downsampling shortcut) and the
-// schedule still verifies; off by default.
-// RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 fold-gradient-adds=true" | FileCheck %s --check-prefix=PIPELINE
-// RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16" | FileCheck %s --check-prefix=PIPELINE-OFF
+// schedule still verifies; on by default (fold-gradient-adds=false keeps
+// the adds).
+// RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16" | FileCheck %s --check-prefix=PIPELINE
+// RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 fold-gradient-adds=false" | FileCheck %s --check-prefix=PIPELINE-OFF
 
 // Tests the identity shortcut's junction: the add of the shortcut's
 // gradient and a cbr_backward's input gradient becomes that input

@@ -279,3 +279,33 @@ module attributes {rn.model = "staging"} {
 // ZOO:       rn.zero %{{.+}} {rn.slots = [#rn.slot<gradients, 0, 6912>]} : tensor<64x3x3x3xf32>
 // ZOO:       rn.sgd_update {{.*}} {rn.slots = [#rn.slot<weights, 0, 6912>, #rn.slot<optimizer_state, 0, 6912>]}
 // ZOO:       func.func @eval_step(%{{.+}}: tensor<2x32x32x3xf32> {rn.input = "images", rn.slot = #rn.slot<inputs_a, 0, 24576>}
+
+// -----
+
+// Tests conv2d_backward with an input-gradient addend (`plus`, after the
+// accumulators among the operands): the filter and bias gradients update
+// their accumulators' state slots, and the input gradient, the size of an
+// activation, gets an activation slot of its own.
+
+module attributes {rn.model = "addend"} {
+  rn.parameter @c.weight : tensor<8x1x1x8xf32> = #rn.init<uniform, 3.535533845e-01>
+  rn.parameter @c.bias : tensor<8xf32> = #rn.init<zeros>
+  rn.state gradient @grad.c.weight of @c.weight : tensor<8x1x1x8xf32> = #rn.init<zeros>
+  rn.state gradient @grad.c.bias of @c.bias : tensor<8xf32> = #rn.init<zeros>
+  func.func @train_step(%x: tensor<2x4x4x8xf32> {rn.input = "images"}, %labels: tensor<2xi32> {rn.input = "labels"},
+                        %w: tensor<8x1x1x8xf32> {rn.state = @c.weight}, %b: tensor<8xf32> {rn.state = @c.bias},
+                        %gw: tensor<8x1x1x8xf32> {rn.state = @grad.c.weight}, %gb: tensor<8xf32> {rn.state = @grad.c.bias})
+      -> (tensor<f32> {rn.output = "loss"}, tensor<8x1x1x8xf32> {rn.state = @grad.c.weight}, tensor<8xf32> {rn.state = @grad.c.bias}) {
+    %y = rn.conv2d %x, %w, %b stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xf32>
+    %dx, %dw, %db = rn.conv2d_backward %y, %x, %w, %gw, %gb stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 input_grad plus %y : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>, tensor<2x4x4x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>)
+    %flat = rn.flatten %dx : tensor<2x4x4x8xf32> -> tensor<2x128xf32>
+    %loss = rn.softmax_cross_entropy %flat, %labels label_smoothing 0.000000e+00 : (tensor<2x128xf32>, tensor<2xi32>) -> tensor<f32>
+    return %loss, %dw, %db : tensor<f32>, tensor<8x1x1x8xf32>, tensor<8xf32>
+  }
+}
+
+// CHECK-LABEL: rn.model = "addend"
+// CHECK:       func.func @train_step(
+// CHECK-SAME:    %[[GW:[a-z0-9]+]]: tensor<8x1x1x8xf32> {rn.slot = #rn.slot<gradients, [[GW_OFFSET:[0-9]+]], 256>, rn.state = @grad.c.weight}
+// CHECK-SAME:    %[[GB:[a-z0-9]+]]: tensor<8xf32> {rn.slot = #rn.slot<gradients, [[GB_OFFSET:[0-9]+]], 32>, rn.state = @grad.c.bias}
+// CHECK:         rn.conv2d_backward {{.+}} input_grad plus {{.+}} {rn.slots = [#rn.slot<activations, {{[0-9]+}}, 1024>, #rn.slot<gradients, [[GW_OFFSET]], 256>, #rn.slot<gradients, [[GB_OFFSET]], 32>]}

@@ -138,7 +138,7 @@ void usage(FILE *out) {
       "              [--no-progress]\n"
       "  common: [--executor cpu|cuda-eager|cuda-graph|auto] [--sync-debug] [--deterministic]\n"
       "          [--allow-tf32] [--allow-reduced-precision-reduction] [--plan-cache FILE]\n"
-      "          [--perturb-state EPS SEED]\n"
+      "          [--autotune-candidates N] [--perturb-state EPS SEED]\n"
       "  --synthetic        train on a fixed synthetic dataset (random images,\n"
       "                     labels from a random linear teacher)\n"
       "  --steps N          synthetic training steps (default 10)\n"
@@ -192,6 +192,8 @@ void usage(FILE *out) {
       "  --plan-cache FILE  keep convolution autotuning results in FILE (default:\n"
       "                     $XDG_CACHE_HOME/rn/conv-plans.json or ~/.cache/rn/...;\n"
       "                     none: time the plans at every load)\n"
+      "  --autotune-candidates N  time the first N convolution plans that build,\n"
+      "                     in cuDNN's heuristic order (default 16; 0: all)\n"
       "  --gpus N           data-parallel on N GPUs of this machine from this one\n"
       "                     process (a host thread and a stream set per GPU; the\n"
       "                     artifact compiled data-parallel, its batch per GPU)\n"
@@ -260,6 +262,7 @@ struct Options {
   /// Convolution autotuning results; empty: the default under the user's
   /// cache folder; "none": not kept.
   std::string planCache;
+  long autotuneCandidates = 16; ///< plans timed per convolution; 0: all
   bool benchmark = false;
   bool profile = false;
   std::string dumpGraphs; ///< cuda-graph: Graphviz of every captured graph
@@ -1311,6 +1314,7 @@ int runRank(Options o, const rn::Artifact &artifact, const std::string &kind,
     options.allowTf32 = o.allowTf32;
     options.allowReducedPrecisionReduction = o.allowReducedPrecisionReduction;
     options.planCacheFile = planCachePath(o.planCache);
+    options.autotuneCandidates = int(o.autotuneCandidates);
     options.profile = o.profile;
     options.dumpGraphsDir = o.dumpGraphs;
     options.communicator = comm.get();
@@ -1460,6 +1464,10 @@ int main(int argc, char **argv) {
       o.allowReducedPrecisionReduction = true;
     } else if (arg == "--plan-cache") {
       o.planCache = value("--plan-cache");
+    } else if (arg == "--autotune-candidates") {
+      if (!integer("--autotune-candidates", 0, n))
+        return 1;
+      o.autotuneCandidates = long(std::min<long long>(n, 1 << 20));
     } else if (arg == "--state-digest") {
       o.stateDigest = value("--state-digest");
     } else if (arg == "--state-digest-every") {

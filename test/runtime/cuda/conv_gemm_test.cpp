@@ -142,11 +142,12 @@ private:
 };
 
 std::unique_ptr<ConvRunner> makeConv(bool autotune = false, bool deterministic = false,
-                                     std::string cacheFile = {}) {
+                                     std::string cacheFile = {}, int autotuneCandidates = 16) {
   ConvRunner::Options o;
   o.autotune = autotune;
   o.deterministic = deterministic;
   o.cacheFile = std::move(cacheFile);
+  o.autotuneCandidates = autotuneCandidates;
   Result<std::unique_ptr<ConvRunner>> r = ConvRunner::create(o);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
   return r.ok() ? std::move(r).value() : nullptr;
@@ -442,6 +443,31 @@ TEST(Conv, AutotuneKeepsItsChoiceInTheCacheFile) {
     EXPECT_LE(relativeError(gpu.download(y), want.values), tolerance(DType::f16));
   }
   std::filesystem::remove(file);
+}
+
+TEST(Conv, AutotuneTimesAtMostItsCandidateCap) {
+  RN_SKIP_WITHOUT_CUDA();
+  Gpu gpu;
+  // A 3x3 f16 forward: cuDNN proposes dozens of plans for it.
+  ConvCall call;
+  call.params = params(1, 1);
+  call.x = {32, 28, 28, 64};
+  call.w = {64, 3, 3, 64};
+  call.y = {32, 28, 28, 64};
+  call.xType = call.wType = call.yType = DType::f16;
+  auto capped = makeConv(/*autotune=*/true, false, {}, /*autotuneCandidates=*/2);
+  ASSERT_TRUE(capped);
+  ASSERT_OK(capped->prepare(call, gpu.resources));
+  EXPECT_GE(capped->plansTimed(), 1u);
+  EXPECT_LE(capped->plansTimed(), 2u);
+  auto all = makeConv(/*autotune=*/true, false, {}, /*autotuneCandidates=*/0);
+  ASSERT_TRUE(all);
+  ASSERT_OK(all->prepare(call, gpu.resources));
+  EXPECT_GT(all->plansTimed(), 2u) << "expected more than two candidates for a 3x3 forward";
+  auto untimed = makeConv(/*autotune=*/false);
+  ASSERT_TRUE(untimed);
+  ASSERT_OK(untimed->prepare(call, gpu.resources));
+  EXPECT_EQ(untimed->plansTimed(), 0u);
 }
 
 TEST(Conv, RunIsCapturableIntoACudaGraph) {

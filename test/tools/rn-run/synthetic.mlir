@@ -18,6 +18,7 @@
 // RUN: %python %S/../../../scripts/compare-digests.py %t.digest.json %t.digest2.json --tol 0 | FileCheck %s --check-prefix=DIGEST
 // RUN: rn-run %t.rnx --synthetic --steps 3 --executor cpu --state-digest %t.digest3.json
 // RUN: not %python %S/../../../scripts/compare-digests.py %t.digest.json %t.digest3.json --tol 1e-6 | FileCheck %s --check-prefix=DIGEST-DIFF
+// RUN: not rn-run %t.rnx --synthetic --steps 1 --autotune-candidates -1 2>&1 | FileCheck %s --check-prefix=BAD-CANDIDATES
 
 // rn-run trains a tiny MLP from its artifact on the CPU executor with
 // synthetic data: one loss per step, then the first and last loss and the
@@ -45,6 +46,7 @@
 // tells a third step from two.
 // AUTO: rn-run: executor {{cpu|cuda-graph}} (auto)
 // BADEXECUTOR: rn-run: error: --executor must be cpu, cuda-eager, cuda-graph or auto, got 'gpu'
+// BAD-CANDIDATES: rn-run: error: --autotune-candidates must be an integer >= 0, got '-1'
 // NOGPU: rn-run: error: --executor cuda-eager: {{no usable CUDA device|this rn-run was built without CUDA}}
 // NOGPU-GRAPH: rn-run: error: --executor cuda-graph: {{no usable CUDA device|this rn-run was built without CUDA}}
 // DUMP-CPU: rn-run: error: --dump-graphs needs --executor cuda-graph
