@@ -306,7 +306,8 @@ if has sanitizer; then
     # Every kernel test under memcheck, in RN_SANITIZE_SHARDS (default 8)
     # gtest shards side by side (the sanitizer's cost is mostly host time),
     # with convolution plans untimed (RN_CONV_AUTOTUNE=0: timing runs every
-    # candidate plan under instrumentation; the plan-cache test needs it)
+    # candidate plan under instrumentation; the two Conv.Autotune* tests, the
+    # plan cache and the candidate cap, need it)
     # and the large sweeps sampled (RN_TEST_SWEEP=small, cuda_test_util.h).
     # Communicator.* is left out: NCCL's initialization probes its kernels
     # for other architectures (cudaFuncGetAttributes failing with
@@ -318,7 +319,7 @@ if has sanitizer; then
     for ((k = 0; k < shards; ++k)); do
       GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$k RN_CONV_AUTOTUNE=0 RN_TEST_SWEEP=small \
         compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/rn-cuda-tests" \
-        --gtest_filter="${RN_SANITIZE_FILTER:-*}:-*Bandwidth*:*AutotuneKeepsItsChoice*:Communicator.*" \
+        --gtest_filter="${RN_SANITIZE_FILTER:-*}:-*Bandwidth*:Conv.Autotune*:Communicator.*" \
         > "$out/memcheck-kernels.$k.log" 2>&1 &
       pids+=($!)
     done

@@ -25,6 +25,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -447,6 +448,8 @@ TEST(Conv, AutotuneKeepsItsChoiceInTheCacheFile) {
 
 TEST(Conv, AutotuneTimesAtMostItsCandidateCap) {
   RN_SKIP_WITHOUT_CUDA();
+  if (const char *v = std::getenv("RN_CONV_AUTOTUNE"); v && std::string(v) == "0")
+    GTEST_SKIP() << "RN_CONV_AUTOTUNE=0: no plan is timed";
   Gpu gpu;
   // A 3x3 f16 forward: cuDNN proposes dozens of plans for it.
   ConvCall call;
