@@ -16,7 +16,9 @@
 #      its 3 channels); where MODEL.benchBATCH.unfolded.rnx exists and the
 #      model is a ResNet, cuda-graph multi-stream with fold-gradient-adds=false
 #      (the junctions' gradient sums as separate adds, not the data
-#      gradients' epilogues).
+#      gradients' epilogues); where MODEL.benchBATCH.stride1fold.rnx exists,
+#      the same with fold-gradient-adds-max-stride=1 (only stride-1 data
+#      gradients take the addend).
 # JSON lines go to $OUT/rn.jsonl (bench/collect_results.py reads them), logs
 # to $OUT/rn-*.log.
 #   RN_BENCH_MODELS (default mlp:128,resnet18c:256,resnet18c:1024,vgg11c:256,
@@ -69,7 +71,7 @@ if os.path.exists(mem):
     rec["peak_memory_bytes"] = m.get("peak_memory_bytes")
     rec["peak_memory_method"] = m.get("method")
 if os.path.exists(times):
-    streams = next((v for v in ("single", "ungrouped", "unpadded", "unfolded") if v in mode), "multi")
+    streams = next((v for v in ("single", "ungrouped", "unpadded", "unfolded", "stride1fold") if v in mode), "multi")
     for t in map(json.loads, filter(str.strip, open(times))):
         if t["model"] == name and t["batch"] == int(batch) and t["streams"] == streams:
             rec["compile_s"] = t["compile_s"]
@@ -93,11 +95,11 @@ for spec in ${models//,/ }; do
     --plan-cache "$cache" --steps "$steps" --warmup "$warmup"
   measure "$name" "$batch" "cuda-graph multi-stream warm" "$artifact" cuda-graph \
     --plan-cache "$cache" --steps 3 --warmup 1
-  for variant in ungrouped unpadded unfolded; do
+  for variant in ungrouped unpadded unfolded stride1fold; do
     alternative=$bundle/models/$name.bench$batch.$variant.rnx
     [ -f "$alternative" ] || continue
     [ "$variant" = unpadded ] && [ "$name" = mlp ] && continue
-    [ "$variant" = unfolded ] && [[ $name != resnet* ]] && continue
+    [[ $variant == unfolded || $variant == stride1fold ]] && [[ $name != resnet* ]] && continue
     measure "$name" "$batch" "cuda-graph multi-stream $variant" "$alternative" cuda-graph \
       --plan-cache "$cache" --steps "$steps" --warmup "$warmup"
   done

@@ -12,6 +12,8 @@
 
 #include "llvm/Support/Debug.h"
 
+#include <algorithm>
+
 #define DEBUG_TYPE "rn-fold-gradient-adds"
 
 namespace mlir::rn {
@@ -23,6 +25,19 @@ using namespace mlir;
 using namespace mlir::rn;
 
 namespace {
+
+/// The largest stride of a conv2d_backward or cbr_backward.
+int64_t maxStrideOf(Operation *op) {
+  ArrayRef<int64_t> strides;
+  if (auto backward = dyn_cast<CbrBackwardOp>(op))
+    strides = backward.getStrides();
+  else
+    strides = cast<Conv2dBackwardOp>(op).getStrides();
+  int64_t largest = 1;
+  for (int64_t s : strides)
+    largest = std::max(largest, s);
+  return largest;
+}
 
 /// The backward op whose input gradient `value` is, when it can take an
 /// addend: `value` is read once (by the add) and the op has no addend yet.
@@ -57,6 +72,8 @@ void setAddend(Operation *op, Value addend) {
 
 struct FoldGradientAddsPass
     : public mlir::rn::impl::FoldGradientAddsBase<FoldGradientAddsPass> {
+  using FoldGradientAddsBase::FoldGradientAddsBase;
+
   void runOnOperation() override {
     SmallVector<AddOp> adds;
     getOperation().walk([&](AddOp add) { adds.push_back(add); });
@@ -79,6 +96,13 @@ struct FoldGradientAddsPass
       }
       if (!taker)
         continue;
+      if (maxStride > 0 && maxStrideOf(taker) > maxStride) {
+        LLVM_DEBUG(llvm::dbgs() << "kept the add at " << add.getLoc() << ": "
+                                << taker->getName() << " at " << taker->getLoc()
+                                << " is strided\n");
+        ++numStrided;
+        continue;
+      }
       setAddend(taker, addend);
       add.getResult().replaceAllUsesWith(term);
       LLVM_DEBUG(llvm::dbgs() << "folded the add at " << add.getLoc() << " into "

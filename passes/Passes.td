@@ -268,9 +268,21 @@ def FoldGradientAdds : Pass<"rn-fold-gradient-adds", "::mlir::ModuleOp"> {
     %dc, %g:4 = rn.cbr_backward %dy, %x, %w, ... groups 1 input_grad plus %shortcut_grad : ...
     ```
     (`%g#0` takes the place of `%sum`.)
+
+    `max-stride=N` folds only into data gradients of convolutions whose
+    strides are at most N (0: any). The plans cuDNN 9.19 has for a strided
+    data gradient with the addend cost more on the H200 than the add they
+    replace (ResNet-18's 3x3 stride-2 junctions: 0.064 and 0.314 ms against
+    0.036 + 0.034 and 0.125 + 0.134 ms at batch 256 and 1024), while every
+    stride-1 one measured pays.
   }];
+  let options = [
+    Option<"maxStride", "max-stride", "int64_t", "0",
+           "fold only into data gradients whose strides are at most this (0: any)">,
+  ];
   let statistics = [
     Statistic<"numFolded", "num-folded", "gradient adds folded into a data gradient">,
+    Statistic<"numStrided", "num-strided", "junctions left unfolded: the data gradient's stride is above max-stride">,
   ];
   let dependentDialects = ["::mlir::rn::RNDialect"];
 }

@@ -62,6 +62,11 @@ struct TrainingPipelineOptions
       llvm::cl::desc("fold residual junctions' gradient sums into the data "
                      "gradient's epilogue (rn-fold-gradient-adds)"),
       llvm::cl::init(true)};
+  Option<int64_t> foldGradientAddsMaxStride{
+      *this, "fold-gradient-adds-max-stride",
+      llvm::cl::desc("with fold-gradient-adds, fold only into data gradients "
+                     "whose strides are at most this (0: any)"),
+      llvm::cl::init(0)};
   Option<bool> groupUpdates{
       *this, "group-updates",
       llvm::cl::desc("merge the per-parameter SGD and AdamW updates into "
@@ -109,7 +114,8 @@ static void buildPipeline(OpPassManager &pm,
   if (options.padConvChannels > 1)
     pm.addPass(createPadConvChannels(PadConvChannelsOptions{options.padConvChannels}));
   if (options.foldGradientAdds)
-    pm.addPass(createFoldGradientAdds());
+    pm.addPass(createFoldGradientAdds(
+        FoldGradientAddsOptions{options.foldGradientAddsMaxStride}));
   pm.addPass(createPartition());
   if (options.dataParallel && options.allReduceBucketBytes > 0) {
     BucketAllReduceOptions buckets;

@@ -1,4 +1,5 @@
 // RUN: rn-opt %s --split-input-file --rn-fold-gradient-adds | FileCheck %s
+// RUN: rn-opt %s --split-input-file --rn-fold-gradient-adds=max-stride=1 | FileCheck %s --check-prefix=STRIDE1
 
 // The pipeline: ResNet-18's 8 junction adds fold into the cbr_backward of
 // each block's first convolution (or of its downsampling shortcut) and the
@@ -6,6 +7,7 @@
 // the adds).
 // RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16" | FileCheck %s --check-prefix=PIPELINE
 // RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 fold-gradient-adds=false" | FileCheck %s --check-prefix=PIPELINE-OFF
+// RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 fold-gradient-adds-max-stride=1" | FileCheck %s --check-prefix=PIPELINE-STRIDE1
 
 // Tests the identity shortcut's junction: the add of the shortcut's
 // gradient and a cbr_backward's input gradient becomes that input
@@ -47,6 +49,27 @@ func.func @downsample(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %w1: te
 
 // -----
 
+// Tests a strided data gradient: it takes the addend by default, and with
+// max-stride=1 the add stays (cuDNN's strided dgrad-with-addend plans cost
+// more than the add on the H200).
+
+func.func @strided(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x8x8x8xf32>, %w: tensor<8x3x3x8xf32>, %gw: tensor<8x3x3x8xf32>,
+                   %shortcut: tensor<2x8x8x8xf32>) -> tensor<2x8x8x8xf32> {
+  %dx, %dw = rn.conv2d_backward %dy, %x, %w, %gw stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf32>, tensor<2x8x8x8xf32>, tensor<8x3x3x8xf32>, tensor<8x3x3x8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8x3x3x8xf32>)
+  %sum = rn.add %shortcut, %dx : tensor<2x8x8x8xf32>
+  return %sum : tensor<2x8x8x8xf32>
+}
+
+// CHECK-LABEL: func.func @strided
+// CHECK:         rn.conv2d_backward {{.+}} stride [2, 2] {{.+}} input_grad plus
+// CHECK-NOT:     rn.add
+
+// STRIDE1-LABEL: func.func @strided
+// STRIDE1:         rn.conv2d_backward {{.+}} stride [2, 2] {{.+}} input_grad :
+// STRIDE1-NEXT:    rn.add
+
+// -----
+
 // Tests the adds left alone: an input gradient with another reader, a
 // term defined after the producer of the other, and a sum of two values
 // no backward op produces.
@@ -74,3 +97,9 @@ func.func @kept(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %w: tensor<8x
 // PIPELINE-OFF-LABEL: func.func @train_step
 // PIPELINE-OFF-NOT:   plus
 // PIPELINE-OFF-COUNT-8: rn.add
+// The three downsampling junctions' main-path data gradients are strided:
+// with fold-gradient-adds-max-stride=1 their adds stay.
+// PIPELINE-STRIDE1-LABEL: func.func @train_step
+// PIPELINE-STRIDE1-COUNT-5: rn.cbr_backward {{.+}} input_grad plus %{{[^ ]+}} {
+// PIPELINE-STRIDE1-NOT:     rn.cbr_backward {{.+}} input_grad plus
+// PIPELINE-STRIDE1-LABEL: func.func @eval_step
