@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/ConvBackward.h"
 #include "passes/Passes.h"
 
 #include "llvm/Support/Debug.h"
@@ -28,15 +29,12 @@ namespace {
 
 /// The largest stride of a conv2d_backward or cbr_backward.
 int64_t maxStrideOf(Operation *op) {
-  ArrayRef<int64_t> strides;
-  if (auto backward = dyn_cast<CbrBackwardOp>(op))
-    strides = backward.getStrides();
-  else
-    strides = cast<Conv2dBackwardOp>(op).getStrides();
-  int64_t largest = 1;
-  for (int64_t s : strides)
-    largest = std::max(largest, s);
-  return largest;
+  return onConvBackward(op, int64_t(1), [](auto backward) {
+    int64_t largest = 1;
+    for (int64_t s : backward.getStrides())
+      largest = std::max(largest, s);
+    return largest;
+  });
 }
 
 /// The backward op whose input gradient `value` is, when it can take an
@@ -45,14 +43,10 @@ Operation *addendTaker(Value value) {
   Operation *op = value.getDefiningOp();
   if (!op || !value.hasOneUse())
     return nullptr;
-  auto takes = [&](auto backward) {
+  bool takes = onConvBackward(op, false, [&](auto backward) {
     return backward.getInputGradResult() == value && !backward.getInputGradAddend();
-  };
-  if (auto backward = dyn_cast<CbrBackwardOp>(op))
-    return takes(backward) ? op : nullptr;
-  if (auto backward = dyn_cast<Conv2dBackwardOp>(op))
-    return takes(backward) ? op : nullptr;
-  return nullptr;
+  });
+  return takes ? op : nullptr;
 }
 
 /// `value` is available before `op` (same block).
@@ -64,10 +58,10 @@ bool definedBefore(Value value, Operation *op) {
 }
 
 void setAddend(Operation *op, Value addend) {
-  if (auto backward = dyn_cast<CbrBackwardOp>(op))
+  onConvBackward(op, false, [&](auto backward) {
     backward.getInputGradAddendMutable().assign(addend);
-  else
-    cast<Conv2dBackwardOp>(op).getInputGradAddendMutable().assign(addend);
+    return true;
+  });
 }
 
 struct FoldGradientAddsPass

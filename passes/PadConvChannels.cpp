@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/ConvBackward.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -42,16 +43,6 @@ std::optional<ConvOperands> forwardConvolution(Operation *op) {
   if (auto cbr = dyn_cast<CbrInferenceOp>(op))
     return ConvOperands{op, cbr.getInput(), cbr.getFilter(), int64_t(cbr.getGroups())};
   return std::nullopt;
-}
-
-/// `fn(backward)` for a conv2d_backward or cbr_backward `op` (both have
-/// input, filter and input_grad), else `otherwise`.
-template <typename Fn> bool onConvBackward(Operation *op, bool otherwise, Fn fn) {
-  if (auto backward = dyn_cast<Conv2dBackwardOp>(op))
-    return fn(backward);
-  if (auto backward = dyn_cast<CbrBackwardOp>(op))
-    return fn(backward);
-  return otherwise;
 }
 
 /// A backward op of (`input`, `filter`) that computes no input gradient:
