@@ -912,6 +912,31 @@ std::string ratioText(double plainMs, double fusedMs) {
   return text;
 }
 
+/// The shapes the fused kinds are checked at against the CPU: a 3x3 and a
+/// 1x1 stride-2 convolution, channels multiples of 8 (which cuDNN's
+/// runtime-fusion engines may require).
+struct FusionShape {
+  Shape x, w;
+  ConvParams params;
+};
+const FusionShape kFusionShapes[] = {
+    {Shape{4, 12, 12, 16}, Shape{32, 3, 3, 16}, params(1, 1)},
+    {Shape{4, 12, 12, 32}, Shape{64, 1, 1, 32}, params(2, 0)},
+};
+
+/// An all-f16 call of `kind` with x, w and y of these shapes.
+ConvCall f16Call(ConvKind kind, const ConvParams &p, const Shape &xShape, const Shape &wShape,
+                 const Shape &yShape) {
+  ConvCall call;
+  call.kind = kind;
+  call.params = p;
+  call.x = arr(xShape);
+  call.w = arr(wShape);
+  call.y = arr(yShape);
+  call.xType = call.wType = call.yType = DType::f16;
+  return call;
+}
+
 /// relu(x * scale + bias) per channel (x's last dimension) with the
 /// rounding of the prologue kinds' cuDNN graphs: each step's result rounded
 /// to x's dtype.
@@ -929,17 +954,14 @@ Host scaleBiasReluOnTheCpu(const Host &x, const Host &scale, const Host &bias) {
 
 // The prologue kind computes conv(relu(x * scale + bias), w): against the
 // CPU's convolution of the prologue rounded to f16 after each step, as the
-// graph declares it, at a 3x3 and a 1x1 stride-2 shape (channels multiples
-// of 8, which cuDNN's runtime-fusion engines may require).
+// graph declares it, at kFusionShapes.
 TEST(Conv, ScaleBiasReluPrologueMatchesTheCpu) {
   RN_SKIP_WITHOUT_CUDA();
   Gpu gpu;
   auto conv = makeConv();
   ASSERT_TRUE(conv);
   std::mt19937 rng(21);
-  for (auto [xShape, wShape, p] :
-       {std::tuple{Shape{4, 12, 12, 16}, Shape{32, 3, 3, 16}, params(1, 1)},
-        std::tuple{Shape{4, 12, 12, 32}, Shape{64, 1, 1, 32}, params(2, 0)}}) {
+  for (const auto &[xShape, wShape, p] : kFusionShapes) {
     cpu::Conv2dAttrs attrs = attrsOf(p);
     Shape yShape;
     ASSERT_TRUE(cpu::conv2dOutputShape(xShape, wShape, attrs, yShape).ok());
@@ -947,13 +969,7 @@ TEST(Conv, ScaleBiasReluPrologueMatchesTheCpu) {
     Host scale = randomHost({xShape[3]}, DType::f16, rng, 0.5f, 1.5f);
     Host bias = randomHost({xShape[3]}, DType::f16, rng, -0.5f, 0.5f);
     Host activated = scaleBiasReluOnTheCpu(x, scale, bias);
-    ConvCall call;
-    call.kind = ConvKind::forward_scale_bias_relu;
-    call.params = p;
-    call.x = arr(xShape);
-    call.w = arr(wShape);
-    call.y = arr(yShape);
-    call.xType = call.wType = call.yType = DType::f16;
+    ConvCall call = f16Call(ConvKind::forward_scale_bias_relu, p, xShape, wShape, yShape);
     Result<size_t> prepared = conv->prepare(call, gpu.resources);
     ASSERT_TRUE(prepared.ok()) << describe(call) << ": " << prepared.error().message();
     DeviceTensor dX = gpu.upload(x), dW = gpu.upload(w), dScale = gpu.upload(scale),
@@ -983,9 +999,7 @@ TEST(Conv, ScaleBiasReluWgradMatchesTheCpu) {
   auto conv = makeConv();
   ASSERT_TRUE(conv);
   std::mt19937 rng(23);
-  for (auto [xShape, wShape, p] :
-       {std::tuple{Shape{4, 12, 12, 16}, Shape{32, 3, 3, 16}, params(1, 1)},
-        std::tuple{Shape{4, 12, 12, 32}, Shape{64, 1, 1, 32}, params(2, 0)}}) {
+  for (const auto &[xShape, wShape, p] : kFusionShapes) {
     cpu::Conv2dAttrs attrs = attrsOf(p);
     Shape yShape;
     ASSERT_TRUE(cpu::conv2dOutputShape(xShape, wShape, attrs, yShape).ok());
@@ -998,13 +1012,7 @@ TEST(Conv, ScaleBiasReluWgradMatchesTheCpu) {
     ASSERT_TRUE(
         cpu::conv2dBackwardFilter(dy.view(), activated.view(), dwAcc.view(), attrs, want.view())
             .ok());
-    ConvCall call;
-    call.kind = ConvKind::backward_filter_scale_bias_relu;
-    call.params = p;
-    call.x = arr(xShape);
-    call.w = arr(wShape);
-    call.y = arr(yShape);
-    call.xType = call.wType = call.yType = DType::f16;
+    ConvCall call = f16Call(ConvKind::backward_filter_scale_bias_relu, p, xShape, wShape, yShape);
     call.gradType = DType::f32;
     Result<size_t> prepared = conv->prepare(call, gpu.resources);
     ASSERT_TRUE(prepared.ok()) << describe(call) << ": " << prepared.error().message();
@@ -1036,9 +1044,7 @@ TEST(Conv, ResidualAddEpilogueMatchesTheCpu) {
   auto conv = makeConv();
   ASSERT_TRUE(conv);
   std::mt19937 rng(22);
-  for (auto [xShape, wShape, p] :
-       {std::tuple{Shape{4, 12, 12, 16}, Shape{32, 3, 3, 16}, params(1, 1)},
-        std::tuple{Shape{4, 12, 12, 32}, Shape{64, 1, 1, 32}, params(2, 0)}}) {
+  for (const auto &[xShape, wShape, p] : kFusionShapes) {
     cpu::Conv2dAttrs attrs = attrsOf(p);
     Shape yShape;
     ASSERT_TRUE(cpu::conv2dOutputShape(xShape, wShape, attrs, yShape).ok());
@@ -1048,13 +1054,7 @@ TEST(Conv, ResidualAddEpilogueMatchesTheCpu) {
     ASSERT_TRUE(cpu::conv2dBackwardInput(dy.view(), w.view(), attrs, want.view()).ok());
     for (size_t i = 0; i < want.values.size(); ++i)
       want.values[i] += residual.values[i];
-    ConvCall call;
-    call.kind = ConvKind::backward_data_add;
-    call.params = p;
-    call.x = arr(xShape);
-    call.w = arr(wShape);
-    call.y = arr(yShape);
-    call.xType = call.wType = call.yType = DType::f16;
+    ConvCall call = f16Call(ConvKind::backward_data_add, p, xShape, wShape, yShape);
     ASSERT_OK(conv->prepare(call, gpu.resources));
     DeviceTensor dW = gpu.upload(w), dDy = gpu.upload(dy), dResidual = gpu.upload(residual),
                  dx = gpu.empty(xShape, DType::f16);
