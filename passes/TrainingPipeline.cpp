@@ -2,9 +2,10 @@
 //
 // Everything between the model and the capture program, in order:
 // rn-build-training, rn-fuse-cbr, rn-pad-conv-channels,
-// (rn-fold-gradient-adds,) rn-partition,
-// rn-group-updates,
-// rn-plan-memory, rn-assign-streams, rn-insert-barriers, rn-verify-schedule.
+// rn-fold-gradient-adds, rn-partition, (rn-bucket-all-reduce,)
+// rn-group-updates, rn-group-elementwise, rn-plan-memory,
+// rn-assign-streams, rn-insert-barriers, rn-verify-schedule: the bucketing
+// only with data-parallel, the others unless an option turns them off.
 //
 //===----------------------------------------------------------------------===//
 
@@ -141,7 +142,7 @@ void mlir::rn::registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "rn-training-pipeline",
       "Model -> scheduled training step: build-training, fuse-cbr, "
-      "pad-conv-channels, partition, bucket-all-reduce (data-parallel), group-updates, "
+      "pad-conv-channels, fold-gradient-adds, partition, bucket-all-reduce (data-parallel), group-updates, "
       "group-elementwise, plan-memory, assign-streams, insert-barriers, "
       "verify-schedule",
       buildPipeline);
