@@ -480,7 +480,8 @@ void FunctionFuser::fuseCbrBackward(CbrForwardOp forward) {
       forward.getFilter(), forward.getConvOutput(), forward.getGamma(),
       forward.getBatchMean(), forward.getBatchInvStd(),
       convBackward.getFilterGradAcc(), bnBackward.getWeightGradAcc(),
-      bnBackward.getBiasGradAcc(), reluOutput, /*input_grad_addend=*/Value(),
+      bnBackward.getBiasGradAcc(), reluOutput, /*relu_beta=*/Value(),
+      /*input_grad_addend=*/Value(),
       forward.getStridesAttr(),
       forward.getPaddingAttr(), forward.getDilationAttr(),
       forward.getGroupsAttr(), inputGrad ? builder.getUnitAttr() : UnitAttr());

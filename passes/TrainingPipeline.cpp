@@ -1,8 +1,8 @@
 //===- TrainingPipeline.cpp - The rn-training-pipeline ----------------------===//
 //
 // Everything between the model and the capture program, in order:
-// rn-build-training, rn-fuse-cbr, rn-pad-conv-channels,
-// rn-fold-gradient-adds, rn-partition, (rn-bucket-all-reduce,)
+// rn-build-training, rn-fuse-cbr, rn-recompute-relu-mask,
+// rn-pad-conv-channels, rn-fold-gradient-adds, rn-partition, (rn-bucket-all-reduce,)
 // rn-group-updates, rn-group-elementwise, rn-plan-memory,
 // rn-assign-streams, rn-insert-barriers, rn-verify-schedule: the bucketing
 // only with data-parallel, the others unless an option turns them off.
@@ -53,6 +53,12 @@ struct TrainingPipelineOptions
                             llvm::cl::init(false)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("fuse CBR ops"),
                     llvm::cl::init(true)};
+  Option<bool> recomputeReluMask{
+      *this, "recompute-relu-mask",
+      llvm::cl::desc("recompute the CBR backward's ReLU mask from the "
+                     "convolution output instead of reading the ReLU result "
+                     "(rn-recompute-relu-mask)"),
+      llvm::cl::init(true)};
   Option<int64_t> padConvChannels{
       *this, "pad-conv-channels",
       llvm::cl::desc("zero-pad the input channels of f16/bf16 convolutions "
@@ -112,6 +118,8 @@ static void buildPipeline(OpPassManager &pm,
   training.dataParallel = options.dataParallel;
   pm.addPass(createBuildTraining(training));
   pm.addPass(createFuseCbr(FuseCbrOptions{options.fuse}));
+  if (options.recomputeReluMask)
+    pm.addPass(createRecomputeReluMask());
   if (options.padConvChannels > 1)
     pm.addPass(createPadConvChannels(PadConvChannelsOptions{options.padConvChannels}));
   if (options.foldGradientAdds)
@@ -142,7 +150,7 @@ void mlir::rn::registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "rn-training-pipeline",
       "Model -> scheduled training step: build-training, fuse-cbr, "
-      "pad-conv-channels, fold-gradient-adds, partition, bucket-all-reduce (data-parallel), group-updates, "
+      "recompute-relu-mask, pad-conv-channels, fold-gradient-adds, partition, bucket-all-reduce (data-parallel), group-updates, "
       "group-elementwise, plan-memory, assign-streams, insert-barriers, "
       "verify-schedule",
       buildPipeline);

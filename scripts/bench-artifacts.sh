@@ -6,7 +6,10 @@
 # fold-gradient-adds=false: the residual junctions' gradient sums as
 # separate adds instead of the data gradients' epilogues) and
 # MODEL.benchBATCH.stride1fold.rnx (fold-gradient-adds-max-stride=1: only
-# the stride-1 data gradients take the addend), both ResNets only, and only when RN_BENCH_VARIANTS names them
+# the stride-1 data gradients take the addend), both ResNets only,
+# MODEL.benchBATCH.storedmask.rnx (recompute-relu-mask=false: the CBR
+# backward reads the ReLU result for its mask instead of recomputing it),
+# convolutional models only, and only when RN_BENCH_VARIANTS names them
 # MODEL.benchBATCH.unpadded.rnx (pad-conv-channels=0: the 3-channel image
 # stems as they are, measured in run H) and MODEL.benchBATCH.ungrouped.rnx
 # (group-elementwise=false, one zeroing, unscaling and cast node per tensor
@@ -20,7 +23,7 @@
 # to DIR/compile-times.jsonl (part of RN's time to first step).
 #   RN_BENCH_CONFIGS (default mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256
 #   vgg11c:1024 resnet50:256), RN_BENCH_VARIANTS (default multi single
-#   unfolded stride1fold dp; also unpadded, ungrouped)
+#   unfolded stride1fold storedmask dp; also unpadded, ungrouped)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 dir=${1:-$RN_ROOT/gpu-bundle/models}
@@ -31,9 +34,11 @@ times=$dir/compile-times.jsonl
 for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 vgg11c:1024 resnet50:256}; do
   name=${spec%%:*} batch=${spec##*:}
   python3 -m rn.models "$name" --batch "$batch" -o "$dir/$name.$batch.mlir"
-  for variant in ${RN_BENCH_VARIANTS:-multi single unfolded stride1fold dp}; do
-    # Folding changes only models with residual junctions.
+  for variant in ${RN_BENCH_VARIANTS:-multi single unfolded stride1fold storedmask dp}; do
+    # Folding changes only models with residual junctions, the mask only
+    # models with CBR ops.
     case $variant in unfolded | stride1fold) [[ $name == resnet* ]] || continue ;; esac
+    case $variant in storedmask) [[ $name != mlp ]] || continue ;; esac
     out=$dir/$name.bench$batch.rnx pipeline=$recipe
     case $variant in
       single) out=$dir/$name.bench$batch.single.rnx pipeline="$recipe single-stream=true" ;;
@@ -41,6 +46,7 @@ for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 
       unpadded) out=$dir/$name.bench$batch.unpadded.rnx pipeline="$recipe pad-conv-channels=0" ;;
       unfolded) out=$dir/$name.bench$batch.unfolded.rnx pipeline="$recipe fold-gradient-adds=false" ;;
       stride1fold) out=$dir/$name.bench$batch.stride1fold.rnx pipeline="$recipe fold-gradient-adds-max-stride=1" ;;
+      storedmask) out=$dir/$name.bench$batch.storedmask.rnx pipeline="$recipe recompute-relu-mask=false" ;;
       dp) out=$dir/$name.bench$batch.dp.rnx pipeline="$recipe data-parallel=true" ;;
     esac
     start=$EPOCHREALTIME

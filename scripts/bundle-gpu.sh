@@ -8,7 +8,8 @@
 #             are the GPU machine's own (its Python venv has the same
 #             versions, see docs/design.md), OpenBLAS is left out (the CPU
 #             kernels fall back to plain loops there)
-#   models/   artifacts, weight-free where they are compiled here (the
+#   models.tar.xz  artifacts (unpacked to models/ by the run scripts, as
+#             zoo.tar.xz to zoo/: the artifacts' JSON packs about 20x), weight-free where they are compiled here (the
 #             runtime samples the parameters: the same values): the unit
 #             tests' inputs, the Fashion-MNIST models of the main job
 #             (fashion_cnn and mlp, batch 64), the benchmark models
@@ -18,7 +19,7 @@
 #             run-gpu-profile.sh and their helpers; bench/ the benchmark
 #             drivers
 #   zoo/      the zoo's artifacts and CPU reference digests, unless
-#             RN_BUNDLE_ZOO=0
+#             RN_BUNDLE_ZOO=0 (packed as zoo.tar.xz)
 # RN_BUNDLE_BIN_ONLY=1 refreshes only the binaries and scripts of an
 # existing bundle (after a runtime change; minutes instead of ten).
 # Refuses a bundle over 60 MiB (the device tool carries 64 MiB at most).
@@ -60,7 +61,7 @@ copy_scripts() {
 }
 # RN_BUNDLE_BIN_ONLY=1: refresh the binaries and scripts of an existing
 # bundle (a runtime change), keeping its artifacts, data and references.
-if [ "${RN_BUNDLE_BIN_ONLY:-0}" = 1 ] && [ -d "$bundle/models" ]; then
+if [ "${RN_BUNDLE_BIN_ONLY:-0}" = 1 ] && [ -f "$bundle/models.tar.xz" ]; then
   pack_binaries
   copy_scripts
   rn_log "bundle: $bundle ($(du -sm "$bundle" | cut -f1) MiB), binaries and scripts refreshed"
@@ -109,6 +110,13 @@ if [ "${RN_BUNDLE_ZOO:-1}" != 0 ]; then
   bash "$RN_ROOT/scripts/zoo-digests.sh" "$bundle/zoo"
 fi
 
+# The artifacts are JSON: packed, they take a twentieth of the device
+# tool's carry limit they would otherwise.
+for packed in models zoo; do
+  [ -d "$bundle/$packed" ] || continue
+  tar cJf "$bundle/$packed.tar.xz" -C "$bundle/$packed" .
+  rm -r "${bundle:?}/$packed"
+done
 bytes=$(du -sb "$bundle" | cut -f1)
 mib=$(( (bytes + 1048575) / 1048576 ))
 if (( mib > limit_mib )); then

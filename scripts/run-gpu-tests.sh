@@ -127,18 +127,22 @@ if has zoo && [ -d "$bundle/zoo" ]; then
     fi
     say "20 steps $name (cuda-graph vs CPU): exit $rc; $(tail -1 "$out/zoo-$name.compare.log" 2>/dev/null)"
     # The unfolded build (fold-gradient-adds=false: the junctions' separate
-    # gradient adds) against the same CPU losses.
-    if [ -f "$bundle/zoo/$name.unfolded.rnx" ]; then
-      "$bin/rn-run" "$bundle/zoo/$name.unfolded.rnx" --synthetic --steps 20 --lr 0.02 \
-        --executor cuda-graph > "$out/zoo-$name.unfolded.gpu.log" 2>&1
+    # gradient adds) and the stored-mask one (recompute-relu-mask=false: the
+    # CBR backward reads the ReLU results) against the same CPU losses.
+    for variant in unfolded storedmask; do
+      [ -f "$bundle/zoo/$name.$variant.rnx" ] || continue
+      "$bin/rn-run" "$bundle/zoo/$name.$variant.rnx" --synthetic --steps 20 --lr 0.02 \
+        --executor cuda-graph > "$out/zoo-$name.$variant.gpu.log" 2>&1
       rc=$?
       if [ $rc -eq 0 ]; then
-        "$python" "$bundle/scripts/compare-digests.py" --losses "$ref" "$out/zoo-$name.unfolded.gpu.log" \
-          --tol "$tol" ${noise[@]+"${noise[@]}"} > "$out/zoo-$name.unfolded.compare.log" 2>&1
+        "$python" "$bundle/scripts/compare-digests.py" --losses "$ref" "$out/zoo-$name.$variant.gpu.log" \
+          --tol "$tol" ${noise[@]+"${noise[@]}"} > "$out/zoo-$name.$variant.compare.log" 2>&1
         rc=$?
       fi
-      say "20 steps $name unfolded gradient adds (cuda-graph vs CPU): exit $rc; $(tail -1 "$out/zoo-$name.unfolded.compare.log" 2>/dev/null)"
-    fi
+      what="unfolded gradient adds"
+      [ "$variant" = storedmask ] && what="stored ReLU masks"
+      say "20 steps $name $what (cuda-graph vs CPU): exit $rc; $(tail -1 "$out/zoo-$name.$variant.compare.log" 2>/dev/null)"
+    done
   done
   # With the CPU's noise digests (the same step from perturbed parameters,
   # scripts/zoo-digests.sh), an entry may differ by 4x what the perturbation

@@ -70,9 +70,14 @@ for spec in "fashion_cnn 16" "resnet18c 8"; do
     # folds them into the data gradients' epilogues, rn-fold-gradient-adds,
     # the sum rounded once): its losses are compared with this build's CPU
     # losses, within the same noise (ResNet only: the CNN has no junctions).
+    # Likewise the CBR backward reading the ReLU results for its masks (the
+    # default recomputes them from the convolution outputs,
+    # rn-recompute-relu-mask).
     if [ "$1" = resnet18c ]; then
       rn-compile "$dir/$name.mlir" -o "$dir/$name.unfolded.rnx" --quiet --no-weights \
         --pipeline "$pipeline fold-gradient-adds=false"
+      rn-compile "$dir/$name.mlir" -o "$dir/$name.storedmask.rnx" --quiet --no-weights \
+        --pipeline "$pipeline recompute-relu-mask=false"
     fi
     rm "$dir/$name.mlir"
     rn-run "$dir/$name.rnx" --synthetic --steps 20 --lr 0.02 --executor cpu > "$dir/$name.cpu.log"

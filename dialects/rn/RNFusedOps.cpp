@@ -78,9 +78,15 @@ LogicalResult CbrBackwardOp::verify() {
       {"output_grad", getOutputGrad().getType()}};
   if (Value reluOutput = getReluOutput())
     activations.push_back({"relu_output", reluOutput.getType()});
-  NamedType vectors[] = {{"gamma", getGamma().getType()},
-                         {"gamma_grad_acc", getGammaGradAcc().getType()},
-                         {"beta_grad_acc", getBetaGradAcc().getType()}};
+  if (getReluOutput() && getReluBeta())
+    return diag.fail("takes the ReLU mask from relu_output or from relu_beta, "
+                     "not both");
+  SmallVector<NamedType> vectors = {
+      {"gamma", getGamma().getType()},
+      {"gamma_grad_acc", getGammaGradAcc().getType()},
+      {"beta_grad_acc", getBetaGradAcc().getType()}};
+  if (Value beta = getReluBeta())
+    vectors.push_back({"relu_beta", beta.getType()});
   if (failed(requireTypes(diag, activations, *output)) ||
       failed(verifyBatchNormPart(diag, *output, vectors, std::nullopt)) ||
       failed(verifySavedStatistics(diag, *output, getBatchMean(),
@@ -225,6 +231,8 @@ SmallVector<ForkPart> CbrBackwardOp::getForkParts() {
                    getBetaGradResult()}};
   if (Value reluOutput = getReluOutput())
     bnGrad.reads.push_back(reluOutput);
+  if (Value beta = getReluBeta())
+    bnGrad.reads.push_back(beta);
   parts.push_back(std::move(bnGrad));
   parts.push_back({"weight_grad",
                    {getConvOutputGrad(), getInput(), getFilterGradAcc()},

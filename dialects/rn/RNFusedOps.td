@@ -98,9 +98,21 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
     Operands: `output_grad` is the gradient at the forward op's `result`;
     `input`, `filter`, `conv_output`, `gamma`, `batch_mean` and
     `batch_inv_std` are the forward op's operands and results;
-    `relu_output` (the forward op's `result`, present exactly when the
-    forward op applied the ReLU) masks `output_grad` where it is not
-    positive.
+    When the forward op applied the ReLU, exactly one of two operands
+    gives its mask, which zeroes `output_grad` where the forward's result
+    is not positive:
+    - `relu %relu_output`: the forward op's `result`, read as stored;
+    - `relu_recompute %relu_beta`: the forward op's `beta`. The mask is
+      then recomputed from `conv_output` where the backward reads it
+      anyway: positive where `round(fma(conv_output - batch_mean,
+      batch_inv_std * gamma, beta))` is, in f32 and rounded to
+      `conv_output`'s type. That is the forward's normalization from its
+      saved f32 statistics, so it equals the stored result's mask wherever
+      the forward normalized the same way (the GPU executor does, bit for
+      bit; the CPU reference normalizes in double, which can differ only
+      where the normalized value rounds to zero). It saves reading the
+      ReLU result in both of the backward's passes over the activation
+      (`rn-recompute-relu-mask`).
 
     Results, in order: `conv_output_grad` (the gradient at the convolution's
     output, kept as a value so that it has a memory slot), the input
@@ -136,6 +148,7 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
     RN_FloatTensor:$gamma_grad_acc,
     RN_FloatTensor:$beta_grad_acc,
     Optional<RN_FloatTensor>:$relu_output,
+    Optional<RN_FloatTensor>:$relu_beta,
     Optional<RN_FloatTensor>:$input_grad_addend,
     DenseI64ArrayAttr:$strides,
     DenseI64ArrayAttr:$padding,
@@ -148,13 +161,14 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
   let assemblyFormat = [{
     $output_grad `,` $input `,` $filter `,` $conv_output `,` $gamma `,`
     $batch_mean `,` $batch_inv_std `,` $filter_grad_acc `,` $gamma_grad_acc `,`
-    $beta_grad_acc (`relu` $relu_output^)? `stride` $strides `pad` $padding
+    $beta_grad_acc (`relu` $relu_output^)? (`relu_recompute` $relu_beta^)?
+    `stride` $strides `pad` $padding
     `dilation` $dilation `groups` $groups (`input_grad` $input_grad^)?
     (`plus` $input_grad_addend^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
-    bool hasRelu() { return static_cast<bool>(getReluOutput()); }
+    bool hasRelu() { return getReluOutput() || getReluBeta(); }
     ::mlir::Value getInputGradResult() {
       return getInputGrad() ? getGrads()[0] : ::mlir::Value();
     }

@@ -60,6 +60,23 @@ bool hasInputGradAddend(const json &attributes) {
   return last.is_number_integer() && last.get<int64_t>() == 1;
 }
 
+ReluMask cbrBackwardReluMask(const json &attributes, size_t operands) {
+  auto it = attributes.find("operandSegmentSizes");
+  auto countAt = [&](size_t i) {
+    const json &entry = (*it)[i];
+    return entry.is_number_integer() ? entry.get<int64_t>() : int64_t(0);
+  };
+  if (it != attributes.end() && it->is_array() && it->size() >= 12) {
+    if (countAt(10) == 1)
+      return ReluMask::output;
+    if (it->size() >= 13 && countAt(11) == 1)
+      return ReluMask::recomputed;
+    return ReluMask::none;
+  }
+  return operands - size_t(hasInputGradAddend(attributes)) == 11 ? ReluMask::output
+                                                                 : ReluMask::none;
+}
+
 namespace {
 
 /// Collects the first problem of one node.
@@ -593,8 +610,8 @@ Status verifyCbr(const OpNodeSignature &node) {
   return c.finish();
 }
 
-/// Ten operands, and relu_output as an eleventh when the forward op applied
-/// the ReLU; results conv_output_grad, [input_grad], filter, gamma and beta
+/// Ten operands, and the ReLU mask's (relu_output or relu_beta) as an
+/// eleventh when the forward op applied the ReLU; results conv_output_grad, [input_grad], filter, gamma and beta
 /// gradients.
 Status verifyCbrBackward(const OpNodeSignature &node) {
   Checker c(node);
@@ -606,6 +623,23 @@ Status verifyCbrBackward(const OpNodeSignature &node) {
   c.results(inputGrad ? 5 : 4,
             std::string("conv_output_grad, ") + (inputGrad ? "input_grad, " : "") +
                 "filter_grad, gamma_grad, beta_grad");
+  // MLIR's segment sizes, if the exporter kept them: ten single operands,
+  // the optional ones (relu_output, relu_beta, input_grad_addend) 0 or 1,
+  // summing to the operands (which the count above keeps to one ReLU mask).
+  auto segments = node.attributes.find("operandSegmentSizes");
+  if (c.ok() && segments != node.attributes.end()) {
+    int64_t total = 0;
+    bool wellFormed = segments->is_array() && (segments->size() == 12 || segments->size() == 13);
+    for (size_t i = 0; wellFormed && i < segments->size(); ++i) {
+      const json &entry = (*segments)[i];
+      int64_t count = entry.is_number_integer() ? entry.get<int64_t>() : -1;
+      wellFormed = count == 1 || (i >= 10 && count == 0);
+      total += count;
+    }
+    if (!wellFormed || total != int64_t(node.operands))
+      c.fail("attribute \"operandSegmentSizes\" disagrees with the operands (ten, "
+             "[relu_output], [relu_beta], [input_grad_addend])");
+  }
   c.convolution();
   return c.finish();
 }

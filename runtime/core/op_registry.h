@@ -49,6 +49,17 @@ struct OpInfo {
 /// optional operand (the bias accumulator, the ReLU output).
 bool hasInputGradAddend(const nlohmann::json &attributes);
 
+/// Where a cbr_backward node's ReLU mask comes from: none (no ReLU), the
+/// forward's ReLU result (`relu`), or recomputed from the convolution
+/// output with the forward's beta (`relu_recompute`,
+/// rn-recompute-relu-mask). Either way the mask's operand is the eleventh.
+enum class ReluMask { none, output, recomputed };
+/// From the node's "operandSegmentSizes" (relu_output's and relu_beta's
+/// counts; artifacts from before relu_beta have only relu_output's), or,
+/// without them, an eleventh operand before any addend is relu_output.
+/// Both counts set (an invalid node: verifyNode rejects it) reads as `output`.
+ReluMask cbrBackwardReluMask(const nlohmann::json &attributes, size_t operands);
+
 /// The op named `name` ("conv2d"), or null.
 const OpInfo *findOp(std::string_view name);
 

@@ -190,8 +190,9 @@ struct Kernel {
   /// conv2d_backward, cbr_backward: the input gradient's addend is the
   /// last operand (op_registry's hasInputGradAddend).
   bool inputGradAddend = false;
-  /// cbr_backward: operand 10 is the forward's ReLU output (its mask).
-  bool reluOutput = false;
+  /// cbr_backward: where its ReLU mask comes from (operand 10: the
+  /// forward's ReLU result, or its beta to recompute the mask with).
+  ReluMask reluMask = ReluMask::none;
   /// dropout_train: its random stream is step * dropoutCount + dropoutIndex.
   uint64_t dropoutIndex = 0, dropoutCount = 0;
 };
@@ -234,8 +235,8 @@ Kernel kernelOf(const Node &node) {
   k.growthInterval = static_cast<int64_t>(numAttr(a, "growth_interval"));
   k.inputGrad = flagAttr(a, "input_grad");
   k.inputGradAddend = hasInputGradAddend(a);
-  k.reluOutput = k.kind == OpKind::cbr_backward &&
-                 node.operands.size() - size_t(k.inputGradAddend) == 11;
+  if (k.kind == OpKind::cbr_backward)
+    k.reluMask = cbrBackwardReluMask(a, node.operands.size());
   k.relu = flagAttr(a, "relu");
   k.nesterov = flagAttr(a, "nesterov");
   if (k.kind == OpKind::dropout_train) {
@@ -688,7 +689,7 @@ Access accessOf(const Node &node, const Kernel &k, int part) {
   } else if (k.kind == OpKind::cbr_backward) {
     if (role == PartRole::bn_grad) {
       a.reads = {o[0], o[3], o[4], o[5], o[6], o[8], o[9]};
-      if (k.reluOutput)
+      if (k.reluMask != ReluMask::none)
         a.reads.push_back(o[10]);
       a.writes = {r[0], r[dx ? 3 : 2], r[dx ? 4 : 3]};
     } else if (role == PartRole::weight_grad) {
@@ -775,11 +776,15 @@ struct ExecutorAccess {
         if (role == PartRole::bn_grad) {
           TensorView dy = V(o[0]);
           std::vector<float> masked;
-          if (k.reluOutput) {
+          if (k.reluMask != ReluMask::none) {
             masked.resize(size_t(std::max<int64_t>(dy.numel(), 0)));
             TensorView m = dy;
             m.data = masked.data();
-            KernelStatus s = cpu::reluBackward(dy, V(o[10]), m);
+            KernelStatus s =
+                k.reluMask == ReluMask::output
+                    ? cpu::reluBackward(dy, V(o[10]), m)
+                    : cpu::reluBackwardRecomputed(dy, V(o[3]), V(o[4]), V(o[10]), V(o[5]),
+                                                  V(o[6]), m);
             if (!s.ok())
               return s;
             dy = m;

@@ -193,6 +193,18 @@ KernelStatus batchNormBackward(const TensorView &outputGrad,
                                const TensorView &inputGrad,
                                const TensorView &weightGrad,
                                const TensorView &biasGrad);
+/// cbr_backward's `relu_recompute` mask: inputGrad = outputGrad where
+/// round(fma(x - mean, inv_std * gamma, beta)) > 0, else 0, in f32 (the
+/// subtraction and the product rounded to f32, then one fused
+/// multiply-add) and rounded to x's dtype: the GPU's BN apply computes the
+/// forward's result so, which makes the two masks equal bit for bit there.
+KernelStatus reluBackwardRecomputed(const TensorView &outputGrad,
+                                    const TensorView &input,
+                                    const TensorView &gamma,
+                                    const TensorView &beta,
+                                    const TensorView &batchMean,
+                                    const TensorView &batchInvStd,
+                                    const TensorView &inputGrad);
 /// new = (1 - momentum) * old + momentum * batch, the batch variance
 /// (1 / inv_std^2 - eps) made unbiased by count / (count - 1).
 KernelStatus updateRunningStats(const TensorView &runningMean,

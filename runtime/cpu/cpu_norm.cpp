@@ -169,6 +169,36 @@ KernelStatus batchNormBackward(const TensorView &outputGrad,
   return {};
 }
 
+KernelStatus reluBackwardRecomputed(const TensorView &outputGrad,
+                                    const TensorView &input,
+                                    const TensorView &gamma,
+                                    const TensorView &beta,
+                                    const TensorView &batchMean,
+                                    const TensorView &batchInvStd,
+                                    const TensorView &inputGrad) {
+  Check check("relu_backward (recomputed mask)");
+  int64_t channels, count;
+  if (checkBatchNormInput(check, input, channels, count).failed())
+    return check.status();
+  check.shape("output_grad", outputGrad, input.shape)
+      .vector("gamma", gamma, channels)
+      .vector("beta", beta, channels)
+      .f32("batch_mean", batchMean, Shape{channels})
+      .f32("batch_inv_std", batchInvStd, Shape{channels})
+      .shape("input_grad", inputGrad, input.shape);
+  if (check.failed())
+    return check.status();
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t k = 0; k < channels; ++k) {
+      int64_t i = r * channels + k;
+      float scale = batchInvStd.data[k] * gamma.data[k];
+      float t = std::fma(input.data[i] - batchMean.data[k], scale, beta.data[k]);
+      bool positive = store(input.dtype, t) > 0.f;
+      inputGrad.data[i] = store(inputGrad.dtype, positive ? outputGrad.data[i] : 0.0);
+    }
+  return {};
+}
+
 KernelStatus updateRunningStats(const TensorView &runningMean,
                                 const TensorView &runningVar,
                                 const TensorView &batchMean,

@@ -249,11 +249,19 @@ Status DeviceProgram::create() {
             outputs.push_back(uint32_t(v.outputOf[t]));
         const OpLauncher *launcher = findOpLauncher(n.op);
         auto &items = ps.itemsOfNode[i];
+        auto addItem = [&](int part, Stream stream, std::vector<uint32_t> itemOutputs) {
+          PreparedItem &item = items.emplace_back();
+          item.node = uint32_t(i);
+          item.part = part;
+          item.stream = stream;
+          item.launcher = launcher;
+          item.outputs = std::move(itemOutputs);
+        };
         if (n.parts.empty()) {
-          items.push_back({uint32_t(i), -1, n.stream, launcher, {}, {}, outputs});
+          addItem(-1, n.stream, outputs);
         } else {
           for (size_t q = 0; q < n.parts.size(); ++q)
-            items.push_back({uint32_t(i), int(q), n.parts[q].stream, launcher, {}, {}, {}});
+            addItem(int(q), n.parts[q].stream, {});
           for (const auto &[earlier, later] : n.partWaits) {
             items[earlier].recordPartEvents.push_back(partEvent);
             items[later].waitPartEvents.push_back(partEvent);

@@ -386,7 +386,9 @@ __global__ void __launch_bounds__(kThreads)
         float out[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          float t = (a[u][v] - mean[v]) * scale[v] + bias[v];
+          // One explicit fused multiply-add: the backward's recomputed
+          // ReLU mask (ReluRecompute) repeats exactly this.
+          float t = __fmaf_rn(a[u][v] - mean[v], scale[v], bias[v]);
           if (shortcut)
             t = roundAs<T>(t) + s[u][v];
           out[v] = relu ? reluKeepNan(t) : t;
@@ -397,14 +399,42 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// The ReLU mask recomputed from x (cbr_backward's `relu_recompute`): dy
+/// passes where roundAs<T>(fma(x - mean, invStd * weight, beta)) > 0, the
+/// forward's result as applyKernel computed it. Off when beta is null.
+struct ReluRecompute {
+  const void *weight;
+  DType weightType;
+  const void *beta;
+  DType betaType;
+};
+
+/// Per-channel constants of a recomputed mask.
+template <int V>
+__device__ __forceinline__ void recomputeConstants(const ReluRecompute &r, int64_t c0,
+                                                   const float (&invStd)[V], float (&scale)[V],
+                                                   float (&beta)[V]) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    scale[v] = r.beta ? invStd[v] * loadAny(r.weight, r.weightType, c0 + v) : 0.f;
+    beta[v] = r.beta ? loadAny(r.beta, r.betaType, c0 + v) : 0.f;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ bool recomputedPositive(float x, float mean, float scale, float beta) {
+  return roundAs<T>(__fmaf_rn(x - mean, scale, beta)) > 0.f;
+}
+
 /// Per (chunk, channel): sum(dy) and sum(dy * xhat), dy masked by relu > 0
-/// when `relu` is given; the masked dy is stored to `maskedOut` if given.
+/// when `relu` is given, or by the recomputed mask when `recompute.beta`
+/// is; the masked dy is stored to `maskedOut` if given.
 template <typename T, int V, int U>
 __global__ void __launch_bounds__(kThreads)
     backwardPartialKernel(const T *__restrict__ dy, const T *__restrict__ relu,
                           const T *__restrict__ x, const float *__restrict__ batchMean,
-                          const float *__restrict__ batchInvStd, T *__restrict__ maskedOut,
-                          Tile tile, float *__restrict__ partDy,
+                          const float *__restrict__ batchInvStd, ReluRecompute recompute,
+                          T *__restrict__ maskedOut, Tile tile, float *__restrict__ partDy,
                           float *__restrict__ partDyXhat) {
   __shared__ float sDy[kThreads * V];
   __shared__ float sDyXhat[kThreads * V];
@@ -422,6 +452,9 @@ __global__ void __launch_bounds__(kThreads)
     mean[v] = active ? batchMean[c0 + v] : 0.f;
     invStd[v] = active ? batchInvStd[c0 + v] : 0.f;
   }
+  float maskScale[V] = {}, maskBeta[V] = {};
+  if (active)
+    recomputeConstants<V>(recompute, c0, invStd, maskScale, maskBeta);
   if (active) {
     for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
       float g[U][V], a[U][V], m[U][V];
@@ -443,6 +476,10 @@ __global__ void __launch_bounds__(kThreads)
           for (int v = 0; v < V; ++v) {
             if (relu)
               g[u][v] = m[u][v] > 0.f ? g[u][v] : 0.f;
+            else if (recompute.beta)
+              g[u][v] = recomputedPositive<T>(a[u][v], mean[v], maskScale[v], maskBeta[v])
+                            ? g[u][v]
+                            : 0.f;
             float xhat = (a[u][v] - mean[v]) * invStd[v];
             sumDy[v] += g[u][v];
             sumDyXhat[v] += g[u][v] * xhat;
@@ -540,7 +577,7 @@ __global__ void __launch_bounds__(kThreads)
     backwardApplyKernel(const T *__restrict__ dy, const T *__restrict__ relu,
                         const T *__restrict__ x, const float *__restrict__ batchMean,
                         const float *__restrict__ batchInvStd, const void *weight,
-                        DType weightType, const float *__restrict__ sumDy,
+                        DType weightType, ReluRecompute recompute, const float *__restrict__ sumDy,
                         const float *__restrict__ sumDyXhat, T *dx, Tile tile) {
   const int tx = threadIdx.x, ty = threadIdx.y, nx = blockDim.x, ny = blockDim.y;
   const int64_t c0 = (int64_t(blockIdx.x) * nx + tx) * V;
@@ -560,6 +597,8 @@ __global__ void __launch_bounds__(kThreads)
     meanDy[v] = static_cast<float>(double(sumDy[c]) / m);
     meanDyXhat[v] = static_cast<float>(double(sumDyXhat[c]) / m);
   }
+  float maskScale[V], maskBeta[V];
+  recomputeConstants<V>(recompute, c0, invStd, maskScale, maskBeta);
   for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
     float g[U][V], a[U][V], mask[U][V];
 #pragma unroll
@@ -579,7 +618,11 @@ __global__ void __launch_bounds__(kThreads)
         float out[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          float d = relu ? (mask[u][v] > 0.f ? g[u][v] : 0.f) : g[u][v];
+          float d = g[u][v];
+          if (relu)
+            d = mask[u][v] > 0.f ? d : 0.f;
+          else if (recompute.beta)
+            d = recomputedPositive<T>(a[u][v], mean[v], maskScale[v], maskBeta[v]) ? d : 0.f;
           float xhat = (a[u][v] - mean[v]) * invStd[v];
           out[v] = factor[v] * (d - meanDy[v] - xhat * meanDyXhat[v]);
         }
@@ -822,7 +865,8 @@ ChannelAffine inferenceAffine(const DeviceTensor &weight, const DeviceTensor &bi
 }
 
 Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTensor *reluResult,
-                       const DeviceTensor &x, const DeviceTensor &weight,
+                       const DeviceTensor *reluBeta, const DeviceTensor &x,
+                       const DeviceTensor &weight,
                        const DeviceTensor &mean, const DeviceTensor &invStd,
                        const DeviceTensor &weightGradAcc, const DeviceTensor &biasGradAcc,
                        const DeviceTensor &dx, const DeviceTensor *maskedOut,
@@ -832,6 +876,7 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   check.activation("input", x).sameAs("output_grad", dy, x).sameAs("input_grad", dx, x);
   if (reluResult)
     check.sameAs("relu_result", *reluResult, x);
+  check.that(!reluResult || !reluBeta, "takes the ReLU mask from relu_result or relu_beta, not both");
   if (maskedOut)
     check.sameAs("shortcut_grad", *maskedOut, x);
   if (check.failed())
@@ -844,6 +889,8 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
       .vector("bias_grad_acc", biasGradAcc, C)
       .vector("weight_grad", weightGrad, C)
       .vector("bias_grad", biasGrad, C);
+  if (reluBeta)
+    check.vector("relu_beta", *reluBeta, C);
   size_t needed = bnBackwardWorkspaceBytes(x.shape);
   check.that(workspaceBytes >= needed && (workspace != nullptr || needed == 0),
              "needs " + std::to_string(needed) + " workspace bytes, has " +
@@ -862,14 +909,16 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
                     tuning().backwardVecBytes / int(elementSize(x.dtype)));
   Geometry g = geometryOf(plan, vec);
   Tile tile = tileOf(plan);
+  const ReluRecompute recompute{weight.data, weight.dtype, reluBeta ? reluBeta->data : nullptr,
+                                reluBeta ? reluBeta->dtype : DType::f32};
   withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
     backwardPartialKernel<T, V, U><<<g.grid, g.block, 0, stream>>>(
         static_cast<const T *>(dy.data), static_cast<const T *>(reluData),
         static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
-        static_cast<const float *>(invStd.data), static_cast<T *>(maskedData), tile,
-        ws.partDy, ws.partDyXhat);
+        static_cast<const float *>(invStd.data), recompute, static_cast<T *>(maskedData),
+        tile, ws.partDy, ws.partDyXhat);
   });
   RN_CUDA_TRY_LAUNCH();
   GradVectors grads{weightGradAcc.data, weightGradAcc.dtype, biasGradAcc.data,
@@ -883,14 +932,17 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   // dy and the ReLU result.
   const void *dxDy = maskedOut ? maskedData : dy.data;
   const void *dxRelu = maskedOut ? nullptr : reluData;
+  ReluRecompute dxRecompute = recompute;
+  if (maskedOut)
+    dxRecompute.beta = nullptr;
   withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
     backwardApplyKernel<T, V, U><<<g.grid, g.block, 0, stream>>>(
         static_cast<const T *>(dxDy), static_cast<const T *>(dxRelu),
         static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
-        static_cast<const float *>(invStd.data), weight.data, weight.dtype, ws.sumDy,
-        ws.sumDyXhat, static_cast<T *>(dx.data), tile);
+        static_cast<const float *>(invStd.data), weight.data, weight.dtype, dxRecompute,
+        ws.sumDy, ws.sumDyXhat, static_cast<T *>(dx.data), tile);
   });
   RN_CUDA_TRY_LAUNCH();
   return Status::success();
@@ -1019,13 +1071,14 @@ size_t bnBackwardWorkspaceBytes(const std::vector<int64_t> &xShape) {
   return plan.chunks == 0 ? 0 : 2 * partialBytes(plan) + 2 * vectorBytes(plan);
 }
 
-Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult, const DeviceTensor &x,
+Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult,
+                  const DeviceTensor *reluBeta, const DeviceTensor &x,
                   const DeviceTensor &weight, const DeviceTensor &mean,
                   const DeviceTensor &invStd, const DeviceTensor &weightGradAcc,
                   const DeviceTensor &biasGradAcc, const DeviceTensor &dx,
                   const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
                   cudaStream_t stream, void *workspace, size_t workspaceBytes) {
-  return backwardChecked("bnBackward", dy, reluResult, x, weight, mean, invStd, weightGradAcc,
+  return backwardChecked("bnBackward", dy, reluResult, reluBeta, x, weight, mean, invStd, weightGradAcc,
                          biasGradAcc, dx, nullptr, weightGrad, biasGrad, stream, workspace,
                          workspaceBytes);
 }
@@ -1037,7 +1090,7 @@ Status bnAddReluBackward(const DeviceTensor &dy, const DeviceTensor &reluResult,
                          const DeviceTensor &dx, const DeviceTensor &shortcutGrad,
                          const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
                          cudaStream_t stream, void *workspace, size_t workspaceBytes) {
-  return backwardChecked("bnAddReluBackward", dy, &reluResult, x, weight, mean, invStd,
+  return backwardChecked("bnAddReluBackward", dy, &reluResult, nullptr, x, weight, mean, invStd,
                          weightGradAcc, biasGradAcc, dx, &shortcutGrad, weightGrad, biasGrad,
                          stream, workspace, workspaceBytes);
 }

@@ -93,8 +93,13 @@ size_t bnBackwardWorkspaceBytes(const std::vector<int64_t> &xShape);
 /// weightGrad = weightGradAcc + sum(dy * xhat), biasGrad = biasGradAcc +
 /// sum(dy). When reluResult is non-null, dy is first masked by
 /// reluResult > 0 (the CBR backward's ReLU), without writing the masked dy
-/// anywhere. The gradients may alias their accumulators.
-Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult, const DeviceTensor &x,
+/// anywhere. When reluBeta is non-null instead, the mask is recomputed
+/// from x, in both passes over it: where round(fma(x - mean, invStd *
+/// weight, beta)) > 0 in f32, rounded to x's dtype, which is the value
+/// bnApply stored as the forward's result (cbr_backward's
+/// `relu_recompute`). The gradients may alias their accumulators.
+Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult,
+                  const DeviceTensor *reluBeta, const DeviceTensor &x,
                   const DeviceTensor &weight, const DeviceTensor &mean,
                   const DeviceTensor &invStd, const DeviceTensor &weightGradAcc,
                   const DeviceTensor &biasGradAcc, const DeviceTensor &dx,

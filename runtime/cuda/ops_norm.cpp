@@ -111,7 +111,7 @@ Status launchBatchNormBackward(const OpLaunch &l) {
   RN_TRY_STATUS(expectArity(l, 7, 3));
   const auto &o = l.operands;
   const auto &r = l.results;
-  return named(l, bnBackward(o[0], nullptr, o[1], o[2], o[3], o[4], o[5], o[6], r[0], r[1], r[2],
+  return named(l, bnBackward(o[0], nullptr, nullptr, o[1], o[2], o[3], o[4], o[5], o[6], r[0], r[1], r[2],
                              l.stream.stream, l.stream.workspace, l.stream.workspaceBytes));
 }
 

@@ -862,6 +862,27 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_TRUE(hasInputGradAddend(cbrAddend));
   EXPECT_FALSE(hasInputGradAddend(json{{"operandSegmentSizes", {1, 1, 1, 1, 0, 0}}}));
   EXPECT_FALSE(hasInputGradAddend(json::object()));
+  // cbr_backward's ReLU mask: relu_output (count 10) or relu_beta (count
+  // 11, rn-recompute-relu-mask); artifacts from before relu_beta have 12
+  // counts, and hand-written nodes none.
+  EXPECT_EQ(cbrBackwardReluMask(cbrAddend, 12), ReluMask::output);
+  json recomputed = cbrAddend;
+  recomputed["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1};
+  EXPECT_EQ(check("cbr_backward", 12, 5, recomputed), "");
+  EXPECT_EQ(cbrBackwardReluMask(recomputed, 12), ReluMask::recomputed);
+  EXPECT_TRUE(hasInputGradAddend(recomputed));
+  recomputed["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0};
+  EXPECT_EQ(check("cbr_backward", 11, 5, recomputed), "");
+  EXPECT_EQ(cbrBackwardReluMask(recomputed, 11), ReluMask::recomputed);
+  recomputed["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0};
+  EXPECT_EQ(cbrBackwardReluMask(recomputed, 10), ReluMask::none);
+  json twoMasks = cbrAddend;
+  twoMasks["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+  EXPECT_THAT(check("cbr_backward", 12, 5, twoMasks), HasSubstr("takes 10 to 11 operands"));
+  EXPECT_THAT(check("cbr_backward", 11, 5, twoMasks), HasSubstr("disagrees with the operands"));
+  json handWritten = json{{"input_grad", true}};
+  EXPECT_EQ(cbrBackwardReluMask(handWritten, 11), ReluMask::output);
+  EXPECT_EQ(cbrBackwardReluMask(handWritten, 10), ReluMask::none);
   EXPECT_EQ(check("pad_channels", 1, 1, json::object()), "");
   EXPECT_THAT(check("pad_channels", 2, 1, json::object()), HasSubstr("operand"));
   EXPECT_EQ(allOps().size(), 54u);

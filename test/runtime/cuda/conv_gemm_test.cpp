@@ -861,6 +861,23 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
   EXPECT_LE(relativeError(gpu.download(b.results[3]), dg.values), tol);
   EXPECT_LE(relativeError(gpu.download(b.results[4]), db.values), tol);
 
+  // The same with the mask recomputed from the convolution output and beta
+  // (relu_recompute): the CPU forward normalized in double, so only values
+  // within rounding of zero may be masked differently.
+  NodeRun recomputed;
+  recomputed.node = b.node;
+  recomputed.node.attributes["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0};
+  recomputed.operands = b.operands;
+  recomputed.operands[10] = gpu.upload(beta);
+  recomputed.results = {gpu.empty(ys, dtype), gpu.empty(xs, dtype), gpu.empty(ws, DType::f32),
+                        gpu.empty({32}, DType::f32), gpu.empty({32}, DType::f32)};
+  ASSERT_OK(recomputed.run(gpu, *conv, *gemm));
+  EXPECT_LE(relativeError(gpu.download(recomputed.results[0]), convGrad.values), tol);
+  EXPECT_LE(relativeError(gpu.download(recomputed.results[1]), dx.values), tol);
+  EXPECT_LE(relativeError(gpu.download(recomputed.results[2]), dw.values), tol);
+  EXPECT_LE(relativeError(gpu.download(recomputed.results[3]), dg.values), tol);
+  EXPECT_LE(relativeError(gpu.download(recomputed.results[4]), db.values), tol);
+
   // Inference, with running statistics.
   Host rm = randomHost({32}, DType::f32, rng), rv = randomHost({32}, DType::f32, rng, 0.5f, 2.0f);
   Host yi(ys, dtype);

@@ -342,7 +342,7 @@ TEST(NormKernelsTest, CbrMaskedBackwardMatchesCpu) {
     GpuTensor gdx = deviceTensor(c.shape, c.dtype), gwGrad = deviceTensor({C}, vectorType(c)),
               gbGrad = deviceTensor({C}, vectorType(c));
     ASSERT_LE(bnBackwardWorkspaceBytes(c.shape), kWorkspaceBytes);
-    Status s = bnBackward(gdy.view, &grelu.view, gx.view, gw.view, gm.view, gs.view, gwAcc.view,
+    Status s = bnBackward(gdy.view, &grelu.view, nullptr, gx.view, gw.view, gm.view, gs.view, gwAcc.view,
                           gbAcc.view, gdx.view, gwGrad.view, gbGrad.view, stream.stream(),
                           stream.resources().workspace, stream.resources().workspaceBytes);
     ASSERT_TRUE(s.ok()) << s.error().message();
@@ -352,6 +352,78 @@ TEST(NormKernelsTest, CbrMaskedBackwardMatchesCpu) {
     EXPECT_CLOSE(gbGrad.view, bGrad, "bias_grad");
     // dy itself is left alone.
     EXPECT_EQ(relativeError(download(gdy.view), dy.values), 0.0);
+  }
+}
+
+// cbr_backward's relu_recompute: the mask recomputed from x equals the one
+// of the result bnApply stored, bit for bit (so the backward's results do
+// too), and the CPU reference's recomputation gives the same mask.
+TEST(NormKernelsTest, CbrRecomputedMaskEqualsStoredMask) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(15);
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(caseName(c));
+    const int64_t C = c.shape.back();
+    HostTensor x = activations(c.shape, c.dtype, rng);
+    HostTensor dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
+    // Negative gammas flip the mask's side; small betas put many
+    // normalized values near zero, where a different rounding would show.
+    HostTensor w = randomTensor({C}, vectorType(c), rng, -1.5f, 1.5f);
+    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.05f, 0.05f);
+    HostTensor wAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    HostTensor bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    GpuTensor gdy = upload(dy), gx = upload(x), gw = upload(w), gb = upload(b),
+              gwAcc = upload(wAcc), gbAcc = upload(bAcc);
+    GpuTensor gy = deviceTensor(c.shape, c.dtype), gm = deviceTensor({C}, DType::f32),
+              gs = deviceTensor({C}, DType::f32);
+    ASSERT_LE(bnStatsWorkspaceBytes(c.shape), kWorkspaceBytes);
+    Status s = bnBatchStats(gx.view, 1e-5, gm.view, gs.view, stream.stream(),
+                            stream.resources().workspace, stream.resources().workspaceBytes);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    s = bnApply(gx.view, gw.view, gb.view, gm.view, gs.view, /*relu=*/true, gy.view,
+                stream.stream());
+    ASSERT_TRUE(s.ok()) << s.error().message();
+
+    struct Grads {
+      GpuTensor dx, wGrad, bGrad;
+    };
+    auto backward = [&](const DeviceTensor *reluResult, const DeviceTensor *reluBeta) {
+      Grads g{deviceTensor(c.shape, c.dtype), deviceTensor({C}, vectorType(c)),
+              deviceTensor({C}, vectorType(c))};
+      Status t = bnBackward(gdy.view, reluResult, reluBeta, gx.view, gw.view, gm.view, gs.view,
+                            gwAcc.view, gbAcc.view, g.dx.view, g.wGrad.view, g.bGrad.view,
+                            stream.stream(), stream.resources().workspace,
+                            stream.resources().workspaceBytes);
+      EXPECT_TRUE(t.ok()) << t.error().message();
+      stream.sync();
+      return g;
+    };
+    // Elements that differ (printing whole tensors would drown the log).
+    auto mismatches = [](const std::vector<float> &a, const std::vector<float> &b) {
+      size_t n = a.size() == b.size() ? 0 : std::max(a.size(), b.size());
+      for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+        n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+      return n;
+    };
+    Grads stored = backward(&gy.view, nullptr);
+    Grads recomputed = backward(nullptr, &gb.view);
+    EXPECT_EQ(mismatches(download(recomputed.dx.view), download(stored.dx.view)), 0u);
+    EXPECT_EQ(mismatches(download(recomputed.wGrad.view), download(stored.wGrad.view)), 0u);
+    EXPECT_EQ(mismatches(download(recomputed.bGrad.view), download(stored.bGrad.view)), 0u);
+
+    // The CPU's recomputed mask, from the GPU's statistics, is the stored
+    // result's mask.
+    HostTensor y{download(gy.view), c.shape, c.dtype};
+    HostTensor mean{download(gm.view), {C}, DType::f32};
+    HostTensor invStd{download(gs.view), {C}, DType::f32};
+    HostTensor fromResult{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor fromBeta = fromResult;
+    ASSERT_TRUE(cpu::reluBackward(dy.view(), y.view(), fromResult.view()).ok());
+    ASSERT_TRUE(cpu::reluBackwardRecomputed(dy.view(), x.view(), w.view(), b.view(), mean.view(),
+                                            invStd.view(), fromBeta.view())
+                    .ok());
+    EXPECT_EQ(mismatches(fromBeta.values, fromResult.values), 0u);
   }
 }
 
@@ -567,7 +639,7 @@ TEST(NormKernelsTest, ResNetSizeBandwidth) {
         });
         // Reads dy, the ReLU result and x twice; writes dx.
         time("backward+relu", rows, vecBytes, 6.0 * bytes, [&] {
-          return bnBackward(dyv, &yv, xv, w.view, m.view, s.view, wg.view, bg.view, dxv, wg.view,
+          return bnBackward(dyv, &yv, nullptr, xv, w.view, m.view, s.view, wg.view, bg.view, dxv, wg.view,
                             bg.view, r.stream, r.workspace, r.workspaceBytes);
         });
         // Reads dy, the ReLU result and x, writes the masked dy, reads it
@@ -595,7 +667,7 @@ TEST(NormKernelsTest, RejectsBadOperands) {
   EXPECT_NE(s.error().message().find("batch_norm_train"), std::string::npos)
       << s.error().message();
   // Too little workspace is an error, not an overrun.
-  Status t = bnBackward(y.view, nullptr, x.view, m.view, m.view, m.view, m.view, m.view, y.view,
+  Status t = bnBackward(y.view, nullptr, nullptr, x.view, m.view, m.view, m.view, m.view, m.view, y.view,
                         m.view, m.view, stream.stream(), stream.resources().workspace, 16);
   EXPECT_FALSE(t.ok());
 }
