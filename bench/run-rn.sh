@@ -16,9 +16,9 @@
 #      its 3 channels); where MODEL.benchBATCH.unfolded.rnx exists and the
 #      model is a ResNet, cuda-graph multi-stream with fold-gradient-adds=false
 #      (the junctions' gradient sums as separate adds, not the data
-#      gradients' epilogues); where MODEL.benchBATCH.stride1fold.rnx exists,
-#      the same with fold-gradient-adds-max-stride=1 (only stride-1 data
-#      gradients take the addend); where MODEL.benchBATCH.storedmask.rnx
+#      gradients' epilogues); where MODEL.benchBATCH.anystridefold.rnx
+#      exists, the same with fold-gradient-adds-max-stride=0 (strided data
+#      gradients take the addend too); where MODEL.benchBATCH.storedmask.rnx
 #      exists, the same with recompute-relu-mask=false (the CBR backward
 #      reads the ReLU result for its mask).
 # JSON lines go to $OUT/rn.jsonl (bench/collect_results.py reads them), logs
@@ -73,7 +73,7 @@ if os.path.exists(mem):
     rec["peak_memory_bytes"] = m.get("peak_memory_bytes")
     rec["peak_memory_method"] = m.get("method")
 if os.path.exists(times):
-    streams = next((v for v in ("single", "ungrouped", "unpadded", "unfolded", "stride1fold", "storedmask") if v in mode), "multi")
+    streams = next((v for v in ("single", "ungrouped", "unpadded", "unfolded", "anystridefold", "storedmask") if v in mode), "multi")
     for t in map(json.loads, filter(str.strip, open(times))):
         if t["model"] == name and t["batch"] == int(batch) and t["streams"] == streams:
             rec["compile_s"] = t["compile_s"]
@@ -97,11 +97,11 @@ for spec in ${models//,/ }; do
     --plan-cache "$cache" --steps "$steps" --warmup "$warmup"
   measure "$name" "$batch" "cuda-graph multi-stream warm" "$artifact" cuda-graph \
     --plan-cache "$cache" --steps 3 --warmup 1
-  for variant in ungrouped unpadded unfolded stride1fold storedmask; do
+  for variant in ungrouped unpadded unfolded anystridefold storedmask; do
     alternative=$bundle/models/$name.bench$batch.$variant.rnx
     [ -f "$alternative" ] || continue
     [ "$variant" = unpadded ] && [ "$name" = mlp ] && continue
-    [[ $variant == unfolded || $variant == stride1fold ]] && [[ $name != resnet* ]] && continue
+    [[ $variant == unfolded || $variant == anystridefold ]] && [[ $name != resnet* ]] && continue
     measure "$name" "$batch" "cuda-graph multi-stream $variant" "$alternative" cuda-graph \
       --plan-cache "$cache" --steps "$steps" --warmup "$warmup"
   done

@@ -72,8 +72,10 @@ struct TrainingPipelineOptions
   Option<int64_t> foldGradientAddsMaxStride{
       *this, "fold-gradient-adds-max-stride",
       llvm::cl::desc("with fold-gradient-adds, fold only into data gradients "
-                     "whose strides are at most this (0: any)"),
-      llvm::cl::init(0)};
+                     "whose strides are at most this (0: any; the default 1 "
+                     "keeps the adds of strided junctions, whose cuDNN "
+                     "dgrad-with-addend plans cost more than the add)"),
+      llvm::cl::init(1)};
   Option<bool> groupUpdates{
       *this, "group-updates",
       llvm::cl::desc("merge the per-parameter SGD and AdamW updates into "

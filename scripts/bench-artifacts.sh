@@ -5,8 +5,9 @@
 # op on COMP_1), MODEL.benchBATCH.unfolded.rnx (multi-stream with
 # fold-gradient-adds=false: the residual junctions' gradient sums as
 # separate adds instead of the data gradients' epilogues) and
-# MODEL.benchBATCH.stride1fold.rnx (fold-gradient-adds-max-stride=1: only
-# the stride-1 data gradients take the addend), both ResNets only,
+# MODEL.benchBATCH.anystridefold.rnx (fold-gradient-adds-max-stride=0: the
+# strided data gradients take the addend too; the default folds only into
+# stride-1 ones), both ResNets only,
 # MODEL.benchBATCH.storedmask.rnx (recompute-relu-mask=false: the CBR
 # backward reads the ReLU result for its mask instead of recomputing it),
 # convolutional models only, and only when RN_BENCH_VARIANTS names them
@@ -23,7 +24,7 @@
 # to DIR/compile-times.jsonl (part of RN's time to first step).
 #   RN_BENCH_CONFIGS (default mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256
 #   vgg11c:1024 resnet50:256), RN_BENCH_VARIANTS (default multi single
-#   unfolded stride1fold storedmask dp; also unpadded, ungrouped)
+#   unfolded anystridefold storedmask dp; also unpadded, ungrouped)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 dir=${1:-$RN_ROOT/gpu-bundle/models}
@@ -34,10 +35,10 @@ times=$dir/compile-times.jsonl
 for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 vgg11c:1024 resnet50:256}; do
   name=${spec%%:*} batch=${spec##*:}
   python3 -m rn.models "$name" --batch "$batch" -o "$dir/$name.$batch.mlir"
-  for variant in ${RN_BENCH_VARIANTS:-multi single unfolded stride1fold storedmask dp}; do
+  for variant in ${RN_BENCH_VARIANTS:-multi single unfolded anystridefold storedmask dp}; do
     # Folding changes only models with residual junctions, the mask only
     # models with CBR ops.
-    case $variant in unfolded | stride1fold) [[ $name == resnet* ]] || continue ;; esac
+    case $variant in unfolded | anystridefold) [[ $name == resnet* ]] || continue ;; esac
     case $variant in storedmask) [[ $name != mlp ]] || continue ;; esac
     out=$dir/$name.bench$batch.rnx pipeline=$recipe
     case $variant in
@@ -45,7 +46,7 @@ for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 
       ungrouped) out=$dir/$name.bench$batch.ungrouped.rnx pipeline="$recipe group-elementwise=false" ;;
       unpadded) out=$dir/$name.bench$batch.unpadded.rnx pipeline="$recipe pad-conv-channels=0" ;;
       unfolded) out=$dir/$name.bench$batch.unfolded.rnx pipeline="$recipe fold-gradient-adds=false" ;;
-      stride1fold) out=$dir/$name.bench$batch.stride1fold.rnx pipeline="$recipe fold-gradient-adds-max-stride=1" ;;
+      anystridefold) out=$dir/$name.bench$batch.anystridefold.rnx pipeline="$recipe fold-gradient-adds-max-stride=0" ;;
       storedmask) out=$dir/$name.bench$batch.storedmask.rnx pipeline="$recipe recompute-relu-mask=false" ;;
       dp) out=$dir/$name.bench$batch.dp.rnx pipeline="$recipe data-parallel=true" ;;
     esac
