@@ -638,9 +638,15 @@ TEST(NormKernelsTest, ResNetSizeBandwidth) {
           return bnApplyAddRelu(xv, w.view, w.view, m.view, s.view, dyv, yv, r.stream);
         });
         // Reads dy, the ReLU result and x twice; writes dx.
-        time("backward+relu", rows, vecBytes, 6.0 * bytes, [&] {
+        time("backward+relu", rows, vecBytes, 7.0 * bytes, [&] {
           return bnBackward(dyv, &yv, nullptr, xv, w.view, m.view, s.view, wg.view, bg.view, dxv, wg.view,
                             bg.view, r.stream, r.workspace, r.workspaceBytes);
+        });
+        // The mask recomputed from x (relu_recompute): reads dy and x
+        // twice; writes dx.
+        time("backward+relu recomputed", rows, vecBytes, 5.0 * bytes, [&] {
+          return bnBackward(dyv, nullptr, &w.view, xv, w.view, m.view, s.view, wg.view, bg.view,
+                            dxv, wg.view, bg.view, r.stream, r.workspace, r.workspaceBytes);
         });
         // Reads dy, the ReLU result and x, writes the masked dy, reads it
         // and x again, writes dx.
