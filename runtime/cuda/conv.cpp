@@ -21,10 +21,13 @@
 //   the prologue graph (runtime fusion takes no two-input pointwise on f32
 //   data and no conv input of another type than its io type).
 // - forward_stats: the plain fprop graph followed by the deterministic
-//   columnSums kernel over the output. The conv + genstats graph (kept
-//   behind kFuseGenstats) builds and runs on the H200 for f16, but its sums
-//   did not match the output it wrote (sums of squares up to 2x off) in
-//   conv_gemm_test; it stays off until that is understood.
+//   columnSums kernel over the output. The conv + genstats graph
+//   (Options::fuseGenstats, off by default) built and ran on the H200 for
+//   f16, but its sums did not match the output it wrote (sums of squares up
+//   to 2x off) in conv_gemm_test, whose buffers held earlier values.
+//   NVIDIA's genstats test zero-fills its sum buffers before executing:
+//   the sums look accumulated into them, so run() zeroes them before every
+//   execution of a fused graph. Not yet run on a GPU with that change.
 //
 // Plan choice: the candidates of heuristics modes A and FALLBACK that pass
 // the filters (workspace, determinism, no TF32 for f32 unless allowed,
@@ -224,9 +227,15 @@ std::vector<int64_t> stridesOf(const std::array<int64_t, 4> &nhwc) {
 }
 int64_t numelOf(const std::array<int64_t, 4> &s) { return s[0] * s[1] * s[2] * s[3]; }
 
-/// Whether forward_stats tries conv + genstats in one graph first (see the
-/// file comment for why not).
-constexpr bool kFuseGenstats = false;
+/// RN_CONV_GENSTATS=1: every runner tries conv + genstats for forward_stats
+/// (Options::fuseGenstats; see the file comment).
+bool genstatsForced() {
+  static const bool on = [] {
+    const char *v = std::getenv("RN_CONV_GENSTATS");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
 
 struct CallKey {
   ConvCall call;
@@ -341,6 +350,7 @@ struct ConvRunner::Impl {
   nlohmann::json cache = nlohmann::json::object(); ///< the cache file's contents
   std::string device;                               ///< "NVIDIA H200 | cuDNN 91900"
   size_t graphCount = 0;
+  size_t genstatsGraphCount = 0;
   size_t timedPlanCount = 0;
   double seconds = 0;
   /// Sum of the chosen plans' times over every prepare call, and the calls
@@ -357,7 +367,11 @@ struct ConvRunner::Impl {
   std::string cacheKey(const ConvCall &call) const {
     return device + " | " + (options.deterministic ? "det" : "any") +
            (options.allowTf32 ? " tf32" : " ieee") +
-           (options.allowReducedPrecisionReduction ? " rpr" : "") + " | " + describe(call);
+           (options.allowReducedPrecisionReduction ? " rpr" : "") +
+           (call.kind == ConvKind::forward_stats && (options.fuseGenstats || genstatsForced())
+                ? " genstats"
+                : "") +
+           " | " + describe(call);
   }
 
   Result<Entry> build(const ConvCall &call, const StreamResources &stream, bool fuseStats,
@@ -836,12 +850,16 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
   Result<Entry> entry = Error("");
   try {
     switch (call.kind) {
-    case ConvKind::forward_stats:
-      if (kFuseGenstats)
+    case ConvKind::forward_stats: {
+      const bool fuse = impl.options.fuseGenstats || genstatsForced();
+      if (fuse)
         entry = impl.build(call, stream, /*fuseStats=*/true, DType::f32);
-      if (!kFuseGenstats || !entry.ok())
+      if (fuse && entry.ok())
+        ++impl.genstatsGraphCount;
+      if (!fuse || !entry.ok())
         entry = impl.build(call, stream, /*fuseStats=*/false, DType::f32);
       break;
+    }
     case ConvKind::backward_filter:
     case ConvKind::backward_filter_scale_bias_relu: {
       // An f32 wgrad result keeps the accumulation exact to f32, but for
@@ -907,6 +925,13 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
   if (call.kind == ConvKind::forward_stats && (!buffers.sum || !buffers.sumSq))
     return Error("conv " + describe(call) + ": sum and sumSq must be given");
 
+  // A fused genstats adds its sums into their buffers (see the file
+  // comment): they start from zero on every execution.
+  if (call.kind == ConvKind::forward_stats && !entry.statsKernel) {
+    const size_t sumBytes = size_t(call.y[3]) * sizeof(float);
+    RN_CUDA_TRY(cudaMemsetAsync(buffers.sum, 0, sumBytes, stream.stream));
+    RN_CUDA_TRY(cudaMemsetAsync(buffers.sumSq, 0, sumBytes, stream.stream));
+  }
   Status s = impl.execute(entry, slots, stream, entry.plan);
   if (!s.ok())
     return s.error().withContext("conv " + describe(call));
@@ -923,6 +948,7 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
 }
 
 size_t ConvRunner::graphs() const { return impl_->graphCount; }
+size_t ConvRunner::genstatsGraphs() const { return impl_->genstatsGraphCount; }
 double ConvRunner::prepareSeconds() const { return impl_->seconds; }
 double ConvRunner::preparedPlanMs() const { return impl_->plannedMs; }
 size_t ConvRunner::untimedPrepares() const { return impl_->untimedCalls; }

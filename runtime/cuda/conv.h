@@ -126,6 +126,12 @@ public:
     /// Where autotuning results are kept across processes (by GPU, cuDNN
     /// version and call); empty: not kept.
     std::string cacheFile;
+    /// forward_stats tries cuDNN's conv + genstats graph first (the sums
+    /// from the convolution's epilogue instead of a pass over y). An
+    /// experiment, off by default: its sums were wrong on the H200 when
+    /// their buffers were not zeroed, which run() now does (conv.cpp).
+    /// RN_CONV_GENSTATS=1 turns it on for every runner.
+    bool fuseGenstats = false;
   };
 
   static Result<std::unique_ptr<ConvRunner>> create(const Options &options);
@@ -139,6 +145,9 @@ public:
 
   /// Runs `call` on `stream`; it must have been prepared.
   Status run(const ConvCall &call, const ConvBuffers &buffers, const StreamResources &stream);
+
+  /// forward_stats graphs built with genstats fused (Options::fuseGenstats).
+  size_t genstatsGraphs() const;
 
   /// Graphs built and plans timed so far, and the seconds spent (for the
   /// load summary).

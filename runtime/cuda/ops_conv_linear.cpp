@@ -500,9 +500,10 @@ Status linearLaunch(const OpLaunch &l) {
 
 // The convolution runs alone and the batch statistics come from one
 // vectorized Welford pass over its output (bnBatchStats), not from
-// ConvKind::forward_stats: cuDNN's genstats fusion is off (conv.cpp,
-// kFuseGenstats) and forward_stats' fallback, columnSums, is a plain
-// per-element reduction several times slower than the BN statistics pass.
+// ConvKind::forward_stats: cuDNN's genstats fusion is an unverified
+// experiment (ConvRunner::Options::fuseGenstats, off) and forward_stats'
+// fallback, columnSums, is a plain per-element reduction several times
+// slower than the BN statistics pass.
 
 Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
   if (Status s = operandCount(l, 4, 4, 4, 4); !s.ok())

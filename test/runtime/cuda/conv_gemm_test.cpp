@@ -340,6 +340,63 @@ INSTANTIATE_TEST_SUITE_P(, ConvShapes,
                                   std::string(dtypeName(std::get<1>(info.param)));
                          });
 
+// Options::fuseGenstats: forward_stats with cuDNN's genstats in the
+// convolution's graph. The sums must be those of the output it stored
+// (within f16 rounding: genstats may sum the values before they are
+// rounded), twice in a row, starting from buffers that hold other values
+// (the zeroing that run() does; without it the H200 gave sums of squares up
+// to 2x off). Skips where cuDNN builds no such graph.
+TEST(Conv, GenstatsSumsMatchTheOutput) {
+  RN_SKIP_WITHOUT_CUDA();
+  ConvRunner::Options options;
+  options.fuseGenstats = true;
+  Result<std::unique_ptr<ConvRunner>> created = ConvRunner::create(options);
+  ASSERT_TRUE(created.ok()) << created.error().message();
+  ConvRunner &conv = **created;
+  Gpu gpu;
+  std::mt19937 rng(23);
+  const DType dtype = DType::f16;
+  Shape xs{8, 16, 16, 32}, ws{64, 3, 3, 32}, ys{8, 16, 16, 64};
+  Host x = randomHost(xs, dtype, rng), w = randomHost(ws, dtype, rng);
+  ConvCall call;
+  call.kind = ConvKind::forward_stats;
+  call.params.padding = {1, 1};
+  call.x = arr(xs);
+  call.w = arr(ws);
+  call.y = arr(ys);
+  call.xType = call.wType = call.yType = dtype;
+  ASSERT_OK(conv.prepare(call, gpu.resources));
+  if (conv.genstatsGraphs() == 0)
+    GTEST_SKIP() << "cuDNN built no conv + genstats graph for " << describe(call);
+  DeviceTensor dX = gpu.upload(x), dW = gpu.upload(w), y = gpu.empty(ys, dtype);
+  const int64_t channels = ys[3], rows = numel(ys) / channels;
+  DeviceTensor sum = gpu.upload(Host({channels}, DType::f32, 1000.f));
+  DeviceTensor sumSq = gpu.upload(Host({channels}, DType::f32, 1000.f));
+  ConvBuffers b;
+  b.x = dX.data;
+  b.w = dW.data;
+  b.y = y.data;
+  b.sum = static_cast<float *>(sum.data);
+  b.sumSq = static_cast<float *>(sumSq.data);
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    ASSERT_OK(conv.run(call, b, gpu.resources));
+    std::vector<float> got = gpu.download(y), gotSum = gpu.download(sum),
+                       gotSq = gpu.download(sumSq);
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      double s = 0, q = 0, a = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        double v = got[size_t(r * channels + ch)];
+        s += v;
+        q += v * v;
+        a += std::fabs(v);
+      }
+      EXPECT_LE(std::fabs(gotSum[size_t(ch)] - s), 2e-3 * a + 1e-3) << "channel " << ch;
+      EXPECT_LE(std::fabs(gotSq[size_t(ch)] - q), 2e-3 * q + 1e-3) << "channel " << ch;
+    }
+  }
+}
+
 TEST(Conv, CallCuDnnCannotRunNamesTheCall) {
   RN_SKIP_WITHOUT_CUDA();
   Gpu gpu;
