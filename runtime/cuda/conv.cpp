@@ -851,7 +851,7 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
   try {
     switch (call.kind) {
     case ConvKind::forward_stats: {
-      const bool fuse = impl.options.fuseGenstats || genstatsForced();
+      const bool fuse = triesGenstats();
       if (fuse)
         entry = impl.build(call, stream, /*fuseStats=*/true, DType::f32);
       if (fuse && entry.ok())
@@ -949,6 +949,13 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
 
 size_t ConvRunner::graphs() const { return impl_->graphCount; }
 size_t ConvRunner::genstatsGraphs() const { return impl_->genstatsGraphCount; }
+bool ConvRunner::triesGenstats() const { return impl_->options.fuseGenstats || genstatsForced(); }
+bool ConvRunner::statsFused(const ConvCall &call, const StreamResources &stream) const {
+  if (call.kind != ConvKind::forward_stats)
+    return false;
+  auto it = impl_->entries.find(CallKey{call, stream.cudnn});
+  return it != impl_->entries.end() && !it->second.statsKernel;
+}
 double ConvRunner::prepareSeconds() const { return impl_->seconds; }
 double ConvRunner::preparedPlanMs() const { return impl_->plannedMs; }
 size_t ConvRunner::untimedPrepares() const { return impl_->untimedCalls; }

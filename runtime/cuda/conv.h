@@ -148,6 +148,11 @@ public:
 
   /// forward_stats graphs built with genstats fused (Options::fuseGenstats).
   size_t genstatsGraphs() const;
+  /// Whether forward_stats calls try the genstats graph (the option or
+  /// RN_CONV_GENSTATS=1), and whether `call`, prepared on `stream`, got one
+  /// (false when cuDNN had none and its sums come from columnSums).
+  bool triesGenstats() const;
+  bool statsFused(const ConvCall &call, const StreamResources &stream) const;
 
   /// Graphs built and plans timed so far, and the seconds spent (for the
   /// load summary).

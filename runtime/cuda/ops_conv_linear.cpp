@@ -505,6 +505,22 @@ Status linearLaunch(const OpLaunch &l) {
 // fallback, columnSums, is a plain per-element reduction several times
 // slower than the BN statistics pass.
 
+// With ConvRunner::triesGenstats (an experiment, RN_CONV_GENSTATS=1) and
+// a conv + genstats plan for the call, the statistics come from the
+// convolution's epilogue instead: forward_stats writes per-channel sums
+// into the workspace, bnFinalizeStats turns them into mean and inv_std
+// (from sum and sum of squares in f32, not Welford), then the apply.
+
+/// The forward_stats twin of cbr_forward's convolution, and the workspace
+/// bytes its sums take before the convolution's own.
+ConvCall genstatsCall(ConvCall call) {
+  call.kind = ConvKind::forward_stats;
+  return call;
+}
+size_t genstatsSumBytes(int64_t channels) {
+  return 2 * ((size_t(channels) * sizeof(float) + 255) / 256 * 256);
+}
+
 Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
   if (Status s = operandCount(l, 4, 4, 4, 4); !s.ok())
     return s.error();
@@ -512,6 +528,15 @@ Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
                                    l.results[1], DType::f32);
   if (!call.ok())
     return call.error();
+  if (l.conv.triesGenstats()) {
+    const size_t sums = genstatsSumBytes(call->y[3]);
+    if (l.stream.workspaceBytes >= sums) {
+      const StreamResources rest = after(l.stream, sums);
+      Result<size_t> conv = l.conv.prepare(genstatsCall(*call), rest);
+      if (conv.ok() && l.conv.statsFused(genstatsCall(*call), rest))
+        return sums + *conv;
+    }
+  }
   size_t scratch = bnStatsWorkspaceBytes(l.results[1].shape);
   if (l.stream.workspaceBytes < scratch)
     return Error(l.node.op + ": the workspace cannot hold the BN statistics' partials");
@@ -529,24 +554,40 @@ Status cbrForwardLaunch(const OpLaunch &l) {
   Result<ConvCall> call = convCall(l, ConvKind::forward, o[0], o[1], r[1], DType::f32);
   if (!call.ok())
     return call.error();
-  size_t scratch = bnStatsWorkspaceBytes(r[1].shape);
-  if (l.stream.workspaceBytes < scratch || (scratch && !l.stream.workspace))
-    return Error(l.node.op + ": the workspace cannot hold the BN statistics' partials");
   ConvBuffers b;
   b.x = o[0].data;
   b.w = o[1].data;
   b.y = r[1].data;
+  double epsilon = numAttr(l.node.attributes, "epsilon");
+  const bool relu = flagAttr(l.node.attributes, "relu");
+  if (l.conv.triesGenstats() && l.stream.workspace) {
+    const size_t sums = genstatsSumBytes(call->y[3]);
+    const StreamResources rest = after(l.stream, sums);
+    if (l.stream.workspaceBytes >= sums && l.conv.statsFused(genstatsCall(*call), rest)) {
+      b.sum = static_cast<float *>(l.stream.workspace);
+      b.sumSq = reinterpret_cast<float *>(static_cast<char *>(l.stream.workspace) + sums / 2);
+      if (Status s = l.conv.run(genstatsCall(*call), b, rest); !s.ok())
+        return s;
+      const int64_t channels = call->y[3];
+      if (Status s = bnFinalizeStats(b.sum, b.sumSq, channels, r[1].numel() / channels,
+                                     epsilon, r[2], r[3], l.stream.stream);
+          !s.ok())
+        return s;
+      return bnApply(r[1], o[2], o[3], r[2], r[3], relu, r[0], l.stream.stream);
+    }
+  }
+  size_t scratch = bnStatsWorkspaceBytes(r[1].shape);
+  if (l.stream.workspaceBytes < scratch || (scratch && !l.stream.workspace))
+    return Error(l.node.op + ": the workspace cannot hold the BN statistics' partials");
   // The convolution's workspace follows the statistics' partials, which
   // are written only after it has finished (same stream).
   if (Status s = l.conv.run(*call, b, after(l.stream, scratch)); !s.ok())
     return s;
-  double epsilon = numAttr(l.node.attributes, "epsilon");
   if (Status s = bnBatchStats(r[1], epsilon, r[2], r[3], l.stream.stream, l.stream.workspace,
                               scratch);
       !s.ok())
     return s;
-  return bnApply(r[1], o[2], o[3], r[2], r[3], flagAttr(l.node.attributes, "relu"), r[0],
-                 l.stream.stream);
+  return bnApply(r[1], o[2], o[3], r[2], r[3], relu, r[0], l.stream.stream);
 }
 
 /// Bytes of cbr_inference's convolution-output scratch: none when y can

@@ -889,6 +889,28 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
   EXPECT_LE(relativeError(gpu.download(f.results[3]), invStd.values), tol);
   EXPECT_LE(relativeError(gpu.download(f.results[0]), y.values), tol);
 
+  // The same forward with the statistics from a conv + genstats graph
+  // (ConvRunner::Options::fuseGenstats) where cuDNN builds one, else by the
+  // default path: the same results within the tolerance either way.
+  {
+    ConvRunner::Options genstatsOptions;
+    genstatsOptions.fuseGenstats = true;
+    Result<std::unique_ptr<ConvRunner>> genstatsConv = ConvRunner::create(genstatsOptions);
+    ASSERT_TRUE(genstatsConv.ok()) << genstatsConv.error().message();
+    NodeRun g;
+    g.node = f.node;
+    g.operands = f.operands;
+    g.results = {gpu.empty(ys, dtype), gpu.empty(ys, dtype), gpu.empty({32}, DType::f32),
+                 gpu.empty({32}, DType::f32)};
+    ASSERT_OK(g.run(gpu, **genstatsConv, *gemm));
+    std::printf("cbr_forward with fuseGenstats: %zu genstats graphs built\n",
+                (*genstatsConv)->genstatsGraphs());
+    EXPECT_LE(relativeError(gpu.download(g.results[1]), convOut.values), tolerance(dtype));
+    EXPECT_LE(relativeError(gpu.download(g.results[2]), mean.values), tol);
+    EXPECT_LE(relativeError(gpu.download(g.results[3]), invStd.values), tol);
+    EXPECT_LE(relativeError(gpu.download(g.results[0]), y.values), tol);
+  }
+
   // Backward, from the CPU's forward values, with the ReLU result.
   Host dy = randomHost(ys, dtype, rng), dwAcc = randomHost(ws, DType::f32, rng);
   Host dgAcc = randomHost({32}, DType::f32, rng), dbAcc = randomHost({32}, DType::f32, rng);
