@@ -364,13 +364,14 @@ struct ConvRunner::Impl {
       ++untimedCalls;
   }
 
+  /// Whether forward_stats calls try conv + genstats (Options::fuseGenstats).
+  bool triesGenstats() const { return options.fuseGenstats || genstatsForced(); }
+
   std::string cacheKey(const ConvCall &call) const {
     return device + " | " + (options.deterministic ? "det" : "any") +
            (options.allowTf32 ? " tf32" : " ieee") +
            (options.allowReducedPrecisionReduction ? " rpr" : "") +
-           (call.kind == ConvKind::forward_stats && (options.fuseGenstats || genstatsForced())
-                ? " genstats"
-                : "") +
+           (call.kind == ConvKind::forward_stats && triesGenstats() ? " genstats" : "") +
            " | " + describe(call);
   }
 
@@ -851,7 +852,7 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
   try {
     switch (call.kind) {
     case ConvKind::forward_stats: {
-      const bool fuse = triesGenstats();
+      const bool fuse = impl.triesGenstats();
       if (fuse)
         entry = impl.build(call, stream, /*fuseStats=*/true, DType::f32);
       if (fuse && entry.ok())
@@ -949,7 +950,7 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
 
 size_t ConvRunner::graphs() const { return impl_->graphCount; }
 size_t ConvRunner::genstatsGraphs() const { return impl_->genstatsGraphCount; }
-bool ConvRunner::triesGenstats() const { return impl_->options.fuseGenstats || genstatsForced(); }
+bool ConvRunner::triesGenstats() const { return impl_->triesGenstats(); }
 bool ConvRunner::statsFused(const ConvCall &call, const StreamResources &stream) const {
   if (call.kind != ConvKind::forward_stats)
     return false;

@@ -354,6 +354,13 @@ __device__ __forceinline__ void channelAffine(const ChannelAffine &p, int64_t c,
   bias = loadAny(p.bias, p.biasType, c);
 }
 
+/// The normalized value before rounding, as one fused multiply-add: the
+/// apply stores it and the backward's recomputed ReLU mask (ReluRecompute)
+/// takes its sign, so both must compute it here.
+__device__ __forceinline__ float normalizedValue(float x, float mean, float scale, float bias) {
+  return __fmaf_rn(x - mean, scale, bias);
+}
+
 /// y = [relu]((x - mean) * scale + bias), or with a shortcut
 /// relu(round(round(bn) + shortcut)).
 template <typename T, int V, int U>
@@ -390,9 +397,7 @@ __global__ void __launch_bounds__(kThreads)
         float out[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          // One explicit fused multiply-add: the backward's recomputed
-          // ReLU mask (ReluRecompute) repeats exactly this.
-          float t = __fmaf_rn(a[u][v] - mean[v], scale[v], bias[v]);
+          float t = normalizedValue(a[u][v], mean[v], scale[v], bias[v]);
           if (shortcut)
             t = roundAs<T>(t) + s[u][v];
           out[v] = relu ? reluKeepNan(t) : t;
@@ -404,35 +409,34 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 /// The ReLU mask recomputed from x (cbr_backward's `relu_recompute`): dy
-/// passes where roundAs<T>(fma(x - mean, invStd * weight, beta)) > 0, the
-/// forward's result as applyKernel computed it. Off when beta is null.
+/// passes where the forward's result, the same affine map (channelAffine
+/// of trainingAffine) and normalizedValue rounded to T, is positive.
 struct ReluRecompute {
-  const void *weight;
-  DType weightType;
-  const void *beta;
-  DType betaType;
+  ChannelAffine affine;
+  bool on;
 };
 
-/// Per-channel constants of a recomputed mask.
+/// Per-channel mean, scale and bias of a recomputed mask (zeros when off).
 template <int V>
 __device__ __forceinline__ void recomputeConstants(const ReluRecompute &r, int64_t c0,
-                                                   const float (&invStd)[V], float (&scale)[V],
-                                                   float (&beta)[V]) {
+                                                   float (&mean)[V], float (&scale)[V],
+                                                   float (&bias)[V]) {
 #pragma unroll
   for (int v = 0; v < V; ++v) {
-    scale[v] = r.beta ? invStd[v] * loadAny(r.weight, r.weightType, c0 + v) : 0.f;
-    beta[v] = r.beta ? loadAny(r.beta, r.betaType, c0 + v) : 0.f;
+    mean[v] = scale[v] = bias[v] = 0.f;
+    if (r.on)
+      channelAffine(r.affine, c0 + v, mean[v], scale[v], bias[v]);
   }
 }
 
 template <typename T>
-__device__ __forceinline__ bool recomputedPositive(float x, float mean, float scale, float beta) {
-  return roundAs<T>(__fmaf_rn(x - mean, scale, beta)) > 0.f;
+__device__ __forceinline__ bool recomputedPositive(float x, float mean, float scale, float bias) {
+  return roundAs<T>(normalizedValue(x, mean, scale, bias)) > 0.f;
 }
 
 /// Per (chunk, channel): sum(dy) and sum(dy * xhat), dy masked by relu > 0
-/// when `relu` is given, or by the recomputed mask when `recompute.beta`
-/// is; the masked dy is stored to `maskedOut` if given.
+/// when `relu` is given, or by the recomputed mask when `recompute.on`;
+/// the masked dy is stored to `maskedOut` if given.
 template <typename T, int V, int U>
 __global__ void __launch_bounds__(kThreads)
     backwardPartialKernel(const T *__restrict__ dy, const T *__restrict__ relu,
@@ -456,10 +460,9 @@ __global__ void __launch_bounds__(kThreads)
     mean[v] = active ? batchMean[c0 + v] : 0.f;
     invStd[v] = active ? batchInvStd[c0 + v] : 0.f;
   }
-  float maskScale[V] = {}, maskBeta[V] = {};
-  if (active)
-    recomputeConstants<V>(recompute, c0, invStd, maskScale, maskBeta);
+  float maskMean[V] = {}, maskScale[V] = {}, maskBias[V] = {};
   if (active) {
+    recomputeConstants<V>(recompute, c0, maskMean, maskScale, maskBias);
     for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
       float g[U][V], a[U][V], m[U][V];
 #pragma unroll
@@ -480,8 +483,8 @@ __global__ void __launch_bounds__(kThreads)
           for (int v = 0; v < V; ++v) {
             if (relu)
               g[u][v] = m[u][v] > 0.f ? g[u][v] : 0.f;
-            else if (recompute.beta)
-              g[u][v] = recomputedPositive<T>(a[u][v], mean[v], maskScale[v], maskBeta[v])
+            else if (recompute.on)
+              g[u][v] = recomputedPositive<T>(a[u][v], maskMean[v], maskScale[v], maskBias[v])
                             ? g[u][v]
                             : 0.f;
             float xhat = (a[u][v] - mean[v]) * invStd[v];
@@ -601,8 +604,8 @@ __global__ void __launch_bounds__(kThreads)
     meanDy[v] = static_cast<float>(double(sumDy[c]) / m);
     meanDyXhat[v] = static_cast<float>(double(sumDyXhat[c]) / m);
   }
-  float maskScale[V], maskBeta[V];
-  recomputeConstants<V>(recompute, c0, invStd, maskScale, maskBeta);
+  float maskMean[V], maskScale[V], maskBias[V];
+  recomputeConstants<V>(recompute, c0, maskMean, maskScale, maskBias);
   for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
     float g[U][V], a[U][V], mask[U][V];
 #pragma unroll
@@ -625,8 +628,8 @@ __global__ void __launch_bounds__(kThreads)
           float d = g[u][v];
           if (relu)
             d = mask[u][v] > 0.f ? d : 0.f;
-          else if (recompute.beta)
-            d = recomputedPositive<T>(a[u][v], mean[v], maskScale[v], maskBeta[v]) ? d : 0.f;
+          else if (recompute.on)
+            d = recomputedPositive<T>(a[u][v], maskMean[v], maskScale[v], maskBias[v]) ? d : 0.f;
           float xhat = (a[u][v] - mean[v]) * invStd[v];
           out[v] = factor[v] * (d - meanDy[v] - xhat * meanDyXhat[v]);
         }
@@ -913,8 +916,9 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
                     tuning().backwardVecBytes / int(elementSize(x.dtype)));
   Geometry g = geometryOf(plan, vec);
   Tile tile = tileOf(plan);
-  const ReluRecompute recompute{weight.data, weight.dtype, reluBeta ? reluBeta->data : nullptr,
-                                reluBeta ? reluBeta->dtype : DType::f32};
+  // The forward's affine map; its bias is the beta (only read when on).
+  const ReluRecompute recompute{trainingAffine(weight, reluBeta ? *reluBeta : weight, mean, invStd),
+                                reluBeta != nullptr};
   withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
@@ -934,18 +938,16 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   RN_CUDA_TRY_LAUNCH();
   // With the masked gradient stored, the dx pass reads it instead of
   // dy and the ReLU result.
+  // (maskedOut comes only with reluResult, never with a recomputed mask.)
   const void *dxDy = maskedOut ? maskedData : dy.data;
   const void *dxRelu = maskedOut ? nullptr : reluData;
-  ReluRecompute dxRecompute = recompute;
-  if (maskedOut)
-    dxRecompute.beta = nullptr;
   withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
     backwardApplyKernel<T, V, U><<<g.grid, g.block, 0, stream>>>(
         static_cast<const T *>(dxDy), static_cast<const T *>(dxRelu),
         static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
-        static_cast<const float *>(invStd.data), weight.data, weight.dtype, dxRecompute,
+        static_cast<const float *>(invStd.data), weight.data, weight.dtype, recompute,
         ws.sumDy, ws.sumDyXhat, static_cast<T *>(dx.data), tile);
   });
   RN_CUDA_TRY_LAUNCH();

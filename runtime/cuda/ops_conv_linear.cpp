@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
 
 namespace rn::cuda {
@@ -511,14 +512,23 @@ Status linearLaunch(const OpLaunch &l) {
 // into the workspace, bnFinalizeStats turns them into mean and inv_std
 // (from sum and sum of squares in f32, not Welford), then the apply.
 
-/// The forward_stats twin of cbr_forward's convolution, and the workspace
-/// bytes its sums take before the convolution's own.
-ConvCall genstatsCall(ConvCall call) {
+/// The forward_stats twin of cbr_forward's convolution: the call, the
+/// workspace bytes its sums take (sum, then sum of squares) and the stream
+/// resources after them for the convolution's own workspace.
+struct GenstatsConv {
+  ConvCall call;
+  size_t sumBytes;
+  StreamResources rest;
+};
+
+/// With the experiment on and room for the sums; else nullopt.
+std::optional<GenstatsConv> genstatsConv(const OpLaunch &l, const ConvCall &forward) {
+  const size_t sumBytes = 2 * alignUp(size_t(forward.y[3]) * sizeof(float));
+  if (!l.conv.triesGenstats() || l.stream.workspaceBytes < sumBytes)
+    return std::nullopt;
+  ConvCall call = forward;
   call.kind = ConvKind::forward_stats;
-  return call;
-}
-size_t genstatsSumBytes(int64_t channels) {
-  return 2 * ((size_t(channels) * sizeof(float) + 255) / 256 * 256);
+  return GenstatsConv{call, sumBytes, after(l.stream, sumBytes)};
 }
 
 Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
@@ -528,14 +538,10 @@ Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
                                    l.results[1], DType::f32);
   if (!call.ok())
     return call.error();
-  if (l.conv.triesGenstats()) {
-    const size_t sums = genstatsSumBytes(call->y[3]);
-    if (l.stream.workspaceBytes >= sums) {
-      const StreamResources rest = after(l.stream, sums);
-      Result<size_t> conv = l.conv.prepare(genstatsCall(*call), rest);
-      if (conv.ok() && l.conv.statsFused(genstatsCall(*call), rest))
-        return sums + *conv;
-    }
+  if (std::optional<GenstatsConv> g = genstatsConv(l, *call)) {
+    Result<size_t> conv = l.conv.prepare(g->call, g->rest);
+    if (conv.ok() && l.conv.statsFused(g->call, g->rest))
+      return g->sumBytes + *conv;
   }
   size_t scratch = bnStatsWorkspaceBytes(l.results[1].shape);
   if (l.stream.workspaceBytes < scratch)
@@ -560,21 +566,18 @@ Status cbrForwardLaunch(const OpLaunch &l) {
   b.y = r[1].data;
   double epsilon = numAttr(l.node.attributes, "epsilon");
   const bool relu = flagAttr(l.node.attributes, "relu");
-  if (l.conv.triesGenstats() && l.stream.workspace) {
-    const size_t sums = genstatsSumBytes(call->y[3]);
-    const StreamResources rest = after(l.stream, sums);
-    if (l.stream.workspaceBytes >= sums && l.conv.statsFused(genstatsCall(*call), rest)) {
-      b.sum = static_cast<float *>(l.stream.workspace);
-      b.sumSq = reinterpret_cast<float *>(static_cast<char *>(l.stream.workspace) + sums / 2);
-      if (Status s = l.conv.run(genstatsCall(*call), b, rest); !s.ok())
-        return s;
-      const int64_t channels = call->y[3];
-      if (Status s = bnFinalizeStats(b.sum, b.sumSq, channels, r[1].numel() / channels,
-                                     epsilon, r[2], r[3], l.stream.stream);
-          !s.ok())
-        return s;
-      return bnApply(r[1], o[2], o[3], r[2], r[3], relu, r[0], l.stream.stream);
-    }
+  std::optional<GenstatsConv> g = genstatsConv(l, *call);
+  if (g && l.stream.workspace && l.conv.statsFused(g->call, g->rest)) {
+    b.sum = static_cast<float *>(l.stream.workspace);
+    b.sumSq = reinterpret_cast<float *>(static_cast<char *>(l.stream.workspace) + g->sumBytes / 2);
+    if (Status s = l.conv.run(g->call, b, g->rest); !s.ok())
+      return s;
+    const int64_t channels = call->y[3];
+    if (Status s = bnFinalizeStats(b.sum, b.sumSq, channels, r[1].numel() / channels, epsilon,
+                                   r[2], r[3], l.stream.stream);
+        !s.ok())
+      return s;
+    return bnApply(r[1], o[2], o[3], r[2], r[3], relu, r[0], l.stream.stream);
   }
   size_t scratch = bnStatsWorkspaceBytes(r[1].shape);
   if (l.stream.workspaceBytes < scratch || (scratch && !l.stream.workspace))

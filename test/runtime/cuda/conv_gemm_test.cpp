@@ -189,6 +189,26 @@ cpu::Conv2dAttrs attrsOf(const ConvParams &p) {
 
 std::array<int64_t, 4> arr(const Shape &s) { return {s[0], s[1], s[2], s[3]}; }
 
+/// forward_stats' per-channel sums against those of the output it stored,
+/// each within `relative` of the sum of |y| (sum) or of y^2 (sum of
+/// squares: sums of random data can be near zero) plus `absolute`.
+void expectSumsOfOutput(const std::vector<float> &y, const std::vector<float> &sum,
+                        const std::vector<float> &sumSq, int64_t channels, double relative,
+                        double absolute) {
+  const int64_t rows = int64_t(y.size()) / channels;
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    double s = 0, q = 0, a = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double v = y[size_t(r * channels + ch)];
+      s += v;
+      q += v * v;
+      a += std::fabs(v);
+    }
+    EXPECT_LE(std::fabs(sum[size_t(ch)] - s), relative * a + absolute) << "channel " << ch;
+    EXPECT_LE(std::fabs(sumSq[size_t(ch)] - q), relative * q + absolute) << "channel " << ch;
+  }
+}
+
 class ConvShapes : public ::testing::TestWithParam<std::tuple<ConvCase, DType>> {};
 
 TEST_P(ConvShapes, MatchesTheCpu) {
@@ -247,20 +267,7 @@ TEST_P(ConvShapes, MatchesTheCpu) {
     Host want(yShape, dtype);
     ASSERT_TRUE(cpu::conv2d(x.view(), w.view(), nullptr, attrs, want.view()).ok());
     EXPECT_LE(relativeError(got, want.values), tol) << describe(call);
-    // Sums of the stored output, scaled by the sum of |y| (sums of random
-    // data can be near zero).
-    int64_t channels = yShape[3], rows = numel(yShape) / channels;
-    for (int64_t ch = 0; ch < channels; ++ch) {
-      double s = 0, q = 0, a = 0;
-      for (int64_t r = 0; r < rows; ++r) {
-        double v = got[size_t(r * channels + ch)];
-        s += v;
-        q += v * v;
-        a += std::fabs(v);
-      }
-      EXPECT_LE(std::fabs(gotSum[size_t(ch)] - s), 1e-5 * a + 1e-6) << "channel " << ch;
-      EXPECT_LE(std::fabs(gotSq[size_t(ch)] - q), 1e-5 * q + 1e-6) << "channel " << ch;
-    }
+    expectSumsOfOutput(got, gotSum, gotSq, yShape[3], 1e-5, 1e-6);
   }
   { // backward_data
     call.kind = ConvKind::backward_data;
@@ -369,7 +376,7 @@ TEST(Conv, GenstatsSumsMatchTheOutput) {
   if (conv.genstatsGraphs() == 0)
     GTEST_SKIP() << "cuDNN built no conv + genstats graph for " << describe(call);
   DeviceTensor dX = gpu.upload(x), dW = gpu.upload(w), y = gpu.empty(ys, dtype);
-  const int64_t channels = ys[3], rows = numel(ys) / channels;
+  const int64_t channels = ys[3];
   DeviceTensor sum = gpu.upload(Host({channels}, DType::f32, 1000.f));
   DeviceTensor sumSq = gpu.upload(Host({channels}, DType::f32, 1000.f));
   ConvBuffers b;
@@ -383,17 +390,7 @@ TEST(Conv, GenstatsSumsMatchTheOutput) {
     ASSERT_OK(conv.run(call, b, gpu.resources));
     std::vector<float> got = gpu.download(y), gotSum = gpu.download(sum),
                        gotSq = gpu.download(sumSq);
-    for (int64_t ch = 0; ch < channels; ++ch) {
-      double s = 0, q = 0, a = 0;
-      for (int64_t r = 0; r < rows; ++r) {
-        double v = got[size_t(r * channels + ch)];
-        s += v;
-        q += v * v;
-        a += std::fabs(v);
-      }
-      EXPECT_LE(std::fabs(gotSum[size_t(ch)] - s), 2e-3 * a + 1e-3) << "channel " << ch;
-      EXPECT_LE(std::fabs(gotSq[size_t(ch)] - q), 2e-3 * q + 1e-3) << "channel " << ch;
-    }
+    expectSumsOfOutput(got, gotSum, gotSq, channels, 2e-3, 1e-3);
   }
 }
 
