@@ -929,9 +929,14 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
   // A fused genstats adds its sums into their buffers (see the file
   // comment): they start from zero on every execution.
   if (call.kind == ConvKind::forward_stats && !entry.statsKernel) {
+    // Adjacent sums (cbr_forward's layout) take one memset node, not two.
     const size_t sumBytes = size_t(call.y[3]) * sizeof(float);
-    RN_CUDA_TRY(cudaMemsetAsync(buffers.sum, 0, sumBytes, stream.stream));
-    RN_CUDA_TRY(cudaMemsetAsync(buffers.sumSq, 0, sumBytes, stream.stream));
+    if (buffers.sumSq == buffers.sum + call.y[3]) {
+      RN_CUDA_TRY(cudaMemsetAsync(buffers.sum, 0, 2 * sumBytes, stream.stream));
+    } else {
+      RN_CUDA_TRY(cudaMemsetAsync(buffers.sum, 0, sumBytes, stream.stream));
+      RN_CUDA_TRY(cudaMemsetAsync(buffers.sumSq, 0, sumBytes, stream.stream));
+    }
   }
   Status s = impl.execute(entry, slots, stream, entry.plan);
   if (!s.ok())
