@@ -9,6 +9,8 @@
 # $OUT/ab.jsonl, each side's median ms/step and B / A to $OUT/ab.txt.
 #   usage: bench/ab-binaries.sh A_RN_RUN B_RN_RUN MODEL:BATCH[:VARIANT]...
 #   RN_AB_PLANS: the folder of plans-MODEL-BATCH.json caches (default $OUT),
+#   RN_AB_ENV_A / RN_AB_ENV_B: VAR=VALUE words set for that side's runs only
+#   (a runtime switch measured with one binary, e.g. RN_AB_ENV_B=RN_CONV_GENSTATS=1),
 #   RN_BENCH_STEPS (40), RN_BENCH_WARMUP (15), RN_RUN_TIMEOUT (per run, 120 s)
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,11 +29,12 @@ for spec in "$@"; do
   cache=${RN_AB_PLANS:-$out}/plans-$name-$batch.json
   for round in $(seq "${RN_AB_ROUNDS:-2}"); do
     for side in a b; do
-      binary=$binary_a
-      [ "$side" = b ] && binary=$binary_b
+      binary=$binary_a side_env=${RN_AB_ENV_A:-}
+      [ "$side" = b ] && binary=$binary_b side_env=${RN_AB_ENV_B:-}
       log=$out/ab-$name-$batch-$side-$round.log
       echo "[ab] $spec $side round $round" >&2
-      timeout "${RN_RUN_TIMEOUT:-120}" "$binary" "$artifact" --benchmark --executor cuda-graph \
+      # shellcheck disable=SC2086 # side_env is a list of VAR=VALUE words
+      timeout "${RN_RUN_TIMEOUT:-120}" env $side_env "$binary" "$artifact" --benchmark --executor cuda-graph \
         --lr 0.01 --plan-cache "$cache" --steps "${RN_BENCH_STEPS:-40}" \
         --warmup "${RN_BENCH_WARMUP:-15}" > "$log" 2>&1
       "$python" - "$jsonl" "$log" "$?" "$spec" "$side" "$round" <<'PY'

@@ -26,9 +26,10 @@ def fake_rn_run(path: Path, ms: float, calls: Path, rc: int = 0) -> Path:
     return path
 
 
-def run(tmp_path: Path, a: Path, b: Path, *specs: str) -> subprocess.CompletedProcess[str]:
+def run(tmp_path: Path, a: Path, b: Path, *specs: str,
+        **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, OUT=str(tmp_path / "out"), RN_PYTHON=sys.executable,
-               RN_AB_PLANS=str(tmp_path))
+               RN_AB_PLANS=str(tmp_path), **extra_env)
     return subprocess.run(["bash", str(SCRIPT), str(a), str(b), *specs], env=env,
                           capture_output=True, text=True, check=False)
 
@@ -48,6 +49,22 @@ def test_runs_in_turn_and_reports_the_ratio(tmp_path: Path) -> None:
     assert len(lines) == 4
     assert all("resnet18c.bench256.stride1fold.rnx" in line for line in lines)
     assert all(f"--plan-cache {tmp_path}/plans-resnet18c-256.json" in line for line in lines)
+
+
+def test_side_environment_reaches_only_that_side(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.txt"
+    script = tmp_path / "rn-run"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "switch=${{RN_SWITCH:-unset}}" >> "{calls}"\n'
+        'ms=2.0; [ "${RN_SWITCH:-}" = 1 ] && ms=1.0\n'
+        'echo "{\\"model\\": \\"m\\", \\"ms_per_step\\": $ms}"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    done = run(tmp_path, script, script, "vgg11c:256", RN_AB_ENV_B="RN_SWITCH=1")
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines() == ["switch=unset", "switch=1"] * 2
+    assert "B / A 0.500" in (tmp_path / "out" / "ab.txt").read_text()
 
 
 def test_a_failing_side_is_reported(tmp_path: Path) -> None:
