@@ -344,13 +344,19 @@ struct ChannelAffine {
   double epsilon;
 };
 
+/// The training map's scale, inv_std * weight: the apply's (channelAffine)
+/// and the recomputed ReLU mask's (recomputeConstants) must be the same.
+__device__ __forceinline__ float trainingScale(float invStd, float weight) {
+  return invStd * weight;
+}
+
 __device__ __forceinline__ void channelAffine(const ChannelAffine &p, int64_t c, float &mean,
                                               float &scale, float &bias) {
   mean = loadAny(p.mean, p.meanType, c);
   float w = loadAny(p.weight, p.weightType, c);
   float spread = loadAny(p.spread, p.spreadType, c);
   scale = p.inference ? static_cast<float>(double(w) / sqrt(double(spread) + p.epsilon))
-                      : spread * w;
+                      : trainingScale(spread, w);
   bias = loadAny(p.bias, p.biasType, c);
 }
 
@@ -409,23 +415,28 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 /// The ReLU mask recomputed from x (cbr_backward's `relu_recompute`): dy
-/// passes where the forward's result, the same affine map (channelAffine
-/// of trainingAffine) and normalizedValue rounded to T, is positive.
+/// passes where the forward's result is positive: normalizedValue of the
+/// batch mean (which the backward kernels hold anyway), trainingScale and
+/// beta, rounded to T, as applyKernel computed it. Off when beta is null.
 struct ReluRecompute {
-  ChannelAffine affine;
-  bool on;
+  const void *weight;
+  DType weightType;
+  const void *beta;
+  DType betaType;
 };
 
-/// Per-channel mean, scale and bias of a recomputed mask (zeros when off).
+/// Per-channel scale and bias of a recomputed mask (zeros when off). The
+/// mean is the kernel's own batch mean: a second copy of it, or a generic
+/// ChannelAffine load, cost backwardApplyKernel 10 registers and a block
+/// per SM (56 -> 66, 30% slower on the H200 at ResNet sizes).
 template <int V>
 __device__ __forceinline__ void recomputeConstants(const ReluRecompute &r, int64_t c0,
-                                                   float (&mean)[V], float (&scale)[V],
+                                                   const float (&invStd)[V], float (&scale)[V],
                                                    float (&bias)[V]) {
 #pragma unroll
   for (int v = 0; v < V; ++v) {
-    mean[v] = scale[v] = bias[v] = 0.f;
-    if (r.on)
-      channelAffine(r.affine, c0 + v, mean[v], scale[v], bias[v]);
+    scale[v] = r.beta ? trainingScale(invStd[v], loadAny(r.weight, r.weightType, c0 + v)) : 0.f;
+    bias[v] = r.beta ? loadAny(r.beta, r.betaType, c0 + v) : 0.f;
   }
 }
 
@@ -435,7 +446,8 @@ __device__ __forceinline__ bool recomputedPositive(float x, float mean, float sc
 }
 
 /// Per (chunk, channel): sum(dy) and sum(dy * xhat), dy masked by relu > 0
-/// when `relu` is given, or by the recomputed mask when `recompute.on`;
+/// when `relu` is given, or by the recomputed mask when `recompute.beta`
+/// is;
 /// the masked dy is stored to `maskedOut` if given.
 template <typename T, int V, int U>
 __global__ void __launch_bounds__(kThreads)
@@ -460,9 +472,9 @@ __global__ void __launch_bounds__(kThreads)
     mean[v] = active ? batchMean[c0 + v] : 0.f;
     invStd[v] = active ? batchInvStd[c0 + v] : 0.f;
   }
-  float maskMean[V] = {}, maskScale[V] = {}, maskBias[V] = {};
+  float maskScale[V] = {}, maskBias[V] = {};
   if (active) {
-    recomputeConstants<V>(recompute, c0, maskMean, maskScale, maskBias);
+    recomputeConstants<V>(recompute, c0, invStd, maskScale, maskBias);
     for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
       float g[U][V], a[U][V], m[U][V];
 #pragma unroll
@@ -483,8 +495,8 @@ __global__ void __launch_bounds__(kThreads)
           for (int v = 0; v < V; ++v) {
             if (relu)
               g[u][v] = m[u][v] > 0.f ? g[u][v] : 0.f;
-            else if (recompute.on)
-              g[u][v] = recomputedPositive<T>(a[u][v], maskMean[v], maskScale[v], maskBias[v])
+            else if (recompute.beta)
+              g[u][v] = recomputedPositive<T>(a[u][v], mean[v], maskScale[v], maskBias[v])
                             ? g[u][v]
                             : 0.f;
             float xhat = (a[u][v] - mean[v]) * invStd[v];
@@ -604,8 +616,8 @@ __global__ void __launch_bounds__(kThreads)
     meanDy[v] = static_cast<float>(double(sumDy[c]) / m);
     meanDyXhat[v] = static_cast<float>(double(sumDyXhat[c]) / m);
   }
-  float maskMean[V], maskScale[V], maskBias[V];
-  recomputeConstants<V>(recompute, c0, maskMean, maskScale, maskBias);
+  float maskScale[V], maskBias[V];
+  recomputeConstants<V>(recompute, c0, invStd, maskScale, maskBias);
   for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
     float g[U][V], a[U][V], mask[U][V];
 #pragma unroll
@@ -628,8 +640,8 @@ __global__ void __launch_bounds__(kThreads)
           float d = g[u][v];
           if (relu)
             d = mask[u][v] > 0.f ? d : 0.f;
-          else if (recompute.on)
-            d = recomputedPositive<T>(a[u][v], maskMean[v], maskScale[v], maskBias[v]) ? d : 0.f;
+          else if (recompute.beta)
+            d = recomputedPositive<T>(a[u][v], mean[v], maskScale[v], maskBias[v]) ? d : 0.f;
           float xhat = (a[u][v] - mean[v]) * invStd[v];
           out[v] = factor[v] * (d - meanDy[v] - xhat * meanDyXhat[v]);
         }
@@ -916,9 +928,8 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
                     tuning().backwardVecBytes / int(elementSize(x.dtype)));
   Geometry g = geometryOf(plan, vec);
   Tile tile = tileOf(plan);
-  // The forward's affine map; its bias is the beta (only read when on).
-  const ReluRecompute recompute{trainingAffine(weight, reluBeta ? *reluBeta : weight, mean, invStd),
-                                reluBeta != nullptr};
+  const ReluRecompute recompute{weight.data, weight.dtype, reluBeta ? reluBeta->data : nullptr,
+                                reluBeta ? reluBeta->dtype : DType::f32};
   withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
