@@ -984,6 +984,39 @@ Status setNormKernelTuning(const NormKernelTuning &t) {
   return Status::success();
 }
 
+Result<NormKernelOccupancy> normKernelOccupancy(DType dtype) {
+  const int element = int(elementSize(dtype));
+  const void *statsPartial = nullptr, *apply = nullptr, *backwardPartial = nullptr,
+             *backwardApply = nullptr;
+  withVariant(dtype, tuning().statsVecBytes / element, tuning().statsRows, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
+    statsPartial = reinterpret_cast<const void *>(&statsPartialKernel<T, V, U>);
+  });
+  withVariant(dtype, tuning().applyVecBytes / element, tuning().applyRows, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
+    apply = reinterpret_cast<const void *>(&applyKernel<T, V, U>);
+  });
+  withVariant(dtype, tuning().backwardVecBytes / element, tuning().backwardRows,
+              [&](auto variant) {
+                using T = typename decltype(variant)::Type;
+                constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
+                backwardPartial = reinterpret_cast<const void *>(&backwardPartialKernel<T, V, U>);
+                backwardApply = reinterpret_cast<const void *>(&backwardApplyKernel<T, V, U>);
+              });
+  // At kThreads threads and the kernels' static shared memory.
+  NormKernelOccupancy o;
+  RN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o.statsPartial, statsPartial,
+                                                            kThreads, 0));
+  RN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o.apply, apply, kThreads, 0));
+  RN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o.backwardPartial, backwardPartial,
+                                                            kThreads, 0));
+  RN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o.backwardApply, backwardApply,
+                                                            kThreads, 0));
+  return o;
+}
+
 Status bnFinalizeStats(const float *sum, const float *sumSq, int64_t channels, int64_t count,
                        double epsilon, const DeviceTensor &batchMean,
                        const DeviceTensor &batchInvStd, cudaStream_t stream) {

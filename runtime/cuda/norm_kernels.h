@@ -55,6 +55,19 @@ NormKernelTuning normKernelTuning();
 /// Fails on a value outside the sets above.
 Status setNormKernelTuning(const NormKernelTuning &tuning);
 
+/// Resident blocks per SM of each pass's main kernel for storage type
+/// `dtype` at the current tuning's widest vector (channel counts that are
+/// a multiple of it), as the device reports it. Occupancy is what these
+/// memory-bound passes live on: a change that costs a kernel registers
+/// can cost it a block per SM (NormKernelsTest.KernelsKeepTheirOccupancy).
+struct NormKernelOccupancy {
+  int statsPartial = 0;
+  int apply = 0;
+  int backwardPartial = 0;
+  int backwardApply = 0;
+};
+Result<NormKernelOccupancy> normKernelOccupancy(DType dtype);
+
 /// From per-channel sums of x (sum, sumSq over M = `count` elements, f32
 /// [C]), as cuDNN's genstats gives them: mean and inv_std = 1 / sqrt(var +
 /// eps) (biased var, clamped at 0) into f32 [C] views.
