@@ -501,8 +501,9 @@ Status linearLaunch(const OpLaunch &l) {
 
 // The convolution runs alone and the batch statistics come from one
 // vectorized Welford pass over its output (bnBatchStats), not from
-// ConvKind::forward_stats: cuDNN's genstats fusion is an unverified
-// experiment (ConvRunner::Options::fuseGenstats, off) and forward_stats'
+// ConvKind::forward_stats: cuDNN's genstats fusion is an experiment
+// (ConvRunner::Options::fuseGenstats, off: it pays on some models and
+// costs on others, see conv.cpp) and forward_stats'
 // fallback, columnSums, is a plain per-element reduction several times
 // slower than the BN statistics pass.
 
