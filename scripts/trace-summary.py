@@ -14,7 +14,10 @@ args["cupti name"]) and prints, per training step:
   - the GPU time of each op (summed over its kernels; kernels on
     concurrent streams overlap, so the sum can exceed the busy time);
   - with --kernels, the same per CUPTI kernel name (demangled by c++filt
-    where it is installed).
+    where it is installed), with its launch as CUPTI reports it (threads
+    per block, registers per thread, shared bytes per block, local bytes
+    per thread: spills), what its occupancy follows from; the first launch's
+    where a kernel has several.
 
 Usage: trace-summary.py TRACE.json --steps N [--kernels] [--json OUT]
 """
@@ -76,6 +79,7 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
     by_op: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     by_kernel: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     by_subgraph: dict[str, float] = defaultdict(float)
+    launches: dict[str, dict[str, int]] = {}
     spans = []
     for e in events:
         dur = float(e.get("dur", 0.0))
@@ -89,9 +93,16 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
             op = "(unlabelled) " + e.get("name", "?")
         by_op[op][0] += dur
         by_op[op][1] += 1
-        kernel = e.get("args", {}).get("cupti name", e.get("name", "?"))
+        args = e.get("args", {})
+        kernel = args.get("cupti name", e.get("name", "?"))
         by_kernel[kernel][0] += dur
         by_kernel[kernel][1] += 1
+        if kernel not in launches and "registers per thread" in args:
+            block = args.get("block", [0, 0, 0])
+            launches[kernel] = {"threads": block[0] * block[1] * block[2],
+                                "registers": args["registers per thread"],
+                                "shared_bytes": args.get("shared bytes", 0),
+                                "local_bytes": args.get("local bytes per thread", 0)}
     window = (max(e for _, e in spans) - min(s for s, _ in spans)) if spans else 0.0
     per = 1000.0 * steps  # us -> ms per step
     return {
@@ -103,7 +114,8 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
                       for k, v in gap_buckets(spans).items()},
         "ops": {k: {"ms_per_step": v[0] / per, "launches_per_step": v[1] / steps}
                 for k, v in sorted(by_op.items(), key=lambda kv: -kv[1][0])},
-        "kernels": {k: {"ms_per_step": v[0] / per, "launches_per_step": v[1] / steps}
+        "kernels": {k: {"ms_per_step": v[0] / per, "launches_per_step": v[1] / steps,
+                        **({"launch": launches[k]} if k in launches else {})}
                     for k, v in sorted(by_kernel.items(), key=lambda kv: -kv[1][0])},
         "subgraphs": {k: v / per for k, v in sorted(by_subgraph.items(), key=lambda kv: -kv[1])},
     }
@@ -143,10 +155,14 @@ def main() -> int:
     for k, v in list(s["ops"].items())[: args.top]:
         print(f"{k:<36} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}")
     if args.kernels:
-        print("\nkernel                                                       ms/step  launches/step")
+        print("\nkernel                                                       ms/step  launches/step"
+              "  threads  regs  smem B  local B")
         top = list(s["kernels"].items())[: args.top]
         for name, (_, v) in zip(readable([k for k, _ in top]), top):
-            print(f"{name[:60]:<60} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}")
+            launch = v.get("launch")
+            config = (f" {launch['threads']:8d} {launch['registers']:5d} {launch['shared_bytes']:7d}"
+                      f" {launch['local_bytes']:8d}") if launch else ""
+            print(f"{name[:60]:<60} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}{config}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(s, f, indent=1)

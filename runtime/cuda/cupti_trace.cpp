@@ -253,6 +253,16 @@ struct CuptiTrace::Impl {
       r.kind = ActivityKind::kernel;
       r.name = k->name ? k->name : "(unnamed kernel)";
       copyDeviceFields(*k, r);
+      ActivityRecord::KernelLaunch launch;
+      launch.grid[0] = uint32_t(k->gridX), launch.grid[1] = uint32_t(k->gridY);
+      launch.grid[2] = uint32_t(k->gridZ);
+      launch.block[0] = uint32_t(k->blockX), launch.block[1] = uint32_t(k->blockY);
+      launch.block[2] = uint32_t(k->blockZ);
+      launch.registersPerThread = k->registersPerThread;
+      launch.staticSharedBytes = uint32_t(k->staticSharedMemory);
+      launch.dynamicSharedBytes = uint32_t(k->dynamicSharedMemory);
+      launch.localBytesPerThread = k->localMemoryPerThread;
+      r.launch = launch;
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -653,6 +663,14 @@ json recordArgs(const ActivityRecord &r) {
   }
   if (r.bytes)
     args["bytes"] = r.bytes;
+  if (r.launch) {
+    const ActivityRecord::KernelLaunch &k = *r.launch;
+    args["grid"] = {k.grid[0], k.grid[1], k.grid[2]};
+    args["block"] = {k.block[0], k.block[1], k.block[2]};
+    args["registers per thread"] = k.registersPerThread;
+    args["shared bytes"] = k.staticSharedBytes + k.dynamicSharedBytes;
+    args["local bytes per thread"] = k.localBytesPerThread;
+  }
   if (r.label)
     args["label"] = *r.label;
   if (r.launchLabel && r.launchLabel != r.label)

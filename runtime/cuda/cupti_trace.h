@@ -112,6 +112,17 @@ struct ActivityRecord {
   std::optional<uint64_t> launchLabel;
   uint64_t bytes = 0;    ///< memcpy, memset
   uint32_t threadId = 0; ///< API and synchronization records: the calling thread
+  /// Kernels: the launch as CUPTI reports it, what the kernel's occupancy
+  /// follows from (a refactor that costs registers shows here).
+  struct KernelLaunch {
+    uint32_t grid[3] = {0, 0, 0};
+    uint32_t block[3] = {0, 0, 0};
+    uint32_t registersPerThread = 0;
+    uint32_t staticSharedBytes = 0;
+    uint32_t dynamicSharedBytes = 0;
+    uint32_t localBytesPerThread = 0; ///< register spills and local arrays
+  };
+  std::optional<KernelLaunch> launch;
 };
 
 class CuptiTrace {

@@ -59,6 +59,25 @@ def test_busy_is_the_union_and_ops_are_summed_per_step():
     assert s["idle_gaps"]["under 10 us"]["gaps_per_step"] == 0
 
 
+def test_kernels_carry_their_first_launch_configuration(tmp_path: Path):
+    t = trace()
+    bn = [e for e in t["traceEvents"] if e.get("args", {}).get("cupti name") == "bn_kernel"]
+    bn[0]["args"].update({"grid": [4, 1024, 1], "block": [16, 16, 1], "registers per thread": 66,
+                          "shared bytes": 8192, "local bytes per thread": 0})
+    bn[1]["args"].update({"grid": [4, 1024, 1], "block": [16, 16, 1], "registers per thread": 99})
+    s = ts.summarize(ts.gpu_events(t), steps=2)
+    assert s["kernels"]["bn_kernel"]["launch"] == {"threads": 256, "registers": 66,
+                                                   "shared_bytes": 8192, "local_bytes": 0}
+    # Records without one (memcpy, older traces) have no launch entry.
+    assert "launch" not in s["kernels"]["conv_kernel"]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(t))
+    run = subprocess.run([sys.executable, str(SCRIPT), str(path), "--steps", "2", "--kernels"],
+                         capture_output=True, text=True, check=True)
+    line = next(x for x in run.stdout.splitlines() if x.startswith("bn_kernel"))
+    assert line.split()[-4:] == ["256", "66", "8192", "0"]
+
+
 def test_kernel_names_are_demangled_where_cxxfilt_is_installed():
     names = ["_ZN2rn4cuda12_GLOBAL__N_111applyKernelEv", "memcpy HtoD"]
     out = ts.readable(names)

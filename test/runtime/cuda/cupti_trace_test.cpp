@@ -110,6 +110,14 @@ TEST(CuptiTraceBuild, LabeledWorkOnProgramStreamTracks) {
   records[0].graphId = 4;
   records[0].graphNodeId = 77;
   records[0].capturedNodeId = 66;
+  ActivityRecord::KernelLaunch launch;
+  launch.grid[0] = 4, launch.grid[1] = 1024, launch.grid[2] = 1;
+  launch.block[0] = 16, launch.block[1] = 16, launch.block[2] = 1;
+  launch.registersPerThread = 56;
+  launch.staticSharedBytes = 8192;
+  launch.dynamicSharedBytes = 1024;
+  launch.localBytesPerThread = 0;
+  records[0].launch = launch;
   ActivityRecord copy;
   copy.kind = ActivityKind::memcpy;
   copy.name = "memcpy HtoD";
@@ -148,10 +156,17 @@ TEST(CuptiTraceBuild, LabeledWorkOnProgramStreamTracks) {
   EXPECT_EQ(args.at("graph node"), 66);
   EXPECT_EQ(args.at("exec graph node"), 77);
   EXPECT_EQ(args.at("cuda stream"), 7);
+  // The launch configuration, for the kernels that have one.
+  EXPECT_EQ(args.at("grid"), json::array({4, 1024, 1}));
+  EXPECT_EQ(args.at("block"), json::array({16, 16, 1}));
+  EXPECT_EQ(args.at("registers per thread"), 56);
+  EXPECT_EQ(args.at("shared bytes"), 9216);
+  EXPECT_EQ(args.at("local bytes per thread"), 0);
 
   auto add = completeEvents(trace, "node 5");
   ASSERT_EQ(add.size(), 1u);
   EXPECT_EQ(add[0].at("tid"), tidOf(gpu, "COMP_3"));
+  EXPECT_FALSE(add[0].at("args").contains("registers per thread"));
   auto copyEvents = completeEvents(trace, "node 1");
   ASSERT_EQ(copyEvents.size(), 1u);
   EXPECT_EQ(copyEvents[0].at("tid"), tidOf(gpu, "TRANS"));
@@ -450,6 +465,11 @@ TEST_F(CuptiTraceGpu, EagerKernelsCarryTheirLabels) {
     EXPECT_EQ(r->launchLabel.value_or(0), r->label.value_or(1));
     EXPECT_FALSE(r->name.empty());
     EXPECT_GT(r->endNs, r->startNs);
+    // Every kernel record carries its launch: some threads, some registers.
+    ASSERT_TRUE(r->launch.has_value());
+    EXPECT_GT(r->launch->block[0] * r->launch->block[1] * r->launch->block[2], 0u);
+    EXPECT_GT(r->launch->grid[0] * r->launch->grid[1] * r->launch->grid[2], 0u);
+    EXPECT_GT(r->launch->registersPerThread, 0u);
   }
   EXPECT_NE(relu[0].name, add[0].name);
   // One stream, in order.
