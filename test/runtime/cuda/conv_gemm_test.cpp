@@ -16,6 +16,7 @@
 #include "runtime/cuda/conv.h"
 #include "runtime/cuda/conv_kernels.h"
 #include "runtime/cuda/gemm.h"
+#include "runtime/cuda/norm_kernels.h"
 #include "runtime/cuda/op_launch.h"
 #include "cuda_test_util.h"
 
@@ -29,6 +30,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -1301,6 +1303,108 @@ TEST(Conv, StemChannelPaddingTimes) {
     }
     std::printf("stem 7x7/2 x[256,224,224,%lld] f16: forward %.3f ms, filter gradient %.3f ms\n",
                 (long long)channels, ms[0], ms[1]);
+  }
+}
+
+/// Milliseconds per call of `body` on `stream` (CUDA events around 20
+/// calls after 3 untimed ones), or -1 when a call fails.
+double streamMs(cudaStream_t stream, const std::function<Status()> &body) {
+  for (int i = 0; i < 3; ++i)
+    if (!body().ok())
+      return -1;
+  cudaEvent_t start, stop;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)
+    return -1;
+  constexpr int kCalls = 20;
+  bool ok = cudaEventRecord(start, stream) == cudaSuccess;
+  for (int i = 0; ok && i < kCalls; ++i)
+    ok = body().ok();
+  float ms = -1;
+  ok = ok && cudaEventRecord(stop, stream) == cudaSuccess &&
+       cudaEventSynchronize(stop) == cudaSuccess &&
+       cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ok ? double(ms) / kCalls : -1;
+}
+
+/// cbr_forward's two ways to its batch statistics, end to end per shape
+/// (set RN_CUDA_BENCH=1 to run; no timing asserted): the plain forward then
+/// the Welford pass (bnBatchStats), against the forward with cuDNN's
+/// genstats fused (its sums zeroed first) then bnFinalizeStats, both
+/// autotuned, f16 at batch 256, on ResNet-50's bottleneck shapes and
+/// ResNet-18 / VGG-11's CIFAR ones. Run K's step A/B found genstats paying
+/// on ResNet-50 and costing on the CIFAR models; this says which shapes,
+/// the input of a choice per shape.
+TEST(Conv, GenstatsTimes) {
+  RN_SKIP_WITHOUT_CUDA();
+  if (!std::getenv("RN_CUDA_BENCH"))
+    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+  auto plain = makeConv(/*autotune=*/true);
+  ASSERT_TRUE(plain);
+  ConvRunner::Options fusedOptions;
+  fusedOptions.autotune = true;
+  fusedOptions.fuseGenstats = true;
+  Result<std::unique_ptr<ConvRunner>> fused = ConvRunner::create(fusedOptions);
+  ASSERT_TRUE(fused.ok()) << fused.error().message();
+  struct Shape2d {
+    int64_t hw, cin, cout, kernel, stride;
+  };
+  const Shape2d shapes[] = {
+      {56, 64, 64, 3, 1},   {56, 64, 256, 1, 1},  {56, 128, 128, 3, 2}, {28, 128, 512, 1, 1},
+      {28, 256, 256, 3, 2}, {14, 256, 1024, 1, 1}, {14, 512, 512, 3, 2}, {7, 512, 2048, 1, 1},
+      {32, 64, 64, 3, 1},   {16, 128, 128, 3, 1}, {8, 256, 256, 3, 1},  {4, 512, 512, 3, 1},
+      {32, 8, 64, 3, 1}};
+  for (const Shape2d &shape : shapes) {
+    Gpu gpu;
+    const DType t = DType::f16;
+    int64_t pad = shape.kernel / 2, out = (shape.hw + 2 * pad - shape.kernel) / shape.stride + 1;
+    ConvCall call;
+    call.kind = ConvKind::forward;
+    call.params = params(shape.stride, pad);
+    call.x = {256, shape.hw, shape.hw, shape.cin};
+    call.w = {shape.cout, shape.kernel, shape.kernel, shape.cin};
+    call.y = {256, out, out, shape.cout};
+    call.xType = call.wType = call.yType = t;
+    ConvCall statsCall = call;
+    statsCall.kind = ConvKind::forward_stats;
+    const Shape ys{256, out, out, shape.cout};
+    DeviceTensor x = gpu.upload(Host({256, shape.hw, shape.hw, shape.cin}, t, 0.5f));
+    DeviceTensor w = gpu.upload(Host({shape.cout, shape.kernel, shape.kernel, shape.cin}, t, 0.01f));
+    DeviceTensor y = gpu.empty(ys, t);
+    DeviceTensor mean = gpu.empty({shape.cout}, DType::f32);
+    DeviceTensor invStd = gpu.empty({shape.cout}, DType::f32);
+    const size_t statsBytes = bnStatsWorkspaceBytes(y.shape);
+    void *statsWorkspace = gpu.allocate(statsBytes);
+    float *sums = static_cast<float *>(gpu.allocate(2 * size_t(shape.cout) * sizeof(float)));
+    ConvBuffers b;
+    b.x = x.data;
+    b.w = w.data;
+    b.y = y.data;
+    b.sum = sums;
+    b.sumSq = sums + shape.cout;
+    cudaStream_t stream = gpu.resources.stream;
+    double welfordMs = -1, genstatsMs = -1;
+    if (plain->prepare(call, gpu.resources).ok())
+      welfordMs = streamMs(stream, [&]() -> Status {
+        if (Status s = plain->run(call, b, gpu.resources); !s.ok())
+          return s;
+        return bnBatchStats(y, 1e-5, mean, invStd, stream, statsWorkspace, statsBytes);
+      });
+    if ((*fused)->prepare(statsCall, gpu.resources).ok() &&
+        (*fused)->statsFused(statsCall, gpu.resources))
+      genstatsMs = streamMs(stream, [&]() -> Status {
+        if (Status s = (*fused)->run(statsCall, b, gpu.resources); !s.ok())
+          return s;
+        return bnFinalizeStats(b.sum, b.sumSq, shape.cout, numel(ys) / shape.cout, 1e-5, mean,
+                               invStd, stream);
+      });
+    std::printf("x[256,%lld,%lld,%lld] %lldx%lld/%lld -> %lld: conv + Welford %s, conv + "
+                "genstats %s%s\n",
+                (long long)shape.hw, (long long)shape.hw, (long long)shape.cin,
+                (long long)shape.kernel, (long long)shape.kernel, (long long)shape.stride,
+                (long long)shape.cout, timeText(welfordMs).c_str(), timeText(genstatsMs).c_str(),
+                ratioText(welfordMs, genstatsMs).c_str());
   }
 }
 
