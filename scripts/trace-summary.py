@@ -16,8 +16,8 @@ args["cupti name"]) and prints, per training step:
   - with --kernels, the same per CUPTI kernel name (demangled by c++filt
     where it is installed), with its launch as CUPTI reports it (threads
     per block, registers per thread, shared bytes per block, local bytes
-    per thread: spills), what its occupancy follows from; the first launch's
-    where a kernel has several.
+    per thread: spills) and the resident blocks per SM that follow on
+    sm_90 (H100/H200 limits); the first launch's where a kernel has several.
 
 Usage: trace-summary.py TRACE.json --steps N [--kernels] [--json OUT]
 """
@@ -103,6 +103,9 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
                                 "registers": args["registers per thread"],
                                 "shared_bytes": args.get("shared bytes", 0),
                                 "local_bytes": args.get("local bytes per thread", 0)}
+            launches[kernel]["blocks_per_sm_sm90"] = blocks_per_sm(
+                launches[kernel]["threads"], launches[kernel]["registers"],
+                launches[kernel]["shared_bytes"])
     window = (max(e for _, e in spans) - min(s for s, _ in spans)) if spans else 0.0
     per = 1000.0 * steps  # us -> ms per step
     return {
@@ -119,6 +122,25 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
                     for k, v in sorted(by_kernel.items(), key=lambda kv: -kv[1][0])},
         "subgraphs": {k: v / per for k, v in sorted(by_subgraph.items(), key=lambda kv: -kv[1])},
     }
+
+
+# sm_90 (H100/H200) per-SM limits, for blocks_per_sm.
+SM90_REGISTERS, SM90_WARPS, SM90_BLOCKS = 65536, 64, 32
+SM90_SHARED_BYTES, SM90_SHARED_RESERVED_PER_BLOCK = 233472, 1024
+
+
+def blocks_per_sm(threads: int, registers: int, shared_bytes: int) -> int:
+    """Resident blocks per SM of a launch on sm_90, as the occupancy
+    calculator counts them: registers are allocated per warp in units of
+    256, shared memory per block with 1 KiB reserved."""
+    if threads <= 0:
+        return 0
+    warps = -(-threads // 32)
+    by_threads = SM90_WARPS // warps
+    per_warp = -(-max(registers, 1) * 32 // 256) * 256
+    by_registers = (SM90_REGISTERS // per_warp) // warps
+    by_shared = SM90_SHARED_BYTES // (shared_bytes + SM90_SHARED_RESERVED_PER_BLOCK)
+    return max(0, min(by_threads, by_registers, by_shared, SM90_BLOCKS))
 
 
 def readable(names: list[str]) -> list[str]:
@@ -156,12 +178,12 @@ def main() -> int:
         print(f"{k:<36} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}")
     if args.kernels:
         print("\nkernel                                                       ms/step  launches/step"
-              "  threads  regs  smem B  local B")
+              "  threads  regs  smem B  local B  blocks/SM")
         top = list(s["kernels"].items())[: args.top]
         for name, (_, v) in zip(readable([k for k, _ in top]), top):
             launch = v.get("launch")
             config = (f" {launch['threads']:8d} {launch['registers']:5d} {launch['shared_bytes']:7d}"
-                      f" {launch['local_bytes']:8d}") if launch else ""
+                      f" {launch['local_bytes']:8d} {launch['blocks_per_sm_sm90']:10d}") if launch else ""
             print(f"{name[:60]:<60} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}{config}")
     if args.json:
         with open(args.json, "w") as f:

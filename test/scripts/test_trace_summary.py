@@ -67,7 +67,8 @@ def test_kernels_carry_their_first_launch_configuration(tmp_path: Path):
     bn[1]["args"].update({"grid": [4, 1024, 1], "block": [16, 16, 1], "registers per thread": 99})
     s = ts.summarize(ts.gpu_events(t), steps=2)
     assert s["kernels"]["bn_kernel"]["launch"] == {"threads": 256, "registers": 66,
-                                                   "shared_bytes": 8192, "local_bytes": 0}
+                                                   "shared_bytes": 8192, "local_bytes": 0,
+                                                   "blocks_per_sm_sm90": 3}
     # Records without one (memcpy, older traces) have no launch entry.
     assert "launch" not in s["kernels"]["conv_kernel"]
     path = tmp_path / "trace.json"
@@ -75,7 +76,18 @@ def test_kernels_carry_their_first_launch_configuration(tmp_path: Path):
     run = subprocess.run([sys.executable, str(SCRIPT), str(path), "--steps", "2", "--kernels"],
                          capture_output=True, text=True, check=True)
     line = next(x for x in run.stdout.splitlines() if x.startswith("bn_kernel"))
-    assert line.split()[-4:] == ["256", "66", "8192", "0"]
+    assert line.split()[-5:] == ["256", "66", "8192", "0", "3"]
+
+
+def test_blocks_per_sm_follow_the_sm90_limits():
+    # The BN kernels of run K: 56 registers give 4 blocks of 256, 66 give 3.
+    assert ts.blocks_per_sm(256, 56, 0) == 4
+    assert ts.blocks_per_sm(256, 66, 0) == 3
+    assert ts.blocks_per_sm(256, 48, 8192) == 5
+    assert ts.blocks_per_sm(256, 32, 9216) == 8  # threads bound
+    assert ts.blocks_per_sm(64, 16, 0) == 32  # block-count bound
+    assert ts.blocks_per_sm(128, 32, 100 * 1024) == 2  # shared-memory bound
+    assert ts.blocks_per_sm(0, 32, 0) == 0
 
 
 def test_kernel_names_are_demangled_where_cxxfilt_is_installed():
