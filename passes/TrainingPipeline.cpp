@@ -152,8 +152,8 @@ void mlir::rn::registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "rn-training-pipeline",
       "Model -> scheduled training step: build-training, fuse-cbr, "
-      "recompute-relu-mask, pad-conv-channels, fold-gradient-adds, partition, bucket-all-reduce (data-parallel), group-updates, "
-      "group-elementwise, plan-memory, assign-streams, insert-barriers, "
-      "verify-schedule",
+      "recompute-relu-mask, pad-conv-channels, fold-gradient-adds, partition, "
+      "bucket-all-reduce (data-parallel), group-updates, group-elementwise, "
+      "plan-memory, assign-streams, insert-barriers, verify-schedule",
       buildPipeline);
 }

@@ -611,8 +611,8 @@ Status verifyCbr(const OpNodeSignature &node) {
 }
 
 /// Ten operands, and the ReLU mask's (relu_output or relu_beta) as an
-/// eleventh when the forward op applied the ReLU; results conv_output_grad, [input_grad], filter, gamma and beta
-/// gradients.
+/// eleventh when the forward op applied the ReLU; results conv_output_grad,
+/// [input_grad], filter, gamma and beta gradients.
 Status verifyCbrBackward(const OpNodeSignature &node) {
   Checker c(node);
   const size_t addend = hasInputGradAddend(node.attributes) ? 1 : 0;

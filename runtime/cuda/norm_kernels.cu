@@ -895,7 +895,8 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   check.activation("input", x).sameAs("output_grad", dy, x).sameAs("input_grad", dx, x);
   if (reluResult)
     check.sameAs("relu_result", *reluResult, x);
-  check.that(!reluResult || !reluBeta, "takes the ReLU mask from relu_result or relu_beta, not both");
+  check.that(!reluResult || !reluBeta,
+             "takes the ReLU mask from relu_result or relu_beta, not both");
   if (maskedOut)
     check.sameAs("shortcut_grad", *maskedOut, x);
   if (check.failed())
@@ -1122,15 +1123,15 @@ size_t bnBackwardWorkspaceBytes(const std::vector<int64_t> &xShape) {
 }
 
 Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult,
-                  const DeviceTensor *reluBeta, const DeviceTensor &x,
-                  const DeviceTensor &weight, const DeviceTensor &mean,
-                  const DeviceTensor &invStd, const DeviceTensor &weightGradAcc,
-                  const DeviceTensor &biasGradAcc, const DeviceTensor &dx,
-                  const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
-                  cudaStream_t stream, void *workspace, size_t workspaceBytes) {
-  return backwardChecked("bnBackward", dy, reluResult, reluBeta, x, weight, mean, invStd, weightGradAcc,
-                         biasGradAcc, dx, nullptr, weightGrad, biasGrad, stream, workspace,
-                         workspaceBytes);
+                  const DeviceTensor *reluBeta, const DeviceTensor &x, const DeviceTensor &weight,
+                  const DeviceTensor &mean, const DeviceTensor &invStd,
+                  const DeviceTensor &weightGradAcc, const DeviceTensor &biasGradAcc,
+                  const DeviceTensor &dx, const DeviceTensor &weightGrad,
+                  const DeviceTensor &biasGrad, cudaStream_t stream, void *workspace,
+                  size_t workspaceBytes) {
+  return backwardChecked("bnBackward", dy, reluResult, reluBeta, x, weight, mean, invStd,
+                         weightGradAcc, biasGradAcc, dx, nullptr, weightGrad, biasGrad, stream,
+                         workspace, workspaceBytes);
 }
 
 Status bnAddReluBackward(const DeviceTensor &dy, const DeviceTensor &reluResult,

@@ -668,9 +668,9 @@ Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
     const ReluMask mask = cbrBackwardReluMask(l.node.attributes, o.size());
     const DeviceTensor *reluOutput = mask == ReluMask::output ? &o[10] : nullptr;
     const DeviceTensor *reluBeta = mask == ReluMask::recomputed ? &o[10] : nullptr;
-    if (Status s = bnBackward(o[0], reluOutput, reluBeta, o[3], o[4], o[5], o[6], o[8], o[9], convOutGrad,
-                              r[dw + 1], r[dw + 2], l.stream.stream, l.stream.workspace,
-                              l.stream.workspaceBytes);
+    if (Status s = bnBackward(o[0], reluOutput, reluBeta, o[3], o[4], o[5], o[6], o[8], o[9],
+                              convOutGrad, r[dw + 1], r[dw + 2], l.stream.stream,
+                              l.stream.workspace, l.stream.workspaceBytes);
         !s.ok())
       return s.error();
     return bytes;

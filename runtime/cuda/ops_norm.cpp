@@ -111,8 +111,8 @@ Status launchBatchNormBackward(const OpLaunch &l) {
   RN_TRY_STATUS(expectArity(l, 7, 3));
   const auto &o = l.operands;
   const auto &r = l.results;
-  return named(l, bnBackward(o[0], nullptr, nullptr, o[1], o[2], o[3], o[4], o[5], o[6], r[0], r[1], r[2],
-                             l.stream.stream, l.stream.workspace, l.stream.workspaceBytes));
+  return named(l, bnBackward(o[0], nullptr, nullptr, o[1], o[2], o[3], o[4], o[5], o[6], r[0], r[1],
+                             r[2], l.stream.stream, l.stream.workspace, l.stream.workspaceBytes));
 }
 
 Status launchUpdateRunningStats(const OpLaunch &l) {

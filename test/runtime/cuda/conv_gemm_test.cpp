@@ -930,14 +930,22 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
   b.operands = {gpu.upload(dy),     gpu.upload(x),     gpu.upload(w),     gpu.upload(convOut),
                 gpu.upload(gamma),  gpu.upload(mean),  gpu.upload(invStd), gpu.upload(dwAcc),
                 gpu.upload(dgAcc),  gpu.upload(dbAcc), gpu.upload(y)};
-  b.results = {gpu.empty(ys, dtype), gpu.empty(xs, dtype), gpu.empty(ws, DType::f32),
-               gpu.empty({32}, DType::f32), gpu.empty({32}, DType::f32)};
+  // The backward's results, empty, and their check against the CPU's.
+  auto backwardResults = [&] {
+    return std::vector<DeviceTensor>{gpu.empty(ys, dtype), gpu.empty(xs, dtype),
+                                     gpu.empty(ws, DType::f32), gpu.empty({32}, DType::f32),
+                                     gpu.empty({32}, DType::f32)};
+  };
+  auto expectBackward = [&](const std::vector<DeviceTensor> &results) {
+    EXPECT_LE(relativeError(gpu.download(results[0]), convGrad.values), tol);
+    EXPECT_LE(relativeError(gpu.download(results[1]), dx.values), tol);
+    EXPECT_LE(relativeError(gpu.download(results[2]), dw.values), tol);
+    EXPECT_LE(relativeError(gpu.download(results[3]), dg.values), tol);
+    EXPECT_LE(relativeError(gpu.download(results[4]), db.values), tol);
+  };
+  b.results = backwardResults();
   ASSERT_OK(b.run(gpu, *conv, *gemm));
-  EXPECT_LE(relativeError(gpu.download(b.results[0]), convGrad.values), tol);
-  EXPECT_LE(relativeError(gpu.download(b.results[1]), dx.values), tol);
-  EXPECT_LE(relativeError(gpu.download(b.results[2]), dw.values), tol);
-  EXPECT_LE(relativeError(gpu.download(b.results[3]), dg.values), tol);
-  EXPECT_LE(relativeError(gpu.download(b.results[4]), db.values), tol);
+  expectBackward(b.results);
 
   // The same with the mask recomputed from the convolution output and beta
   // (relu_recompute): the CPU forward normalized in double, so only values
@@ -947,14 +955,9 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
   recomputed.node.attributes["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0};
   recomputed.operands = b.operands;
   recomputed.operands[10] = gpu.upload(beta);
-  recomputed.results = {gpu.empty(ys, dtype), gpu.empty(xs, dtype), gpu.empty(ws, DType::f32),
-                        gpu.empty({32}, DType::f32), gpu.empty({32}, DType::f32)};
+  recomputed.results = backwardResults();
   ASSERT_OK(recomputed.run(gpu, *conv, *gemm));
-  EXPECT_LE(relativeError(gpu.download(recomputed.results[0]), convGrad.values), tol);
-  EXPECT_LE(relativeError(gpu.download(recomputed.results[1]), dx.values), tol);
-  EXPECT_LE(relativeError(gpu.download(recomputed.results[2]), dw.values), tol);
-  EXPECT_LE(relativeError(gpu.download(recomputed.results[3]), dg.values), tol);
-  EXPECT_LE(relativeError(gpu.download(recomputed.results[4]), db.values), tol);
+  expectBackward(recomputed.results);
 
   // Inference, with running statistics.
   Host rm = randomHost({32}, DType::f32, rng), rv = randomHost({32}, DType::f32, rng, 0.5f, 2.0f);
@@ -1359,18 +1362,20 @@ TEST(Conv, GenstatsTimes) {
     Gpu gpu;
     const DType t = DType::f16;
     int64_t pad = shape.kernel / 2, out = (shape.hw + 2 * pad - shape.kernel) / shape.stride + 1;
+    const Shape xs{256, shape.hw, shape.hw, shape.cin};
+    const Shape ws{shape.cout, shape.kernel, shape.kernel, shape.cin};
+    const Shape ys{256, out, out, shape.cout};
     ConvCall call;
     call.kind = ConvKind::forward;
     call.params = params(shape.stride, pad);
-    call.x = {256, shape.hw, shape.hw, shape.cin};
-    call.w = {shape.cout, shape.kernel, shape.kernel, shape.cin};
-    call.y = {256, out, out, shape.cout};
+    call.x = arr(xs);
+    call.w = arr(ws);
+    call.y = arr(ys);
     call.xType = call.wType = call.yType = t;
     ConvCall statsCall = call;
     statsCall.kind = ConvKind::forward_stats;
-    const Shape ys{256, out, out, shape.cout};
-    DeviceTensor x = gpu.upload(Host({256, shape.hw, shape.hw, shape.cin}, t, 0.5f));
-    DeviceTensor w = gpu.upload(Host({shape.cout, shape.kernel, shape.kernel, shape.cin}, t, 0.01f));
+    DeviceTensor x = gpu.upload(Host(xs, t, 0.5f));
+    DeviceTensor w = gpu.upload(Host(ws, t, 0.01f));
     DeviceTensor y = gpu.empty(ys, t);
     DeviceTensor mean = gpu.empty({shape.cout}, DType::f32);
     DeviceTensor invStd = gpu.empty({shape.cout}, DType::f32);

@@ -342,9 +342,10 @@ TEST(NormKernelsTest, CbrMaskedBackwardMatchesCpu) {
     GpuTensor gdx = deviceTensor(c.shape, c.dtype), gwGrad = deviceTensor({C}, vectorType(c)),
               gbGrad = deviceTensor({C}, vectorType(c));
     ASSERT_LE(bnBackwardWorkspaceBytes(c.shape), kWorkspaceBytes);
-    Status s = bnBackward(gdy.view, &grelu.view, nullptr, gx.view, gw.view, gm.view, gs.view, gwAcc.view,
-                          gbAcc.view, gdx.view, gwGrad.view, gbGrad.view, stream.stream(),
-                          stream.resources().workspace, stream.resources().workspaceBytes);
+    Status s =
+        bnBackward(gdy.view, &grelu.view, nullptr, gx.view, gw.view, gm.view, gs.view, gwAcc.view,
+                   gbAcc.view, gdx.view, gwGrad.view, gbGrad.view, stream.stream(),
+                   stream.resources().workspace, stream.resources().workspaceBytes);
     ASSERT_TRUE(s.ok()) << s.error().message();
     stream.sync();
     EXPECT_CLOSE(gdx.view, dx, "input_grad");
@@ -639,8 +640,8 @@ TEST(NormKernelsTest, ResNetSizeBandwidth) {
         });
         // Reads dy, the ReLU result and x twice; writes dx.
         time("backward+relu", rows, vecBytes, 7.0 * bytes, [&] {
-          return bnBackward(dyv, &yv, nullptr, xv, w.view, m.view, s.view, wg.view, bg.view, dxv, wg.view,
-                            bg.view, r.stream, r.workspace, r.workspaceBytes);
+          return bnBackward(dyv, &yv, nullptr, xv, w.view, m.view, s.view, wg.view, bg.view, dxv,
+                            wg.view, bg.view, r.stream, r.workspace, r.workspaceBytes);
         });
         // The mask recomputed from x (relu_recompute): reads dy and x
         // twice; writes dx.
@@ -688,8 +689,8 @@ TEST(NormKernelsTest, RejectsBadOperands) {
   EXPECT_NE(s.error().message().find("batch_norm_train"), std::string::npos)
       << s.error().message();
   // Too little workspace is an error, not an overrun.
-  Status t = bnBackward(y.view, nullptr, nullptr, x.view, m.view, m.view, m.view, m.view, m.view, y.view,
-                        m.view, m.view, stream.stream(), stream.resources().workspace, 16);
+  Status t = bnBackward(y.view, nullptr, nullptr, x.view, m.view, m.view, m.view, m.view, m.view,
+                        y.view, m.view, m.view, stream.stream(), stream.resources().workspace, 16);
   EXPECT_FALSE(t.ok());
 }
 
