@@ -31,6 +31,12 @@
 //   In the step (cbr_forward, RN_CONV_GENSTATS=1) it paid on ResNet-50
 //   (-1.7%) and ResNet-18 bs1024 (-0.7%) and cost on ResNet-18 bs256
 //   (+1.6%) and VGG-11 bs256 (+5.0%): off until it is chosen per shape.
+// - backward_data_drelu_dbn_weight: dgrad, the dReLU of a BN output
+//   recomputed from the BN's input, and cuDNN's dbn_weight node, in the
+//   topology of NVIDIA's sample of the pattern (the mean is added).
+// - forward_scale_bias_relu_stats: the prologue above and genstats in one
+//   graph (NVIDIA's MLPerf pattern), its sums zeroed before every run like
+//   a fused forward_stats'; there is no columnSums fallback.
 //
 // Plan choice: the candidates of heuristics modes A and FALLBACK that pass
 // the filters (workspace, determinism, no TF32 for f32 unless allowed,
@@ -161,6 +167,15 @@ enum Uid : int64_t {
   uidScale,
   uidBias,
   uidResidual,
+  uidDbnMean,
+  uidDbnInvStd,
+  uidDbnScale,
+  uidDbnBias,
+  uidDbnDscale,
+  uidDbnDbias,
+  uidDbnEqScaleDy,
+  uidDbnEqScaleX,
+  uidDbnEqBias,
   uidCount
 };
 
@@ -183,6 +198,10 @@ const char *kindName(ConvKind kind) {
     return "backward_data_add";
   case ConvKind::backward_filter_scale_bias_relu:
     return "backward_filter_scale_bias_relu";
+  case ConvKind::forward_scale_bias_relu_stats:
+    return "forward_scale_bias_relu_stats";
+  case ConvKind::backward_data_drelu_dbn_weight:
+    return "backward_data_drelu_dbn_weight";
   }
   return "?";
 }
@@ -307,7 +326,10 @@ std::string describe(const ConvCall &call) {
     return "[" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "," + std::to_string(s[2]) +
            "," + std::to_string(s[3]) + "]";
   };
-  bool backward = call.kind == ConvKind::backward_data || isFilterGradient(call.kind);
+  bool backward = call.kind == ConvKind::backward_data ||
+                  call.kind == ConvKind::backward_data_add ||
+                  call.kind == ConvKind::backward_data_drelu_dbn_weight ||
+                  isFilterGradient(call.kind);
   const ConvParams &p = call.params;
   std::string s = std::string(kindName(call.kind)) + " x" + shape(call.x) + " w" + shape(call.w) +
                   (backward ? " dy" : " y") + shape(call.y) + " s" + std::to_string(p.strides[0]) +
@@ -473,24 +495,33 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
     entry.wgradBytes = alignUp(size_t(numelOf(call.w)) * elementSize(wgradType));
   };
 
+  // sum[c] and sum_sq[c] of y from genstats (f32).
+  auto genstats = [&](std::shared_ptr<fe::graph::Tensor_attributes> y) {
+    auto [sum, sumSq] = graph->genstats(
+        y, fe::graph::Genstats_attributes().set_name("stats").set_compute_data_type(
+               fe::DataType_t::FLOAT));
+    std::array<int64_t, 4> perChannel{1, 1, 1, call.y[3]};
+    output(sum, uidSum, perChannel, DType::f32);
+    output(sumSq, uidSumSq, perChannel, DType::f32);
+  };
+
   switch (call.kind) {
   case ConvKind::forward:
   case ConvKind::forward_stats: {
     auto y = fprop(tensor("x", uidX, call.x, call.xType));
     output(y, uidY, call.y, call.yType);
-    if (call.kind == ConvKind::forward_stats && fuseStats) {
-      auto [sum, sumSq] =
-          graph->genstats(y, fe::graph::Genstats_attributes().set_name("stats").set_compute_data_type(
-                                 fe::DataType_t::FLOAT));
-      std::array<int64_t, 4> perChannel{1, 1, 1, call.y[3]};
-      output(sum, uidSum, perChannel, DType::f32);
-      output(sumSq, uidSumSq, perChannel, DType::f32);
-    }
+    if (call.kind == ConvKind::forward_stats && fuseStats)
+      genstats(y);
     break;
   }
   case ConvKind::forward_scale_bias_relu:
-    output(fprop(scaleBiasRelu()), uidY, call.y, call.yType);
+  case ConvKind::forward_scale_bias_relu_stats: {
+    auto y = fprop(scaleBiasRelu());
+    output(y, uidY, call.y, call.yType);
+    if (call.kind == ConvKind::forward_scale_bias_relu_stats)
+      genstats(y);
     break;
+  }
   case ConvKind::backward_data:
     output(dgrad(), uidDx, call.x, call.xType);
     break;
@@ -500,6 +531,36 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
     auto residual = tensor("residual", uidResidual, call.x, call.xType);
     output(graph->pointwise(dx, residual, pointwise("residual_add", fe::PointwiseMode_t::ADD)),
            uidDx, call.x, call.xType);
+    break;
+  }
+  case ConvKind::backward_data_drelu_dbn_weight: {
+    auto g = dgrad();
+    g->set_dim(dimsOf(call.x)).set_stride(stridesOf(call.x));
+    auto x = tensor("x", uidX, call.x, call.xType);
+    std::array<int64_t, 4> perChannel{1, 1, 1, call.x[3]};
+    auto vector = [&](const char *name, Uid uid) {
+      return tensor(name, uid, perChannel, DType::f32);
+    };
+    auto mean = vector("mean", uidDbnMean), invStd = vector("inv_std", uidDbnInvStd),
+         scale = vector("scale", uidDbnScale);
+    // The BN's output recomputed from x for the ReLU mask, in the form of
+    // cuDNN's pattern (the engines match its shape).
+    auto centered = graph->pointwise(x, mean, pointwise("center", fe::PointwiseMode_t::ADD));
+    auto normalized =
+        graph->pointwise(centered, invStd, pointwise("normalize", fe::PointwiseMode_t::MUL));
+    auto scaled = graph->pointwise(normalized, scale, pointwise("scale", fe::PointwiseMode_t::MUL));
+    auto shifted = graph->pointwise(scaled, vector("bias", uidDbnBias),
+                                    pointwise("bias", fe::PointwiseMode_t::ADD));
+    auto masked = graph->pointwise(g, shifted, pointwise("drelu", fe::PointwiseMode_t::RELU_BWD));
+    output(masked, uidDx, call.x, call.xType);
+    auto [dscale, dbias, eqScaleDy, eqScaleX, eqBias] =
+        graph->dbn_weight(masked, x, mean, invStd, scale,
+                          fe::graph::DBN_weight_attributes().set_name("dbn_weight"));
+    output(dscale, uidDbnDscale, perChannel, DType::f32);
+    output(dbias, uidDbnDbias, perChannel, DType::f32);
+    output(eqScaleDy, uidDbnEqScaleDy, perChannel, DType::f32);
+    output(eqScaleX, uidDbnEqScaleX, perChannel, DType::f32);
+    output(eqBias, uidDbnEqBias, perChannel, DType::f32);
     break;
   }
   case ConvKind::backward_filter:
@@ -714,6 +775,17 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
     case uidBias:
       s = allocate(Uid(uid), size_t(call.x[3]) * elementSize(call.xType));
       break;
+    case uidDbnMean:
+    case uidDbnInvStd:
+    case uidDbnScale:
+    case uidDbnBias:
+    case uidDbnDscale:
+    case uidDbnDbias:
+    case uidDbnEqScaleDy:
+    case uidDbnEqScaleX:
+    case uidDbnEqBias:
+      s = allocate(Uid(uid), size_t(call.x[3]) * sizeof(float));
+      break;
     case uidDw:
       slots[uid] = stream.workspace; // the wgrad result lives there
       break;
@@ -881,6 +953,11 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
       }
       break;
     }
+    case ConvKind::forward_scale_bias_relu_stats:
+      entry = impl.build(call, stream, /*fuseStats=*/true, DType::f32);
+      if (entry.ok())
+        ++impl.genstatsGraphCount;
+      break;
     default:
       entry = impl.build(call, stream, false, DType::f32);
       break;
@@ -921,17 +998,27 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
   slots[uidScale] = const_cast<void *>(buffers.scale);
   slots[uidBias] = const_cast<void *>(buffers.bias);
   slots[uidResidual] = const_cast<void *>(buffers.residual);
+  const ConvBuffers::DbnWeight &dbn = buffers.dbn;
+  slots[uidDbnMean] = const_cast<float *>(dbn.mean);
+  slots[uidDbnInvStd] = const_cast<float *>(dbn.invStd);
+  slots[uidDbnScale] = const_cast<float *>(dbn.scale);
+  slots[uidDbnBias] = const_cast<float *>(dbn.bias);
+  slots[uidDbnDscale] = dbn.dscale;
+  slots[uidDbnDbias] = dbn.dbias;
+  slots[uidDbnEqScaleDy] = dbn.eqScaleDy;
+  slots[uidDbnEqScaleX] = dbn.eqScaleX;
+  slots[uidDbnEqBias] = dbn.eqBias;
   for (int64_t uid : entry.packUids)
     if (!slots[uid])
       return Error("conv " + describe(call) + ": a buffer its kind needs is null");
   if (isFilterGradient(call.kind) && (!buffers.dw || !buffers.dwAcc))
     return Error("conv " + describe(call) + ": dw and dwAcc must be given");
-  if (call.kind == ConvKind::forward_stats && (!buffers.sum || !buffers.sumSq))
+  if (givesOutputSums(call.kind) && (!buffers.sum || !buffers.sumSq))
     return Error("conv " + describe(call) + ": sum and sumSq must be given");
 
   // A fused genstats adds its sums into their buffers (see the file
   // comment): they start from zero on every execution.
-  if (call.kind == ConvKind::forward_stats && !entry.statsKernel) {
+  if (givesOutputSums(call.kind) && !entry.statsKernel) {
     // Adjacent sums (cbr_forward's layout) take one memset node, not two.
     const size_t sumBytes = size_t(call.y[3]) * sizeof(float);
     if (buffers.sumSq == buffers.sum + call.y[3]) {
@@ -960,7 +1047,7 @@ size_t ConvRunner::graphs() const { return impl_->graphCount; }
 size_t ConvRunner::genstatsGraphs() const { return impl_->genstatsGraphCount; }
 bool ConvRunner::triesGenstats() const { return impl_->triesGenstats(); }
 bool ConvRunner::statsFused(const ConvCall &call, const StreamResources &stream) const {
-  if (call.kind != ConvKind::forward_stats)
+  if (!givesOutputSums(call.kind))
     return false;
   auto it = impl_->entries.find(CallKey{call, stream.cudnn});
   return it != impl_->entries.end() && !it->second.statsKernel;

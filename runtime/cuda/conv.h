@@ -62,7 +62,33 @@ enum class ConvKind : uint8_t {
   /// over the plain filter gradient (on the H200: 1.06x to 1.84x at
   /// ResNet-50's bottleneck shapes, with an f16 wgrad result).
   backward_filter_scale_bias_relu,
+  /// y = conv(relu(x * scale + bias), w) with sum[c], sum_sq[c] of y from
+  /// cuDNN's genstats (f32): NVIDIA's MLPerf ResNet pattern whole, the BN
+  /// apply + ReLU as the prologue and the next BN's statistics as the
+  /// epilogue, so neither the activation nor a statistics pass touches
+  /// memory. cuDNN may give this graph a specialized engine that the
+  /// prologue alone does not get. No fallback: prepare fails with cuDNN's
+  /// message when it has no plan. No op uses it yet: Conv.NormConvTimes
+  /// measures it against the apply pass, plain forward and Welford pass it
+  /// would replace.
+  forward_scale_bias_relu_stats,
+  /// The backward of a BN + ReLU whose output a convolution read, from
+  /// that convolution's data gradient (NVIDIA's MLPerf dgrad + dReLU +
+  /// dBN-weight pattern): g = dgrad(dy, w) * (bn(x) > 0) with bn(x) =
+  /// ((x + mean) * invStd) * scale + bias recomputed from the BN's input x
+  /// (x's shape; `mean` enters as cuDNN's pattern adds it), g written to
+  /// dx, and cuDNN's dBN-weight reductions of g and x (ConvBuffers::dbn)
+  /// from the convolution's epilogue instead of a pass over g and x. No
+  /// op uses it yet: Conv.DgradDreluDbnTimes measures it against the plain
+  /// data gradient and the BN backward it would shorten.
+  backward_data_drelu_dbn_weight,
 };
+
+/// forward_stats and forward_scale_bias_relu_stats: the kinds that give
+/// the per-channel sums of y (ConvBuffers::sum, sumSq).
+inline bool givesOutputSums(ConvKind kind) {
+  return kind == ConvKind::forward_stats || kind == ConvKind::forward_scale_bias_relu_stats;
+}
 
 /// backward_filter and backward_filter_scale_bias_relu: the kinds whose
 /// result is dw = dwAcc + wgrad (dw of `gradType`).
@@ -93,19 +119,28 @@ struct ConvCall {
 
 /// The device buffers of one call (only those its kind uses).
 struct ConvBuffers {
-  const void *x = nullptr;     ///< forward*, backward_filter*
+  const void *x = nullptr;     ///< forward*, backward_filter*, backward_data_drelu_dbn_weight
   const void *w = nullptr;     ///< forward*, backward_data*
   void *y = nullptr;           ///< forward*
   const void *dy = nullptr;    ///< backward_*
   void *dx = nullptr;          ///< backward_data*
   void *dw = nullptr;          ///< backward_filter*
   const void *dwAcc = nullptr; ///< backward_filter*
-  float *sum = nullptr;        ///< forward_stats, [O]
-  float *sumSq = nullptr;      ///< forward_stats, [O]
-  /// forward_scale_bias_relu, backward_filter_scale_bias_relu: [C] of x's dtype
+  float *sum = nullptr;        ///< givesOutputSums kinds, [O]
+  float *sumSq = nullptr;      ///< givesOutputSums kinds, [O]
+  /// the scale_bias_relu kinds: [C] of x's dtype
   const void *scale = nullptr;
   const void *bias = nullptr;
   const void *residual = nullptr; ///< backward_data_add, x's shape and dtype
+  /// backward_data_drelu_dbn_weight: f32 [C] vectors of x's channels, the
+  /// BN's statistics and affine parameters in, cuDNN's dBN-weight results
+  /// out (dx = eqScaleDy * g + eqScaleX * x + eqBias is the BN's input
+  /// gradient by cuDNN's definition; dscale, dbias its parameters').
+  struct DbnWeight {
+    const float *mean = nullptr, *invStd = nullptr, *scale = nullptr, *bias = nullptr;
+    float *dscale = nullptr, *dbias = nullptr, *eqScaleDy = nullptr, *eqScaleX = nullptr,
+          *eqBias = nullptr;
+  } dbn;
 };
 
 class ConvRunner {
@@ -146,11 +181,13 @@ public:
   /// Runs `call` on `stream`; it must have been prepared.
   Status run(const ConvCall &call, const ConvBuffers &buffers, const StreamResources &stream);
 
-  /// forward_stats graphs built with genstats fused (Options::fuseGenstats).
+  /// Graphs built with genstats fused (forward_stats with
+  /// Options::fuseGenstats, forward_scale_bias_relu_stats).
   size_t genstatsGraphs() const;
   /// Whether forward_stats calls try the genstats graph (the option or
   /// RN_CONV_GENSTATS=1), and whether `call`, prepared on `stream`, got one
-  /// (false when cuDNN had none and its sums come from columnSums).
+  /// (false when cuDNN had none and its sums come from columnSums; always
+  /// true for a prepared forward_scale_bias_relu_stats).
   bool triesGenstats() const;
   bool statsFused(const ConvCall &call, const StreamResources &stream) const;
 

@@ -27,6 +27,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include "runtime/cuda/device_element.cuh"
@@ -35,8 +37,9 @@ namespace rn::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-/// Blocks a reduction pass aims for: about one full wave on an H100/H200.
-constexpr int64_t kTargetBlocks = 1024;
+/// Upper bound of NormKernelTuning's target blocks (a grid's y extent is
+/// at most 65535 chunks).
+constexpr int kMaxTargetBlocks = 65535;
 /// Upper bound of one partial array (chunks x channels floats).
 constexpr int64_t kMaxPartialBytes = int64_t(4) << 20;
 /// Sub-allocations of the workspace start on this boundary.
@@ -53,9 +56,11 @@ size_t alignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// The fixed decomposition of an [M, C] reduction into chunks of rows. It
-/// depends on the shape alone (not on the dtype or the device), so that
-/// the workspace size is known from the shape and results are reproducible.
+/// The fixed decomposition of an [M, C] reduction into chunks of rows for
+/// about `targetBlocks` blocks (a NormKernelTuning value). It depends on
+/// the shape and that value alone (not on the dtype or the device), so
+/// that the workspace size is known from the shape and results are
+/// reproducible.
 struct RowPlan {
   int64_t rows = 0;
   int64_t channels = 0;
@@ -63,7 +68,7 @@ struct RowPlan {
   int64_t rowsPerChunk = 0;
 };
 
-RowPlan rowPlanOf(const std::vector<int64_t> &shape) {
+RowPlan rowPlanOf(const std::vector<int64_t> &shape, int64_t targetBlocks) {
   RowPlan plan;
   if (shape.empty())
     return plan;
@@ -76,7 +81,7 @@ RowPlan rowPlanOf(const std::vector<int64_t> &shape) {
   plan.rows = total / plan.channels;
   // About 256 channels per block (16-bit data, 32 vectors of 8).
   int64_t channelTiles = ceilDiv(plan.channels, 256);
-  int64_t chunks = ceilDiv(kTargetBlocks, channelTiles);
+  int64_t chunks = ceilDiv(targetBlocks, channelTiles);
   chunks = std::min(chunks, ceilDiv(plan.rows, 32));
   chunks = std::min(chunks, std::max<int64_t>(1, kMaxPartialBytes / (8 * plan.channels)));
   chunks = std::max<int64_t>(chunks, 1);
@@ -812,8 +817,37 @@ template <typename Fn> void withVariant(DType type, int vec, int rows, Fn &&fn) 
   }
 }
 
+/// RN_BN_TARGET_BLOCKS: "N" or "STATS,APPLY,BACKWARD", the blocks each
+/// pass family aims for (an experiment knob for in-step A/B runs; the
+/// defaults are NormKernelTuning's). A malformed value is reported once
+/// and ignored.
+void applyTargetBlocksOverride(NormKernelTuning &t) {
+  const char *text = std::getenv("RN_BN_TARGET_BLOCKS");
+  if (!text || !*text)
+    return;
+  int v[3] = {0, 0, 0};
+  char extra = 0;
+  int parsed = std::sscanf(text, "%d,%d,%d%c", &v[0], &v[1], &v[2], &extra);
+  if (parsed == 1 && std::sscanf(text, "%d%c", &v[0], &extra) == 1)
+    v[1] = v[2] = v[0];
+  else if (parsed != 3)
+    v[0] = 0;
+  if (*std::min_element(v, v + 3) < 1 || *std::max_element(v, v + 3) > kMaxTargetBlocks) {
+    std::fprintf(stderr, "rn: ignoring RN_BN_TARGET_BLOCKS=%s (want N or N,N,N, 1..%d)\n", text,
+                 kMaxTargetBlocks);
+    return;
+  }
+  t.statsBlocks = v[0];
+  t.applyBlocks = v[1];
+  t.backwardBlocks = v[2];
+}
+
 NormKernelTuning &tuning() {
-  static NormKernelTuning t;
+  static NormKernelTuning t = [] {
+    NormKernelTuning initial;
+    applyTargetBlocksOverride(initial);
+    return initial;
+  }();
   return t;
 }
 
@@ -850,7 +884,7 @@ BackwardWorkspace backwardWorkspace(const RowPlan &plan, void *workspace) {
 Status applyChecked(const DeviceTensor &x, const DeviceTensor *shortcut,
                     const DeviceTensor &y, const ChannelAffine &affine, bool relu,
                     cudaStream_t stream) {
-  RowPlan plan = rowPlanOf(x.shape);
+  RowPlan plan = rowPlanOf(x.shape, tuning().applyBlocks);
   if (plan.chunks == 0)
     return Status::success();
   const void *shortcutData = shortcut ? shortcut->data : nullptr;
@@ -918,7 +952,7 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   if (check.failed())
     return check.error();
 
-  RowPlan plan = rowPlanOf(x.shape);
+  RowPlan plan = rowPlanOf(x.shape, tuning().backwardBlocks);
   if (plan.chunks == 0)
     return Status::success();
   BackwardWorkspace ws = backwardWorkspace(plan, workspace);
@@ -981,6 +1015,10 @@ Status setNormKernelTuning(const NormKernelTuning &t) {
     return Error("setNormKernelTuning: rows per iteration must be 1, 2 or 4");
   if (!bytesOk(t.statsVecBytes) || !bytesOk(t.applyVecBytes) || !bytesOk(t.backwardVecBytes))
     return Error("setNormKernelTuning: vector widths must be 4, 8 or 16 bytes");
+  auto blocksOk = [](int blocks) { return blocks >= 1 && blocks <= kMaxTargetBlocks; };
+  if (!blocksOk(t.statsBlocks) || !blocksOk(t.applyBlocks) || !blocksOk(t.backwardBlocks))
+    return Error("setNormKernelTuning: target blocks must be 1 to " +
+                 std::to_string(kMaxTargetBlocks));
   tuning() = t;
   return Status::success();
 }
@@ -1038,7 +1076,7 @@ Status bnFinalizeStats(const float *sum, const float *sumSq, int64_t channels, i
 }
 
 size_t bnStatsWorkspaceBytes(const std::vector<int64_t> &xShape) {
-  RowPlan plan = rowPlanOf(xShape);
+  RowPlan plan = rowPlanOf(xShape, tuning().statsBlocks);
   return plan.chunks == 0 ? 0 : 2 * partialBytes(plan);
 }
 
@@ -1058,7 +1096,7 @@ Status bnBatchStats(const DeviceTensor &x, double epsilon, const DeviceTensor &b
                 std::to_string(workspaceBytes));
   if (check.failed())
     return check.error();
-  RowPlan plan = rowPlanOf(x.shape);
+  RowPlan plan = rowPlanOf(x.shape, tuning().statsBlocks);
   if (plan.chunks == 0)
     return Status::success();
   StatsWorkspace ws = statsWorkspace(plan, workspace);
@@ -1118,7 +1156,7 @@ Status bnApplyAddRelu(const DeviceTensor &x, const DeviceTensor &weight, const D
 }
 
 size_t bnBackwardWorkspaceBytes(const std::vector<int64_t> &xShape) {
-  RowPlan plan = rowPlanOf(xShape);
+  RowPlan plan = rowPlanOf(xShape, tuning().backwardBlocks);
   return plan.chunks == 0 ? 0 : 2 * partialBytes(plan) + 2 * vectorBytes(plan);
 }
 

@@ -12,7 +12,8 @@
 // for a tile of channels (Welford for the statistics, plain sums for the
 // backward), writes its partials to the caller's workspace, and a second
 // kernel merges the chunks per channel in a fixed order. The chunking
-// depends on the shape alone, so the workspace size is known at prepare.
+// depends on the shape and NormKernelTuning alone, so the workspace size
+// is known at prepare.
 //
 // Everything is asynchronous on `stream`; nothing reads device memory on
 // the host, so every call can be captured into a CUDA graph.
@@ -43,6 +44,11 @@ namespace rn::cuda {
 /// One row per iteration wins everywhere: the registers of wider unrolls
 /// cost more occupancy than their loads in flight give back (the
 /// backward passes at 4 rows ran 30% slower at ResNet-50's sizes).
+/// The blocks each family's grid aims for (rows are chunked to about that
+/// many blocks; 1024 is about two waves at 4 blocks per SM on an H200)
+/// are measured the same way (NormKernelsTest.TargetBlocksBandwidth);
+/// RN_BN_TARGET_BLOCKS ("N" or "STATS,APPLY,BACKWARD") overrides the
+/// defaults at start-up for in-step A/B runs.
 struct NormKernelTuning {
   int statsRows = 1;
   int statsVecBytes = 8;
@@ -50,9 +56,12 @@ struct NormKernelTuning {
   int applyVecBytes = 16;
   int backwardRows = 1;
   int backwardVecBytes = 8;
+  int statsBlocks = 1024;
+  int applyBlocks = 1024;
+  int backwardBlocks = 1024;
 };
 NormKernelTuning normKernelTuning();
-/// Fails on a value outside the sets above.
+/// Fails on a value outside the sets above (target blocks: 1 to 65535).
 Status setNormKernelTuning(const NormKernelTuning &tuning);
 
 /// Resident blocks per SM of each pass's main kernel for storage type

@@ -168,41 +168,45 @@ std::vector<Case> cases() {
 
 DType vectorType(const Case &c) { return c.f32Vectors ? DType::f32 : c.dtype; }
 
+/// batch_norm_train and batch_norm of case `c` against the CPU.
+void expectTrainMatchesCpu(const Case &c, TestStream &stream, std::mt19937 &rng) {
+  SCOPED_TRACE(caseName(c));
+  const int64_t C = c.shape.back();
+  HostTensor x = activations(c.shape, c.dtype, rng);
+  HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
+  HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
+  HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
+  HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
+  HostTensor invStd = mean;
+  ASSERT_TRUE(cpu::batchNormTrain(x.view(), w.view(), b.view(), 1e-5, y.view(), mean.view(),
+                                  invStd.view())
+                  .ok());
+  GpuTensor gx = upload(x), gw = upload(w), gb = upload(b);
+  GpuTensor gy = deviceTensor(c.shape, c.dtype), gm = deviceTensor({C}, DType::f32),
+            gs = deviceTensor({C}, DType::f32);
+  Status s = runOp("batch_norm_train", {{"epsilon", 1e-5}}, {gx.view, gw.view, gb.view},
+                   {gy.view, gm.view, gs.view}, stream);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_CLOSE(gy.view, y, "result");
+  EXPECT_CLOSE(gm.view, mean, "batch_mean");
+  EXPECT_CLOSE(gs.view, invStd, "batch_inv_std");
+
+  // batch_norm (model level): the same result, statistics kept internally.
+  GpuTensor gy2 = deviceTensor(c.shape, c.dtype);
+  GpuTensor grm = upload(randomTensor({C}, vectorType(c), rng, -1, 1));
+  GpuTensor grv = upload(randomTensor({C}, vectorType(c), rng, 0.5, 2));
+  s = runOp("batch_norm", {{"epsilon", 1e-5}, {"momentum", 0.1}},
+            {gx.view, gw.view, gb.view, grm.view, grv.view}, {gy2.view}, stream);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_CLOSE(gy2.view, y, "batch_norm result");
+}
+
 TEST(NormKernelsTest, BatchNormTrainMatchesCpu) {
   RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   std::mt19937 rng(1);
-  for (const Case &c : cases()) {
-    SCOPED_TRACE(caseName(c));
-    const int64_t C = c.shape.back();
-    HostTensor x = activations(c.shape, c.dtype, rng);
-    HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
-    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
-    HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
-    HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
-    HostTensor invStd = mean;
-    ASSERT_TRUE(cpu::batchNormTrain(x.view(), w.view(), b.view(), 1e-5, y.view(), mean.view(),
-                                    invStd.view())
-                    .ok());
-    GpuTensor gx = upload(x), gw = upload(w), gb = upload(b);
-    GpuTensor gy = deviceTensor(c.shape, c.dtype), gm = deviceTensor({C}, DType::f32),
-              gs = deviceTensor({C}, DType::f32);
-    Status s = runOp("batch_norm_train", {{"epsilon", 1e-5}}, {gx.view, gw.view, gb.view},
-                     {gy.view, gm.view, gs.view}, stream);
-    ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_CLOSE(gy.view, y, "result");
-    EXPECT_CLOSE(gm.view, mean, "batch_mean");
-    EXPECT_CLOSE(gs.view, invStd, "batch_inv_std");
-
-    // batch_norm (model level): the same result, statistics kept internally.
-    GpuTensor gy2 = deviceTensor(c.shape, c.dtype);
-    GpuTensor grm = upload(randomTensor({C}, vectorType(c), rng, -1, 1));
-    GpuTensor grv = upload(randomTensor({C}, vectorType(c), rng, 0.5, 2));
-    s = runOp("batch_norm", {{"epsilon", 1e-5}, {"momentum", 0.1}},
-              {gx.view, gw.view, gb.view, grm.view, grv.view}, {gy2.view}, stream);
-    ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_CLOSE(gy2.view, y, "batch_norm result");
-  }
+  for (const Case &c : cases())
+    expectTrainMatchesCpu(c, stream, rng);
 }
 
 TEST(NormKernelsTest, StatisticsAreDeterministic) {
@@ -275,43 +279,76 @@ TEST(NormKernelsTest, BatchNormInferenceMatchesCpu) {
   }
 }
 
+/// batch_norm_backward of case `c` against the CPU, in place (the
+/// gradients are their accumulators).
+void expectBackwardMatchesCpuInPlace(const Case &c, TestStream &stream, std::mt19937 &rng) {
+  SCOPED_TRACE(caseName(c));
+  const int64_t C = c.shape.back();
+  HostTensor x = activations(c.shape, c.dtype, rng);
+  HostTensor dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
+  HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
+  HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
+  HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
+  HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
+  HostTensor invStd = mean;
+  ASSERT_TRUE(cpu::batchNormTrain(x.view(), w.view(), b.view(), 1e-5, y.view(), mean.view(),
+                                  invStd.view())
+                  .ok());
+  HostTensor wAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+  HostTensor bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+  HostTensor dx{std::vector<float>(x.values.size()), c.shape, c.dtype};
+  HostTensor wGrad = wAcc, bGrad = bAcc;
+  ASSERT_TRUE(cpu::batchNormBackward(dy.view(), x.view(), w.view(), mean.view(), invStd.view(),
+                                     wAcc.view(), bAcc.view(), dx.view(), wGrad.view(),
+                                     bGrad.view())
+                  .ok());
+  GpuTensor gdy = upload(dy), gx = upload(x), gw = upload(w), gm = upload(mean),
+            gs = upload(invStd), gwAcc = upload(wAcc), gbAcc = upload(bAcc);
+  GpuTensor gdx = deviceTensor(c.shape, c.dtype);
+  // In place: the gradients are their accumulators.
+  Status s = runOp("batch_norm_backward", nlohmann::json::object(),
+                   {gdy.view, gx.view, gw.view, gm.view, gs.view, gwAcc.view, gbAcc.view},
+                   {gdx.view, gwAcc.view, gbAcc.view}, stream);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_CLOSE(gdx.view, dx, "input_grad");
+  EXPECT_CLOSE(gwAcc.view, wGrad, "weight_grad");
+  EXPECT_CLOSE(gbAcc.view, bGrad, "bias_grad");
+}
+
 TEST(NormKernelsTest, BatchNormBackwardMatchesCpuInPlace) {
   RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
   std::mt19937 rng(4);
-  for (const Case &c : cases()) {
-    SCOPED_TRACE(caseName(c));
-    const int64_t C = c.shape.back();
-    HostTensor x = activations(c.shape, c.dtype, rng);
-    HostTensor dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
-    HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
-    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
-    HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
-    HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
-    HostTensor invStd = mean;
-    ASSERT_TRUE(cpu::batchNormTrain(x.view(), w.view(), b.view(), 1e-5, y.view(), mean.view(),
-                                    invStd.view())
-                    .ok());
-    HostTensor wAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
-    HostTensor bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
-    HostTensor dx{std::vector<float>(x.values.size()), c.shape, c.dtype};
-    HostTensor wGrad = wAcc, bGrad = bAcc;
-    ASSERT_TRUE(cpu::batchNormBackward(dy.view(), x.view(), w.view(), mean.view(), invStd.view(),
-                                       wAcc.view(), bAcc.view(), dx.view(), wGrad.view(),
-                                       bGrad.view())
-                    .ok());
-    GpuTensor gdy = upload(dy), gx = upload(x), gw = upload(w), gm = upload(mean),
-              gs = upload(invStd), gwAcc = upload(wAcc), gbAcc = upload(bAcc);
-    GpuTensor gdx = deviceTensor(c.shape, c.dtype);
-    // In place: the gradients are their accumulators.
-    Status s = runOp("batch_norm_backward", nlohmann::json::object(),
-                     {gdy.view, gx.view, gw.view, gm.view, gs.view, gwAcc.view, gbAcc.view},
-                     {gdx.view, gwAcc.view, gbAcc.view}, stream);
-    ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_CLOSE(gdx.view, dx, "input_grad");
-    EXPECT_CLOSE(gwAcc.view, wGrad, "weight_grad");
-    EXPECT_CLOSE(gbAcc.view, bGrad, "bias_grad");
+  for (const Case &c : cases())
+    expectBackwardMatchesCpuInPlace(c, stream, rng);
+}
+
+// Tests that other chunkings of the rows (NormKernelTuning's target
+// blocks: one chunk, an odd count, many) give the CPU's results too, as
+// RN_BN_TARGET_BLOCKS may set them, and that out-of-range targets are
+// rejected.
+TEST(NormKernelsTest, TargetBlocksKeepTheResults) {
+  RN_SKIP_WITHOUT_CUDA();
+  const NormKernelTuning defaults = normKernelTuning();
+  NormKernelTuning bad = defaults;
+  bad.applyBlocks = 0;
+  EXPECT_FALSE(setNormKernelTuning(bad).ok());
+  bad.applyBlocks = 65536;
+  EXPECT_FALSE(setNormKernelTuning(bad).ok());
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(5);
+  for (int blocks : {1, 37, 4096}) {
+    SCOPED_TRACE("target blocks " + std::to_string(blocks));
+    NormKernelTuning k = defaults;
+    k.statsBlocks = k.applyBlocks = k.backwardBlocks = blocks;
+    ASSERT_TRUE(setNormKernelTuning(k).ok());
+    for (const Case &c : {Case{{8, 28, 28, 256}, DType::f16, true},
+                          Case{{3, 9, 9, 1000}, DType::f32, false}}) {
+      expectTrainMatchesCpu(c, stream, rng);
+      expectBackwardMatchesCpuInPlace(c, stream, rng);
+    }
   }
+  ASSERT_TRUE(setNormKernelTuning(defaults).ok());
 }
 
 TEST(NormKernelsTest, CbrMaskedBackwardMatchesCpu) {
@@ -559,15 +596,18 @@ TEST(NormKernelsTest, UpdateRunningStatsInPlace) {
     }
 }
 
+/// A NormKernelTuning to time, and how the bench lines name it.
+struct TimedTuning {
+  std::string label;
+  NormKernelTuning tuning;
+};
+
 /// Effective bandwidth of each BN pass at the ResNet-18 (CIFAR) and
-/// ResNet-50 shapes of batch 256 (f16), for every NormKernelTuning choice
-/// of the pass: one line per (shape, pass, rows, vector bytes), so that the
-/// defaults can be picked by measurement (set RN_CUDA_BENCH=1 to run; no
-/// timing asserted).
-TEST(NormKernelsTest, ResNetSizeBandwidth) {
-  RN_SKIP_WITHOUT_CUDA();
-  if (!std::getenv("RN_CUDA_BENCH"))
-    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+/// ResNet-50 shapes of batch 256 (f16) under each of `tunings`: one line
+/// per (shape, pass, tuning), "bn-bench shape=... pass=... <label>: us,
+/// GB/s" (GB/s of the tensors the pass must move). Restores the tuning
+/// it found.
+void benchBnPasses(const std::vector<TimedTuning> &tunings) {
   const NormKernelTuning defaults = normKernelTuning();
   const std::vector<Shape> shapes = {{256, 32, 32, 64},   {256, 16, 16, 128}, {256, 8, 8, 256},
                                      {256, 4, 4, 512},    {256, 112, 112, 64}, {256, 56, 56, 64},
@@ -609,58 +649,90 @@ TEST(NormKernelsTest, ResNetSizeBandwidth) {
     ASSERT_TRUE(bnBatchStats(xv, 1e-5, m.view, s.view, r.stream, r.workspace, r.workspaceBytes).ok());
     std::string name = std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" +
                        std::to_string(shape[2]) + "x" + std::to_string(shape[3]);
-    auto time = [&](const char *pass, int rows, int vecBytes, double traffic, auto &&body) {
-      for (int i = 0; i < 2; ++i)
-        ASSERT_TRUE(body().ok());
-      const int reps = 10;
-      cudaEventRecord(start, r.stream);
-      for (int i = 0; i < reps; ++i)
-        ASSERT_TRUE(body().ok());
-      cudaEventRecord(stop, r.stream);
-      ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, start, stop);
-      double seconds = ms / 1e3 / reps;
-      std::printf("bn-bench shape=%s pass=%s rows=%d vec=%d: %.1f us, %.0f GB/s\n", name.c_str(),
-                  pass, rows, vecBytes, seconds * 1e6, traffic / seconds / 1e9);
-    };
-    for (int rows : {1, 2, 4})
-      for (int vecBytes : {8, 16}) {
-        NormKernelTuning k = defaults;
-        k.statsRows = k.applyRows = k.backwardRows = rows;
-        k.statsVecBytes = k.applyVecBytes = k.backwardVecBytes = vecBytes;
-        ASSERT_TRUE(setNormKernelTuning(k).ok());
-        time("stats", rows, vecBytes, double(bytes), [&] {
-          return bnBatchStats(xv, 1e-5, m.view, s.view, r.stream, r.workspace, r.workspaceBytes);
-        });
-        time("apply+relu", rows, vecBytes, 2.0 * bytes,
-             [&] { return bnApply(xv, w.view, w.view, m.view, s.view, true, yv, r.stream); });
-        time("apply+add+relu", rows, vecBytes, 3.0 * bytes, [&] {
-          return bnApplyAddRelu(xv, w.view, w.view, m.view, s.view, dyv, yv, r.stream);
-        });
-        // Reads dy, the ReLU result and x twice; writes dx.
-        time("backward+relu", rows, vecBytes, 7.0 * bytes, [&] {
-          return bnBackward(dyv, &yv, nullptr, xv, w.view, m.view, s.view, wg.view, bg.view, dxv,
-                            wg.view, bg.view, r.stream, r.workspace, r.workspaceBytes);
-        });
-        // The mask recomputed from x (relu_recompute): reads dy and x
-        // twice; writes dx.
-        time("backward+relu recomputed", rows, vecBytes, 5.0 * bytes, [&] {
-          return bnBackward(dyv, nullptr, &w.view, xv, w.view, m.view, s.view, wg.view, bg.view,
-                            dxv, wg.view, bg.view, r.stream, r.workspace, r.workspaceBytes);
-        });
-        // Reads dy, the ReLU result and x, writes the masked dy, reads it
-        // and x again, writes dx.
-        time("add+relu backward", rows, vecBytes, 7.0 * bytes, [&] {
-          return bnAddReluBackward(dyv, yv, xv, w.view, m.view, s.view, wg.view, bg.view, dxv,
-                                   maskedv, wg.view, bg.view, r.stream, r.workspace,
-                                   r.workspaceBytes);
-        });
-      }
+    for (const TimedTuning &timed : tunings) {
+      ASSERT_TRUE(setNormKernelTuning(timed.tuning).ok()) << timed.label;
+      auto time = [&](const char *pass, double traffic, auto &&body) {
+        for (int i = 0; i < 2; ++i)
+          ASSERT_TRUE(body().ok());
+        const int reps = 10;
+        cudaEventRecord(start, r.stream);
+        for (int i = 0; i < reps; ++i)
+          ASSERT_TRUE(body().ok());
+        cudaEventRecord(stop, r.stream);
+        ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, start, stop);
+        double seconds = ms / 1e3 / reps;
+        std::printf("bn-bench shape=%s pass=%s %s: %.1f us, %.0f GB/s\n", name.c_str(), pass,
+                    timed.label.c_str(), seconds * 1e6, traffic / seconds / 1e9);
+      };
+      time("stats", double(bytes), [&] {
+        return bnBatchStats(xv, 1e-5, m.view, s.view, r.stream, r.workspace, r.workspaceBytes);
+      });
+      time("apply+relu", 2.0 * bytes,
+           [&] { return bnApply(xv, w.view, w.view, m.view, s.view, true, yv, r.stream); });
+      time("apply+add+relu", 3.0 * bytes, [&] {
+        return bnApplyAddRelu(xv, w.view, w.view, m.view, s.view, dyv, yv, r.stream);
+      });
+      // Reads dy, the ReLU result and x twice; writes dx.
+      time("backward+relu", 7.0 * bytes, [&] {
+        return bnBackward(dyv, &yv, nullptr, xv, w.view, m.view, s.view, wg.view, bg.view, dxv,
+                          wg.view, bg.view, r.stream, r.workspace, r.workspaceBytes);
+      });
+      // The mask recomputed from x (relu_recompute): reads dy and x
+      // twice; writes dx.
+      time("backward+relu recomputed", 5.0 * bytes, [&] {
+        return bnBackward(dyv, nullptr, &w.view, xv, w.view, m.view, s.view, wg.view, bg.view,
+                          dxv, wg.view, bg.view, r.stream, r.workspace, r.workspaceBytes);
+      });
+      // Reads dy, the ReLU result and x, writes the masked dy, reads it
+      // and x again, writes dx.
+      time("add+relu backward", 7.0 * bytes, [&] {
+        return bnAddReluBackward(dyv, yv, xv, w.view, m.view, s.view, wg.view, bg.view, dxv,
+                                 maskedv, wg.view, bg.view, r.stream, r.workspace,
+                                 r.workspaceBytes);
+      });
+    }
   }
   ASSERT_TRUE(setNormKernelTuning(defaults).ok());
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+}
+
+/// Every rows-per-iteration and vector-width choice of NormKernelTuning
+/// (applied to all three pass families), so that the defaults can be
+/// picked by measurement (set RN_CUDA_BENCH=1 to run; no timing asserted).
+TEST(NormKernelsTest, ResNetSizeBandwidth) {
+  RN_SKIP_WITHOUT_CUDA();
+  if (!std::getenv("RN_CUDA_BENCH"))
+    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+  std::vector<TimedTuning> tunings;
+  for (int rows : {1, 2, 4})
+    for (int vecBytes : {8, 16}) {
+      NormKernelTuning k = normKernelTuning();
+      k.statsRows = k.applyRows = k.backwardRows = rows;
+      k.statsVecBytes = k.applyVecBytes = k.backwardVecBytes = vecBytes;
+      tunings.push_back({"rows=" + std::to_string(rows) + " vec=" + std::to_string(vecBytes), k});
+    }
+  benchBnPasses(tunings);
+}
+
+/// The blocks each pass family's grid aims for (NormKernelTuning's
+/// targets, all three families alike): the default 1024 is about two
+/// waves at 4 resident blocks per SM on an H200 but 1.55 at the backward
+/// statistics pass's 5, so the sweep takes whole waves at 4, 5 and 8
+/// blocks on 132 SMs too (set RN_CUDA_BENCH=1 to run; no timing asserted).
+TEST(NormKernelsTest, TargetBlocksBandwidth) {
+  RN_SKIP_WITHOUT_CUDA();
+  if (!std::getenv("RN_CUDA_BENCH"))
+    GTEST_SKIP() << "set RN_CUDA_BENCH=1 to measure";
+  std::vector<TimedTuning> tunings;
+  for (int blocks : {528, 660, 1024, 1056, 1320, 2112, 2640, 4224}) {
+    NormKernelTuning k = normKernelTuning();
+    k.statsBlocks = k.applyBlocks = k.backwardBlocks = blocks;
+    tunings.push_back({"blocks=" + std::to_string(blocks), k});
+  }
+  benchBnPasses(tunings);
 }
 
 // Tests that the f16 passes keep the blocks per SM of the build measured
