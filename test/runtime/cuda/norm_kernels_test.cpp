@@ -744,6 +744,9 @@ TEST(NormKernelsTest, KernelsKeepTheirOccupancy) {
   RN_SKIP_WITHOUT_CUDA();
   Result<NormKernelOccupancy> o = normKernelOccupancy(DType::f16);
   ASSERT_TRUE(o.ok()) << o.error().message();
+  std::printf("f16 blocks per SM: statsPartial %d, apply %d, backwardPartial %d, "
+              "backwardApply %d\n",
+              o->statsPartial, o->apply, o->backwardPartial, o->backwardApply);
   EXPECT_GE(o->statsPartial, 8);
   EXPECT_GE(o->apply, 4);
   EXPECT_GE(o->backwardPartial, 5);
