@@ -377,6 +377,10 @@ struct ConvRunner::Impl {
   size_t graphCount = 0;
   size_t genstatsGraphCount = 0;
   size_t timedPlanCount = 0;
+  /// setAutotuneScratch's memory, and what autotuning allocated instead.
+  char *autotuneScratch = nullptr;
+  size_t autotuneScratchBytes = 0;
+  size_t autotuneAllocated = 0;
   double seconds = 0;
   /// Sum of the chosen plans' times over every prepare call, and the calls
   /// whose time is unknown (autotuning off).
@@ -730,51 +734,28 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
   }
 
   // Time every candidate on buffers of the call's sizes (contents: a
-  // harmless constant; the values do not change which plan is fastest).
-  struct DeviceBuffers {
-    std::vector<void *> pointers;
-    ~DeviceBuffers() {
-      for (void *p : pointers)
-        cudaFree(p);
-    }
-  } buffers;
-  void *slots[uidCount] = {};
-  auto allocate = [&](Uid uid, size_t bytes) -> Status {
-    void *p = nullptr;
-    RN_CUDA_TRY(cudaMalloc(&p, std::max<size_t>(bytes, 256)));
-    buffers.pointers.push_back(p);
-    RN_CUDA_TRY(cudaMemsetAsync(p, 0x3c, std::max<size_t>(bytes, 256), stream.stream));
-    slots[uid] = p;
-    return Status::success();
-  };
+  // harmless constant; the values do not change which plan is fastest):
+  // carved from the autotuning scratch when they all fit, else allocated.
   auto bytesOf = [](const std::array<int64_t, 4> &s, DType t) {
     return size_t(numelOf(s)) * elementSize(t);
   };
-  for (int64_t uid : entry.packUids) {
-    Status s;
+  auto bufferBytes = [&](int64_t uid) -> size_t {
     switch (uid) {
     case uidX:
     case uidDx:
-      s = allocate(Uid(uid), bytesOf(call.x, call.xType));
-      break;
+    case uidResidual:
+      return bytesOf(call.x, call.xType);
     case uidW:
-      s = allocate(Uid(uid), bytesOf(call.w, call.wType));
-      break;
+      return bytesOf(call.w, call.wType);
     case uidY:
     case uidDy:
-      s = allocate(Uid(uid), bytesOf(call.y, call.yType));
-      break;
+      return bytesOf(call.y, call.yType);
     case uidSum:
     case uidSumSq:
-      s = allocate(Uid(uid), size_t(call.y[3]) * sizeof(float));
-      break;
-    case uidResidual:
-      s = allocate(Uid(uid), bytesOf(call.x, call.xType));
-      break;
+      return size_t(call.y[3]) * sizeof(float);
     case uidScale:
     case uidBias:
-      s = allocate(Uid(uid), size_t(call.x[3]) * elementSize(call.xType));
-      break;
+      return size_t(call.x[3]) * elementSize(call.xType);
     case uidDbnMean:
     case uidDbnInvStd:
     case uidDbnScale:
@@ -784,16 +765,42 @@ Result<int64_t> ConvRunner::Impl::choosePlan(const ConvCall &call, Entry &entry,
     case uidDbnEqScaleDy:
     case uidDbnEqScaleX:
     case uidDbnEqBias:
-      s = allocate(Uid(uid), size_t(call.x[3]) * sizeof(float));
-      break;
-    case uidDw:
-      slots[uid] = stream.workspace; // the wgrad result lives there
-      break;
+      return size_t(call.x[3]) * sizeof(float);
     default:
-      break;
+      return 0; // uidDw: the wgrad result lives in the stream's workspace
     }
-    if (!s.ok())
-      return s.error();
+  };
+  size_t needed = 0;
+  for (int64_t uid : entry.packUids)
+    if (uid != uidDw)
+      needed += alignUp(std::max<size_t>(bufferBytes(uid), 1));
+  const bool inScratch = needed <= autotuneScratchBytes;
+  struct DeviceBuffers {
+    std::vector<void *> pointers;
+    ~DeviceBuffers() {
+      for (void *p : pointers)
+        cudaFree(p);
+    }
+  } buffers;
+  void *slots[uidCount] = {};
+  size_t carved = 0;
+  for (int64_t uid : entry.packUids) {
+    if (uid == uidDw) {
+      slots[uid] = stream.workspace;
+      continue;
+    }
+    const size_t bytes = alignUp(std::max<size_t>(bufferBytes(uid), 1));
+    void *p = nullptr;
+    if (inScratch) {
+      p = autotuneScratch + carved;
+      carved += bytes;
+    } else {
+      RN_CUDA_TRY(cudaMalloc(&p, bytes));
+      buffers.pointers.push_back(p);
+      autotuneAllocated += bytes;
+    }
+    RN_CUDA_TRY(cudaMemsetAsync(p, 0x3c, bytes, stream.stream));
+    slots[uid] = p;
   }
 
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -1042,6 +1049,12 @@ Status ConvRunner::run(const ConvCall &call, const ConvBuffers &buffers,
                       stream.workspaceBytes, stream.stream);
   return Status::success();
 }
+
+void ConvRunner::setAutotuneScratch(void *base, size_t bytes) {
+  impl_->autotuneScratch = static_cast<char *>(base);
+  impl_->autotuneScratchBytes = base ? bytes : 0;
+}
+size_t ConvRunner::autotuneAllocatedBytes() const { return impl_->autotuneAllocated; }
 
 size_t ConvRunner::graphs() const { return impl_->graphCount; }
 size_t ConvRunner::genstatsGraphs() const { return impl_->genstatsGraphCount; }

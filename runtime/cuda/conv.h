@@ -178,6 +178,17 @@ public:
   /// an error names the call when cuDNN has no plan for it.
   Result<size_t> prepare(const ConvCall &call, const StreamResources &stream);
 
+  /// Device memory that autotuning may overwrite with its timing buffers
+  /// instead of allocating them: memory whose contents nothing needs until
+  /// the caller's first run (a program's activations before its first
+  /// step), so that a cold prepare peaks no higher than a warm one. A call
+  /// whose buffers do not fit allocates them as without it. Not owned;
+  /// (nullptr, 0) ends it.
+  void setAutotuneScratch(void *base, size_t bytes);
+  /// Device bytes autotuning has allocated for timing buffers so far (0
+  /// while every timed call fitted in the scratch).
+  size_t autotuneAllocatedBytes() const;
+
   /// Runs `call` on `stream`; it must have been prepared.
   Status run(const ConvCall &call, const ConvBuffers &buffers, const StreamResources &stream);
 

@@ -1035,6 +1035,56 @@ ConvCall f16Call(ConvKind kind, const ConvParams &p, const Shape &xShape, const 
   return call;
 }
 
+// Tests that autotuning times its candidates in the scratch it is given
+// (a program's activations before the first step) and allocates nothing,
+// that a call whose buffers do not fit allocates them as without one, and
+// that the plan chosen in the scratch runs on the call's own buffers.
+TEST(Conv, AutotuningTimesInTheScratchItIsGiven) {
+  RN_SKIP_WITHOUT_CUDA();
+  if (const char *v = std::getenv("RN_CONV_AUTOTUNE"); v && std::string(v) == "0")
+    GTEST_SKIP() << "RN_CONV_AUTOTUNE=0: no plan is timed";
+  Gpu gpu;
+  std::mt19937 rng(41);
+  const Shape xs{8, 16, 16, 32}, ws{32, 3, 3, 32};
+  const ConvCall call = f16Call(ConvKind::forward, params(1, 1), xs, ws, xs);
+  const size_t scratchBytes = size_t(4) << 20;
+  void *scratch = gpu.allocate(scratchBytes);
+  ASSERT_EQ(cudaMemset(scratch, 0, scratchBytes), cudaSuccess);
+
+  auto without = makeConv(/*autotune=*/true);
+  ASSERT_TRUE(without);
+  ASSERT_OK(without->prepare(call, gpu.resources));
+  EXPECT_GT(without->autotuneAllocatedBytes(), 0u);
+
+  auto tooSmall = makeConv(/*autotune=*/true);
+  ASSERT_TRUE(tooSmall);
+  tooSmall->setAutotuneScratch(scratch, 4096);
+  ASSERT_OK(tooSmall->prepare(call, gpu.resources));
+  EXPECT_GT(tooSmall->autotuneAllocatedBytes(), 0u);
+
+  auto within = makeConv(/*autotune=*/true);
+  ASSERT_TRUE(within);
+  within->setAutotuneScratch(scratch, scratchBytes);
+  ASSERT_OK(within->prepare(call, gpu.resources));
+  within->setAutotuneScratch(nullptr, 0);
+  EXPECT_EQ(within->autotuneAllocatedBytes(), 0u);
+  EXPECT_GE(within->plansTimed(), 1u);
+  uint8_t first = 0;
+  ASSERT_EQ(cudaMemcpy(&first, scratch, 1, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(first, 0x3c) << "the timing buffers were not carved from the scratch";
+
+  Host x = randomHost(xs, DType::f16, rng), w = randomHost(ws, DType::f16, rng);
+  Host want(xs, DType::f16);
+  ASSERT_TRUE(cpu::conv2d(x.view(), w.view(), nullptr, attrsOf(call.params), want.view()).ok());
+  DeviceTensor dX = gpu.upload(x), dW = gpu.upload(w), y = gpu.empty(xs, DType::f16);
+  ConvBuffers b;
+  b.x = dX.data;
+  b.w = dW.data;
+  b.y = y.data;
+  ASSERT_OK(within->run(call, b, gpu.resources));
+  EXPECT_LE(relativeError(gpu.download(y), want.values), tolerance(DType::f16));
+}
+
 /// relu(x * scale + bias) per channel (x's last dimension) with the
 /// rounding of the prologue kinds' cuDNN graphs: each step's result rounded
 /// to x's dtype.
