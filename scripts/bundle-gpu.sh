@@ -37,7 +37,22 @@ if [ ! -f "$gpu_build/build.ninja" ]; then
     -DPython3_EXECUTABLE="$(command -v python3)" >/dev/null
 fi
 rn_log "building the GPU runtime (rn-run, rn-cuda-tests, rn-runtime-tests)"
-ninja -C "$gpu_build" rn-run rn-cuda-tests
+# A source edited while its object compiles leaves the object newer than
+# the edit, which ninja then takes as current (run L's binaries carried a
+# stale norm_kernels.cu that way): sources newer than the build's start
+# are touched and built again until none is.
+build_start=$(mktemp)
+trap 'rm -f "$build_start"' EXIT
+for attempt in 1 2 3; do
+  touch "$build_start"
+  ninja -C "$gpu_build" rn-run rn-cuda-tests
+  edited=$(find "$RN_ROOT/runtime" "$RN_ROOT/tools" "$RN_ROOT/test/runtime" -type f \
+    \( -name '*.cpp' -o -name '*.cu' -o -name '*.h' -o -name '*.cuh' \) -newer "$build_start")
+  [ -z "$edited" ] && break
+  (( attempt == 3 )) && { rn_log "error: sources keep changing during the build: $edited"; exit 1; }
+  rn_log "sources edited during the build, building again: $(echo $edited)"
+  touch $edited
+done
 
 # pack_binaries: the binaries are mostly sm_90 kernel images and compress
 # well (35 MB -> a few); the run scripts unpack them on the GPU machine.
