@@ -1626,9 +1626,13 @@ TEST(Conv, GenstatsTimes) {
 /// Welford pass over its output (bnBatchStats), against
 /// forward_scale_bias_relu_stats then bnFinalizeStats, both autotuned, f16
 /// at batch 256, on ResNet-50's bottleneck shapes and ResNet-18 / VGG-11's
-/// CIFAR ones; also each convolution alone. The prologue alone had only
-/// one slow engine on the H200 (Conv.ScaleBiasReluPrologueTimes); this
-/// says whether the whole pattern gets a better one.
+/// CIFAR ones; also each convolution alone, and the filter gradients the
+/// backward would take (plain on the stored activation, against
+/// backward_filter_scale_bias_relu on x when the activation is not
+/// stored), so that the forward's saving is weighed against the backward's
+/// cost per shape. The prologue alone had only one slow engine on the H200
+/// (Conv.ScaleBiasReluPrologueTimes); run L found the whole pattern a fast
+/// one.
 TEST(Conv, NormConvTimes) {
   RN_SKIP_WITHOUT_CUDA();
   if (!std::getenv("RN_CUDA_BENCH"))
@@ -1689,11 +1693,23 @@ TEST(Conv, NormConvTimes) {
         return bnFinalizeStats(b.sum, b.sumSq, shape.cout, numel(ys) / shape.cout, 1e-5, mean,
                                invStd, stream);
       });
+    // The backward's side of the trade: without the stored activation the
+    // filter gradient takes the same prologue on x.
+    const double wgradMs = autotunedMs(*conv, benchCall(shape, ConvKind::backward_filter), gpu);
+    const double wgradPrologueMs = autotunedMs(
+        *conv, benchCall(shape, ConvKind::backward_filter_scale_bias_relu), gpu);
+    const bool all = unfusedMs >= 0 && fusedMs >= 0 && wgradMs >= 0 && wgradPrologueMs >= 0;
     std::printf("%s: apply + conv + Welford %s, prologue-conv-genstats + finalize %s%s; the "
-                "convolutions alone %s and %s%s\n",
+                "convolutions alone %s and %s%s; filter gradient %s, with the prologue %s; "
+                "forward + filter gradient %s against %s%s\n",
                 benchName(shape).c_str(), timeText(unfusedMs).c_str(), timeText(fusedMs).c_str(),
                 ratioText(unfusedMs, fusedMs).c_str(), timeText(plainConvMs).c_str(),
-                timeText(fusedConvMs).c_str(), ratioText(plainConvMs, fusedConvMs).c_str());
+                timeText(fusedConvMs).c_str(), ratioText(plainConvMs, fusedConvMs).c_str(),
+                timeText(wgradMs).c_str(), timeText(wgradPrologueMs).c_str(),
+                timeText(all ? unfusedMs + wgradMs : -1).c_str(),
+                timeText(all ? fusedMs + wgradPrologueMs : -1).c_str(),
+                ratioText(all ? unfusedMs + wgradMs : -1, all ? fusedMs + wgradPrologueMs : -1)
+                    .c_str());
   }
 }
 
