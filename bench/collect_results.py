@@ -22,7 +22,10 @@ in-process memory, "error", ...). RN's modes are "cuda-graph multi-stream",
 appended where it is not bf16 and "device batch" where the batch was not
 transferred every step. It prints a Markdown table per model and batch and
 RN's ratio to each peer, peer ms / RN ms, written "1.31x faster" above 1 as
-docs/benchmarks.md does.
+docs/benchmarks.md does, then one row per configuration: RN's default
+(cuda-graph multi-stream) time, its conv floor (the unfolded build's
+conv_floor_ms where that build ran), the fastest peer, and RN's and the
+peer's time over the floor.
 
 The GPU's name comes from --gpu, else from --gpu-file, else from a gpu.txt
 beside the first input file (nvidia-smi's output: `-L`, a
@@ -238,8 +241,64 @@ def scaling(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], float]
     return out
 
 
+RN_DEFAULT_MODE = "cuda-graph multi-stream"
+FLOOR_MODE = "cuda-graph multi-stream unfolded"
+"""The build whose conv_floor_ms is the convolutions alone (no fused epilogues)."""
+
+
+def summary_rows(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per model and batch (one GPU): RN's default time, its conv floor (the unfolded
+    build's where it ran, else the default build's), the fastest peer, and each over
+    the floor, as the issue's targets ask."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in results:
+        if int(r.get("gpus", 1)) == 1 and r.get("ms_per_step") is not None:
+            groups.setdefault((r["model"], r["batch"]), []).append(r)
+    rows = []
+    for (model, batch), group in groups.items():
+        by_mode = {r["mode"]: r for r in group if r["system"] == "rn"}
+        rn = by_mode.get(RN_DEFAULT_MODE)
+        peers = [r for r in group if r["system"] != "rn"]
+        if rn is None or not peers:
+            continue
+        best = min(peers, key=lambda r: r["ms_per_step"])
+        floor = next((r["conv_floor_ms"] for r in (by_mode.get(FLOOR_MODE), rn)
+                      if r is not None and r.get("conv_floor_ms")), None)
+        rows.append({
+            "model": model, "batch": batch, "rn_ms": rn["ms_per_step"], "floor_ms": floor,
+            "peer": _label(best), "peer_ms": best["ms_per_step"],
+            "rn_over_floor": rn["ms_per_step"] / floor if floor else None,
+            "peer_over_floor": best["ms_per_step"] / floor if floor else None,
+        })
+    return rows
+
+
+def summary_markdown(results: Sequence[dict[str, Any]]) -> str:
+    """summary_rows as one table ("" when no configuration has RN and a peer)."""
+    rows = summary_rows(results)
+    if not rows:
+        return ""
+    lines = ["### Per configuration: RN, its conv floor and the best peer",
+             "",
+             "| model | batch | RN | conv floor | RN / floor | best peer | peer / floor | "
+             "RN vs best peer |",
+             "|---|---:|---:|---:|---:|---|---:|---:|"]
+    for row in rows:
+        floor = row["floor_ms"]
+        floor_text = _ms(floor) if floor else "-"
+        rn_over = f"{row['rn_over_floor']:.2f}x" if floor else "-"
+        peer_over = f"{row['peer_over_floor']:.2f}x" if floor else "-"
+        lines.append(
+            f"| {MODEL_TITLES.get(row['model'], row['model'])} | {row['batch']} | "
+            f"{_ms(row['rn_ms'])} | {floor_text} | {rn_over} | "
+            f"{row['peer']} {_ms(row['peer_ms'])} | {peer_over} | "
+            f"{ratio_text(row['peer_ms'], row['rn_ms'])} |")
+    return "\n".join(lines)
+
+
 def markdown(results: Sequence[dict[str, Any]]) -> str:
-    """A table per model and batch, then RN's ratio to each peer where RN has a time."""
+    """A table per model and batch, then RN's ratio to each peer where RN has a time,
+    then the per-configuration summary."""
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for record in results:
         groups.setdefault((record["model"], record["batch"]), []).append(record)
@@ -286,6 +345,8 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
             lines += [f"| {_label(r)} | {r['images_per_s']} | {efficiency:.3f} |"
                       for r, efficiency in scaled]
             parts.append("\n".join(lines))
+    if summary := summary_markdown(results):
+        parts.append(summary)
     return "\n\n".join(parts) + "\n" if parts else "no runs\n"
 
 

@@ -155,3 +155,28 @@ def test_scaling_efficiency_pairs_a_multi_gpu_run_with_its_one_gpu_run():
     text = cr.markdown(results)
     assert "| RN cuda-graph multi-stream on 2 GPUs | 121600 | 0.950 |" in text
     assert "| PyTorch ddp on 2 GPUs | 46080 | 0.900 |" in text
+
+
+def test_summary_takes_the_unfolded_floor_and_the_fastest_peer():
+    unfolded = dict(RN_GRAPH, mode="cuda-graph multi-stream unfolded", ms_per_step=4.2,
+                    conv_floor_ms=2.0)
+    default = dict(RN_GRAPH, conv_floor_ms=2.1)
+    results = cr.collect([default, unfolded, RN_SINGLE, TORCH_EAGER, TORCH_GRAPH, JAX,
+                          TORCH_COMPILE], gpu="NVIDIA H200")
+    [row] = cr.summary_rows(results)
+    assert row["floor_ms"] == 2.0  # the unfolded build's, not the default's 2.1
+    assert (row["peer"], row["peer_ms"]) == ("JAX jit", 4.0)  # the timed peer that is fastest
+    assert row["rn_over_floor"] == pytest.approx(2.0) and row["peer_over_floor"] == 2.0
+    text = cr.markdown(results)
+    assert "| ResNet-18 (CIFAR) | 256 | 4.000 | 2.000 | 2.00x | JAX jit 4.000 | 2.00x | 1.00x |" \
+        in text
+
+
+def test_summary_without_a_floor_or_a_peer():
+    results = cr.collect([RN_GRAPH, TORCH_GRAPH], gpu=None)
+    [row] = cr.summary_rows(results)
+    assert row["floor_ms"] is None and row["rn_over_floor"] is None
+    assert "| ResNet-18 (CIFAR) | 256 | 4.000 | - | - | PyTorch graph 4.400 | - | 1.10x faster |" \
+        in cr.markdown(results)
+    assert cr.summary_rows(cr.collect([RN_GRAPH], gpu=None)) == []
+    assert "Per configuration" not in cr.markdown(cr.collect([RN_GRAPH], gpu=None))
