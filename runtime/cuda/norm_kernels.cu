@@ -819,8 +819,8 @@ template <typename Fn> void withVariant(DType type, int vec, int rows, Fn &&fn) 
 
 /// RN_BN_TARGET_BLOCKS: "N" or "STATS,APPLY,BACKWARD", the blocks each
 /// pass family aims for (an experiment knob for in-step A/B runs; the
-/// defaults are NormKernelTuning's). A malformed value is reported once
-/// and ignored.
+/// defaults are NormKernelTuning's), reported on stderr once; a malformed
+/// value is reported and ignored.
 void applyTargetBlocksOverride(NormKernelTuning &t) {
   const char *text = std::getenv("RN_BN_TARGET_BLOCKS");
   if (!text || !*text)
@@ -840,6 +840,9 @@ void applyTargetBlocksOverride(NormKernelTuning &t) {
   t.statsBlocks = v[0];
   t.applyBlocks = v[1];
   t.backwardBlocks = v[2];
+  // Said once, so that an A/B's log shows the knob took effect.
+  std::fprintf(stderr, "rn: BN passes aim for %d, %d, %d blocks (RN_BN_TARGET_BLOCKS)\n", v[0],
+               v[1], v[2]);
 }
 
 NormKernelTuning &tuning() {
