@@ -292,6 +292,20 @@ Status DeviceProgram::create() {
   return prepared;
 }
 
+std::string DeviceProgram::describePrepare() const {
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "%zu nodes prepared (%zu convolution graphs, %.2f s building and autotuning",
+                preparedNodes_, conv_->graphs(), conv_->prepareSeconds());
+  std::string out = text;
+  if (size_t bytes = conv_->autotuneAllocatedBytes()) {
+    std::snprintf(text, sizeof text, "; %.1f MiB of timing buffers allocated beside the arena",
+                  double(bytes) / double(1 << 20));
+    out += text;
+  }
+  return out + ")";
+}
+
 Status DeviceProgram::prepareNodes() {
   const Program &p = program();
   // The most any node (or part) on a stream needs: its workspace's size.

@@ -144,6 +144,11 @@ public:
   const PreparedSubgraph &subgraph(const Subgraph *sg) const { return subgraphs_.at(sg); }
   const ConvRunner &conv() const { return *conv_; }
   size_t preparedNodes() const { return preparedNodes_; }
+  /// "121 nodes prepared (47 convolution graphs, 1.15 s building and
+  /// autotuning)", with the bytes autotuning allocated for its timing
+  /// buffers where it could not use the activations: the load summaries'
+  /// middle part.
+  std::string describePrepare() const;
   /// The conv floor of one training step: the autotuned cuDNN times of
   /// train_step's convolutions (each measured alone, layer by layer, at
   /// load or taken from the plan cache), summed; < 0 when some plan was not

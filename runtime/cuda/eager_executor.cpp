@@ -28,12 +28,9 @@ EagerExecutor::~EagerExecutor() = default;
 std::string EagerExecutor::loadSummary() const {
   const DeviceProgram &dp = *device_;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "cuda-eager on %s: %s, %zu nodes prepared "
-                "(%zu convolution graphs, %.2f s building and autotuning), load %.2f s",
+  std::snprintf(line, sizeof line, "cuda-eager on %s: %s, %s, load %.2f s",
                 dp.context().deviceName().c_str(), dp.context().describeArena().c_str(),
-                dp.preparedNodes(), dp.conv().graphs(),
-                dp.conv().prepareSeconds(), dp.loadSeconds());
+                dp.describePrepare().c_str(), dp.loadSeconds());
   return line;
 }
 

@@ -390,12 +390,10 @@ std::string GraphExecutor::loadSummary() const {
   std::string out;
   char line[512];
   std::snprintf(line, sizeof line,
-                "cuda-graph on %s: %s, %zu nodes prepared (%zu "
-                "convolution graphs, %.2f s building and autotuning), %zu graphs with %zu "
-                "nodes captured in %.2f s, load %.2f s",
+                "cuda-graph on %s: %s, %s, %zu graphs with %zu nodes captured in %.2f s, "
+                "load %.2f s",
                 dp.context().deviceName().c_str(), dp.context().describeArena().c_str(),
-                dp.preparedNodes(), dp.conv().graphs(),
-                dp.conv().prepareSeconds(), im.graphCount, im.graphNodes, im.captureSeconds,
+                dp.describePrepare().c_str(), im.graphCount, im.graphNodes, im.captureSeconds,
                 im.loadSeconds);
   out += line;
   for (const Region &r : p.arena.regions) {

@@ -262,6 +262,24 @@ TEST(CudaGraphExecutor, OverflowedStepIsSkippedAndTrainingGoesOn) {
     EXPECT_LE(relativeError(*(*gpu)->readState(name), *cpu->readState(name)), 2e-2) << name;
 }
 
+// Tests that a cold load (autotuning, no plan cache) times its convolution
+// plans in the arena's activations and allocates no timing buffers beside
+// the arena (the load summary would name them), and that the program then
+// trains as the CPU does: no step reads what the timing left there.
+TEST(CudaGraphExecutor, ColdLoadTimesPlansInTheActivations) {
+  SKIP_WITHOUT_GPU();
+  {
+    cuda::GraphExecutor::Options options;
+    options.autotune = true;
+    auto gpu = cuda::GraphExecutor::create(test_inputs::load("cbr.rnx"), options);
+    ASSERT_TRUE(gpu.ok()) << gpu.error().message();
+    const std::string summary = (*gpu)->loadSummary();
+    EXPECT_NE(summary.find("convolution graphs"), std::string::npos) << summary;
+    EXPECT_EQ(summary.find("timing buffers allocated"), std::string::npos) << summary;
+  }
+  compareWithCpu("cbr.rnx", 3, 2e-2);
+}
+
 // Tests that a call failing inside a capture is reported with the captured
 // subgraph and leaves no stream capturing: a new executor loads and trains.
 TEST(CudaGraphExecutor, FailureDuringCaptureIsReportedAndRecoverable) {
