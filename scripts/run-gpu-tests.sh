@@ -331,7 +331,7 @@ if has sanitizer; then
       wait "${pids[k]}"
       rc=$?
       log=$out/memcheck-kernels.$k.log
-      say "memcheck kernel tests, shard $k of $shards: exit $rc; $(grep -cE '^\[       OK \]' "$log") passed, $(grep -cE '^\[  FAILED  \] [A-Za-z]' "$log") failed; $(grep -E 'ERROR SUMMARY' "$log" | tail -1)"
+      say "memcheck kernel tests, shard $k of $shards: exit $rc; $(grep -cE '^\[       OK \]' "$log") passed, $(grep -cE '^\[  FAILED  \] [A-Za-z].* \([0-9]+ ms\)$' "$log") failed; $(grep -E 'ERROR SUMMARY' "$log" | tail -1)"
     done
     compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/rn-run" "$models/cnn.rnx" \
       --synthetic --steps 2 --executor cuda-eager > "$out/memcheck-cnn.log" 2>&1
