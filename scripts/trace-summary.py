@@ -99,13 +99,13 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
         by_kernel[kernel][1] += 1
         if kernel not in launches and "registers per thread" in args:
             block = args.get("block", [0, 0, 0])
-            launches[kernel] = {"threads": block[0] * block[1] * block[2],
-                                "registers": args["registers per thread"],
-                                "shared_bytes": args.get("shared bytes", 0),
-                                "local_bytes": args.get("local bytes per thread", 0)}
-            launches[kernel]["blocks_per_sm_sm90"] = blocks_per_sm(
-                launches[kernel]["threads"], launches[kernel]["registers"],
-                launches[kernel]["shared_bytes"])
+            threads = block[0] * block[1] * block[2]
+            registers = args["registers per thread"]
+            shared = args.get("shared bytes", 0)
+            launches[kernel] = {"threads": threads, "registers": registers,
+                                "shared_bytes": shared,
+                                "local_bytes": args.get("local bytes per thread", 0),
+                                "blocks_per_sm_sm90": blocks_per_sm(threads, registers, shared)}
     window = (max(e for _, e in spans) - min(s for s, _ in spans)) if spans else 0.0
     per = 1000.0 * steps  # us -> ms per step
     return {

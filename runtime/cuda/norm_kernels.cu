@@ -817,6 +817,20 @@ template <typename Fn> void withVariant(DType type, int vec, int rows, Fn &&fn) 
   }
 }
 
+/// The first value of `t` outside NormKernelTuning's sets, as an error.
+Status checkTuning(const NormKernelTuning &t) {
+  auto rowsOk = [](int rows) { return rows == 1 || rows == 2 || rows == 4; };
+  auto bytesOk = [](int bytes) { return bytes == 4 || bytes == 8 || bytes == 16; };
+  auto blocksOk = [](int blocks) { return blocks >= 1 && blocks <= kMaxTargetBlocks; };
+  if (!rowsOk(t.statsRows) || !rowsOk(t.applyRows) || !rowsOk(t.backwardRows))
+    return Error("rows per iteration must be 1, 2 or 4");
+  if (!bytesOk(t.statsVecBytes) || !bytesOk(t.applyVecBytes) || !bytesOk(t.backwardVecBytes))
+    return Error("vector widths must be 4, 8 or 16 bytes");
+  if (!blocksOk(t.statsBlocks) || !blocksOk(t.applyBlocks) || !blocksOk(t.backwardBlocks))
+    return Error("target blocks must be 1 to " + std::to_string(kMaxTargetBlocks));
+  return Status::success();
+}
+
 /// RN_BN_TARGET_BLOCKS: "N" or "STATS,APPLY,BACKWARD", the blocks each
 /// pass family aims for (an experiment knob for in-step A/B runs; the
 /// defaults are NormKernelTuning's), reported on stderr once; a malformed
@@ -825,24 +839,24 @@ void applyTargetBlocksOverride(NormKernelTuning &t) {
   const char *text = std::getenv("RN_BN_TARGET_BLOCKS");
   if (!text || !*text)
     return;
-  int v[3] = {0, 0, 0};
+  NormKernelTuning wanted = t;
   char extra = 0;
-  int parsed = std::sscanf(text, "%d,%d,%d%c", &v[0], &v[1], &v[2], &extra);
-  if (parsed == 1 && std::sscanf(text, "%d%c", &v[0], &extra) == 1)
-    v[1] = v[2] = v[0];
-  else if (parsed != 3)
-    v[0] = 0;
-  if (*std::min_element(v, v + 3) < 1 || *std::max_element(v, v + 3) > kMaxTargetBlocks) {
-    std::fprintf(stderr, "rn: ignoring RN_BN_TARGET_BLOCKS=%s (want N or N,N,N, 1..%d)\n", text,
-                 kMaxTargetBlocks);
+  const int three = std::sscanf(text, "%d,%d,%d%c", &wanted.statsBlocks, &wanted.applyBlocks,
+                                &wanted.backwardBlocks, &extra);
+  if (three != 3) {
+    if (std::sscanf(text, "%d%c", &wanted.statsBlocks, &extra) != 1)
+      wanted.statsBlocks = 0; // neither form: out of range below
+    wanted.applyBlocks = wanted.backwardBlocks = wanted.statsBlocks;
+  }
+  if (Status s = checkTuning(wanted); !s.ok()) {
+    std::fprintf(stderr, "rn: ignoring RN_BN_TARGET_BLOCKS=%s (want N or N,N,N: %s)\n", text,
+                 s.error().message().c_str());
     return;
   }
-  t.statsBlocks = v[0];
-  t.applyBlocks = v[1];
-  t.backwardBlocks = v[2];
+  t = wanted;
   // Said once, so that an A/B's log shows the knob took effect.
-  std::fprintf(stderr, "rn: BN passes aim for %d, %d, %d blocks (RN_BN_TARGET_BLOCKS)\n", v[0],
-               v[1], v[2]);
+  std::fprintf(stderr, "rn: BN passes aim for %d, %d, %d blocks (RN_BN_TARGET_BLOCKS)\n",
+               t.statsBlocks, t.applyBlocks, t.backwardBlocks);
 }
 
 NormKernelTuning &tuning() {
@@ -1012,16 +1026,8 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
 NormKernelTuning normKernelTuning() { return tuning(); }
 
 Status setNormKernelTuning(const NormKernelTuning &t) {
-  auto rowsOk = [](int rows) { return rows == 1 || rows == 2 || rows == 4; };
-  auto bytesOk = [](int bytes) { return bytes == 4 || bytes == 8 || bytes == 16; };
-  if (!rowsOk(t.statsRows) || !rowsOk(t.applyRows) || !rowsOk(t.backwardRows))
-    return Error("setNormKernelTuning: rows per iteration must be 1, 2 or 4");
-  if (!bytesOk(t.statsVecBytes) || !bytesOk(t.applyVecBytes) || !bytesOk(t.backwardVecBytes))
-    return Error("setNormKernelTuning: vector widths must be 4, 8 or 16 bytes");
-  auto blocksOk = [](int blocks) { return blocks >= 1 && blocks <= kMaxTargetBlocks; };
-  if (!blocksOk(t.statsBlocks) || !blocksOk(t.applyBlocks) || !blocksOk(t.backwardBlocks))
-    return Error("setNormKernelTuning: target blocks must be 1 to " +
-                 std::to_string(kMaxTargetBlocks));
+  if (Status s = checkTuning(t); !s.ok())
+    return Error("setNormKernelTuning: " + s.error().message());
   tuning() = t;
   return Status::success();
 }

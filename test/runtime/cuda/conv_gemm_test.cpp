@@ -1100,6 +1100,46 @@ Host scaleBiasReluOnTheCpu(const Host &x, const Host &scale, const Host &bias) {
   return activated;
 }
 
+/// A forward prologue kind's case at one of kFusionShapes: random f16 x, w
+/// and per-channel scale and bias on the device, an output y, and the CPU's
+/// convolution of the prologue rounded as the graph declares it.
+struct ForwardPrologueCase {
+  ConvCall call;
+  Host want;
+  DeviceTensor x, w, scale, bias, y;
+  /// The call's buffers but the sums.
+  ConvBuffers buffers() const {
+    ConvBuffers b;
+    b.x = x.data;
+    b.w = w.data;
+    b.y = y.data;
+    b.scale = scale.data;
+    b.bias = bias.data;
+    return b;
+  }
+};
+
+ForwardPrologueCase forwardPrologueCase(Gpu &gpu, ConvKind kind, const FusionShape &f,
+                                        std::mt19937 &rng) {
+  const cpu::Conv2dAttrs attrs = attrsOf(f.params);
+  Shape yShape;
+  EXPECT_TRUE(cpu::conv2dOutputShape(f.x, f.w, attrs, yShape).ok());
+  Host x = randomHost(f.x, DType::f16, rng), w = randomHost(f.w, DType::f16, rng);
+  Host scale = randomHost({f.x[3]}, DType::f16, rng, 0.5f, 1.5f);
+  Host bias = randomHost({f.x[3]}, DType::f16, rng, -0.5f, 0.5f);
+  Host want(yShape, DType::f16);
+  EXPECT_TRUE(cpu::conv2d(scaleBiasReluOnTheCpu(x, scale, bias).view(), w.view(), nullptr, attrs,
+                          want.view())
+                  .ok());
+  return ForwardPrologueCase{f16Call(kind, f.params, f.x, f.w, yShape),
+                             std::move(want),
+                             gpu.upload(x),
+                             gpu.upload(w),
+                             gpu.upload(scale),
+                             gpu.upload(bias),
+                             gpu.empty(yShape, DType::f16)};
+}
+
 // The prologue kind computes conv(relu(x * scale + bias), w): against the
 // CPU's convolution of the prologue rounded to f16 after each step, as the
 // graph declares it, at kFusionShapes.
@@ -1109,31 +1149,14 @@ TEST(Conv, ScaleBiasReluPrologueMatchesTheCpu) {
   auto conv = makeConv();
   ASSERT_TRUE(conv);
   std::mt19937 rng(21);
-  for (const auto &[xShape, wShape, p] : kFusionShapes) {
-    cpu::Conv2dAttrs attrs = attrsOf(p);
-    Shape yShape;
-    ASSERT_TRUE(cpu::conv2dOutputShape(xShape, wShape, attrs, yShape).ok());
-    Host x = randomHost(xShape, DType::f16, rng), w = randomHost(wShape, DType::f16, rng);
-    Host scale = randomHost({xShape[3]}, DType::f16, rng, 0.5f, 1.5f);
-    Host bias = randomHost({xShape[3]}, DType::f16, rng, -0.5f, 0.5f);
-    Host activated = scaleBiasReluOnTheCpu(x, scale, bias);
-    ConvCall call = f16Call(ConvKind::forward_scale_bias_relu, p, xShape, wShape, yShape);
-    Result<size_t> prepared = conv->prepare(call, gpu.resources);
-    ASSERT_TRUE(prepared.ok()) << describe(call) << ": " << prepared.error().message();
-    DeviceTensor dX = gpu.upload(x), dW = gpu.upload(w), dScale = gpu.upload(scale),
-                 dBias = gpu.upload(bias), y = gpu.empty(yShape, DType::f16);
-    ConvBuffers b;
-    b.x = dX.data;
-    b.w = dW.data;
-    b.y = y.data;
-    b.scale = dScale.data;
-    b.bias = dBias.data;
-    ASSERT_OK(conv->run(call, b, gpu.resources));
-    Host want(yShape, DType::f16);
-    ASSERT_TRUE(cpu::conv2d(activated.view(), w.view(), nullptr, attrs, want.view()).ok());
+  for (const FusionShape &f : kFusionShapes) {
+    ForwardPrologueCase c = forwardPrologueCase(gpu, ConvKind::forward_scale_bias_relu, f, rng);
+    Result<size_t> prepared = conv->prepare(c.call, gpu.resources);
+    ASSERT_TRUE(prepared.ok()) << describe(c.call) << ": " << prepared.error().message();
+    ASSERT_OK(conv->run(c.call, c.buffers(), gpu.resources));
     // f16 bound: y's own rounding (2^-11); a skipped prologue rounding is 1 ulp of one input.
-    EXPECT_LE(relativeError(gpu.download(y), want.values), tolerance(DType::f16))
-        << describe(call);
+    EXPECT_LE(relativeError(gpu.download(c.y), c.want.values), tolerance(DType::f16))
+        << describe(c.call);
   }
 }
 
@@ -1148,40 +1171,24 @@ TEST(Conv, ScaleBiasReluGenstatsMatchesTheCpu) {
   auto conv = makeConv();
   ASSERT_TRUE(conv);
   std::mt19937 rng(29);
-  for (const auto &[xShape, wShape, p] : kFusionShapes) {
-    cpu::Conv2dAttrs attrs = attrsOf(p);
-    Shape yShape;
-    ASSERT_TRUE(cpu::conv2dOutputShape(xShape, wShape, attrs, yShape).ok());
-    Host x = randomHost(xShape, DType::f16, rng), w = randomHost(wShape, DType::f16, rng);
-    Host scale = randomHost({xShape[3]}, DType::f16, rng, 0.5f, 1.5f);
-    Host bias = randomHost({xShape[3]}, DType::f16, rng, -0.5f, 0.5f);
-    ConvCall call = f16Call(ConvKind::forward_scale_bias_relu_stats, p, xShape, wShape, yShape);
-    Result<size_t> prepared = conv->prepare(call, gpu.resources);
+  for (const FusionShape &f : kFusionShapes) {
+    ForwardPrologueCase c =
+        forwardPrologueCase(gpu, ConvKind::forward_scale_bias_relu_stats, f, rng);
+    Result<size_t> prepared = conv->prepare(c.call, gpu.resources);
     if (!prepared.ok())
       GTEST_SKIP() << "no plan: " << prepared.error().message();
-    EXPECT_TRUE(conv->statsFused(call, gpu.resources));
-    const int64_t channels = yShape[3];
-    DeviceTensor dX = gpu.upload(x), dW = gpu.upload(w), dScale = gpu.upload(scale),
-                 dBias = gpu.upload(bias), y = gpu.empty(yShape, DType::f16);
+    EXPECT_TRUE(conv->statsFused(c.call, gpu.resources));
+    const int64_t channels = c.call.y[3];
     DeviceTensor sum = gpu.upload(Host({channels}, DType::f32, 1000.f));
     DeviceTensor sumSq = gpu.upload(Host({channels}, DType::f32, 1000.f));
-    ConvBuffers b;
-    b.x = dX.data;
-    b.w = dW.data;
-    b.y = y.data;
-    b.scale = dScale.data;
-    b.bias = dBias.data;
+    ConvBuffers b = c.buffers();
     b.sum = static_cast<float *>(sum.data);
     b.sumSq = static_cast<float *>(sumSq.data);
-    Host want(yShape, DType::f16);
-    ASSERT_TRUE(cpu::conv2d(scaleBiasReluOnTheCpu(x, scale, bias).view(), w.view(), nullptr,
-                            attrs, want.view())
-                    .ok());
     for (int run = 0; run < 2; ++run) {
-      SCOPED_TRACE(describe(call) + ", run " + std::to_string(run));
-      ASSERT_OK(conv->run(call, b, gpu.resources));
-      std::vector<float> got = gpu.download(y);
-      EXPECT_LE(relativeError(got, want.values), tolerance(DType::f16));
+      SCOPED_TRACE(describe(c.call) + ", run " + std::to_string(run));
+      ASSERT_OK(conv->run(c.call, b, gpu.resources));
+      std::vector<float> got = gpu.download(c.y);
+      EXPECT_LE(relativeError(got, c.want.values), tolerance(DType::f16));
       expectSumsOfOutput(got, gpu.download(sum), gpu.download(sumSq), channels, 2e-3, 1e-3);
     }
   }
