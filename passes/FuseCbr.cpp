@@ -354,6 +354,7 @@ bool FunctionFuser::fuseCbr(BatchNormTrainOp bn) {
       builder, chain->loc, bn.getResult().getType(), conv.getType(),
       bn.getBatchMean().getType(), bn.getBatchInvStd().getType(),
       conv.getInput(), conv.getFilter(), bn.getWeight(), bn.getBias(),
+      /*prologue_scale=*/Value(), /*prologue_bias=*/Value(),
       conv.getStridesAttr(), conv.getPaddingAttr(), conv.getDilationAttr(),
       conv.getGroupsAttr(), bn.getEpsilonAttr(),
       chain->relu ? builder.getUnitAttr() : UnitAttr());
@@ -481,10 +482,11 @@ void FunctionFuser::fuseCbrBackward(CbrForwardOp forward) {
       forward.getBatchMean(), forward.getBatchInvStd(),
       convBackward.getFilterGradAcc(), bnBackward.getWeightGradAcc(),
       bnBackward.getBiasGradAcc(), reluOutput, /*relu_beta=*/Value(),
-      /*input_grad_addend=*/Value(),
-      forward.getStridesAttr(),
+      /*input_scale=*/Value(), /*input_bias=*/Value(),
+      /*input_grad_addend=*/Value(), forward.getStridesAttr(),
       forward.getPaddingAttr(), forward.getDilationAttr(),
-      forward.getGroupsAttr(), inputGrad ? builder.getUnitAttr() : UnitAttr());
+      forward.getGroupsAttr(), inputGrad ? builder.getUnitAttr() : UnitAttr(),
+      /*prologue_mask=*/UnitAttr());
   for (auto [index, result] : llvm::enumerate(fused->getResults()))
     replacements[index].second = result;
   replaceChain(ops, replacements);

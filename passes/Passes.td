@@ -325,6 +325,77 @@ def RecomputeReluMask : Pass<"rn-recompute-relu-mask", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::rn::RNDialect"];
 }
 
+def FuseBnPrologue : Pass<"rn-fuse-bn-prologue", "::mlir::ModuleOp"> {
+  let summary = "Move a CBR's batch norm apply + ReLU into the prologue of the convolutions that read it";
+  let description = [{
+    A `rn.cbr_forward` with `relu` normalizes and rectifies its
+    convolution's output in a pass of its own, writes the result, and the
+    next convolutions read it. cuDNN can apply the per-channel scale and
+    bias and the ReLU as the next convolution's prologue instead
+    (`ConvKind::forward_scale_bias_relu_stats`, and
+    `backward_filter_scale_bias_relu` for its filter gradient), so the
+    activation is never stored. This pass rewrites, in program order, every
+    `rn.cbr_forward` P with `relu` and f16 activations (cuDNN's prologue
+    engines take f16 scale and bias) whose ReLU result is read only as
+
+    - the `input` of `rn.cbr_forward` ops R without a prologue and with one
+      group (at least one),
+    - the `input` of the `rn.cbr_backward` of such an R (same filter and
+      convolution attributes, no `input_prologue` yet), and
+    - the `relu_output` of P's own `rn.cbr_backward` (same conv_output,
+      gamma and statistics),
+
+    into `rn.conv_bn_stats` (the convolution and its statistics, with P's
+    own prologue if it has one) and `rn.bn_scale_bias` (the apply's scale
+    and bias in f16, right after it). Each R takes P's conv_output with
+    `prologue %scale, %bias`, each backward of an R `input_prologue %scale,
+    %bias` (its filter gradient reads the prologue's output), and P's
+    backward recomputes its mask from P's beta in the prologue's rounding
+    (`relu_recompute %beta prologue_mask`; one that rn-recompute-relu-mask
+    already gave `relu_recompute %beta` gains `prologue_mask`). Since R is
+    visited after P, an R with a prologue may become a conv_bn_stats in
+    turn: chains of CBRs compose. Any other reader of the ReLU result (an
+    add, a pool, a plain conv2d, a grouped convolution, a function result)
+    keeps P as it is, with a remark saying why, as do f32 and bf16 CBRs.
+    `@eval_step` has no cbr_forward and is left alone. Runs after
+    rn-fold-gradient-adds and before rn-partition.
+
+    Before (f16):
+    ```mlir
+    %y1, %c1, %m1, %s1 = rn.cbr_forward %x, %w1, %g1, %b1 stride .. relu : ...
+    %y2, %c2, %m2, %s2 = rn.cbr_forward %y1, %w2, %g2, %b2 stride .. relu : ...
+    ...
+    %dc2, %gr2:4 = rn.cbr_backward %dy2, %y1, %w2, %c2, %g2, %m2, %s2, ..
+        relu_recompute %b2 stride .. input_grad : ...
+    %dc1, %gr1:4 = rn.cbr_backward %gr2#0, %x, %w1, %c1, %g1, %m1, %s1, ..
+        relu_recompute %b1 stride .. input_grad : ...
+    ```
+    After:
+    ```mlir
+    %c1, %m1, %s1 = rn.conv_bn_stats %x, %w1 stride .. eps .. : ...
+    %scale, %bias = rn.bn_scale_bias %m1, %s1, %g1, %b1
+        : (...) -> (tensor<64xf16>, tensor<64xf16>)
+    %y2, %c2, %m2, %s2 = rn.cbr_forward %c1, %w2, %g2, %b2
+        prologue %scale, %bias stride .. relu : ...
+    ...
+    %dc2, %gr2:4 = rn.cbr_backward %dy2, %c1, %w2, %c2, %g2, %m2, %s2, ..
+        relu_recompute %b2 input_prologue %scale, %bias stride .. input_grad : ...
+    %dc1, %gr1:4 = rn.cbr_backward %gr2#0, %x, %w1, %c1, %g1, %m1, %s1, ..
+        relu_recompute %b1 prologue_mask stride .. input_grad : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numFused", "num-fused",
+              "cbr_forward ops rewritten into conv_bn_stats + bn_scale_bias">,
+    Statistic<"numReaders", "num-readers",
+              "cbr_forward ops given a prologue">,
+    Statistic<"numKept", "num-kept",
+              "cbr_forward ops with relu kept (a reader that takes no "
+              "prologue, or activations other than f16)">,
+  ];
+  let dependentDialects = ["::mlir::rn::RNDialect"];
+}
+
 def Partition : Pass<"rn-partition", "::mlir::ModuleOp"> {
   let summary = "Cut the train and eval steps into subgraphs and write the step schedules";
   let description = [{

@@ -28,6 +28,9 @@ static constexpr PolicyEntry kPolicy[] = {
     {"linear", StreamKind::comp1},
     {"cbr_forward", StreamKind::comp1},
     {"cbr_inference", StreamKind::comp1},
+    {"conv_bn_stats", StreamKind::comp1},
+    // Tiny, but read by the next convolution's prologue: on its stream.
+    {"bn_scale_bias", StreamKind::comp1},
     {"softmax_cross_entropy", StreamKind::comp1},
     {"softmax_cross_entropy_backward", StreamKind::comp1},
     // Reductions.

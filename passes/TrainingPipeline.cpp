@@ -2,10 +2,12 @@
 //
 // Everything between the model and the capture program, in order:
 // rn-build-training, rn-fuse-cbr, rn-recompute-relu-mask,
-// rn-pad-conv-channels, rn-fold-gradient-adds, rn-partition, (rn-bucket-all-reduce,)
-// rn-group-updates, rn-group-elementwise, rn-plan-memory,
-// rn-assign-streams, rn-insert-barriers, rn-verify-schedule: the bucketing
-// only with data-parallel, the others unless an option turns them off.
+// rn-pad-conv-channels, rn-fold-gradient-adds, (rn-fuse-bn-prologue,)
+// rn-partition, (rn-bucket-all-reduce,) rn-group-updates,
+// rn-group-elementwise, rn-plan-memory, rn-assign-streams,
+// rn-insert-barriers, rn-verify-schedule: the BN prologue only with
+// fuse-bn-prologue, the bucketing only with data-parallel, the others
+// unless an option turns them off.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +78,12 @@ struct TrainingPipelineOptions
                      "keeps the adds of strided junctions, whose cuDNN "
                      "dgrad-with-addend plans cost more than the add)"),
       llvm::cl::init(1)};
+  Option<bool> fuseBnPrologue{
+      *this, "fuse-bn-prologue",
+      llvm::cl::desc("move f16 CBRs' batch norm apply + ReLU into the "
+                     "prologue of the convolutions that read them "
+                     "(rn-fuse-bn-prologue)"),
+      llvm::cl::init(false)};
   Option<bool> groupUpdates{
       *this, "group-updates",
       llvm::cl::desc("merge the per-parameter SGD and AdamW updates into "
@@ -127,6 +135,8 @@ static void buildPipeline(OpPassManager &pm,
   if (options.foldGradientAdds)
     pm.addPass(createFoldGradientAdds(
         FoldGradientAddsOptions{options.foldGradientAddsMaxStride}));
+  if (options.fuseBnPrologue)
+    pm.addPass(createFuseBnPrologue());
   pm.addPass(createPartition());
   if (options.dataParallel && options.allReduceBucketBytes > 0) {
     BucketAllReduceOptions buckets;
@@ -152,7 +162,8 @@ void mlir::rn::registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "rn-training-pipeline",
       "Model -> scheduled training step: build-training, fuse-cbr, "
-      "recompute-relu-mask, pad-conv-channels, fold-gradient-adds, partition, "
+      "recompute-relu-mask, pad-conv-channels, fold-gradient-adds, "
+      "fuse-bn-prologue (off by default), partition, "
       "bucket-all-reduce (data-parallel), group-updates, group-elementwise, "
       "plan-memory, assign-streams, insert-barriers, verify-schedule",
       buildPipeline);

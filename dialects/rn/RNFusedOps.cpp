@@ -3,7 +3,9 @@
 // A fused op obeys the shape rules of the ops it replaces: the convolution
 // part is checked with inferConv2d, the batch normalization part with
 // verifyBatchNormOperands against the convolution's output, and every
-// result against the type its unfused counterpart would have.
+// result against the type its unfused counterpart would have. A
+// convolution's input prologue (the previous layer's apply + ReLU) takes
+// one scale and one bias per input channel, in the input's type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +49,33 @@ static FailureOr<RankedTensorType> inferCbrConvolution(const ShapeDiagnostics &d
                      op.getDilation(), op.getGroups());
 }
 
+/// The scale-bias-ReLU prologue of a convolution's input (`scaleName` and
+/// `biasName`, both or neither): each [C_in] of the input's element type,
+/// with one group.
+static LogicalResult verifyPrologue(const ShapeDiagnostics &diag,
+                                    StringRef scaleName, Value scale,
+                                    StringRef biasName, Value bias,
+                                    RankedTensorType input, int64_t groups) {
+  if (!scale && !bias)
+    return success();
+  if (!scale || !bias)
+    return diag.fail("takes ", scaleName, " and ", biasName,
+                     " together, got only ", scale ? scaleName : biasName);
+  if (groups != 1)
+    return diag.fail("takes an input prologue only with groups 1, got ",
+                     groups);
+  int64_t channels = input.getShape().back();
+  for (auto [what, value] : {std::pair{scaleName, scale}, {biasName, bias}}) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getRank() != 1 || type.getDimSize(0) != channels)
+      return diag.fail(what, " must be [", channels,
+                       "] (one per input channel), got ", type);
+    if (failed(diag.requireSameElementType(what, type, "input", input)))
+      return failure();
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // CBR
 //===----------------------------------------------------------------------===//
@@ -54,7 +83,10 @@ static FailureOr<RankedTensorType> inferCbrConvolution(const ShapeDiagnostics &d
 LogicalResult CbrForwardOp::verify() {
   ShapeDiagnostics diag(*this);
   FailureOr<RankedTensorType> output = inferCbrConvolution(diag, *this);
-  if (failed(output))
+  if (failed(output) ||
+      failed(verifyPrologue(diag, "prologue_scale", getPrologueScale(),
+                            "prologue_bias", getPrologueBias(),
+                            getInput().getType(), getGroups())))
     return failure();
   NamedType vectors[] = {{"gamma", getGamma().getType()},
                          {"beta", getBeta().getType()}};
@@ -81,6 +113,13 @@ LogicalResult CbrBackwardOp::verify() {
   if (getReluOutput() && getReluBeta())
     return diag.fail("takes the ReLU mask from relu_output or from relu_beta, "
                      "not both");
+  if (getPrologueMask() && !getReluBeta())
+    return diag.fail("takes prologue_mask only with relu_recompute (the mask "
+                     "recomputed from relu_beta)");
+  if (failed(verifyPrologue(diag, "input_scale", getInputScale(), "input_bias",
+                            getInputBias(), getInput().getType(),
+                            getGroups())))
+    return failure();
   SmallVector<NamedType> vectors = {
       {"gamma", getGamma().getType()},
       {"gamma_grad_acc", getGammaGradAcc().getType()},
@@ -190,6 +229,46 @@ LogicalResult BnAddReluInferenceOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// BN apply as a prologue
+//===----------------------------------------------------------------------===//
+
+LogicalResult BnScaleBiasOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType mean = getBatchMean().getType();
+  if (mean.getRank() != 1)
+    return diag.fail("batch_mean must be [C] (rank 1), got ", mean);
+  int64_t channels = mean.getDimSize(0);
+  NamedType vectors[] = {{"batch_inv_std", getBatchInvStd().getType()},
+                         {"gamma", getGamma().getType()},
+                         {"beta", getBeta().getType()},
+                         {"scale", getScale().getType()},
+                         {"bias", getBias().getType()}};
+  for (auto [what, type] : vectors) {
+    auto vector = cast<RankedTensorType>(type);
+    if (vector.getRank() != 1 || vector.getDimSize(0) != channels)
+      return diag.fail(what, " must be [", channels,
+                       "] (one per channel, as batch_mean), got ", type);
+  }
+  return diag.requireType("bias", getBias().getType(), getScale().getType());
+}
+
+LogicalResult ConvBnStatsOp::verify() {
+  ShapeDiagnostics diag(*this);
+  FailureOr<RankedTensorType> output = inferCbrConvolution(diag, *this);
+  if (failed(output) ||
+      failed(verifyPrologue(diag, "prologue_scale", getPrologueScale(),
+                            "prologue_bias", getPrologueBias(),
+                            getInput().getType(), getGroups())) ||
+      failed(verifyBatchNormAttributes(diag, getEpsilon().convertToDouble(),
+                                       std::nullopt)) ||
+      failed(diag.requireType("conv_output", getConvOutput().getType(),
+                              *output)))
+    return failure();
+  return verifySavedStatistics(diag, *output, getBatchMean(),
+                               getBatchInvStd());
+}
+
+//===----------------------------------------------------------------------===//
 // InPlaceOpInterface: accumulated gradients update their accumulators
 //===----------------------------------------------------------------------===//
 
@@ -234,9 +313,13 @@ SmallVector<ForkPart> CbrBackwardOp::getForkParts() {
   if (Value beta = getReluBeta())
     bnGrad.reads.push_back(beta);
   parts.push_back(std::move(bnGrad));
-  parts.push_back({"weight_grad",
-                   {getConvOutputGrad(), getInput(), getFilterGradAcc()},
-                   {getFilterGradResult()}});
+  ForkPart weightGrad{"weight_grad",
+                      {getConvOutputGrad(), getInput(), getFilterGradAcc()},
+                      {getFilterGradResult()}};
+  // With an input prologue, dW reads P(input), made from scale and bias.
+  if (Value scale = getInputScale())
+    weightGrad.reads.append({scale, getInputBias()});
+  parts.push_back(std::move(weightGrad));
   if (Value inputGrad = getInputGradResult()) {
     ForkPart part{"input_grad", {getConvOutputGrad(), getFilter()}, {inputGrad}};
     if (Value addend = getInputGradAddend())

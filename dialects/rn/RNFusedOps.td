@@ -2,7 +2,11 @@
 //
 // What rn-fuse-cbr produces: convolution + batch normalization (+ ReLU)
 // (CBR) in training, backward and inference form, and the residual tail of a
-// ResNet block, batch normalization + add + ReLU, in the same three forms.
+// ResNet block, batch normalization + add + ReLU, in the same three forms;
+// and what rn-fuse-bn-prologue makes of a CBR whose readers are
+// convolutions: the convolution with its statistics (conv_bn_stats) and the
+// apply's per-channel scale and bias (bn_scale_bias), which the readers
+// apply in their prologue.
 //
 // Every fused op is defined as the composition of the unfused ops it
 // replaces, which its description spells out: an executor may implement it
@@ -28,7 +32,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Conv + BatchNorm (+ ReLU)
 //===----------------------------------------------------------------------===//
 
-def RN_CbrForwardOp : RN_Op<"cbr_forward", [Pure]> {
+def RN_CbrForwardOp : RN_Op<"cbr_forward", [AttrSizedOperandSegments, Pure]> {
   let summary = "convolution + training-mode batch normalization (+ ReLU)";
   let description = [{
     Equals, with the same attributes:
@@ -48,6 +52,21 @@ def RN_CbrForwardOp : RN_Op<"cbr_forward", [Pure]> {
     Under mixed precision `input`, `filter`, `conv_output` and `result` are
     f16/bf16 while `gamma` and `beta` may be f32.
 
+    With `prologue %prologue_scale, %prologue_bias` (one group only), the
+    convolution reads the previous layer's batch norm apply + ReLU of
+    `input` instead of `input` (`rn-fuse-bn-prologue`; `input` is then that
+    layer's conv_output):
+
+    ```mlir
+    P(input)[n, h, w, c] = relu(round(fma(input, prologue_scale[c],
+                                          prologue_bias[c])))
+    ```
+
+    `input` read as stored, one f32 fused multiply-add rounded once to
+    `input`'s element type (the rounding of cuDNN's fused prologue
+    engines); `prologue_scale` and `prologue_bias` are [C_in] of that type
+    (from `rn.bn_scale_bias`).
+
     ```mlir
     %y, %c, %mean, %inv_std = rn.cbr_forward %x, %w, %gamma, %beta
         stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu
@@ -60,6 +79,8 @@ def RN_CbrForwardOp : RN_Op<"cbr_forward", [Pure]> {
     RN_FloatTensor:$filter,
     RN_FloatTensor:$gamma,
     RN_FloatTensor:$beta,
+    Optional<RN_FloatTensor>:$prologue_scale,
+    Optional<RN_FloatTensor>:$prologue_bias,
     DenseI64ArrayAttr:$strides,
     DenseI64ArrayAttr:$padding,
     DenseI64ArrayAttr:$dilation,
@@ -72,9 +93,10 @@ def RN_CbrForwardOp : RN_Op<"cbr_forward", [Pure]> {
     RankedTensorOf<[F32]>:$batch_mean,
     RankedTensorOf<[F32]>:$batch_inv_std);
   let assemblyFormat = [{
-    $input `,` $filter `,` $gamma `,` $beta `stride` $strides `pad` $padding
-    `dilation` $dilation `groups` $groups `eps` $epsilon (`relu` $relu^)?
-    attr-dict `:` functional-type(operands, results)
+    $input `,` $filter `,` $gamma `,` $beta
+    (`prologue` $prologue_scale^ `,` $prologue_bias)? `stride` $strides
+    `pad` $padding `dilation` $dilation `groups` $groups `eps` $epsilon
+    (`relu` $relu^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -112,7 +134,20 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
       bit; the CPU reference normalizes in double, which can differ only
       where the normalized value rounds to zero). It saves reading the
       ReLU result in both of the backward's passes over the activation
-      (`rn-recompute-relu-mask`).
+      (`rn-recompute-relu-mask`). With `prologue_mask` (only with
+      `relu_recompute`) the mask takes the rounding of the next layer's
+      prologue instead, which reads the activation in its place
+      (`rn-fuse-bn-prologue`): with `%s, %b = rn.bn_scale_bias
+      %batch_mean, %batch_inv_std, %gamma, %relu_beta` in `conv_output`'s
+      type, positive where `round(fma(conv_output, s, b))` is, so that
+      mask and prologue agree bit for bit.
+
+    With `input_prologue %input_scale, %input_bias` the forward op read
+    its input through a prologue with that scale and bias (`prologue` on
+    `rn.cbr_forward`; `input` is the previous layer's conv_output): the
+    filter gradient is the one of that prologue's output, P(input), and
+    the data gradient is the gradient at P(input) (the ReLU inside P is the
+    previous layer's, whose backward masks it).
 
     Results, in order: `conv_output_grad` (the gradient at the convolution's
     output, kept as a value so that it has a memory slot), the input
@@ -127,8 +162,9 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
 
     Parts (ForkingOpInterface), in dependency order: `bn_grad` (ReLU and
     batch norm backward: writes `conv_output_grad` and the gamma and beta
-    gradients), `weight_grad` (dW from `conv_output_grad` and `input`) and
-    `input_grad` (dX from `conv_output_grad` and `filter`).
+    gradients), `weight_grad` (dW from `conv_output_grad` and `input`, and
+    the input prologue's scale and bias) and `input_grad` (dX from
+    `conv_output_grad` and `filter`).
 
     ```mlir
     %dc, %grads:4 = rn.cbr_backward %dy, %x, %w, %c, %gamma, %mean, %inv_std,
@@ -149,12 +185,15 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
     RN_FloatTensor:$beta_grad_acc,
     Optional<RN_FloatTensor>:$relu_output,
     Optional<RN_FloatTensor>:$relu_beta,
+    Optional<RN_FloatTensor>:$input_scale,
+    Optional<RN_FloatTensor>:$input_bias,
     Optional<RN_FloatTensor>:$input_grad_addend,
     DenseI64ArrayAttr:$strides,
     DenseI64ArrayAttr:$padding,
     DenseI64ArrayAttr:$dilation,
     I64Attr:$groups,
-    UnitAttr:$input_grad);
+    UnitAttr:$input_grad,
+    UnitAttr:$prologue_mask);
   let results = (outs
     RN_FloatTensor:$conv_output_grad,
     Variadic<RN_FloatTensor>:$grads);
@@ -162,7 +201,9 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [
     $output_grad `,` $input `,` $filter `,` $conv_output `,` $gamma `,`
     $batch_mean `,` $batch_inv_std `,` $filter_grad_acc `,` $gamma_grad_acc `,`
     $beta_grad_acc (`relu` $relu_output^)? (`relu_recompute` $relu_beta^)?
-    `stride` $strides `pad` $padding
+    (`prologue_mask` $prologue_mask^)?
+    (`input_prologue` $input_scale^ `,` $input_bias)? `stride` $strides
+    `pad` $padding
     `dilation` $dilation `groups` $groups (`input_grad` $input_grad^)?
     (`plus` $input_grad_addend^)?
     attr-dict `:` functional-type(operands, results)
@@ -341,6 +382,97 @@ def RN_BnAddReluInferenceOp : RN_Op<"bn_add_relu_inference", [Pure]> {
     $input `,` $gamma `,` $beta `,` $running_mean `,` $running_var
     `shortcut` $shortcut `eps` $epsilon attr-dict
     `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// BN apply + ReLU as the next convolution's prologue
+//===----------------------------------------------------------------------===//
+
+def RN_BnScaleBiasOp : RN_Op<"bn_scale_bias", [Pure]> {
+  let summary = "per-channel scale and bias of a training-mode batch norm apply";
+  let description = [{
+    The batch normalization `(x - batch_mean) * batch_inv_std * gamma + beta`
+    as one multiply and one add per channel, in the results' type T (the
+    activations'), for the next convolution's prologue (`prologue` on
+    `rn.cbr_forward` and `rn.conv_bn_stats`, `rn-fuse-bn-prologue`). Per
+    channel c, in f32, with a single-rounding fused multiply-add:
+
+    ```mlir
+    scale[c] = round_T(batch_inv_std[c] * gamma[c])
+    bias[c]  = round_T(fma(-batch_mean[c], scale[c], beta[c]))  // scale as rounded
+    ```
+
+    `batch_mean` and `batch_inv_std` are a training-mode batch norm's saved
+    f32 statistics; `gamma` and `beta` may be f32 or T; `scale` and `bias`
+    have one type. All six are [C].
+
+    ```mlir
+    %scale, %bias = rn.bn_scale_bias %mean, %inv_std, %gamma, %beta
+        : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+        -> (tensor<64xf16>, tensor<64xf16>)
+    ```
+  }];
+  let arguments = (ins
+    RankedTensorOf<[F32]>:$batch_mean,
+    RankedTensorOf<[F32]>:$batch_inv_std,
+    RN_FloatTensor:$gamma,
+    RN_FloatTensor:$beta);
+  let results = (outs RN_FloatTensor:$scale, RN_FloatTensor:$bias);
+  let assemblyFormat = [{
+    $batch_mean `,` $batch_inv_std `,` $gamma `,` $beta attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_ConvBnStatsOp : RN_Op<"conv_bn_stats", [AttrSizedOperandSegments, Pure]> {
+  let summary = "convolution + its output's batch statistics (rn.cbr_forward without the apply)";
+  let description = [{
+    `rn.cbr_forward` without its batch norm apply and ReLU. Equals, with
+    the same attributes:
+
+    ```mlir
+    %conv_output = rn.conv2d %input, %filter stride .. pad .. dilation .. groups ..
+    %batch_mean, %batch_inv_std = the saved statistics of
+        rn.batch_norm_train %conv_output, .., .. eps ..   // any gamma and beta
+    ```
+
+    The statistics are those of `conv_output` as stored, exactly as
+    `rn.cbr_forward` computes them (f32 batch mean and 1 / sqrt(var + eps),
+    var the biased variance over N, H and W). The apply moves into the
+    prologue of the convolutions that read `conv_output`
+    (`rn-fuse-bn-prologue`), with the scale and bias of `rn.bn_scale_bias`.
+    With `prologue %prologue_scale, %prologue_bias` (one group only) the
+    convolution reads P(input), the previous layer's apply + ReLU, instead
+    of `input`, as for `rn.cbr_forward`.
+
+    ```mlir
+    %c, %mean, %inv_std = rn.conv_bn_stats %x, %w prologue %s, %b
+        stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05
+        : (tensor<8x32x32x64xf16>, tensor<64x3x3x64xf16>, tensor<64xf16>, tensor<64xf16>)
+        -> (tensor<8x32x32x64xf16>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$filter,
+    Optional<RN_FloatTensor>:$prologue_scale,
+    Optional<RN_FloatTensor>:$prologue_bias,
+    DenseI64ArrayAttr:$strides,
+    DenseI64ArrayAttr:$padding,
+    DenseI64ArrayAttr:$dilation,
+    I64Attr:$groups,
+    F64Attr:$epsilon);
+  let results = (outs
+    RN_FloatTensor:$conv_output,
+    RankedTensorOf<[F32]>:$batch_mean,
+    RankedTensorOf<[F32]>:$batch_inv_std);
+  let assemblyFormat = [{
+    $input `,` $filter (`prologue` $prologue_scale^ `,` $prologue_bias)?
+    `stride` $strides `pad` $padding `dilation` $dilation `groups` $groups
+    `eps` $epsilon attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -15,10 +15,20 @@
 // RUN: %python -m rn.models resnet18 --batch 2 | rn-opt --rn-training-pipeline="precision=bf16" | rn-opt | FileCheck %s
 // RUN: %python -m rn.models resnet34 --batch 2 | rn-opt --rn-training-pipeline="fuse=false" | rn-opt | FileCheck %s
 // RUN: %python -m rn.models resnet50 --batch 2 | rn-opt --rn-training-pipeline="precision=f16 loss-scaling=dynamic ema-decay=0.999" | rn-opt | FileCheck %s
+// With rn-fuse-bn-prologue (f16 only): ResNet-50 (CIFAR)'s stem gives its
+// apply to two readers across the first layer's subgraph, VGG-16's
+// convolutions form chains of three; test/passes/fuse-bn-prologue.mlir
+// counts the rewrites.
+// RUN: %python -m rn.models resnet50c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 loss-scaling=dynamic fuse-bn-prologue=true" 2>/dev/null | rn-opt | FileCheck %s --check-prefixes=CHECK,PROLOGUE
+// RUN: %python -m rn.models vgg16c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 fuse-bn-prologue=true" 2>/dev/null | rn-opt | FileCheck %s --check-prefixes=CHECK,PROLOGUE
 
 // CHECK: rn.step_schedule @train_even
 // CHECK: rn.memory_plan arena
 // CHECK: func.func @train_step
+// PROLOGUE: rn.conv_bn_stats
+// PROLOGUE: rn.bn_scale_bias
+// PROLOGUE: rn.cbr_forward {{.+}} prologue %
+// PROLOGUE: rn.cbr_backward {{.+}} input_prologue %
 // CHECK: rn.event_wait
 // CHECK: func.func @eval_step
 

@@ -425,3 +425,148 @@ func.func @bwd_relu_beta(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: 
   %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu_recompute %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+// Tests that cbr_forward takes its prologue's scale and bias together (the
+// custom form cannot say otherwise; the generic one can).
+func.func @fwd_half_prologue(%x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x8xf16>, %g: tensor<8xf32>, %b: tensor<8xf32>, %s: tensor<8xf16>) {
+  // expected-error@+1 {{takes prologue_scale and prologue_bias together, got only prologue_scale}}
+  %y:4 = "rn.cbr_forward"(%x, %w, %g, %b, %s) <{dilation = array<i64: 1, 1>, epsilon = 1.000000e-05 : f64, groups = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>, padding = array<i64: 1, 1>, relu, strides = array<i64: 1, 1>}> : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_forward takes a prologue only with one group.
+func.func @fwd_prologue_groups(%x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x4xf16>, %g: tensor<8xf32>, %b: tensor<8xf32>, %s: tensor<8xf16>) {
+  // expected-error@+1 {{takes an input prologue only with groups 1, got 2}}
+  %y, %c, %m, %v = rn.cbr_forward %x, %w, %g, %b prologue %s, %s stride [1, 1] pad [1, 1] dilation [1, 1] groups 2 eps 1.000000e-05 relu : (tensor<2x4x4x8xf16>, tensor<8x3x3x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_forward's prologue has one scale per input channel.
+func.func @fwd_prologue_channels(%x: tensor<2x4x4x8xf16>, %w: tensor<4x3x3x8xf16>, %g: tensor<4xf32>, %b: tensor<4xf32>, %s: tensor<4xf16>) {
+  // expected-error@+1 {{prologue_scale must be [8] (one per input channel), got 'tensor<4xf16>'}}
+  %y, %c, %m, %v = rn.cbr_forward %x, %w, %g, %b prologue %s, %s stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x8xf16>, tensor<4x3x3x8xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf16>, tensor<4xf16>) -> (tensor<2x4x4x4xf16>, tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_forward's prologue is in the input's type.
+func.func @fwd_prologue_type(%x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x8xf16>, %g: tensor<8xf32>, %b: tensor<8xf32>, %s: tensor<8xf16>) {
+  // expected-error@+1 {{element type mismatch: prologue_bias is 'f32' but input is 'f16'}}
+  %y, %c, %m, %v = rn.cbr_forward %x, %w, %g, %b prologue %s, %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that conv_bn_stats checks its convolution with the conv2d shape rule.
+func.func @stats_conv(%x: tensor<2x4x4x5xf16>, %w: tensor<4x3x3x3xf16>) {
+  // expected-error@+1 {{filter expects 3 input channels per group but the input has 5 channels in 1 group(s)}}
+  %c, %m, %v = rn.conv_bn_stats %x, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 : (tensor<2x4x4x5xf16>, tensor<4x3x3x3xf16>) -> (tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that conv_bn_stats returns the convolution output.
+func.func @stats_conv_output(%x: tensor<2x4x4x3xf16>, %w: tensor<4x3x3x3xf16>) {
+  // expected-error@+1 {{conv_output type 'tensor<2x2x2x4xf16>' differs from the expected type 'tensor<2x4x4x4xf16>'}}
+  %c, %m, %v = rn.conv_bn_stats %x, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 : (tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>) -> (tensor<2x2x2x4xf16>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that conv_bn_stats saves [C] f32 statistics.
+func.func @stats_statistics(%x: tensor<2x4x4x3xf16>, %w: tensor<4x3x3x3xf16>) {
+  // expected-error@+1 {{batch_mean type 'tensor<3xf32>' differs from the expected type 'tensor<4xf32>'}}
+  %c, %m, %v = rn.conv_bn_stats %x, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 : (tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>) -> (tensor<2x4x4x4xf16>, tensor<3xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that conv_bn_stats needs a positive epsilon.
+func.func @stats_eps(%x: tensor<2x4x4x3xf16>, %w: tensor<4x3x3x3xf16>) {
+  // expected-error@+1 {{epsilon must be positive, got 0}}
+  %c, %m, %v = rn.conv_bn_stats %x, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 0.000000e+00 : (tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>) -> (tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that conv_bn_stats checks its prologue as cbr_forward does.
+func.func @stats_prologue(%x: tensor<2x4x4x8xf16>, %w: tensor<4x3x3x8xf16>, %s: tensor<4xf16>) {
+  // expected-error@+1 {{prologue_scale must be [8] (one per input channel), got 'tensor<4xf16>'}}
+  %c, %m, %v = rn.conv_bn_stats %x, %w prologue %s, %s stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<4x3x3x8xf16>, tensor<4xf16>, tensor<4xf16>) -> (tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that bn_scale_bias reads [C] statistics.
+func.func @scale_bias_rank(%m: tensor<2x8xf32>, %v: tensor<8xf32>) {
+  // expected-error@+1 {{batch_mean must be [C] (rank 1), got 'tensor<2x8xf32>'}}
+  %s, %b = rn.bn_scale_bias %m, %v, %v, %v : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf16>, tensor<8xf16>)
+  return
+}
+
+// -----
+
+// Tests that bn_scale_bias's vectors have one entry per channel.
+func.func @scale_bias_channels(%m: tensor<8xf32>, %g: tensor<4xf32>) {
+  // expected-error@+1 {{gamma must be [8] (one per channel, as batch_mean), got 'tensor<4xf32>'}}
+  %s, %b = rn.bn_scale_bias %m, %m, %g, %m : (tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> (tensor<8xf16>, tensor<8xf16>)
+  return
+}
+
+// -----
+
+// Tests that bn_scale_bias's results have one type.
+func.func @scale_bias_types(%m: tensor<8xf32>) {
+  // expected-error@+1 {{bias type 'tensor<8xbf16>' differs from the expected type 'tensor<8xf16>'}}
+  %s, %b = rn.bn_scale_bias %m, %m, %m, %m : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf16>, tensor<8xbf16>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's prologue mask comes with relu_recompute.
+func.func @bwd_prologue_mask(%dy: tensor<2x4x4x8xf16>, %x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x8xf16>, %v: tensor<8xf32>) {
+  // expected-error@+1 {{takes prologue_mask only with relu_recompute (the mask recomputed from relu_beta)}}
+  %dc, %g:4 = rn.cbr_backward %dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v relu %dy prologue_mask stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward takes its input prologue's scale and bias together.
+func.func @bwd_half_prologue(%dy: tensor<2x4x4x8xf16>, %x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x8xf16>, %v: tensor<8xf32>, %b: tensor<8xf16>) {
+  // expected-error@+1 {{takes input_scale and input_bias together, got only input_bias}}
+  %g:5 = "rn.cbr_backward"(%dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v, %b) <{dilation = array<i64: 1, 1>, groups = 1 : i64, input_grad, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0>, padding = array<i64: 1, 1>, strides = array<i64: 1, 1>}> : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward's input prologue has one scale per input channel.
+func.func @bwd_prologue_channels(%dy: tensor<2x4x4x4xf16>, %x: tensor<2x4x4x8xf16>, %w: tensor<4x3x3x8xf16>, %v: tensor<4xf32>, %s: tensor<4xf16>) {
+  // expected-error@+1 {{input_scale must be [8] (one per input channel), got 'tensor<4xf16>'}}
+  %dc, %g:4 = rn.cbr_backward %dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v input_prologue %s, %s stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf16>, tensor<2x4x4x8xf16>, tensor<4x3x3x8xf16>, tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x8xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf16>, tensor<4xf16>) -> (tensor<2x4x4x4xf16>, tensor<2x4x4x8xf16>, tensor<4x3x3x8xf16>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Tests that cbr_backward takes an input prologue only with one group.
+func.func @bwd_prologue_groups(%dy: tensor<2x4x4x8xf16>, %x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x4xf16>, %v: tensor<8xf32>, %s: tensor<8xf16>) {
+  // expected-error@+1 {{takes an input prologue only with groups 1, got 2}}
+  %dc, %g:4 = rn.cbr_backward %dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v input_prologue %s, %s stride [1, 1] pad [1, 1] dilation [1, 1] groups 2 input_grad : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x4xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x4xf16>, tensor<8xf32>, tensor<8xf32>)
+  return
+}

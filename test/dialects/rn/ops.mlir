@@ -268,3 +268,29 @@ func.func @update(%w: tensor<16xf32>, %g: tensor<16xf32>, %m: tensor<16xf32>, %l
   %c = rn.count_correct %logits, %labels : (tensor<2x10xf16>, tensor<2xi32>) -> tensor<i32>
   return
 }
+
+// -----
+
+// Tests the BN prologue forms (rn-fuse-bn-prologue): bn_scale_bias,
+// conv_bn_stats with and without a prologue, cbr_forward with one, and
+// cbr_backward with an input prologue and the prologue's mask.
+
+// CHECK-LABEL: func.func @bn_prologue
+func.func @bn_prologue(%x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x8xf16>, %g: tensor<8xf32>, %b: tensor<8xf32>,
+                       %dy: tensor<2x4x4x8xf16>) {
+  // CHECK: %[[C:.+]], %[[M:.+]], %[[S:.+]] = rn.conv_bn_stats %{{.+}}, %{{.+}} stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %c, %m, %s = rn.conv_bn_stats %x, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: %[[SCALE:.+]], %[[BIAS:.+]] = rn.bn_scale_bias %[[M]], %[[S]], %{{.+}}, %{{.+}} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf16>, tensor<8xf16>)
+  %scale, %bias = rn.bn_scale_bias %m, %s, %g, %b : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf16>, tensor<8xf16>)
+  // CHECK: rn.conv_bn_stats %[[C]], %{{.+}} prologue %[[SCALE]], %[[BIAS]] stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-03 : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf16>, tensor<8xf16>) -> (tensor<2x2x2x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %c2, %m2, %s2 = rn.conv_bn_stats %c, %w prologue %scale, %bias stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-03 : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf16>, tensor<8xf16>) -> (tensor<2x2x2x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: %[[Y:.+]], %[[C3:.+]], %[[M3:.+]], %[[S3:.+]] = rn.cbr_forward %[[C]], %{{.+}}, %{{.+}}, %{{.+}} prologue %[[SCALE]], %[[BIAS]] stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %y, %c3, %m3, %s3 = rn.cbr_forward %c, %w, %g, %b prologue %scale, %bias stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: rn.cbr_backward %{{.+}}, %[[C]], %{{.+}}, %[[C3]], %{{.+}}, %[[M3]], %[[S3]], %{{.+}}, %{{.+}}, %{{.+}} relu_recompute %{{.+}} prologue_mask input_prologue %[[SCALE]], %[[BIAS]] stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad plus %{{.+}} : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf16>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %dc, %grads:4 = rn.cbr_backward %dy, %c, %w, %c3, %g, %m3, %s3, %w, %g, %b relu_recompute %b prologue_mask input_prologue %scale, %bias stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad plus %dy : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf16>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: rn.cbr_backward {{.+}} relu %[[Y]] input_prologue %[[SCALE]], %[[BIAS]] stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : {{.+}} -> (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %dc1, %grads1:3 = rn.cbr_backward %dy, %c, %w, %c3, %g, %m3, %s3, %w, %g, %b relu %y input_prologue %scale, %bias stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xf16>, tensor<8xf16>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: rn.cbr_backward {{.+}} relu_recompute %{{.+}} prologue_mask stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : {{.+}} -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %dc2, %grads2:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %w, %g, %b relu_recompute %b prologue_mask stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
