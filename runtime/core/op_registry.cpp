@@ -77,6 +77,29 @@ ReluMask cbrBackwardReluMask(const json &attributes, size_t operands) {
                                                                  : ReluMask::none;
 }
 
+bool cbrBackwardPrologueMask(const json &attributes) { return isSet(attributes, "prologue_mask"); }
+
+std::optional<size_t> cbrBackwardInputPrologue(const json &attributes) {
+  auto it = attributes.find("operandSegmentSizes");
+  if (it == attributes.end() || !it->is_array() || it->size() != 15)
+    return std::nullopt;
+  auto countAt = [&](size_t i) {
+    const json &entry = (*it)[i];
+    return entry.is_number_integer() ? entry.get<int64_t>() : int64_t(0);
+  };
+  if (countAt(12) != 1)
+    return std::nullopt;
+  return size_t(10 + countAt(10) + countAt(11));
+}
+
+std::optional<size_t> convPrologue(std::string_view op, size_t operands) {
+  if (op == "cbr_forward" && operands == 6)
+    return 4;
+  if (op == "conv_bn_stats" && operands == 4)
+    return 2;
+  return std::nullopt;
+}
+
 namespace {
 
 /// Collects the first problem of one node.
@@ -610,13 +633,78 @@ Status verifyCbr(const OpNodeSignature &node) {
   return c.finish();
 }
 
+/// A convolution with an optional scale-bias-ReLU prologue (the last two
+/// of `fixed + 2` operands): MLIR's segment sizes, if the exporter kept
+/// them, must say the same (`fixed` ones, then the prologue's pair).
+void checkPrologueSegments(Checker &c, const OpNodeSignature &node, size_t fixed) {
+  auto segments = node.attributes.find("operandSegmentSizes");
+  if (!c.ok() || segments == node.attributes.end())
+    return;
+  bool wellFormed = segments->is_array() && segments->size() == fixed + 2;
+  int64_t total = 0;
+  for (size_t i = 0; wellFormed && i < segments->size(); ++i) {
+    const json &entry = (*segments)[i];
+    int64_t count = entry.is_number_integer() ? entry.get<int64_t>() : -1;
+    wellFormed = count == 1 || (i >= fixed && count == 0);
+    total += count;
+  }
+  if (wellFormed && (*segments)[fixed] != (*segments)[fixed + 1])
+    wellFormed = false;
+  if (!wellFormed || total != int64_t(node.operands))
+    c.fail("attribute \"operandSegmentSizes\" disagrees with the operands (" +
+           std::to_string(fixed) + ", then [prologue_scale, prologue_bias])");
+}
+
+/// The convolution attributes of an op with an optional prologue
+/// (`fixed` operands without it): the dialect's verifier allows the
+/// prologue only on an ungrouped convolution.
+void checkPrologueConvolution(Checker &c, const OpNodeSignature &node, size_t fixed) {
+  int64_t groups = c.integer("groups", 1);
+  c.convolution();
+  if (c.ok() && node.operands == fixed + 2 && groups != 1)
+    c.fail("has a prologue with \"groups\" " + std::to_string(groups) +
+           " (the prologue needs groups 1)");
+}
+
+/// cbr_forward: input, filter, gamma, beta and an optional prologue pair;
+/// result, conv_output, batch_mean, batch_inv_std.
+Status verifyCbrForward(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(4, 6);
+  if (c.ok() && node.operands == 5)
+    c.fail("has half a prologue (5 operands: expected 4, or 6 with prologue_scale and "
+           "prologue_bias)");
+  c.results(4);
+  checkPrologueSegments(c, node, 4);
+  checkPrologueConvolution(c, node, 4);
+  c.positive("epsilon");
+  c.flag("relu");
+  return c.finish();
+}
+
+/// conv_bn_stats: input, filter and an optional prologue pair;
+/// conv_output, batch_mean, batch_inv_std.
+Status verifyConvBnStats(const OpNodeSignature &node) {
+  Checker c(node);
+  c.operands(2, 4);
+  if (c.ok() && node.operands == 3)
+    c.fail("has half a prologue (3 operands: expected 2, or 4 with prologue_scale and "
+           "prologue_bias)");
+  c.results(3, "conv_output, batch_mean, batch_inv_std");
+  checkPrologueSegments(c, node, 2);
+  checkPrologueConvolution(c, node, 2);
+  c.positive("epsilon");
+  return c.finish();
+}
+
 /// Ten operands, and the ReLU mask's (relu_output or relu_beta) as an
 /// eleventh when the forward op applied the ReLU; results conv_output_grad,
 /// [input_grad], filter, gamma and beta gradients.
 Status verifyCbrBackward(const OpNodeSignature &node) {
   Checker c(node);
   const size_t addend = hasInputGradAddend(node.attributes) ? 1 : 0;
-  c.operands(10 + addend, 11 + addend);
+  const size_t prologue = cbrBackwardInputPrologue(node.attributes) ? 2 : 0;
+  c.operands(10 + prologue + addend, 11 + prologue + addend);
   bool inputGrad = c.flag("input_grad");
   if (addend && !inputGrad)
     c.fail("has an input gradient addend but no input_grad");
@@ -624,22 +712,30 @@ Status verifyCbrBackward(const OpNodeSignature &node) {
             std::string("conv_output_grad, ") + (inputGrad ? "input_grad, " : "") +
                 "filter_grad, gamma_grad, beta_grad");
   // MLIR's segment sizes, if the exporter kept them: ten single operands,
-  // the optional ones (relu_output, relu_beta, input_grad_addend) 0 or 1,
-  // summing to the operands (which the count above keeps to one ReLU mask).
+  // the optional ones (relu_output, relu_beta, [input_scale, input_bias,]
+  // input_grad_addend) 0 or 1, the input prologue's two alike, summing to
+  // the operands (which the count above keeps to one ReLU mask).
   auto segments = node.attributes.find("operandSegmentSizes");
   if (c.ok() && segments != node.attributes.end()) {
     int64_t total = 0;
-    bool wellFormed = segments->is_array() && (segments->size() == 12 || segments->size() == 13);
+    bool wellFormed = segments->is_array() &&
+                      (segments->size() == 12 || segments->size() == 13 || segments->size() == 15);
     for (size_t i = 0; wellFormed && i < segments->size(); ++i) {
       const json &entry = (*segments)[i];
       int64_t count = entry.is_number_integer() ? entry.get<int64_t>() : -1;
       wellFormed = count == 1 || (i >= 10 && count == 0);
       total += count;
     }
+    if (wellFormed && segments->size() == 15 && (*segments)[12] != (*segments)[13])
+      wellFormed = false;
     if (!wellFormed || total != int64_t(node.operands))
       c.fail("attribute \"operandSegmentSizes\" disagrees with the operands (ten, "
-             "[relu_output], [relu_beta], [input_grad_addend])");
+             "[relu_output], [relu_beta], [input_scale, input_bias], [input_grad_addend])");
   }
+  // After the segments, which say where the mask comes from.
+  if (c.flag("prologue_mask") &&
+      cbrBackwardReluMask(node.attributes, node.operands) != ReluMask::recomputed)
+    c.fail("has prologue_mask without relu_recompute");
   c.convolution();
   return c.finish();
 }
@@ -706,12 +802,14 @@ std::vector<OpInfo> buildOps() {
       {"multi_ema_update", verifyMultiEmaUpdate},
       {"count_correct", verifyPlain<2, 1>},
       // RNFusedOps.td
-      {"cbr_forward", verifyCbr<4, 4>},
+      {"cbr_forward", verifyCbrForward},
       {"cbr_backward", verifyCbrBackward, cbrBackwardParts},
       {"cbr_inference", verifyCbr<6, 1>},
       {"bn_add_relu", verifyEpsilonOnly<4, 3>},
       {"bn_add_relu_backward", verifyPlain<8, 4>},
       {"bn_add_relu_inference", verifyEpsilonOnly<6, 1>},
+      {"conv_bn_stats", verifyConvBnStats},
+      {"bn_scale_bias", verifyPlain<4, 2>},
       // RNScheduleOps.td
       {"host_to_device", verifyPlain<1, 1>},
   };

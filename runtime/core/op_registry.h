@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -59,6 +60,25 @@ enum class ReluMask { none, output, recomputed };
 /// without them, an eleventh operand before any addend is relu_output.
 /// Both counts set (an invalid node: verifyNode rejects it) reads as `output`.
 ReluMask cbrBackwardReluMask(const nlohmann::json &attributes, size_t operands);
+
+/// Whether a cbr_backward node's recomputed mask takes the prologue's
+/// rounding (`prologue_mask`, rn-fuse-bn-prologue): positive where
+/// round(fma(conv_output, scale, bias)) is, with scale and bias those
+/// of rn.bn_scale_bias from the node's statistics, gamma and relu_beta.
+bool cbrBackwardPrologueMask(const nlohmann::json &attributes);
+
+/// The index of a cbr_backward node's input_scale operand (input_bias is
+/// the next) when it has `input_prologue` (its `input` is then a
+/// convolution output that its filter gradient reads through the
+/// scale-bias-ReLU prologue); nullopt without. From "operandSegmentSizes"
+/// (15 counts: ten, relu_output, relu_beta, input_scale, input_bias,
+/// input_grad_addend).
+std::optional<size_t> cbrBackwardInputPrologue(const nlohmann::json &attributes);
+
+/// The index of a cbr_forward or conv_bn_stats node's prologue scale
+/// operand (the bias is the next) when it has one: the two operands after
+/// the op's fixed ones (four and two). nullopt without, or for other ops.
+std::optional<size_t> convPrologue(std::string_view op, size_t operands);
 
 /// The op named `name` ("conv2d"), or null.
 const OpInfo *findOp(std::string_view name);

@@ -96,8 +96,8 @@ enum class OpKind : uint8_t {
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, multi_unscale,
   update_loss_scale, sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update,
   multi_lars_update, ema_update, multi_ema_update, cbr_forward, cbr_inference,
-  bn_add_relu, bn_add_relu_backward, bn_add_relu_inference, linear_backward,
-  conv2d_backward, cbr_backward
+  bn_add_relu, bn_add_relu_backward, bn_add_relu_inference, conv_bn_stats, bn_scale_bias,
+  linear_backward, conv2d_backward, cbr_backward
 };
 
 OpKind opKindOf(std::string_view op) {
@@ -153,6 +153,8 @@ OpKind opKindOf(std::string_view op) {
       {"bn_add_relu", OpKind::bn_add_relu},
       {"bn_add_relu_backward", OpKind::bn_add_relu_backward},
       {"bn_add_relu_inference", OpKind::bn_add_relu_inference},
+      {"conv_bn_stats", OpKind::conv_bn_stats},
+      {"bn_scale_bias", OpKind::bn_scale_bias},
       {"linear_backward", OpKind::linear_backward},
       {"conv2d_backward", OpKind::conv2d_backward},
       {"cbr_backward", OpKind::cbr_backward},
@@ -193,6 +195,13 @@ struct Kernel {
   /// cbr_backward: where its ReLU mask comes from (operand 10: the
   /// forward's ReLU result, or its beta to recompute the mask with).
   ReluMask reluMask = ReluMask::none;
+  /// cbr_backward: the recomputed mask takes the prologue's rounding.
+  bool prologueMask = false;
+  /// cbr_forward, conv_bn_stats: the operand index of prologue_scale
+  /// (prologue_bias is the next); cbr_backward: that of input_scale
+  /// (input_bias is the next). Op_registry's convPrologue and
+  /// cbrBackwardInputPrologue.
+  std::optional<size_t> prologue;
   /// dropout_train: its random stream is step * dropoutCount + dropoutIndex.
   uint64_t dropoutIndex = 0, dropoutCount = 0;
 };
@@ -209,6 +218,7 @@ Kernel kernelOf(const Node &node) {
   case OpKind::cbr_forward:
   case OpKind::cbr_inference:
   case OpKind::cbr_backward:
+  case OpKind::conv_bn_stats:
     k.conv = convAttrs(a);
     break;
   case OpKind::max_pool2d:
@@ -234,9 +244,15 @@ Kernel kernelOf(const Node &node) {
   k.count = static_cast<int64_t>(numAttr(a, "count"));
   k.growthInterval = static_cast<int64_t>(numAttr(a, "growth_interval"));
   k.inputGrad = flagAttr(a, "input_grad");
-  k.inputGradAddend = hasInputGradAddend(a);
-  if (k.kind == OpKind::cbr_backward)
+  if (k.kind == OpKind::conv2d_backward || k.kind == OpKind::cbr_backward)
+    k.inputGradAddend = hasInputGradAddend(a);
+  if (k.kind == OpKind::cbr_backward) {
     k.reluMask = cbrBackwardReluMask(a, node.operands.size());
+    k.prologueMask = cbrBackwardPrologueMask(a);
+    k.prologue = cbrBackwardInputPrologue(a);
+  }
+  if (k.kind == OpKind::cbr_forward || k.kind == OpKind::conv_bn_stats)
+    k.prologue = convPrologue(node.op, node.operands.size());
   k.relu = flagAttr(a, "relu");
   k.nesterov = flagAttr(a, "nesterov");
   if (k.kind == OpKind::dropout_train) {
@@ -660,7 +676,9 @@ Status CpuExecutor::writeState(std::string_view name, const std::vector<float> &
 
 namespace {
 
-/// The tensors a node (or one part of a forking node) reads and writes.
+/// The tensors a node (or one part of a forking node) reads and writes: a
+/// node that does not fork all its operands and results (cbr_forward's and
+/// conv_bn_stats' prologue operands included).
 Access accessOf(const Node &node, const Kernel &k, int part) {
   Access a;
   const auto &o = node.operands;
@@ -694,6 +712,10 @@ Access accessOf(const Node &node, const Kernel &k, int part) {
       a.writes = {r[0], r[dx ? 3 : 2], r[dx ? 4 : 3]};
     } else if (role == PartRole::weight_grad) {
       a.reads = {r[0], o[1], o[7]};
+      if (k.prologue) { // the filter gradient is taken at P(input)
+        a.reads.push_back(o[*k.prologue]);
+        a.reads.push_back(o[*k.prologue + 1]);
+      }
       a.writes = {r[dx ? 2 : 1]};
     } else if (role == PartRole::input_grad) {
       a.reads = {r[0], o[2]};
@@ -774,26 +796,24 @@ struct ExecutorAccess {
       case OpKind::cbr_backward: {
         bool dx = k.inputGrad;
         if (role == PartRole::bn_grad) {
-          TensorView dy = V(o[0]);
-          std::vector<float> masked;
-          if (k.reluMask != ReluMask::none) {
-            masked.resize(size_t(std::max<int64_t>(dy.numel(), 0)));
-            TensorView m = dy;
-            m.data = masked.data();
-            KernelStatus s =
-                k.reluMask == ReluMask::output
-                    ? cpu::reluBackward(dy, V(o[10]), m)
-                    : cpu::reluBackwardRecomputed(dy, V(o[3]), V(o[4]), V(o[10]), V(o[5]),
-                                                  V(o[6]), m);
-            if (!s.ok())
-              return s;
-            dy = m;
-          }
-          return cpu::batchNormBackward(dy, V(o[3]), V(o[4]), V(o[5]), V(o[6]), V(o[8]),
-                                        V(o[9]), V(r[0]), V(r[dx ? 3 : 2]), V(r[dx ? 4 : 3]));
+          // operands: output_grad, input, filter, conv_output, gamma,
+          // batch_mean, batch_inv_std, filter_grad_acc, gamma_grad_acc,
+          // beta_grad_acc, [relu_output | relu_beta], ...
+          cpu::CbrBackwardOptions forms;
+          if (k.reluMask == ReluMask::output)
+            forms.reluOutput = &V(o[10]);
+          else if (k.reluMask == ReluMask::recomputed)
+            forms.reluBeta = &V(o[10]);
+          forms.prologueMask = k.prologueMask;
+          return cpu::cbrBackwardBatchNorm(V(o[0]), V(o[3]), V(o[4]), V(o[5]), V(o[6]),
+                                           V(o[8]), V(o[9]), forms, V(r[0]), V(r[dx ? 3 : 2]),
+                                           V(r[dx ? 4 : 3]));
         }
         if (role == PartRole::weight_grad)
-          return cpu::conv2dBackwardFilter(V(r[0]), V(o[1]), V(o[7]), k.conv, V(r[dx ? 2 : 1]));
+          return cpu::cbrBackwardFilter(V(r[0]), V(o[1]),
+                                        k.prologue ? &V(o[*k.prologue]) : nullptr,
+                                        k.prologue ? &V(o[*k.prologue + 1]) : nullptr, V(o[7]),
+                                        k.conv, V(r[dx ? 2 : 1]));
         if (role == PartRole::input_grad)
           return cpu::conv2dBackwardInput(V(r[0]), V(o[2]), k.conv, V(r[1]),
                                           k.inputGradAddend ? &V(o.back()) : nullptr);
@@ -1022,8 +1042,16 @@ struct ExecutorAccess {
           return s;
       return {};
     case OpKind::cbr_forward:
-      return cpu::cbrForward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), k.conv, k.epsilon, k.relu,
-                             V(r[0]), V(r[1]), V(r[2]), V(r[3]));
+      return cpu::cbrForward(V(o[0]), V(o[1]), V(o[2]), V(o[3]),
+                             k.prologue ? &V(o[*k.prologue]) : nullptr,
+                             k.prologue ? &V(o[*k.prologue + 1]) : nullptr, k.conv, k.epsilon,
+                             k.relu, V(r[0]), V(r[1]), V(r[2]), V(r[3]));
+    case OpKind::conv_bn_stats:
+      return cpu::convBnStats(V(o[0]), V(o[1]), k.prologue ? &V(o[*k.prologue]) : nullptr,
+                              k.prologue ? &V(o[*k.prologue + 1]) : nullptr, k.conv, k.epsilon,
+                              V(r[0]), V(r[1]), V(r[2]));
+    case OpKind::bn_scale_bias:
+      return cpu::bnScaleBias(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(r[0]), V(r[1]));
     case OpKind::cbr_inference:
       return cpu::cbrInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]), k.conv,
                                k.epsilon, k.relu, V(r[0]));

@@ -173,6 +173,11 @@ KernelStatus batchNormTrain(const TensorView &input, const TensorView &weight,
 KernelStatus batchNorm(const TensorView &input, const TensorView &weight,
                        const TensorView &bias, double epsilon,
                        const TensorView &result);
+/// batchNormTrain's saved statistics alone (the same code): the batch mean
+/// and inv_std = 1 / sqrt(biased var + eps) of `input` as stored, f32
+/// views [C]. conv_bn_stats' statistics.
+KernelStatus batchNormStatistics(const TensorView &input, double epsilon,
+                                 const TensorView &batchMean, const TensorView &batchInvStd);
 /// y = (x - running_mean) / sqrt(running_var + eps) * weight + bias.
 KernelStatus batchNormInference(const TensorView &input,
                                 const TensorView &weight,
@@ -441,6 +446,91 @@ KernelStatus cbrForward(const TensorView &input, const TensorView &filter,
                         const TensorView &result, const TensorView &convOutput,
                         const TensorView &batchMean,
                         const TensorView &batchInvStd);
+/// cbr_forward with an optional prologue (rn-fuse-bn-prologue; both or
+/// neither of `prologueScale`, `prologueBias`): the convolution reads
+/// scaleBiasRelu(input, prologueScale, prologueBias), materialized in the
+/// input's dtype, instead of `input`.
+KernelStatus cbrForward(const TensorView &input, const TensorView &filter,
+                        const TensorView &gamma, const TensorView &beta,
+                        const TensorView *prologueScale, const TensorView *prologueBias,
+                        const Conv2dAttrs &attrs, double epsilon, bool relu,
+                        const TensorView &result, const TensorView &convOutput,
+                        const TensorView &batchMean, const TensorView &batchInvStd);
+/// rn.bn_scale_bias: per channel c, in f32 (T the results' dtype, both
+/// the same; gamma and beta of any float dtype):
+///   scale[c] = round_T(inv_std[c] * gamma[c])
+///   bias[c]  = round_T(fmaf(-mean[c], scale[c], beta[c]))
+/// with the product rounded to f32 once and the bias from the rounded scale
+/// in one fused multiply-add (std::fmaf). The GPU's kernel must match it bit
+/// for bit.
+KernelStatus bnScaleBias(const TensorView &batchMean, const TensorView &batchInvStd,
+                         const TensorView &gamma, const TensorView &beta,
+                         const TensorView &scale, const TensorView &bias);
+/// The scale-bias-ReLU prologue P of rn-fuse-bn-prologue, per channel c (the
+/// last dimension), with T the input's dtype, which scale, bias and result
+/// must have:
+///   result = relu(round_T(fmaf(x, scale[c], bias[c])))
+/// one f32 fused multiply-add rounded once to T, relu(v) = v <= 0 ? 0 : v
+/// (NaN stays NaN). The rounding of the cuDNN engines that run the fused
+/// prologue (genstats forward and filter gradient, measured on the H200).
+KernelStatus scaleBiasRelu(const TensorView &input, const TensorView &scale,
+                           const TensorView &bias, const TensorView &result);
+/// rn.conv_bn_stats: convOutput = conv2d (no bias) of the input, or of
+/// scaleBiasRelu(input, prologueScale, prologueBias) with a prologue (both
+/// or neither given), then batchNormStatistics of convOutput as stored:
+/// cbr_forward's statistics without the apply.
+KernelStatus convBnStats(const TensorView &input, const TensorView &filter,
+                         const TensorView *prologueScale, const TensorView *prologueBias,
+                         const Conv2dAttrs &attrs, double epsilon,
+                         const TensorView &convOutput, const TensorView &batchMean,
+                         const TensorView &batchInvStd);
+/// cbr_backward's `relu_recompute ... prologue_mask` mask: with (s, b) =
+/// bnScaleBias(batchMean, batchInvStd, gamma, beta) in x's dtype,
+/// reluBackward(outputGrad, scaleBiasRelu(x, s, b)): outputGrad where
+/// round(fmaf(x, s, b)) > 0, else 0. The mask of the activation that the
+/// readers' prologues compute from the same statistics, bit for bit.
+KernelStatus reluBackwardPrologueMask(const TensorView &outputGrad, const TensorView &input,
+                                      const TensorView &gamma, const TensorView &beta,
+                                      const TensorView &batchMean,
+                                      const TensorView &batchInvStd,
+                                      const TensorView &inputGrad);
+/// cbr_backward's optional operands and forms.
+struct CbrBackwardOptions {
+  /// `relu %y`: the forward's ReLU result; the mask is where it is > 0.
+  const TensorView *reluOutput = nullptr;
+  /// `relu_recompute %beta`: the forward's beta; the mask recomputed from
+  /// conv_output (reluBackwardRecomputed, or reluBackwardPrologueMask
+  /// with `prologueMask`). At most one of reluOutput and reluBeta.
+  const TensorView *reluBeta = nullptr;
+  bool prologueMask = false;
+  /// `input_prologue %scale, %bias` (both or neither): the forward
+  /// convolution read scaleBiasRelu(input, inputScale, inputBias); the
+  /// filter gradient is taken at that, the input gradient is the gradient
+  /// there (the producer's backward masks the prologue's ReLU).
+  const TensorView *inputScale = nullptr;
+  const TensorView *inputBias = nullptr;
+  /// `plus %addend` (rn-fold-gradient-adds): dX + addend rounded once;
+  /// needs an input gradient.
+  const TensorView *inputGradAddend = nullptr;
+};
+/// cbr_backward's bn_grad part: the ReLU mask of `options` (if any) ->
+/// batchNormBackward: convOutputGrad, gammaGradAcc + dgamma,
+/// betaGradAcc + dbeta.
+KernelStatus cbrBackwardBatchNorm(const TensorView &outputGrad, const TensorView &convOutput,
+                                  const TensorView &gamma, const TensorView &batchMean,
+                                  const TensorView &batchInvStd,
+                                  const TensorView &gammaGradAcc,
+                                  const TensorView &betaGradAcc,
+                                  const CbrBackwardOptions &options,
+                                  const TensorView &convOutputGrad,
+                                  const TensorView &gammaGrad, const TensorView &betaGrad);
+/// cbr_backward's weight_grad part: filterGradAcc + conv2dBackwardFilter
+/// at the input, or at scaleBiasRelu(input, inputScale, inputBias) with an
+/// input prologue (both or neither given).
+KernelStatus cbrBackwardFilter(const TensorView &convOutputGrad, const TensorView &input,
+                               const TensorView *inputScale, const TensorView *inputBias,
+                               const TensorView &filterGradAcc, const Conv2dAttrs &attrs,
+                               const TensorView &filterGrad);
 /// reluBackward (when `reluOutput` is given) -> batchNormBackward ->
 /// conv2dBackward: convOutputGrad, dX (when `inputGrad` is given),
 /// filterGradAcc + dW, gammaGradAcc + dgamma, betaGradAcc + dbeta.
@@ -454,6 +544,19 @@ KernelStatus cbrBackward(
     const TensorView &convOutputGrad, const TensorView *inputGrad,
     const TensorView &filterGrad, const TensorView &gammaGrad,
     const TensorView &betaGrad);
+/// cbr_backward with every optional form: cbrBackwardBatchNorm (the mask
+/// of `options`), then conv2dBackward at the input or at the prologue's
+/// activation (cbrBackwardFilter's), the input gradient with the addend
+/// of `options` if any.
+KernelStatus cbrBackward(const TensorView &outputGrad, const TensorView &input,
+                         const TensorView &filter, const TensorView &convOutput,
+                         const TensorView &gamma, const TensorView &batchMean,
+                         const TensorView &batchInvStd, const TensorView &filterGradAcc,
+                         const TensorView &gammaGradAcc, const TensorView &betaGradAcc,
+                         const CbrBackwardOptions &options, const Conv2dAttrs &attrs,
+                         const TensorView &convOutputGrad, const TensorView *inputGrad,
+                         const TensorView &filterGrad, const TensorView &gammaGrad,
+                         const TensorView &betaGrad);
 /// conv2d (no bias) -> batchNormInference -> relu (with `relu`).
 KernelStatus cbrInference(const TensorView &input, const TensorView &filter,
                           const TensorView &gamma, const TensorView &beta,

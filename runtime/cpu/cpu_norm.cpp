@@ -34,6 +34,28 @@ void normalize(const TensorView &input, int64_t count, const std::vector<double>
     }
 }
 
+/// The batch mean and inv_std = 1 / sqrt(biased var + eps) per channel of
+/// an input with `count` rows of `channels`, two-pass in double.
+void statistics(const TensorView &input, int64_t channels, int64_t count, double epsilon,
+                std::vector<double> &mean, std::vector<double> &invStd) {
+  const size_t c = static_cast<size_t>(channels);
+  mean.assign(c, 0.0);
+  invStd.assign(c, 0.0);
+  std::vector<double> var(c, 0.0);
+  for (int64_t r = 0; r < count; ++r)
+    for (size_t k = 0; k < c; ++k)
+      mean[k] += input.data[r * channels + k];
+  for (size_t k = 0; k < c; ++k)
+    mean[k] /= static_cast<double>(count);
+  for (int64_t r = 0; r < count; ++r)
+    for (size_t k = 0; k < c; ++k) {
+      double d = input.data[r * channels + k] - mean[k];
+      var[k] += d * d;
+    }
+  for (size_t k = 0; k < c; ++k)
+    invStd[k] = 1.0 / std::sqrt(var[k] / static_cast<double>(count) + epsilon);
+}
+
 } // namespace
 
 KernelStatus batchNormTrain(const TensorView &input, const TensorView &weight,
@@ -55,25 +77,35 @@ KernelStatus batchNormTrain(const TensorView &input, const TensorView &weight,
     return check.status();
 
   const size_t c = static_cast<size_t>(channels);
-  std::vector<double> mean(c, 0.0), var(c, 0.0);
-  for (int64_t r = 0; r < count; ++r)
-    for (size_t k = 0; k < c; ++k)
-      mean[k] += input.data[r * channels + k];
-  for (size_t k = 0; k < c; ++k)
-    mean[k] /= static_cast<double>(count);
-  for (int64_t r = 0; r < count; ++r)
-    for (size_t k = 0; k < c; ++k) {
-      double d = input.data[r * channels + k] - mean[k];
-      var[k] += d * d;
-    }
+  std::vector<double> mean, invStd;
+  statistics(input, channels, count, epsilon, mean, invStd);
   std::vector<double> scale(c);
   for (size_t k = 0; k < c; ++k) {
-    double invStd = 1.0 / std::sqrt(var[k] / static_cast<double>(count) + epsilon);
     batchMean.data[k] = static_cast<float>(mean[k]);
-    batchInvStd.data[k] = static_cast<float>(invStd);
-    scale[k] = invStd * weight.data[k];
+    batchInvStd.data[k] = static_cast<float>(invStd[k]);
+    scale[k] = invStd[k] * weight.data[k];
   }
   normalize(input, count, mean, scale, bias, result);
+  return {};
+}
+
+KernelStatus batchNormStatistics(const TensorView &input, double epsilon,
+                                 const TensorView &batchMean, const TensorView &batchInvStd) {
+  Check check("batch_norm_statistics");
+  int64_t channels, count;
+  if (checkBatchNormInput(check, input, channels, count).failed())
+    return check.status();
+  check.f32("batch_mean", batchMean, Shape{channels})
+      .f32("batch_inv_std", batchInvStd, Shape{channels})
+      .require(epsilon >= 0, "epsilon must be non-negative");
+  if (check.failed())
+    return check.status();
+  std::vector<double> mean, invStd;
+  statistics(input, channels, count, epsilon, mean, invStd);
+  for (size_t k = 0; k < static_cast<size_t>(channels); ++k) {
+    batchMean.data[k] = static_cast<float>(mean[k]);
+    batchInvStd.data[k] = static_cast<float>(invStd[k]);
+  }
   return {};
 }
 

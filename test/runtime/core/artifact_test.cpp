@@ -885,7 +885,152 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_EQ(cbrBackwardReluMask(handWritten, 10), ReluMask::none);
   EXPECT_EQ(check("pad_channels", 1, 1, json::object()), "");
   EXPECT_THAT(check("pad_channels", 2, 1, json::object()), HasSubstr("operand"));
-  EXPECT_EQ(allOps().size(), 54u);
+  EXPECT_EQ(allOps().size(), 56u);
+}
+
+/// rn-fuse-bn-prologue's forms: cbr_forward and conv_bn_stats with or
+/// without a prologue pair, bn_scale_bias, and cbr_backward's 15 segment
+/// sizes (input_prologue) and prologue_mask.
+TEST(OpRegistry, ChecksBnPrologueForms) {
+  auto check = [](const char *name, size_t operands, size_t results, const json &attributes) {
+    const OpInfo *info = findOp(name);
+    EXPECT_NE(info, nullptr) << name;
+    if (!info)
+      return std::string("unknown");
+    Status status = info->verify({operands, results, attributes});
+    return status.ok() ? std::string() : status.error().message();
+  };
+  const json conv = {{"strides", {1, 1}}, {"padding", {1, 1}}, {"dilation", {1, 1}},
+                     {"groups", 1},       {"epsilon", 1e-5}};
+
+  // cbr_forward: 4 operands, or 6 with prologue_scale and prologue_bias.
+  json forward = conv;
+  forward["relu"] = true;
+  EXPECT_EQ(check("cbr_forward", 4, 4, forward), "");
+  EXPECT_EQ(check("cbr_forward", 6, 4, forward), "");
+  EXPECT_EQ(check("cbr_forward", 5, 4, forward),
+            "has half a prologue (5 operands: expected 4, or 6 with prologue_scale and "
+            "prologue_bias)");
+  EXPECT_EQ(check("cbr_forward", 7, 4, forward), "takes 4 to 6 operands, got 7");
+  EXPECT_EQ(check("cbr_forward", 6, 3, forward), "produces 4 results, got 3");
+  forward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(check("cbr_forward", 6, 4, forward), "");
+  EXPECT_THAT(check("cbr_forward", 4, 4, forward),
+              HasSubstr("\"operandSegmentSizes\" disagrees with the operands (4, then "
+                        "[prologue_scale, prologue_bias])"));
+  forward["operandSegmentSizes"] = {1, 1, 1, 1, 0, 0};
+  EXPECT_EQ(check("cbr_forward", 4, 4, forward), "");
+  forward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 0};
+  EXPECT_THAT(check("cbr_forward", 5, 4, forward), HasSubstr("has half a prologue"));
+  EXPECT_THAT(check("cbr_forward", 6, 4, forward), HasSubstr("disagrees with the operands"));
+  forward["operandSegmentSizes"] = {1, 1, 1, 1, 1};
+  EXPECT_THAT(check("cbr_forward", 5, 4, forward), HasSubstr("has half a prologue"));
+  forward["operandSegmentSizes"] = {1, 1, 1, 1, 2, 2};
+  EXPECT_THAT(check("cbr_forward", 8, 4, forward), HasSubstr("takes 4 to 6 operands"));
+  forward.erase("operandSegmentSizes");
+  // The prologue needs an ungrouped convolution (the dialect's verifier).
+  forward["groups"] = 2;
+  EXPECT_EQ(check("cbr_forward", 4, 4, forward), "");
+  EXPECT_EQ(check("cbr_forward", 6, 4, forward),
+            "has a prologue with \"groups\" 2 (the prologue needs groups 1)");
+
+  // conv_bn_stats: 2 operands, or 4 with the prologue; 3 results.
+  EXPECT_EQ(check("conv_bn_stats", 2, 3, conv), "");
+  EXPECT_EQ(check("conv_bn_stats", 4, 3, conv), "");
+  EXPECT_EQ(check("conv_bn_stats", 3, 3, conv),
+            "has half a prologue (3 operands: expected 2, or 4 with prologue_scale and "
+            "prologue_bias)");
+  EXPECT_EQ(check("conv_bn_stats", 4, 4, conv),
+            "produces 3 results (conv_output, batch_mean, batch_inv_std), got 4");
+  json stats = conv;
+  stats["operandSegmentSizes"] = {1, 1, 1, 1};
+  EXPECT_EQ(check("conv_bn_stats", 4, 3, stats), "");
+  stats["operandSegmentSizes"] = {1, 1, 0, 0};
+  EXPECT_EQ(check("conv_bn_stats", 2, 3, stats), "");
+  EXPECT_THAT(check("conv_bn_stats", 4, 3, stats),
+              HasSubstr("disagrees with the operands (2, then [prologue_scale, prologue_bias])"));
+  stats.erase("operandSegmentSizes");
+  stats.erase("epsilon");
+  EXPECT_THAT(check("conv_bn_stats", 2, 3, stats), HasSubstr("\"epsilon\" is missing"));
+  stats = conv;
+  stats["groups"] = 4;
+  EXPECT_EQ(check("conv_bn_stats", 2, 3, stats), "");
+  EXPECT_THAT(check("conv_bn_stats", 4, 3, stats), HasSubstr("the prologue needs groups 1"));
+
+  // bn_scale_bias: mean, inv_std, gamma, beta -> scale, bias.
+  EXPECT_EQ(check("bn_scale_bias", 4, 2, json::object()), "");
+  EXPECT_EQ(check("bn_scale_bias", 3, 2, json::object()), "takes 4 operands, got 3");
+  EXPECT_EQ(check("bn_scale_bias", 4, 1, json::object()), "produces 2 results, got 1");
+
+  EXPECT_EQ(convPrologue("cbr_forward", 6), std::optional<size_t>(4));
+  EXPECT_EQ(convPrologue("cbr_forward", 4), std::nullopt);
+  EXPECT_EQ(convPrologue("conv_bn_stats", 4), std::optional<size_t>(2));
+  EXPECT_EQ(convPrologue("conv_bn_stats", 2), std::nullopt);
+  EXPECT_EQ(convPrologue("conv2d", 4), std::nullopt);
+
+  // cbr_backward with 15 segment sizes: ten, relu_output, relu_beta,
+  // input_scale, input_bias, input_grad_addend.
+  json backward = conv;
+  backward.erase("epsilon");
+  backward["input_grad"] = true;
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0};
+  EXPECT_EQ(check("cbr_backward", 13, 5, backward), "");
+  EXPECT_EQ(cbrBackwardInputPrologue(backward), std::optional<size_t>(11));
+  EXPECT_EQ(cbrBackwardReluMask(backward, 13), ReluMask::recomputed);
+  EXPECT_FALSE(hasInputGradAddend(backward));
+  EXPECT_FALSE(cbrBackwardPrologueMask(backward));
+  EXPECT_THAT(check("cbr_backward", 12, 5, backward), HasSubstr("disagrees with the operands"));
+  EXPECT_EQ(check("cbr_backward", 14, 5, backward), "takes 12 to 13 operands, got 14");
+  // With the mask recomputed in the prologue's rounding.
+  backward["prologue_mask"] = true;
+  EXPECT_EQ(check("cbr_backward", 13, 5, backward), "");
+  EXPECT_TRUE(cbrBackwardPrologueMask(backward));
+  // With relu_output and an addend: input_scale is operand 11, the addend
+  // the last.
+  backward.erase("prologue_mask");
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1};
+  EXPECT_EQ(check("cbr_backward", 14, 5, backward), "");
+  EXPECT_EQ(cbrBackwardInputPrologue(backward), std::optional<size_t>(11));
+  EXPECT_EQ(cbrBackwardReluMask(backward, 14), ReluMask::output);
+  EXPECT_TRUE(hasInputGradAddend(backward));
+  // No ReLU: input_scale is operand 10.
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0};
+  EXPECT_EQ(check("cbr_backward", 12, 5, backward), "");
+  EXPECT_EQ(cbrBackwardInputPrologue(backward), std::optional<size_t>(10));
+  EXPECT_EQ(cbrBackwardReluMask(backward, 12), ReluMask::none);
+  // No input prologue in the 15 counts.
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0};
+  EXPECT_EQ(check("cbr_backward", 11, 5, backward), "");
+  EXPECT_EQ(cbrBackwardInputPrologue(backward), std::nullopt);
+  EXPECT_EQ(cbrBackwardInputPrologue(json::object()), std::nullopt);
+  // Half an input prologue, bad segment sizes.
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0};
+  EXPECT_EQ(check("cbr_backward", 12, 5, backward),
+            "attribute \"operandSegmentSizes\" disagrees with the operands (ten, [relu_output], "
+            "[relu_beta], [input_scale, input_bias], [input_grad_addend])");
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 0};
+  EXPECT_EQ(check("cbr_backward", 12, 5, backward), "takes 10 to 11 operands, got 12");
+  EXPECT_THAT(check("cbr_backward", 11, 5, backward), HasSubstr("disagrees with the operands"));
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1}; // 14
+  EXPECT_THAT(check("cbr_backward", 12, 5, backward), HasSubstr("disagrees with the operands"));
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 2, 2, 0};
+  EXPECT_THAT(check("cbr_backward", 11, 5, backward), HasSubstr("disagrees with the operands"));
+  // prologue_mask only with relu_recompute.
+  backward["prologue_mask"] = true;
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0};
+  EXPECT_EQ(check("cbr_backward", 13, 5, backward), "has prologue_mask without relu_recompute");
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0};
+  EXPECT_EQ(check("cbr_backward", 10, 5, backward), "has prologue_mask without relu_recompute");
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0};
+  EXPECT_EQ(check("cbr_backward", 11, 5, backward), "");
+  backward.erase("operandSegmentSizes"); // hand-written: the eleventh is relu_output
+  EXPECT_EQ(check("cbr_backward", 11, 5, backward), "has prologue_mask without relu_recompute");
+  backward["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0};
+  backward["prologue_mask"] = 1;
+  EXPECT_EQ(check("cbr_backward", 11, 5, backward),
+            "attribute \"prologue_mask\" must be a boolean, got number");
+  EXPECT_EQ(findOp("cbr_backward")->forkParts({13, 5, backward}),
+            (std::vector<std::string_view>{"bn_grad", "weight_grad", "input_grad"}));
 }
 
 //===----------------------------------------------------------------------===//

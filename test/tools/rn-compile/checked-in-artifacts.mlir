@@ -29,3 +29,6 @@
 // RUN: cmp %t.mlp-lars.rnx %S/../../runtime/Inputs/mlp-lars.rnx
 // RUN: rn-compile %S/../../runtime/Inputs/mlp.mlir -o %t.mlp-lars-per-param.rnx --quiet --pipeline "optimizer=lars weight-decay=1e-4 precision=f16 loss-scaling=dynamic group-updates=false"
 // RUN: cmp %t.mlp-lars-per-param.rnx %S/../../runtime/Inputs/mlp-lars-per-param.rnx
+// cpu_executor_test.cpp's rn-fuse-bn-prologue program.
+// RUN: rn-compile %S/../../runtime/Inputs/cbr.mlir -o %t.cbr-bnprologue.rnx --quiet --pipeline "precision=f16 loss-scaling=dynamic momentum=0.9 fuse-bn-prologue=true" 2>/dev/null
+// RUN: cmp %t.cbr-bnprologue.rnx %S/../../runtime/Inputs/cbr-bnprologue.rnx
