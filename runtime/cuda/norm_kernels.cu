@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 #include "runtime/cuda/device_element.cuh"
 
 namespace rn::cuda {
@@ -419,35 +420,92 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// bn_scale_bias's per-channel math (rn-fuse-bn-prologue): the BN apply
+/// as the next convolution's prologue, scale = round_T(invStd * gamma) and
+/// bias = round_T(fma(-mean, scale, beta)), each step one f32 operation
+/// (the intrinsics keep nvcc from contracting them) rounded to T, as
+/// cpu::bnScaleBias computes them. bnScaleBiasKernel and the backward's
+/// prologue mask (ReluRecompute::prologue) both call it, so that the mask
+/// sees the scale and bias that the prologue's convolution read.
+template <typename T>
+__device__ __forceinline__ void prologueScaleBias(float mean, float invStd, float gamma,
+                                                  float beta, float &scale, float &bias) {
+  scale = roundAs<T>(__fmul_rn(invStd, gamma));
+  bias = roundAs<T>(__fmaf_rn(-mean, scale, beta));
+}
+
+/// The prologue's value before its ReLU: round_T(fma(x, scale, bias)),
+/// one rounding, as the CPU (rn-fuse-bn-prologue's spec) and the two cuDNN
+/// graphs the fusion runs compute it (genstats forward and prologue filter
+/// gradient, Conv.ScaleBiasReluPrologueRoundsLikeTheCpu on the H200), so
+/// the mask is the one of what the convolutions read.
+template <typename T>
+__device__ __forceinline__ float prologueValue(float x, float scale, float bias) {
+  return roundAs<T>(__fmaf_rn(x, scale, bias));
+}
+
+/// One thread per channel: prologueScaleBias, stored as T.
+template <typename T>
+__global__ void bnScaleBiasKernel(const float *__restrict__ mean, const float *__restrict__ invStd,
+                                  const void *gamma, DType gammaType, const void *beta,
+                                  DType betaType, int64_t channels, T *scale, T *bias) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= channels)
+    return;
+  float s, b;
+  prologueScaleBias<T>(mean[c], invStd[c], loadAny(gamma, gammaType, c),
+                       loadAny(beta, betaType, c), s, b);
+  scale[c] = fromFloat<T>(s);
+  bias[c] = fromFloat<T>(b);
+}
+
 /// The ReLU mask recomputed from x (cbr_backward's `relu_recompute`): dy
 /// passes where the forward's result is positive: normalizedValue of the
 /// batch mean (which the backward kernels hold anyway), trainingScale and
 /// beta, rounded to T, as applyKernel computed it. Off when beta is null.
+/// With `prologue` (`prologue_mask`, rn-fuse-bn-prologue), the forward's
+/// result is instead the next convolution's prologue: positive where
+/// prologueValue of prologueScaleBias's scale and bias is. A flag read
+/// from the kernel's parameters, not a template argument (no second set
+/// of instantiations), at no register cost (KernelsKeepTheirOccupancy:
+/// backwardApplyKernel stays at 56 for f16 at the default tuning; the
+/// constants must keep this shape, a restructured loop of them cost it 3).
 struct ReluRecompute {
   const void *weight;
   DType weightType;
   const void *beta;
   DType betaType;
+  bool prologue;
 };
 
 /// Per-channel scale and bias of a recomputed mask (zeros when off). The
 /// mean is the kernel's own batch mean: a second copy of it, or a generic
 /// ChannelAffine load, cost backwardApplyKernel 10 registers and a block
 /// per SM (56 -> 66, 30% slower on the H200 at ResNet sizes).
-template <int V>
+template <typename T, int V>
 __device__ __forceinline__ void recomputeConstants(const ReluRecompute &r, int64_t c0,
+                                                   const float (&mean)[V],
                                                    const float (&invStd)[V], float (&scale)[V],
                                                    float (&bias)[V]) {
 #pragma unroll
   for (int v = 0; v < V; ++v) {
-    scale[v] = r.beta ? trainingScale(invStd[v], loadAny(r.weight, r.weightType, c0 + v)) : 0.f;
-    bias[v] = r.beta ? loadAny(r.beta, r.betaType, c0 + v) : 0.f;
+    if (r.beta && r.prologue) {
+      prologueScaleBias<T>(mean[v], invStd[v], loadAny(r.weight, r.weightType, c0 + v),
+                           loadAny(r.beta, r.betaType, c0 + v), scale[v], bias[v]);
+    } else {
+      scale[v] = r.beta ? trainingScale(invStd[v], loadAny(r.weight, r.weightType, c0 + v)) : 0.f;
+      bias[v] = r.beta ? loadAny(r.beta, r.betaType, c0 + v) : 0.f;
+    }
   }
 }
 
+/// Whether the recomputed mask passes dy: with `prologue`, in the
+/// prologue's rounding (the mean is then unused).
 template <typename T>
-__device__ __forceinline__ bool recomputedPositive(float x, float mean, float scale, float bias) {
-  return roundAs<T>(normalizedValue(x, mean, scale, bias)) > 0.f;
+__device__ __forceinline__ bool recomputedPositive(float x, float mean, float scale, float bias,
+                                                   bool prologue) {
+  return (prologue ? prologueValue<T>(x, scale, bias)
+                   : roundAs<T>(normalizedValue(x, mean, scale, bias))) > 0.f;
 }
 
 /// Per (chunk, channel): sum(dy) and sum(dy * xhat), dy masked by relu > 0
@@ -479,7 +537,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   float maskScale[V] = {}, maskBias[V] = {};
   if (active) {
-    recomputeConstants<V>(recompute, c0, invStd, maskScale, maskBias);
+    recomputeConstants<T, V>(recompute, c0, mean, invStd, maskScale, maskBias);
     for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
       float g[U][V], a[U][V], m[U][V];
 #pragma unroll
@@ -501,7 +559,8 @@ __global__ void __launch_bounds__(kThreads)
             if (relu)
               g[u][v] = m[u][v] > 0.f ? g[u][v] : 0.f;
             else if (recompute.beta)
-              g[u][v] = recomputedPositive<T>(a[u][v], mean[v], maskScale[v], maskBias[v])
+              g[u][v] = recomputedPositive<T>(a[u][v], mean[v], maskScale[v], maskBias[v],
+                                              recompute.prologue)
                             ? g[u][v]
                             : 0.f;
             float xhat = (a[u][v] - mean[v]) * invStd[v];
@@ -622,7 +681,7 @@ __global__ void __launch_bounds__(kThreads)
     meanDyXhat[v] = static_cast<float>(double(sumDyXhat[c]) / m);
   }
   float maskScale[V], maskBias[V];
-  recomputeConstants<V>(recompute, c0, invStd, maskScale, maskBias);
+  recomputeConstants<T, V>(recompute, c0, mean, invStd, maskScale, maskBias);
   for (int64_t r = rowBegin + ty; r < rowEnd; r += U * int64_t(ny)) {
     float g[U][V], a[U][V], mask[U][V];
 #pragma unroll
@@ -646,7 +705,10 @@ __global__ void __launch_bounds__(kThreads)
           if (relu)
             d = mask[u][v] > 0.f ? d : 0.f;
           else if (recompute.beta)
-            d = recomputedPositive<T>(a[u][v], mean[v], maskScale[v], maskBias[v]) ? d : 0.f;
+            d = recomputedPositive<T>(a[u][v], mean[v], maskScale[v], maskBias[v],
+                                      recompute.prologue)
+                    ? d
+                    : 0.f;
           float xhat = (a[u][v] - mean[v]) * invStd[v];
           out[v] = factor[v] * (d - meanDy[v] - xhat * meanDyXhat[v]);
         }
@@ -941,13 +1003,16 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
                        const DeviceTensor &weightGradAcc, const DeviceTensor &biasGradAcc,
                        const DeviceTensor &dx, const DeviceTensor *maskedOut,
                        const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
-                       cudaStream_t stream, void *workspace, size_t workspaceBytes) {
+                       cudaStream_t stream, void *workspace, size_t workspaceBytes,
+                       bool prologueMask) {
   Checker check(fn);
   check.activation("input", x).sameAs("output_grad", dy, x).sameAs("input_grad", dx, x);
   if (reluResult)
     check.sameAs("relu_result", *reluResult, x);
   check.that(!reluResult || !reluBeta,
-             "takes the ReLU mask from relu_result or relu_beta, not both");
+             "takes the ReLU mask from relu_result or relu_beta, not both")
+      .that(!prologueMask || reluBeta,
+            "the prologue's rounding of the mask (prologue_mask) needs relu_beta");
   if (maskedOut)
     check.sameAs("shortcut_grad", *maskedOut, x);
   if (check.failed())
@@ -981,7 +1046,7 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   Geometry g = geometryOf(plan, vec);
   Tile tile = tileOf(plan);
   const ReluRecompute recompute{weight.data, weight.dtype, reluBeta ? reluBeta->data : nullptr,
-                                reluBeta ? reluBeta->dtype : DType::f32};
+                                reluBeta ? reluBeta->dtype : DType::f32, prologueMask};
   withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
@@ -1084,6 +1149,48 @@ Status bnFinalizeStats(const float *sum, const float *sumSq, int64_t channels, i
   return Status::success();
 }
 
+Status bnScaleBias(const DeviceTensor &mean, const DeviceTensor &invStd, const DeviceTensor &gamma,
+                   const DeviceTensor &beta, const DeviceTensor &scale, const DeviceTensor &bias,
+                   cudaStream_t stream) {
+  Checker check("bnScaleBias");
+  const int64_t C = mean.numel();
+  check.f32Vector("batch_mean", mean, C)
+      .f32Vector("batch_inv_std", invStd, C)
+      .vector("gamma", gamma, C)
+      .vector("beta", beta, C)
+      .vector("scale", scale, C)
+      .vector("bias", bias, C)
+      .that(mean.rank() == 1, "batch_mean must have rank 1, got " + std::to_string(mean.rank()))
+      .that(scale.dtype == bias.dtype, "scale and bias must have one dtype, got " +
+                                           std::string(dtypeName(scale.dtype)) + " and " +
+                                           std::string(dtypeName(bias.dtype)));
+  if (check.failed())
+    return check.error();
+  if (C == 0)
+    return Status::success();
+  const unsigned blocks = unsigned(ceilDiv(C, 256));
+  auto launch = [&](auto *typed) {
+    using T = std::remove_pointer_t<decltype(typed)>;
+    bnScaleBiasKernel<T><<<blocks, 256, 0, stream>>>(
+        static_cast<const float *>(mean.data), static_cast<const float *>(invStd.data),
+        gamma.data, gamma.dtype, beta.data, beta.dtype, C, static_cast<T *>(scale.data),
+        static_cast<T *>(bias.data));
+  };
+  switch (scale.dtype) {
+  case DType::f16:
+    launch(static_cast<__half *>(nullptr));
+    break;
+  case DType::bf16:
+    launch(static_cast<__nv_bfloat16 *>(nullptr));
+    break;
+  default:
+    launch(static_cast<float *>(nullptr));
+    break;
+  }
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
 size_t bnStatsWorkspaceBytes(const std::vector<int64_t> &xShape) {
   RowPlan plan = rowPlanOf(xShape, tuning().statsBlocks);
   return plan.chunks == 0 ? 0 : 2 * partialBytes(plan);
@@ -1175,10 +1282,10 @@ Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult,
                   const DeviceTensor &weightGradAcc, const DeviceTensor &biasGradAcc,
                   const DeviceTensor &dx, const DeviceTensor &weightGrad,
                   const DeviceTensor &biasGrad, cudaStream_t stream, void *workspace,
-                  size_t workspaceBytes) {
+                  size_t workspaceBytes, bool prologueMask) {
   return backwardChecked("bnBackward", dy, reluResult, reluBeta, x, weight, mean, invStd,
                          weightGradAcc, biasGradAcc, dx, nullptr, weightGrad, biasGrad, stream,
-                         workspace, workspaceBytes);
+                         workspace, workspaceBytes, prologueMask);
 }
 
 Status bnAddReluBackward(const DeviceTensor &dy, const DeviceTensor &reluResult,
@@ -1190,7 +1297,7 @@ Status bnAddReluBackward(const DeviceTensor &dy, const DeviceTensor &reluResult,
                          cudaStream_t stream, void *workspace, size_t workspaceBytes) {
   return backwardChecked("bnAddReluBackward", dy, &reluResult, nullptr, x, weight, mean, invStd,
                          weightGradAcc, biasGradAcc, dx, &shortcutGrad, weightGrad, biasGrad,
-                         stream, workspace, workspaceBytes);
+                         stream, workspace, workspaceBytes, false);
 }
 
 Status bnInference(const DeviceTensor &x, const DeviceTensor &weight, const DeviceTensor &bias,

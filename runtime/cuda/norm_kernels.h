@@ -85,6 +85,16 @@ Status bnFinalizeStats(const float *sum, const float *sumSq, int64_t channels, i
                        double epsilon, const DeviceTensor &batchMean,
                        const DeviceTensor &batchInvStd, cudaStream_t stream);
 
+/// rn.bn_scale_bias (rn-fuse-bn-prologue): the per-channel scale and bias
+/// of a BN apply run as the next convolution's prologue, with T the
+/// results' dtype: scale = round_T(invStd * gamma), bias =
+/// round_T(fma(-mean, scale, beta)), each step one f32 operation, bit for
+/// bit cpu::bnScaleBias. mean, invStd f32 [C]; gamma, beta [C] of any float
+/// dtype; scale and bias [C] of one float dtype. One small kernel.
+Status bnScaleBias(const DeviceTensor &mean, const DeviceTensor &invStd, const DeviceTensor &gamma,
+                   const DeviceTensor &beta, const DeviceTensor &scale, const DeviceTensor &bias,
+                   cudaStream_t stream);
+
 /// Workspace bytes bnBatchStats needs for x's shape (partial statistics):
 /// a multiple of 256, so that what a caller places after it stays aligned.
 size_t bnStatsWorkspaceBytes(const std::vector<int64_t> &xShape);
@@ -120,14 +130,21 @@ size_t bnBackwardWorkspaceBytes(const std::vector<int64_t> &xShape);
 /// from x, in both passes over it: where round(fma(x - mean, invStd *
 /// weight, beta)) > 0 in f32, rounded to x's dtype, which is the value
 /// bnApply stored as the forward's result (cbr_backward's
-/// `relu_recompute`). The gradients may alias their accumulators.
+/// `relu_recompute`). With `prologueMask` as well (cbr_backward's
+/// `prologue_mask`: the forward's result was never stored, the next
+/// convolution's prologue computed it), the recomputed mask takes the
+/// prologue's rounding instead: (s, b) per channel as bnScaleBias computes
+/// them from mean, invStd, weight and reluBeta with T = x's dtype, dy
+/// passes where round_T(fma(x, s, b)) > 0. The gradients may alias
+/// their accumulators.
 Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult,
                   const DeviceTensor *reluBeta, const DeviceTensor &x,
                   const DeviceTensor &weight, const DeviceTensor &mean,
                   const DeviceTensor &invStd, const DeviceTensor &weightGradAcc,
                   const DeviceTensor &biasGradAcc, const DeviceTensor &dx,
                   const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
-                  cudaStream_t stream, void *workspace, size_t workspaceBytes);
+                  cudaStream_t stream, void *workspace, size_t workspaceBytes,
+                  bool prologueMask = false);
 
 /// bn_add_relu_backward: shortcutGrad = dy masked by reluResult > 0, then
 /// bnBackward of it (dx, weightGrad, biasGrad).

@@ -1,29 +1,39 @@
 //===- ops_conv_linear.cpp - GPU launchers of conv, linear and CBR ops ----===//
 //
 // conv2d, conv2d_backward, linear, linear_backward, cbr_forward,
-// cbr_backward and cbr_inference, with the operand order and part split of
-// cpu_executor.cpp (ExecutorAccess::run) and cpu_fused.cpp:
+// conv_bn_stats, cbr_backward and cbr_inference, with the operand order
+// and part split of cpu_executor.cpp (ExecutorAccess::run) and
+// cpu_fused.cpp:
 //
 //   conv2d          x, w[, b] -> y
 //   conv2d_backward dy, x, w, dwAcc[, dbAcc] -> [dx,] dw[, db]
 //   linear          x, W[, b] -> y
 //   linear_backward dy, x, W, dWAcc[, dbAcc] -> [dx,] dW[, db]
-//   cbr_forward     x, w, gamma, beta -> y, convOut, mean, invStd
+//   cbr_forward     x, w, gamma, beta[, pScale, pBias] -> y, convOut, mean, invStd
+//   conv_bn_stats   x, w[, pScale, pBias] -> convOut, mean, invStd
 //   cbr_backward    dy, x, w, convOut, gamma, mean, invStd, dwAcc,
-//                   dgammaAcc, dbetaAcc[, reluOut] ->
-//                   convOutGrad, [dx,] dw, dgamma, dbeta
+//                   dgammaAcc, dbetaAcc[, reluOut | reluBeta][, xScale, xBias]
+//                   [, dxAddend] -> convOutGrad, [dx,] dw, dgamma, dbeta
 //   cbr_inference   x, w, gamma, beta, runningMean, runningVar -> y
+//
+// The prologue pairs are rn-fuse-bn-prologue's: the convolution reads
+// relu(x * pScale + pBias) per input channel instead of x (the previous
+// layer's BN apply + ReLU, never stored), and cbr_backward's filter
+// gradient reads its x through (xScale, xBias) likewise. They run on
+// cuDNN's scale-bias-ReLU graphs (conv.h), which take f16 only.
 //
 // dx is there when the attribute input_grad is true. Forking ops run one
 // part per launch (weight_grad, bias_grad, input_grad, bn_grad); a launch
 // with part -1 runs all the node's parts in order (the roles the operands
 // imply when the node lists none). Nothing fuses across parts or nodes.
 //
-// Workspace layouts (prepare returns their size): cbr_forward keeps the
-// BN statistics' partials (bnStatsWorkspaceBytes) at the front of the
-// stream's workspace and gives cuDNN the rest; cbr_inference keeps the
-// convolution output there when it cannot be written into y (y's dtype
-// differs from x's), and runs the batch norm in place in y otherwise.
+// Workspace layouts (prepare returns their size): cbr_forward and
+// conv_bn_stats keep the BN statistics' partials (bnStatsWorkspaceBytes),
+// or with a genstats graph (a prologue, or RN_CONV_GENSTATS=1) its sums,
+// at the front of the stream's workspace and give cuDNN the rest;
+// cbr_inference keeps the convolution output there when it cannot be
+// written into y (y's dtype differs from x's), and runs the batch norm in
+// place in y otherwise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -139,6 +149,45 @@ StreamResources after(const StreamResources &s, size_t reserved) {
   return r;
 }
 
+/// The launch's error with the op named in front, for errors of the
+/// kernels and cuDNN (which do not know the node).
+Status named(const OpLaunch &l, Status status) {
+  if (status.ok())
+    return status;
+  return status.error().withContext(l.node.op);
+}
+
+/// A convolution's scale-bias-ReLU prologue (rn-fuse-bn-prologue): the
+/// per-input-channel scale and bias it reads its input x through,
+/// relu(x * scale + bias); both null without one.
+struct Prologue {
+  const DeviceTensor *scale = nullptr;
+  const DeviceTensor *bias = nullptr;
+  explicit operator bool() const { return scale != nullptr; }
+};
+
+/// An error unless `p` can run on cuDNN's scale-bias-ReLU graphs: x, scale
+/// and bias f16 (the engines take fp16 scale and bias; the dialect allows
+/// other float types, which only the CPU runs), scale and bias [C] of x
+/// [N,H,W,C], groups 1.
+Status checkPrologue(const OpLaunch &l, const DeviceTensor &x, const Prologue &p) {
+  if (x.dtype != DType::f16 || p.scale->dtype != DType::f16 || p.bias->dtype != DType::f16)
+    return Error(l.node.op + ": needs f16 prologue operands and input on the GPU (cuDNN's " +
+                 "scale-bias-ReLU prologue takes fp16), got input " +
+                 std::string(dtypeName(x.dtype)) + ", scale " +
+                 std::string(dtypeName(p.scale->dtype)) + ", bias " +
+                 std::string(dtypeName(p.bias->dtype)));
+  const int64_t channels = x.rank() == 4 ? x.dim(3) : -1;
+  if (p.scale->shape != std::vector<int64_t>{channels} || p.bias->shape != p.scale->shape)
+    return Error(l.node.op + ": the prologue's scale " + detail::shapeString(p.scale->shape) +
+                 " and bias " + detail::shapeString(p.bias->shape) +
+                 " must have one element per channel of the input " +
+                 detail::shapeString(x.shape));
+  if (int64_t groups = convParams(l.node.attributes).groups; groups != 1)
+    return Error(l.node.op + ": a prologue needs groups 1, got " + std::to_string(groups));
+  return Status::success();
+}
+
 //===----------------------------------------------------------------------===//
 // conv2d
 //===----------------------------------------------------------------------===//
@@ -216,12 +265,19 @@ Roles rolesOf(const OpLaunch &l, bool hasBias, bool inputGrad, bool bnGrad) {
 /// prepare (when `launch` is false) or launch of one part of
 /// conv2d_backward; returns the workspace bytes it uses.
 /// The filter gradient of a backward part: dw = dwAcc + wgrad(x, dy), with
-/// w giving the filter's shape. Prepares (returns the workspace bytes) or
-/// runs it.
+/// w giving the filter's shape; with a prologue, that of a convolution that
+/// read x through it, dw = dwAcc + wgrad(relu(x * scale + bias), dy).
+/// Prepares (returns the workspace bytes) or runs it.
 Result<size_t> filterGradient(const OpLaunch &l, bool launch, const DeviceTensor &x,
                               const DeviceTensor &w, const DeviceTensor &dy,
-                              const DeviceTensor &dwAcc, const DeviceTensor &dw) {
-  Result<ConvCall> call = convCall(l, ConvKind::backward_filter, x, w, dy, dw.dtype);
+                              const DeviceTensor &dwAcc, const DeviceTensor &dw,
+                              const Prologue &prologue = {}) {
+  if (prologue)
+    if (Status s = checkPrologue(l, x, prologue); !s.ok())
+      return s.error();
+  Result<ConvCall> call =
+      convCall(l, prologue ? ConvKind::backward_filter_scale_bias_relu : ConvKind::backward_filter,
+               x, w, dy, dw.dtype);
   if (!call.ok())
     return call.error();
   // A zero-padded filter's gradient goes to its parameter's accumulator,
@@ -238,14 +294,22 @@ Result<size_t> filterGradient(const OpLaunch &l, bool launch, const DeviceTensor
                  " or, with groups 1, fewer input channels");
   if (firstChannels)
     call->gradChannels = dw.dim(3);
-  if (!launch)
-    return l.conv.prepare(*call, l.stream);
+  if (!launch) {
+    Result<size_t> bytes = l.conv.prepare(*call, l.stream);
+    if (!bytes.ok())
+      return named(l, bytes.error()).error();
+    return bytes;
+  }
   ConvBuffers b;
   b.x = x.data;
   b.dy = dy.data;
   b.dwAcc = dwAcc.data;
   b.dw = dw.data;
-  if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
+  if (prologue) {
+    b.scale = prologue.scale->data;
+    b.bias = prologue.bias->data;
+  }
+  if (Status s = named(l, l.conv.run(*call, b, l.stream)); !s.ok())
     return s.error();
   return size_t(0);
 }
@@ -496,7 +560,7 @@ Status linearLaunch(const OpLaunch &l) {
 }
 
 //===----------------------------------------------------------------------===//
-// cbr_forward, cbr_inference
+// cbr_forward, conv_bn_stats, cbr_inference
 //===----------------------------------------------------------------------===//
 
 // The convolution runs alone and the batch statistics come from one
@@ -513,6 +577,15 @@ Status linearLaunch(const OpLaunch &l) {
 // into the workspace, bnFinalizeStats turns them into mean and inv_std
 // (from sum and sum of squares in f32, not Welford), then the apply.
 
+// With a prologue (rn-fuse-bn-prologue) the convolution is always
+// forward_scale_bias_relu_stats, NVIDIA's MLPerf pattern: the previous
+// BN apply + ReLU as its prologue and genstats as its epilogue, the sums
+// in the workspace as above. It has no fallback: without a plan, prepare
+// fails (the artifact must then be compiled without fuse-bn-prologue).
+
+/// Workspace bytes of a genstats graph's sums: sum, then sum of squares.
+size_t sumBytesOf(const ConvCall &call) { return 2 * alignUp(size_t(call.y[3]) * sizeof(float)); }
+
 /// The forward_stats twin of cbr_forward's convolution: the call, the
 /// workspace bytes its sums take (sum, then sum of squares) and the stream
 /// resources after them for the convolution's own workspace.
@@ -524,7 +597,7 @@ struct GenstatsConv {
 
 /// With the experiment on and room for the sums; else nullopt.
 std::optional<GenstatsConv> genstatsConv(const OpLaunch &l, const ConvCall &forward) {
-  const size_t sumBytes = 2 * alignUp(size_t(forward.y[3]) * sizeof(float));
+  const size_t sumBytes = sumBytesOf(forward);
   if (!l.conv.triesGenstats() || l.stream.workspaceBytes < sumBytes)
     return std::nullopt;
   ConvCall call = forward;
@@ -532,11 +605,53 @@ std::optional<GenstatsConv> genstatsConv(const OpLaunch &l, const ConvCall &forw
   return GenstatsConv{call, sumBytes, after(l.stream, sumBytes)};
 }
 
-Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 4, 4, 4, 4); !s.ok())
+/// The convolution of cbr_forward and conv_bn_stats, convOut = conv(x, w)
+/// or conv(relu(x * scale + bias), w), with the batch statistics of
+/// convOut as stored (mean and inv_std, f32 [O]).
+struct StatsConv {
+  const DeviceTensor &x, &w;
+  Prologue prologue;
+  const DeviceTensor &convOut, &mean, &invStd;
+};
+
+/// The node's prologue pair, the two operands after its `fixed` ones
+/// (convPrologue); an error for a count that is neither.
+Result<Prologue> prologueOf(const OpLaunch &l, size_t fixed) {
+  const size_t n = l.operands.size();
+  if (n != fixed && n != fixed + 2)
+    return Error(l.node.op + ": expects " + std::to_string(fixed) + " operands, or " +
+                 std::to_string(fixed + 2) + " with prologue_scale and prologue_bias, got " +
+                 std::to_string(n));
+  std::optional<size_t> at = convPrologue(l.node.op, n);
+  if (!at)
+    return Prologue{};
+  return Prologue{&l.operands[*at], &l.operands[*at + 1]};
+}
+
+/// The prologue's call: forward_scale_bias_relu_stats, checked.
+Result<ConvCall> prologueStatsCall(const OpLaunch &l, const StatsConv &sc) {
+  if (Status s = checkPrologue(l, sc.x, sc.prologue); !s.ok())
     return s.error();
-  Result<ConvCall> call = convCall(l, ConvKind::forward, l.operands[0], l.operands[1],
-                                   l.results[1], DType::f32);
+  return convCall(l, ConvKind::forward_scale_bias_relu_stats, sc.x, sc.w, sc.convOut, DType::f32);
+}
+
+Result<size_t> statsConvPrepare(const OpLaunch &l, const StatsConv &sc) {
+  if (sc.prologue) {
+    Result<ConvCall> call = prologueStatsCall(l, sc);
+    if (!call.ok())
+      return call.error();
+    const size_t sumBytes = sumBytesOf(*call);
+    if (l.stream.workspaceBytes < sumBytes)
+      return Error(l.node.op + ": the workspace of stream " + std::string(l.stream.name) +
+                   " cannot hold the statistics' sums (" + std::to_string(sumBytes) + " bytes)");
+    Result<size_t> conv = l.conv.prepare(*call, after(l.stream, sumBytes));
+    if (!conv.ok())
+      return Error(l.node.op + ": cuDNN has no plan for the convolution with the BN prologue " +
+                   "and statistics (" + conv.error().message() +
+                   "); compile the artifact without fuse-bn-prologue");
+    return sumBytes + *conv;
+  }
+  Result<ConvCall> call = convCall(l, ConvKind::forward, sc.x, sc.w, sc.convOut, DType::f32);
   if (!call.ok())
     return call.error();
   if (std::optional<GenstatsConv> g = genstatsConv(l, *call)) {
@@ -544,7 +659,7 @@ Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
     if (conv.ok() && l.conv.statsFused(g->call, g->rest))
       return g->sumBytes + *conv;
   }
-  size_t scratch = bnStatsWorkspaceBytes(l.results[1].shape);
+  size_t scratch = bnStatsWorkspaceBytes(sc.convOut.shape);
   if (l.stream.workspaceBytes < scratch)
     return Error(l.node.op + ": the workspace cannot hold the BN statistics' partials");
   Result<size_t> conv = l.conv.prepare(*call, after(l.stream, scratch));
@@ -553,45 +668,102 @@ Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
   return scratch + *conv;
 }
 
-Status cbrForwardLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 4, 4, 4, 4); !s.ok())
+/// Runs `call`, a genstats graph, with its sums at the front of the
+/// workspace, then turns them into the statistics.
+Status statsFromSums(const OpLaunch &l, const StatsConv &sc, const ConvCall &call, ConvBuffers b,
+                     size_t sumBytes, double epsilon) {
+  if (l.stream.workspaceBytes < sumBytes || !l.stream.workspace)
+    return Error(l.node.op + ": the workspace cannot hold the statistics' sums");
+  char *sums = static_cast<char *>(l.stream.workspace);
+  b.sum = reinterpret_cast<float *>(sums);
+  b.sumSq = reinterpret_cast<float *>(sums + sumBytes / 2);
+  if (Status s = named(l, l.conv.run(call, b, after(l.stream, sumBytes))); !s.ok())
     return s;
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  Result<ConvCall> call = convCall(l, ConvKind::forward, o[0], o[1], r[1], DType::f32);
+  const int64_t channels = call.y[3];
+  return named(l, bnFinalizeStats(b.sum, b.sumSq, channels,
+                                  channels > 0 ? sc.convOut.numel() / channels : 0, epsilon,
+                                  sc.mean, sc.invStd, l.stream.stream));
+}
+
+Status statsConvLaunch(const OpLaunch &l, const StatsConv &sc) {
+  const double epsilon = numAttr(l.node.attributes, "epsilon");
+  ConvBuffers b;
+  b.x = sc.x.data;
+  b.w = sc.w.data;
+  b.y = sc.convOut.data;
+  if (sc.prologue) {
+    Result<ConvCall> call = prologueStatsCall(l, sc);
+    if (!call.ok())
+      return call.error();
+    b.scale = sc.prologue.scale->data;
+    b.bias = sc.prologue.bias->data;
+    return statsFromSums(l, sc, *call, b, sumBytesOf(*call), epsilon);
+  }
+  Result<ConvCall> call = convCall(l, ConvKind::forward, sc.x, sc.w, sc.convOut, DType::f32);
   if (!call.ok())
     return call.error();
-  ConvBuffers b;
-  b.x = o[0].data;
-  b.w = o[1].data;
-  b.y = r[1].data;
-  double epsilon = numAttr(l.node.attributes, "epsilon");
-  const bool relu = flagAttr(l.node.attributes, "relu");
   std::optional<GenstatsConv> g = genstatsConv(l, *call);
-  if (g && l.stream.workspace && l.conv.statsFused(g->call, g->rest)) {
-    b.sum = static_cast<float *>(l.stream.workspace);
-    b.sumSq = reinterpret_cast<float *>(static_cast<char *>(l.stream.workspace) + g->sumBytes / 2);
-    if (Status s = l.conv.run(g->call, b, g->rest); !s.ok())
-      return s;
-    const int64_t channels = call->y[3];
-    if (Status s = bnFinalizeStats(b.sum, b.sumSq, channels, r[1].numel() / channels, epsilon,
-                                   r[2], r[3], l.stream.stream);
-        !s.ok())
-      return s;
-    return bnApply(r[1], o[2], o[3], r[2], r[3], relu, r[0], l.stream.stream);
-  }
-  size_t scratch = bnStatsWorkspaceBytes(r[1].shape);
+  if (g && l.stream.workspace && l.conv.statsFused(g->call, g->rest))
+    return statsFromSums(l, sc, g->call, b, g->sumBytes, epsilon);
+  size_t scratch = bnStatsWorkspaceBytes(sc.convOut.shape);
   if (l.stream.workspaceBytes < scratch || (scratch && !l.stream.workspace))
     return Error(l.node.op + ": the workspace cannot hold the BN statistics' partials");
   // The convolution's workspace follows the statistics' partials, which
   // are written only after it has finished (same stream).
-  if (Status s = l.conv.run(*call, b, after(l.stream, scratch)); !s.ok())
+  if (Status s = named(l, l.conv.run(*call, b, after(l.stream, scratch))); !s.ok())
     return s;
-  if (Status s = bnBatchStats(r[1], epsilon, r[2], r[3], l.stream.stream, l.stream.workspace,
-                              scratch);
-      !s.ok())
+  return named(l, bnBatchStats(sc.convOut, epsilon, sc.mean, sc.invStd, l.stream.stream,
+                               l.stream.workspace, scratch));
+}
+
+// cbr_forward: the statistics' convolution of x, w [and the prologue],
+// then the apply (with the ReLU when `relu`) of gamma and beta.
+Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
+  if (Status s = operandCount(l, 4, 6, 4, 4); !s.ok())
+    return s.error();
+  Result<Prologue> p = prologueOf(l, 4);
+  if (!p.ok())
+    return p.error();
+  const auto &o = l.operands;
+  const auto &r = l.results;
+  return statsConvPrepare(l, StatsConv{o[0], o[1], *p, r[1], r[2], r[3]});
+}
+
+Status cbrForwardLaunch(const OpLaunch &l) {
+  if (Status s = operandCount(l, 4, 6, 4, 4); !s.ok())
     return s;
-  return bnApply(r[1], o[2], o[3], r[2], r[3], relu, r[0], l.stream.stream);
+  Result<Prologue> p = prologueOf(l, 4);
+  if (!p.ok())
+    return p.error();
+  const auto &o = l.operands;
+  const auto &r = l.results;
+  if (Status s = statsConvLaunch(l, StatsConv{o[0], o[1], *p, r[1], r[2], r[3]}); !s.ok())
+    return s;
+  return named(l, bnApply(r[1], o[2], o[3], r[2], r[3], flagAttr(l.node.attributes, "relu"), r[0],
+                          l.stream.stream));
+}
+
+// conv_bn_stats (rn-fuse-bn-prologue): cbr_forward without the apply.
+Result<size_t> convBnStatsPrepare(const OpLaunch &l) {
+  if (Status s = operandCount(l, 2, 4, 3, 3); !s.ok())
+    return s.error();
+  Result<Prologue> p = prologueOf(l, 2);
+  if (!p.ok())
+    return p.error();
+  const auto &o = l.operands;
+  const auto &r = l.results;
+  return statsConvPrepare(l, StatsConv{o[0], o[1], *p, r[0], r[1], r[2]});
+}
+
+Status convBnStatsLaunch(const OpLaunch &l) {
+  if (Status s = operandCount(l, 2, 4, 3, 3); !s.ok())
+    return s;
+  Result<Prologue> p = prologueOf(l, 2);
+  if (!p.ok())
+    return p.error();
+  const auto &o = l.operands;
+  const auto &r = l.results;
+  return statsConvLaunch(l, StatsConv{o[0], o[1], *p, r[0], r[1], r[2]});
 }
 
 /// Bytes of cbr_inference's convolution-output scratch: none when y can
@@ -651,6 +823,20 @@ Status cbrInferenceLaunch(const OpLaunch &l) {
 // cbr_backward
 //===----------------------------------------------------------------------===//
 
+/// cbr_backward's input prologue (`input_prologue`, rn-fuse-bn-prologue):
+/// input_scale and input_bias, before any addend; none without.
+Result<Prologue> inputPrologueOf(const OpLaunch &l) {
+  std::optional<size_t> at = cbrBackwardInputPrologue(l.node.attributes);
+  if (!at)
+    return Prologue{};
+  const size_t end = l.operands.size() - size_t(hasInputGradAddend(l.node.attributes));
+  if (*at + 2 > end)
+    return Error(l.node.op + ": input_prologue's operands " + std::to_string(*at) + " and " +
+                 std::to_string(*at + 1) + " are not among its " +
+                 std::to_string(l.operands.size()) + " operands");
+  return Prologue{&l.operands[*at], &l.operands[*at + 1]};
+}
+
 Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
   const auto &o = l.operands;
   const auto &r = l.results;
@@ -662,21 +848,35 @@ Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
   const bool hasAddend = hasInputGradAddend(l.node.attributes);
   switch (role) {
   case Role::bn_grad: {
+    const ReluMask mask = cbrBackwardReluMask(l.node.attributes, o.size());
+    // prologue_mask: the forward's result was the next convolution's
+    // prologue, whose rounding the recomputed mask takes.
+    const bool prologueMask = cbrBackwardPrologueMask(l.node.attributes);
+    if (prologueMask && mask != ReluMask::recomputed)
+      return Error(l.node.op + ": prologue_mask needs relu_recompute (the ReLU's beta)");
+    if (mask != ReluMask::none && o.size() <= 10)
+      return Error(l.node.op + ": its ReLU mask's operand (the eleventh) is missing");
     size_t bytes = bnBackwardWorkspaceBytes(o[3].shape);
     if (!launch)
       return bytes;
-    const ReluMask mask = cbrBackwardReluMask(l.node.attributes, o.size());
     const DeviceTensor *reluOutput = mask == ReluMask::output ? &o[10] : nullptr;
     const DeviceTensor *reluBeta = mask == ReluMask::recomputed ? &o[10] : nullptr;
-    if (Status s = bnBackward(o[0], reluOutput, reluBeta, o[3], o[4], o[5], o[6], o[8], o[9],
-                              convOutGrad, r[dw + 1], r[dw + 2], l.stream.stream,
-                              l.stream.workspace, l.stream.workspaceBytes);
+    if (Status s = named(l, bnBackward(o[0], reluOutput, reluBeta, o[3], o[4], o[5], o[6], o[8],
+                                       o[9], convOutGrad, r[dw + 1], r[dw + 2], l.stream.stream,
+                                       l.stream.workspace, l.stream.workspaceBytes,
+                                       prologueMask));
         !s.ok())
       return s.error();
     return bytes;
   }
-  case Role::weight_grad:
-    return filterGradient(l, launch, o[1], o[2], convOutGrad, o[7], r[dw]);
+  case Role::weight_grad: {
+    // With input_prologue, x is the producer's convolution output, which
+    // this convolution read through the producer's BN apply + ReLU.
+    Result<Prologue> prologue = inputPrologueOf(l);
+    if (!prologue.ok())
+      return prologue.error();
+    return filterGradient(l, launch, o[1], o[2], convOutGrad, o[7], r[dw], *prologue);
+  }
   case Role::input_grad: {
     if (!inputGrad)
       return Error(l.node.op + ": input_grad part without input_grad");
@@ -687,13 +887,14 @@ Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
   }
 }
 
+// Ten operands, the ReLU mask's, the input prologue's two and the addend.
 Result<size_t> cbrBackwardPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 10, 12, 4, 5); !s.ok())
+  if (Status s = operandCount(l, 10, 14, 4, 5); !s.ok())
     return s.error();
   return forParts(l, false, true, false, cbrBackwardPart);
 }
 Status cbrBackwardLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 10, 12, 4, 5); !s.ok())
+  if (Status s = operandCount(l, 10, 14, 4, 5); !s.ok())
     return s;
   Result<size_t> r = forParts(l, false, true, true, cbrBackwardPart);
   return r.ok() ? Status::success() : Status(r.error());
@@ -710,6 +911,7 @@ const std::vector<OpLauncher> &convLinearLaunchers() {
       {"cbr_forward", cbrForwardPrepare, cbrForwardLaunch},
       {"cbr_backward", cbrBackwardPrepare, cbrBackwardLaunch},
       {"cbr_inference", cbrInferencePrepare, cbrInferenceLaunch},
+      {"conv_bn_stats", convBnStatsPrepare, convBnStatsLaunch},
   };
   return launchers;
 }

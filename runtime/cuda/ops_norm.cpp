@@ -1,7 +1,8 @@
 //===- ops_norm.cpp - GPU launchers of the batch-norm ops -----------------===//
 //
 // batch_norm, batch_norm_train, batch_norm_inference, batch_norm_backward,
-// update_running_stats and the bn_add_relu family, mapped onto the kernels
+// update_running_stats, the bn_add_relu family and bn_scale_bias (the
+// prologue's scale and bias, rn-fuse-bn-prologue), mapped onto the kernels
 // of norm_kernels.h with the operand order of the op definitions (the same
 // the CPU executor uses). Reductions use the stream's workspace; `prepare`
 // reports how much, from the input's shape alone.
@@ -159,6 +160,14 @@ Status launchBnAddReluInference(const OpLaunch &l) {
                                      l.results[0], l.stream.stream));
 }
 
+// bn_scale_bias: batch_mean, batch_inv_std, gamma, beta -> scale, bias.
+Status launchBnScaleBias(const OpLaunch &l) {
+  RN_TRY_STATUS(expectArity(l, 4, 2));
+  const auto &o = l.operands;
+  return named(l, bnScaleBias(o[0], o[1], o[2], o[3], l.results[0], l.results[1],
+                              l.stream.stream));
+}
+
 } // namespace
 
 const std::vector<OpLauncher> &normLaunchers() {
@@ -171,6 +180,7 @@ const std::vector<OpLauncher> &normLaunchers() {
       {"bn_add_relu", prepareBnAddRelu, launchBnAddRelu},
       {"bn_add_relu_backward", prepareBnAddReluBackward, launchBnAddReluBackward},
       {"bn_add_relu_inference", nullptr, launchBnAddReluInference},
+      {"bn_scale_bias", nullptr, launchBnScaleBias},
   };
   return launchers;
 }

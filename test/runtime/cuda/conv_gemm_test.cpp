@@ -16,6 +16,7 @@
 #include "runtime/cuda/conv.h"
 #include "runtime/cuda/conv_kernels.h"
 #include "runtime/cuda/gemm.h"
+#include "runtime/cuda/kernels.h"
 #include "runtime/cuda/norm_kernels.h"
 #include "runtime/cuda/op_launch.h"
 #include "cuda_test_util.h"
@@ -641,7 +642,9 @@ struct NodeRun {
   Node node;
   std::vector<DeviceTensor> operands, results;
 
-  Status run(Gpu &gpu, ConvRunner &conv, GemmRunner &gemm) {
+  /// Without `prepare`, launches only (what a captured step replays; the
+  /// node must have been prepared by an earlier run).
+  Status run(Gpu &gpu, ConvRunner &conv, GemmRunner &gemm, bool prepare = true) {
     const OpLauncher *launcher = findOpLauncher(node.op);
     if (!launcher)
       return Error("no launcher for " + node.op);
@@ -650,7 +653,7 @@ struct NodeRun {
     int parts = int(node.parts.size());
     for (int part = parts ? 0 : -1; part < std::max(parts, 0) || part == -1; ++part) {
       OpLaunch l{node, part, operands, results, gpu.resources, conv, gemm, 0};
-      if (launcher->prepare) {
+      if (prepare && launcher->prepare) {
         Result<size_t> bytes = launcher->prepare(l);
         if (!bytes.ok())
           return bytes.error();
@@ -1085,18 +1088,11 @@ TEST(Conv, AutotuningTimesInTheScratchItIsGiven) {
   EXPECT_LE(relativeError(gpu.download(y), want.values), tolerance(DType::f16));
 }
 
-/// relu(x * scale + bias) per channel (x's last dimension) with the
-/// rounding of the prologue kinds' cuDNN graphs: each step's result rounded
-/// to x's dtype.
-Host scaleBiasReluOnTheCpu(const Host &x, const Host &scale, const Host &bias) {
+/// relu(x * scale + bias) per channel (x's last dimension), the CPU
+/// reference's prologue (cpu::scaleBiasRelu: one rounding to x's dtype).
+Host scaleBiasReluOnTheCpu(Host x, Host scale, Host bias) {
   Host activated = x;
-  size_t channels = size_t(x.shape.back());
-  for (size_t i = 0; i < activated.values.size(); ++i) {
-    size_t c = i % channels;
-    float scaled = roundTo(x.dtype, x.values[i] * scale.values[c]);
-    float shifted = roundTo(x.dtype, scaled + bias.values[c]);
-    activated.values[i] = std::max(shifted, 0.0f);
-  }
+  EXPECT_TRUE(cpu::scaleBiasRelu(x.view(), scale.view(), bias.view(), activated.view()).ok());
   return activated;
 }
 
@@ -1191,6 +1187,147 @@ TEST(Conv, ScaleBiasReluGenstatsMatchesTheCpu) {
       EXPECT_LE(relativeError(got, c.want.values), tolerance(DType::f16));
       expectSumsOfOutput(got, gpu.download(sum), gpu.download(sumSq), channels, 2e-3, 1e-3);
     }
+  }
+}
+
+// Tests that cuDNN's scale-bias-ReLU prologue rounds as the CPU's
+// scaleBiasRelu does (the spec of rn-fuse-bn-prologue: relu(round(fma(x,
+// scale, bias))), one rounding) in the two kinds the fusion runs
+// (conv_bn_stats' forward with genstats, cbr_backward's filter gradient
+// with input_prologue), that they read the same activation, and reports
+// how the plain forward_scale_bias_relu kind rounds (not used by the
+// fusion). Through a 1x1
+// identity filter the forward's output is the prologue's activation itself
+// (one product with 1 per output, exact in the f32 accumulator and in f16);
+// the filter gradient of a 1x1 convolution whose dy is 1 at pixel o of
+// output channel o and 0 elsewhere is the activation at those pixels.
+// cbr_backward's prologue_mask recomputes the mask in the spec's rounding,
+// so it is the mask of what the convolutions read only if they round so.
+// Every fourth x is the f16 nearest to -bias / scale, where the rounding of
+// the product decides the sign; mismatches are classified against the
+// two-rounding reading relu(round(round(x * scale) + bias)) that the graph's
+// f16 virtual tensors declare, and the counts printed per kind. On the H200
+// (cuDNN 9.19, heuristic plans) forward_scale_bias_relu rounds twice, the
+// genstats forward and the filter gradient once.
+TEST(Conv, ScaleBiasReluPrologueRoundsLikeTheCpu) {
+  RN_SKIP_WITHOUT_CUDA();
+  Gpu gpu;
+  auto conv = makeConv();
+  ASSERT_TRUE(conv);
+  std::mt19937 rng(31);
+  const int64_t C = 32;
+  const Shape xs{8, 16, 16, C}, ws{C, 1, 1, C};
+  Host x = randomHost(xs, DType::f16, rng, -3.f, 3.f);
+  Host scale = randomHost({C}, DType::f16, rng, -1.5f, 1.5f);
+  Host bias = randomHost({C}, DType::f16, rng, -1.f, 1.f);
+  for (size_t i = 0; i < x.values.size(); i += 4) {
+    const size_t c = i % size_t(C);
+    if (scale.values[c] != 0.f)
+      x.values[i] = roundTo(DType::f16, -bias.values[c] / scale.values[c]);
+  }
+  Host want(xs, DType::f16);
+  TensorView sv = scale.view(), bv = bias.view(), wantView = want.view();
+  ASSERT_TRUE(cpu::scaleBiasRelu(x.view(), sv, bv, wantView).ok());
+  // The two-rounding reading, to classify mismatches.
+  std::vector<float> twice(x.values.size());
+  for (size_t i = 0; i < x.values.size(); ++i) {
+    const size_t c = i % size_t(C);
+    const float v = roundTo(DType::f16, roundTo(DType::f16, x.values[i] * scale.values[c]) +
+                                            bias.values[c]);
+    twice[i] = v <= 0.f ? 0.f : v;
+  }
+  /// Compares `got` with the CPU's activation at elements `at`; `fused`:
+  /// a kind the fusion runs, which must match bit for bit.
+  auto compare = [&](const std::string &what, const std::vector<float> &got,
+                     const std::vector<size_t> &at, bool fused) {
+    size_t differ = 0, twiceMatches = 0, maskDiffers = 0, maskTwice = 0, positive = 0;
+    for (size_t k = 0; k < at.size(); ++k) {
+      const size_t i = at[k];
+      const bool same = std::memcmp(&got[k], &want.values[i], sizeof(float)) == 0;
+      differ += !same;
+      twiceMatches += !same && std::memcmp(&got[k], &twice[i], sizeof(float)) == 0;
+      maskDiffers += (got[k] > 0.f) != (want.values[i] > 0.f);
+      maskTwice +=
+          (got[k] > 0.f) != (want.values[i] > 0.f) && (got[k] > 0.f) == (twice[i] > 0.f);
+      positive += want.values[i] > 0.f;
+    }
+    std::printf("%s: the prologue's activation differs from the CPU's in %zu of %zu elements "
+                "(%zu of them are the two-rounding reading's), its ReLU mask in %zu (%zu of "
+                "them the two-rounding reading's; %zu positive)\n",
+                what.c_str(), differ, at.size(), twiceMatches, maskDiffers, maskTwice, positive);
+    if (!fused)
+      return;
+    EXPECT_EQ(maskDiffers, 0u) << what << ": prologue_mask is not the mask of what it read";
+    EXPECT_EQ(differ, 0u) << what << ": the CPU reference's prologue is not bit for bit";
+  };
+  DeviceTensor dX = gpu.upload(x), dScale = gpu.upload(scale), dBias = gpu.upload(bias);
+  Host identity(ws, DType::f16, 0.f);
+  for (int64_t c = 0; c < C; ++c)
+    identity.values[size_t(c * C + c)] = 1.f;
+  DeviceTensor dW = gpu.upload(identity), y = gpu.empty(xs, DType::f16);
+  DeviceTensor sums = gpu.empty({2 * C}, DType::f32);
+  std::vector<float> statsActivation; // conv_bn_stats' forward's, to compare the wgrad's with
+  std::vector<size_t> all(x.values.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    all[i] = i;
+  for (ConvKind kind :
+       {ConvKind::forward_scale_bias_relu, ConvKind::forward_scale_bias_relu_stats}) {
+    const ConvCall call = f16Call(kind, params(1, 0), xs, ws, xs);
+    SCOPED_TRACE(describe(call));
+    Result<size_t> prepared = conv->prepare(call, gpu.resources);
+    if (!prepared.ok()) {
+      std::printf("%s: no plan (%s)\n", describe(call).c_str(),
+                  prepared.error().message().c_str());
+      continue;
+    }
+    ConvBuffers b;
+    b.x = dX.data;
+    b.w = dW.data;
+    b.y = y.data;
+    b.scale = dScale.data;
+    b.bias = dBias.data;
+    b.sum = static_cast<float *>(sums.data);
+    b.sumSq = static_cast<float *>(sums.data) + C;
+    ASSERT_OK(conv->run(call, b, gpu.resources));
+    compare(describe(call), gpu.download(y), all,
+            kind == ConvKind::forward_scale_bias_relu_stats);
+    if (kind == ConvKind::forward_scale_bias_relu_stats)
+      statsActivation = gpu.download(y);
+  }
+  // The filter gradient's prologue: dy one-hot per output channel at the
+  // first C pixels of image 0.
+  Host dy(xs, DType::f16, 0.f);
+  std::vector<size_t> probed;
+  for (int64_t o = 0; o < C; ++o) {
+    dy.values[size_t(o * C + o)] = 1.f;
+    for (int64_t c = 0; c < C; ++c)
+      probed.push_back(size_t(o * C + c)); // dw[o, 0, 0, c] = P(x)[pixel o, c]
+  }
+  ConvCall call = f16Call(ConvKind::backward_filter_scale_bias_relu, params(1, 0), xs, ws, xs);
+  call.gradType = DType::f32;
+  Result<size_t> prepared = conv->prepare(call, gpu.resources);
+  ASSERT_TRUE(prepared.ok()) << describe(call) << ": " << prepared.error().message();
+  DeviceTensor dDy = gpu.upload(dy), acc = gpu.upload(Host(ws, DType::f32, 0.f)),
+               dw = gpu.empty(ws, DType::f32);
+  ConvBuffers b;
+  b.x = dX.data;
+  b.dy = dDy.data;
+  b.scale = dScale.data;
+  b.bias = dBias.data;
+  b.dwAcc = acc.data;
+  b.dw = dw.data;
+  ASSERT_OK(conv->run(call, b, gpu.resources));
+  const std::vector<float> wgradActivation = gpu.download(dw);
+  compare(describe(call), wgradActivation, probed, true);
+  // What the filter gradient differentiates is what the forward read.
+  if (!statsActivation.empty()) {
+    size_t differ = 0;
+    for (size_t k = 0; k < probed.size(); ++k)
+      differ += std::memcmp(&wgradActivation[k], &statsActivation[probed[k]], sizeof(float)) != 0;
+    std::printf("the filter gradient's prologue and the genstats forward's differ in %zu of %zu "
+                "probed elements\n",
+                differ, probed.size());
+    EXPECT_EQ(differ, 0u);
   }
 }
 
@@ -1344,6 +1481,356 @@ TEST(Conv, ScaleBiasReluWgradMatchesTheCpu) {
       EXPECT_LE(relativeError(gpu.download(inPlace ? acc : dw), want.values),
                 tolerance(DType::f16))
           << describe(call) << (inPlace ? " in place" : "");
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The launchers of rn-fuse-bn-prologue: conv_bn_stats and the prologue
+// forms of cbr_forward and cbr_backward, against the CPU's compositions
+// (cpu_fused.cpp), with the CBR launcher test's bounds. The genstats sums
+// are float atomics (not bitwise); the masks are bit for bit the CPU's
+// (NormKernelsTest.CbrPrologueMaskMatchesCpuMask).
+//===----------------------------------------------------------------------===//
+
+/// A convolution node's attributes for `p`, with the BN's epsilon.
+json convNodeAttrs(const ConvParams &p) {
+  return {{"strides", {p.strides[0], p.strides[1]}},
+          {"padding", {p.padding[0], p.padding[1]}},
+          {"dilation", {p.dilation[0], p.dilation[1]}},
+          {"groups", p.groups},
+          {"epsilon", 1e-5}};
+}
+
+bool mentions(const Status &s, const char *text) {
+  return !s.ok() && s.error().message().find(text) != std::string::npos;
+}
+
+/// Captures the launches of `r` (prepared by an earlier run) into a CUDA
+/// graph, as the cuda-graph executor captures a step, and replays it
+/// twice, after filling the results with NaN so that stale values cannot
+/// pass.
+Status replayedInAGraph(NodeRun &r, Gpu &gpu, ConvRunner &conv, GemmRunner &gemm) {
+  cudaStream_t stream = gpu.resources.stream;
+  for (const DeviceTensor &t : r.results)
+    if (cudaMemsetAsync(t.data, 0xff, size_t(t.numel()) * elementSize(t.dtype), stream) !=
+        cudaSuccess)
+      return Error("cudaMemsetAsync failed");
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+    return Error("cudaStreamBeginCapture failed");
+  Status launched = r.run(gpu, conv, gemm, /*prepare=*/false);
+  cudaError_t e = cudaStreamEndCapture(stream, &graph);
+  if (!launched.ok() || e != cudaSuccess) {
+    if (graph)
+      cudaGraphDestroy(graph);
+    return launched.ok() ? Error(std::string("capture: ") + cudaGetErrorString(e)) : launched;
+  }
+  cudaGraphExec_t exec = nullptr;
+  e = cudaGraphInstantiate(&exec, graph, 0);
+  for (int replay = 0; replay < 2 && e == cudaSuccess; ++replay)
+    e = cudaGraphLaunch(exec, stream);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(stream);
+  if (exec)
+    cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  if (e != cudaSuccess)
+    return Error(std::string("replay: ") + cudaGetErrorString(e));
+  return Status::success();
+}
+
+/// The prologue's per-channel scale and bias (what rn.bn_scale_bias would
+/// give the next convolution), random in the ranges of a BN's.
+struct PrologueParams {
+  Host scale, bias;
+};
+PrologueParams randomPrologue(int64_t channels, DType dtype, std::mt19937 &rng) {
+  return {randomHost({channels}, dtype, rng, 0.5f, 1.5f),
+          randomHost({channels}, dtype, rng, -0.5f, 0.5f)};
+}
+
+// conv_bn_stats through its launcher against cpu::convBnStats at
+// kFusionShapes: without a prologue (conv + the Welford pass, and conv +
+// genstats with a runner that tries it) and with one
+// (forward_scale_bias_relu_stats, bnFinalizeStats of its sums), the latter
+// also captured into a CUDA graph and replayed twice (its sums start from
+// zero on every replay). The prologue takes f16 only: with f32 operands it
+// is the launcher's "needs f16 prologue" error. A prologue graph cuDNN
+// cannot plan (here an f32 filter) fails prepare with an error that names
+// the op and says to compile without fuse-bn-prologue.
+TEST_P(Launchers, ConvBnStatsWithAndWithoutPrologue) {
+  RN_SKIP_WITHOUT_CUDA();
+  const DType dtype = GetParam();
+  const double tol = tolerance(dtype, /*normalized=*/true);
+  Gpu gpu;
+  auto conv = makeConv();
+  auto gemm = makeGemm();
+  ConvRunner::Options genstatsOptions;
+  genstatsOptions.fuseGenstats = true;
+  Result<std::unique_ptr<ConvRunner>> genstats = ConvRunner::create(genstatsOptions);
+  ASSERT_TRUE(genstats.ok()) << genstats.error().message();
+  std::mt19937 rng(43);
+  for (const FusionShape &f : kFusionShapes) {
+    const cpu::Conv2dAttrs attrs = attrsOf(f.params);
+    Shape ys;
+    ASSERT_TRUE(cpu::conv2dOutputShape(f.x, f.w, attrs, ys).ok());
+    const int64_t channels = f.w[0];
+    Host x = randomHost(f.x, dtype, rng), w = randomHost(f.w, dtype, rng);
+    PrologueParams p = randomPrologue(f.x[3], dtype, rng);
+    const char *variants[] = {"conv + Welford", "conv + genstats runner", "prologue"};
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool prologue = variant == 2;
+      ConvRunner &runner = variant == 1 ? **genstats : *conv;
+      const std::string what = std::string(variants[variant]) + " x" +
+                               detail::shapeString(f.x) + " w" + detail::shapeString(f.w);
+      SCOPED_TRACE(what);
+      NodeRun r;
+      r.node.op = "conv_bn_stats";
+      r.node.attributes = convNodeAttrs(f.params);
+      r.node.attributes["operandSegmentSizes"] = {1, 1, int(prologue), int(prologue)};
+      r.operands = {gpu.upload(x), gpu.upload(w)};
+      if (prologue) {
+        r.operands.push_back(gpu.upload(p.scale));
+        r.operands.push_back(gpu.upload(p.bias));
+      }
+      r.results = {gpu.empty(ys, dtype), gpu.empty({channels}, DType::f32),
+                   gpu.empty({channels}, DType::f32)};
+      Status s = r.run(gpu, runner, *gemm);
+      if (prologue && dtype != DType::f16) {
+        EXPECT_TRUE(mentions(s, "conv_bn_stats: needs f16 prologue"))
+            << (s.ok() ? "ran" : s.error().message());
+        continue;
+      }
+      if (prologue && mentions(s, "without fuse-bn-prologue"))
+        GTEST_SKIP() << "no plan for the prologue graph: " << s.error().message();
+      ASSERT_OK(s);
+      Host convOut(ys, dtype), mean({channels}, DType::f32), invStd({channels}, DType::f32);
+      TensorView scale = p.scale.view(), bias = p.bias.view();
+      ASSERT_TRUE(cpu::convBnStats(x.view(), w.view(), prologue ? &scale : nullptr,
+                                   prologue ? &bias : nullptr, attrs, 1e-5, convOut.view(),
+                                   mean.view(), invStd.view())
+                      .ok());
+      auto expectTheCpus = [&](const char *how) {
+        const double eConv = relativeError(gpu.download(r.results[0]), convOut.values);
+        const double eMean = relativeError(gpu.download(r.results[1]), mean.values);
+        const double eInvStd = relativeError(gpu.download(r.results[2]), invStd.values);
+        std::printf("conv_bn_stats %s %s %s: conv_output %.1e, batch_mean %.1e, "
+                    "batch_inv_std %.1e\n",
+                    what.c_str(), std::string(dtypeName(dtype)).c_str(), how, eConv, eMean,
+                    eInvStd);
+        EXPECT_LE(eConv, tolerance(dtype)) << how;
+        EXPECT_LE(eMean, tol) << how;
+        EXPECT_LE(eInvStd, tol) << how;
+      };
+      expectTheCpus("launched");
+      if (prologue) {
+        ASSERT_OK(replayedInAGraph(r, gpu, runner, *gemm));
+        expectTheCpus("replayed in a graph");
+      }
+    }
+    if (dtype != DType::f16)
+      continue;
+    NodeRun unplanned;
+    unplanned.node.op = "conv_bn_stats";
+    unplanned.node.attributes = convNodeAttrs(f.params);
+    unplanned.operands = {gpu.upload(x), gpu.upload(randomHost(f.w, DType::f32, rng)),
+                          gpu.upload(p.scale), gpu.upload(p.bias)};
+    unplanned.results = {gpu.empty(ys, dtype), gpu.empty({channels}, DType::f32),
+                         gpu.empty({channels}, DType::f32)};
+    Status s = unplanned.run(gpu, *conv, *gemm);
+    if (s.ok())
+      std::printf("conv_bn_stats: cuDNN planned the prologue graph with an f32 filter too\n");
+    else
+      EXPECT_TRUE(mentions(s, "conv_bn_stats") &&
+                  mentions(s, "compile the artifact without fuse-bn-prologue"))
+          << s.error().message();
+  }
+}
+
+// cbr_forward with a prologue (6 operands) through its launcher against
+// cpu::cbrForward's prologue form at kFusionShapes: the convolution of the
+// previous layer's BN apply + ReLU (forward_scale_bias_relu_stats), the
+// statistics from its genstats sums, then the apply with the ReLU; also
+// replayed in a CUDA graph. f32 operands are the "needs f16 prologue"
+// error, and half a prologue (5 operands) an error naming the op.
+TEST_P(Launchers, CbrForwardWithPrologue) {
+  RN_SKIP_WITHOUT_CUDA();
+  const DType dtype = GetParam();
+  const double tol = tolerance(dtype, /*normalized=*/true);
+  Gpu gpu;
+  auto conv = makeConv();
+  auto gemm = makeGemm();
+  std::mt19937 rng(47);
+  for (const FusionShape &f : kFusionShapes) {
+    SCOPED_TRACE("x" + detail::shapeString(f.x) + " w" + detail::shapeString(f.w));
+    const cpu::Conv2dAttrs attrs = attrsOf(f.params);
+    Shape ys;
+    ASSERT_TRUE(cpu::conv2dOutputShape(f.x, f.w, attrs, ys).ok());
+    const int64_t channels = f.w[0];
+    Host x = randomHost(f.x, dtype, rng), w = randomHost(f.w, dtype, rng);
+    Host gamma = randomHost({channels}, DType::f32, rng, 0.5f, 1.5f);
+    Host beta = randomHost({channels}, DType::f32, rng);
+    PrologueParams p = randomPrologue(f.x[3], dtype, rng);
+    NodeRun r;
+    r.node.op = "cbr_forward";
+    r.node.attributes = convNodeAttrs(f.params);
+    r.node.attributes["relu"] = true;
+    r.node.attributes["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1};
+    r.operands = {gpu.upload(x),    gpu.upload(w),       gpu.upload(gamma),
+                  gpu.upload(beta), gpu.upload(p.scale), gpu.upload(p.bias)};
+    r.results = {gpu.empty(ys, dtype), gpu.empty(ys, dtype), gpu.empty({channels}, DType::f32),
+                 gpu.empty({channels}, DType::f32)};
+    NodeRun half = r;
+    half.operands.pop_back();
+    half.node.attributes.erase("operandSegmentSizes");
+    Status h = half.run(gpu, *conv, *gemm);
+    EXPECT_TRUE(mentions(h, "cbr_forward: expects 4 operands, or 6"))
+        << (h.ok() ? "ran" : h.error().message());
+    Status s = r.run(gpu, *conv, *gemm);
+    if (dtype != DType::f16) {
+      EXPECT_TRUE(mentions(s, "cbr_forward: needs f16 prologue"))
+          << (s.ok() ? "ran" : s.error().message());
+      continue;
+    }
+    if (mentions(s, "without fuse-bn-prologue"))
+      GTEST_SKIP() << "no plan for the prologue graph: " << s.error().message();
+    ASSERT_OK(s);
+    Host y(ys, dtype), convOut(ys, dtype), mean({channels}, DType::f32),
+        invStd({channels}, DType::f32);
+    TensorView scale = p.scale.view(), bias = p.bias.view();
+    ASSERT_TRUE(cpu::cbrForward(x.view(), w.view(), gamma.view(), beta.view(), &scale, &bias,
+                                attrs, 1e-5, true, y.view(), convOut.view(), mean.view(),
+                                invStd.view())
+                    .ok());
+    for (const char *how : {"launched", "replayed in a graph"}) {
+      if (std::string(how) != "launched")
+        ASSERT_OK(replayedInAGraph(r, gpu, *conv, *gemm));
+      const double eConv = relativeError(gpu.download(r.results[1]), convOut.values);
+      const double eMean = relativeError(gpu.download(r.results[2]), mean.values);
+      const double eInvStd = relativeError(gpu.download(r.results[3]), invStd.values);
+      const double eY = relativeError(gpu.download(r.results[0]), y.values);
+      std::printf("cbr_forward with a prologue x%s w%s %s: result %.1e, conv_output %.1e, "
+                  "batch_mean %.1e, batch_inv_std %.1e\n",
+                  detail::shapeString(f.x).c_str(), detail::shapeString(f.w).c_str(), how, eY,
+                  eConv, eMean, eInvStd);
+      EXPECT_LE(eConv, tolerance(dtype)) << how;
+      EXPECT_LE(eMean, tol) << how;
+      EXPECT_LE(eInvStd, tol) << how;
+      EXPECT_LE(eY, tol) << how;
+    }
+  }
+}
+
+// cbr_backward's rn-fuse-bn-prologue forms through its launcher, part by
+// part, against cpu::cbrBackward with the same options, at kFusionShapes,
+// from the CPU forward's values (of a prologue-carrying cbr_forward):
+// prologue_mask (relu_recompute's mask in the prologue's rounding: the
+// activation it masks was never stored), input_prologue (the filter
+// gradient at the prologue's activation of x, backward_filter_scale_bias_relu,
+// with the ReLU result as the mask), and both with an input gradient
+// addend (a middle layer of a fused chain: 14 operands, the addend last).
+// input_prologue takes f16 only (f32: the "needs f16 prologue" error of
+// the weight_grad part); prologue_mask runs for either dtype.
+TEST_P(Launchers, CbrBackwardPrologueForms) {
+  RN_SKIP_WITHOUT_CUDA();
+  const DType dtype = GetParam();
+  const double tol = tolerance(dtype, /*normalized=*/true);
+  Gpu gpu;
+  auto conv = makeConv();
+  auto gemm = makeGemm();
+  std::mt19937 rng(53);
+  for (const FusionShape &f : kFusionShapes) {
+    const cpu::Conv2dAttrs attrs = attrsOf(f.params);
+    Shape ys;
+    ASSERT_TRUE(cpu::conv2dOutputShape(f.x, f.w, attrs, ys).ok());
+    const int64_t channels = f.w[0];
+    const Shape cs{channels};
+    Host x = randomHost(f.x, dtype, rng), w = randomHost(f.w, dtype, rng);
+    Host gamma = randomHost(cs, DType::f32, rng, -1.5f, 1.5f);
+    Host beta = randomHost(cs, DType::f32, rng, -0.1f, 0.1f);
+    PrologueParams p = randomPrologue(f.x[3], dtype, rng);
+    TensorView scale = p.scale.view(), bias = p.bias.view();
+    Host y(ys, dtype), convOut(ys, dtype), mean(cs, DType::f32), invStd(cs, DType::f32);
+    ASSERT_TRUE(cpu::cbrForward(x.view(), w.view(), gamma.view(), beta.view(), &scale, &bias,
+                                attrs, 1e-5, true, y.view(), convOut.view(), mean.view(),
+                                invStd.view())
+                    .ok());
+    Host dy = randomHost(ys, dtype, rng), dwAcc = randomHost(f.w, DType::f32, rng);
+    Host dgAcc = randomHost(cs, DType::f32, rng), dbAcc = randomHost(cs, DType::f32, rng);
+    Host addend = randomHost(f.x, dtype, rng);
+    struct Form {
+      const char *name;
+      bool prologueMask, inputPrologue, addend;
+    };
+    for (const Form &form : {Form{"prologue_mask", true, false, false},
+                             Form{"input_prologue", false, true, false},
+                             Form{"prologue_mask + input_prologue + addend", true, true, true}}) {
+      const std::string what = std::string(form.name) + " x" + detail::shapeString(f.x) + " w" +
+                               detail::shapeString(f.w);
+      SCOPED_TRACE(what);
+      NodeRun b;
+      b.node.op = "cbr_backward";
+      b.node.attributes = convNodeAttrs(f.params);
+      b.node.attributes["relu"] = true;
+      b.node.attributes["input_grad"] = true;
+      if (form.prologueMask)
+        b.node.attributes["prologue_mask"] = true;
+      // relu_output (without prologue_mask) or relu_beta, the input
+      // prologue's pair, the addend.
+      b.node.attributes["operandSegmentSizes"] = {
+          1, 1, 1, 1, 1, 1, 1, 1, 1, 1, int(!form.prologueMask), int(form.prologueMask),
+          int(form.inputPrologue), int(form.inputPrologue), int(form.addend)};
+      b.node.parts = {{"bn_grad", Stream::comp1}, {"weight_grad", Stream::comp1},
+                      {"input_grad", Stream::comp1}};
+      b.operands = {gpu.upload(dy),    gpu.upload(x),      gpu.upload(w),
+                    gpu.upload(convOut), gpu.upload(gamma), gpu.upload(mean),
+                    gpu.upload(invStd), gpu.upload(dwAcc), gpu.upload(dgAcc),
+                    gpu.upload(dbAcc), gpu.upload(form.prologueMask ? beta : y)};
+      if (form.inputPrologue) {
+        b.operands.push_back(gpu.upload(p.scale));
+        b.operands.push_back(gpu.upload(p.bias));
+      }
+      if (form.addend)
+        b.operands.push_back(gpu.upload(addend));
+      b.results = {gpu.empty(ys, dtype), gpu.empty(f.x, dtype), gpu.empty(f.w, DType::f32),
+                   gpu.empty(cs, DType::f32), gpu.empty(cs, DType::f32)};
+      Status s = b.run(gpu, *conv, *gemm);
+      if (form.inputPrologue && dtype != DType::f16) {
+        EXPECT_TRUE(mentions(s, "cbr_backward: needs f16 prologue"))
+            << (s.ok() ? "ran" : s.error().message());
+        continue;
+      }
+      ASSERT_OK(s);
+      cpu::CbrBackwardOptions options;
+      TensorView relu = y.view(), reluBeta = beta.view(), addendView = addend.view();
+      options.reluOutput = form.prologueMask ? nullptr : &relu;
+      options.reluBeta = form.prologueMask ? &reluBeta : nullptr;
+      options.prologueMask = form.prologueMask;
+      options.inputScale = form.inputPrologue ? &scale : nullptr;
+      options.inputBias = form.inputPrologue ? &bias : nullptr;
+      options.inputGradAddend = form.addend ? &addendView : nullptr;
+      Host convGrad(ys, dtype), dx(f.x, dtype), dw(f.w, DType::f32), dg(cs, DType::f32),
+          db(cs, DType::f32);
+      TensorView dxView = dx.view();
+      ASSERT_TRUE(cpu::cbrBackward(dy.view(), x.view(), w.view(), convOut.view(), gamma.view(),
+                                   mean.view(), invStd.view(), dwAcc.view(), dgAcc.view(),
+                                   dbAcc.view(), options, attrs, convGrad.view(), &dxView,
+                                   dw.view(), dg.view(), db.view())
+                      .ok());
+      const Host *want[] = {&convGrad, &dx, &dw, &dg, &db};
+      const char *names[] = {"conv_output_grad", "input_grad", "filter_grad", "gamma_grad",
+                             "beta_grad"};
+      std::string line;
+      for (size_t i = 0; i < 5; ++i) {
+        const double e = relativeError(gpu.download(b.results[i]), want[i]->values);
+        EXPECT_LE(e, tol) << names[i];
+        char text[64];
+        std::snprintf(text, sizeof text, "%s%s %.1e", i ? ", " : "", names[i], e);
+        line += text;
+      }
+      std::printf("cbr_backward %s %s: %s\n", what.c_str(), std::string(dtypeName(dtype)).c_str(),
+                  line.c_str());
     }
   }
 }

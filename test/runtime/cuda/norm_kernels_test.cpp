@@ -465,6 +465,178 @@ TEST(NormKernelsTest, CbrRecomputedMaskEqualsStoredMask) {
   }
 }
 
+/// Elements whose bits differ (NaNs equal to NaNs): counts, since printing
+/// whole tensors would drown the log.
+size_t bitMismatches(const std::vector<float> &a, const std::vector<float> &b) {
+  size_t n = a.size() == b.size() ? 0 : std::max(a.size(), b.size());
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (!(std::isnan(a[i]) && std::isnan(b[i])))
+      n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return n;
+}
+
+// Tests that bn_scale_bias (rn-fuse-bn-prologue) gives cpu::bnScaleBias's
+// scale and bias bit for bit, through its launcher: per result dtype
+// (f32, f16, bf16), with gamma and beta f32 or of the result's dtype, at
+// odd and ResNet channel counts; the values span overflow to inf in f16
+// (huge inv_std * gamma), subnormal products and exact zeros, where a
+// contracted or differently rounded step would show.
+TEST(NormKernelsTest, BnScaleBiasMatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(21);
+  size_t checked = 0, mismatched = 0;
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+    for (bool f32Params : {true, false})
+      for (int64_t C : {1, 3, 17, 64, 1000, 2048}) {
+        const DType p = f32Params ? DType::f32 : t;
+        SCOPED_TRACE(std::string(dtypeName(t)) + (f32Params ? " f32 params" : "") +
+                     " C=" + std::to_string(C));
+        HostTensor mean = randomTensor({C}, DType::f32, rng, -3.f, 3.f);
+        HostTensor invStd = randomTensor({C}, DType::f32, rng, 0.05f, 20.f);
+        HostTensor gamma = randomTensor({C}, p, rng, -2.f, 2.f);
+        HostTensor beta = randomTensor({C}, p, rng, -1.f, 1.f);
+        // A few channels at the edges of T's range.
+        for (int64_t c = 0; c + 4 < C; c += 5) {
+          invStd.values[size_t(c)] = 1e5f;                     // f16: scale overflows
+          gamma.values[size_t(c + 1)] = roundTo(p, 1e-6f);     // subnormal in f16
+          mean.values[size_t(c + 2)] = 0.f;                    // bias = beta exactly
+          gamma.values[size_t(c + 3)] = 0.f;                   // scale 0
+          beta.values[size_t(c + 4)] = roundTo(p, 1e-7f);      // tiny bias
+        }
+        HostTensor scale{std::vector<float>(size_t(C)), {C}, t}, bias = scale;
+        ASSERT_TRUE(cpu::bnScaleBias(mean.view(), invStd.view(), gamma.view(), beta.view(),
+                                     scale.view(), bias.view())
+                        .ok());
+        GpuTensor gm = upload(mean), gs = upload(invStd), gg = upload(gamma), gb = upload(beta);
+        GpuTensor gScale = deviceTensor({C}, t), gBias = deviceTensor({C}, t);
+        Status s = runOp("bn_scale_bias", nlohmann::json::object(),
+                         {gm.view, gs.view, gg.view, gb.view}, {gScale.view, gBias.view}, stream);
+        ASSERT_TRUE(s.ok()) << s.error().message();
+        const size_t scaleBad = bitMismatches(download(gScale.view), scale.values);
+        const size_t biasBad = bitMismatches(download(gBias.view), bias.values);
+        EXPECT_EQ(scaleBad, 0u) << "scale";
+        EXPECT_EQ(biasBad, 0u) << "bias";
+        checked += 2 * size_t(C);
+        mismatched += scaleBad + biasBad;
+      }
+  std::printf("bn_scale_bias: %zu values against the CPU, %zu differ in a bit\n", checked,
+              mismatched);
+  // Results of two dtypes, or a vector of the wrong length, are errors
+  // naming the op.
+  GpuTensor v = deviceTensor({8}, DType::f32), h = deviceTensor({8}, DType::f16);
+  GpuTensor shortVector = deviceTensor({7}, DType::f32);
+  Status s = runOp("bn_scale_bias", nlohmann::json::object(), {v.view, v.view, v.view, v.view},
+                   {h.view, v.view}, stream);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("bn_scale_bias"), std::string::npos) << s.error().message();
+  s = runOp("bn_scale_bias", nlohmann::json::object(),
+            {v.view, v.view, shortVector.view, v.view}, {h.view, h.view}, stream);
+  EXPECT_FALSE(s.ok());
+}
+
+// cbr_backward's `relu_recompute ... prologue_mask` on the BN backward
+// kernels: the mask recomputed in the prologue's rounding (scale and bias
+// from bnScaleBias's device function, round(fma(x, s, b)) > 0) is the
+// CPU's (cpu::reluBackwardPrologueMask) bit for bit: the backward with it
+// equals, bit for bit, the backward that reads the mask from the CPU's
+// prologue activation as a stored ReLU result, and matches the CPU's
+// backward of the CPU's masked gradient within the usual bounds (the input
+// gradient from 8 rows up). Statistics from the GPU, small betas and
+// gammas of both signs put many values near zero, where the prologue's
+// rounded scale and bias and the apply's f32 ones disagree; the test
+// prints how often they do.
+TEST(NormKernelsTest, CbrPrologueMaskMatchesCpuMask) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(22);
+  size_t elements = 0, formsDiffer = 0;
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(caseName(c));
+    const int64_t C = c.shape.back();
+    HostTensor x = activations(c.shape, c.dtype, rng);
+    HostTensor dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
+    HostTensor w = randomTensor({C}, vectorType(c), rng, -1.5f, 1.5f);
+    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.05f, 0.05f);
+    HostTensor wAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    HostTensor bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    GpuTensor gdy = upload(dy), gx = upload(x), gw = upload(w), gb = upload(b),
+              gwAcc = upload(wAcc), gbAcc = upload(bAcc);
+    GpuTensor gm = deviceTensor({C}, DType::f32), gs = deviceTensor({C}, DType::f32);
+    Status s = bnBatchStats(gx.view, 1e-5, gm.view, gs.view, stream.stream(),
+                            stream.resources().workspace, stream.resources().workspaceBytes);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    stream.sync();
+    HostTensor mean{download(gm.view), {C}, DType::f32};
+    HostTensor invStd{download(gs.view), {C}, DType::f32};
+
+    // The CPU: the prologue's scale and bias, its activation, the masked
+    // gradient, and the batch-norm backward of it.
+    HostTensor scale{std::vector<float>(size_t(C)), {C}, c.dtype}, bias = scale;
+    ASSERT_TRUE(cpu::bnScaleBias(mean.view(), invStd.view(), w.view(), b.view(), scale.view(),
+                                 bias.view())
+                    .ok());
+    HostTensor activation{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    ASSERT_TRUE(cpu::scaleBiasRelu(x.view(), scale.view(), bias.view(), activation.view()).ok());
+    HostTensor masked{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    ASSERT_TRUE(cpu::reluBackwardPrologueMask(dy.view(), x.view(), w.view(), b.view(),
+                                              mean.view(), invStd.view(), masked.view())
+                    .ok());
+    HostTensor applyMasked = masked;
+    ASSERT_TRUE(cpu::reluBackwardRecomputed(dy.view(), x.view(), w.view(), b.view(), mean.view(),
+                                            invStd.view(), applyMasked.view())
+                    .ok());
+    elements += masked.values.size();
+    formsDiffer += bitMismatches(masked.values, applyMasked.values);
+    HostTensor dx{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor wGrad = wAcc, bGrad = bAcc;
+    ASSERT_TRUE(cpu::batchNormBackward(masked.view(), x.view(), w.view(), mean.view(),
+                                       invStd.view(), wAcc.view(), bAcc.view(), dx.view(),
+                                       wGrad.view(), bGrad.view())
+                    .ok());
+
+    struct Grads {
+      GpuTensor dx, wGrad, bGrad;
+    };
+    auto backward = [&](const DeviceTensor *reluResult, const DeviceTensor *reluBeta,
+                        bool prologueMask) {
+      Grads g{deviceTensor(c.shape, c.dtype), deviceTensor({C}, vectorType(c)),
+              deviceTensor({C}, vectorType(c))};
+      Status t = bnBackward(gdy.view, reluResult, reluBeta, gx.view, gw.view, gm.view, gs.view,
+                            gwAcc.view, gbAcc.view, g.dx.view, g.wGrad.view, g.bGrad.view,
+                            stream.stream(), stream.resources().workspace,
+                            stream.resources().workspaceBytes, prologueMask);
+      EXPECT_TRUE(t.ok()) << t.error().message();
+      stream.sync();
+      return g;
+    };
+    GpuTensor gActivation = upload(activation);
+    Grads recomputed = backward(nullptr, &gb.view, /*prologueMask=*/true);
+    Grads stored = backward(&gActivation.view, nullptr, false);
+    EXPECT_EQ(bitMismatches(download(recomputed.dx.view), download(stored.dx.view)), 0u);
+    EXPECT_EQ(bitMismatches(download(recomputed.wGrad.view), download(stored.wGrad.view)), 0u);
+    EXPECT_EQ(bitMismatches(download(recomputed.bGrad.view), download(stored.bGrad.view)), 0u);
+    // With the batch's own statistics and a handful of rows, the input
+    // gradient is a difference of nearly equal terms (two rows: a factor
+    // eps / (var + eps)), which f32 and the CPU's double do not resolve
+    // alike; the bitwise checks above hold there too.
+    if (numel(c.shape) / C >= 8)
+      EXPECT_CLOSE(recomputed.dx.view, dx, "input_grad");
+    EXPECT_CLOSE(recomputed.wGrad.view, wGrad, "weight_grad");
+    EXPECT_CLOSE(recomputed.bGrad.view, bGrad, "bias_grad");
+  }
+  std::printf("prologue mask vs the apply's recomputed mask: %zu of %zu masked gradients "
+              "differ\n",
+              formsDiffer, elements);
+  // The prologue's rounding needs the beta to recompute with.
+  GpuTensor t = deviceTensor({4, 8}, DType::f16), v = deviceTensor({8}, DType::f32);
+  Status s = bnBackward(t.view, nullptr, nullptr, t.view, v.view, v.view, v.view, v.view, v.view,
+                        t.view, v.view, v.view, stream.stream(), stream.resources().workspace,
+                        stream.resources().workspaceBytes, /*prologueMask=*/true);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("relu_beta"), std::string::npos) << s.error().message();
+}
+
 TEST(NormKernelsTest, BnAddReluMatchesCpu) {
   RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
