@@ -20,7 +20,10 @@
 #      exists, the same with fold-gradient-adds-max-stride=0 (strided data
 #      gradients take the addend too); where MODEL.benchBATCH.storedmask.rnx
 #      exists, the same with recompute-relu-mask=false (the CBR backward
-#      reads the ReLU result for its mask).
+#      reads the ReLU result for its mask); where
+#      MODEL.benchBATCH.bnprologue.rnx exists, the same with
+#      fuse-bn-prologue=true (a CBR layer's BN apply + ReLU as the next
+#      convolution's prologue, rn-fuse-bn-prologue).
 # JSON lines go to $OUT/rn.jsonl (bench/collect_results.py reads them), logs
 # to $OUT/rn-*.log.
 #   RN_BENCH_MODELS (default mlp:128,resnet18c:256,resnet18c:1024,vgg11c:256,
@@ -73,7 +76,7 @@ if os.path.exists(mem):
     rec["peak_memory_bytes"] = m.get("peak_memory_bytes")
     rec["peak_memory_method"] = m.get("method")
 if os.path.exists(times):
-    streams = next((v for v in ("single", "ungrouped", "unpadded", "unfolded", "anystridefold", "storedmask") if v in mode), "multi")
+    streams = next((v for v in ("single", "ungrouped", "unpadded", "unfolded", "anystridefold", "storedmask", "bnprologue") if v in mode), "multi")
     for t in map(json.loads, filter(str.strip, open(times))):
         if t["model"] == name and t["batch"] == int(batch) and t["streams"] == streams:
             rec["compile_s"] = t["compile_s"]
@@ -97,7 +100,7 @@ for spec in ${models//,/ }; do
     --plan-cache "$cache" --steps "$steps" --warmup "$warmup"
   measure "$name" "$batch" "cuda-graph multi-stream warm" "$artifact" cuda-graph \
     --plan-cache "$cache" --steps 3 --warmup 1
-  for variant in ungrouped unpadded unfolded anystridefold storedmask; do
+  for variant in ungrouped unpadded unfolded anystridefold storedmask bnprologue; do
     alternative=$bundle/models/$name.bench$batch.$variant.rnx
     [ -f "$alternative" ] || continue
     [ "$variant" = unpadded ] && [ "$name" = mlp ] && continue

@@ -10,7 +10,10 @@
 # stride-1 ones), both ResNets only,
 # MODEL.benchBATCH.storedmask.rnx (recompute-relu-mask=false: the CBR
 # backward reads the ReLU result for its mask instead of recomputing it),
-# convolutional models only, and only when RN_BENCH_VARIANTS names them
+# convolutional models only, MODEL.benchBATCH.bnprologue.rnx
+# (fuse-bn-prologue=true: a CBR layer's BN apply + ReLU as the prologue of
+# the convolutions that read it, rn-fuse-bn-prologue), convolutional models
+# only, and only when RN_BENCH_VARIANTS names them
 # MODEL.benchBATCH.unpadded.rnx (pad-conv-channels=0: the 3-channel image
 # stems as they are, measured in run H) and MODEL.benchBATCH.ungrouped.rnx
 # (group-elementwise=false, one zeroing, unscaling and cast node per tensor
@@ -24,7 +27,7 @@
 # to DIR/compile-times.jsonl (part of RN's time to first step).
 #   RN_BENCH_CONFIGS (default mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256
 #   vgg11c:1024 resnet50:256), RN_BENCH_VARIANTS (default multi single
-#   unfolded anystridefold storedmask dp; also unpadded, ungrouped)
+#   unfolded anystridefold storedmask bnprologue dp; also unpadded, ungrouped)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 dir=${1:-$RN_ROOT/gpu-bundle/models}
@@ -35,11 +38,11 @@ times=$dir/compile-times.jsonl
 for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 vgg11c:1024 resnet50:256}; do
   name=${spec%%:*} batch=${spec##*:}
   python3 -m rn.models "$name" --batch "$batch" -o "$dir/$name.$batch.mlir"
-  for variant in ${RN_BENCH_VARIANTS:-multi single unfolded anystridefold storedmask dp}; do
+  for variant in ${RN_BENCH_VARIANTS:-multi single unfolded anystridefold storedmask bnprologue dp}; do
     # Folding changes only models with residual junctions, the mask only
     # models with CBR ops.
     case $variant in unfolded | anystridefold) [[ $name == resnet* ]] || continue ;; esac
-    case $variant in storedmask) [[ $name != mlp ]] || continue ;; esac
+    case $variant in storedmask | bnprologue) [[ $name != mlp ]] || continue ;; esac
     out=$dir/$name.bench$batch.rnx pipeline=$recipe
     case $variant in
       single) out=$dir/$name.bench$batch.single.rnx pipeline="$recipe single-stream=true" ;;
@@ -48,6 +51,7 @@ for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 
       unfolded) out=$dir/$name.bench$batch.unfolded.rnx pipeline="$recipe fold-gradient-adds=false" ;;
       anystridefold) out=$dir/$name.bench$batch.anystridefold.rnx pipeline="$recipe fold-gradient-adds-max-stride=0" ;;
       storedmask) out=$dir/$name.bench$batch.storedmask.rnx pipeline="$recipe recompute-relu-mask=false" ;;
+      bnprologue) out=$dir/$name.bench$batch.bnprologue.rnx pipeline="$recipe fuse-bn-prologue=true" ;;
       dp) out=$dir/$name.bench$batch.dp.rnx pipeline="$recipe data-parallel=true" ;;
     esac
     start=$EPOCHREALTIME

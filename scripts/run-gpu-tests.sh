@@ -128,19 +128,29 @@ if has zoo && [ -d "$bundle/zoo" ]; then
     say "20 steps $name (cuda-graph vs CPU): exit $rc; $(tail -1 "$out/zoo-$name.compare.log" 2>/dev/null)"
     # The unfolded build (fold-gradient-adds=false: the junctions' separate
     # gradient adds) and the stored-mask one (recompute-relu-mask=false: the
-    # CBR backward reads the ReLU results) against the same CPU losses.
-    for variant in unfolded storedmask; do
+    # CBR backward reads the ReLU results) against the same CPU losses; the
+    # BN-prologue build (fuse-bn-prologue=true) against its own.
+    for variant in unfolded storedmask bnprologue; do
       [ -f "$bundle/zoo/$name.$variant.rnx" ] || continue
+      variantRef=$ref variantNoise=(${noise[@]+"${noise[@]}"})
+      if [ -f "$bundle/zoo/$name.$variant.cpu.log" ]; then
+        variantRef=$bundle/zoo/$name.$variant.cpu.log variantNoise=()
+        for n in "$bundle"/zoo/"$name.$variant".noise.*.log; do
+          [ -f "$n" ] && variantNoise+=(--noise "$n" --noise-factor "${RN_ZOO_NOISE_FACTOR:-4}")
+        done
+      fi
       "$bin/rn-run" "$bundle/zoo/$name.$variant.rnx" --synthetic --steps 20 --lr 0.02 \
         --executor cuda-graph > "$out/zoo-$name.$variant.gpu.log" 2>&1
       rc=$?
       if [ $rc -eq 0 ]; then
-        "$python" "$bundle/scripts/compare-digests.py" --losses "$ref" "$out/zoo-$name.$variant.gpu.log" \
-          --tol "$tol" ${noise[@]+"${noise[@]}"} > "$out/zoo-$name.$variant.compare.log" 2>&1
+        "$python" "$bundle/scripts/compare-digests.py" --losses "$variantRef" \
+          "$out/zoo-$name.$variant.gpu.log" --tol "$tol" \
+          ${variantNoise[@]+"${variantNoise[@]}"} > "$out/zoo-$name.$variant.compare.log" 2>&1
         rc=$?
       fi
       what="unfolded gradient adds"
       [ "$variant" = storedmask ] && what="stored ReLU masks"
+      [ "$variant" = bnprologue ] && what="BN prologue"
       say "20 steps $name $what (cuda-graph vs CPU): exit $rc; $(tail -1 "$out/zoo-$name.$variant.compare.log" 2>/dev/null)"
     done
   done
