@@ -134,6 +134,8 @@ public:
   static Result<std::unique_ptr<DeviceProgram>> create(const Artifact &artifact,
                                                        const Options &options,
                                                        std::string_view who);
+  static Result<std::unique_ptr<DeviceProgram>> create(Artifact &&, const Options &,
+                                                       std::string_view) = delete;
   ~DeviceProgram();
 
   const Program &program() const { return artifact_->program; }

@@ -40,9 +40,10 @@ public:
 
   /// Validates that every op has a GPU launcher, creates the device
   /// context, stages and prepares every node (graphs, plans, workspaces).
-  /// `artifact` must outlive the executor.
+  /// `artifact` must outlive the executor (a temporary does not compile).
   static Result<std::unique_ptr<EagerExecutor>> create(const Artifact &artifact,
                                                        const Options &options);
+  static Result<std::unique_ptr<EagerExecutor>> create(Artifact &&, const Options &) = delete;
   ~EagerExecutor() override;
 
   std::string_view name() const override { return "cuda-eager"; }

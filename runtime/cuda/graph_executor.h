@@ -56,8 +56,10 @@ public:
     std::string dumpGraphsDir;
   };
 
+  /// `artifact` must outlive the executor (a temporary does not compile).
   static Result<std::unique_ptr<GraphExecutor>> create(const Artifact &artifact,
                                                        const Options &options);
+  static Result<std::unique_ptr<GraphExecutor>> create(Artifact &&, const Options &) = delete;
   ~GraphExecutor() override;
 
   std::string_view name() const override { return "cuda-graph"; }

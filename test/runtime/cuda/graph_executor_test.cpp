@@ -271,7 +271,8 @@ TEST(CudaGraphExecutor, ColdLoadTimesPlansInTheActivations) {
   {
     cuda::GraphExecutor::Options options;
     options.autotune = true;
-    auto gpu = cuda::GraphExecutor::create(test_inputs::load("cbr.rnx"), options);
+    const Artifact artifact = test_inputs::load("cbr.rnx"); // outlives the executor
+    auto gpu = cuda::GraphExecutor::create(artifact, options);
     ASSERT_TRUE(gpu.ok()) << gpu.error().message();
     const std::string summary = (*gpu)->loadSummary();
     EXPECT_NE(summary.find("convolution graphs"), std::string::npos) << summary;
