@@ -633,6 +633,16 @@ Status verifyCbr(const OpNodeSignature &node) {
   return c.finish();
 }
 
+/// `fixed` operands, or `fixed + 2` with a scale-bias-ReLU prologue; half
+/// a prologue named as such.
+void checkPrologueOperands(Checker &c, const OpNodeSignature &node, size_t fixed) {
+  c.operands(fixed, fixed + 2);
+  if (c.ok() && node.operands == fixed + 1)
+    c.fail("has half a prologue (" + std::to_string(fixed + 1) + " operands: expected " +
+           std::to_string(fixed) + ", or " + std::to_string(fixed + 2) +
+           " with prologue_scale and prologue_bias)");
+}
+
 /// A convolution with an optional scale-bias-ReLU prologue (the last two
 /// of `fixed + 2` operands): MLIR's segment sizes, if the exporter kept
 /// them, must say the same (`fixed` ones, then the prologue's pair).
@@ -670,10 +680,7 @@ void checkPrologueConvolution(Checker &c, const OpNodeSignature &node, size_t fi
 /// result, conv_output, batch_mean, batch_inv_std.
 Status verifyCbrForward(const OpNodeSignature &node) {
   Checker c(node);
-  c.operands(4, 6);
-  if (c.ok() && node.operands == 5)
-    c.fail("has half a prologue (5 operands: expected 4, or 6 with prologue_scale and "
-           "prologue_bias)");
+  checkPrologueOperands(c, node, 4);
   c.results(4);
   checkPrologueSegments(c, node, 4);
   checkPrologueConvolution(c, node, 4);
@@ -686,10 +693,7 @@ Status verifyCbrForward(const OpNodeSignature &node) {
 /// conv_output, batch_mean, batch_inv_std.
 Status verifyConvBnStats(const OpNodeSignature &node) {
   Checker c(node);
-  c.operands(2, 4);
-  if (c.ok() && node.operands == 3)
-    c.fail("has half a prologue (3 operands: expected 2, or 4 with prologue_scale and "
-           "prologue_bias)");
+  checkPrologueOperands(c, node, 2);
   c.results(3, "conv_output, batch_mean, batch_inv_std");
   checkPrologueSegments(c, node, 2);
   checkPrologueConvolution(c, node, 2);

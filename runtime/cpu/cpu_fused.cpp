@@ -72,6 +72,20 @@ KernelStatus prologueInput(const TensorView &input, const TensorView *scale,
   return scaleBiasRelu(input, *scale, *bias, activated);
 }
 
+/// conv2d (no bias) of `input`, or of P(input) with a forward prologue:
+/// the convolution of cbr_forward and conv_bn_stats.
+KernelStatus prologueConv2d(const TensorView &input, const TensorView &filter,
+                            const TensorView *prologueScale, const TensorView *prologueBias,
+                            const Conv2dAttrs &attrs, const TensorView &convOutput) {
+  std::vector<float> activated;
+  TensorView x;
+  KernelStatus s = prologueInput(input, prologueScale, prologueBias, "prologue_scale",
+                                 "prologue_bias", activated, x);
+  if (s.ok())
+    s = conv2d(x, filter, nullptr, attrs, convOutput);
+  return s;
+}
+
 } // namespace
 
 KernelStatus bnScaleBias(const TensorView &batchMean, const TensorView &batchInvStd,
@@ -154,12 +168,8 @@ KernelStatus cbrForward(const TensorView &input, const TensorView &filter,
                         const TensorView &result, const TensorView &convOutput,
                         const TensorView &batchMean, const TensorView &batchInvStd) {
   const char *op = "cbr_forward";
-  std::vector<float> activated;
-  TensorView x;
-  KernelStatus s = prologueInput(input, prologueScale, prologueBias, "prologue_scale",
-                                 "prologue_bias", activated, x);
-  if (s.ok())
-    s = conv2d(x, filter, nullptr, attrs, convOutput);
+  KernelStatus s =
+      prologueConv2d(input, filter, prologueScale, prologueBias, attrs, convOutput);
   if (s.ok())
     s = batchNormTrain(convOutput, gamma, beta, epsilon, result, batchMean,
                        batchInvStd);
@@ -174,12 +184,8 @@ KernelStatus convBnStats(const TensorView &input, const TensorView &filter,
                          const TensorView &convOutput, const TensorView &batchMean,
                          const TensorView &batchInvStd) {
   const char *op = "conv_bn_stats";
-  std::vector<float> activated;
-  TensorView x;
-  KernelStatus s = prologueInput(input, prologueScale, prologueBias, "prologue_scale",
-                                 "prologue_bias", activated, x);
-  if (s.ok())
-    s = conv2d(x, filter, nullptr, attrs, convOutput);
+  KernelStatus s =
+      prologueConv2d(input, filter, prologueScale, prologueBias, attrs, convOutput);
   if (s.ok())
     s = batchNormStatistics(convOutput, epsilon, batchMean, batchInvStd);
   return within(op, std::move(s));

@@ -20,4 +20,10 @@ const OpLauncher *findOpLauncher(std::string_view op) {
   return it == table.end() ? nullptr : it->second;
 }
 
+Status named(const OpLaunch &launch, Status status) {
+  if (status.ok())
+    return status;
+  return status.error().withContext(launch.node.op);
+}
+
 } // namespace rn::cuda

@@ -83,6 +83,10 @@ struct OpLauncher {
 /// The launcher of `op`, or null when the GPU runtime has none.
 const OpLauncher *findOpLauncher(std::string_view op);
 
+/// `status` with the launch's op named in front, for the errors of kernels
+/// and libraries, which do not know the node.
+Status named(const OpLaunch &launch, Status status);
+
 // The family tables op_launch.cpp joins.
 const std::vector<OpLauncher> &elementwiseLaunchers();
 const std::vector<OpLauncher> &normLaunchers();

@@ -149,14 +149,6 @@ StreamResources after(const StreamResources &s, size_t reserved) {
   return r;
 }
 
-/// The launch's error with the op named in front, for errors of the
-/// kernels and cuDNN (which do not know the node).
-Status named(const OpLaunch &l, Status status) {
-  if (status.ok())
-    return status;
-  return status.error().withContext(l.node.op);
-}
-
 /// A convolution's scale-bias-ReLU prologue (rn-fuse-bn-prologue): the
 /// per-input-channel scale and bias it reads its input x through,
 /// relu(x * scale + bias); both null without one.

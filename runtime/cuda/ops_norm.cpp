@@ -22,13 +22,6 @@ double numAttr(const OpLaunch &l, const char *name) {
   return it != l.node.attributes.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-/// The launch's error, with the op named in front.
-Status named(const OpLaunch &l, Status status) {
-  if (status.ok())
-    return status;
-  return status.error().withContext(l.node.op);
-}
-
 /// An error unless the node has exactly these operand and result counts
 /// and runs whole.
 Status expectArity(const OpLaunch &l, size_t operands, size_t results) {

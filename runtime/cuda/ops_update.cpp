@@ -32,12 +32,6 @@ bool flagAttr(const OpLaunch &l, const char *name) {
   return it != l.node.attributes.end() && it->is_boolean() && it->get<bool>();
 }
 
-Status named(const OpLaunch &l, Status status) {
-  if (status.ok())
-    return status;
-  return status.error().withContext(l.node.op);
-}
-
 /// An error unless the node runs whole with operands in [minOperands,
 /// maxOperands] and exactly `results` results.
 Status expectArity(const OpLaunch &l, size_t minOperands, size_t maxOperands, size_t results) {
