@@ -5,11 +5,16 @@ cudnn.benchmark), with the CUDA kernels each runs, so that RN's autotuned
 cuDNN times (Conv.StemChannelPaddingTimes) can be read next to the engines
 PyTorch reaches. Run on the GPU machine with its PyTorch venv:
 
-    /opt/torch/.venv/bin/python bench/torch_stem.py
+    /opt/torch/.venv/bin/python bench/torch_stem.py [--channels 4]
+
+With cuDNN's API log (CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=FILE) the
+engine configurations PyTorch finalizes, engine index and knobs, can be
+read off the log.
 """
 
 from __future__ import annotations
 
+import argparse
 from typing import Callable
 
 import torch
@@ -42,9 +47,13 @@ def kernels(fn: Callable[[], object]) -> list[str]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--channels", type=int, nargs="*", default=[3, 4, 8],
+                        help="input channel counts to time (default 3 4 8)")
+    args = parser.parse_args()
     torch.backends.cudnn.benchmark = True
     batch, stride, pad = 256, 2, 3
-    for channels in (3, 4, 8):
+    for channels in args.channels:
         x = torch.randn(batch, channels, 224, 224, device="cuda", dtype=torch.half)
         x = x.to(memory_format=torch.channels_last)
         w = torch.randn(64, channels, 7, 7, device="cuda", dtype=torch.half)

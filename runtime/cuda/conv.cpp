@@ -120,6 +120,20 @@ std::vector<fe::HeurMode_t> heuristicModes() {
   return modes.empty() ? std::vector<fe::HeurMode_t>{fe::HeurMode_t::A} : modes;
 }
 
+/// RN_CONV_ENGINE_SEARCH=1: besides the heuristics' candidates, every
+/// engine of the operation graph with its default knobs (cuDNN's global
+/// engine index 0 .. ENGINE_GLOBAL_COUNT-1). A diagnostic: heuristics rank
+/// configurations, and an engine they never propose for a shape (the
+/// image-first-layer kernels for ResNet-50's 4-channel stem) is reached
+/// only this way.
+bool engineSearch() {
+  static const bool on = [] {
+    const char *v = std::getenv("RN_CONV_ENGINE_SEARCH");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
 /// RN_CONV_ENGINES (a comma list of substrings): only plans whose cuDNN
 /// engine name contains one of them are candidates. A diagnostic like
 /// RN_CONV_HEURISTICS: pins a family of engines when comparing plans, or,
@@ -585,6 +599,14 @@ Result<Entry> ConvRunner::Impl::build(const ConvCall &call, const StreamResource
   RN_FE_TRY(graph->validate(), "validate", call);
   RN_FE_TRY(graph->build_operation_graph(stream.cudnn), "build_operation_graph", call);
   RN_FE_TRY(graph->create_execution_plans(heuristicModes()), "create_execution_plans", call);
+  if (engineSearch()) {
+    // An engine that does not support this graph fails its finalization:
+    // that is cuDNN's "not this engine", skipped like a failing build.
+    int64_t engines = 0;
+    RN_FE_TRY(graph->get_engine_count(engines), "get_engine_count", call);
+    for (int64_t engine = 0; engine < engines; ++engine)
+      (void)graph->create_execution_plan(engine, {});
+  }
   ++graphCount;
 
   // Filters: f32 accumulation always; IEEE f32 for f32 data unless TF32 is
