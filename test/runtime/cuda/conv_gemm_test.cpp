@@ -2005,9 +2005,10 @@ TEST(Conv, ScaleBiasReluWgradTimes) {
 /// workspace (the plan's default per stream) and within 2 GiB. cuDNN's
 /// image-first-layer kernels take exactly 4 channels of a 7x7/2 filter
 /// (PyTorch, which pads 3 to 4 itself, runs them at 0.40 ms each on the
-/// H200); this says whether our candidates and workspace reach them
-/// (with RN_CONV_ENGINE_SEARCH=1, whether any engine of cuDNN's does with
-/// its default knobs).
+/// H200); this says whether our candidates and workspace reach them (they
+/// do not: those kernels are engine 63, whose REDUCED_PRECISION_REDUCTION
+/// note the plan filter bars by default; RN_CONV_ENGINE_SEARCH=1 adds
+/// every engine with its default knobs).
 TEST(Conv, StemChannelPaddingTimes) {
   RN_SKIP_WITHOUT_CUDA();
   if (!std::getenv("RN_CUDA_BENCH"))
