@@ -15,7 +15,7 @@
 # the convolutions that read it, rn-fuse-bn-prologue), convolutional models
 # only, and only when RN_BENCH_VARIANTS names them
 # MODEL.benchBATCH.unpadded.rnx (pad-conv-channels=0: the 3-channel image
-# stems as they are, measured in run H) and MODEL.benchBATCH.ungrouped.rnx
+# stems as they are) and MODEL.benchBATCH.ungrouped.rnx
 # (group-elementwise=false, one zeroing, unscaling and cast node per tensor
 # instead of the default multi-tensor ops), and MODEL.benchBATCH.dp.rnx
 # (data-parallel=true: the batch is one GPU's, the gradient all-reduce in

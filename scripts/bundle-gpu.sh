@@ -38,7 +38,7 @@ if [ ! -f "$gpu_build/build.ninja" ]; then
 fi
 rn_log "building the GPU runtime (rn-run, rn-cuda-tests, rn-runtime-tests)"
 # A source edited while its object compiles leaves the object newer than
-# the edit, which ninja then takes as current (run L's binaries carried a
+# the edit, which ninja then takes as current (a bundle once carried a
 # stale norm_kernels.cu that way): sources newer than the build's start
 # are touched and built again until none is.
 build_start=$(mktemp)

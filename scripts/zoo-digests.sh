@@ -10,8 +10,8 @@
 # ulp-scale change moves the CPU's own result, the bound of the comparison
 # where the step is ill-conditioned (docs/gpu-tests.md, "The zoo
 # criterion"); the 20-step runs below too. Needs the compiler and rn-run
-# built (scripts/setup.sh); all of it takes about 6 minutes on 2 cores
-# (most of it resnet18c's 20-step runs).
+# built (scripts/setup.sh); slow, most of it resnet18c's 20-step runs
+# (docs/gpu-tests.md says how long).
 #   RN_ZOO_MODELS (default: every model of `python3 -m rn.models --list`)
 #   RN_ZOO_PIPELINE (default: the compiler's defaults, f32)
 #   RN_ZOO_NOISE_EPS (default 1e-6), RN_ZOO_NOISE_SEEDS (default "1 2 3";

@@ -10,8 +10,8 @@
 //
 // Plans: with Options::autotune, the candidate plans the heuristics list
 // (the first Options::autotuneCandidates that build) are timed at load and
-// the fastest kept (heuristic plans were 7x slower on
-// ResNet-18's 1x1 stride-2 downsample); with Options::deterministic only
+// the fastest kept (cuDNN's first heuristic plan can be several times
+// slower: docs/benchmarks.md, "Method"); with Options::deterministic only
 // deterministic plans are candidates. A plan must fit the workspace of the
 // stream it runs on: prepare gets the bytes available and skips plans that
 // need more. f32 convolutions run as IEEE f32 unless Options::allowTf32: no
@@ -42,37 +42,38 @@ enum class ConvKind : uint8_t {
   /// in x's dtype: a BN apply + ReLU as the convolution's prologue, so the
   /// normalized activation is never written (cuDNN's runtime fusion of
   /// NVIDIA's MLPerf ResNet). Each prologue step's result is rounded to x's
-  /// dtype (math in f32), as those engines take it. No op uses it yet:
-  /// Conv.ScaleBiasReluPrologueTimes measures, per ResNet shape, what it
-  /// costs over the plain forward (on the H200, cuDNN 9.19: only engine 3
-  /// runs it, about 2.5x to 6.5x the plain forward's time at ResNet-50's
-  /// bottleneck shapes).
+  /// dtype (math in f32), as those engines take it. No op uses it: on its
+  /// own it is slower than the apply pass plus the plain forward it would
+  /// replace (Conv.ScaleBiasReluPrologueTimes; docs/benchmarks.md,
+  /// "Convolution-level fusion experiments").
   forward_scale_bias_relu,
   /// dx = conv_transpose(dy, w) + residual: a residual junction's gradient
   /// sum as the data gradient's epilogue (`residual` has x's shape and
-  /// dtype; it may alias dx). No op uses it yet: Conv.ResidualAddEpilogueTimes
-  /// measures what it costs over the plain data gradient.
+  /// dtype; it may alias dx): the input gradient of a backward op with an
+  /// addend (rn-fold-gradient-adds). Conv.ResidualAddEpilogueTimes measures
+  /// what it costs over the plain data gradient.
   backward_data_add,
   /// dw = dwAcc + wgrad(relu(x * scale + bias), dy); dwAcc may alias dw:
   /// the filter gradient of a convolution whose input is a BN apply + ReLU
   /// output, computed from the pre-normalization x with the same prologue
   /// as forward_scale_bias_relu (cuDNN's runtime fusion), so the backward
   /// does not need the activation either. Accumulates like backward_filter.
-  /// No op uses it yet: Conv.ScaleBiasReluWgradTimes measures what it costs
-  /// over the plain filter gradient (on the H200: 1.06x to 1.84x at
-  /// ResNet-50's bottleneck shapes, with an f16 wgrad result).
+  /// The filter gradient of a cbr_backward with `input_prologue`
+  /// (rn-fuse-bn-prologue); Conv.ScaleBiasReluWgradTimes measures what it
+  /// costs over the plain filter gradient, which is why that pass stays
+  /// off by default (docs/benchmarks.md).
   backward_filter_scale_bias_relu,
   /// y = conv(relu(x * scale + bias), w) with sum[c], sum_sq[c] of y from
   /// cuDNN's genstats (f32): NVIDIA's MLPerf ResNet pattern whole, the BN
   /// apply + ReLU as the prologue and the next BN's statistics as the
   /// epilogue, so neither the activation nor a statistics pass touches
   /// memory. cuDNN may give this graph a specialized engine that the
-  /// prologue alone does not get (on the H200 it does: x1.13-1.54 the
-  /// plain forward, against the prologue alone's x2.5-6.5). No fallback:
-  /// prepare fails with cuDNN's message when it has no plan. No op uses it
-  /// yet: Conv.NormConvTimes measures it against the apply pass, plain
-  /// forward and Welford pass it would replace (run L: x0.46-0.86 end to
-  /// end).
+  /// prologue alone does not get, and on Hopper it does. No fallback:
+  /// prepare fails with cuDNN's message when it has no plan. The
+  /// convolution of a conv_bn_stats or cbr_forward with a prologue
+  /// (rn-fuse-bn-prologue); Conv.NormConvTimes measures it against the
+  /// apply pass, plain forward and Welford pass it replaces
+  /// (docs/benchmarks.md, "Convolution-level fusion experiments").
   forward_scale_bias_relu_stats,
   /// The backward of a BN + ReLU whose output a convolution read, from
   /// that convolution's data gradient (NVIDIA's MLPerf dgrad + dReLU +
@@ -81,7 +82,7 @@ enum class ConvKind : uint8_t {
   /// (x's shape; `mean` enters as cuDNN's pattern adds it), g written to
   /// dx, and cuDNN's dBN-weight reductions of g and x (ConvBuffers::dbn)
   /// from the convolution's epilogue instead of a pass over g and x. No
-  /// op uses it: on the H200, cuDNN 9.19 has no engine for it (its one
+  /// op uses it: cuDNN 9.19 has no engine for it on Hopper (its one
   /// candidate needs SM80 or SM120; Conv.DgradDreluDbnTimes prints "no
   /// plan"), so it is kept for the GPUs that have one.
   backward_data_drelu_dbn_weight,
@@ -151,9 +152,9 @@ public:
   struct Options {
     bool autotune = true;
     /// With autotune, the first this many plans that build (in heuristic
-    /// order) are timed; 0: every candidate. The first 16 held the fastest
-    /// plan for 91 of ResNet-50's 93 calls on the H200, for a fraction of
-    /// the cold load of timing all (up to 84 per call).
+    /// order) are timed; 0: every candidate. The first 16 almost always
+    /// hold the fastest plan, for a fraction of the cold load of timing
+    /// all (docs/benchmarks.md, "Convolution-level fusion experiments").
     int autotuneCandidates = 16;
     bool deterministic = false;
     bool allowTf32 = false;
@@ -166,8 +167,9 @@ public:
     std::string cacheFile;
     /// forward_stats tries cuDNN's conv + genstats graph first (the sums
     /// from the convolution's epilogue instead of a pass over y). An
-    /// experiment, off by default: its sums were wrong on the H200 when
-    /// their buffers were not zeroed, which run() now does (conv.cpp).
+    /// experiment, off by default: it pays on some models and costs on
+    /// others (docs/benchmarks.md); its sums are right only because run()
+    /// zeroes their buffers first (cuDNN accumulates into them).
     /// RN_CONV_GENSTATS=1 turns it on for every runner.
     bool fuseGenstats = false;
   };

@@ -1,6 +1,6 @@
 //===- graph_executor.h - The cuda-graph executor ---------------*- C++ -*-===//
 //
-// Runs a program on one GPU the way the article describes: at load, each
+// Runs a program on one GPU the way docs/design.md describes: at load, each
 // subgraph is captured once per A/B variant into a CUDA graph and
 // instantiated; every step, the shared schedule walk launches those graphs
 // on their primary streams, and nothing else happens per node.

@@ -37,19 +37,18 @@ namespace rn::cuda {
 /// How the NHWC passes tile their work (see norm_kernels.cu): the rows a
 /// thread loads per loop iteration (1, 2 or 4) and the widest channel
 /// vector a thread loads (4, 8 or 16 bytes), per family of passes. The
-/// defaults are the fastest measured on the H200 at the ResNet-18 and
-/// ResNet-50 shapes of batch 256 (NormKernelsTest.ResNetSizeBandwidth
-/// sweeps them; docs/benchmarks.md has the table). Set before launching,
-/// not during.
+/// defaults are the fastest measured at the ResNet-18 and ResNet-50
+/// shapes of batch 256 (NormKernelsTest.ResNetSizeBandwidth sweeps them;
+/// docs/benchmarks.md, "The BN kernels"). Set before launching, not
+/// during.
 /// One row per iteration wins everywhere: the registers of wider unrolls
-/// cost more occupancy than their loads in flight give back (the
-/// backward passes at 4 rows ran 30% slower at ResNet-50's sizes).
+/// cost more occupancy than their loads in flight give back.
 /// The blocks each family's grid aims for (rows are chunked to about that
-/// many blocks; 1024 is about two waves at 4 blocks per SM on an H200,
-/// 1.55 at the backward statistics pass's 5) are to be measured the same
-/// way (NormKernelsTest.TargetBlocksBandwidth; not yet run: run L's binary
-/// predated the knob); RN_BN_TARGET_BLOCKS ("N" or "STATS,APPLY,BACKWARD")
-/// overrides the defaults at start-up for in-step A/B runs.
+/// many blocks; 1024 is about two waves at 4 blocks per SM on a 132-SM
+/// GPU, 1.55 at the backward statistics pass's 5) are to be measured the
+/// same way (NormKernelsTest.TargetBlocksBandwidth; not measured yet);
+/// RN_BN_TARGET_BLOCKS ("N" or "STATS,APPLY,BACKWARD") overrides the
+/// defaults at start-up for in-step A/B runs.
 struct NormKernelTuning {
   int statsRows = 1;
   int statsVecBytes = 8;
