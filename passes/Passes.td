@@ -190,10 +190,8 @@ def PadConvChannels : Pass<"rn-pad-conv-channels", "::mlir::ModuleOp"> {
   let summary = "Zero-pad the input channels of convolutions the tensor cores cannot take (the image stems)";
   let description = [{
     cuDNN's fast f16/bf16 kernels want the input channel count to be a
-    multiple of 8; with 3 (the RGB stem), it falls back to older kernels:
-    ResNet-50's 7x7 stem at batch 256 takes 1.49 ms forward and 1.93 ms for
-    its filter gradient at 3 channels on an H200, 1.22 and 0.95 ms at 8
-    (`Conv.StemChannelPaddingTimes`). This pass gives such a convolution
+    multiple of 8; with 3 (the RGB stem), it falls back to older, slower
+    kernels (docs/scheduling.md, "Measurements behind the passes"). This pass gives such a convolution
     `rn.pad_channels` copies of its input and its filter, widened to the next
     multiple of `channel-multiple` with zero channels, which leave every
     output unchanged and get zero gradient. The filter's parameter, its
@@ -246,15 +244,13 @@ def FoldGradientAdds : Pass<"rn-fold-gradient-adds", "::mlir::ModuleOp"> {
   let description = [{
     In the backward of a residual block, the gradient at the block's input
     is the sum of two gradients (the main path's data gradient and the
-    shortcut's), one `rn.add` of whole activations: ResNet-50's 16
-    junctions move about 2 ms of memory per step on an H200. When one term
+    shortcut's), one `rn.add` of whole activations. When one term
     is the input gradient of an `rn.cbr_backward` or `rn.conv2d_backward`
     that nothing else reads, and the other term is defined before that op,
     this pass gives the backward op the other term as its input gradient's
     addend (`plus`) and removes the add: cuDNN adds it in the data
-    gradient's epilogue (`ConvKind::backward_data_add`), 0.02-0.2 ms over
-    the plain data gradient at ResNet-50's junctions against 0.045-0.37 ms
-    for the add (`Conv.ResidualAddEpilogueTimes`). The sum is rounded once
+    gradient's epilogue (`ConvKind::backward_data_add`), which costs less
+    than the add it replaces at stride 1. The sum is rounded once
     (the add rounded the data gradient first, then the sum). Runs after
     rn-fuse-cbr and before rn-partition.
 
@@ -270,16 +266,13 @@ def FoldGradientAdds : Pass<"rn-fold-gradient-adds", "::mlir::ModuleOp"> {
     (`%g#0` takes the place of `%sum`.)
 
     `max-stride=N` folds only into data gradients of convolutions whose
-    strides are at most N (0: any). The plans cuDNN 9.19 has for a strided
-    data gradient with the addend cost more on the H200 than the add they
-    replace (ResNet-18's 3x3 stride-2 junction at 32x32x64: 0.081 and
-    0.314 ms against 0.036 + 0.034 and 0.125 + 0.134 ms at batch 256 and
-    1024), while every stride-1 one measured pays; in the step, ResNet-18
-    ran 0.5-2.1% faster with max-stride=1, which rn-training-pipeline uses
-    by default (`fold-gradient-adds-max-stride`).
+    strides are at most N (0: any). The default, 1, keeps the adds of
+    strided junctions: cuDNN's plans for a strided data gradient with the
+    addend cost more than the add they replace, while every stride-1 one
+    measured pays (docs/scheduling.md, "Measurements behind the passes").
   }];
   let options = [
-    Option<"maxStride", "max-stride", "int64_t", "0",
+    Option<"maxStride", "max-stride", "int64_t", "1",
            "fold only into data gradients whose strides are at most this (0: any)">,
   ];
   let statistics = [
@@ -302,8 +295,8 @@ def RecomputeReluMask : Pass<"rn-recompute-relu-mask", "::mlir::ModuleOp"> {
     ReLU result is the result of the `rn.cbr_forward` that also produced
     its conv_output and statistics (and took its gamma) that forward's
     beta instead (`relu_recompute`): two of the seven activation-sized
-    transfers of the backward go, about 2 ms of ResNet-50's step at batch
-    256 on an H200 (its 33 CBR backward ops with a ReLU). The ReLU result
+    transfers of the backward go (ResNet-50 has 33 CBR backward ops with a
+    ReLU). The ReLU result
     may also die earlier. Runs after rn-fuse-cbr and before rn-partition.
 
     Before:

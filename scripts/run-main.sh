@@ -37,13 +37,14 @@ python3 -m rn.models "$model" --batch "$batch" -o "$mlir"
 rn_log "$model: $(grep -c '^  rn.parameter ' "$mlir") parameter tensors, $(grep -c ' = rn\.' "$mlir") ops"
 pipeline=${RN_PIPELINE:-precision=f16 loss-scaling=dynamic}
 step="$out_dir/$model.step.mlir"
-rn_log "compiling the training step (rn-training-pipeline: $pipeline) to $step"
-rn-opt "$mlir" --rn-build-training="$pipeline" --rn-fuse-cbr --rn-partition \
-  --rn-plan-memory=summary --rn-assign-streams --rn-insert-barriers=report \
-  --rn-verify-schedule -o "$step" 2>&1 | grep -E 'remark|bytes|@' | sed 's/^/[rn]   /' >&2
+rn_log "compiling $model with rn-compile --pipeline \"$pipeline\" (the whole rn-training-pipeline) to $out_dir/$model.rnx"
+# The artifact and the scheduled module it is made of come from one run;
+# summary=true (rn-plan-memory) and report=true (rn-insert-barriers and the
+# grouping passes) print what the pipeline built without changing it.
+rn-compile "$mlir" -o "$out_dir/$model.rnx" --pipeline "$pipeline summary=true report=true" \
+  --step-output "$step" 2>&1 | grep -E 'remark|bytes|wrote' | sed 's/^/[rn]   /' >&2
 rn-opt "$step" --rn-print-schedule -o /dev/null 2> "$out_dir/$model.schedule.txt"
 rn_log "schedule verified; readable dump in $out_dir/$model.schedule.txt"
-rn-compile "$mlir" -o "$out_dir/$model.rnx" --pipeline "$pipeline" 2>&1 | sed 's/^/[rn]   /' >&2
 else
   rn_log "prebuilt tools in $prebuilt: no compiler here, training its artifacts"
 fi

@@ -61,7 +61,7 @@ from .nn import (
     Tanh,
     kaiming_normal,
 )
-from .training import LOSS_SCALINGS, OPTIMIZERS, PRECISIONS, TrainingOptions, build_training
+from .training import CHOICES, TrainingOptions, build_training, format_option
 
 __all__ = [
     "MODELS",
@@ -509,48 +509,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the rn-opt pass argument and exit",
     )
-    # None means "not given": main() rejects given options without --train/--print-pass-options.
-    t.add_argument("--optimizer", choices=OPTIMIZERS, help="optimizer (default sgd)")
-    t.add_argument("--momentum", type=float, help="SGD/LARS momentum (default 0.9)")
-    t.add_argument("--nesterov", action="store_true", default=None, help="Nesterov momentum (SGD)")
-    t.add_argument("--weight-decay", type=float, help="weight decay (default 0)")
-    t.add_argument(
-        "--no-decay-bn-bias",
-        action="store_true",
-        default=None,
-        help="exclude BatchNorm parameters and biases from weight decay",
-    )
-    t.add_argument("--beta1", type=float, help="AdamW beta1 (default 0.9)")
-    t.add_argument("--beta2", type=float, help="AdamW beta2 (default 0.999)")
-    t.add_argument("--adam-eps", type=float, help="AdamW epsilon (default 1e-8)")
-    t.add_argument("--lars-trust", type=float, help="LARS trust coefficient (default 0.001)")
-    t.add_argument("--lars-eps", type=float, help="LARS epsilon (default 1e-9)")
-    t.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        help="compute precision; f16/bf16 are mixed precision with f32 master weights "
-        "(default f32)",
-    )
-    t.add_argument("--loss-scaling", choices=LOSS_SCALINGS, help="loss scaling (default none)")
-    t.add_argument(
-        "--loss-scale", type=float, help="static or initial dynamic loss scale (default 65536)"
-    )
-    t.add_argument(
-        "--growth-interval",
-        type=int,
-        help="dynamic scaling: clean steps before the scale grows (default 2000)",
-    )
-    t.add_argument("--growth-factor", type=float, help="dynamic scaling: growth (default 2)")
-    t.add_argument(
-        "--backoff-factor", type=float, help="dynamic scaling: factor on overflow (default 0.5)"
-    )
-    t.add_argument("--ema-decay", type=float, help="weight EMA decay (default 0: off)")
-    t.add_argument(
-        "--data-parallel",
-        action="store_const",
-        const=True,
-        help="average gradients over data-parallel replicas",
-    )
+    # One flag per TrainingOptions field, with its help and default. None
+    # means "not given": main() rejects given options without
+    # --train/--print-pass-options.
+    for f in fields(TrainingOptions):
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f"{f.metadata['help']} (default {format_option(f.default)})"
+        if isinstance(f.default, bool):
+            t.add_argument(flag, action="store_const", const=True, help=help_text)
+        elif f.name in CHOICES:
+            t.add_argument(flag, choices=CHOICES[f.name], help=help_text)
+        else:
+            t.add_argument(flag, type=type(f.default), help=help_text)
     return p
 
 

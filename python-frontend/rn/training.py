@@ -15,11 +15,12 @@ import math
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias, get_args
 
 __all__ = [
+    "CHOICES",
     "LOSS_SCALINGS",
     "OPTIMIZERS",
     "PASS_NAME",
@@ -27,6 +28,7 @@ __all__ = [
     "TrainingOptions",
     "build_training",
     "find_rn_opt",
+    "format_option",
 ]
 
 Optimizer: TypeAlias = Literal["sgd", "adamw", "lars"]
@@ -38,11 +40,15 @@ PRECISIONS: tuple[str, ...] = get_args(Precision)
 LOSS_SCALINGS: tuple[str, ...] = get_args(LossScaling)
 PASS_NAME = "rn-build-training"
 
-_CHOICES: dict[str, tuple[str, ...]] = {
+CHOICES: dict[str, tuple[str, ...]] = {
     "optimizer": OPTIMIZERS,
     "precision": PRECISIONS,
     "loss_scaling": LOSS_SCALINGS,
 }
+
+
+def _option(default: object, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass(frozen=True)
@@ -50,36 +56,46 @@ class TrainingOptions:
     """Options of ``--rn-build-training``; the defaults are the pass's.
 
     Field ``foo_bar`` is pass option ``foo-bar``. Ints given for float fields
-    are stored as floats.
+    are stored as floats. The pass declares them in ``passes/Passes.td``;
+    ``test_training_options_match_the_pass`` fails when a field is missing,
+    extra or has another default. ``python -m rn.models``'s flags are made
+    from these fields.
     """
 
-    optimizer: Optimizer = "sgd"
-    momentum: float = 0.9
-    nesterov: bool = False
-    weight_decay: float = 0.0
-    no_decay_bn_bias: bool = False
-    beta1: float = 0.9
-    beta2: float = 0.999
-    adam_eps: float = 1e-8
-    lars_trust: float = 0.001
-    lars_eps: float = 1e-9
-    precision: Precision = "f32"
-    loss_scaling: LossScaling = "none"
-    loss_scale: float = 65536.0
-    growth_interval: int = 2000
-    growth_factor: float = 2.0
-    backoff_factor: float = 0.5
-    ema_decay: float = 0.0
-    data_parallel: bool = False
+    optimizer: Optimizer = _option("sgd", "optimizer: " + ", ".join(OPTIMIZERS))
+    momentum: float = _option(0.9, "SGD/LARS momentum")
+    nesterov: bool = _option(False, "Nesterov momentum (SGD)")
+    weight_decay: float = _option(0.0, "weight decay")
+    no_decay_bn_bias: bool = _option(
+        False, "exclude BatchNorm parameters and biases from weight decay"
+    )
+    beta1: float = _option(0.9, "AdamW beta1")
+    beta2: float = _option(0.999, "AdamW beta2")
+    adam_eps: float = _option(1e-8, "AdamW epsilon")
+    lars_trust: float = _option(0.001, "LARS trust coefficient")
+    lars_eps: float = _option(1e-9, "LARS epsilon")
+    precision: Precision = _option(
+        "f32",
+        "compute precision; f16/bf16 are mixed precision with f32 master weights",
+    )
+    loss_scaling: LossScaling = _option("none", "loss scaling: " + ", ".join(LOSS_SCALINGS))
+    loss_scale: float = _option(65536.0, "static or initial dynamic loss scale")
+    growth_interval: int = _option(
+        2000, "dynamic scaling: clean steps before the scale grows"
+    )
+    growth_factor: float = _option(2.0, "dynamic scaling: growth factor")
+    backoff_factor: float = _option(0.5, "dynamic scaling: factor on overflow")
+    ema_decay: float = _option(0.0, "weight EMA decay (0: off)")
+    data_parallel: bool = _option(False, "average gradients over data-parallel replicas")
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
             kind = type(f.default)
             if kind is str:
-                if value not in _CHOICES[f.name]:
+                if value not in CHOICES[f.name]:
                     raise ValueError(
-                        f"{f.name} must be one of {', '.join(_CHOICES[f.name])}, got {value!r}"
+                        f"{f.name} must be one of {', '.join(CHOICES[f.name])}, got {value!r}"
                     )
             elif kind is bool:
                 if not isinstance(value, bool):
@@ -110,7 +126,7 @@ class TrainingOptions:
         for f in fields(self):
             value = getattr(self, f.name)
             if value != f.default:
-                parts.append(f"{f.name.replace('_', '-')}={_format(value)}")
+                parts.append(f"{f.name.replace('_', '-')}={format_option(value)}")
         return " ".join(parts)
 
     def pass_argument(self) -> str:
@@ -119,7 +135,8 @@ class TrainingOptions:
         return f"--{PASS_NAME}={options}" if options else f"--{PASS_NAME}"
 
 
-def _format(value: object) -> str:
+def format_option(value: object) -> str:
+    """A value as the pass's option parser reads it (``true``, ``0.9``, ``sgd``)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -65,20 +66,55 @@ def test_each_option(kwargs: dict[str, object], expected: str) -> None:
     assert opts.pass_argument() == f"--rn-build-training={expected}"
 
 
-def test_every_field_is_an_option(rn_opt: Path) -> None:
-    """Each field names an option of the pass, and each pass option but
-    `forward` (always @forward here) has a field."""
-    help_text = subprocess.run(
-        [str(rn_opt), "--help"], capture_output=True, text=True, check=True
-    ).stdout
-    section = help_text.split("--rn-build-training", 1)[1].split("\n      --rn-", 1)[0]
-    pass_options = {
-        line.split()[0].split("=")[0].lstrip("-")
-        for line in section.splitlines()[1:]
-        if line.strip().startswith("--")
-    } - {"forward"}
-    field_options = {f.name.replace("_", "-") for f in dataclasses.fields(TrainingOptions)}
-    assert field_options == pass_options
+def _declared_build_training_options(rn_opt: Path) -> dict[str, str]:
+    """rn-build-training's options and defaults as the compiler declares them
+    (``rn-compile --list-pipeline-options``; rn-compile sits next to rn-opt)."""
+    rn_compile = rn_opt.with_name("rn-compile")
+    listed = json.loads(
+        subprocess.run(
+            [str(rn_compile), "--list-pipeline-options"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    return {o["pass_option"]: o["default"] for o in listed if o["pass"] == "rn-build-training"}
+
+
+def _parse_default(text: str, like: object) -> object:
+    if isinstance(like, bool):
+        return {"true": True, "false": False}[text]
+    if isinstance(like, (int, float)):
+        return type(like)(float(text)) if isinstance(like, float) else int(text)
+    return text
+
+
+def _option_mismatches(declared: dict[str, str]) -> list[str]:
+    """Differences between TrainingOptions and the pass's declaration: a
+    missing or extra field, or another default. `forward` (always @forward
+    here) has no field."""
+    declared = {k: v for k, v in declared.items() if k != "forward"}
+    fields = {f.name.replace("_", "-"): f.default for f in dataclasses.fields(TrainingOptions)}
+    problems = [f"pass option {name} has no field" for name in declared.keys() - fields.keys()]
+    problems += [f"field {name} is no pass option" for name in fields.keys() - declared.keys()]
+    for name in sorted(declared.keys() & fields.keys()):
+        if _parse_default(declared[name], fields[name]) != fields[name]:
+            problems.append(f"{name}: pass default {declared[name]}, field default {fields[name]!r}")
+    return sorted(problems)
+
+
+def test_training_options_match_the_pass(rn_opt: Path) -> None:
+    """Each field is an option of rn-build-training with the pass's default,
+    and each pass option but `forward` has a field."""
+    assert _option_mismatches(_declared_build_training_options(rn_opt)) == []
+
+
+def test_option_check_finds_mismatches(rn_opt: Path) -> None:
+    declared = _declared_build_training_options(rn_opt)
+    changed = dict(declared, beta1="0.95", **{"new-option": "1"})
+    del changed["lars-eps"]
+    assert _option_mismatches(changed) == [
+        "beta1: pass default 0.95, field default 0.9",
+        "field lars-eps is no pass option",
+        "pass option new-option has no field",
+    ]
 
 
 def test_option_order_is_field_order() -> None:

@@ -13,6 +13,7 @@
 #include "passes/Passes.h"
 #include "passes/TrainingPipeline.h"
 #include "runtime/core/init_sampler.h"
+#include "runtime/core/safetensors.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -24,10 +25,12 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 #include <cstring>
@@ -36,28 +39,51 @@ using namespace mlir;
 using namespace mlir::rn;
 namespace json = llvm::json;
 
+// rn-compile --help lists these only, not the options LLVM's libraries
+// register (HideUnrelatedOptions in main).
+static llvm::cl::OptionCategory rnCompileCategory("rn-compile options");
+
 static llvm::cl::opt<std::string> inputFilename(llvm::cl::Positional,
                                                 llvm::cl::desc("<model.mlir>"),
-                                                llvm::cl::Required);
+                                                llvm::cl::cat(rnCompileCategory));
 static llvm::cl::opt<std::string>
     outputFilename("o", llvm::cl::desc("artifact to write (.rnx)"),
-                   llvm::cl::value_desc("file"), llvm::cl::Required);
+                   llvm::cl::value_desc("file"),
+                   llvm::cl::cat(rnCompileCategory));
 static llvm::cl::opt<std::string> pipelineOptions(
     "pipeline",
     llvm::cl::desc("options of rn-training-pipeline, e.g. \"precision=f16 "
-                   "loss-scaling=dynamic\""),
-    llvm::cl::init(""));
+                   "loss-scaling=dynamic optimizer=adamw beta1=0.95\" "
+                   "(--pipeline-help lists them)"),
+    llvm::cl::init(""), llvm::cl::cat(rnCompileCategory));
+static llvm::cl::opt<bool> pipelineHelp(
+    "pipeline-help",
+    llvm::cl::desc("list every --pipeline option with its default and "
+                   "description, and exit"),
+    llvm::cl::init(false), llvm::cl::cat(rnCompileCategory));
+static llvm::cl::opt<bool> listPipelineOptions(
+    "list-pipeline-options",
+    llvm::cl::desc("print every --pipeline option as JSON (name, default, "
+                   "pass, pass_option) and exit"),
+    llvm::cl::init(false), llvm::cl::cat(rnCompileCategory));
+static llvm::cl::opt<std::string> stepOutput(
+    "step-output",
+    llvm::cl::desc("also write the scheduled module the artifact is made of "
+                   "(MLIR text; rn-opt --rn-print-schedule reads it)"),
+    llvm::cl::value_desc("file"), llvm::cl::init(""),
+    llvm::cl::cat(rnCompileCategory));
 static llvm::cl::opt<uint64_t>
     seed("seed", llvm::cl::desc("seed of the parameter initialization"),
-         llvm::cl::init(0));
+         llvm::cl::init(0), llvm::cl::cat(rnCompileCategory));
 static llvm::cl::opt<bool> noWeights(
     "no-weights",
     llvm::cl::desc("write the program alone: no parameter tensors, and an "
                    "\"init\" entry with which the runtime samples them"),
-    llvm::cl::init(false));
+    llvm::cl::init(false), llvm::cl::cat(rnCompileCategory));
 static llvm::cl::opt<bool> quiet("quiet",
                                  llvm::cl::desc("no progress messages"),
-                                 llvm::cl::init(false));
+                                 llvm::cl::init(false),
+                                 llvm::cl::cat(rnCompileCategory));
 
 static void progress(const llvm::Twine &message) {
   if (!quiet)
@@ -420,9 +446,9 @@ LogicalResult ProgramWriter::write(json::Object &program) {
 namespace {
 struct InitialTensor {
   std::string name;
-  std::string dtype; // safetensors dtype name
+  ::rn::DType dtype;
   std::vector<int64_t> shape;
-  std::vector<char> bytes;
+  std::vector<uint8_t> bytes;
 };
 } // namespace
 
@@ -433,14 +459,10 @@ static FailureOr<InitialTensor> initialValue(ParameterOp parameter) {
   RankedTensorType type = parameter.getTensorType();
   InitAttr init = parameter.getInit();
   ::rn::DType dtype = ::rn::DType::f32;
-  std::string name = "F32";
-  if (type.getElementType().isF16()) {
+  if (type.getElementType().isF16())
     dtype = ::rn::DType::f16;
-    name = "F16";
-  } else if (type.getElementType().isBF16()) {
+  else if (type.getElementType().isBF16())
     dtype = ::rn::DType::bf16;
-    name = "BF16";
-  }
   ::rn::Init spec{stringifyInitKind(init.getKind()).str(),
                   init.getScale().convertToDouble()};
   auto bytes = ::rn::sampleInitialBytes(parameter.getSymName(), spec, dtype,
@@ -448,90 +470,93 @@ static FailureOr<InitialTensor> initialValue(ParameterOp parameter) {
   if (!bytes)
     return parameter.emitError("cannot sample the initial value: ")
            << bytes.error().message();
-  return InitialTensor{parameter.getSymName().str(), name,
+  return InitialTensor{parameter.getSymName().str(), dtype,
                        std::vector<int64_t>(type.getShape()),
-                       std::vector<char>(bytes->begin(), bytes->end())};
+                       std::vector<uint8_t>(bytes->begin(), bytes->end())};
 }
 
+/// Writes the artifact with the runtime's safetensors writer (atomic: a
+/// temporary file renamed over `path`), so that the compiler and the runtime
+/// agree on the container byte for byte.
 static LogicalResult writeArtifact(ModuleOp module, const json::Object &program,
                                    StringRef path) {
-  std::vector<InitialTensor> tensors;
+  std::vector<InitialTensor> initial;
   if (!noWeights)
     for (auto parameter : module.getOps<ParameterOp>()) {
       FailureOr<InitialTensor> tensor = initialValue(parameter);
       if (failed(tensor))
         return failure();
-      tensors.push_back(std::move(*tensor));
+      initial.push_back(std::move(*tensor));
     }
+  std::vector<::rn::TensorData> tensors;
+  uint64_t parameterBytes = 0;
+  for (const InitialTensor &tensor : initial) {
+    tensors.push_back(::rn::TensorData{tensor.name, tensor.dtype, tensor.shape,
+                                       tensor.bytes.data(),
+                                       tensor.bytes.size()});
+    parameterBytes += tensor.bytes.size();
+  }
 
-  json::Object header;
   std::string programText;
   llvm::raw_string_ostream(programText) << json::Value(json::Object(program));
-  header["__metadata__"] = json::Object{{"rn.format", "rn-program"},
-                                        {"rn.version", "1"},
-                                        {"rn.program", programText}};
-  uint64_t offset = 0;
-  for (const InitialTensor &tensor : tensors) {
-    json::Array shape;
-    for (int64_t size : tensor.shape)
-      shape.push_back(size);
-    header[tensor.name] = json::Object{
-        {"dtype", tensor.dtype},
-        {"shape", std::move(shape)},
-        {"data_offsets",
-         json::Array{static_cast<int64_t>(offset),
-                     static_cast<int64_t>(offset + tensor.bytes.size())}}};
-    offset += tensor.bytes.size();
-  }
-  std::string headerText;
-  llvm::raw_string_ostream(headerText) << json::Value(std::move(header));
-  // The data starts 8-byte aligned, as safetensors writers do.
-  headerText.append((8 - headerText.size() % 8) % 8, ' ');
-
-  std::string errorMessage;
-  std::string temporary = (path + ".tmp").str();
-  auto file = openOutputFile(temporary, &errorMessage);
-  if (!file) {
-    llvm::WithColor::error(llvm::errs(), "rn-compile") << errorMessage << "\n";
-    return failure();
-  }
-  uint64_t length = headerText.size();
-  for (int b = 0; b < 8; ++b)
-    file->os() << static_cast<char>((length >> (8 * b)) & 0xff);
-  file->os() << headerText;
-  for (const InitialTensor &tensor : tensors)
-    file->os().write(tensor.bytes.data(), tensor.bytes.size());
-  file->os().flush();
-  if (file->os().has_error()) {
+  ::rn::Status written = ::rn::writeSafetensors(
+      path.str(), tensors,
+      {{"rn.format", "rn-program"}, {"rn.version", "1"},
+       {"rn.program", programText}});
+  if (!written.ok()) {
     llvm::WithColor::error(llvm::errs(), "rn-compile")
-        << "cannot write " << temporary << "\n";
-    return failure();
-  }
-  file->keep();
-  file.reset();
-  if (std::error_code error = llvm::sys::fs::rename(temporary, path)) {
-    llvm::WithColor::error(llvm::errs(), "rn-compile")
-        << "cannot rename " << temporary << " to " << path << ": "
-        << error.message() << "\n";
+        << written.error().message() << "\n";
     return failure();
   }
   if (noWeights)
     progress("wrote " + path + " (" + llvm::Twine(programText.size() >> 10) +
              " KiB of program; no parameters, the runtime samples them)");
   else
-    progress("wrote " + path + " (" + llvm::Twine(offset >> 10) +
+    progress("wrote " + path + " (" + llvm::Twine(parameterBytes >> 10) +
              " KiB of parameters, " + llvm::Twine(programText.size() >> 10) +
              " KiB of program)");
   return success();
+}
+
+static void printPipelineOptionsJson() {
+  json::Array options;
+  for (const PipelineOption &option : trainingPipelineOptions())
+    options.push_back(json::Object{{"name", option.name},
+                                   {"default", option.defaultValue},
+                                   {"pass", option.pass},
+                                   {"pass_option", option.passOption}});
+  llvm::outs() << llvm::formatv("{0:2}", json::Value(std::move(options)))
+               << "\n";
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   registerRNPasses();
   registerTrainingPipeline();
+  llvm::cl::HideUnrelatedOptions(rnCompileCategory);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
-      "rn-compile: compile a model (rn dialect) into a training artifact\n");
+      "rn-compile: compile a model (rn dialect) into a training artifact\n\n"
+      "  rn-compile model.mlir -o model.rnx --pipeline \"precision=f16 "
+      "loss-scaling=dynamic\"\n");
+  if (pipelineHelp) {
+    printTrainingPipelineHelp();
+    return EXIT_SUCCESS;
+  }
+  if (listPipelineOptions) {
+    printPipelineOptionsJson();
+    return EXIT_SUCCESS;
+  }
+  if (inputFilename.empty() || outputFilename.empty())
+    return fail("expected a model and an output: rn-compile <model.mlir> -o "
+                "<artifact.rnx> (--help lists the options)");
+
+  // Fail before the pipeline runs, not after, when the artifact cannot be
+  // written where asked.
+  StringRef outputDirectory = llvm::sys::path::parent_path(outputFilename);
+  if (!outputDirectory.empty() && !llvm::sys::fs::is_directory(outputDirectory))
+    return fail("cannot open output file '" + outputFilename +
+                "': no such directory '" + outputDirectory + "'");
 
   DialectRegistry registry;
   registry.insert<RNDialect, func::FuncDialect>();
@@ -557,12 +582,21 @@ int main(int argc, char **argv) {
   PassManager pm = PassManager::on<ModuleOp>(&context);
   std::string pipeline = "rn-training-pipeline{" + pipelineOptions + "}";
   if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
-    return fail("bad --pipeline options: " + pipelineOptions);
+    return fail("bad --pipeline options: " + pipelineOptions +
+                " (rn-compile --pipeline-help lists them)");
   progress("running rn-training-pipeline" +
            (pipelineOptions.empty() ? std::string()
                                     : " (" + pipelineOptions + ")"));
   if (failed(pm.run(*module)))
     return EXIT_FAILURE;
+  if (!stepOutput.empty()) {
+    auto file = openOutputFile(stepOutput, &errorMessage);
+    if (!file)
+      return fail(errorMessage);
+    module->print(file->os());
+    file->keep();
+    progress("wrote the scheduled module to " + stepOutput);
+  }
 
   json::Object program;
   ProgramWriter writer(*module);

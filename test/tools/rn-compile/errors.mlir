@@ -12,10 +12,22 @@
 // OPTION: error: unknown optimizer 'rmsprop'; expected sgd, adamw or lars
 
 // RUN: not rn-compile %s -o %t.rnx --pipeline "no-such-option=1" 2>&1 | FileCheck %s --check-prefix=PIPELINE
+// PIPELINE: rn-training-pipeline has no option 'no-such-option' (rn-compile --pipeline-help lists them)
 // PIPELINE: rn-compile: error: bad --pipeline options: no-such-option=1
 
+// A pass option the pipeline renamed is refused under the pass's name.
+// RUN: not rn-compile %s -o %t.rnx --pipeline "max-stride=0" 2>&1 | FileCheck %s --check-prefix=ALIAS
+// ALIAS: rn-training-pipeline takes rn-fold-gradient-adds's option 'max-stride' as 'fold-gradient-adds-max-stride'
+
+// RUN: not rn-compile %s -o %t.rnx --pipeline "verify=maybe" 2>&1 | FileCheck %s --check-prefix=SWITCH
+// SWITCH: bad rn-training-pipeline switch in 'verify=maybe'
+
+// RUN: not rn-compile %s 2>&1 | FileCheck %s --check-prefix=USAGE
+// USAGE: rn-compile: error: expected a model and an output: rn-compile <model.mlir> -o <artifact.rnx>
+
 // RUN: not rn-compile %s -o %t.no-such-dir/out.rnx 2>&1 | FileCheck %s --check-prefix=OUTPUT
-// OUTPUT: rn-compile: error: cannot open output file
+// OUTPUT-NOT: running rn-training-pipeline
+// OUTPUT: rn-compile: error: cannot open output file '{{.*}}out.rnx': no such directory
 
 module attributes {rn.model = "tiny"} {
   rn.parameter @fc.weight : tensor<3x4xf32> = #rn.init<uniform, 5.000000e-01>

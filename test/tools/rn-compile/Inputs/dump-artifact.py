@@ -19,7 +19,8 @@ for region in program["arena"]["regions"]:
     print("region", region["kind"], region["offset"], region["bytes"])
 for state in program["state"]:
     print("state", state["name"], state["role"], state["dtype"], state["shape"],
-          state["slot"]["region"], state["init"]["kind"])
+          state["slot"]["region"], state["init"]["kind"],
+          *([f'{state["init"]["scale"]:g}'] if state["init"]["kind"] == "constant" else []))
 for function in program["functions"]:
     print("function", function["name"], "tensors", len(function["tensors"]))
     for key in ("inputs", "outputs"):
