@@ -1,0 +1,60 @@
+//===- artifact_file.cpp - What a file given as an artifact is ------------===//
+
+#include "runtime/train/artifact_file.h"
+
+#include "runtime/core/safetensors.h"
+
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+
+namespace rn::train {
+
+bool looksLikeMlirText(std::string_view head) {
+  if (head.substr(0, 3) == "\xEF\xBB\xBF") // a UTF-8 byte order mark
+    head.remove_prefix(3);
+  size_t start = 0;
+  while (start < head.size() && std::isspace(static_cast<unsigned char>(head[start])))
+    ++start;
+  head.remove_prefix(start);
+  for (std::string_view opening : {"module", "func.func", "rn.", "\"builtin.module\"", "//"})
+    if (head.substr(0, opening.size()) == opening)
+      return true;
+  return false;
+}
+
+Status checkArtifactFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::success(); // the loader names the path and the reason
+  char buffer[256];
+  file.read(buffer, sizeof buffer);
+  std::string_view head(buffer, size_t(file.gcount()));
+  if (looksLikeMlirText(head))
+    return Error(path + ": this is a model (MLIR text), not a compiled artifact; compile it "
+                        "with rn-compile first");
+  // A safetensors file: the header's length, then the header's '{'. A
+  // truncated or damaged artifact still starts so; the loader says more.
+  if (head.size() >= 9 && head[8] == '{') {
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i)
+      length = length << 8 | static_cast<unsigned char>(head[size_t(i)]);
+    if (length >= 2 && length <= kMaxSafetensorsHeaderBytes)
+      return Status::success();
+  }
+  std::string shown;
+  for (size_t i = 0; i < head.size() && i < 8; ++i) {
+    char hex[4];
+    std::snprintf(hex, sizeof hex, "%s%02x", i ? " " : "", static_cast<unsigned char>(head[i]));
+    shown += hex;
+  }
+  return Error(path + ": not an RN artifact (" +
+               (head.empty() ? std::string("the file is empty")
+                             : "it starts with the bytes " + shown) +
+               "); an artifact, written by rn-compile, is a safetensors file: an 8-byte "
+               "little-endian header length, then a JSON header starting with '{' whose "
+               "metadata holds \"rn.format\": \"rn-program\"");
+}
+
+} // namespace rn::train

@@ -1,0 +1,212 @@
+//===- data_parallel.cpp - Rank groups, NCCL start-up, in-process ranks ---===//
+
+#include "runtime/train/data_parallel.h"
+
+#include "runtime/cpu/replica_group.h"
+#include "runtime/train/status_try.h"
+#if RN_HAVE_CUDA
+#include "runtime/cuda/communicator.h"
+#include "runtime/cuda/device_executor.h"
+#endif
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+namespace rn::train {
+
+#if RN_HAVE_CUDA
+struct InProcessRanks::NcclId {
+  ncclUniqueId id{};
+};
+#else
+struct InProcessRanks::NcclId {};
+} // namespace rn::train
+namespace rn::cuda {
+/// Never created without CUDA; complete so that RankGroup's member can be
+/// destroyed.
+class Communicator {};
+} // namespace rn::cuda
+namespace rn::train {
+#endif
+
+RankGroup::RankGroup(ProcessGroup group) : group_(std::move(group)) {}
+
+// Out of line: the communicator's type is complete only here.
+RankGroup::~RankGroup() = default;
+
+std::unique_ptr<RankGroup> RankGroup::cpuReplica(ProcessGroup group,
+                                                 cpu::ReplicaGroup &replicas) {
+  auto ranks = std::make_unique<RankGroup>(std::move(group));
+  ranks->replicas_ = &replicas;
+  return ranks;
+}
+
+Result<std::unique_ptr<RankGroup>> RankGroup::connectGpu(ProcessGroup group,
+                                                         const std::string &artifactPath,
+                                                         uint64_t seed,
+                                                         const InProcessRanks *shared) {
+#if RN_HAVE_CUDA
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || group.localRank >= devices)
+    return Error(group.describe() + ": LOCAL_RANK=" + std::to_string(group.localRank) +
+                 " but this machine has " + std::to_string(devices) + " GPU(s)");
+  if (cudaSetDevice(group.localRank) != cudaSuccess)
+    return Error(group.describe() + ": cannot select GPU " + std::to_string(group.localRank));
+  auto start = std::chrono::steady_clock::now();
+  const bool threads = shared && shared->ncclId_;
+  Result<std::unique_ptr<cuda::Communicator>> comm =
+      threads ? cuda::Communicator::create(group, shared->ncclId_->id)
+              : cuda::Communicator::create(group);
+  if (!comm)
+    return comm.error();
+  auto ranks = std::make_unique<RankGroup>(group);
+  ranks->communicator_ = std::move(*comm);
+  Result<uint64_t> digest = startupDigest(artifactPath, seed);
+  if (!digest)
+    return digest.error();
+  RN_TRY(ranks->communicator_->checkSameOnEveryRank(
+      *digest, "artifact digest (its bytes and --seed)"));
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string how = threads               ? "one process, a thread per GPU"
+                    : group.distributed() ? "bootstrap " + group.rendezvous
+                                          : "one rank";
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "NCCL communicator: %s on GPU %d, %s, ready in %.2f s; artifact digest "
+                "%016llx on every rank",
+                group.describe().c_str(), group.localRank, how.c_str(), seconds,
+                (unsigned long long)*digest);
+  ranks->connectionSummary_ = line;
+  return ranks;
+#else
+  (void)artifactPath, (void)seed, (void)shared;
+  return Error(group.describe() + ": data-parallel GPU ranks need a runtime built with CUDA");
+#endif
+}
+
+Status RankGroup::sum(std::vector<double> &values) {
+  if (replicas_)
+    return replicas_->allReduceSum(group_.rank, values);
+#if RN_HAVE_CUDA
+  if (communicator_ && communicator_->group().distributed())
+    return communicator_->allReduceSumHost(values);
+#endif
+  return Status::success();
+}
+
+Status RankGroup::averageBuffers(Executor &executor) {
+  if (replicas_) {
+    for (const StateEntry &e : executor.program().state) {
+      if (!e.slot || e.role != "buffer" || e.dtype != DType::f32)
+        continue;
+      Result<std::vector<float>> values = executor.readState(e.name);
+      if (!values)
+        return values.error();
+      RN_TRY(replicas_->allReduceMean(group_.rank, {{values->data(), values->size()}}));
+      RN_TRY(executor.writeState(e.name, *values));
+    }
+    return Status::success();
+  }
+#if RN_HAVE_CUDA
+  if (!communicator_ || !communicator_->group().distributed())
+    return Status::success();
+  auto *device = dynamic_cast<const cuda::DeviceExecutor *>(&executor);
+  if (!device)
+    return Error("averaging the BN statistics over the ranks needs a GPU executor");
+  const cuda::DeviceContext &ctx = device->deviceProgram().context();
+  std::vector<cuda::Communicator::Buffer> buffers;
+  for (const StateEntry &e : executor.program().state) {
+    if (!e.slot || e.role != "buffer" || e.dtype != DType::f32)
+      continue;
+    auto *p = static_cast<float *>(ctx.address(*e.slot, Variant::a));
+    buffers.push_back({p, p, size_t(numel(e.shape))});
+  }
+  if (buffers.empty())
+    return Status::success();
+  return communicator_->allReduceMeanNow(buffers);
+#else
+  return Status::success();
+#endif
+}
+
+void RankGroup::abort() noexcept {
+  if (replicas_)
+    replicas_->abort(group_.rank);
+#if RN_HAVE_CUDA
+  if (communicator_)
+    communicator_->abort();
+#endif
+}
+
+bool compiledDataParallel(const Program &program) {
+  for (const Function &f : program.functions)
+    for (const Subgraph &sg : f.subgraphs)
+      for (const Node &n : sg.nodes)
+        if (n.kind == Node::Kind::op && n.op == "all_reduce_mean")
+          return true;
+  return false;
+}
+
+Status checkDataParallelRun(const Program &program, const std::string &artifactPath,
+                            const ProcessGroup &group, bool cpuExecutor, bool cpuReplicas) {
+  if (group.distributed() && !compiledDataParallel(program))
+    return Error(group.describe() + ": " + artifactPath +
+                 " was not compiled data-parallel (no all_reduce_mean): compile it with "
+                 "--pipeline \"data-parallel=true ...\"");
+  if (cpuExecutor && group.distributed() && !cpuReplicas)
+    return Error(group.describe() +
+                 ": data-parallel training needs a GPU executor (the CPU executor runs one "
+                 "replica; --cpu-replicas N runs N in one process)");
+  return Status::success();
+}
+
+InProcessRanks::InProcessRanks() = default;
+InProcessRanks::~InProcessRanks() = default;
+
+Result<std::unique_ptr<InProcessRanks>> InProcessRanks::gpus(int count) {
+#if RN_HAVE_CUDA
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || count > devices)
+    return Error("this machine has " + std::to_string(devices) + " GPU(s)");
+  Result<ncclUniqueId> id = cuda::Communicator::newUniqueId();
+  if (!id)
+    return id.error();
+  std::unique_ptr<InProcessRanks> ranks(new InProcessRanks());
+  ranks->size_ = count;
+  ranks->ncclId_ = std::make_unique<NcclId>();
+  ranks->ncclId_->id = *id;
+  return ranks;
+#else
+  (void)count;
+  return Error("this runtime was built without CUDA");
+#endif
+}
+
+std::unique_ptr<InProcessRanks> InProcessRanks::cpuReplicas(int count) {
+  std::unique_ptr<InProcessRanks> ranks(new InProcessRanks());
+  ranks->size_ = count;
+  ranks->replicas_ = std::make_unique<cpu::ReplicaGroup>(count);
+  return ranks;
+}
+
+bool InProcessRanks::run(const std::function<bool(int rank)> &rank) {
+  std::vector<char> succeeded(size_t(size_), 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size_; ++r)
+    threads.emplace_back([&, r] {
+      succeeded[size_t(r)] = rank(r);
+      // A failed replica must not leave the others waiting for it.
+      if (!succeeded[size_t(r)] && replicas_)
+        replicas_->abort(r);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (char ok : succeeded)
+    if (!ok)
+      return false;
+  return true;
+}
+
+} // namespace rn::train

@@ -1,0 +1,114 @@
+//===- data_source.cpp - Labels, shuffling and in-memory examples ---------===//
+
+#include "runtime/train/data_source.h"
+
+#include <cstring>
+#include <numeric>
+#include <random>
+
+namespace rn::train {
+
+int64_t DataSource::imageSize() const {
+  int64_t size = 1;
+  for (int64_t d : imageShape())
+    size *= d;
+  return size;
+}
+
+Status checkLabels(const DataSource &source, int64_t classes) {
+  for (int64_t i = 0; i < source.count(); ++i) {
+    int64_t label = source.label(i);
+    if (label < 0 || label >= classes)
+      return Error(source.name() + ": label " + std::to_string(label) + " of example " +
+                   std::to_string(i) + " is out of range for " + std::to_string(classes) +
+                   " classes");
+  }
+  return Status::success();
+}
+
+std::vector<int64_t> shuffledOrder(int64_t count, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(count));
+  std::iota(order.begin(), order.end(), 0);
+  std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(epoch),
+                    uint32_t(uint64_t(epoch) >> 32), 0x52u /* 'R' */};
+  std::mt19937_64 rng(seq);
+  for (int64_t i = count - 1; i > 0; --i) {
+    // Multiply-shift into [0, i], independent of the library's distributions.
+    uint64_t j = uint64_t((unsigned __int128)rng() * uint64_t(i + 1) >> 64);
+    std::swap(order[size_t(i)], order[size_t(j)]);
+  }
+  return order;
+}
+
+Result<MemoryDataSource> MemoryDataSource::create(std::string name,
+                                                  std::vector<int64_t> imageShape,
+                                                  std::vector<float> images,
+                                                  std::vector<int32_t> labels) {
+  int64_t size = 1;
+  for (int64_t d : imageShape) {
+    if (d < 1)
+      return Error(name + ": image dimensions must be positive");
+    size *= d;
+  }
+  if (images.size() != labels.size() * size_t(size))
+    return Error(name + ": " + std::to_string(images.size()) + " image values for " +
+                 std::to_string(labels.size()) + " labels of " + std::to_string(size) +
+                 " values each");
+  MemoryDataSource source;
+  source.name_ = std::move(name);
+  source.shape_ = std::move(imageShape);
+  source.images_ = std::move(images);
+  source.labels_ = std::move(labels);
+  return source;
+}
+
+Status MemoryDataSource::fillBatch(const int64_t *indices, int64_t n, float *images,
+                                   int32_t *labels) const {
+  const size_t size = size_t(imageSize());
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t index = indices[k];
+    if (index < 0 || index >= count())
+      return Error(name_ + ": example " + std::to_string(index) + " out of range [0, " +
+                   std::to_string(count()) + ")");
+    std::memcpy(images + size_t(k) * size, images_.data() + size_t(index) * size,
+                size * sizeof(float));
+    labels[k] = labels_[size_t(index)];
+  }
+  return Status::success();
+}
+
+Result<MemoryDataSource> syntheticTeacherData(uint64_t seed, int64_t examples,
+                                              const std::vector<int64_t> &imageShape,
+                                              int64_t classes) {
+  int64_t features = 1;
+  for (int64_t d : imageShape)
+    features *= d;
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 12345);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> teacher(static_cast<size_t>(classes * features));
+  for (float &w : teacher)
+    w = normal(rng);
+  std::vector<float> images(static_cast<size_t>(examples * features));
+  for (float &x : images)
+    x = uniform(rng);
+  std::vector<int32_t> labels(static_cast<size_t>(examples));
+  for (int64_t n = 0; n < examples; ++n) {
+    int32_t best = 0;
+    double bestScore = -1e300;
+    for (int64_t c = 0; c < classes; ++c) {
+      double score = 0;
+      for (int64_t f = 0; f < features; ++f)
+        score += double(teacher[size_t(c * features + f)]) * images[size_t(n * features + f)];
+      if (score > bestScore) {
+        bestScore = score;
+        best = int32_t(c);
+      }
+    }
+    labels[size_t(n)] = best;
+  }
+  return MemoryDataSource::create("synthetic data", imageShape, std::move(images),
+                                  std::move(labels));
+}
+
+} // namespace rn::train

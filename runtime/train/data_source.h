@@ -1,0 +1,94 @@
+//===- data_source.h - Where training and test examples come from -*- C++ -*-===//
+//
+// The trainer reads examples through this interface only: how many there
+// are, one example's image shape, each example's label, and a batch of
+// normalized f32 images with their labels for given indices. A source
+// decides how its images are stored and normalized (IDX bytes scaled and
+// standardized, a synthetic set as drawn); the trainer decides the order
+// (shuffledOrder), the batches and, data-parallel, each rank's shard.
+//
+// Sources are read from the trainer's loader thread while the main thread
+// reads the test set, so fillBatch must be safe to call concurrently.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_TRAIN_DATA_SOURCE_H
+#define RN_RUNTIME_TRAIN_DATA_SOURCE_H
+
+#include "runtime/core/status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rn::train {
+
+class DataSource {
+public:
+  virtual ~DataSource() = default;
+
+  /// Examples in the source.
+  virtual int64_t count() const = 0;
+  /// One example's image shape, e.g. {28, 28, 1} (NHWC without the N).
+  virtual std::vector<int64_t> imageShape() const = 0;
+  /// The layout in words for messages about a shape that does not fit
+  /// ("NHWC, 28x28 grayscale").
+  virtual std::string layout() const { return "NHWC"; }
+  /// What the source is, for messages ("/usr/share/datasets/fashion-mnist").
+  virtual std::string name() const = 0;
+  /// The label of example `index` (0 <= index < count()).
+  virtual int64_t label(int64_t index) const = 0;
+  /// Writes examples `indices[0, n)`: their images, normalized as the model
+  /// expects, to `images` (n x imageSize() floats) and their labels to
+  /// `labels` (n values).
+  virtual Status fillBatch(const int64_t *indices, int64_t n, float *images,
+                           int32_t *labels) const = 0;
+
+  /// Floats of one example's image.
+  int64_t imageSize() const;
+};
+
+/// Every label of `source` is below `classes`; else an error naming the
+/// source, the example and the label.
+Status checkLabels(const DataSource &source, int64_t classes);
+
+/// The order of `count` training examples in 0-based `epoch`: a function of
+/// (seed, epoch) only, so a resumed run shuffles as an uninterrupted one.
+std::vector<int64_t> shuffledOrder(int64_t count, uint64_t seed, int64_t epoch);
+
+/// Examples held in memory, already normalized: images [count, shape...]
+/// f32 and labels [count]. For synthetic data, tests and callers that
+/// bring their own arrays.
+class MemoryDataSource final : public DataSource {
+public:
+  /// `images` holds labels.size() x product(shape) floats.
+  static Result<MemoryDataSource> create(std::string name, std::vector<int64_t> imageShape,
+                                         std::vector<float> images,
+                                         std::vector<int32_t> labels);
+
+  int64_t count() const override { return int64_t(labels_.size()); }
+  std::vector<int64_t> imageShape() const override { return shape_; }
+  std::string name() const override { return name_; }
+  int64_t label(int64_t index) const override { return labels_[size_t(index)]; }
+  Status fillBatch(const int64_t *indices, int64_t n, float *images,
+                   int32_t *labels) const override;
+
+private:
+  MemoryDataSource() = default;
+  std::string name_;
+  std::vector<int64_t> shape_;
+  std::vector<float> images_;
+  std::vector<int32_t> labels_;
+};
+
+/// rn-run --synthetic's data: `examples` uniform random images in [-1, 1)
+/// of `imageShape`, labelled by the argmax of a random linear teacher over
+/// `classes` classes, all drawn from one generator seeded from `seed`
+/// (teacher first, then the images in example order).
+Result<MemoryDataSource> syntheticTeacherData(uint64_t seed, int64_t examples,
+                                              const std::vector<int64_t> &imageShape,
+                                              int64_t classes);
+
+} // namespace rn::train
+
+#endif // RN_RUNTIME_TRAIN_DATA_SOURCE_H

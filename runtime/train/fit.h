@@ -1,0 +1,129 @@
+//===- fit.h - Epochs over a data source: shuffle, train, evaluate, save -*- C++ -*-===//
+//
+// The epoch loop of rn-run --data, on a Trainer: each epoch visits the
+// training set in a permutation that depends only on (seed, epoch),
+// trains on its full global batches (the incomplete last one is dropped,
+// like PyTorch's drop_last=True) with the learning rate of each global
+// step from the schedule, evaluates the whole test set, and saves a
+// checkpoint; a run resumes from a checkpoint with the epoch after it, so
+// that its losses equal an uninterrupted run's.
+//
+// A loader thread prepares the next window of batches (gather, normalize,
+// labels, learning rates) straight into the trainer's host input blocks
+// while the main thread submits the current window and the device runs it.
+//
+// Data-parallel, every rank walks the same order, one global batch (batch
+// x ranks) per step, and trains its shard of it; the reported train loss is
+// the ranks' mean and rank 0 alone writes checkpoints.
+//
+// What happens is told to a FitObserver (rn-run prints it); the loop
+// itself prints nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_TRAIN_FIT_H
+#define RN_RUNTIME_TRAIN_FIT_H
+
+#include "runtime/core/status.h"
+#include "runtime/train/data_source.h"
+#include "runtime/train/lr_schedule.h"
+#include "runtime/train/trainer.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace rn::train {
+
+/// Where an epoch stands, after each window of steps whose losses came
+/// back.
+struct EpochProgress {
+  int64_t epoch = 0;          ///< 0-based
+  int64_t stepsDone = 0;      ///< steps of this epoch whose loss came back
+  int64_t stepsPerEpoch = 0;
+  double lossSum = 0;         ///< this rank's, over stepsDone steps
+  double lr = 0;              ///< of the newest submitted step
+};
+
+struct EpochResult {
+  double lossSum = 0; ///< this rank's step losses, summed
+  int64_t steps = 0;
+  double lastLr = 0;  ///< of the epoch's last step
+};
+
+/// Trains 0-based `epoch` of `train` on `trainer`: steps epoch *
+/// stepsPerEpoch + 1, ... over the global batches of shuffledOrder(count,
+/// seed, epoch), learning rates from `schedule` by 0-based global step, and
+/// drains at the end. `progress` (may be empty) is called after every
+/// window. A loss that is not finite is an error naming the step.
+Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
+                               const LrSchedule &schedule, int64_t epoch, uint64_t seed,
+                               const std::function<void(const EpochProgress &)> &progress = {});
+
+/// Full global batches of `train` per epoch for `trainer` (its batch times
+/// the ranks).
+int64_t stepsPerEpoch(const Trainer &trainer, const DataSource &train);
+
+struct FitConfig {
+  int64_t epochs = 1;
+  double lr = 0.1;           ///< the peak of the schedule
+  double warmupEpochs = 0;   ///< linear warmup, then cosine decay to 0
+  uint64_t seed = 0;         ///< shuffling (and the checkpoint's metadata)
+  std::string checkpoint;    ///< saved after each epoch when set
+  std::string resume;        ///< a checkpoint to continue from
+  int64_t stopAfterEpoch = 0; ///< stop after this epoch (1-based) when > 0
+  std::string artifactPath;  ///< names the model in messages
+};
+
+/// The run fit is about to train (after resuming).
+struct FitPlan {
+  std::string model;
+  int64_t batch = 0, globalBatch = 0, classes = 0;
+  int64_t trainExamples = 0, testExamples = 0;
+  int64_t stepsPerEpoch = 0;
+  int64_t firstEpoch = 0; ///< 0-based; > 0 after a resume
+};
+
+/// One epoch's numbers for the report.
+struct EpochReport {
+  int64_t epoch = 0;        ///< 0-based
+  double trainLoss = 0;     ///< mean step loss, the ranks' mean
+  int64_t steps = 0;
+  double lastLr = 0;
+  double trainSeconds = 0;
+  Evaluation test;
+  int64_t testExamples = 0;
+  double testSeconds = 0;
+};
+
+class FitObserver {
+public:
+  virtual ~FitObserver() = default;
+  /// A resumed checkpoint's seed differs from the run's, and the like.
+  virtual void warning(const std::string &message) { (void)message; }
+  /// The checkpoint to resume from completed every epoch already.
+  virtual void nothingLeft(const FitPlan &plan) { (void)plan; }
+  virtual void planned(const FitPlan &plan) { (void)plan; }
+  virtual void epochStarted(int64_t epoch) { (void)epoch; }
+  virtual void progress(const EpochProgress &progress) { (void)progress; }
+  /// The epoch's training is done (trainLoss, steps, lastLr, trainSeconds).
+  virtual void trained(const EpochReport &report) { (void)report; }
+  /// The test set is evaluated (all of `report`).
+  virtual void evaluated(const EpochReport &report) { (void)report; }
+  virtual void checkpointed(int64_t epoch, const std::string &path) { (void)epoch, (void)path; }
+  /// FitConfig::stopAfterEpoch ended the run after `epoch` (0-based).
+  virtual void stopped(int64_t epoch) { (void)epoch; }
+  /// Every epoch is done: `epochs` trained in this run.
+  virtual void finished(int64_t epochs, double seconds) { (void)epochs, (void)seconds; }
+};
+
+/// Trains `trainer` on `train` for config.epochs epochs with warmup +
+/// cosine decay, evaluating on `test` after each and saving checkpoints;
+/// resumes from config.resume when set. Checks first that the sources fit
+/// the model (image shape, labels, at least one global batch).
+Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
+           const FitConfig &config, FitObserver &observer);
+
+} // namespace rn::train
+
+#endif // RN_RUNTIME_TRAIN_FIT_H
