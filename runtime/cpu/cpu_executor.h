@@ -44,63 +44,11 @@
 // waits are no-ops.
 //
 // Interleaved mode (Options::interleave) simulates the whole host program
-// of a call, all its launches and steps, as one concurrent execution and
-// repeatedly runs one ready action chosen at random (seeded, reproducible):
-// the host's next action, or the head of one stream of one started launch.
-// Happens-before, as the GPU gives it (docs/scheduling.md):
-//   - program order of the host, and of each stream inside one launch (a
-//     launch is a graph: the streams of different launches are unrelated
-//     even where they have the same name);
-//   - graph launch order on the same primary stream: a launch starts when
-//     the previous launch on its primary stream has completed (all of its
-//     nodes), and after what the host did before issuing it;
-//   - fork/join: a stream other than the primary may only run after it
-//     waited on an event recorded in the same launch (else "capture error:
-//     ... not forked"), and must be joined back into the primary before the
-//     launch ends (else "... not joined back"); a part listed later in a
-//     part_waits pair waits for the earlier part;
-//   - events: a wait is bound when its launch is issued to the most recent
-//     record of its event issued before it (earlier nodes of its own launch,
-//     earlier launches of this call or earlier calls); between two
-//     double-buffered subgraphs to the record of the step `distance` back
-//     (none if that step recorded none before); a single-variant wait on a
-//     double-buffered producer to the most recent record of each variant.
-//     A wait is ready once its records ran, and then orders its stream
-//     after them. A wait bound to no record orders nothing;
-//   - a host wait blocks the host until the most recent launch of its
-//     subgraph and variant has completed.
-// Vector clocks (a thread for the host and one per stream of a launch; a
-// stream of a later launch reuses a thread whose whole past it is ordered
-// after) check every access: the words a node (or part) reads and writes,
-// the host's writes of the staging buffers and the host_to_device reads of
-// them, and the host's reads of outputs. An access to words last written,
-// or (for a write) read, by an access that happens-before does not order
-// before it is a hazard, reported as "hazard (<kind>) on tensor T: <this
-// access> is not ordered after <the other>", each side naming the
-// function, subgraph, variant, step, node, op, part and stream (or the
-// host). The call runs to the end, then fails with the first hazard;
-// hazards() counts them all (per word). Since waits are bound in host
-// order, the happens-before relation does not depend on the interleaving:
-// an unordered pair is found on every seed, whichever ran first (the shadow
-// of a word keeps its last write and up to 4 reads not ordered after each
-// other; only a fifth such read would push one out). The seed changes
-// which of several hazards is reported first and what a racy run computes.
-// Dropout reads its step from the program's step input (its device copy),
-// so an interleaving also checks that the read is ordered after the copy.
-//
-// Stream workspaces: every op (or part) writes one shadow word per
-// workspace region of its stream, so that two ops of different launches on
-// a same-named stream left unordered are reported as a hazard.
-//
-// Not modelled: overlap between host programs (each issue() starts from an
-// idle device, as if the executor synchronized at its end: a schedule's
-// final host wait is not checked to cover every launch; streamed steps are
-// simulated one submit at a time); host reads through readState/writeState,
-// and of the outputs of schedules without a final host wait; memory outside
-// the program (the allocator); CUDA beyond the above (capture rules other
-// than fork/join, stream priorities; the GPU executors' event mapping is
-// checked by EventBinder, host_program.h); and timing: the order is random,
-// not exhaustive or weighted by cost.
+// of a call, all its launches and steps, as one concurrent execution in a
+// random (seeded) order and checks every access against the happens-before
+// relation the GPU gives with vector clocks; the call fails with the first
+// hazard, naming both accesses. The model, and what it leaves out, is
+// interleaving_simulator.h's.
 //
 //===----------------------------------------------------------------------===//
 
