@@ -12,7 +12,7 @@ rn_log() { printf '[rn] %s\n' "$*" >&2; }
 
 rn_install_packages() {
   local wanted=(cmake ninja-build g++ libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
-                nlohmann-json3-dev zlib1g-dev libopenblas-dev pkgconf libgtest-dev
+                nlohmann-json3-dev zlib1g-dev libzstd-dev libopenblas-dev pkgconf libgtest-dev
                 dataset-fashion-mnist)
   local missing=()
   for package in "${wanted[@]}"; do

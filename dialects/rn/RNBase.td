@@ -36,6 +36,14 @@ def RN_Dialect : Dialect {
 class RN_Op<string mnemonic, list<Trait> traits = []>
     : Op<RN_Dialect, mnemonic, traits>;
 
+// The ops an artifact may hold: the runtime has a CPU kernel and a CUDA
+// launcher for each (test/runtime/core/op_table_test.cpp checks both), and
+// `rn-tblgen -gen-rn-op-table` writes their operands, results and
+// attributes into the runtime's op table (runtime/core/op_table.h).
+def RN_ArtifactOp : NativeOpTrait<"ArtifactOp"> {
+  let cppNamespace = "::mlir::rn";
+}
+
 //===----------------------------------------------------------------------===//
 // Initializers
 //===----------------------------------------------------------------------===//

@@ -13,6 +13,11 @@
 
 namespace mlir::rn {
 
+/// ODS trait RN_ArtifactOp: the op may appear in an artifact. A marker read
+/// by rn-tblgen (the runtime's op table); it adds nothing to the op.
+template <typename ConcreteType>
+class ArtifactOp : public OpTrait::TraitBase<ConcreteType, ArtifactOp> {};
+
 /// The state of the random generator that dropout masks are drawn from.
 struct RandomGeneratorResource
     : public SideEffects::Resource::Base<RandomGeneratorResource> {

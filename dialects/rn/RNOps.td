@@ -77,7 +77,7 @@ def RN_ParamOp : RN_Op<"param", [
 // Convolution and normalization
 //===----------------------------------------------------------------------===//
 
-def RN_Conv2dOp : RN_Op<"conv2d", [Pure]> {
+def RN_Conv2dOp : RN_Op<"conv2d", [RN_ArtifactOp, Pure]> {
   let summary = "2-D convolution, NHWC input, OHWI filter";
   let description = [{
     `input` is [N, H, W, C], `filter` is [O, KH, KW, C / groups], the optional
@@ -105,7 +105,7 @@ def RN_Conv2dOp : RN_Op<"conv2d", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_BatchNormOp : RN_Op<"batch_norm", [Pure]> {
+def RN_BatchNormOp : RN_Op<"batch_norm", [RN_ArtifactOp, Pure]> {
   let summary = "batch normalization over the channel (last) dimension";
   let description = [{
     Training-mode batch normalization of an NHWC (rank 4) or [N, C] (rank 2)
@@ -140,7 +140,7 @@ def RN_BatchNormOp : RN_Op<"batch_norm", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 class RN_UnaryElementwiseOp<string mnemonic, string what>
-    : RN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : RN_Op<mnemonic, [RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
   let summary = what;
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
@@ -151,7 +151,7 @@ def RN_ReluOp : RN_UnaryElementwiseOp<"relu", "max(x, 0)">;
 def RN_TanhOp : RN_UnaryElementwiseOp<"tanh", "hyperbolic tangent">;
 def RN_SiluOp : RN_UnaryElementwiseOp<"silu", "x * sigmoid(x)">;
 
-def RN_AddOp : RN_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
+def RN_AddOp : RN_Op<"add", [RN_ArtifactOp, Pure, Commutative, SameOperandsAndResultType]> {
   let summary = "elementwise sum of two tensors of one type (residual joins)";
   let arguments = (ins RN_FloatTensor:$lhs, RN_FloatTensor:$rhs);
   let results = (outs RN_FloatTensor:$result);
@@ -173,7 +173,7 @@ def RN_DropoutOp : RN_Op<"dropout", [
 //===----------------------------------------------------------------------===//
 
 class RN_Pool2dOp<string mnemonic, string what>
-    : RN_Op<mnemonic, [Pure]> {
+    : RN_Op<mnemonic, [RN_ArtifactOp, Pure]> {
   let summary = what;
   let arguments = (ins
     RN_FloatTensor:$input,
@@ -201,7 +201,7 @@ def RN_AvgPool2dOp : RN_Pool2dOp<"avg_pool2d", "2-D average pooling over NHWC"> 
   }];
 }
 
-def RN_GlobalAvgPoolOp : RN_Op<"global_avg_pool", [Pure]> {
+def RN_GlobalAvgPoolOp : RN_Op<"global_avg_pool", [RN_ArtifactOp, Pure]> {
   let summary = "mean over H and W: [N, H, W, C] -> [N, 1, 1, C]";
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
@@ -209,7 +209,7 @@ def RN_GlobalAvgPoolOp : RN_Op<"global_avg_pool", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_FlattenOp : RN_Op<"flatten", [Pure]> {
+def RN_FlattenOp : RN_Op<"flatten", [RN_ArtifactOp, Pure]> {
   let summary = "[N, d1, ..., dk] -> [N, d1 * ... * dk]";
   let description = [{
     Flattens in memory (NHWC) order, so for C > 1 and H * W > 1 the feature
@@ -225,7 +225,7 @@ def RN_FlattenOp : RN_Op<"flatten", [Pure]> {
 // Fully connected and loss
 //===----------------------------------------------------------------------===//
 
-def RN_LinearOp : RN_Op<"linear", [Pure]> {
+def RN_LinearOp : RN_Op<"linear", [RN_ArtifactOp, Pure]> {
   let summary = "y = x * W^T + b with W as [out, in]";
   let arguments = (ins
     RN_FloatTensor:$input,
@@ -238,7 +238,7 @@ def RN_LinearOp : RN_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_SoftmaxCrossEntropyOp : RN_Op<"softmax_cross_entropy", [
+def RN_SoftmaxCrossEntropyOp : RN_Op<"softmax_cross_entropy", [RN_ArtifactOp, 
     Pure]> {
   let summary = "mean softmax cross-entropy of logits [N, C] against labels [N]";
   let description = [{

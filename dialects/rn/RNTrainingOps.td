@@ -84,7 +84,7 @@ def RN_StateOp : RN_Op<"state", [
 // Mixed precision and reshaping
 //===----------------------------------------------------------------------===//
 
-def RN_CastOp : RN_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+def RN_CastOp : RN_Op<"cast", [RN_ArtifactOp, Pure, SameOperandsAndResultShape]> {
   let summary = "converts a tensor to another float type (round to nearest even)";
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
@@ -92,7 +92,7 @@ def RN_CastOp : RN_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let hasVerifier = 1;
 }
 
-def RN_PadChannelsOp : RN_Op<"pad_channels", [Pure]> {
+def RN_PadChannelsOp : RN_Op<"pad_channels", [RN_ArtifactOp, Pure]> {
   let summary = "widens the last (channel) dimension with zeros, converting the element type";
   let description = [{
     `result[..., c]` is `input[..., c]` converted to the result's element
@@ -113,7 +113,7 @@ def RN_PadChannelsOp : RN_Op<"pad_channels", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_ReshapeOp : RN_Op<"reshape", [Pure]> {
+def RN_ReshapeOp : RN_Op<"reshape", [RN_ArtifactOp, Pure]> {
   let summary = "reinterprets a tensor with another shape of the same size";
   let description = [{
     The backward of `rn.flatten`: the data does not move.
@@ -128,7 +128,7 @@ def RN_ReshapeOp : RN_Op<"reshape", [Pure]> {
 // Training-mode forward variants
 //===----------------------------------------------------------------------===//
 
-def RN_BatchNormTrainOp : RN_Op<"batch_norm_train", [Pure]> {
+def RN_BatchNormTrainOp : RN_Op<"batch_norm_train", [RN_ArtifactOp, Pure]> {
   let summary = "batch normalization with batch statistics, saving them";
   let description = [{
     Normalizes with the batch mean and variance and returns them (as mean
@@ -151,7 +151,7 @@ def RN_BatchNormTrainOp : RN_Op<"batch_norm_train", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_BatchNormInferenceOp : RN_Op<"batch_norm_inference", [Pure]> {
+def RN_BatchNormInferenceOp : RN_Op<"batch_norm_inference", [RN_ArtifactOp, Pure]> {
   let summary = "batch normalization with the running statistics";
   let arguments = (ins
     RN_FloatTensor:$input,
@@ -168,7 +168,7 @@ def RN_BatchNormInferenceOp : RN_Op<"batch_norm_inference", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_UpdateRunningStatsOp : RN_Op<"update_running_stats", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_UpdateRunningStatsOp : RN_Op<"update_running_stats", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "folds batch statistics into the running statistics";
   let description = [{
     Updates `running_mean` and `running_var` (PyTorch's convention):
@@ -193,7 +193,7 @@ def RN_UpdateRunningStatsOp : RN_Op<"update_running_stats", [DeclareOpInterfaceM
   let hasVerifier = 1;
 }
 
-def RN_DropoutTrainOp : RN_Op<"dropout_train", [
+def RN_DropoutTrainOp : RN_Op<"dropout_train", [RN_ArtifactOp, 
     MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {
   let summary = "inverted dropout that returns its mask for the backward op";
   let description = [{
@@ -231,7 +231,7 @@ def RN_DropoutTrainOp : RN_Op<"dropout_train", [
 //===----------------------------------------------------------------------===//
 
 class RN_ElementwiseBackwardOp<string mnemonic, string saved, string what>
-    : RN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : RN_Op<mnemonic, [RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
   let summary = what;
   let arguments = (ins RN_FloatTensor:$output_grad, RN_FloatTensor:$saved);
   let results = (outs RN_FloatTensor:$input_grad);
@@ -248,7 +248,7 @@ def RN_SiluBackwardOp : RN_ElementwiseBackwardOp<"silu_backward", "input",
 def RN_DropoutBackwardOp : RN_ElementwiseBackwardOp<"dropout_backward", "mask",
     "dx = dy * mask">;
 
-def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, AttrSizedOperandSegments, Pure]> {
+def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, AttrSizedOperandSegments, Pure]> {
   let summary = "gradients of a convolution: dX, dW and dB";
   let description = [{
     Results, in order: the input gradient (only with `input_grad`; the first
@@ -300,7 +300,7 @@ def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [DeclareOpInterfaceMethods<RN
   let hasVerifier = 1;
 }
 
-def RN_LinearBackwardOp : RN_Op<"linear_backward", [DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_LinearBackwardOp : RN_Op<"linear_backward", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "gradients of a fully connected layer: dX, dW and dB";
   let description = [{
     Results as for `rn.conv2d_backward`: the input gradient (with
@@ -331,7 +331,7 @@ def RN_LinearBackwardOp : RN_Op<"linear_backward", [DeclareOpInterfaceMethods<RN
   let hasVerifier = 1;
 }
 
-def RN_BatchNormBackwardOp : RN_Op<"batch_norm_backward", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_BatchNormBackwardOp : RN_Op<"batch_norm_backward", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "gradients of training-mode batch normalization";
   let description = [{
     Uses the batch statistics saved by `rn.batch_norm_train`. Results: the
@@ -354,7 +354,7 @@ def RN_BatchNormBackwardOp : RN_Op<"batch_norm_backward", [DeclareOpInterfaceMet
   let hasVerifier = 1;
 }
 
-def RN_MaxPool2dBackwardOp : RN_Op<"max_pool2d_backward", [Pure]> {
+def RN_MaxPool2dBackwardOp : RN_Op<"max_pool2d_backward", [RN_ArtifactOp, Pure]> {
   let summary = "routes each output gradient to the max of its window";
   let description = [{
     Ties go to the first maximum in row-major window order, as in PyTorch.
@@ -373,7 +373,7 @@ def RN_MaxPool2dBackwardOp : RN_Op<"max_pool2d_backward", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_AvgPool2dBackwardOp : RN_Op<"avg_pool2d_backward", [Pure]> {
+def RN_AvgPool2dBackwardOp : RN_Op<"avg_pool2d_backward", [RN_ArtifactOp, Pure]> {
   let summary = "spreads each output gradient evenly over its window";
   let arguments = (ins
     RN_FloatTensor:$output_grad,
@@ -388,7 +388,7 @@ def RN_AvgPool2dBackwardOp : RN_Op<"avg_pool2d_backward", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_GlobalAvgPoolBackwardOp : RN_Op<"global_avg_pool_backward", [Pure]> {
+def RN_GlobalAvgPoolBackwardOp : RN_Op<"global_avg_pool_backward", [RN_ArtifactOp, Pure]> {
   let summary = "spreads [N, 1, 1, C] gradients over [N, H, W, C]";
   let arguments = (ins RN_FloatTensor:$output_grad);
   let results = (outs RN_FloatTensor:$input_grad);
@@ -396,7 +396,7 @@ def RN_GlobalAvgPoolBackwardOp : RN_Op<"global_avg_pool_backward", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_SoftmaxCrossEntropyBackwardOp : RN_Op<"softmax_cross_entropy_backward", [Pure]> {
+def RN_SoftmaxCrossEntropyBackwardOp : RN_Op<"softmax_cross_entropy_backward", [RN_ArtifactOp, Pure]> {
   let summary = "gradient of the mean loss with respect to the logits";
   let description = [{
     (softmax(logits) - target) * scale / N, with the smoothed target of the
@@ -420,14 +420,14 @@ def RN_SoftmaxCrossEntropyBackwardOp : RN_Op<"softmax_cross_entropy_backward", [
 // Zero-grad, loss scaling
 //===----------------------------------------------------------------------===//
 
-def RN_ZeroOp : RN_Op<"zero", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, SameOperandsAndResultType]> {
+def RN_ZeroOp : RN_Op<"zero", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "zeroes a gradient accumulator (updates `input`)";
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def RN_MultiZeroOp : RN_Op<"multi_zero", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_MultiZeroOp : RN_Op<"multi_zero", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "zeroes several gradient accumulators in one op (updates each input)";
   let description = [{
     The `rn.zero` of every accumulator of a group, one op: result `i` is
@@ -446,7 +446,7 @@ def RN_MultiZeroOp : RN_Op<"multi_zero", [DeclareOpInterfaceMethods<RN_InPlaceOp
   let hasVerifier = 1;
 }
 
-def RN_MultiUnscaleOp : RN_Op<"multi_unscale", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_MultiUnscaleOp : RN_Op<"multi_unscale", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "divides several gradients by the loss scale in one op (updates each grad)";
   let description = [{
     The `rn.unscale` of every gradient of a group by one scale, one op:
@@ -467,7 +467,7 @@ def RN_MultiUnscaleOp : RN_Op<"multi_unscale", [DeclareOpInterfaceMethods<RN_InP
   let hasVerifier = 1;
 }
 
-def RN_MultiCastOp : RN_Op<"multi_cast", [Pure]> {
+def RN_MultiCastOp : RN_Op<"multi_cast", [RN_ArtifactOp, Pure]> {
   let summary = "converts several tensors to another float type in one op";
   let description = [{
     The `rn.cast` of every tensor of a group, one op: result `i` is input
@@ -488,7 +488,7 @@ def RN_MultiCastOp : RN_Op<"multi_cast", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_CheckFiniteOp : RN_Op<"check_finite", [Pure]> {
+def RN_CheckFiniteOp : RN_Op<"check_finite", [RN_ArtifactOp, Pure]> {
   let summary = "true when any element of any input is Inf or NaN";
   let arguments = (ins Variadic<RN_FloatTensor>:$inputs);
   let results = (outs RN_ScalarI1Tensor:$found_non_finite);
@@ -496,7 +496,7 @@ def RN_CheckFiniteOp : RN_Op<"check_finite", [Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_UnscaleOp : RN_Op<"unscale", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_UnscaleOp : RN_Op<"unscale", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "divides a gradient by the loss scale (updates `grad`)";
   let arguments = (ins RN_FloatTensor:$grad, RN_ScalarF32Tensor:$scale);
   let results = (outs RN_FloatTensor:$result);
@@ -504,7 +504,7 @@ def RN_UnscaleOp : RN_Op<"unscale", [DeclareOpInterfaceMethods<RN_InPlaceOpInter
   let hasVerifier = 1;
 }
 
-def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "dynamic loss scaling: back off on overflow, grow when clean";
   let description = [{
     Updates `scale` and `good_steps`: on a non-finite gradient the scale is
@@ -535,7 +535,7 @@ def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [DeclareOpInterfaceMethods
 // The replicas' gradients: an all-reduce must neither be merged nor dropped.
 def RN_Collective : Resource<"::mlir::rn::CollectiveResource">;
 
-def RN_AllReduceMeanOp : RN_Op<"all_reduce_mean", [
+def RN_AllReduceMeanOp : RN_Op<"all_reduce_mean", [RN_ArtifactOp, 
     DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
     MemoryEffects<[MemRead<RN_Collective>, MemWrite<RN_Collective>]>]> {
   let summary = "averages tensors over the data-parallel replicas (updates each input)";
@@ -560,7 +560,7 @@ def RN_AllReduceMeanOp : RN_Op<"all_reduce_mean", [
 // Optimizers, EMA, evaluation
 //===----------------------------------------------------------------------===//
 
-def RN_SgdUpdateOp : RN_Op<"sgd_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+def RN_SgdUpdateOp : RN_Op<"sgd_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
   let summary = "SGD with momentum, Nesterov and weight decay (updates `param`, `momentum_buffer`)";
   let description = [{
     PyTorch's torch.optim.SGD (dampening 0): g = grad + weight_decay * param;
@@ -588,7 +588,7 @@ def RN_SgdUpdateOp : RN_Op<"sgd_update", [DeclareOpInterfaceMethods<RN_InPlaceOp
   let hasVerifier = 1;
 }
 
-def RN_MultiSgdUpdateOp : RN_Op<"multi_sgd_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+def RN_MultiSgdUpdateOp : RN_Op<"multi_sgd_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
   let summary = "SGD of several parameters in one op (updates each `params`, `momentum_buffers` entry)";
   let description = [{
     The `rn.sgd_update` of every parameter of a group, one op: element for
@@ -635,7 +635,7 @@ def RN_MultiSgdUpdateOp : RN_Op<"multi_sgd_update", [DeclareOpInterfaceMethods<R
   let hasVerifier = 1;
 }
 
-def RN_AdamWUpdateOp : RN_Op<"adamw_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_AdamWUpdateOp : RN_Op<"adamw_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "AdamW with decoupled weight decay (updates `param`, `exp_avg`, `exp_avg_sq`)";
   let description = [{
     PyTorch's torch.optim.AdamW: param *= 1 - lr * weight_decay; m and v
@@ -664,7 +664,7 @@ def RN_AdamWUpdateOp : RN_Op<"adamw_update", [DeclareOpInterfaceMethods<RN_InPla
   let hasVerifier = 1;
 }
 
-def RN_MultiAdamWUpdateOp : RN_Op<"multi_adamw_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+def RN_MultiAdamWUpdateOp : RN_Op<"multi_adamw_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
   let summary = "AdamW of several parameters in one op (updates each `params`, `exp_avgs`, `exp_avg_sqs` entry)";
   let description = [{
     The `rn.adamw_update` of every parameter of a group, one op, as
@@ -711,7 +711,7 @@ def RN_MultiAdamWUpdateOp : RN_Op<"multi_adamw_update", [DeclareOpInterfaceMetho
   let hasVerifier = 1;
 }
 
-def RN_LarsUpdateOp : RN_Op<"lars_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_LarsUpdateOp : RN_Op<"lars_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "LARS: SGD with a layer-wise trust ratio (updates `param`, `momentum_buffer`)";
   let description = [{
     local_lr = trust_coefficient * |param| / (|grad| + weight_decay * |param|
@@ -738,7 +738,7 @@ def RN_LarsUpdateOp : RN_Op<"lars_update", [DeclareOpInterfaceMethods<RN_InPlace
   let hasVerifier = 1;
 }
 
-def RN_MultiLarsUpdateOp : RN_Op<"multi_lars_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+def RN_MultiLarsUpdateOp : RN_Op<"multi_lars_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
   let summary = "LARS of several parameters in one op (updates each `params`, `momentum_buffers` entry)";
   let description = [{
     The `rn.lars_update` of every parameter of a group, one op, as
@@ -785,7 +785,7 @@ def RN_MultiLarsUpdateOp : RN_Op<"multi_lars_update", [DeclareOpInterfaceMethods
   let hasVerifier = 1;
 }
 
-def RN_EmaUpdateOp : RN_Op<"ema_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, 
+def RN_EmaUpdateOp : RN_Op<"ema_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, 
     Pure, AllTypesMatch<["average", "param", "new_average"]>]> {
   let summary = "exponential moving average of a weight (updates `average`)";
   let description = "average = decay * average + (1 - decay) * param.";
@@ -798,7 +798,7 @@ def RN_EmaUpdateOp : RN_Op<"ema_update", [DeclareOpInterfaceMethods<RN_InPlaceOp
   let hasVerifier = 1;
 }
 
-def RN_MultiEmaUpdateOp : RN_Op<"multi_ema_update", [DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, SameVariadicOperandSize]> {
+def RN_MultiEmaUpdateOp : RN_Op<"multi_ema_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, SameVariadicOperandSize]> {
   let summary = "exponential moving averages of several weights in one op (updates each `averages` entry)";
   let description = [{
     The `rn.ema_update` of every weight of a group, one op: result `i` is
@@ -822,7 +822,7 @@ def RN_MultiEmaUpdateOp : RN_Op<"multi_ema_update", [DeclareOpInterfaceMethods<R
   let hasVerifier = 1;
 }
 
-def RN_CountCorrectOp : RN_Op<"count_correct", [Pure]> {
+def RN_CountCorrectOp : RN_Op<"count_correct", [RN_ArtifactOp, Pure]> {
   let summary = "number of rows whose arg-max equals the label (top-1 hits)";
   let arguments = (ins RN_FloatTensor:$logits, RN_LabelTensor:$labels);
   let results = (outs RN_ScalarI32Tensor:$correct);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/op_registry.h"
+#include "runtime/core/op_table.h"
 
 #include <cmath>
 #include <cstdio>
@@ -835,6 +836,15 @@ const OpInfo *findOp(std::string_view name) {
   }();
   auto it = byName.find(name);
   return it == byName.end() ? nullptr : it->second;
+}
+
+std::vector<std::string_view>
+opsWithout(const std::function<bool(std::string_view op)> &implemented) {
+  std::vector<std::string_view> missing;
+  for (const op_table::Op &op : op_table::kOps)
+    if (!implemented(op.name))
+      missing.push_back(op.name);
+  return missing;
 }
 
 } // namespace rn

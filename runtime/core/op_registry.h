@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,12 @@ const OpInfo *findOp(std::string_view name);
 
 /// Every op, in the order of the dialect's .td files.
 const std::vector<OpInfo> &allOps();
+
+/// The ops of the op table (op_table.h: the dialect's RN_ArtifactOp ops)
+/// that `implemented` says no to, in table order: an executor's coverage
+/// check (`implemented` asks its kernel or launcher table).
+std::vector<std::string_view>
+opsWithout(const std::function<bool(std::string_view op)> &implemented);
 
 } // namespace rn
 

@@ -254,6 +254,8 @@ struct SubgraphItems : cpu::SubgraphWork {
 
 } // namespace
 
+bool cpu::hasKernel(std::string_view op) { return opKindOf(op) != OpKind::unknown; }
+
 struct CpuExecutor::Impl {
   struct FnLayout {
     std::vector<int64_t> indexA, indexB; ///< word index per tensor (-1 host)

@@ -139,6 +139,12 @@ private:
   Status runInterleaved(const HostProgram &program);
 };
 
+namespace cpu {
+/// Whether the CPU executor has a kernel for `op` ("conv2d"): every op of
+/// the op table must (test/runtime/core/op_table_test.cpp).
+bool hasKernel(std::string_view op);
+} // namespace cpu
+
 } // namespace rn
 
 #endif // RN_RUNTIME_CPU_CPU_EXECUTOR_H
