@@ -14,7 +14,7 @@ struct PolicyEntry {
 };
 } // namespace
 
-// The policy, as the article lays it out. TRANS: host->device copies.
+// The policy of docs/design.md (from its source article). TRANS: host->device copies.
 // COMP_1: GEMM-heavy work (convolution, fully connected, the loss, dW).
 // COMP_2: reductions (BatchNorm, pooling, dropout, dB, accuracy).
 // COMP_3: elementwise work and dX. UPDATE: zero-grad, loss scaling,

@@ -1,6 +1,6 @@
 //===- StreamPolicy.h - Static op -> stream policy --------------*- C++ -*-===//
 //
-// The article's five streams and which ops go where: one table, read by
+// The five streams of docs/design.md and which ops go where: one table, read by
 // rn-partition (a subgraph's primary stream) and rn-assign-streams.
 //
 //===----------------------------------------------------------------------===//

@@ -16,8 +16,8 @@ Models and their defaults (input C x H x W, classes):
   Linear(400, 120), Linear(120, 84), Linear(84, 10); 1x28x28.
 - ``fashion_cnn``: for Fashion-MNIST: two blocks of conv3x3-BN-ReLU + MaxPool2d(2)
   (32 then 64 channels, convs without bias), Flatten, Linear(64*7*7, 128), ReLU,
-  Dropout(0.5), Linear(128, 10); 1x28x28. Trained by rn-run on the CPU executor:
-  89.3% test accuracy after 2 epochs (docs/benchmarks.md).
+  Dropout(0.5), Linear(128, 10); 1x28x28. The main job trains it on Fashion-MNIST
+  (its accuracy: docs/benchmarks.md).
 - ``vgg11c``, ``vgg16c``: CIFAR VGG-BN (``bench/torch_reference.py``): conv3x3(bias=False)+BN+ReLU
   per cfg entry, MaxPool2d(2) per 'M', Flatten, Linear(512, classes); 3x32x32.
 - ``vgg11``, ``vgg16``: torchvision ``vgg11_bn``/``vgg16_bn`` with their initialization; 3x224x224.

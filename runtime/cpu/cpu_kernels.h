@@ -472,7 +472,7 @@ KernelStatus bnScaleBias(const TensorView &batchMean, const TensorView &batchInv
 ///   result = relu(round_T(fmaf(x, scale[c], bias[c])))
 /// one f32 fused multiply-add rounded once to T, relu(v) = v <= 0 ? 0 : v
 /// (NaN stays NaN). The rounding of the cuDNN engines that run the fused
-/// prologue (genstats forward and filter gradient, measured on the H200).
+/// prologue (genstats forward and filter gradient: docs/fuse-cbr.md).
 KernelStatus scaleBiasRelu(const TensorView &input, const TensorView &scale,
                            const TensorView &bias, const TensorView &result);
 /// rn.conv_bn_stats: convOutput = conv2d (no bias) of the input, or of

@@ -2,7 +2,7 @@
 // RUN: rn-opt %s --rn-build-training --rn-partition --rn-assign-streams=single-stream | FileCheck %s --check-prefix=SINGLE
 // RUN: rn-opt %s --rn-build-training --rn-partition --rn-assign-streams="policy=relu=comp2,weight_grad=comp3" | FileCheck %s --check-prefix=POLICY
 
-// Tests the article's policy on a small CNN: transfers on trans, GEMM work
+// Tests the default policy (docs/design.md) on a small CNN: transfers on trans, GEMM work
 // and the loss on comp1, BatchNorm and pooling on comp2, elementwise work on
 // comp3, training logistics on update; conv/linear backward fork dW to
 // comp1, dB to comp2 and dX to comp3, and the first layer (no dX) is

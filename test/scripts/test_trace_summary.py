@@ -80,7 +80,7 @@ def test_kernels_carry_their_first_launch_configuration(tmp_path: Path):
 
 
 def test_blocks_per_sm_follow_the_sm90_limits():
-    # The BN kernels of run K: 56 registers give 4 blocks of 256, 66 give 3.
+    # 56 registers a thread give 4 blocks of 256 threads, 66 give 3.
     assert ts.blocks_per_sm(256, 56, 0) == 4
     assert ts.blocks_per_sm(256, 66, 0) == 3
     assert ts.blocks_per_sm(256, 48, 8192) == 5

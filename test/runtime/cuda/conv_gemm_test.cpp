@@ -354,7 +354,7 @@ INSTANTIATE_TEST_SUITE_P(, ConvShapes,
 // convolution's graph. The sums must be those of the output it stored
 // (within f16 rounding: genstats may sum the values before they are
 // rounded), twice in a row, starting from buffers that hold other values
-// (the zeroing that run() does; without it the H200 gave sums of squares up
+// (the zeroing that run() does; without it the sums of squares came out up
 // to 2x off). Skips where cuDNN builds no such graph.
 TEST(Conv, GenstatsSumsMatchTheOutput) {
   RN_SKIP_WITHOUT_CUDA();
@@ -1206,9 +1206,9 @@ TEST(Conv, ScaleBiasReluGenstatsMatchesTheCpu) {
 // Every fourth x is the f16 nearest to -bias / scale, where the rounding of
 // the product decides the sign; mismatches are classified against the
 // two-rounding reading relu(round(round(x * scale) + bias)) that the graph's
-// f16 virtual tensors declare, and the counts printed per kind. On the H200
-// (cuDNN 9.19, heuristic plans) forward_scale_bias_relu rounds twice, the
-// genstats forward and the filter gradient once.
+// f16 virtual tensors declare, and the counts printed per kind. With cuDNN
+// 9.19's heuristic plans forward_scale_bias_relu rounds twice, the genstats
+// forward and the filter gradient once (docs/fuse-cbr.md).
 TEST(Conv, ScaleBiasReluPrologueRoundsLikeTheCpu) {
   RN_SKIP_WITHOUT_CUDA();
   Gpu gpu;
@@ -2004,8 +2004,8 @@ TEST(Conv, ScaleBiasReluWgradTimes) {
 /// the default candidate count and for every candidate, within 64 MiB of
 /// workspace (the plan's default per stream) and within 2 GiB. cuDNN's
 /// image-first-layer kernels take exactly 4 channels of a 7x7/2 filter
-/// (PyTorch, which pads 3 to 4 itself, runs them at 0.40 ms each on the
-/// H200); this says whether our candidates and workspace reach them (they
+/// (PyTorch, which pads 3 to 4 itself, runs them: docs/benchmarks.md);
+/// this says whether our candidates and workspace reach them (they
 /// do not: those kernels are engine 63, whose REDUCED_PRECISION_REDUCTION
 /// note the plan filter bars by default; RN_CONV_ENGINE_SEARCH=1 adds
 /// every engine with its default knobs).
@@ -2073,8 +2073,8 @@ double streamMs(cudaStream_t stream, const std::function<Status()> &body) {
 /// the Welford pass (bnBatchStats), against the forward with cuDNN's
 /// genstats fused (its sums zeroed first) then bnFinalizeStats, both
 /// autotuned, f16 at batch 256, on ResNet-50's bottleneck shapes and
-/// ResNet-18 / VGG-11's CIFAR ones. Run K's step A/B found genstats paying
-/// on ResNet-50 and costing on the CIFAR models; this says which shapes,
+/// ResNet-18 / VGG-11's CIFAR ones. Genstats paid on ResNet-50's step and
+/// cost on the CIFAR models' (docs/benchmarks.md); this says which shapes,
 /// the input of a choice per shape.
 TEST(Conv, GenstatsTimes) {
   RN_SKIP_WITHOUT_CUDA();
@@ -2140,9 +2140,7 @@ TEST(Conv, GenstatsTimes) {
 /// backward would take (plain on the stored activation, against
 /// backward_filter_scale_bias_relu on x when the activation is not
 /// stored), so that the forward's saving is weighed against the backward's
-/// cost per shape. The prologue alone had only one slow engine on the H200
-/// (Conv.ScaleBiasReluPrologueTimes); run L found the whole pattern a fast
-/// one.
+/// cost per shape (docs/benchmarks.md has what it measured).
 TEST(Conv, NormConvTimes) {
   RN_SKIP_WITHOUT_CUDA();
   if (!std::getenv("RN_CUDA_BENCH"))

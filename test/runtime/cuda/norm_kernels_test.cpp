@@ -891,9 +891,9 @@ TEST(NormKernelsTest, ResNetSizeBandwidth) {
 
 /// The blocks each pass family's grid aims for (NormKernelTuning's
 /// targets, all three families alike): the default 1024 is about two
-/// waves at 4 resident blocks per SM on an H200 but 1.55 at the backward
-/// statistics pass's 5, so the sweep takes whole waves at 4, 5 and 8
-/// blocks on 132 SMs too (set RN_CUDA_BENCH=1 to run; no timing asserted).
+/// waves at 4 resident blocks per SM on a 132-SM card but 1.55 at the
+/// backward statistics pass's 5, so the sweep takes whole waves at 4, 5
+/// and 8 blocks on 132 SMs too (set RN_CUDA_BENCH=1 to run; no timing asserted).
 TEST(NormKernelsTest, TargetBlocksBandwidth) {
   RN_SKIP_WITHOUT_CUDA();
   if (!std::getenv("RN_CUDA_BENCH"))
@@ -907,11 +907,11 @@ TEST(NormKernelsTest, TargetBlocksBandwidth) {
   benchBnPasses(tunings);
 }
 
-// Tests that the f16 passes keep the blocks per SM of the build measured
-// on the H200 (run K): the floors follow from the registers ptxas gave
-// them there (statsPartial 32, apply 58, backwardPartial 48, backwardApply
-// 56 at 256 threads). A refactor that put backwardApplyKernel at 66
-// registers dropped it to 3 blocks and made ResNet-50's step 3.5% slower.
+// Tests that the f16 passes keep the blocks per SM of the measured build
+// (docs/benchmarks.md, "The BN kernels"): the floors follow from the
+// registers ptxas gave them (statsPartial 32, apply 58, backwardPartial 48,
+// backwardApply 56 at 256 threads). At 66 registers backwardApplyKernel
+// drops to 3 blocks, which slows ResNet-50's step measurably.
 TEST(NormKernelsTest, KernelsKeepTheirOccupancy) {
   RN_SKIP_WITHOUT_CUDA();
   Result<NormKernelOccupancy> o = normKernelOccupancy(DType::f16);
