@@ -89,13 +89,13 @@ private:
 
 } // namespace rn
 
-/// Returns the Status `expr` gives from the enclosing function when it is
-/// an error.
+/// Returns the error of the Status `expr` gives from the enclosing function
+/// when it is one; the function may return a Status or any Result<T>.
 #define RN_RETURN_IF_ERROR(expr)                                                          \
   do {                                                                                     \
     ::rn::Status rn_status_ = (expr);                                                      \
     if (!rn_status_.ok())                                                                  \
-      return rn_status_;                                                                   \
+      return rn_status_.error();                                                           \
   } while (0)
 
 #endif // RN_RUNTIME_CORE_STATUS_H

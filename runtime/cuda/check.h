@@ -64,12 +64,8 @@ void injectFailureAt(uint64_t call);
 
 #define RN_CUDA_CHECK(call) ::rn::cuda::checkCall((call), #call, __FILE__, __LINE__)
 
-#define RN_CUDA_TRY(call)                                                                 \
-  do {                                                                                     \
-    ::rn::Status rn_cuda_status_ = RN_CUDA_CHECK(call);                                    \
-    if (!rn_cuda_status_.ok())                                                             \
-      return rn_cuda_status_.error();                                                      \
-  } while (0)
+/// Returns the checked call's error from the enclosing function.
+#define RN_CUDA_TRY(call) RN_RETURN_IF_ERROR(RN_CUDA_CHECK(call))
 
 /// A kernel launch: checks the launch configuration (cudaGetLastError).
 #define RN_CUDA_TRY_LAUNCH() RN_CUDA_TRY(cudaGetLastError())

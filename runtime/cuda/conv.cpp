@@ -51,6 +51,7 @@
 
 #include "runtime/cuda/conv.h"
 
+#include "runtime/core/align.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/conv_kernels.h"
 
@@ -195,9 +196,6 @@ enum Uid : int64_t {
   uidCount
 };
 
-constexpr size_t kAlignment = 256;
-size_t alignUp(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
 const char *kindName(ConvKind kind) {
   switch (kind) {
   case ConvKind::forward:
@@ -233,12 +231,7 @@ Status feCheck(fe::error_t result, const char *what, const ConvCall &call) {
                          : result.get_message()));
 }
 
-#define RN_FE_TRY(expr, what, call)                                                            \
-  do {                                                                                         \
-    ::rn::Status rn_fe_status_ = feCheck((expr), what, call);                                  \
-    if (!rn_fe_status_.ok())                                                                   \
-      return rn_fe_status_.error();                                                            \
-  } while (0)
+#define RN_FE_TRY(expr, what, call) RN_RETURN_IF_ERROR(feCheck((expr), what, call))
 
 fe::DataType_t feType(DType type) {
   switch (type) {

@@ -42,11 +42,7 @@ bool cuptiUnavailable(const Error &error);
 #define RN_CUPTI_CHECK(call) ::rn::cuda::checkCupti((call), #call, __FILE__, __LINE__, true)
 #define RN_CUPTI_CHECK_QUIET(call) ::rn::cuda::checkCupti((call), #call, __FILE__, __LINE__, false)
 
-#define RN_CUPTI_TRY(call)                                                                \
-  do {                                                                                     \
-    ::rn::Status rn_cupti_status_ = RN_CUPTI_CHECK(call);                                  \
-    if (!rn_cupti_status_.ok())                                                            \
-      return rn_cupti_status_.error();                                                     \
-  } while (0)
+/// Returns the checked call's error from the enclosing function.
+#define RN_CUPTI_TRY(call) RN_RETURN_IF_ERROR(RN_CUPTI_CHECK(call))
 
 #endif // RN_RUNTIME_CUDA_CUPTI_CHECK_H

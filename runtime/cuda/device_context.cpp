@@ -6,6 +6,7 @@
 
 #include "runtime/cuda/device_context.h"
 
+#include "runtime/core/align.h"
 #include "runtime/cuda/check.h"
 
 #include <algorithm>
@@ -200,7 +201,7 @@ Status DeviceContext::sizeWorkspaces(const std::array<size_t, kStreamCount> &nee
                    " bytes of workspace, over the plan's workspace_" + std::string(r.name) +
                    " of " + std::to_string(r.workspaceBytes));
     offset[s] = total;
-    total += (need[s] + 255) / 256 * 256;
+    total += alignUp(need[s]);
   }
   if (workspaceBlock_)
     RN_CUDA_TRY(cudaFree(workspaceBlock_));

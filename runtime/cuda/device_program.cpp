@@ -6,6 +6,7 @@
 
 #include "runtime/cuda/device_program.h"
 
+#include "runtime/core/align.h"
 #include "runtime/core/dtype.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/communicator.h"
@@ -217,7 +218,7 @@ Status DeviceProgram::create() {
     for (size_t k = 0; k < f.outputs.size(); ++k) {
       v.outputOf[f.outputs[k].tensor] = int32_t(k);
       v.outputOffset.push_back(v.outputBytesPerStep);
-      v.outputBytesPerStep += (f.tensors[f.outputs[k].tensor].bytes + 255) / 256 * 256;
+      v.outputBytesPerStep += alignUp(f.tensors[f.outputs[k].tensor].bytes);
     }
     if (Status st = v.outputs->allocate(v.outputBytesPerStep * options_.maxStepsInFlight);
         !st.ok())

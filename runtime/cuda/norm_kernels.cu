@@ -20,6 +20,7 @@
 
 #include "runtime/cuda/norm_kernels.h"
 
+#include "runtime/core/align.h"
 #include "runtime/cuda/check.h"
 
 #include <cuda_bf16.h>
@@ -43,8 +44,6 @@ constexpr int kThreads = 256;
 constexpr int kMaxTargetBlocks = 65535;
 /// Upper bound of one partial array (chunks x channels floats).
 constexpr int64_t kMaxPartialBytes = int64_t(4) << 20;
-/// Sub-allocations of the workspace start on this boundary.
-constexpr size_t kAlign = 256;
 /// Finalize kernels: channels x chunk lanes per block. The finalizes are
 /// latency-bound chains of loads over up to 1024 chunks on the step's
 /// critical path (7.5 us a launch at 8 x 32 in ResNet-18's H200 timeline,
@@ -52,8 +51,6 @@ constexpr size_t kAlign = 256;
 /// at most, for sectors a quarter used (the partials are L2-resident).
 constexpr int kFinalizeChannels = 2;
 constexpr int kFinalizeLanes = 128;
-
-size_t alignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

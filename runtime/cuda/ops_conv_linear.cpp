@@ -37,6 +37,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/align.h"
 #include "runtime/core/op_registry.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/conv.h"
@@ -57,9 +58,6 @@ namespace rn::cuda {
 namespace {
 
 using json = nlohmann::json;
-
-constexpr size_t kAlignment = 256;
-size_t alignUp(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 std::array<int64_t, 2> pairAttr(const json &attrs, const char *name,
                                 std::array<int64_t, 2> fallback) {

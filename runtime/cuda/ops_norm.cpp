@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/align.h"
 #include "runtime/cuda/norm_kernels.h"
 #include "runtime/cuda/op_launch.h"
 
@@ -34,15 +35,6 @@ Status expectArity(const OpLaunch &l, size_t operands, size_t results) {
   return Status::success();
 }
 
-#define RN_TRY_STATUS(expr)                                                                  \
-  do {                                                                                       \
-    ::rn::Status rn_status_ = (expr);                                                        \
-    if (!rn_status_.ok())                                                                    \
-      return rn_status_.error();                                                             \
-  } while (0)
-
-size_t alignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 // batch_norm (model level): the statistics live in the workspace, after
 // the partials.
 size_t batchNormWorkspace(const std::vector<int64_t> &shape) {
@@ -51,12 +43,12 @@ size_t batchNormWorkspace(const std::vector<int64_t> &shape) {
 }
 
 Result<size_t> prepareBatchNorm(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 5, 1));
+  RN_RETURN_IF_ERROR(expectArity(l, 5, 1));
   return batchNormWorkspace(l.operands[0].shape);
 }
 
 Status launchBatchNorm(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 5, 1));
+  RN_RETURN_IF_ERROR(expectArity(l, 5, 1));
   const DeviceTensor &x = l.operands[0];
   const int64_t channels = x.shape.empty() ? 0 : x.shape.back();
   const size_t statsBytes = bnStatsWorkspaceBytes(x.shape);
@@ -68,21 +60,21 @@ Status launchBatchNorm(const OpLaunch &l) {
   DeviceTensor mean{base + statsBytes, DType::f32, {channels}};
   DeviceTensor invStd{base + statsBytes + alignUp(size_t(channels) * sizeof(float)), DType::f32,
                       {channels}};
-  RN_TRY_STATUS(named(l, bnBatchStats(x, numAttr(l, "epsilon"), mean, invStd, l.stream.stream,
+  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), mean, invStd, l.stream.stream,
                                       l.stream.workspace, statsBytes)));
   return named(l, bnApply(x, l.operands[1], l.operands[2], mean, invStd, false, l.results[0],
                           l.stream.stream));
 }
 
 Result<size_t> prepareBatchNormTrain(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 3, 3));
+  RN_RETURN_IF_ERROR(expectArity(l, 3, 3));
   return bnStatsWorkspaceBytes(l.operands[0].shape);
 }
 
 Status launchBatchNormTrain(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 3, 3));
+  RN_RETURN_IF_ERROR(expectArity(l, 3, 3));
   const DeviceTensor &x = l.operands[0];
-  RN_TRY_STATUS(named(l, bnBatchStats(x, numAttr(l, "epsilon"), l.results[1], l.results[2],
+  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), l.results[1], l.results[2],
                                       l.stream.stream, l.stream.workspace,
                                       l.stream.workspaceBytes)));
   return named(l, bnApply(x, l.operands[1], l.operands[2], l.results[1], l.results[2], false,
@@ -90,19 +82,19 @@ Status launchBatchNormTrain(const OpLaunch &l) {
 }
 
 Status launchBatchNormInference(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 5, 1));
+  RN_RETURN_IF_ERROR(expectArity(l, 5, 1));
   const auto &o = l.operands;
   return named(l, bnInference(o[0], o[1], o[2], o[3], o[4], numAttr(l, "epsilon"), false,
                               l.results[0], l.stream.stream));
 }
 
 Result<size_t> prepareBatchNormBackward(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 7, 3));
+  RN_RETURN_IF_ERROR(expectArity(l, 7, 3));
   return bnBackwardWorkspaceBytes(l.operands[1].shape);
 }
 
 Status launchBatchNormBackward(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 7, 3));
+  RN_RETURN_IF_ERROR(expectArity(l, 7, 3));
   const auto &o = l.operands;
   const auto &r = l.results;
   return named(l, bnBackward(o[0], nullptr, nullptr, o[1], o[2], o[3], o[4], o[5], o[6], r[0], r[1],
@@ -110,7 +102,7 @@ Status launchBatchNormBackward(const OpLaunch &l) {
 }
 
 Status launchUpdateRunningStats(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 4, 2));
+  RN_RETURN_IF_ERROR(expectArity(l, 4, 2));
   const auto &o = l.operands;
   return named(l, bnUpdateRunningStats(o[0], o[1], o[2], o[3], numAttr(l, "epsilon"),
                                        numAttr(l, "momentum"),
@@ -119,26 +111,26 @@ Status launchUpdateRunningStats(const OpLaunch &l) {
 }
 
 Result<size_t> prepareBnAddRelu(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 4, 3));
+  RN_RETURN_IF_ERROR(expectArity(l, 4, 3));
   return bnStatsWorkspaceBytes(l.operands[0].shape);
 }
 
 Status launchBnAddRelu(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 4, 3));
+  RN_RETURN_IF_ERROR(expectArity(l, 4, 3));
   const auto &o = l.operands;
   const auto &r = l.results;
-  RN_TRY_STATUS(named(l, bnBatchStats(o[0], numAttr(l, "epsilon"), r[1], r[2], l.stream.stream,
+  RN_RETURN_IF_ERROR(named(l, bnBatchStats(o[0], numAttr(l, "epsilon"), r[1], r[2], l.stream.stream,
                                       l.stream.workspace, l.stream.workspaceBytes)));
   return named(l, bnApplyAddRelu(o[0], o[1], o[2], r[1], r[2], o[3], r[0], l.stream.stream));
 }
 
 Result<size_t> prepareBnAddReluBackward(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 8, 4));
+  RN_RETURN_IF_ERROR(expectArity(l, 8, 4));
   return bnBackwardWorkspaceBytes(l.operands[2].shape);
 }
 
 Status launchBnAddReluBackward(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 8, 4));
+  RN_RETURN_IF_ERROR(expectArity(l, 8, 4));
   const auto &o = l.operands;
   const auto &r = l.results;
   return named(l, bnAddReluBackward(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], r[0], r[1],
@@ -147,7 +139,7 @@ Status launchBnAddReluBackward(const OpLaunch &l) {
 }
 
 Status launchBnAddReluInference(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 6, 1));
+  RN_RETURN_IF_ERROR(expectArity(l, 6, 1));
   const auto &o = l.operands;
   return named(l, bnInferenceAddRelu(o[0], o[1], o[2], o[3], o[4], o[5], numAttr(l, "epsilon"),
                                      l.results[0], l.stream.stream));
@@ -155,7 +147,7 @@ Status launchBnAddReluInference(const OpLaunch &l) {
 
 // bn_scale_bias: batch_mean, batch_inv_std, gamma, beta -> scale, bias.
 Status launchBnScaleBias(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 4, 2));
+  RN_RETURN_IF_ERROR(expectArity(l, 4, 2));
   const auto &o = l.operands;
   return named(l, bnScaleBias(o[0], o[1], o[2], o[3], l.results[0], l.results[1],
                               l.stream.stream));

@@ -45,13 +45,6 @@ Status expectArity(const OpLaunch &l, size_t minOperands, size_t maxOperands, si
   return Status::success();
 }
 
-#define RN_TRY_STATUS(expr)                                                                  \
-  do {                                                                                       \
-    ::rn::Status rn_status_ = (expr);                                                        \
-    if (!rn_status_.ok())                                                                    \
-      return rn_status_.error();                                                             \
-  } while (0)
-
 Status launchCheckFinite(const OpLaunch &l) {
   if (l.part >= 0 || l.results.size() != 1)
     return Error(l.node.op + ": expects one result and no parts");
@@ -59,12 +52,12 @@ Status launchCheckFinite(const OpLaunch &l) {
 }
 
 Status launchUnscale(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 2, 2, 1));
+  RN_RETURN_IF_ERROR(expectArity(l, 2, 2, 1));
   return named(l, unscale(l.operands[0], l.operands[1], l.results[0], l.stream.stream));
 }
 
 Status launchUpdateLossScale(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 3, 3, 2));
+  RN_RETURN_IF_ERROR(expectArity(l, 3, 3, 2));
   const auto &o = l.operands;
   return named(l, updateLossScale(o[0], o[1], o[2], numAttr(l, "growth"), numAttr(l, "backoff"),
                                   static_cast<int64_t>(numAttr(l, "growth_interval")),
@@ -76,7 +69,7 @@ Status launchSgdUpdate(const OpLaunch &l) {
                      flagAttr(l, "nesterov")};
   const bool buffer = options.momentum != 0;
   const size_t lrIndex = buffer ? 3 : 2;
-  RN_TRY_STATUS(expectArity(l, lrIndex + 1, lrIndex + 2, buffer ? 2 : 1));
+  RN_RETURN_IF_ERROR(expectArity(l, lrIndex + 1, lrIndex + 2, buffer ? 2 : 1));
   const auto &o = l.operands;
   const auto &r = l.results;
   const DeviceTensor *skip = o.size() > lrIndex + 1 ? &o[lrIndex + 1] : nullptr;
@@ -146,7 +139,7 @@ Status launchMultiTensor(const OpLaunch &l) {
 }
 
 Status launchAdamWUpdate(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 6, 7, 3));
+  RN_RETURN_IF_ERROR(expectArity(l, 6, 7, 3));
   AdamWOptions options{numAttr(l, "beta1"), numAttr(l, "beta2"), numAttr(l, "epsilon"),
                        numAttr(l, "weight_decay")};
   const auto &o = l.operands;
@@ -157,12 +150,12 @@ Status launchAdamWUpdate(const OpLaunch &l) {
 }
 
 Result<size_t> prepareLarsUpdate(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 4, 5, 2));
+  RN_RETURN_IF_ERROR(expectArity(l, 4, 5, 2));
   return larsWorkspaceBytes(l.operands[0].numel());
 }
 
 Status launchLarsUpdate(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 4, 5, 2));
+  RN_RETURN_IF_ERROR(expectArity(l, 4, 5, 2));
   const LarsOptions options = larsOptions(l);
   const auto &o = l.operands;
   const auto &r = l.results;
@@ -172,7 +165,7 @@ Status launchLarsUpdate(const OpLaunch &l) {
 }
 
 Status launchEmaUpdate(const OpLaunch &l) {
-  RN_TRY_STATUS(expectArity(l, 2, 2, 1));
+  RN_RETURN_IF_ERROR(expectArity(l, 2, 2, 1));
   return named(l, emaUpdate(l.operands[0], l.operands[1], numAttr(l, "decay"), l.results[0],
                             l.stream.stream));
 }

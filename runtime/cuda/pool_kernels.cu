@@ -846,7 +846,7 @@ Status maxPool2dBackward(const DeviceTensor &outputGrad, const DeviceTensor &inp
     using V = decltype(variant);
     using Offset = decltype(offsetTag);
     constexpr int K = decltype(size)::value, Cover = decltype(cover)::value;
-    return forEachChunk(base, g, chunk, OutShape::input, [&](const PoolArgs &a, int64_t n) {
+    return forEachChunk(base, g, chunk, OutShape::input, [&](const PoolArgs &a, int64_t n) -> Status {
       RN_RETURN_IF_ERROR(launch(maxPoolArgMaxKernel<typename V::Storage, V::width, K, Offset>,
                                 n * g.oh * g.ow * g.c / V::width, stream, a));
       return launch(maxPoolGatherKernel<typename V::Storage, V::width, Cover, Offset>,
