@@ -147,6 +147,10 @@ Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
   plan.trainExamples = train.count();
   plan.testExamples = test.count();
   plan.stepsPerEpoch = stepsPerEpoch(trainer, train);
+  plan.group = group;
+  plan.epochs = config.epochs;
+  plan.lr = config.lr;
+  plan.warmupEpochs = config.warmupEpochs;
   if (plan.stepsPerEpoch < 1)
     return Error("the training set has " + std::to_string(train.count()) +
                  " examples, fewer than one batch of " + std::to_string(plan.globalBatch));
@@ -167,6 +171,7 @@ Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
       return epoch.error();
     RN_TRY(restoreCheckpoint(trainer, *checkpoint));
     plan.firstEpoch = *epoch;
+    plan.resumedFrom = config.resume;
     if (plan.firstEpoch >= config.epochs) {
       observer.nothingLeft(plan);
       return Status::success();

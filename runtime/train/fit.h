@@ -78,10 +78,14 @@ struct FitConfig {
 /// The run fit is about to train (after resuming).
 struct FitPlan {
   std::string model;
+  ProcessGroup group; ///< this rank
   int64_t batch = 0, globalBatch = 0, classes = 0;
   int64_t trainExamples = 0, testExamples = 0;
   int64_t stepsPerEpoch = 0;
-  int64_t firstEpoch = 0; ///< 0-based; > 0 after a resume
+  int64_t epochs = 0;
+  int64_t firstEpoch = 0;  ///< 0-based; > 0 after a resume
+  std::string resumedFrom; ///< the checkpoint, after a resume
+  double lr = 0, warmupEpochs = 0;
 };
 
 /// One epoch's numbers for the report.

@@ -20,6 +20,7 @@
 #include "runtime/train/data_parallel.h"
 #include "runtime/train/executor_factory.h"
 #include "runtime/train/fit.h"
+#include "runtime/train/fit_printer.h"
 #include "runtime/train/idx_source.h"
 #include "runtime/train/session.h"
 #include "runtime/train/state_digest.h"
@@ -30,7 +31,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -39,8 +39,6 @@
 #include <tuple>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 namespace {
 
@@ -146,139 +144,17 @@ double secondsSince(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-std::string formatDuration(double s) {
-  char buf[32];
-  long t = long(s + 0.5);
-  if (t >= 3600)
-    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
-  return buf;
-}
-
-/// One rank's report: stdout lines (none from the ranks but 0 of a process
-/// that runs several) and the progress lines on stderr.
-class Report final : public FitObserver {
-public:
-  Report(const Options &o, bool quiet) : o_(o), quiet_(quiet), tty_(o.progress && ::isatty(2)) {}
-
-  __attribute__((format(printf, 2, 3))) void line(const char *format, ...) {
-    if (quiet_)
-      return;
-    va_list args;
-    va_start(args, format);
-    std::vprintf(format, args);
-    va_end(args);
-  }
-  void clearProgress() {
-    if (tty_)
-      std::fprintf(stderr, "\r\033[K");
-  }
-  Clock::time_point loadStart = Clock::now();
-
-  void warning(const std::string &message) override {
-    std::fprintf(stderr, "rn-run: warning: %s\n", message.c_str());
-  }
-  void nothingLeft(const FitPlan &plan) override {
-    line("resumed from %s after epoch %lld of %lld: nothing left to train\n", o_.resume.c_str(),
-         (long long)plan.firstEpoch, o_.epochs);
-  }
-  void planned(const FitPlan &plan) override {
-    plan_ = plan;
-    if (o_.group.distributed())
-      line("data-parallel: %s, batch %lld per rank, global batch %lld\n",
-           o_.group.describe().c_str(), (long long)plan.batch, (long long)plan.globalBatch);
-    line("model %s: batch %lld, %lld classes; train %lld examples (%lld steps/epoch), test %lld "
-         "examples; %lld epochs, lr %g, warmup %g epochs, cosine decay\n",
-         plan.model.c_str(), (long long)plan.batch, (long long)plan.classes,
-         (long long)plan.trainExamples, (long long)plan.stepsPerEpoch,
-         (long long)plan.testExamples, o_.epochs, o_.lr, o_.warmupEpochs);
-    line("data loaded in %.2f s\n", secondsSince(loadStart));
-    if (plan.firstEpoch > 0)
-      line("resumed from %s after epoch %lld\n", o_.resume.c_str(), (long long)plan.firstEpoch);
-    std::fflush(stdout);
-    runStart_ = Clock::now();
-  }
-  void epochStarted(int64_t) override { lastProgress_ = Clock::now(); }
-  void progress(const EpochProgress &p) override {
-    auto now = Clock::now();
-    if (!o_.progress || (std::chrono::duration<double>(now - lastProgress_).count() < 1.0 &&
-                         !(tty_ && p.stepsDone == p.stepsPerEpoch)))
-      return;
-    lastProgress_ = now;
-    double rate = double((p.epoch - plan_.firstEpoch) * p.stepsPerEpoch + p.stepsDone) /
-                  secondsSince(runStart_);
-    int64_t left = (o_.epochs - p.epoch - 1) * p.stepsPerEpoch + (p.stepsPerEpoch - p.stepsDone);
-    std::fprintf(stderr,
-                 "%sepoch %lld/%lld step %lld/%lld loss %.4f lr %.4g %.2f batches/s %.0f "
-                 "images/s ETA %s%s",
-                 tty_ ? "\r\033[K" : "", (long long)p.epoch + 1, o_.epochs,
-                 (long long)p.stepsDone, (long long)p.stepsPerEpoch,
-                 p.lossSum / double(p.stepsDone), p.lr, rate, rate * double(plan_.globalBatch),
-                 formatDuration(double(left) / rate).c_str(), tty_ ? "" : "\n");
-    std::fflush(stderr);
-  }
-  void trained(const EpochReport &r) override {
-    clearProgress();
-    line("epoch %lld/%lld train loss %.6f (%lld steps, lr %.6g at the last step)\n",
-         (long long)r.epoch + 1, o_.epochs, r.trainLoss, (long long)r.steps, r.lastLr);
-    std::fflush(stdout);
-  }
-  void evaluated(const EpochReport &r) override {
-    const long long e = r.epoch + 1, n = r.test.evaluated;
-    const double accuracy = n ? 100.0 * double(r.test.correct) / double(n) : 0;
-    if (n == r.testExamples)
-      line("epoch %lld/%lld test loss %.6f accuracy %.2f%% (%lld examples)\n", e, o_.epochs,
-           r.test.loss, accuracy, n);
-    else if (n > 0)
-      line("epoch %lld/%lld test loss %.6f accuracy %.2f%% (%lld of %lld examples: the program "
-           "returns no logits, so the last incomplete batch is skipped)\n",
-           e, o_.epochs, r.test.loss, accuracy, n, (long long)r.testExamples);
-    else
-      line("epoch %lld/%lld test: not evaluated (%lld examples, fewer than a batch, and the "
-           "program returns no logits)\n",
-           e, o_.epochs, (long long)r.testExamples);
-    line("epoch %lld/%lld time %.2f s train (%.2f batches/s, %.0f images/s), %.2f s test\n", e,
-         o_.epochs, r.trainSeconds, double(r.steps) / r.trainSeconds,
-         double(r.steps * plan_.globalBatch) / r.trainSeconds, r.testSeconds);
-    std::fflush(stdout);
-  }
-  void checkpointed(int64_t epoch, const std::string &path) override {
-    line("epoch %lld/%lld checkpoint %s\n", (long long)epoch + 1, o_.epochs, path.c_str());
-    std::fflush(stdout);
-  }
-  void stopped(int64_t epoch) override {
-    line("stopped after epoch %lld (--stop-after-epoch)\n", (long long)epoch + 1);
-  }
-  void finished(int64_t epochs, double seconds) override {
-    line("done: %lld epochs in %.2f s\n", (long long)epochs, seconds);
-  }
-
-private:
-  const Options &o_;
-  const bool quiet_, tty_;
-  FitPlan plan_;
-  Clock::time_point runStart_ = Clock::now(), lastProgress_ = Clock::now();
-};
-
-int runData(const Options &o, Trainer &trainer, Report &report) {
+int runData(const Options &o, Trainer &trainer, FitPrinter &report) {
   // The checkpoint's folder is checked before any work.
   if (!o.checkpoint.empty())
     if (rn::Status s = checkWritable(o.checkpoint); !s)
       return fail(s.error().message());
-  report.loadStart = Clock::now();
+  report.setLoadStart(Clock::now());
   rn::Result<IdxSources> sources = loadIdxSources(o.data, o.limitTrain, o.limitTest);
   if (!sources)
     return fail(sources.error().message());
-  FitConfig config;
-  config.epochs = o.epochs;
-  config.lr = o.lr;
-  config.warmupEpochs = o.warmupEpochs;
-  config.seed = o.seed;
-  config.checkpoint = o.checkpoint;
-  config.resume = o.resume;
-  config.stopAfterEpoch = o.stopAfterEpoch;
-  config.artifactPath = o.path;
+  const FitConfig config{o.epochs,     o.lr,     o.warmupEpochs,   o.seed,
+                         o.checkpoint, o.resume, o.stopAfterEpoch, o.path};
   if (rn::Status st = fit(trainer, *sources->train, *sources->test, config, report); !st) {
     report.clearProgress();
     return fail(st.error().message());
@@ -286,7 +162,7 @@ int runData(const Options &o, Trainer &trainer, Report &report) {
   return 0;
 }
 
-int runSynthetic(const Options &o, Trainer &trainer, Report &report) {
+int runSynthetic(const Options &o, Trainer &trainer, FitPrinter &report) {
   report.line("model %s: batch %lld, %lld features, %lld classes, %lld steps, lr %g%s\n",
               trainer.program().model.c_str(), (long long)trainer.batch(),
               (long long)trainer.imageSize(), (long long)trainer.classes(), o.steps, o.lr,
@@ -336,7 +212,10 @@ int runRank(Options o, std::shared_ptr<const rn::Artifact> artifact, const std::
   // with one rank: that one rank then averages through NCCL too.
   config.dataParallel = shared || std::getenv("WORLD_SIZE") != nullptr;
   o.progress = o.progress && (!config.dataParallel || o.group.rank == 0); // rank 0 reports
-  Report report(o, shared && o.group.rank != 0);
+  FitPrinter::Options printing;
+  printing.quiet = shared && o.group.rank != 0; // one report per process
+  printing.progress = o.progress;
+  FitPrinter report(printing);
   config.artifactPath = o.path;
   config.executor.kind = kind;
   config.executor.seed = o.seed;
@@ -554,6 +433,12 @@ int main(int argc, char **argv) {
     usage(stderr);
     return fail("no artifact given");
   }
+  // The file first: a model given instead of its artifact is the likelier
+  // mistake than a missing flag, and its message says what to do.
+  auto loadStart = Clock::now();
+  rn::Result<std::shared_ptr<const rn::Artifact>> artifact = loadArtifactFile(o.path);
+  if (!artifact)
+    return fail(artifact.error().message());
   o.synthetic = o.synthetic || o.benchmark;
   if (o.synthetic && !o.data.empty())
     return fail("--synthetic and --data exclude each other");
@@ -567,10 +452,6 @@ int main(int argc, char **argv) {
     return fail("--perturb-state and --resume exclude each other (the checkpoint's state "
                 "replaces the perturbed one)");
 
-  auto loadStart = Clock::now();
-  rn::Result<std::shared_ptr<const rn::Artifact>> artifact = loadArtifactFile(o.path);
-  if (!artifact)
-    return fail(artifact.error().message());
   // --executor auto: the GPU when a driver and device answer, else the CPU.
   const std::string kind = resolveExecutorKind(o.executor);
   if (kind != "cpu") {
