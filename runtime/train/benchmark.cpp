@@ -3,7 +3,6 @@
 #include "runtime/train/benchmark.h"
 
 #include "runtime/train/executor_factory.h"
-#include "runtime/train/status_try.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -20,7 +19,7 @@ double secondsSince(std::chrono::steady_clock::time_point since) {
 
 Result<BenchmarkResult> benchmark(Trainer &trainer, const BenchmarkConfig &config) {
   Executor &ex = trainer.executor();
-  RN_TRY(trainer.drain());
+  RN_RETURN_IF_ERROR(trainer.drain());
   std::mt19937_64 rng(config.seed + 1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t batch = trainer.batch();

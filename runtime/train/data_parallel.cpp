@@ -3,7 +3,6 @@
 #include "runtime/train/data_parallel.h"
 
 #include "runtime/cpu/replica_group.h"
-#include "runtime/train/status_try.h"
 #if RN_HAVE_CUDA
 #include "runtime/cuda/communicator.h"
 #include "runtime/cuda/device_executor.h"
@@ -65,7 +64,7 @@ Result<std::unique_ptr<RankGroup>> RankGroup::connectGpu(ProcessGroup group,
   Result<uint64_t> digest = startupDigest(artifactPath, seed);
   if (!digest)
     return digest.error();
-  RN_TRY(ranks->communicator_->checkSameOnEveryRank(
+  RN_RETURN_IF_ERROR(ranks->communicator_->checkSameOnEveryRank(
       *digest, "artifact digest (its bytes and --seed)"));
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -104,8 +103,8 @@ Status RankGroup::averageBuffers(Executor &executor) {
       Result<std::vector<float>> values = executor.readState(e.name);
       if (!values)
         return values.error();
-      RN_TRY(replicas_->allReduceMean(group_.rank, {{values->data(), values->size()}}));
-      RN_TRY(executor.writeState(e.name, *values));
+      RN_RETURN_IF_ERROR(replicas_->allReduceMean(group_.rank, {{values->data(), values->size()}}));
+      RN_RETURN_IF_ERROR(executor.writeState(e.name, *values));
     }
     return Status::success();
   }

@@ -5,7 +5,6 @@
 #include "runtime/core/process_group.h"
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/train/data_parallel.h"
-#include "runtime/train/status_try.h"
 #if RN_HAVE_CUDA
 #include "runtime/cuda/device_context.h"
 #include "runtime/cuda/eager_executor.h"
@@ -168,7 +167,7 @@ Result<std::unique_ptr<GpuTrace>> GpuTrace::create(const Program &program) {
 
 Status GpuTrace::start() {
 #if RN_HAVE_CUDA
-  RN_TRY(impl_->timeline->start());
+  RN_RETURN_IF_ERROR(impl_->timeline->start());
   recording_ = true;
   return Status::success();
 #else

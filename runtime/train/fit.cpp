@@ -4,7 +4,6 @@
 
 #include "runtime/core/safetensors.h"
 #include "runtime/train/checkpoint.h"
-#include "runtime/train/status_try.h"
 
 #include <algorithm>
 #include <chrono>
@@ -36,7 +35,7 @@ Status checkSources(const Trainer &trainer, const DataSource &train, const DataS
                  " differ from the training images " + shapeString(train.imageShape()));
   if (Status st = trainer.checkEvalInput(); !st)
     return st.error().withContext(artifactPath);
-  RN_TRY(checkLabels(train, trainer.classes()));
+  RN_RETURN_IF_ERROR(checkLabels(train, trainer.classes()));
   return checkLabels(test, trainer.classes());
 }
 
@@ -57,7 +56,7 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
   if (steps < 1)
     return Error("the training set has " + std::to_string(train.count()) +
                  " examples, fewer than one batch of " + std::to_string(globalBatch));
-  RN_TRY(trainer.setNextStep(epoch * steps + 1));
+  RN_RETURN_IF_ERROR(trainer.setNextStep(epoch * steps + 1));
   const std::vector<int64_t> order = shuffledOrder(train.count(), seed, epoch);
 
   // A window of steps prepared by the loader thread: each batch normalized
@@ -137,7 +136,7 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
 
 Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
            const FitConfig &config, FitObserver &observer) {
-  RN_TRY(checkSources(trainer, train, test, config.artifactPath));
+  RN_RETURN_IF_ERROR(checkSources(trainer, train, test, config.artifactPath));
   const ProcessGroup &group = trainer.group();
   FitPlan plan;
   plan.model = trainer.program().model;
@@ -169,7 +168,7 @@ Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
       observer.warning(warning);
     if (!epoch)
       return epoch.error();
-    RN_TRY(restoreCheckpoint(trainer, *checkpoint));
+    RN_RETURN_IF_ERROR(restoreCheckpoint(trainer, *checkpoint));
     plan.firstEpoch = *epoch;
     plan.resumedFrom = config.resume;
     if (plan.firstEpoch >= config.epochs) {

@@ -4,7 +4,6 @@
 
 #include "runtime/train/artifact_file.h"
 #include "runtime/train/state_digest.h"
-#include "runtime/train/status_try.h"
 
 namespace rn::train {
 
@@ -20,7 +19,7 @@ Result<std::unique_ptr<Session>> Session::open(std::shared_ptr<const Artifact> a
   const bool cpu = config.executor.kind == "cpu";
   cpu::ReplicaGroup *replicas = config.shared ? config.shared->replicas() : nullptr;
   if (config.dataParallel)
-    RN_TRY(checkDataParallelRun(program, config.artifactPath, config.group, cpu,
+    RN_RETURN_IF_ERROR(checkDataParallelRun(program, config.artifactPath, config.group, cpu,
                                             replicas != nullptr));
   if (events.started)
     events.started();
@@ -57,7 +56,7 @@ Result<std::unique_ptr<Session>> Session::open(std::shared_ptr<const Artifact> a
   s->executor_ = std::move(*executor);
   if (events.loaded)
     events.loaded(loadSummary(*s->executor_));
-  RN_TRY(s->executor_->initialize());
+  RN_RETURN_IF_ERROR(s->executor_->initialize());
   if (config.perturbEps > 0) {
     if (Status st = perturbParameters(*s->executor_, config.perturbEps, config.perturbSeed); !st)
       return st.error().withContext("perturbing the parameters");
@@ -77,7 +76,7 @@ Result<std::unique_ptr<Session>> Session::open(std::shared_ptr<const Artifact> a
 }
 
 Result<std::shared_ptr<const Artifact>> loadArtifactFile(const std::string &path) {
-  RN_TRY(checkArtifactFile(path));
+  RN_RETURN_IF_ERROR(checkArtifactFile(path));
   Result<Artifact> artifact = loadArtifact(path);
   if (!artifact)
     return artifact.error();

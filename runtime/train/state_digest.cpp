@@ -2,7 +2,6 @@
 
 #include "runtime/train/state_digest.h"
 
-#include "runtime/train/status_try.h"
 
 #include <cmath>
 #include <cstdio>
@@ -69,7 +68,7 @@ Status perturbParameters(Executor &executor, double eps, uint64_t seed) {
       return v.error();
     for (float &x : *v)
       x = float(double(x) * (1.0 + eps * uniform(rng)));
-    RN_TRY(executor.writeState(e.name, *v));
+    RN_RETURN_IF_ERROR(executor.writeState(e.name, *v));
   }
   return Status::success();
 }

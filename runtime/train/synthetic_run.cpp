@@ -4,7 +4,6 @@
 
 #include "runtime/train/data_source.h"
 #include "runtime/train/state_digest.h"
-#include "runtime/train/status_try.h"
 
 #include <algorithm>
 #include <chrono>
@@ -38,7 +37,7 @@ Result<SyntheticRunResult> trainSynthetic(Trainer &trainer, const SyntheticRunCo
       HostBatch &b = batches[size_t(i)];
       b.images.resize(size_t(batch * trainer.imageSize()));
       b.labels.resize(size_t(batch));
-      RN_TRY(data->fillBatch(indices.data(), batch, b.images.data(), b.labels.data()));
+      RN_RETURN_IF_ERROR(data->fillBatch(indices.data(), batch, b.images.data(), b.labels.data()));
     }
     Status st = trainer.runSteps(batches, std::vector<float>(size_t(count), float(config.lr)));
     std::vector<double> losses;

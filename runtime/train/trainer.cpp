@@ -5,7 +5,6 @@
 #include "runtime/core/safetensors.h"
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/train/data_parallel.h"
-#include "runtime/train/status_try.h"
 
 #include <algorithm>
 #include <climits>
@@ -106,7 +105,7 @@ Result<int64_t> Trainer::step(Batch batch, float lr) {
                                           size_t(this->batch() * imageSize_), batch.labels, lr,
                                           int32_t(number)));
   if (int64_t(queued_.size()) >= options_.window)
-    RN_TRY(flush());
+    RN_RETURN_IF_ERROR(flush());
   return number;
 }
 
@@ -138,7 +137,7 @@ void Trainer::collect(std::vector<StepOutputs> &finished) {
 }
 
 Status Trainer::flush() {
-  RN_TRY(submitQueued());
+  RN_RETURN_IF_ERROR(submitQueued());
   ScopedSpan span(options_.spans, "poll");
   std::vector<StepOutputs> finished;
   Status st = executor_.poll(finished);
@@ -147,7 +146,7 @@ Status Trainer::flush() {
 }
 
 Status Trainer::drain() {
-  RN_TRY(submitQueued());
+  RN_RETURN_IF_ERROR(submitQueued());
   ScopedSpan span(options_.spans, "drain");
   std::vector<StepOutputs> finished;
   Status st = executor_.drain(finished);
@@ -174,7 +173,7 @@ Status Trainer::runSteps(const std::vector<HostBatch> &batches, const std::vecto
     return Error("the step number exceeds the program's 32-bit step input");
   ScopedSpan span(options_.spans, "train steps " + stepRange(first, last));
   std::vector<TrainOutputs> outputs;
-  RN_TRY(executor_.trainSteps(batches, lrs, int32_t(first), outputs));
+  RN_RETURN_IF_ERROR(executor_.trainSteps(batches, lrs, int32_t(first), outputs));
   for (const TrainOutputs &out : outputs)
     losses_.push_back({nextFinished_++, out.loss});
   nextStep_ = nextFinished_;
@@ -196,8 +195,8 @@ Status Trainer::checkEvalInput() const {
 }
 
 Result<Evaluation> Trainer::evaluate(const DataSource &test) {
-  RN_TRY(drain());
-  RN_TRY(checkEvalInput());
+  RN_RETURN_IF_ERROR(drain());
+  RN_RETURN_IF_ERROR(checkEvalInput());
   if (test.imageSize() != imageSize_)
     return Error(test.name() + ": images of " + std::to_string(test.imageSize()) +
                  " values, the model takes " + std::to_string(imageSize_));
@@ -216,7 +215,7 @@ Result<Evaluation> Trainer::evaluate(const DataSource &test) {
     int64_t rows = std::min(n, test.count() - first);
     for (int64_t i = 0; i < n; ++i)
       indices[size_t(i)] = i < rows ? first + i : (i - rows) % test.count();
-    RN_TRY(test.fillBatch(indices.data(), n, hb.images.data(), hb.labels.data()));
+    RN_RETURN_IF_ERROR(test.fillBatch(indices.data(), n, hb.images.data(), hb.labels.data()));
     EvalOutputs out;
     if (Status st = executor_.evalStep(hb, out); !st)
       return Error("evaluation batch " + std::to_string(first / n + 1) + ": " +
@@ -253,8 +252,8 @@ Result<Evaluation> Trainer::evaluate(const DataSource &test) {
 }
 
 Result<std::vector<float>> Trainer::predict(const float *images, int64_t count) {
-  RN_TRY(drain());
-  RN_TRY(checkEvalInput());
+  RN_RETURN_IF_ERROR(drain());
+  RN_RETURN_IF_ERROR(checkEvalInput());
   const int64_t n = batch();
   std::vector<float> logits;
   logits.reserve(size_t(count * classes_));
@@ -293,17 +292,17 @@ std::vector<StateInfo> Trainer::state(std::string_view role) const {
 }
 
 Result<std::vector<float>> Trainer::readState(std::string_view name) {
-  RN_TRY(drain());
+  RN_RETURN_IF_ERROR(drain());
   return executor_.readState(name);
 }
 
 Status Trainer::writeState(std::string_view name, const std::vector<float> &values) {
-  RN_TRY(drain());
+  RN_RETURN_IF_ERROR(drain());
   return executor_.writeState(name, values);
 }
 
 Result<NamedValues> Trainer::stateDict(std::string_view role) {
-  RN_TRY(drain());
+  RN_RETURN_IF_ERROR(drain());
   NamedValues dict;
   for (const StateEntry &e : program().state) {
     if (!role.empty() && e.role != role)
@@ -317,7 +316,7 @@ Result<NamedValues> Trainer::stateDict(std::string_view role) {
 }
 
 Status Trainer::loadStateDict(const NamedValues &values) {
-  RN_TRY(drain());
+  RN_RETURN_IF_ERROR(drain());
   for (const auto &[name, data] : values) {
     const StateEntry *entry = nullptr;
     for (const StateEntry &e : program().state)
