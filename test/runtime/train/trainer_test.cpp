@@ -84,8 +84,9 @@ std::vector<float> trainLosses(Trainer &t, const Batches &b) {
   for (size_t s = 0; s < b.images.size(); ++s) {
     Result<int64_t> step = t.step(b.images[s].data(), b.labels[s].data(), 0.05f);
     EXPECT_TRUE(step.ok()) << (step.ok() ? "" : step.error().message());
-    if (step.ok())
+    if (step.ok()) {
       EXPECT_EQ(*step, first + int64_t(s));
+    }
   }
   EXPECT_TRUE(t.drain().ok());
   std::vector<float> losses;
