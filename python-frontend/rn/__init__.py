@@ -1,12 +1,17 @@
-"""RN: a frontend that describes neural networks in Python and emits the `rn` MLIR dialect.
+"""RN: describe neural networks in Python, compile them with RN, and train them from Python.
 
 >>> import rn
 >>> from rn import nn
 >>> model = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
 >>> text = rn.emit_model(model, batch=2, input_shape=(1, 28, 28), num_classes=10)
+
+``rn.compile`` writes a training artifact and ``rn.Trainer`` trains one
+(docs/python.md). The package imports without the native extension (the
+Trainer's engine); only ``rn.Trainer`` needs it, and says how to build it.
 """
 
-from . import nn
+from . import data, nn
+from .compiler import CompileError, compile, find_rn_compile
 from .emitter import (
     DTYPES,
     Init,
@@ -32,6 +37,15 @@ from .emitter import (
     tanh,
     trace_model,
 )
+from .trainer import (
+    IncompatibleKeys,
+    InputBuffer,
+    NativeUnavailable,
+    StepHandle,
+    Trainer,
+    TrainerError,
+    cosine_lr,
+)
 from .training import (
     LOSS_SCALINGS,
     OPTIMIZERS,
@@ -44,7 +58,14 @@ from .training import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CompileError",
     "DTYPES",
+    "IncompatibleKeys",
+    "InputBuffer",
+    "NativeUnavailable",
+    "StepHandle",
+    "Trainer",
+    "TrainerError",
     "LOSS_SCALINGS",
     "OPTIMIZERS",
     "PRECISIONS",
@@ -61,9 +82,13 @@ __all__ = [
     "avg_pool2d",
     "batch_norm",
     "build_training",
+    "compile",
     "conv2d",
+    "cosine_lr",
+    "data",
     "dropout",
     "emit_model",
+    "find_rn_compile",
     "find_rn_opt",
     "flatten",
     "global_avg_pool",

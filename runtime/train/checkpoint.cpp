@@ -106,6 +106,23 @@ Result<int64_t> resumableEpoch(const Checkpoint &checkpoint, const std::string &
   if (checkpoint.meta("model") != model)
     return Error(path + ": a checkpoint of model '" + checkpoint.meta("model") +
                  "', the artifact is '" + model + "'");
+  // rn.Trainer.save (Python) writes no epoch when it is not told the steps
+  // per epoch, and a step past the epoch's end when it saves mid-epoch: a
+  // run resumes from those in Python only, where the caller knows where its
+  // data stood.
+  const std::string step = checkpoint.meta("step"), epochs = checkpoint.meta("epoch"),
+                    perEpoch = checkpoint.meta("steps_per_epoch");
+  if (epochs.empty() || perEpoch.empty())
+    return Error(path + ": saved at step " + step +
+                 " without an epoch (rn.Trainer.save without steps_per_epoch); rn-run "
+                 "--resume continues only from the end of an epoch");
+  if (!step.empty() &&
+      step != std::to_string(std::strtoll(epochs.c_str(), nullptr, 10) *
+                             std::strtoll(perEpoch.c_str(), nullptr, 10)))
+    return Error(path + ": saved mid-epoch, at step " + step + " (" + epochs + " epochs of " +
+                 perEpoch + " steps and part of the next); rn-run --resume continues only " +
+                 "from the end of an epoch: save at an epoch boundary, or continue in Python " +
+                 "with rn.Trainer.load");
   if (checkpoint.meta("steps_per_epoch") != std::to_string(stepsPerEpoch) ||
       checkpoint.meta("batch") != std::to_string(batch))
     return Error(path + ": saved with batch " + checkpoint.meta("batch") + " and " +

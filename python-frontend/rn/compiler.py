@@ -1,0 +1,140 @@
+"""``rn.compile``: a model to a training artifact, through ``rn-compile``.
+
+>>> import rn
+>>> from rn import nn
+>>> model = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+>>> artifact = rn.compile(model, "m.rnx", batch=64, input_shape=(1, 28, 28),
+...                       num_classes=10, pipeline="optimizer=sgd nesterov=true")
+... # doctest: +SKIP
+
+The pipeline string is rn-compile's ``--pipeline`` (``rn-compile
+--pipeline-help`` lists every option); the artifact is what ``rn-run`` and
+:class:`rn.Trainer` load. The compiler needs MLIR, so this runs where the
+compiler is built, not on the GPU machine: compile there, carry the artifact.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .emitter import emit_model
+from .nn import Module
+
+__all__ = ["CompileError", "compile", "find_rn_compile"]
+
+
+class CompileError(RuntimeError):
+    """rn-compile rejected the model or the pipeline; the message holds its diagnostics."""
+
+
+def find_rn_compile() -> str | None:
+    """Locate rn-compile: env ``RN_COMPILE``, else ``<repo>/build/bin/rn-compile``, else ``PATH``."""
+    env = os.environ.get("RN_COMPILE")
+    if env:
+        return shutil.which(env)
+    built = Path(__file__).resolve().parents[2] / "build" / "bin" / "rn-compile"
+    if built.is_file() and os.access(built, os.X_OK):
+        return str(built)
+    return shutil.which("rn-compile")
+
+
+def _looks_like_mlir(text: str) -> bool:
+    head = text.lstrip()
+    return head.startswith(("module", "func.func", "rn.", '"builtin.module"', "//"))
+
+
+def compile(  # noqa: A001 - the API's name, as torch.compile
+    model: Module | str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    batch: int | None = None,
+    input_shape: tuple[int, int, int] | None = None,
+    num_classes: int | None = None,
+    pipeline: str = "",
+    weights: bool = True,
+    seed: int | None = None,
+    name: str = "model",
+    rn_compile: str | None = None,
+) -> Path:
+    """Compile ``model`` into the training artifact ``output`` and return its path.
+
+    ``model`` is an :class:`rn.nn.Module` (then ``batch``, ``input_shape`` as
+    (C, H, W) and ``num_classes`` are required, as for :func:`rn.emit_model`),
+    MLIR text of a model, or the path of a ``.mlir`` file (then those three
+    must be left out: the model fixes them). ``pipeline`` is rn-compile's
+    ``--pipeline`` string, e.g. ``"precision=f16 loss-scaling=dynamic
+    optimizer=sgd nesterov=true"``. ``weights=False`` writes the program alone
+    (``--no-weights``): the runtime samples the parameters from their
+    initializers at load, to the same bits. ``seed`` seeds that initialization.
+
+    Raises ``ValueError`` for arguments that do not fit the model's kind,
+    ``FileNotFoundError`` when rn-compile or the ``.mlir`` file is missing, and
+    :class:`CompileError` with rn-compile's diagnostics when it fails.
+    """
+    shape_args = {"batch": batch, "input_shape": input_shape, "num_classes": num_classes}
+    if isinstance(model, Module):
+        missing = [k for k, v in shape_args.items() if v is None]
+        if missing:
+            raise ValueError(
+                f"compiling an rn.nn.Module needs {', '.join(missing)} "
+                "(batch, input_shape=(C, H, W), num_classes)"
+            )
+        assert batch is not None and input_shape is not None and num_classes is not None
+        text = emit_model(
+            model, batch=batch, input_shape=input_shape, num_classes=num_classes, name=name
+        )
+        path = None
+    elif isinstance(model, str) and _looks_like_mlir(model):
+        text = model
+        path = None
+    elif isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"no model file {str(path)!r} (give a .mlir path, MLIR text or an rn.nn.Module)"
+            )
+        text = None
+    else:
+        raise ValueError(
+            f"model must be an rn.nn.Module, MLIR text or a .mlir path, got {type(model).__name__}"
+        )
+    if not isinstance(model, Module):
+        given = [k for k, v in shape_args.items() if v is not None]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} apply to an rn.nn.Module only; MLIR text fixes them"
+            )
+    tool = rn_compile if rn_compile is not None else find_rn_compile()
+    if tool is None:
+        raise FileNotFoundError(
+            "rn-compile not found: set RN_COMPILE, build it into build/bin/rn-compile, or put it "
+            "on PATH (the compiler needs MLIR; on a machine without it, compile elsewhere and "
+            "carry the artifact)"
+        )
+    out = Path(output)
+    with tempfile.TemporaryDirectory(prefix="rn-compile-") as tmp:
+        # A file given is compiled where it is, so diagnostics name it.
+        source = path if path is not None else Path(tmp) / f"{name}.mlir"
+        if text is not None:
+            source.write_text(text)
+        argv = [tool, str(source), "-o", str(out), "--quiet"]
+        if pipeline:
+            argv += ["--pipeline", pipeline]
+        if not weights:
+            argv.append("--no-weights")
+        if seed is not None:
+            argv += ["--seed", str(seed)]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"rn-compile not found at {tool!r}") from e
+    if proc.returncode != 0:
+        raise CompileError(
+            f"rn-compile failed (exit {proc.returncode}) compiling to {out}:\n"
+            f"{(proc.stderr or proc.stdout).strip()}"
+        )
+    return out

@@ -1,0 +1,738 @@
+"""``rn.Trainer``: train a compiled artifact from a Python loop.
+
+>>> import numpy as np, rn
+>>> trainer = rn.Trainer("mlp.rnx", executor="cpu", seed=0)  # doctest: +SKIP
+>>> images = np.zeros((trainer.batch_size, 1, 28, 28), np.float32)  # NCHW, or NHWC
+>>> labels = np.zeros(trainer.batch_size, np.int64)
+>>> h = trainer.step(images, labels, lr=0.1)   # queued; returns at once
+>>> h.loss()                                    # waits for this step
+>>> trainer.losses()                            # waits for every step
+
+The trainer is runtime/train's ``Trainer`` (the engine of ``rn-run``) over
+one executor: ``cpu`` (the reference), ``cuda-eager`` or ``cuda-graph``
+(``auto``: cuda-graph where a GPU answers). Steps stream: ``step()`` copies
+the batch into one of the trainer's (page-locked) input blocks, queues it
+and returns; every ``window`` queued steps are submitted together while the
+device runs the previous ones. The newest submitted step is held until its
+successor arrives (its schedule prefetches the next batch), so waiting for
+the newest step's loss drains the pipeline.
+
+Every argument is checked before anything is submitted: a wrong dtype,
+shape, batch size, device or layout raises ``ValueError`` naming what was
+expected and what came. A failure of the runtime (CUDA, cuDNN, a dead
+data-parallel rank) raises :class:`TrainerError` with the runtime's message;
+the trainer then refuses further work with that message.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import weakref
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ._native_loader import NativeUnavailable, native
+
+__all__ = [
+    "IncompatibleKeys",
+    "InputBuffer",
+    "NativeUnavailable",
+    "StepHandle",
+    "Trainer",
+    "TrainerError",
+    "cosine_lr",
+]
+
+DEFAULT_ROLES: tuple[str, ...] = ("parameter", "buffer")
+"""The roles ``state_dict()`` returns by default: what a model is (as PyTorch's state_dict)."""
+
+
+class TrainerError(RuntimeError):
+    """A failure of the runtime (the class rn._native raises is this one's subclass)."""
+
+
+def _np() -> Any:
+    try:
+        import numpy
+    except ImportError as e:  # pragma: no cover - the set-up installs numpy
+        raise NativeUnavailable("rn.Trainer needs numpy (pip install numpy)") from e
+    return numpy
+
+
+def _native_module() -> Any:
+    module = native()
+    module.set_error_type(TrainerError)
+    return module
+
+
+def cosine_lr(step: int, *, peak: float, total_steps: int, warmup_steps: int = 0) -> float:
+    """rn-run's learning rate for 0-based step ``step``: linear warmup, then cosine to 0.
+
+    The same arithmetic as ``runtime/train/lr_schedule.h`` (``WarmupCosineLr``),
+    so a Python loop gets rn-run's rates to the bit: warmup steps
+    ``peak * (step + 1) / warmup_steps``, then
+    ``peak * 0.5 * (1 + cos(pi * (step - warmup_steps) / (total_steps - warmup_steps)))``.
+    rn-run's ``--warmup-epochs W`` is ``warmup_steps=round(W * steps_per_epoch)``.
+
+    >>> cosine_lr(0, peak=0.1, total_steps=100)
+    0.1
+    >>> round(cosine_lr(50, peak=0.1, total_steps=100), 6)
+    0.05
+    """
+    if step < warmup_steps:
+        return peak * float(step + 1) / float(warmup_steps)
+    decay = total_steps - warmup_steps
+    if decay <= 0:
+        return peak
+    return peak * 0.5 * (1 + math.cos(math.pi * float(step - warmup_steps) / float(decay)))
+
+
+class IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict(strict=False)`` did not match (as PyTorch's)."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class StepHandle:
+    """A queued training step: its number and, once it finished, its loss."""
+
+    __slots__ = ("__weakref__", "_loss", "_trainer", "step")
+
+    def __init__(self, trainer: Trainer, step: int) -> None:
+        self._trainer = trainer
+        self.step = step
+        """The step number (the program's ``step`` input, 1-based over the run)."""
+        self._loss: float | None = None
+
+    def done(self) -> bool:
+        """Whether the loss is collected (submits queued steps and polls; never blocks)."""
+        if self._loss is None:
+            self._trainer._poll()
+        return self._loss is not None
+
+    def loss(self) -> float:
+        """This step's loss, waiting for it (draining when it is the newest step)."""
+        if self._loss is None:
+            self._trainer._wait_for(self)
+        assert self._loss is not None
+        return self._loss
+
+    def __repr__(self) -> str:
+        state = f"loss={self._loss:.6g}" if self._loss is not None else "pending"
+        return f"StepHandle(step={self.step}, {state})"
+
+
+class InputBuffer:
+    """One of the trainer's page-locked input blocks, to fill with a batch and pass to ``step()``.
+
+    ``images`` is a writable float32 numpy view of shape ``[N, H, W, C]``
+    (NHWC, the artifact's layout). Filling it and passing the buffer to
+    ``step()`` saves the host copy of the batch. A buffer goes to one step:
+    ``step()`` makes ``images`` read-only, and the block returns to the trainer
+    once the step finished and the buffer and its views are gone.
+    """
+
+    __slots__ = ("_block", "images")
+
+    def __init__(self, block: Any) -> None:
+        self._block = block
+        self.images = block.array
+
+    @property
+    def consumed(self) -> bool:
+        """Whether the buffer was given to a step."""
+        return bool(self._block.consumed)
+
+
+def _describe(x: object) -> str:
+    kind = type(x)
+    name = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__name__
+    shape = getattr(x, "shape", None)
+    dtype = getattr(x, "dtype", None)
+    extra = ""
+    if shape is not None:
+        extra += f" of shape {tuple(shape)}"
+    if dtype is not None:
+        extra += f" and dtype {dtype}"
+    return name + extra
+
+
+def _is_torch_tensor(x: object) -> bool:
+    kind = type(x)
+    return kind.__module__.startswith("torch") and hasattr(x, "is_cuda")
+
+
+class Trainer:
+    """Trains a compiled artifact (``rn.compile``'s output, or ``rn-compile``'s) step by step.
+
+    ``executor``: ``"auto"`` (cuda-graph where a GPU answers, else cpu),
+    ``"cpu"``, ``"cuda-eager"`` or ``"cuda-graph"``. ``seed``: the run's seed
+    (dropout masks; recorded in checkpoints as rn-run's shuffling seed).
+    ``deterministic``: deterministic convolution plans and GEMMs (GPU).
+    ``allow_tf32``: TF32 for f32 convolutions and products (GPU).
+    ``plan_cache``: where convolution autotuning results are kept (a file;
+    ``"none"``: nowhere; default: rn-run's ``~/.cache/rn/conv-plans.json``).
+    ``window``: steps queued before they are submitted together.
+    ``interleave``: the cpu executor's randomized stream interleaving with
+    hazard checks (slow; a diagnostic).
+
+    Under torchrun's variables (``WORLD_SIZE`` set) the trainer is one rank of a
+    data-parallel run, as ``rn-run`` is: the artifact must be compiled with
+    ``data-parallel=true``, ``batch_size`` is this rank's batch, and each rank
+    feeds its own shard.
+    """
+
+    def __init__(
+        self,
+        artifact: str | os.PathLike[str],
+        executor: str = "auto",
+        seed: int = 0,
+        *,
+        deterministic: bool = False,
+        allow_tf32: bool = False,
+        plan_cache: str | None = None,
+        window: int = 8,
+        interleave: bool = False,
+    ) -> None:
+        _np()
+        mod = _native_module()
+        path = Path(artifact)
+        if not path.is_file():
+            raise FileNotFoundError(f"no artifact {str(path)!r} (rn.compile writes one)")
+        if executor not in ("auto", "cpu", "cuda-eager", "cuda-graph"):
+            raise ValueError(
+                f"executor must be 'auto', 'cpu', 'cuda-eager' or 'cuda-graph', got {executor!r}"
+            )
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+            raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
+        if not isinstance(window, int) or window < 1:
+            raise ValueError(f"window must be a positive int, got {window!r}")
+        self._native = mod.NativeTrainer(
+            str(path),
+            executor,
+            seed,
+            deterministic,
+            allow_tf32,
+            plan_cache or "",
+            window,
+            interleave,
+        )
+        self.artifact = path
+        shape = tuple(self._native.image_shape)  # NHWC
+        self._nhwc: tuple[int, ...] = shape
+        self._handles: weakref.WeakValueDictionary[int, StepHandle] = weakref.WeakValueDictionary()
+        self._unreported: list[float] = []
+        self._state = {name: (role, dtype, tuple(s)) for name, role, dtype, s in self._native.state_info("")}
+
+    # ------------------------------------------------------------------
+    # What the artifact is
+    # ------------------------------------------------------------------
+
+    @property
+    def executor(self) -> str:
+        """The executor that runs the steps (``auto`` resolved)."""
+        return str(self._native.executor)
+
+    @property
+    def model(self) -> str:
+        """The artifact's model name."""
+        return str(self._native.model)
+
+    @property
+    def batch_size(self) -> int:
+        """Examples per step (this rank's); fixed by the artifact."""
+        return int(self._native.batch)
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        """One example's image as (C, H, W), as PyTorch describes it (the artifact is NHWC)."""
+        _, h, w, c = self._nhwc
+        return (c, h, w)
+
+    @property
+    def num_classes(self) -> int:
+        return int(self._native.classes)
+
+    @property
+    def seed(self) -> int:
+        return int(self._native.seed)
+
+    @property
+    def rank(self) -> int:
+        """This data-parallel rank (0 of 1 unless launched with WORLD_SIZE)."""
+        return int(self._native.rank)
+
+    @property
+    def world_size(self) -> int:
+        return int(self._native.world_size)
+
+    @property
+    def step_count(self) -> int:
+        """Steps queued so far over the run (the last step's number)."""
+        return int(self._native.next_step) - 1
+
+    @property
+    def in_flight(self) -> int:
+        """Steps queued or running whose losses are not collected yet."""
+        return int(self._native.pending)
+
+    def __repr__(self) -> str:
+        return (
+            f"rn.Trainer({str(self.artifact)!r}, executor={self.executor!r}, "
+            f"model={self.model!r}, batch_size={self.batch_size}, "
+            f"input_shape={self.input_shape}, num_classes={self.num_classes})"
+        )
+
+    # ------------------------------------------------------------------
+    # Input checks (nothing is submitted when one fails)
+    # ------------------------------------------------------------------
+
+    def _batch_error(self, count: int, what: str) -> ValueError:
+        return ValueError(
+            f"{what}: the artifact's batch is fixed at {self.batch_size} examples per step, got "
+            f"{count} (a short last batch? PyTorch's DataLoader(..., drop_last=True) drops it; "
+            "evaluate() and predict() take any count)"
+        )
+
+    def _layout_of(self, shape: tuple[int, ...], layout: str | None, torch: bool) -> bool:
+        """Whether 4-d images of ``shape`` are channels-first (NCHW); raises on a mismatch."""
+        n, h, w, c = self._nhwc
+        nchw, nhwc = (n, c, h, w), (n, h, w, c)
+        if layout is not None and layout not in ("NCHW", "NHWC"):
+            raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
+        if len(shape) != 4:
+            raise ValueError(
+                f"images must be 4-d, [N, C, H, W] = {list(nchw)} (or NHWC {list(nhwc)}), got "
+                f"shape {list(shape)}"
+            )
+        if torch:
+            if layout == "NHWC":
+                raise ValueError(
+                    "a torch tensor's images are NCHW (channels_last is a memory format, "
+                    "not a layout): leave layout out"
+                )
+            layout = "NCHW"
+        if shape[0] != n and shape[1:] in (nchw[1:], nhwc[1:]):
+            raise self._batch_error(shape[0], "images")
+        fits_nchw, fits_nhwc = shape == nchw, shape == nhwc
+        if layout == "NCHW":
+            if not fits_nchw:
+                raise ValueError(f"images as NCHW must have shape {list(nchw)}, got {list(shape)}")
+            return True
+        if layout == "NHWC":
+            if not fits_nhwc:
+                raise ValueError(f"images as NHWC must have shape {list(nhwc)}, got {list(shape)}")
+            return False
+        if fits_nchw and fits_nhwc:
+            raise ValueError(
+                f"images of shape {list(shape)} read as NCHW and as NHWC (C == H == W): "
+                "pass layout='NCHW' or layout='NHWC'"
+            )
+        if not (fits_nchw or fits_nhwc):
+            raise ValueError(
+                f"images must have shape {list(nchw)} (NCHW) or {list(nhwc)} (NHWC), got "
+                f"{list(shape)}"
+            )
+        return fits_nchw
+
+    def _check_float32(self, dtype: object, what: str) -> None:
+        if str(dtype) not in ("float32", "torch.float32"):
+            raise ValueError(
+                f"{what} must be float32, got {dtype} (convert with .astype(np.float32) or "
+                ".float())"
+            )
+
+    def _check_labels(self, labels: object, count: int) -> Any:
+        """Labels as a numpy array or a torch tensor, checked for kind, dtype and shape."""
+        np = _np()
+        if _is_torch_tensor(labels):
+            t: Any = labels
+            if t.is_floating_point() or t.is_complex() or str(t.dtype) == "torch.bool":
+                raise ValueError(f"labels must be of an integer dtype, got {t.dtype}")
+            shape = tuple(t.shape)
+        elif isinstance(labels, np.ndarray):
+            if labels.dtype.kind not in "iu":
+                raise ValueError(f"labels must be of an integer dtype, got {labels.dtype}")
+            shape = labels.shape
+        else:
+            raise ValueError(
+                f"labels must be a numpy array or a torch tensor of integers, got {_describe(labels)}"
+            )
+        if shape != (count,):
+            if len(shape) == 1:
+                raise self._batch_error(shape[0], "labels")
+            raise ValueError(f"labels must have shape [{count}], got {list(shape)}")
+        return labels
+
+    def _check_lr(self, lr: object) -> float:
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr):
+            raise ValueError(f"lr must be a finite number, got {lr!r}")
+        return float(lr)
+
+    def _cuda_device_error(self, device: object) -> ValueError:
+        if self._native.device < 0:
+            return ValueError(
+                f"the trainer runs on the {self.executor} executor; the tensors are on {device} "
+                "(move them with .cpu(), or use a GPU executor)"
+            )
+        return ValueError(
+            f"the trainer runs on cuda:{self._native.device}, the tensors are on {device}"
+        )
+
+    # ------------------------------------------------------------------
+    # Training steps
+    # ------------------------------------------------------------------
+
+    def step(
+        self,
+        images: Any,
+        labels: Any,
+        lr: float,
+        *,
+        layout: str | None = None,
+    ) -> StepHandle:
+        """Queue one training step and return its handle; the batch is copied before this returns.
+
+        ``images``: float32, a numpy array NCHW ``[N, C, H, W]`` or NHWC
+        ``[N, H, W, C]`` (``layout=`` is required only when C == H == W), a
+        torch tensor (always NCHW; ``channels_last`` memory is read without
+        reordering) on the CPU or on the trainer's CUDA device, or an
+        :class:`InputBuffer` from :meth:`input_buffer`. ``labels``: integer
+        class indices of shape ``[N]``, numpy or torch (on the CPU or the
+        images' device). ``lr``: this step's learning rate (any schedule;
+        :func:`cosine_lr` is rn-run's).
+        """
+        rate = self._check_lr(lr)
+        n = self.batch_size
+        if isinstance(images, InputBuffer):
+            if layout not in (None, "NHWC"):
+                raise ValueError("an InputBuffer holds NHWC images: leave layout out")
+            if images.consumed:
+                raise ValueError(
+                    "this input buffer was already given to a step; take a new one with "
+                    "trainer.input_buffer()"
+                )
+            self._check_labels(labels, n)
+            host_labels = self._host_labels(labels)
+            number = self._native.step_block(images._block, host_labels, rate)
+            images.images.flags.writeable = False
+            return self._handle(number)
+        if _is_torch_tensor(images):
+            return self._step_torch(images, labels, rate, layout)
+        np = _np()
+        if not isinstance(images, np.ndarray):
+            if hasattr(images, "__dlpack__") and hasattr(images, "__dlpack_device__"):
+                device_type, _ = images.__dlpack_device__()
+                if int(device_type) != 1:  # kDLCPU
+                    raise ValueError(
+                        f"images on a device other than the CPU must be torch tensors, got "
+                        f"{_describe(images)}"
+                    )
+                images = np.from_dlpack(images)
+            else:
+                raise ValueError(
+                    "images must be a numpy array, a torch tensor or an rn.InputBuffer, got "
+                    f"{_describe(images)}"
+                )
+        self._check_float32(images.dtype, "images")
+        channels_first = self._layout_of(images.shape, layout, torch=False)
+        self._check_labels(labels, n)
+        host_labels = self._host_labels(labels)
+        number = self._native.step_host(images, channels_first, host_labels, rate)
+        return self._handle(number)
+
+    def _host_labels(self, labels: Any) -> Any:
+        """Labels on the host, as numpy (a torch CPU tensor shares its memory)."""
+        if _is_torch_tensor(labels):
+            if labels.is_cuda:
+                raise self._cuda_device_error(labels.device)
+            return labels.detach().numpy()
+        return labels
+
+    def _step_torch(self, images: Any, labels: Any, rate: float, layout: str | None) -> StepHandle:
+        import torch
+
+        if images.dtype != torch.float32:
+            self._check_float32(images.dtype, "images")
+        self._layout_of(tuple(images.shape), layout, torch=True)
+        n = self.batch_size
+        self._check_labels(labels, n)
+        if not images.is_cuda:
+            if getattr(labels, "is_cuda", False):
+                raise ValueError(
+                    f"images are on the CPU and labels on {labels.device}: put both on one device"
+                )
+            number = self._native.step_host(
+                images.detach().numpy(), True, self._host_labels(labels), rate
+            )
+            return self._handle(number)
+        if self._native.device < 0:
+            raise self._cuda_device_error(images.device)
+        if images.device.index != self._native.device:
+            raise self._cuda_device_error(images.device)
+        if not _is_torch_tensor(labels) or not labels.is_cuda:
+            labels = torch.as_tensor(labels).to(images.device)
+        elif labels.device != images.device:
+            raise ValueError(
+                f"images are on {images.device} and labels on {labels.device}: put both on one device"
+            )
+        # NHWC, dense, on the producer's device: free for channels_last memory.
+        nhwc = images.detach().permute(0, 2, 3, 1).contiguous()
+        flat_labels = labels.detach().contiguous()
+        stream = self._native.copy_stream()
+        # DLPack's stream protocol: the producer makes our copy stream wait
+        # for the work on its current stream that made these tensors.
+        number = self._native.step_cuda(
+            nhwc.__dlpack__(stream=stream), flat_labels.__dlpack__(stream=stream), rate
+        )
+        return self._handle(number)
+
+    def _handle(self, number: int) -> StepHandle:
+        handle = StepHandle(self, int(number))
+        self._handles[handle.step] = handle
+        return handle
+
+    def input_buffer(self) -> InputBuffer:
+        """A page-locked block for one batch (NHWC float32) to fill and pass to ``step()``.
+
+        >>> buf = trainer.input_buffer()                 # doctest: +SKIP
+        >>> buf.images[...] = batch_nhwc                 # or write rows in place
+        >>> trainer.step(buf, labels, lr=0.1)
+        """
+        return InputBuffer(self._native.input_block())
+
+    def _collect(self) -> None:
+        for number, loss in self._native.take_losses():
+            value = float(loss)
+            handle = self._handles.pop(number, None)
+            if handle is not None:
+                handle._loss = value
+            self._unreported.append(value)
+
+    def _poll(self) -> None:
+        self._native.flush()
+        self._collect()
+
+    def _wait_for(self, handle: StepHandle) -> None:
+        self._native.wait_for(handle.step)
+        self._collect()
+
+    def flush(self) -> None:
+        """Submit the queued steps now (without waiting for them)."""
+        self._poll()
+
+    def synchronize(self) -> None:
+        """Wait for every queued and running step (their losses are then collected)."""
+        self._native.drain()
+        self._collect()
+
+    def losses(self) -> list[float]:
+        """Wait for every step and return the losses not returned before, oldest first."""
+        self.synchronize()
+        out, self._unreported = self._unreported, []
+        return out
+
+    # ------------------------------------------------------------------
+    # Evaluation and prediction
+    # ------------------------------------------------------------------
+
+    def _host_images(self, images: Any, layout: str | None, what: str) -> Any:
+        """Any number of images as a C-contiguous NHWC float32 numpy array."""
+        np = _np()
+        torch = _is_torch_tensor(images)
+        if torch:
+            if images.is_cuda and self._native.device >= 0 and images.device.index != self._native.device:
+                raise self._cuda_device_error(images.device)
+            if str(images.dtype) != "torch.float32":
+                self._check_float32(images.dtype, what)
+            images = images.detach().cpu().numpy()
+        elif not isinstance(images, np.ndarray):
+            raise ValueError(f"{what} must be a numpy array or a torch tensor, got {_describe(images)}")
+        self._check_float32(images.dtype, what)
+        if images.ndim != 4:
+            raise ValueError(f"{what} must be 4-d [N, C, H, W] or [N, H, W, C], got shape {list(images.shape)}")
+        count = images.shape[0]
+        n, h, w, c = self._nhwc
+        shape = (n,) + tuple(images.shape[1:])
+        channels_first = self._layout_of(shape, layout, torch=torch)
+        if channels_first:
+            images = images.transpose(0, 2, 3, 1)
+        out = np.ascontiguousarray(images, dtype=np.float32)
+        assert out.shape == (count, h, w, c)
+        return out
+
+    def evaluate(self, images: Any, labels: Any, *, layout: str | None = None) -> tuple[float, float]:
+        """Mean loss and top-1 accuracy (a fraction) over any number of examples.
+
+        The examples go in batches of ``batch_size``, in order; a short last
+        batch is padded and scored from its real rows (as rn-run evaluates).
+        BatchNorm uses its running statistics. Waits for queued steps first.
+        """
+        np = _np()
+        host = self._host_images(images, layout, "images")
+        count = host.shape[0]
+        if count == 0:
+            raise ValueError("evaluate needs at least one example")
+        if _is_torch_tensor(labels):
+            labels = labels.detach().cpu().numpy()
+        if not isinstance(labels, np.ndarray) or labels.dtype.kind not in "iu":
+            raise ValueError(f"labels must be integer class indices, got {_describe(labels)}")
+        if labels.shape != (count,):
+            raise ValueError(f"labels must have shape [{count}] (one per image), got {list(labels.shape)}")
+        if count and (labels.min() < 0 or labels.max() >= self.num_classes):
+            raise ValueError(f"labels must be in [0, {self.num_classes}), got values in [{labels.min()}, {labels.max()}]")
+        loss, correct, evaluated = self._native.evaluate(host, np.ascontiguousarray(labels, dtype=np.int32))
+        self._collect()
+        return float(loss), (float(correct) / float(evaluated)) if evaluated else 0.0
+
+    def predict(self, images: Any, *, layout: str | None = None) -> Any:
+        """The logits ``[N, num_classes]`` (numpy float32) of any number of images."""
+        host = self._host_images(images, layout, "images")
+        if host.shape[0] == 0:
+            return _np().zeros((0, self.num_classes), _np().float32)
+        logits = self._native.predict(host)
+        self._collect()
+        return logits
+
+    # ------------------------------------------------------------------
+    # State and checkpoints
+    # ------------------------------------------------------------------
+
+    def _roles(self, roles: str | Iterable[str] | None) -> list[str] | None:
+        """The roles asked for; None for every role. Roles named explicitly must exist."""
+        if roles == "all":
+            return None
+        if roles is None:
+            return list(DEFAULT_ROLES)
+        wanted = [roles] if isinstance(roles, str) else list(roles)
+        known = {role for role, _, _ in self._state.values()}
+        for role in wanted:
+            if role not in known:
+                raise ValueError(
+                    f"the artifact has no state of role {role!r}; its roles: "
+                    f"{', '.join(sorted(known))} (or 'all')"
+                )
+        return wanted
+
+    @staticmethod
+    def _numpy_dtype(dtype: str) -> str:
+        # numpy has no bfloat16: those entries come as float32 (exact).
+        return {"float16": "float16", "int32": "int32"}.get(dtype, "float32")
+
+    def state_dict(self, roles: str | Iterable[str] | None = None) -> dict[str, Any]:
+        """``{name: numpy array}`` of the state, in program order.
+
+        By default (``roles=None``) parameters and buffers (BatchNorm running
+        statistics), what a model is; ``roles="all"`` everything the step keeps (gradients,
+        momenta, Adam moments, low-precision copies, EMA, the loss scale, ...),
+        or name roles. f32 entries are float32, f16 float16, i32 int32, bf16
+        float32 (numpy has no bfloat16; the values are exact). Waits for
+        queued steps first.
+        """
+        wanted = self._roles(roles)
+        out: dict[str, Any] = {}
+        for name, values in self._native.state_dict(""):
+            role, dtype, _ = self._state[name]
+            if wanted is None or role in wanted:
+                out[name] = values.astype(self._numpy_dtype(dtype), copy=False)
+        self._collect()
+        return out
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
+        """Write the entries of ``state_dict`` (numpy arrays or torch tensors) into the state.
+
+        Each name must be a state entry, with its shape and the dtype
+        ``state_dict()`` gives it; with ``strict`` (the default) every parameter
+        and buffer must be present too. Everything is checked before anything
+        is written (``ValueError``). Returns the missing and unexpected names
+        (empty with ``strict``), as PyTorch's ``load_state_dict``.
+        """
+        np = _np()
+        unexpected = [k for k in state_dict if k not in self._state]
+        missing = [
+            k for k, (role, _, _) in self._state.items() if role in DEFAULT_ROLES and k not in state_dict
+        ]
+        if strict and (unexpected or missing):
+            parts = []
+            if unexpected:
+                parts.append(f"unknown names: {', '.join(unexpected)}")
+            if missing:
+                parts.append(f"missing parameters or buffers: {', '.join(missing)}")
+            raise ValueError("load_state_dict: " + "; ".join(parts))
+        entries = []
+        for name, value in state_dict.items():
+            if name not in self._state:
+                continue
+            _, dtype, shape = self._state[name]
+            if _is_torch_tensor(value):
+                value = value.detach().cpu().numpy()
+            if not isinstance(value, np.ndarray):
+                raise ValueError(f"state {name}: expected a numpy array or a torch tensor, got {_describe(value)}")
+            want = self._numpy_dtype(dtype)
+            if value.dtype != np.dtype(want):
+                raise ValueError(f"state {name}: dtype {value.dtype}, expected {want}")
+            if tuple(value.shape) != shape:
+                raise ValueError(f"state {name}: shape {list(value.shape)}, expected {list(shape)}")
+            entries.append((name, np.ascontiguousarray(value, dtype=np.float32)))
+        self._native.load_state_dict(entries)
+        self._collect()
+        return IncompatibleKeys(missing, unexpected)
+
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        steps_per_epoch: int | None = None,
+        lr: float | None = None,
+        epochs: int | None = None,
+    ) -> None:
+        """Write every state entry to ``path`` atomically, in rn-run's checkpoint format.
+
+        The metadata holds the model, the steps done (``step``), the batch and
+        the seed. With ``steps_per_epoch`` it also holds the epochs completed,
+        so that a checkpoint saved at the end of an epoch is one ``rn-run
+        --resume`` continues from (with the same data, ``--limit-train`` and
+        seed); one saved mid-epoch carries its step and rn-run refuses it
+        (``load()`` continues from it). ``lr`` and ``epochs`` are recorded as
+        rn-run records them (informational).
+        """
+        step = self.step_count
+        meta = {
+            "rn.checkpoint": "1",
+            "model": self.model,
+            "step": str(step),
+            "batch": str(self.batch_size),
+            "seed": str(self.seed),
+        }
+        if steps_per_epoch is not None:
+            if not isinstance(steps_per_epoch, int) or steps_per_epoch < 1:
+                raise ValueError(f"steps_per_epoch must be a positive int, got {steps_per_epoch!r}")
+            meta["steps_per_epoch"] = str(steps_per_epoch)
+            meta["epoch"] = str(step // steps_per_epoch)
+        if lr is not None:
+            meta["lr"] = f"{float(lr):f}"
+        if epochs is not None:
+            meta["epochs"] = str(int(epochs))
+        self._native.save(os.fspath(path), meta)
+        self._collect()
+
+    def load(self, path: str | os.PathLike[str]) -> dict[str, str]:
+        """Restore every state entry from a checkpoint (``save()``'s or ``rn-run --checkpoint``'s).
+
+        The next step continues the saved run's numbering (``step`` + 1), so
+        dropout masks and step-keyed optimizers continue as an uninterrupted
+        run. Returns the checkpoint's metadata (``epoch``, ``step``,
+        ``steps_per_epoch``, ``batch``, ``seed``, ... as strings).
+        """
+        p = os.fspath(path)
+        if not Path(p).is_file():
+            raise FileNotFoundError(f"no checkpoint {p!r}")
+        meta = dict(self._native.load(p))
+        self._collect()
+        step = meta.get("step", "")
+        if step.isdigit():
+            self._native.set_next_step(int(step) + 1)
+        return meta
