@@ -30,6 +30,12 @@ rn_install_packages() {
     rn_log "installing pytest"
     python3 -m pip install -q pytest
   fi
+  # rn.Trainer (python-frontend/native): numpy for its arrays, nanobind to
+  # build the extension (docs/python.md).
+  if ! python3 -c 'import numpy, nanobind' 2>/dev/null; then
+    rn_log "installing numpy and nanobind (pip)"
+    python3 -m pip install -q numpy nanobind
+  fi
   # The CUDA runtime half builds where nvcc is (CUDA 13 with cuDNN and
   # cuBLASLt in /usr/local/cuda); its convolutions use the cuDNN frontend,
   # a header-only library that comes from PyPI.

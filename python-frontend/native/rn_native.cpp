@@ -277,7 +277,7 @@ public:
 #if RN_NATIVE_CUDA
     std::lock_guard<std::mutex> lock(mutex_);
     if (device_ < 0)
-      throw nb::value_error("the " + executorName() + " executor takes no CUDA tensors");
+      throw nb::value_error(("the " + executorName() + " executor takes no CUDA tensors").c_str());
     ensureCopyStream();
     return reinterpret_cast<uintptr_t>(copyStream_);
 #else
