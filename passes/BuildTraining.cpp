@@ -610,45 +610,43 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
       auto emitWeightedBackward = [&](Value input, Value weight, Value bias,
                                       auto create) {
         bool inputGrad = requiresGrad.contains(input);
-        SmallVector<Type> resultTypes;
-        if (inputGrad)
-          resultTypes.push_back(input.getType());
-        resultTypes.push_back(weight.getType());
+        // The op's named results: input_grad, the weight's, bias_grad.
+        auto [inputGradient, weightGradient, biasGradient] =
+            create(inputGrad ? input.getType() : Type(), weight.getType(),
+                   bias ? bias.getType() : Type(), accumulatorOf(weight),
+                   bias ? accumulatorOf(bias) : Value());
+        updateAccumulator(weight, weightGradient);
         if (bias)
-          resultTypes.push_back(bias.getType());
-        ResultRange results =
-            create(resultTypes, accumulatorOf(weight),
-                   bias ? accumulatorOf(bias) : Value(),
-                   inputGrad ? b.getUnitAttr() : UnitAttr());
-        updateAccumulator(weight, results[inputGrad ? 1 : 0]);
-        if (bias)
-          updateAccumulator(bias, results.back());
+          updateAccumulator(bias, biasGradient);
         if (inputGrad)
-          grads.accumulate(opLoc, input, results.front());
+          grads.accumulate(opLoc, input, inputGradient);
       };
       if (auto conv = dyn_cast<Conv2dOp>(op)) {
         emitWeightedBackward(
             conv.getInput(), conv.getFilter(), conv.getBias(),
-            [&](TypeRange types, Value weightAcc, Value biasAcc,
-                UnitAttr inputGrad) {
-              return Conv2dBackwardOp::create(
-                         b, opLoc, types, dy, conv.getInput(),
-                         conv.getFilter(), weightAcc, biasAcc,
-                         /*input_grad_addend=*/Value(), conv.getStridesAttr(), conv.getPaddingAttr(),
-                         conv.getDilationAttr(), conv.getGroupsAttr(),
-                         inputGrad)
-                  ->getResults();
+            [&](Type inputGrad, Type filterGrad, Type biasGrad,
+                Value filterAcc, Value biasAcc) {
+              auto backward = Conv2dBackwardOp::create(
+                  b, opLoc, inputGrad, filterGrad, biasGrad, dy,
+                  conv.getInput(), conv.getFilter(), filterAcc, biasAcc,
+                  /*input_grad_addend=*/Value(), conv.getStridesAttr(),
+                  conv.getPaddingAttr(), conv.getDilationAttr(),
+                  conv.getGroupsAttr());
+              return std::array<Value, 3>{backward.getInputGrad(),
+                                          backward.getFilterGrad(),
+                                          backward.getBiasGrad()};
             });
       } else if (auto linear = dyn_cast<LinearOp>(op)) {
         emitWeightedBackward(
             linear.getInput(), linear.getWeight(), linear.getBias(),
-            [&](TypeRange types, Value weightAcc, Value biasAcc,
-                UnitAttr inputGrad) {
-              return LinearBackwardOp::create(b, opLoc, types, dy,
-                                              linear.getInput(),
-                                              linear.getWeight(), weightAcc,
-                                              biasAcc, inputGrad)
-                  ->getResults();
+            [&](Type inputGrad, Type weightGrad, Type biasGrad,
+                Value weightAcc, Value biasAcc) {
+              auto backward = LinearBackwardOp::create(
+                  b, opLoc, inputGrad, weightGrad, biasGrad, dy,
+                  linear.getInput(), linear.getWeight(), weightAcc, biasAcc);
+              return std::array<Value, 3>{backward.getInputGrad(),
+                                          backward.getWeightGrad(),
+                                          backward.getBiasGrad()};
             });
       } else if (auto bn = dyn_cast<BatchNormTrainOp>(op)) {
         Value gammaAcc = accumulatorOf(bn.getWeight());

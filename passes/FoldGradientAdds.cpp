@@ -44,7 +44,7 @@ Operation *addendTaker(Value value) {
   if (!op || !value.hasOneUse())
     return nullptr;
   bool takes = onConvBackward(op, false, [&](auto backward) {
-    return backward.getInputGradResult() == value && !backward.getInputGradAddend();
+    return backward.getInputGrad() == value && !backward.getInputGradAddend();
   });
   return takes ? op : nullptr;
 }

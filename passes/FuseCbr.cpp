@@ -459,11 +459,11 @@ void FunctionFuser::fuseCbrBackward(CbrForwardOp forward) {
       bnBackward.getBiasGradAcc()};
   if (reluOutput)
     operands.push_back(reluOutput);
-  bool inputGrad = convBackward.getInputGrad();
+  Value inputGrad = convBackward.getInputGrad();
   SmallVector<Replacement> replacements = {{convOutputGrad, Value()}};
   if (inputGrad)
-    replacements.push_back({convBackward.getInputGradResult(), Value()});
-  replacements.append({{convBackward.getFilterGradResult(), Value()},
+    replacements.push_back({inputGrad, Value()});
+  replacements.append({{convBackward.getFilterGrad(), Value()},
                        {bnBackward.getWeightGrad(), Value()},
                        {bnBackward.getBiasGrad(), Value()}});
   Operation *point =
@@ -471,22 +471,20 @@ void FunctionFuser::fuseCbrBackward(CbrForwardOp forward) {
   if (!point)
     return;
 
-  SmallVector<Type> gradTypes;
-  for (auto [old, replacement] : ArrayRef(replacements).drop_front())
-    gradTypes.push_back(old.getType());
   OpBuilder builder(point);
   auto fused = CbrBackwardOp::create(
       builder, FusedLoc::get(function.getContext(), locs),
-      convOutputGrad.getType(), gradTypes, outputGrad, forward.getInput(),
-      forward.getFilter(), forward.getConvOutput(), forward.getGamma(),
-      forward.getBatchMean(), forward.getBatchInvStd(),
-      convBackward.getFilterGradAcc(), bnBackward.getWeightGradAcc(),
-      bnBackward.getBiasGradAcc(), reluOutput, /*relu_beta=*/Value(),
-      /*input_scale=*/Value(), /*input_bias=*/Value(),
+      convOutputGrad.getType(), inputGrad ? inputGrad.getType() : Type(),
+      convBackward.getFilterGrad().getType(),
+      bnBackward.getWeightGrad().getType(), bnBackward.getBiasGrad().getType(),
+      outputGrad, forward.getInput(), forward.getFilter(),
+      forward.getConvOutput(), forward.getGamma(), forward.getBatchMean(),
+      forward.getBatchInvStd(), convBackward.getFilterGradAcc(),
+      bnBackward.getWeightGradAcc(), bnBackward.getBiasGradAcc(), reluOutput,
+      /*relu_beta=*/Value(), /*input_scale=*/Value(), /*input_bias=*/Value(),
       /*input_grad_addend=*/Value(), forward.getStridesAttr(),
       forward.getPaddingAttr(), forward.getDilationAttr(),
-      forward.getGroupsAttr(), inputGrad ? builder.getUnitAttr() : UnitAttr(),
-      /*prologue_mask=*/UnitAttr());
+      forward.getGroupsAttr(), /*prologue_mask=*/UnitAttr());
   for (auto [index, result] : llvm::enumerate(fused->getResults()))
     replacements[index].second = result;
   replaceChain(ops, replacements);

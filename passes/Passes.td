@@ -121,8 +121,8 @@ def FuseCbr : Pass<"rn-fuse-cbr", "::mlir::ModuleOp"> {
 
     Forward chains are fused first; a backward chain is fused when it
     differentiates a fused forward op (it reads that op's saved statistics),
-    and the first layer's conv2d_backward without `input_grad` gives a
-    cbr_backward without `input_grad`. The fused ops return every value the
+    and the first layer's conv2d_backward without an `input_grad` result
+    gives a cbr_backward without one. The fused ops return every value the
     rest of the step reads: the conv output and batch statistics (for the
     backward op and `rn.update_running_stats`), the gradient at the conv
     output, the shortcut gradient. A value they do not return (the batch
@@ -147,7 +147,7 @@ def FuseCbr : Pass<"rn-fuse-cbr", "::mlir::ModuleOp"> {
     %d = rn.relu_backward %dy, %y
     %dc, %ggamma, %gbeta = rn.batch_norm_backward %d, %c, %gamma, %mean, %istd, %ggamma0, %gbeta0
     %dx, %gw = rn.conv2d_backward %dc, %x, %w, %gw0 stride [1, 1] pad [1, 1]
-        dilation [1, 1] groups 1 input_grad
+        dilation [1, 1] groups 1
     %rm, %rv = rn.update_running_stats %m0, %v0, %mean, %istd eps 1.0e-05 ...
     ```
     After:
@@ -155,9 +155,9 @@ def FuseCbr : Pass<"rn-fuse-cbr", "::mlir::ModuleOp"> {
     %y, %c, %mean, %istd = rn.cbr_forward %x, %w, %gamma, %beta stride [1, 1]
         pad [1, 1] dilation [1, 1] groups 1 eps 1.0e-05 relu
     ...
-    %dc, %grads:4 = rn.cbr_backward %dy, %x, %w, %c, %gamma, %mean, %istd,
-        %gw0, %ggamma0, %gbeta0 relu %y stride [1, 1] pad [1, 1]
-        dilation [1, 1] groups 1 input_grad      // dx, gw, ggamma, gbeta
+    %dc, %dx, %gw, %ggamma, %gbeta = rn.cbr_backward %dy, %x, %w, %c, %gamma,
+        %mean, %istd, %gw0, %ggamma0, %gbeta0 relu %y stride [1, 1]
+        pad [1, 1] dilation [1, 1] groups 1
     %rm, %rv = rn.update_running_stats %m0, %v0, %mean, %istd eps 1.0e-05 ...
     ```
     A residual tail `%s = rn.add %n, %shortcut; %y = rn.relu %s` becomes
@@ -256,12 +256,12 @@ def FoldGradientAdds : Pass<"rn-fold-gradient-adds", "::mlir::ModuleOp"> {
 
     Before:
     ```mlir
-    %dc, %g:4 = rn.cbr_backward %dy, %x, %w, ... groups 1 input_grad : ...
+    %dc, %g:4 = rn.cbr_backward %dy, %x, %w, ... groups 1 : ...
     %sum = rn.add %shortcut_grad, %g#0 : tensor<256x56x56x256xf16>
     ```
     After:
     ```mlir
-    %dc, %g:4 = rn.cbr_backward %dy, %x, %w, ... groups 1 input_grad plus %shortcut_grad : ...
+    %dc, %g:4 = rn.cbr_backward %dy, %x, %w, ... groups 1 plus %shortcut_grad : ...
     ```
     (`%g#0` takes the place of `%sum`.)
 
@@ -358,10 +358,10 @@ def FuseBnPrologue : Pass<"rn-fuse-bn-prologue", "::mlir::ModuleOp"> {
     %y1, %c1, %m1, %s1 = rn.cbr_forward %x, %w1, %g1, %b1 stride .. relu : ...
     %y2, %c2, %m2, %s2 = rn.cbr_forward %y1, %w2, %g2, %b2 stride .. relu : ...
     ...
-    %dc2, %gr2:4 = rn.cbr_backward %dy2, %y1, %w2, %c2, %g2, %m2, %s2, ..
-        relu_recompute %b2 stride .. input_grad : ...
-    %dc1, %gr1:4 = rn.cbr_backward %gr2#0, %x, %w1, %c1, %g1, %m1, %s1, ..
-        relu_recompute %b1 stride .. input_grad : ...
+    %dc2, %dx2, %gw2, %gg2, %gb2 = rn.cbr_backward %dy2, %y1, %w2, %c2, %g2,
+        %m2, %s2, .. relu_recompute %b2 stride .. : ...
+    %dc1, %dx1, %gw1, %gg1, %gb1 = rn.cbr_backward %dx2, %x, %w1, %c1, %g1,
+        %m1, %s1, .. relu_recompute %b1 stride .. : ...
     ```
     After:
     ```mlir
@@ -371,10 +371,10 @@ def FuseBnPrologue : Pass<"rn-fuse-bn-prologue", "::mlir::ModuleOp"> {
     %y2, %c2, %m2, %s2 = rn.cbr_forward %c1, %w2, %g2, %b2
         prologue %scale, %bias stride .. relu : ...
     ...
-    %dc2, %gr2:4 = rn.cbr_backward %dy2, %c1, %w2, %c2, %g2, %m2, %s2, ..
-        relu_recompute %b2 input_prologue %scale, %bias stride .. input_grad : ...
-    %dc1, %gr1:4 = rn.cbr_backward %gr2#0, %x, %w1, %c1, %g1, %m1, %s1, ..
-        relu_recompute %b1 prologue_mask stride .. input_grad : ...
+    %dc2, %dx2, %gw2, %gg2, %gb2 = rn.cbr_backward %dy2, %c1, %w2, %c2, %g2,
+        %m2, %s2, .. relu_recompute %b2 input_prologue %scale, %bias stride .. : ...
+    %dc1, %dx1, %gw1, %gg1, %gb1 = rn.cbr_backward %dx2, %x, %w1, %c1, %g1,
+        %m1, %s1, .. relu_recompute %b1 prologue_mask stride .. : ...
     ```
   }];
   let statistics = [
@@ -777,10 +777,10 @@ def AssignStreams : Pass<"rn-assign-streams", "::mlir::ModuleOp"> {
     dX (by dW in the first layer, which has no dX). `single-stream` puts
     every op and subgraph on comp1; `policy` overrides entries.
 
-    Before: `%d:3 = rn.linear_backward %dy, %x, %w, %gw, %gb input_grad {rn.subgraph = @DEEP_FWD_BWD}`
+    Before: `%d:3 = rn.linear_backward %dy, %x, %w, %gw, %gb {rn.subgraph = @DEEP_FWD_BWD}`
     After:
     ```mlir
-    %d:3 = rn.linear_backward %dy, %x, %w, %gw, %gb input_grad {
+    %d:3 = rn.linear_backward %dy, %x, %w, %gw, %gb {
         rn.stream = #rn.stream<comp3>,
         rn.stream_map = {bias_grad = #rn.stream<comp2>, input_grad = #rn.stream<comp3>,
                          weight_grad = #rn.stream<comp1>},

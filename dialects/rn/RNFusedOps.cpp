@@ -141,18 +141,19 @@ LogicalResult CbrBackwardOp::verify() {
                               getConvOutputGrad().getType(), *output)))
     return failure();
 
-  SmallVector<NamedType> expected;
-  if (getInputGrad())
-    expected.push_back({"input_grad", getInput().getType()});
-  expected.push_back({"filter_grad", getFilterGradAcc().getType()});
-  expected.push_back({"gamma_grad", getGammaGradAcc().getType()});
-  expected.push_back({"beta_grad", getBetaGradAcc().getType()});
-  if (getGrads().size() != expected.size())
-    return diag.fail("expects ", expected.size() + 1, " results (",
-                     getInputGrad() ? "with" : "without",
-                     " input_grad), got ", getNumResults());
-  for (auto [result, entry] : llvm::zip(getGrads(), expected))
-    if (failed(diag.requireType(entry.first, result.getType(), entry.second)))
+  if (Value inputGrad = getInputGrad())
+    if (failed(diag.requireType("input_grad", inputGrad.getType(),
+                                getInput().getType())))
+      return failure();
+  NamedType accumulated[][2] = {
+      {{"filter_grad", getFilterGrad().getType()},
+       {"filter_grad_acc", getFilterGradAcc().getType()}},
+      {{"gamma_grad", getGammaGrad().getType()},
+       {"gamma_grad_acc", getGammaGradAcc().getType()}},
+      {{"beta_grad", getBetaGrad().getType()},
+       {"beta_grad_acc", getBetaGradAcc().getType()}}};
+  for (auto &[result, accumulator] : accumulated)
+    if (failed(diag.requireType(result.first, result.second, accumulator.second)))
       return failure();
   return success();
 }
@@ -273,14 +274,13 @@ LogicalResult ConvBnStatsOp::verify() {
 //===----------------------------------------------------------------------===//
 
 std::optional<unsigned> CbrBackwardOp::getUpdatedOperand(unsigned resultIndex) {
-  // Results: conv_output_grad, [input_grad], filter, gamma, beta gradients.
-  unsigned first = getInputGrad() ? 2 : 1;
-  if (resultIndex == first)
-    return getFilterGradAccMutable().getOperandNumber();
-  if (resultIndex == first + 1)
-    return getGammaGradAccMutable().getOperandNumber();
-  if (resultIndex == first + 2)
-    return getBetaGradAccMutable().getOperandNumber();
+  std::pair<Value, OpOperand &> updates[] = {
+      {getFilterGrad(), getFilterGradAccMutable()},
+      {getGammaGrad(), getGammaGradAccMutable()},
+      {getBetaGrad(), getBetaGradAccMutable()}};
+  for (auto &[result, accumulator] : updates)
+    if (resultIndex == cast<OpResult>(result).getResultNumber())
+      return accumulator.getOperandNumber();
   return std::nullopt;
 }
 
@@ -306,8 +306,7 @@ SmallVector<ForkPart> CbrBackwardOp::getForkParts() {
                   {getOutputGrad(), getConvOutput(), getGamma(),
                    getBatchMean(), getBatchInvStd(), getGammaGradAcc(),
                    getBetaGradAcc()},
-                  {getConvOutputGrad(), getGammaGradResult(),
-                   getBetaGradResult()}};
+                  {getConvOutputGrad(), getGammaGrad(), getBetaGrad()}};
   if (Value reluOutput = getReluOutput())
     bnGrad.reads.push_back(reluOutput);
   if (Value beta = getReluBeta())
@@ -315,12 +314,12 @@ SmallVector<ForkPart> CbrBackwardOp::getForkParts() {
   parts.push_back(std::move(bnGrad));
   ForkPart weightGrad{"weight_grad",
                       {getConvOutputGrad(), getInput(), getFilterGradAcc()},
-                      {getFilterGradResult()}};
+                      {getFilterGrad()}};
   // With an input prologue, dW reads P(input), made from scale and bias.
   if (Value scale = getInputScale())
     weightGrad.reads.append({scale, getInputBias()});
   parts.push_back(std::move(weightGrad));
-  if (Value inputGrad = getInputGradResult()) {
+  if (Value inputGrad = getInputGrad()) {
     ForkPart part{"input_grad", {getConvOutputGrad(), getFilter()}, {inputGrad}};
     if (Value addend = getInputGradAddend())
       part.reads.push_back(addend);

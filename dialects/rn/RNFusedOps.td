@@ -114,7 +114,7 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [RN_ArtifactOp,
     %conv_output_grad, %gamma_grad, %beta_grad = rn.batch_norm_backward %d,
         %conv_output, %gamma, %batch_mean, %batch_inv_std, %gamma_grad_acc, %beta_grad_acc
     %input_grad, %filter_grad = rn.conv2d_backward %conv_output_grad, %input,
-        %filter, %filter_grad_acc stride .. pad .. dilation .. groups .. input_grad
+        %filter, %filter_grad_acc stride .. pad .. dilation .. groups ..
     ```
 
     Operands: `output_grad` is the gradient at the forward op's `result`;
@@ -150,13 +150,14 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [RN_ArtifactOp,
     previous layer's, whose backward masks it).
 
     Results, in order: `conv_output_grad` (the gradient at the convolution's
-    output, kept as a value so that it has a memory slot), the input
-    gradient (only with `input_grad`; the first layer, whose input is the
-    batch, has none), `filter_grad_acc + dW`, `gamma_grad_acc + dgamma` and
-    `beta_grad_acc + dbeta`. The three accumulated gradients update their
+    output, kept as a value so that it has a memory slot), the optional
+    input gradient `input_grad` (the first layer, whose input is the batch,
+    has none: the number of result types says which), `filter_grad`
+    (`filter_grad_acc + dW`), `gamma_grad` (`gamma_grad_acc + dgamma`) and
+    `beta_grad` (`beta_grad_acc + dbeta`). The three accumulated gradients update their
     accumulators in place. As for `rn.conv2d_backward`, `filter_grad_acc`
     may cover only the first input channels of a zero-padded filter, and
-    with `plus %addend` (only with `input_grad`) the input gradient is
+    with `plus %addend` (only with an input gradient) the input gradient is
     `dX + addend`, rounded once: a residual junction's gradient sum, which
     `rn-fold-gradient-adds` moves into the data gradient's epilogue.
 
@@ -167,9 +168,9 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [RN_ArtifactOp,
     `conv_output_grad` and `filter`).
 
     ```mlir
-    %dc, %grads:4 = rn.cbr_backward %dy, %x, %w, %c, %gamma, %mean, %inv_std,
-        %gw, %ggamma, %gbeta relu %y stride [1, 1] pad [1, 1] dilation [1, 1]
-        groups 1 input_grad : (...) -> (dc, dx, gw, ggamma, gbeta)
+    %dc, %dx, %dw, %dgamma, %dbeta = rn.cbr_backward %dy, %x, %w, %c, %gamma,
+        %mean, %inv_std, %gw, %ggamma, %gbeta relu %y stride [1, 1]
+        pad [1, 1] dilation [1, 1] groups 1 : (...) -> (dc, dx, gw, ggamma, gbeta)
     ```
   }];
   let arguments = (ins
@@ -192,11 +193,13 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [RN_ArtifactOp,
     DenseI64ArrayAttr:$padding,
     DenseI64ArrayAttr:$dilation,
     I64Attr:$groups,
-    UnitAttr:$input_grad,
     UnitAttr:$prologue_mask);
   let results = (outs
     RN_FloatTensor:$conv_output_grad,
-    Variadic<RN_FloatTensor>:$grads);
+    Optional<RN_FloatTensor>:$input_grad,
+    RN_FloatTensor:$filter_grad,
+    RN_FloatTensor:$gamma_grad,
+    RN_FloatTensor:$beta_grad);
   let assemblyFormat = [{
     $output_grad `,` $input `,` $filter `,` $conv_output `,` $gamma `,`
     $batch_mean `,` $batch_inv_std `,` $filter_grad_acc `,` $gamma_grad_acc `,`
@@ -204,18 +207,11 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [RN_ArtifactOp,
     (`prologue_mask` $prologue_mask^)?
     (`input_prologue` $input_scale^ `,` $input_bias)? `stride` $strides
     `pad` $padding
-    `dilation` $dilation `groups` $groups (`input_grad` $input_grad^)?
-    (`plus` $input_grad_addend^)?
+    `dilation` $dilation `groups` $groups (`plus` $input_grad_addend^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     bool hasRelu() { return getReluOutput() || getReluBeta(); }
-    ::mlir::Value getInputGradResult() {
-      return getInputGrad() ? getGrads()[0] : ::mlir::Value();
-    }
-    ::mlir::Value getFilterGradResult() { return getGrads()[getInputGrad() ? 1 : 0]; }
-    ::mlir::Value getGammaGradResult() { return getGrads()[getInputGrad() ? 2 : 1]; }
-    ::mlir::Value getBetaGradResult() { return getGrads()[getInputGrad() ? 3 : 2]; }
   }];
   let hasVerifier = 1;
 }

@@ -153,5 +153,58 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// custom<WeightGradientTypes>: the result types of conv2d_backward and
+// linear_backward
+//===----------------------------------------------------------------------===//
+
+// Both results but one are optional (the input gradient, the bias
+// gradient), so the types alone are ambiguous at two; the bias gradient is
+// present exactly when the bias accumulator operand is, which settles it.
+// Printed as functional-type prints results: one type bare, several in
+// parentheses.
+
+static ParseResult parseWeightGradientTypes(
+    OpAsmParser &parser, Type &inputGrad, Type &weightGrad, Type &biasGrad,
+    const std::optional<OpAsmParser::UnresolvedOperand> &biasAcc) {
+  SmallVector<Type, 3> types;
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  if (succeeded(parser.parseOptionalLParen())) {
+    if (parser.parseTypeList(types) || parser.parseRParen())
+      return failure();
+  } else if (parser.parseType(types.emplace_back())) {
+    return failure();
+  }
+  const size_t withoutInput = biasAcc ? 2 : 1;
+  if (types.size() != withoutInput && types.size() != withoutInput + 1)
+    return parser.emitError(loc)
+           << "expected " << withoutInput << " or " << withoutInput + 1
+           << " result types ([input_grad,] weight gradient"
+           << (biasAcc ? ", bias_grad" : "") << "), got " << types.size();
+  size_t next = 0;
+  if (types.size() == withoutInput + 1)
+    inputGrad = types[next++];
+  weightGrad = types[next++];
+  if (biasAcc)
+    biasGrad = types[next];
+  return success();
+}
+
+static void printWeightGradientTypes(OpAsmPrinter &printer, Operation *op,
+                                     Type inputGrad, Type weightGrad,
+                                     Type biasGrad, Value /*biasAcc*/) {
+  SmallVector<Type, 3> types;
+  for (Type type : {inputGrad, weightGrad, biasGrad})
+    if (type)
+      types.push_back(type);
+  if (types.size() == 1) {
+    printer << types.front();
+    return;
+  }
+  printer << '(';
+  llvm::interleaveComma(types, printer);
+  printer << ')';
+}
+
 #define GET_OP_CLASSES
 #include "dialects/rn/RNOps.cpp.inc"

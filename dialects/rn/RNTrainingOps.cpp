@@ -221,6 +221,31 @@ LogicalResult DropoutTrainOp::verify() {
 // Backward ops
 //===----------------------------------------------------------------------===//
 
+/// The named results of conv2d_backward and linear_backward: the optional
+/// input gradient has the input's type, the weight gradient its
+/// accumulator's, and the bias gradient is there exactly with a bias
+/// accumulator, of its type.
+template <typename BackwardOp>
+static LogicalResult verifyWeightGradients(const ShapeDiagnostics &diag,
+                                           BackwardOp op, Value weightGrad,
+                                           Value weightAcc,
+                                           StringRef weightGradName) {
+  if (Value inputGrad = op.getInputGrad())
+    if (failed(diag.requireType("input_grad", inputGrad.getType(),
+                                op.getInput().getType())))
+      return failure();
+  if (failed(diag.requireType(weightGradName, weightGrad.getType(),
+                              weightAcc.getType())))
+    return failure();
+  Value biasAcc = op.getBiasGradAcc(), biasGrad = op.getBiasGrad();
+  if (bool(biasAcc) != bool(biasGrad))
+    return diag.fail(biasAcc ? "has a bias accumulator but no bias_grad result"
+                             : "has a bias_grad result but no bias accumulator");
+  if (biasGrad)
+    return diag.requireType("bias_grad", biasGrad.getType(), biasAcc.getType());
+  return success();
+}
+
 LogicalResult Conv2dBackwardOp::verify() {
   ShapeDiagnostics diag(*this);
   RankedTensorType input = getInput().getType();
@@ -239,12 +264,8 @@ LogicalResult Conv2dBackwardOp::verify() {
       failed(verifyInputGradAddend(diag, getInputGradAddend(), input,
                                    static_cast<bool>(getInputGrad()))))
     return failure();
-  std::optional<NamedType> expected[] = {
-      getInputGrad() ? std::optional<NamedType>({"input_grad", input})
-                     : std::nullopt,
-      NamedType{"filter_grad", getFilterGradAcc().getType()},
-      bias ? std::optional<NamedType>({"bias_grad", bias}) : std::nullopt};
-  return verifyBackwardResults(diag, getGrads(), expected);
+  return verifyWeightGradients(diag, *this, getFilterGrad(),
+                               getFilterGradAcc(), "filter_grad");
 }
 
 LogicalResult LinearBackwardOp::verify() {
@@ -261,12 +282,8 @@ LogicalResult LinearBackwardOp::verify() {
       failed(diag.requireType("weight_grad_acc",
                               getWeightGradAcc().getType(), weight)))
     return failure();
-  std::optional<NamedType> expected[] = {
-      getInputGrad() ? std::optional<NamedType>({"input_grad", input})
-                     : std::nullopt,
-      NamedType{"weight_grad", weight},
-      bias ? std::optional<NamedType>({"bias_grad", bias}) : std::nullopt};
-  return verifyBackwardResults(diag, getGrads(), expected);
+  return verifyWeightGradients(diag, *this, getWeightGrad(),
+                               getWeightGradAcc(), "weight_grad");
 }
 
 LogicalResult BatchNormBackwardOp::verify() {
@@ -788,40 +805,30 @@ UpdateLossScaleOp::getUpdatedOperand(unsigned resultIndex) {
   return sameIndex(resultIndex, 2);
 }
 
-/// Backward ops with optional dX first: the weight gradient updates its
-/// accumulator, and the bias gradient (last) the bias accumulator. The
-/// operands are found by name: conv2d_backward's optional input-gradient
-/// addend comes after the accumulators.
-static std::optional<unsigned>
-weightGradientUpdate(bool hasInputGrad, unsigned weightAcc,
-                     std::optional<unsigned> biasAcc, unsigned resultIndex) {
-  unsigned first = hasInputGrad ? 1 : 0;
-  if (resultIndex == first)
-    return weightAcc;
-  if (biasAcc && resultIndex == first + 1)
-    return biasAcc;
-  return std::nullopt;
-}
-
+/// conv2d_backward and linear_backward: the weight gradient updates its
+/// accumulator, the bias gradient the bias accumulator.
 template <typename BackwardOp>
-static std::optional<unsigned> biasAccOperand(BackwardOp op) {
-  if (!op.getBiasGradAcc())
-    return std::nullopt;
-  return op.getBiasGradAccMutable()[0].getOperandNumber();
+static std::optional<unsigned>
+weightGradientUpdate(BackwardOp op, Value weightGrad, OpOperand &weightAcc,
+                     unsigned resultIndex) {
+  if (resultIndex == cast<OpResult>(weightGrad).getResultNumber())
+    return weightAcc.getOperandNumber();
+  if (Value biasGrad = op.getBiasGrad();
+      biasGrad && resultIndex == cast<OpResult>(biasGrad).getResultNumber())
+    return op.getBiasGradAccMutable()[0].getOperandNumber();
+  return std::nullopt;
 }
 
 std::optional<unsigned>
 Conv2dBackwardOp::getUpdatedOperand(unsigned resultIndex) {
-  return weightGradientUpdate(getInputGrad(),
-                              getFilterGradAccMutable().getOperandNumber(),
-                              biasAccOperand(*this), resultIndex);
+  return weightGradientUpdate(*this, getFilterGrad(), getFilterGradAccMutable(),
+                              resultIndex);
 }
 
 std::optional<unsigned>
 LinearBackwardOp::getUpdatedOperand(unsigned resultIndex) {
-  return weightGradientUpdate(getInputGrad(),
-                              getWeightGradAccMutable().getOperandNumber(),
-                              biasAccOperand(*this), resultIndex);
+  return weightGradientUpdate(*this, getWeightGrad(), getWeightGradAccMutable(),
+                              resultIndex);
 }
 
 std::optional<unsigned>
@@ -928,15 +935,15 @@ static SmallVector<ForkPart> weightedBackwardParts(BackwardOp op,
                    {weightGrad}});
   if (Value biasAcc = op.getBiasGradAcc())
     parts.push_back(
-        {"bias_grad", {op.getOutputGrad(), biasAcc}, {op.getBiasGradResult()}});
-  if (Value inputGrad = op.getInputGradResult())
+        {"bias_grad", {op.getOutputGrad(), biasAcc}, {op.getBiasGrad()}});
+  if (Value inputGrad = op.getInputGrad())
     parts.push_back({"input_grad", {op.getOutputGrad(), weight}, {inputGrad}});
   return parts;
 }
 
 SmallVector<ForkPart> Conv2dBackwardOp::getForkParts() {
   SmallVector<ForkPart> parts = weightedBackwardParts(
-      *this, getFilter(), getFilterGradAcc(), getFilterGradResult());
+      *this, getFilter(), getFilterGradAcc(), getFilterGrad());
   if (Value addend = getInputGradAddend())
     parts.back().reads.push_back(addend); // input_grad, last
   return parts;
@@ -944,5 +951,5 @@ SmallVector<ForkPart> Conv2dBackwardOp::getForkParts() {
 
 SmallVector<ForkPart> LinearBackwardOp::getForkParts() {
   return weightedBackwardParts(*this, getWeight(), getWeightGradAcc(),
-                               getWeightGradResult());
+                               getWeightGrad());
 }

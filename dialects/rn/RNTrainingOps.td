@@ -248,25 +248,27 @@ def RN_SiluBackwardOp : RN_ElementwiseBackwardOp<"silu_backward", "input",
 def RN_DropoutBackwardOp : RN_ElementwiseBackwardOp<"dropout_backward", "mask",
     "dx = dy * mask">;
 
-def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, AttrSizedOperandSegments, Pure]> {
+def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, AttrSizedOperandSegments, AttrSizedResultSegments, Pure]> {
   let summary = "gradients of a convolution: dX, dW and dB";
   let description = [{
-    Results, in order: the input gradient (only with `input_grad`; the first
-    layer, whose input is the batch, has none), the filter gradient and, when
-    a bias accumulator is given, the bias gradient. Weight gradients are
-    accumulated: the results are `filter_grad_acc + dW` and
-    `bias_grad_acc + dB`, which updates the accumulators (zeroed at the start
-    of the step) and sums the contributions of a parameter used twice. A
-    filter whose input channels `rn-pad-conv-channels` padded with zeros
-    keeps its parameter's accumulator: `filter_grad_acc` may then have fewer
-    input channels than `filter` (groups 1), and gets the gradient of the
-    first ones. With `plus %addend` (only with `input_grad`) the input
-    gradient is `dX + addend`, rounded once (`rn-fold-gradient-adds`: a
-    residual junction's gradient sum as the data gradient's epilogue).
+    Results: the input gradient `input_grad` (optional: the first layer,
+    whose input is the batch, has none), the filter gradient `filter_grad`
+    and, when a bias accumulator is given, the bias gradient `bias_grad`.
+    The result types say which are present: the input gradient's comes first
+    when there is one. Weight gradients are accumulated: the results are
+    `filter_grad_acc + dW` and `bias_grad_acc + dB`, which updates the
+    accumulators (zeroed at the start of the step) and sums the
+    contributions of a parameter used twice. A filter whose input channels
+    `rn-pad-conv-channels` padded with zeros keeps its parameter's
+    accumulator: `filter_grad_acc` may then have fewer input channels than
+    `filter` (groups 1), and gets the gradient of the first ones. With
+    `plus %addend` (only with an input gradient) the input gradient is
+    `dX + addend`, rounded once (`rn-fold-gradient-adds`: a residual
+    junction's gradient sum as the data gradient's epilogue).
 
     ```mlir
     %dx, %gw = rn.conv2d_backward %dy, %x, %w, %gw0 stride [1, 1] pad [1, 1]
-        dilation [1, 1] groups 1 input_grad : (...) -> (dx, gw)
+        dilation [1, 1] groups 1 : (...) -> (dx, gw)
     ```
   }];
   let arguments = (ins
@@ -279,54 +281,44 @@ def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [RN_ArtifactOp, DeclareOpInte
     DenseI64ArrayAttr:$strides,
     DenseI64ArrayAttr:$padding,
     DenseI64ArrayAttr:$dilation,
-    I64Attr:$groups,
-    UnitAttr:$input_grad);
-  let results = (outs Variadic<RN_FloatTensor>:$grads);
+    I64Attr:$groups);
+  let results = (outs
+    Optional<RN_FloatTensor>:$input_grad,
+    RN_FloatTensor:$filter_grad,
+    Optional<RN_FloatTensor>:$bias_grad);
   let assemblyFormat = [{
     $output_grad `,` $input `,` $filter `,` $filter_grad_acc (`,` $bias_grad_acc^)?
     `stride` $strides `pad` $padding `dilation` $dilation `groups` $groups
-    (`input_grad` $input_grad^)? (`plus` $input_grad_addend^)?
-    attr-dict `:` functional-type(operands, results)
-  }];
-  let extraClassDeclaration = [{
-    ::mlir::Value getInputGradResult() {
-      return getInputGrad() ? getGrads()[0] : ::mlir::Value();
-    }
-    ::mlir::Value getFilterGradResult() { return getGrads()[getInputGrad() ? 1 : 0]; }
-    ::mlir::Value getBiasGradResult() {
-      return getBiasGradAcc() ? getGrads().back() : ::mlir::Value();
-    }
+    (`plus` $input_grad_addend^)?
+    attr-dict `:` `(` type(operands) `)` `->`
+    custom<WeightGradientTypes>(type($input_grad), type($filter_grad),
+                                type($bias_grad), ref($bias_grad_acc))
   }];
   let hasVerifier = 1;
 }
 
-def RN_LinearBackwardOp : RN_Op<"linear_backward", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_LinearBackwardOp : RN_Op<"linear_backward", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, AttrSizedResultSegments, Pure]> {
   let summary = "gradients of a fully connected layer: dX, dW and dB";
   let description = [{
-    Results as for `rn.conv2d_backward`: the input gradient (with
-    `input_grad`), `weight_grad_acc + dW` and, with a bias accumulator,
-    `bias_grad_acc + dB`.
+    Results as for `rn.conv2d_backward`: the optional input gradient
+    `input_grad`, `weight_grad` (`weight_grad_acc + dW`) and, with a bias
+    accumulator, `bias_grad` (`bias_grad_acc + dB`).
   }];
   let arguments = (ins
     RN_FloatTensor:$output_grad,
     RN_FloatTensor:$input,
     RN_FloatTensor:$weight,
     RN_FloatTensor:$weight_grad_acc,
-    Optional<RN_FloatTensor>:$bias_grad_acc,
-    UnitAttr:$input_grad);
-  let results = (outs Variadic<RN_FloatTensor>:$grads);
+    Optional<RN_FloatTensor>:$bias_grad_acc);
+  let results = (outs
+    Optional<RN_FloatTensor>:$input_grad,
+    RN_FloatTensor:$weight_grad,
+    Optional<RN_FloatTensor>:$bias_grad);
   let assemblyFormat = [{
     $output_grad `,` $input `,` $weight `,` $weight_grad_acc (`,` $bias_grad_acc^)?
-    (`input_grad` $input_grad^)? attr-dict `:` functional-type(operands, results)
-  }];
-  let extraClassDeclaration = [{
-    ::mlir::Value getInputGradResult() {
-      return getInputGrad() ? getGrads()[0] : ::mlir::Value();
-    }
-    ::mlir::Value getWeightGradResult() { return getGrads()[getInputGrad() ? 1 : 0]; }
-    ::mlir::Value getBiasGradResult() {
-      return getBiasGradAcc() ? getGrads().back() : ::mlir::Value();
-    }
+    attr-dict `:` `(` type(operands) `)` `->`
+    custom<WeightGradientTypes>(type($input_grad), type($weight_grad),
+                                type($bias_grad), ref($bias_grad_acc))
   }];
   let hasVerifier = 1;
 }

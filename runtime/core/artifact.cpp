@@ -27,6 +27,16 @@ using json = nlohmann::json;
 // Names
 //===----------------------------------------------------------------------===//
 
+std::string artifactVersionMismatch(uint64_t version) {
+  const std::string theirs = "format " + std::to_string(version);
+  const std::string ours = "this runtime reads format " + std::to_string(kArtifactVersion);
+  if (version < uint64_t(kArtifactVersion))
+    return "compiled by an older rn-compile, " + theirs + "; " + ours +
+           ": compile the model again";
+  return "compiled by a newer rn-compile, " + theirs + "; " + ours +
+         ": use the runtime of that rn-compile";
+}
+
 std::string_view streamName(Stream stream) {
   switch (stream) {
   case Stream::trans:
@@ -448,9 +458,7 @@ void ProgramParser::parseHeader(const json &root) {
   if (!number)
     cx_.fail("\"version\" must be a positive integer, got " + describe(version));
   if (*number != uint64_t(kArtifactVersion))
-    cx_.fail("unsupported program version " + std::to_string(*number) +
-             " (this runtime supports version " + std::to_string(kArtifactVersion) +
-             ")");
+    cx_.fail(artifactVersionMismatch(*number));
   program_.version = kArtifactVersion;
   if (const json *model = optionalMember(root, "model")) {
     if (!model->is_string())
@@ -762,43 +770,47 @@ void ProgramParser::parseOpNode(const json &object, const Function &function,
                                 Node &node) {
   node.op = stringMember(cx_, object, "op");
   node.info = findOp(node.op);
-  if (!node.info)
+  if (!node.info || !node.info->table)
     cx_.fail("unknown op " + inQuotes(node.op) + " (not in the runtime's op registry)");
 
-  // Tensor references; only host_to_device touches a host buffer (its
-  // operand), every other access needs device memory.
+  // Tensor references by ODS name (op_table.h); only host_to_device
+  // touches a host buffer (its operand), every other access needs device
+  // memory.
   bool hostToDevice = node.op == "host_to_device";
-  auto readIds = [&](const char *key, const char *what, bool hostAllowed) {
-    std::vector<uint32_t> ids;
-    const json &array = arrayMember(cx_, object, key);
-    for (size_t i = 0; i < array.size(); ++i) {
-      std::string place = std::string(what) + " " + std::to_string(i);
-      uint64_t id = unsignedValue(cx_, array[i], place);
+  auto readIds = [&](const char *key, const char *what, bool results, bool hostAllowed,
+                     ValueLayout &layout) {
+    std::vector<uint64_t> raw;
+    auto checkId = [&](uint64_t id, const std::string &place) -> Status {
       if (id >= function.tensors.size())
-        cx_.fail(place + " refers to tensor " + std::to_string(id) +
-                 ", but the function has " + std::to_string(function.tensors.size()) +
-                 " tensors");
+        return Error(place + " refers to tensor " + std::to_string(id) +
+                     ", but the function has " + std::to_string(function.tensors.size()) +
+                     " tensors");
       const TensorInfo &tensor = function.tensors[id];
       if (tensor.isHost() != hostAllowed)
-        cx_.fail(place + " is tensor " + std::to_string(id) + ", " +
-                 (tensor.isHost()
-                      ? "a host staging buffer (host_input " + tensor.hostInput +
-                            "); only host_to_device reads host buffers"
-                      : std::string("a device tensor; host_to_device reads a host "
-                                    "staging buffer")));
-      ids.push_back(static_cast<uint32_t>(id));
-    }
-    return ids;
+        return Error(place + " is tensor " + std::to_string(id) + ", " +
+                     (tensor.isHost()
+                          ? "a host staging buffer (host_input " + tensor.hostInput +
+                                "); only host_to_device reads host buffers"
+                          : std::string("a device tensor; host_to_device reads a host "
+                                        "staging buffer")));
+      return Status::success();
+    };
+    Result<ValueLayout> read = readNamedValues(*node.info->table, results,
+                                               member(cx_, object, key), what, raw, checkId);
+    if (!read)
+      cx_.fail(read.error().message());
+    layout = std::move(*read);
+    return std::vector<uint32_t>(raw.begin(), raw.end());
   };
-  node.operands = readIds("operands", "operand", hostToDevice);
-  node.results = readIds("results", "result", false);
+  node.operands = readIds("operands", "operand", false, hostToDevice, node.layout.operands);
+  node.results = readIds("results", "result", true, false, node.layout.results);
 
   if (const json *attributes = optionalMember(object, "attributes")) {
     if (!attributes->is_object())
       cx_.fail("\"attributes\" must be an object, got " + describe(*attributes));
     node.attributes = *attributes;
   }
-  OpNodeSignature signature{node.operands.size(), node.results.size(), node.attributes};
+  OpNodeSignature signature{node.layout, node.attributes};
   if (Status status = node.info->verify(signature); !status.ok())
     cx_.fail(status.error().message());
 
@@ -1110,9 +1122,7 @@ Result<Artifact> fromSafetensors(Safetensors &&tensors) {
   if (ec != std::errc() || end != version->data() + version->size() || version->empty())
     return Error("rn.version \"" + *version + "\" is not a version number");
   if (number != uint64_t(kArtifactVersion))
-    return Error("unsupported artifact version " + *version +
-                 " (this runtime supports version " + std::to_string(kArtifactVersion) +
-                 ")");
+    return Error(artifactVersionMismatch(number));
   const std::string *program = meta("rn.program");
   if (!program)
     return Error("the safetensors metadata has no \"rn.program\"");

@@ -31,8 +31,13 @@
 
 namespace rn {
 
-/// The format version this runtime reads.
-inline constexpr int kArtifactVersion = 1;
+/// The format version this runtime reads. 2: nodes name their operands and
+/// results by their ODS names (op_table.h); 1 listed them by position.
+inline constexpr int kArtifactVersion = 2;
+
+/// The message for an artifact of another format version: older ones are
+/// compiled again, newer ones need a newer runtime.
+std::string artifactVersionMismatch(uint64_t version);
 /// Upper bound on num_events: the runtime creates one device event per id,
 /// so a larger count is a corrupt file, not a schedule.
 inline constexpr uint64_t kMaxEvents = 1u << 20;
@@ -129,8 +134,11 @@ struct Node {
   // Op nodes.
   std::string op;
   const OpInfo *info = nullptr;
+  /// Tensor ids in op-table order (a list's ids in place); `layout` says
+  /// which ODS operand (result) each is.
   std::vector<uint32_t> operands;
   std::vector<uint32_t> results;
+  NodeLayout layout;
   nlohmann::json attributes = nlohmann::json::object();
   std::vector<Part> parts;
   /// (earlier part, later part): the later waits for the earlier.
@@ -140,6 +148,11 @@ struct Node {
   uint32_t event = 0;
   EventKind eventKind = EventKind::internal;
   uint32_t distance = 0; ///< waits: 0, 1 or 2 steps back
+
+  /// The tensor of ODS operand (result) `ods`, a single one present: use
+  /// the op table's constants (op_table::conv2d::operand::filter).
+  uint32_t operand(size_t ods) const { return operands[layout.operands.index(ods)]; }
+  uint32_t result(size_t ods) const { return results[layout.results.index(ods)]; }
 };
 
 struct Subgraph {

@@ -1,15 +1,16 @@
 //===- op_registry.h - The ops the runtime knows ---------------*- C++ -*-===//
 //
 // Every op an artifact's nodes may name (the rn dialect's executable ops
-// without "rn."), with the rules the loader checks before anything runs:
-// operand and result counts (including the variadic forms: conv2d's
-// optional bias, the backward ops' optional input and bias gradients,
-// sgd_update's optional momentum buffer and skip_if, the groups of tensors
-// of multi_sgd_update, multi_adamw_update and multi_lars_update), the
-// attributes each op needs with their JSON types and ranges (positive
-// strides, probabilities in [0, 1), ...), and the parts forking ops split
-// into. The rules mirror the dialect's verifiers; shapes are the executors'
-// business.
+// without "rn."), with the rules the loader checks before anything runs.
+// A node names its operands and results as the dialect's ODS does; the op
+// table generated from ODS (op_table.h) says which exist, which are
+// optional and which are lists, and readNamedValues holds a node to it.
+// The registry adds what the table cannot say: the attributes each op
+// needs with their JSON types and ranges (positive strides, probabilities
+// in [0, 1), ...), how present operands and results go together (the
+// groups of multi_sgd_update are one size; a bias gradient comes with a
+// bias accumulator), and the parts forking ops split into. The rules
+// mirror the dialect's verifiers; shapes are the executors' business.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string_view>
@@ -27,59 +29,81 @@
 
 namespace rn {
 
+namespace op_table {
+struct Op;
+struct Value;
+} // namespace op_table
+
+/// Where one ODS operand (or result) of a node sits in the node's flat
+/// list: `count` values from `begin` (0 for an absent optional one).
+struct ValueSegment {
+  uint32_t begin = 0;
+  uint32_t count = 0;
+};
+
+/// A node's operands or results by their ODS names: one segment per entry
+/// of the op table's list, in table order. Index it with the op table's
+/// constants (op_table::cbr_backward::operand::relu_output).
+struct ValueLayout {
+  std::vector<ValueSegment> segments;
+
+  bool has(size_t ods) const { return ods < segments.size() && segments[ods].count > 0; }
+  size_t count(size_t ods) const { return ods < segments.size() ? segments[ods].count : 0; }
+  /// The flat index of the first (for a single value, the only) value.
+  size_t index(size_t ods) const { return segments.at(ods).begin; }
+  /// Values in all, the flat list's length.
+  size_t total() const;
+};
+
+struct NodeLayout {
+  ValueLayout operands, results;
+};
+
 /// What the registry looks at in an op node.
 struct OpNodeSignature {
-  size_t operands = 0;
-  size_t results = 0;
+  const NodeLayout &layout;
   const nlohmann::json &attributes; ///< an object
 };
 
 struct OpInfo {
   std::string_view name;
-  /// Checks the counts and attributes of `node`; messages name no place
-  /// (the caller prefixes the node).
+  /// Checks what the op table cannot say: attributes, and how the present
+  /// operands and results go together (group sizes, an optional result
+  /// that comes with an optional operand); messages name no place (the
+  /// caller prefixes the node).
   Status (*verify)(const OpNodeSignature &node) = nullptr;
   /// The roles of the parts a forking op runs as, in ForkingOpInterface
   /// order, for a node that verified; null for ops that do not fork.
   std::vector<std::string_view> (*forkParts)(const OpNodeSignature &node) = nullptr;
+  /// The op's entry in the op table (op_table.h), which names its operands
+  /// and results.
+  const op_table::Op *table = nullptr;
 };
 
-/// Whether a conv2d_backward or cbr_backward node has an input gradient
-/// addend (`plus`, rn-fold-gradient-adds): its last operand then. The
-/// artifact says so in the op's "operandSegmentSizes" (one count per ODS
-/// operand, the addend's last), which tells it apart from the other
-/// optional operand (the bias accumulator, the ReLU output).
-bool hasInputGradAddend(const nlohmann::json &attributes);
+/// Reads a node's "operands" (or "results") object against `op`'s list in
+/// the op table: every key an ODS name of the list, each required one
+/// present as one tensor id, an optional one absent or one id, a variadic
+/// one an array of ids. Appends the ids to `ids` in table order and
+/// returns the layout; `what` ("operand", "result") names them in errors.
+/// `checkId`, when given, checks each id (its place: `operand "filter"`)
+/// before it is taken: the loader's range and host-or-device checks.
+Result<ValueLayout>
+readNamedValues(const op_table::Op &op, bool results, const nlohmann::json &object,
+                const char *what, std::vector<uint64_t> &ids,
+                const std::function<Status(uint64_t id, const std::string &place)> &checkId = {});
 
 /// Where a cbr_backward node's ReLU mask comes from: none (no ReLU), the
-/// forward's ReLU result (`relu`), or recomputed from the convolution
-/// output with the forward's beta (`relu_recompute`,
-/// rn-recompute-relu-mask). Either way the mask's operand is the eleventh.
+/// forward's ReLU result (operand `relu_output`), or recomputed from the
+/// convolution output with the forward's beta (operand `relu_beta`,
+/// rn-recompute-relu-mask).
 enum class ReluMask { none, output, recomputed };
-/// From the node's "operandSegmentSizes" (relu_output's and relu_beta's
-/// counts; artifacts from before relu_beta have only relu_output's), or,
-/// without them, an eleventh operand before any addend is relu_output.
-/// Both counts set (an invalid node: verifyNode rejects it) reads as `output`.
-ReluMask cbrBackwardReluMask(const nlohmann::json &attributes, size_t operands);
+ReluMask cbrBackwardReluMask(const NodeLayout &layout);
 
 /// Whether a cbr_backward node's recomputed mask takes the prologue's
 /// rounding (`prologue_mask`, rn-fuse-bn-prologue): positive where
 /// round(fma(conv_output, scale, bias)) is, with scale and bias those
 /// of rn.bn_scale_bias from the node's statistics, gamma and relu_beta.
 bool cbrBackwardPrologueMask(const nlohmann::json &attributes);
-
-/// The index of a cbr_backward node's input_scale operand (input_bias is
-/// the next) when it has `input_prologue` (its `input` is then a
-/// convolution output that its filter gradient reads through the
-/// scale-bias-ReLU prologue); nullopt without. From "operandSegmentSizes"
-/// (15 counts: ten, relu_output, relu_beta, input_scale, input_bias,
-/// input_grad_addend).
-std::optional<size_t> cbrBackwardInputPrologue(const nlohmann::json &attributes);
-
-/// The index of a cbr_forward or conv_bn_stats node's prologue scale
-/// operand (the bias is the next) when it has one: the two operands after
-/// the op's fixed ones (four and two). nullopt without, or for other ops.
-std::optional<size_t> convPrologue(std::string_view op, size_t operands);
 
 /// The op named `name` ("conv2d"), or null.
 const OpInfo *findOp(std::string_view name);

@@ -439,14 +439,16 @@ inline constexpr Value kCbrBackwardOperands[] = {
 };
 inline constexpr Value kCbrBackwardResults[] = {
     {"conv_output_grad", Arity::one},
-    {"grads", Arity::variadic},
+    {"input_grad", Arity::optional},
+    {"filter_grad", Arity::one},
+    {"gamma_grad", Arity::one},
+    {"beta_grad", Arity::one},
 };
 inline constexpr Attr kCbrBackwardAttributes[] = {
     {"strides", AttrKind::integers, true},
     {"padding", AttrKind::integers, true},
     {"dilation", AttrKind::integers, true},
     {"groups", AttrKind::integer, true},
-    {"input_grad", AttrKind::flag, false},
     {"prologue_mask", AttrKind::flag, false},
 };
 namespace cbr_backward {
@@ -469,7 +471,10 @@ inline constexpr size_t input_grad_addend = 14;
 } // namespace operand
 namespace result {
 inline constexpr size_t conv_output_grad = 0;
-inline constexpr size_t grads = 1;
+inline constexpr size_t input_grad = 1;
+inline constexpr size_t filter_grad = 2;
+inline constexpr size_t gamma_grad = 3;
+inline constexpr size_t beta_grad = 4;
 } // namespace result
 } // namespace cbr_backward
 
@@ -599,14 +604,15 @@ inline constexpr Value kConv2dBackwardOperands[] = {
     {"input_grad_addend", Arity::optional},
 };
 inline constexpr Value kConv2dBackwardResults[] = {
-    {"grads", Arity::variadic},
+    {"input_grad", Arity::optional},
+    {"filter_grad", Arity::one},
+    {"bias_grad", Arity::optional},
 };
 inline constexpr Attr kConv2dBackwardAttributes[] = {
     {"strides", AttrKind::integers, true},
     {"padding", AttrKind::integers, true},
     {"dilation", AttrKind::integers, true},
     {"groups", AttrKind::integer, true},
-    {"input_grad", AttrKind::flag, false},
 };
 namespace conv2d_backward {
 namespace operand {
@@ -618,7 +624,9 @@ inline constexpr size_t bias_grad_acc = 4;
 inline constexpr size_t input_grad_addend = 5;
 } // namespace operand
 namespace result {
-inline constexpr size_t grads = 0;
+inline constexpr size_t input_grad = 0;
+inline constexpr size_t filter_grad = 1;
+inline constexpr size_t bias_grad = 2;
 } // namespace result
 } // namespace conv2d_backward
 
@@ -862,10 +870,9 @@ inline constexpr Value kLinearBackwardOperands[] = {
     {"bias_grad_acc", Arity::optional},
 };
 inline constexpr Value kLinearBackwardResults[] = {
-    {"grads", Arity::variadic},
-};
-inline constexpr Attr kLinearBackwardAttributes[] = {
-    {"input_grad", AttrKind::flag, false},
+    {"input_grad", Arity::optional},
+    {"weight_grad", Arity::one},
+    {"bias_grad", Arity::optional},
 };
 namespace linear_backward {
 namespace operand {
@@ -876,7 +883,9 @@ inline constexpr size_t weight_grad_acc = 3;
 inline constexpr size_t bias_grad_acc = 4;
 } // namespace operand
 namespace result {
-inline constexpr size_t grads = 0;
+inline constexpr size_t input_grad = 0;
+inline constexpr size_t weight_grad = 1;
+inline constexpr size_t bias_grad = 2;
 } // namespace result
 } // namespace linear_backward
 
@@ -1402,12 +1411,12 @@ inline constexpr Op kOps[] = {
     {"bn_add_relu_inference", kBnAddReluInferenceOperands, 6, kBnAddReluInferenceResults, 1, kBnAddReluInferenceAttributes, 1},
     {"bn_scale_bias", kBnScaleBiasOperands, 4, kBnScaleBiasResults, 2, nullptr, 0},
     {"cast", kCastOperands, 1, kCastResults, 1, nullptr, 0},
-    {"cbr_backward", kCbrBackwardOperands, 15, kCbrBackwardResults, 2, kCbrBackwardAttributes, 6},
+    {"cbr_backward", kCbrBackwardOperands, 15, kCbrBackwardResults, 5, kCbrBackwardAttributes, 5},
     {"cbr_forward", kCbrForwardOperands, 6, kCbrForwardResults, 4, kCbrForwardAttributes, 6},
     {"cbr_inference", kCbrInferenceOperands, 6, kCbrInferenceResults, 1, kCbrInferenceAttributes, 6},
     {"check_finite", kCheckFiniteOperands, 1, kCheckFiniteResults, 1, nullptr, 0},
     {"conv2d", kConv2dOperands, 3, kConv2dResults, 1, kConv2dAttributes, 4},
-    {"conv2d_backward", kConv2dBackwardOperands, 6, kConv2dBackwardResults, 1, kConv2dBackwardAttributes, 5},
+    {"conv2d_backward", kConv2dBackwardOperands, 6, kConv2dBackwardResults, 3, kConv2dBackwardAttributes, 4},
     {"conv_bn_stats", kConvBnStatsOperands, 4, kConvBnStatsResults, 3, kConvBnStatsAttributes, 5},
     {"count_correct", kCountCorrectOperands, 2, kCountCorrectResults, 1, nullptr, 0},
     {"dropout_backward", kDropoutBackwardOperands, 2, kDropoutBackwardResults, 1, nullptr, 0},
@@ -1419,7 +1428,7 @@ inline constexpr Op kOps[] = {
     {"host_to_device", kHostToDeviceOperands, 1, kHostToDeviceResults, 1, nullptr, 0},
     {"lars_update", kLarsUpdateOperands, 5, kLarsUpdateResults, 2, kLarsUpdateAttributes, 4},
     {"linear", kLinearOperands, 3, kLinearResults, 1, nullptr, 0},
-    {"linear_backward", kLinearBackwardOperands, 5, kLinearBackwardResults, 1, kLinearBackwardAttributes, 1},
+    {"linear_backward", kLinearBackwardOperands, 5, kLinearBackwardResults, 3, nullptr, 0},
     {"max_pool2d", kMaxPool2dOperands, 1, kMaxPool2dResults, 1, kMaxPool2dAttributes, 3},
     {"max_pool2d_backward", kMaxPool2dBackwardOperands, 2, kMaxPool2dBackwardResults, 1, kMaxPool2dBackwardAttributes, 3},
     {"multi_adamw_update", kMultiAdamwUpdateOperands, 7, kMultiAdamwUpdateResults, 1, kMultiAdamwUpdateAttributes, 4},

@@ -7,6 +7,7 @@
 
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/core/op_registry.h"
+#include "runtime/core/op_table.h"
 #include "runtime/core/host_program.h"
 
 #include "runtime/cpu/cpu_kernels.h"
@@ -171,20 +172,9 @@ struct Kernel {
   double epsilon = 0, momentum = 0, p = 0, labelSmoothing = 0, growth = 0, backoff = 0,
          weightDecay = 0, beta1 = 0, beta2 = 0, trustCoefficient = 0, decay = 0;
   int64_t count = 0, growthInterval = 0;
-  bool inputGrad = false, relu = false, nesterov = false;
-  /// conv2d_backward, cbr_backward: the input gradient's addend is the
-  /// last operand (op_registry's hasInputGradAddend).
-  bool inputGradAddend = false;
-  /// cbr_backward: where its ReLU mask comes from (operand 10: the
-  /// forward's ReLU result, or its beta to recompute the mask with).
-  ReluMask reluMask = ReluMask::none;
+  bool relu = false, nesterov = false;
   /// cbr_backward: the recomputed mask takes the prologue's rounding.
   bool prologueMask = false;
-  /// cbr_forward, conv_bn_stats: the operand index of prologue_scale
-  /// (prologue_bias is the next); cbr_backward: that of input_scale
-  /// (input_bias is the next). Op_registry's convPrologue and
-  /// cbrBackwardInputPrologue.
-  std::optional<size_t> prologue;
   /// dropout_train: its random stream is step * dropoutCount + dropoutIndex.
   uint64_t dropoutIndex = 0, dropoutCount = 0;
 };
@@ -226,16 +216,8 @@ Kernel kernelOf(const Node &node) {
   k.decay = numAttr(a, "decay");
   k.count = static_cast<int64_t>(numAttr(a, "count"));
   k.growthInterval = static_cast<int64_t>(numAttr(a, "growth_interval"));
-  k.inputGrad = flagAttr(a, "input_grad");
-  if (k.kind == OpKind::conv2d_backward || k.kind == OpKind::cbr_backward)
-    k.inputGradAddend = hasInputGradAddend(a);
-  if (k.kind == OpKind::cbr_backward) {
-    k.reluMask = cbrBackwardReluMask(a, node.operands.size());
+  if (k.kind == OpKind::cbr_backward)
     k.prologueMask = cbrBackwardPrologueMask(a);
-    k.prologue = cbrBackwardInputPrologue(a);
-  }
-  if (k.kind == OpKind::cbr_forward || k.kind == OpKind::conv_bn_stats)
-    k.prologue = convPrologue(node.op, node.operands.size());
   k.relu = flagAttr(a, "relu");
   k.nesterov = flagAttr(a, "nesterov");
   if (k.kind == OpKind::dropout_train) {
@@ -519,47 +501,65 @@ namespace {
 /// conv_bn_stats' prologue operands included).
 Access accessOf(const Node &node, const Kernel &k, int part) {
   Access a;
-  const auto &o = node.operands;
-  const auto &r = node.results;
   if (part < 0) {
-    a.reads = o;
-    a.writes = r;
+    a.reads = node.operands;
+    a.writes = node.results;
     return a;
   }
+  const ValueLayout &ins = node.layout.operands;
+  // Single operands and results by their ODS names, optional ones only
+  // when present.
+  auto reads = [&](std::initializer_list<size_t> operands) {
+    for (size_t ods : operands)
+      if (ins.has(ods))
+        a.reads.push_back(node.operand(ods));
+  };
+  auto readsResult = [&](size_t ods) { a.reads.push_back(node.result(ods)); };
+  auto writes = [&](std::initializer_list<size_t> results) {
+    for (size_t ods : results)
+      a.writes.push_back(node.result(ods));
+  };
   PartRole role = k.roles[size_t(part)];
-  bool dx = k.inputGrad;
-  if (k.kind == OpKind::linear_backward || k.kind == OpKind::conv2d_backward) {
-    size_t dwIndex = dx ? 1 : 0;
+  if (k.kind == OpKind::conv2d_backward) {
+    using namespace op_table::conv2d_backward;
     if (role == PartRole::weight_grad) {
-      a.reads = {o[0], o[1], o[3]};
-      a.writes = {r[dwIndex]};
+      reads({operand::output_grad, operand::input, operand::filter_grad_acc});
+      writes({result::filter_grad});
     } else if (role == PartRole::bias_grad) {
-      a.reads = {o[0], o[4]};
-      a.writes = {r[dwIndex + 1]};
+      reads({operand::output_grad, operand::bias_grad_acc});
+      writes({result::bias_grad});
     } else if (role == PartRole::input_grad) {
-      a.reads = {o[0], o[2]};
-      if (k.inputGradAddend)
-        a.reads.push_back(o.back());
-      a.writes = {r[0]};
+      reads({operand::output_grad, operand::filter, operand::input_grad_addend});
+      writes({result::input_grad});
+    }
+  } else if (k.kind == OpKind::linear_backward) {
+    using namespace op_table::linear_backward;
+    if (role == PartRole::weight_grad) {
+      reads({operand::output_grad, operand::input, operand::weight_grad_acc});
+      writes({result::weight_grad});
+    } else if (role == PartRole::bias_grad) {
+      reads({operand::output_grad, operand::bias_grad_acc});
+      writes({result::bias_grad});
+    } else if (role == PartRole::input_grad) {
+      reads({operand::output_grad, operand::weight});
+      writes({result::input_grad});
     }
   } else if (k.kind == OpKind::cbr_backward) {
+    using namespace op_table::cbr_backward;
     if (role == PartRole::bn_grad) {
-      a.reads = {o[0], o[3], o[4], o[5], o[6], o[8], o[9]};
-      if (k.reluMask != ReluMask::none)
-        a.reads.push_back(o[10]);
-      a.writes = {r[0], r[dx ? 3 : 2], r[dx ? 4 : 3]};
-    } else if (role == PartRole::weight_grad) {
-      a.reads = {r[0], o[1], o[7]};
-      if (k.prologue) { // the filter gradient is taken at P(input)
-        a.reads.push_back(o[*k.prologue]);
-        a.reads.push_back(o[*k.prologue + 1]);
-      }
-      a.writes = {r[dx ? 2 : 1]};
+      reads({operand::output_grad, operand::conv_output, operand::gamma, operand::batch_mean,
+             operand::batch_inv_std, operand::gamma_grad_acc, operand::beta_grad_acc,
+             operand::relu_output, operand::relu_beta});
+      writes({result::conv_output_grad, result::gamma_grad, result::beta_grad});
+    } else if (role == PartRole::weight_grad) { // at P(input) with an input prologue
+      readsResult(result::conv_output_grad);
+      reads({operand::input, operand::filter_grad_acc, operand::input_scale,
+             operand::input_bias});
+      writes({result::filter_grad});
     } else if (role == PartRole::input_grad) {
-      a.reads = {r[0], o[2]};
-      if (k.inputGradAddend)
-        a.reads.push_back(o.back());
-      a.writes = {r[1]};
+      readsResult(result::conv_output_grad);
+      reads({operand::filter, operand::input_grad_addend});
+      writes({result::input_grad});
     }
   }
   return a;
@@ -606,55 +606,89 @@ struct ExecutorAccess {
     return {};
   }
 
-  /// Runs `node` (or its part `part`) with its kernel `k`.
+  /// Runs `node` (or its part `part`) with its kernel `k`. Operands and
+  /// results by their ODS names (op_table.h), through the node's layout.
   KernelStatus run(const Node &node, const Kernel &k, int part) {
-    const auto &o = node.operands;
-    const auto &r = node.results;
-    auto V = [&](uint32_t t) -> const TensorView & { return view(t); };
+    const ValueLayout &ins = node.layout.operands, &outs = node.layout.results;
+    auto in = [&](size_t ods) -> const TensorView & { return view(node.operand(ods)); };
+    auto out = [&](size_t ods) -> const TensorView & { return view(node.result(ods)); };
+    auto inIfAny = [&](size_t ods) { return ins.has(ods) ? &in(ods) : nullptr; };
+    auto outIfAny = [&](size_t ods) { return outs.has(ods) ? &out(ods) : nullptr; };
+    // The tensor ids of list operand (result) `ods`.
+    auto inIds = [&](size_t ods) {
+      auto begin = node.operands.begin() + std::ptrdiff_t(ins.index(ods));
+      return std::vector<uint32_t>(begin, begin + std::ptrdiff_t(ins.count(ods)));
+    };
+    auto outIds = [&](size_t ods) {
+      auto begin = node.results.begin() + std::ptrdiff_t(outs.index(ods));
+      return std::vector<uint32_t>(begin, begin + std::ptrdiff_t(outs.count(ods)));
+    };
+    auto views = [&](const std::vector<uint32_t> &ids, size_t from, size_t count) {
+      std::vector<TensorView> result;
+      for (size_t q = from; q < from + count; ++q)
+        result.push_back(view(ids[q]));
+      return result;
+    };
+    auto inList = [&](size_t ods) {
+      std::vector<uint32_t> ids = inIds(ods);
+      return views(ids, 0, ids.size());
+    };
+    auto skipIf = [&](size_t ods) { return ins.has(ods) && f(node.operand(ods)) != 0; };
 
     if (part >= 0) {
       PartRole role = k.roles[size_t(part)];
       switch (k.kind) {
-      case OpKind::linear_backward:
-      case OpKind::conv2d_backward: {
-        bool conv = k.kind == OpKind::conv2d_backward;
-        size_t dw = k.inputGrad ? 1 : 0;
+      case OpKind::linear_backward: {
+        using namespace op_table::linear_backward;
         if (role == PartRole::weight_grad)
-          return conv ? cpu::conv2dBackwardFilter(V(o[0]), V(o[1]), V(o[3]), k.conv, V(r[dw]))
-                      : cpu::linearBackwardWeight(V(o[0]), V(o[1]), V(o[3]), V(r[dw]));
+          return cpu::linearBackwardWeight(in(operand::output_grad), in(operand::input),
+                                           in(operand::weight_grad_acc), out(result::weight_grad));
         if (role == PartRole::bias_grad)
-          return conv ? cpu::conv2dBackwardBias(V(o[0]), V(o[4]), V(r[dw + 1]))
-                      : cpu::linearBackwardBias(V(o[0]), V(o[4]), V(r[dw + 1]));
+          return cpu::linearBackwardBias(in(operand::output_grad), in(operand::bias_grad_acc),
+                                         out(result::bias_grad));
         if (role == PartRole::input_grad)
-          return conv ? cpu::conv2dBackwardInput(V(o[0]), V(o[2]), k.conv, V(r[0]),
-                                                 k.inputGradAddend ? &V(o.back()) : nullptr)
-                      : cpu::linearBackwardInput(V(o[0]), V(o[2]), V(r[0]));
+          return cpu::linearBackwardInput(in(operand::output_grad), in(operand::weight),
+                                          out(result::input_grad));
+        break;
+      }
+      case OpKind::conv2d_backward: {
+        using namespace op_table::conv2d_backward;
+        if (role == PartRole::weight_grad)
+          return cpu::conv2dBackwardFilter(in(operand::output_grad), in(operand::input),
+                                           in(operand::filter_grad_acc), k.conv,
+                                           out(result::filter_grad));
+        if (role == PartRole::bias_grad)
+          return cpu::conv2dBackwardBias(in(operand::output_grad), in(operand::bias_grad_acc),
+                                         out(result::bias_grad));
+        if (role == PartRole::input_grad)
+          return cpu::conv2dBackwardInput(in(operand::output_grad), in(operand::filter), k.conv,
+                                          out(result::input_grad),
+                                          inIfAny(operand::input_grad_addend));
         break;
       }
       case OpKind::cbr_backward: {
-        bool dx = k.inputGrad;
+        using namespace op_table::cbr_backward;
         if (role == PartRole::bn_grad) {
-          // operands: output_grad, input, filter, conv_output, gamma,
-          // batch_mean, batch_inv_std, filter_grad_acc, gamma_grad_acc,
-          // beta_grad_acc, [relu_output | relu_beta], ...
           cpu::CbrBackwardOptions forms;
-          if (k.reluMask == ReluMask::output)
-            forms.reluOutput = &V(o[10]);
-          else if (k.reluMask == ReluMask::recomputed)
-            forms.reluBeta = &V(o[10]);
+          forms.reluOutput = inIfAny(operand::relu_output);
+          forms.reluBeta = inIfAny(operand::relu_beta);
           forms.prologueMask = k.prologueMask;
-          return cpu::cbrBackwardBatchNorm(V(o[0]), V(o[3]), V(o[4]), V(o[5]), V(o[6]),
-                                           V(o[8]), V(o[9]), forms, V(r[0]), V(r[dx ? 3 : 2]),
-                                           V(r[dx ? 4 : 3]));
+          return cpu::cbrBackwardBatchNorm(
+              in(operand::output_grad), in(operand::conv_output), in(operand::gamma),
+              in(operand::batch_mean), in(operand::batch_inv_std), in(operand::gamma_grad_acc),
+              in(operand::beta_grad_acc), forms, out(result::conv_output_grad),
+              out(result::gamma_grad), out(result::beta_grad));
         }
-        if (role == PartRole::weight_grad)
-          return cpu::cbrBackwardFilter(V(r[0]), V(o[1]),
-                                        k.prologue ? &V(o[*k.prologue]) : nullptr,
-                                        k.prologue ? &V(o[*k.prologue + 1]) : nullptr, V(o[7]),
-                                        k.conv, V(r[dx ? 2 : 1]));
+        if (role == PartRole::weight_grad) // at P(input) with an input prologue
+          return cpu::cbrBackwardFilter(out(result::conv_output_grad), in(operand::input),
+                                        inIfAny(operand::input_scale),
+                                        inIfAny(operand::input_bias),
+                                        in(operand::filter_grad_acc), k.conv,
+                                        out(result::filter_grad));
         if (role == PartRole::input_grad)
-          return cpu::conv2dBackwardInput(V(r[0]), V(o[2]), k.conv, V(r[1]),
-                                          k.inputGradAddend ? &V(o.back()) : nullptr);
+          return cpu::conv2dBackwardInput(out(result::conv_output_grad), in(operand::filter),
+                                          k.conv, out(result::input_grad),
+                                          inIfAny(operand::input_grad_addend));
         break;
       }
       default:
@@ -664,244 +698,355 @@ struct ExecutorAccess {
     }
 
     switch (k.kind) {
-    case OpKind::copy:
-      return copy(o[0], r[0]);
+    case OpKind::copy: {
+      using namespace op_table::host_to_device;
+      return copy(node.operand(operand::input), node.result(result::result));
+    }
     case OpKind::all_reduce_mean: { // one replica: the mean is the value
-      for (size_t q = 0; q < o.size(); ++q) {
-        KernelStatus s = copy(o[q], r[q]);
+      using namespace op_table::all_reduce_mean;
+      const std::vector<uint32_t> from = inIds(operand::inputs), to = outIds(result::results);
+      for (size_t q = 0; q < from.size(); ++q) {
+        KernelStatus s = copy(from[q], to[q]);
         if (!s.ok())
           return s;
       }
       if (!ex.options_.replicas)
         return {};
       std::vector<cpu::ReplicaGroup::Buffer> buffers;
-      for (uint32_t t : r)
+      for (uint32_t t : to)
         buffers.push_back({ptr(t), size_t(numel(fn.tensors[t].shape))});
       if (Status st = ex.options_.replicas->allReduceMean(ex.options_.replicaRank, buffers);
           !st.ok())
         return KernelStatus{st.error().message()};
       return {};
     }
-    case OpKind::conv2d:
-      return cpu::conv2d(V(o[0]), V(o[1]), o.size() == 3 ? &V(o[2]) : nullptr, k.conv, V(r[0]));
-    case OpKind::linear:
-      return cpu::linear(V(o[0]), V(o[1]), o.size() == 3 ? &V(o[2]) : nullptr, V(r[0]));
-    case OpKind::batch_norm:
-      return cpu::batchNorm(V(o[0]), V(o[1]), V(o[2]), k.epsilon, V(r[0]));
-    case OpKind::batch_norm_train:
-      return cpu::batchNormTrain(V(o[0]), V(o[1]), V(o[2]), k.epsilon, V(r[0]), V(r[1]),
-                                 V(r[2]));
-    case OpKind::batch_norm_inference:
-      return cpu::batchNormInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), k.epsilon,
-                                     V(r[0]));
-    case OpKind::update_running_stats:
-      return cpu::updateRunningStats(V(o[0]), V(o[1]), V(o[2]), V(o[3]), k.epsilon, k.momentum,
-                                     k.count, V(r[0]), V(r[1]));
-    case OpKind::batch_norm_backward:
-      return cpu::batchNormBackward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]),
-                                    V(o[6]), V(r[0]), V(r[1]), V(r[2]));
-    case OpKind::relu:
-      return cpu::relu(V(o[0]), V(r[0]));
-    case OpKind::tanh:
-      return cpu::tanh(V(o[0]), V(r[0]));
-    case OpKind::silu:
-      return cpu::silu(V(o[0]), V(r[0]));
-    case OpKind::relu_backward:
-      return cpu::reluBackward(V(o[0]), V(o[1]), V(r[0]));
-    case OpKind::tanh_backward:
-      return cpu::tanhBackward(V(o[0]), V(o[1]), V(r[0]));
-    case OpKind::silu_backward:
-      return cpu::siluBackward(V(o[0]), V(o[1]), V(r[0]));
-    case OpKind::dropout_backward:
-      return cpu::dropoutBackward(V(o[0]), V(o[1]), V(r[0]));
-    case OpKind::add:
-      return cpu::add(V(o[0]), V(o[1]), V(r[0]));
-    case OpKind::cast:
-      return cpu::cast(V(o[0]), V(r[0]));
-    case OpKind::pad_channels:
-      return cpu::padChannels(V(o[0]), V(r[0]));
-    case OpKind::multi_cast: // rn.cast of each tensor
-      for (size_t q = 0; q < r.size(); ++q)
-        if (KernelStatus s = cpu::cast(V(o[q]), V(r[q])); !s.ok())
+    case OpKind::conv2d: {
+      using namespace op_table::conv2d;
+      return cpu::conv2d(in(operand::input), in(operand::filter), inIfAny(operand::bias), k.conv,
+                         out(result::result));
+    }
+    case OpKind::linear: {
+      using namespace op_table::linear;
+      return cpu::linear(in(operand::input), in(operand::weight), inIfAny(operand::bias),
+                         out(result::result));
+    }
+    case OpKind::batch_norm: {
+      using namespace op_table::batch_norm;
+      return cpu::batchNorm(in(operand::input), in(operand::weight), in(operand::bias), k.epsilon,
+                            out(result::result));
+    }
+    case OpKind::batch_norm_train: {
+      using namespace op_table::batch_norm_train;
+      return cpu::batchNormTrain(in(operand::input), in(operand::weight), in(operand::bias),
+                                 k.epsilon, out(result::result), out(result::batch_mean),
+                                 out(result::batch_inv_std));
+    }
+    case OpKind::batch_norm_inference: {
+      using namespace op_table::batch_norm_inference;
+      return cpu::batchNormInference(in(operand::input), in(operand::weight), in(operand::bias),
+                                     in(operand::running_mean), in(operand::running_var),
+                                     k.epsilon, out(result::result));
+    }
+    case OpKind::update_running_stats: {
+      using namespace op_table::update_running_stats;
+      return cpu::updateRunningStats(in(operand::running_mean), in(operand::running_var),
+                                     in(operand::batch_mean), in(operand::batch_inv_std),
+                                     k.epsilon, k.momentum, k.count,
+                                     out(result::new_running_mean),
+                                     out(result::new_running_var));
+    }
+    case OpKind::batch_norm_backward: {
+      using namespace op_table::batch_norm_backward;
+      return cpu::batchNormBackward(
+          in(operand::output_grad), in(operand::input), in(operand::weight),
+          in(operand::batch_mean), in(operand::batch_inv_std), in(operand::weight_grad_acc),
+          in(operand::bias_grad_acc), out(result::input_grad), out(result::weight_grad),
+          out(result::bias_grad));
+    }
+    case OpKind::relu: {
+      using namespace op_table::relu;
+      return cpu::relu(in(operand::input), out(result::result));
+    }
+    case OpKind::tanh: {
+      using namespace op_table::tanh;
+      return cpu::tanh(in(operand::input), out(result::result));
+    }
+    case OpKind::silu: {
+      using namespace op_table::silu;
+      return cpu::silu(in(operand::input), out(result::result));
+    }
+    case OpKind::relu_backward: {
+      using namespace op_table::relu_backward;
+      return cpu::reluBackward(in(operand::output_grad), in(operand::saved),
+                               out(result::input_grad));
+    }
+    case OpKind::tanh_backward: {
+      using namespace op_table::tanh_backward;
+      return cpu::tanhBackward(in(operand::output_grad), in(operand::saved),
+                               out(result::input_grad));
+    }
+    case OpKind::silu_backward: {
+      using namespace op_table::silu_backward;
+      return cpu::siluBackward(in(operand::output_grad), in(operand::saved),
+                               out(result::input_grad));
+    }
+    case OpKind::dropout_backward: {
+      using namespace op_table::dropout_backward;
+      return cpu::dropoutBackward(in(operand::output_grad), in(operand::saved),
+                                  out(result::input_grad));
+    }
+    case OpKind::add: {
+      using namespace op_table::add;
+      return cpu::add(in(operand::lhs), in(operand::rhs), out(result::result));
+    }
+    case OpKind::cast: {
+      using namespace op_table::cast;
+      return cpu::cast(in(operand::input), out(result::result));
+    }
+    case OpKind::pad_channels: {
+      using namespace op_table::pad_channels;
+      return cpu::padChannels(in(operand::input), out(result::result));
+    }
+    case OpKind::multi_cast: { // rn.cast of each tensor
+      using namespace op_table::multi_cast;
+      const std::vector<uint32_t> from = inIds(operand::inputs), to = outIds(result::results);
+      for (size_t q = 0; q < to.size(); ++q)
+        if (KernelStatus s = cpu::cast(view(from[q]), view(to[q])); !s.ok())
           return s;
       return {};
-    case OpKind::reshape:
-      return cpu::reshape(V(o[0]), V(r[0]));
-    case OpKind::flatten:
-      return cpu::flatten(V(o[0]), V(r[0]));
+    }
+    case OpKind::reshape: {
+      using namespace op_table::reshape;
+      return cpu::reshape(in(operand::input), out(result::result));
+    }
+    case OpKind::flatten: {
+      using namespace op_table::flatten;
+      return cpu::flatten(in(operand::input), out(result::result));
+    }
     case OpKind::zero:
-      return cpu::zero(V(r[0]));
+      return cpu::zero(out(op_table::zero::result::result));
     case OpKind::multi_zero: // rn.zero of each tensor
-      for (size_t q = 0; q < r.size(); ++q)
-        if (KernelStatus s = cpu::zero(V(r[q])); !s.ok())
+      for (uint32_t t : outIds(op_table::multi_zero::result::results))
+        if (KernelStatus s = cpu::zero(view(t)); !s.ok())
           return s;
       return {};
     case OpKind::dropout_train: {
+      using namespace op_table::dropout_train;
       // The step comes from the program's device copy, as on the GPU, where
       // a captured graph cannot take it from the host.
-      cpu::RngKey key{ex.options_.seed,
-                      uint64_t(int64_t(i(o[1]))) * k.dropoutCount + k.dropoutIndex};
-      return cpu::dropoutTrain(V(o[0]), k.p, key, V(r[0]), V(r[1]));
+      cpu::RngKey key{ex.options_.seed, uint64_t(int64_t(i(node.operand(operand::step)))) *
+                                                k.dropoutCount +
+                                            k.dropoutIndex};
+      return cpu::dropoutTrain(in(operand::input), k.p, key, out(result::result),
+                               out(result::mask));
     }
-    case OpKind::max_pool2d:
-      return cpu::maxPool2d(V(o[0]), k.pool, V(r[0]));
-    case OpKind::avg_pool2d:
-      return cpu::avgPool2d(V(o[0]), k.pool, V(r[0]));
-    case OpKind::max_pool2d_backward:
-      return cpu::maxPool2dBackward(V(o[0]), V(o[1]), k.pool, V(r[0]));
-    case OpKind::avg_pool2d_backward:
-      return cpu::avgPool2dBackward(V(o[0]), k.pool, V(r[0]));
-    case OpKind::global_avg_pool:
-      return cpu::globalAvgPool(V(o[0]), V(r[0]));
-    case OpKind::global_avg_pool_backward:
-      return cpu::globalAvgPoolBackward(V(o[0]), V(r[0]));
+    case OpKind::max_pool2d: {
+      using namespace op_table::max_pool2d;
+      return cpu::maxPool2d(in(operand::input), k.pool, out(result::result));
+    }
+    case OpKind::avg_pool2d: {
+      using namespace op_table::avg_pool2d;
+      return cpu::avgPool2d(in(operand::input), k.pool, out(result::result));
+    }
+    case OpKind::max_pool2d_backward: {
+      using namespace op_table::max_pool2d_backward;
+      return cpu::maxPool2dBackward(in(operand::output_grad), in(operand::input), k.pool,
+                                    out(result::input_grad));
+    }
+    case OpKind::avg_pool2d_backward: {
+      using namespace op_table::avg_pool2d_backward;
+      return cpu::avgPool2dBackward(in(operand::output_grad), k.pool, out(result::input_grad));
+    }
+    case OpKind::global_avg_pool: {
+      using namespace op_table::global_avg_pool;
+      return cpu::globalAvgPool(in(operand::input), out(result::result));
+    }
+    case OpKind::global_avg_pool_backward: {
+      using namespace op_table::global_avg_pool_backward;
+      return cpu::globalAvgPoolBackward(in(operand::output_grad), out(result::input_grad));
+    }
     case OpKind::softmax_cross_entropy: {
+      using namespace op_table::softmax_cross_entropy;
       float loss = 0;
-      KernelStatus s = cpu::softmaxCrossEntropy(V(o[0]), labels(o[1]), k.labelSmoothing, loss);
+      KernelStatus s = cpu::softmaxCrossEntropy(
+          in(operand::logits), labels(node.operand(operand::labels)), k.labelSmoothing, loss);
       if (s.ok())
-        setF(r[0], loss);
+        setF(node.result(result::loss), loss);
       return s;
     }
-    case OpKind::softmax_cross_entropy_backward:
-      return cpu::softmaxCrossEntropyBackward(V(o[0]), labels(o[1]),
-                                              o.size() == 3 ? f(o[2]) : 1.0f, k.labelSmoothing,
-                                              V(r[0]));
+    case OpKind::softmax_cross_entropy_backward: {
+      using namespace op_table::softmax_cross_entropy_backward;
+      return cpu::softmaxCrossEntropyBackward(
+          in(operand::logits), labels(node.operand(operand::labels)),
+          ins.has(operand::scale) ? f(node.operand(operand::scale)) : 1.0f, k.labelSmoothing,
+          out(result::logits_grad));
+    }
     case OpKind::count_correct: {
+      using namespace op_table::count_correct;
       int32_t correct = 0;
-      KernelStatus s = cpu::countCorrect(V(o[0]), labels(o[1]), correct);
+      KernelStatus s =
+          cpu::countCorrect(in(operand::logits), labels(node.operand(operand::labels)), correct);
       if (s.ok())
-        setI(r[0], correct);
+        setI(node.result(result::correct), correct);
       return s;
     }
     case OpKind::check_finite: {
-      std::vector<TensorView> views;
-      for (uint32_t t : o)
-        views.push_back(V(t));
-      *ptr(r[0]) = cpu::checkFinite(views) ? 1.0f : 0.0f;
+      using namespace op_table::check_finite;
+      *ptr(node.result(result::found_non_finite)) =
+          cpu::checkFinite(inList(operand::inputs)) ? 1.0f : 0.0f;
       return {};
     }
-    case OpKind::unscale:
-      return cpu::unscale(V(o[0]), f(o[1]), V(r[0]));
-    case OpKind::multi_unscale: { // rn.unscale of each grad by the last operand
-      float scale = f(o.back());
-      for (size_t q = 0; q < r.size(); ++q)
-        if (KernelStatus s = cpu::unscale(V(o[q]), scale, V(r[q])); !s.ok())
+    case OpKind::unscale: {
+      using namespace op_table::unscale;
+      return cpu::unscale(in(operand::grad), f(node.operand(operand::scale)),
+                          out(result::result));
+    }
+    case OpKind::multi_unscale: { // rn.unscale of each grad by the scale
+      using namespace op_table::multi_unscale;
+      const float scale = f(node.operand(operand::scale));
+      const std::vector<uint32_t> grads = inIds(operand::grads), to = outIds(result::results);
+      for (size_t q = 0; q < to.size(); ++q)
+        if (KernelStatus s = cpu::unscale(view(grads[q]), scale, view(to[q])); !s.ok())
           return s;
       return {};
     }
     case OpKind::update_loss_scale: {
+      using namespace op_table::update_loss_scale;
       float scale = 0;
       int32_t good = 0;
-      KernelStatus s = cpu::updateLossScale(f(o[0]), i(o[1]), f(o[2]) != 0, k.growth,
-                                            k.backoff, k.growthInterval, scale, good);
+      KernelStatus s = cpu::updateLossScale(
+          f(node.operand(operand::scale)), i(node.operand(operand::good_steps)),
+          f(node.operand(operand::found_non_finite)) != 0, k.growth, k.backoff,
+          k.growthInterval, scale, good);
       if (s.ok()) {
-        setF(r[0], scale);
-        setI(r[1], good);
+        setF(node.result(result::new_scale), scale);
+        setI(node.result(result::new_good_steps), good);
       }
       return s;
     }
     case OpKind::sgd_update: {
+      using namespace op_table::sgd_update;
       cpu::SgdAttrs a{k.momentum, k.weightDecay, k.nesterov};
-      bool buffer = a.momentum != 0;
-      size_t lrIndex = buffer ? 3 : 2;
-      bool skip = o.size() > lrIndex + 1 && f(o[lrIndex + 1]) != 0;
-      return cpu::sgdUpdate(V(o[0]), V(o[1]), buffer ? &V(o[2]) : nullptr, f(o[lrIndex]), skip,
-                            a, V(r[0]), buffer ? &V(r[1]) : nullptr);
+      return cpu::sgdUpdate(in(operand::param), in(operand::grad),
+                            inIfAny(operand::momentum_buffer), f(node.operand(operand::lr)),
+                            skipIf(operand::skip_if), a, out(result::new_param),
+                            outIfAny(result::new_momentum_buffer));
     }
     case OpKind::multi_sgd_update: {
-      // params[n], grads[n], [buffers[n]], lr, [skip_if] -> new params[n],
-      // [new buffers[n]] (the op registry checked the counts).
+      // new_values: the new params, then (with momentum) the new buffers.
+      using namespace op_table::multi_sgd_update;
       cpu::SgdAttrs a{k.momentum, k.weightDecay, k.nesterov};
-      const bool buffer = a.momentum != 0;
-      const size_t n = buffer ? r.size() / 2 : r.size();
-      const size_t lrIndex = n * (buffer ? 3 : 2);
-      const bool skip = o.size() > lrIndex + 1 && f(o[lrIndex + 1]) != 0;
-      std::vector<TensorView> params, grads, buffers, newParams, newBuffers;
-      for (size_t t = 0; t < n; ++t) {
-        params.push_back(V(o[t]));
-        grads.push_back(V(o[n + t]));
-        newParams.push_back(V(r[t]));
-        if (buffer) {
-          buffers.push_back(V(o[2 * n + t]));
-          newBuffers.push_back(V(r[n + t]));
-        }
-      }
-      return cpu::multiSgdUpdate(params, grads, buffers, f(o[lrIndex]), skip, a, newParams,
-                                 newBuffers);
+      const std::vector<uint32_t> newValues = outIds(result::new_values);
+      const size_t n = ins.count(operand::params);
+      return cpu::multiSgdUpdate(inList(operand::params), inList(operand::grads),
+                                 inList(operand::momentum_buffers),
+                                 f(node.operand(operand::lr)), skipIf(operand::skip_if), a,
+                                 views(newValues, 0, n),
+                                 views(newValues, n, newValues.size() - n));
     }
     case OpKind::adamw_update: {
+      using namespace op_table::adamw_update;
       cpu::AdamWAttrs a{k.beta1, k.beta2, k.epsilon, k.weightDecay};
-      bool skip = o.size() == 7 && f(o[6]) != 0;
-      return cpu::adamwUpdate(V(o[0]), V(o[1]), V(o[2]), V(o[3]), f(o[4]), i(o[5]), skip, a,
-                              V(r[0]), V(r[1]), V(r[2]));
+      return cpu::adamwUpdate(in(operand::param), in(operand::grad), in(operand::exp_avg),
+                              in(operand::exp_avg_sq), f(node.operand(operand::lr)),
+                              i(node.operand(operand::step)), skipIf(operand::skip_if), a,
+                              out(result::new_param), out(result::new_exp_avg),
+                              out(result::new_exp_avg_sq));
     }
     case OpKind::multi_adamw_update: {
-      // params[n], grads[n], exp_avgs[n], exp_avg_sqs[n], lr, step,
-      // [skip_if] -> new params[n], exp_avgs[n], exp_avg_sqs[n].
+      // new_values: the new params, exp_avgs, then exp_avg_sqs.
+      using namespace op_table::multi_adamw_update;
       cpu::AdamWAttrs a{k.beta1, k.beta2, k.epsilon, k.weightDecay};
-      const size_t n = r.size() / 3;
-      const bool skip = o.size() == 4 * n + 3 && f(o[4 * n + 2]) != 0;
-      std::vector<TensorView> in[4], out[3];
-      for (size_t t = 0; t < n; ++t) {
-        for (size_t g = 0; g < 4; ++g)
-          in[g].push_back(V(o[g * n + t]));
-        for (size_t g = 0; g < 3; ++g)
-          out[g].push_back(V(r[g * n + t]));
-      }
-      return cpu::multiAdamwUpdate(in[0], in[1], in[2], in[3], f(o[4 * n]), i(o[4 * n + 1]),
-                                   skip, a, out[0], out[1], out[2]);
+      const std::vector<uint32_t> newValues = outIds(result::new_values);
+      const size_t n = ins.count(operand::params);
+      return cpu::multiAdamwUpdate(
+          inList(operand::params), inList(operand::grads), inList(operand::exp_avgs),
+          inList(operand::exp_avg_sqs), f(node.operand(operand::lr)),
+          i(node.operand(operand::step)), skipIf(operand::skip_if), a, views(newValues, 0, n),
+          views(newValues, n, n), views(newValues, 2 * n, n));
     }
     case OpKind::lars_update: {
+      using namespace op_table::lars_update;
       cpu::LarsAttrs a{k.momentum, k.weightDecay, k.trustCoefficient, k.epsilon};
-      bool skip = o.size() == 5 && f(o[4]) != 0;
-      return cpu::larsUpdate(V(o[0]), V(o[1]), V(o[2]), f(o[3]), skip, a, V(r[0]), V(r[1]));
+      return cpu::larsUpdate(in(operand::param), in(operand::grad), in(operand::momentum_buffer),
+                             f(node.operand(operand::lr)), skipIf(operand::skip_if), a,
+                             out(result::new_param), out(result::new_momentum_buffer));
     }
     case OpKind::multi_lars_update: {
-      // params[n], grads[n], momentum_buffers[n], lr, [skip_if] -> new
-      // params[n], new momentum buffers[n].
+      // new_values: the new params, then the new momentum buffers.
+      using namespace op_table::multi_lars_update;
       cpu::LarsAttrs a{k.momentum, k.weightDecay, k.trustCoefficient, k.epsilon};
-      const size_t n = r.size() / 2;
-      const bool skip = o.size() == 3 * n + 2 && f(o[3 * n + 1]) != 0;
-      std::vector<TensorView> in[3], out[2];
-      for (size_t t = 0; t < n; ++t) {
-        for (size_t g = 0; g < 3; ++g)
-          in[g].push_back(V(o[g * n + t]));
-        for (size_t g = 0; g < 2; ++g)
-          out[g].push_back(V(r[g * n + t]));
-      }
-      return cpu::multiLarsUpdate(in[0], in[1], in[2], f(o[3 * n]), skip, a, out[0], out[1]);
+      const std::vector<uint32_t> newValues = outIds(result::new_values);
+      const size_t n = ins.count(operand::params);
+      return cpu::multiLarsUpdate(inList(operand::params), inList(operand::grads),
+                                  inList(operand::momentum_buffers),
+                                  f(node.operand(operand::lr)), skipIf(operand::skip_if), a,
+                                  views(newValues, 0, n), views(newValues, n, n));
     }
-    case OpKind::ema_update:
-      return cpu::emaUpdate(V(o[0]), V(o[1]), k.decay, V(r[0]));
-    case OpKind::multi_ema_update: // rn.ema_update of (averages[q], params[q])
-      for (size_t q = 0; q < r.size(); ++q)
-        if (KernelStatus s = cpu::emaUpdate(V(o[q]), V(o[r.size() + q]), k.decay, V(r[q]));
+    case OpKind::ema_update: {
+      using namespace op_table::ema_update;
+      return cpu::emaUpdate(in(operand::average), in(operand::param), k.decay,
+                            out(result::new_average));
+    }
+    case OpKind::multi_ema_update: { // rn.ema_update of (averages[q], params[q])
+      using namespace op_table::multi_ema_update;
+      const std::vector<uint32_t> averages = inIds(operand::averages),
+                                  params = inIds(operand::params), to = outIds(result::results);
+      for (size_t q = 0; q < to.size(); ++q)
+        if (KernelStatus s = cpu::emaUpdate(view(averages[q]), view(params[q]), k.decay,
+                                            view(to[q]));
             !s.ok())
           return s;
       return {};
-    case OpKind::cbr_forward:
-      return cpu::cbrForward(V(o[0]), V(o[1]), V(o[2]), V(o[3]),
-                             k.prologue ? &V(o[*k.prologue]) : nullptr,
-                             k.prologue ? &V(o[*k.prologue + 1]) : nullptr, k.conv, k.epsilon,
-                             k.relu, V(r[0]), V(r[1]), V(r[2]), V(r[3]));
-    case OpKind::conv_bn_stats:
-      return cpu::convBnStats(V(o[0]), V(o[1]), k.prologue ? &V(o[*k.prologue]) : nullptr,
-                              k.prologue ? &V(o[*k.prologue + 1]) : nullptr, k.conv, k.epsilon,
-                              V(r[0]), V(r[1]), V(r[2]));
-    case OpKind::bn_scale_bias:
-      return cpu::bnScaleBias(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(r[0]), V(r[1]));
-    case OpKind::cbr_inference:
-      return cpu::cbrInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]), k.conv,
-                               k.epsilon, k.relu, V(r[0]));
-    case OpKind::bn_add_relu:
-      return cpu::bnAddRelu(V(o[0]), V(o[1]), V(o[2]), V(o[3]), k.epsilon, V(r[0]), V(r[1]),
-                            V(r[2]));
-    case OpKind::bn_add_relu_backward:
-      return cpu::bnAddReluBackward(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]),
-                                    V(o[6]), V(o[7]), V(r[0]), V(r[1]), V(r[2]), V(r[3]));
-    case OpKind::bn_add_relu_inference:
-      return cpu::bnAddReluInference(V(o[0]), V(o[1]), V(o[2]), V(o[3]), V(o[4]), V(o[5]),
-                                     k.epsilon, V(r[0]));
+    }
+    case OpKind::cbr_forward: {
+      using namespace op_table::cbr_forward;
+      return cpu::cbrForward(in(operand::input), in(operand::filter), in(operand::gamma),
+                             in(operand::beta), inIfAny(operand::prologue_scale),
+                             inIfAny(operand::prologue_bias), k.conv, k.epsilon, k.relu,
+                             out(result::result), out(result::conv_output),
+                             out(result::batch_mean), out(result::batch_inv_std));
+    }
+    case OpKind::conv_bn_stats: {
+      using namespace op_table::conv_bn_stats;
+      return cpu::convBnStats(in(operand::input), in(operand::filter),
+                              inIfAny(operand::prologue_scale), inIfAny(operand::prologue_bias),
+                              k.conv, k.epsilon, out(result::conv_output),
+                              out(result::batch_mean), out(result::batch_inv_std));
+    }
+    case OpKind::bn_scale_bias: {
+      using namespace op_table::bn_scale_bias;
+      return cpu::bnScaleBias(in(operand::batch_mean), in(operand::batch_inv_std),
+                              in(operand::gamma), in(operand::beta), out(result::scale),
+                              out(result::bias));
+    }
+    case OpKind::cbr_inference: {
+      using namespace op_table::cbr_inference;
+      return cpu::cbrInference(in(operand::input), in(operand::filter), in(operand::gamma),
+                               in(operand::beta), in(operand::running_mean),
+                               in(operand::running_var), k.conv, k.epsilon, k.relu,
+                               out(result::result));
+    }
+    case OpKind::bn_add_relu: {
+      using namespace op_table::bn_add_relu;
+      return cpu::bnAddRelu(in(operand::input), in(operand::gamma), in(operand::beta),
+                            in(operand::shortcut), k.epsilon, out(result::result),
+                            out(result::batch_mean), out(result::batch_inv_std));
+    }
+    case OpKind::bn_add_relu_backward: {
+      using namespace op_table::bn_add_relu_backward;
+      return cpu::bnAddReluBackward(
+          in(operand::output_grad), in(operand::relu_output), in(operand::input),
+          in(operand::gamma), in(operand::batch_mean), in(operand::batch_inv_std),
+          in(operand::gamma_grad_acc), in(operand::beta_grad_acc), out(result::input_grad),
+          out(result::shortcut_grad), out(result::gamma_grad), out(result::beta_grad));
+    }
+    case OpKind::bn_add_relu_inference: {
+      using namespace op_table::bn_add_relu_inference;
+      return cpu::bnAddReluInference(in(operand::input), in(operand::gamma), in(operand::beta),
+                                     in(operand::running_mean), in(operand::running_var),
+                                     in(operand::shortcut), k.epsilon, out(result::result));
+    }
     case OpKind::linear_backward:
     case OpKind::conv2d_backward:
     case OpKind::cbr_backward:

@@ -8,6 +8,7 @@
 
 #include "runtime/core/align.h"
 #include "runtime/core/dtype.h"
+#include "runtime/core/op_table.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/communicator.h"
 #include "runtime/cuda/cupti_trace.h"
@@ -242,8 +243,12 @@ Status DeviceProgram::create() {
           for (uint32_t t : n.results)
             res[var].push_back(v.tensors[var][t]);
         }
-        if (n.op == "host_to_device" && !n.operands.empty() && v.hostInputs[n.operands[0]])
-          v.hostCopiesOf[n.operands[0]].push_back({&ps, i});
+        if (n.op == "host_to_device") {
+          const size_t input =
+              n.layout.operands.index(op_table::host_to_device::operand::input);
+          if (v.hostInputs[n.operands[input]])
+            v.hostCopiesOf[n.operands[input]].push_back({&ps, i, input});
+        }
         std::vector<uint32_t> outputs;
         for (uint32_t t : n.results)
           if (v.outputOf[t] >= 0)
@@ -489,9 +494,9 @@ Status DeviceProgram::stage(const HostAction &a) {
       source = const_cast<void *>(value.pinned.get());
     else // the words checkStepInputs counted, in the tensor's dtype
       encode(t.dtype, value.floatData(), value.intData(), n, source);
-    for (const auto &[ps, node] : v.hostCopiesOf[b.tensor])
-      for (auto &operands : ps->viewsOfNode[node].operands)
-        operands[0].data = source;
+    for (const auto &copy : v.hostCopiesOf[b.tensor])
+      for (auto &operands : copy.subgraph->viewsOfNode[copy.node].operands)
+        operands[copy.staging].data = source;
   }
   return Status::success();
 }

@@ -223,7 +223,12 @@ private:
     /// their source operand at the step's value (the staging buffer, or a
     /// pinned block of the caller's); cuda-graph updates its copy nodes
     /// from these views before each launch.
-    std::vector<std::vector<std::pair<PreparedSubgraph *, size_t>>> hostCopiesOf;
+    struct HostCopy {
+      PreparedSubgraph *subgraph;
+      size_t node;
+      size_t staging; ///< the staging operand's index in the node's views
+    };
+    std::vector<std::vector<HostCopy>> hostCopiesOf;
     std::vector<int32_t> outputOf; ///< output binding per tensor, or -1
     /// Pinned output slots: maxStepsInFlight x outputs.
     std::vector<size_t> outputOffset;

@@ -7,6 +7,7 @@
 #include "runtime/cuda/graph_executor.h"
 
 #include "runtime/core/capture_bindings.h"
+#include "runtime/core/op_table.h"
 #include "runtime/cuda/check.h"
 
 #include <algorithm>
@@ -128,8 +129,8 @@ struct GraphExecutor::Impl {
   Status mapNewNodes(cudaGraph_t graph, std::unordered_set<cudaGraphNode_t> &seen,
                      const GraphNodeOrigin &origin,
                      std::vector<cudaGraphNode_t> *added = nullptr);
-  Status noteHostCopy(const NodeViews &views, Variant v, const std::vector<cudaGraphNode_t> &added,
-                      CapturedGraph &out);
+  Status noteHostCopy(const Node &node, const NodeViews &views, Variant v,
+                      const std::vector<cudaGraphNode_t> &added, CapturedGraph &out);
   Status updateHostCopies(CapturedGraph &g);
   Status launch(const HostAction &a);
   Status dumpGraphs() const;
@@ -137,11 +138,14 @@ struct GraphExecutor::Impl {
 
 /// Keeps the memcpy node a host_to_device node captured, so that launches
 /// can point it at the step's source.
-Status GraphExecutor::Impl::noteHostCopy(const NodeViews &views, Variant v,
+Status GraphExecutor::Impl::noteHostCopy(const Node &node, const NodeViews &views, Variant v,
                                          const std::vector<cudaGraphNode_t> &added,
                                          CapturedGraph &out) {
-  const DeviceTensor &source = views.operands[variantIndex(v)][0];
-  const DeviceTensor &destination = views.results[variantIndex(v)][0];
+  using namespace op_table::host_to_device;
+  const DeviceTensor &source =
+      views.operands[variantIndex(v)][node.layout.operands.index(operand::input)];
+  const DeviceTensor &destination =
+      views.results[variantIndex(v)][node.layout.results.index(result::result)];
   size_t bytes = size_t(destination.numel()) * elementSize(destination.dtype);
   if (bytes == 0)
     return Status::success();
@@ -317,7 +321,7 @@ Status GraphExecutor::Impl::captureNodes(const Subgraph &sg, Variant v, cudaStre
         if (Status st = mapNewNodes(graph, seen, origin, &added); !st.ok())
           return st.error().withContext(where(it.part, it.stream));
         if (n.op == "host_to_device")
-          if (Status st = noteHostCopy(ps.viewsOfNode[i], v, added, out); !st.ok())
+          if (Status st = noteHostCopy(n, ps.viewsOfNode[i], v, added, out); !st.ok())
             return st.error().withContext(where(it.part, it.stream));
       }
       continue;

@@ -71,6 +71,20 @@ struct OpLaunch {
   /// The arena's alignment (every slot starts at a multiple of it): what a
   /// launcher may assume of the gaps between slots.
   uint64_t arenaAlignment = 0;
+
+  /// ODS operand (result) `ods`, by the op table's constants
+  /// (op_table::conv2d::operand::filter): a single one, present.
+  const DeviceTensor &operand(size_t ods) const {
+    return operands[node.layout.operands.index(ods)];
+  }
+  const DeviceTensor &result(size_t ods) const { return results[node.layout.results.index(ods)]; }
+  /// An optional one: null when absent.
+  const DeviceTensor *operandIfAny(size_t ods) const {
+    return node.layout.operands.has(ods) ? &operand(ods) : nullptr;
+  }
+  const DeviceTensor *resultIfAny(size_t ods) const {
+    return node.layout.results.has(ods) ? &result(ods) : nullptr;
+  }
 };
 
 struct OpLauncher {

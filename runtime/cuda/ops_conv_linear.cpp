@@ -39,6 +39,7 @@
 
 #include "runtime/core/align.h"
 #include "runtime/core/op_registry.h"
+#include "runtime/core/op_table.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/conv.h"
 #include "runtime/cuda/conv_kernels.h"
@@ -98,16 +99,6 @@ Role roleOf(const std::string &role) {
   if (role == "bn_grad")
     return Role::bn_grad;
   return Role::unknown;
-}
-
-Status operandCount(const OpLaunch &l, size_t minOperands, size_t maxOperands, size_t minResults,
-                    size_t maxResults) {
-  if (l.operands.size() < minOperands || l.operands.size() > maxOperands ||
-      l.results.size() < minResults || l.results.size() > maxResults)
-    return Error(l.node.op + ": unexpected number of operands (" +
-                 std::to_string(l.operands.size()) + ") or results (" +
-                 std::to_string(l.results.size()) + ")");
-  return Status::success();
 }
 
 Status rank(const OpLaunch &l, const DeviceTensor &t, int64_t r, const char *what) {
@@ -182,34 +173,34 @@ Status checkPrologue(const OpLaunch &l, const DeviceTensor &x, const Prologue &p
 // conv2d
 //===----------------------------------------------------------------------===//
 
+Result<ConvCall> conv2dCall(const OpLaunch &l) {
+  using namespace op_table::conv2d;
+  return convCall(l, ConvKind::forward, l.operand(operand::input), l.operand(operand::filter),
+                  l.result(result::result), DType::f32);
+}
+
 Result<size_t> conv2dPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 2, 3, 1, 1); !s.ok())
-    return s.error();
-  Result<ConvCall> call =
-      convCall(l, ConvKind::forward, l.operands[0], l.operands[1], l.results[0], DType::f32);
+  Result<ConvCall> call = conv2dCall(l);
   if (!call.ok())
     return call.error();
   return l.conv.prepare(*call, l.stream);
 }
 
 Status conv2dLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 2, 3, 1, 1); !s.ok())
-    return s;
-  Result<ConvCall> call =
-      convCall(l, ConvKind::forward, l.operands[0], l.operands[1], l.results[0], DType::f32);
+  using namespace op_table::conv2d;
+  Result<ConvCall> call = conv2dCall(l);
   if (!call.ok())
     return call.error();
+  const DeviceTensor &y = l.result(result::result);
   ConvBuffers b;
-  b.x = l.operands[0].data;
-  b.w = l.operands[1].data;
-  b.y = l.results[0].data;
+  b.x = l.operand(operand::input).data;
+  b.w = l.operand(operand::filter).data;
+  b.y = y.data;
   if (Status s = l.conv.run(*call, b, l.stream); !s.ok())
     return s;
-  if (l.operands.size() == 3) {
-    const DeviceTensor &y = l.results[0];
-    return addBias(y.data, y.dtype, l.operands[2].data, l.operands[2].dtype,
-                   y.numel() / y.dim(3), y.dim(3), l.stream.stream);
-  }
+  if (const DeviceTensor *bias = l.operandIfAny(operand::bias))
+    return addBias(y.data, y.dtype, bias->data, bias->dtype, y.numel() / y.dim(3), y.dim(3),
+                   l.stream.stream);
   return Status::success();
 }
 
@@ -231,8 +222,9 @@ struct Roles {
 };
 
 /// The role of part `part`; for part -1 those of all the node's parts, or
-/// the ones its operands imply when it lists none.
-Roles rolesOf(const OpLaunch &l, bool hasBias, bool inputGrad, bool bnGrad) {
+/// those the registry gives a node that lists none (the op's parts by
+/// what it computes: op_registry's forkParts).
+Roles rolesOf(const OpLaunch &l) {
   Roles roles;
   if (l.part >= 0) {
     roles.add(size_t(l.part) < l.node.parts.size() ? roleOf(l.node.parts[size_t(l.part)].role)
@@ -240,14 +232,9 @@ Roles rolesOf(const OpLaunch &l, bool hasBias, bool inputGrad, bool bnGrad) {
   } else if (!l.node.parts.empty()) {
     for (const Part &p : l.node.parts)
       roles.add(roleOf(p.role));
-  } else {
-    if (bnGrad)
-      roles.add(Role::bn_grad);
-    roles.add(Role::weight_grad);
-    if (hasBias)
-      roles.add(Role::bias_grad);
-    if (inputGrad)
-      roles.add(Role::input_grad);
+  } else if (l.node.info && l.node.info->forkParts) {
+    for (std::string_view role : l.node.info->forkParts({l.node.layout, l.node.attributes}))
+      roles.add(roleOf(std::string(role)));
   }
   return roles;
 }
@@ -329,27 +316,17 @@ Result<size_t> dataGradient(const OpLaunch &l, bool launch, const DeviceTensor &
   return size_t(0);
 }
 
-/// conv2d_backward's bias accumulator: operand 4 when the operands are
-/// five without an input gradient addend (or six with one).
-bool hasBiasAccumulator(const OpLaunch &l) {
-  return l.operands.size() - size_t(hasInputGradAddend(l.node.attributes)) == 5;
-}
-
 Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  bool inputGrad = flagAttr(l.node.attributes, "input_grad");
-  size_t dw = inputGrad ? 1 : 0;
-  const bool hasAddend = hasInputGradAddend(l.node.attributes);
-  const bool hasBias = hasBiasAccumulator(l);
-  if (r.size() != dw + 1 + (hasBias ? 1 : 0))
-    return Error(l.node.op + ": results do not match input_grad and the bias accumulator");
-  const DeviceTensor &dy = o[0];
+  using namespace op_table::conv2d_backward;
+  const DeviceTensor &dy = l.operand(operand::output_grad);
   switch (role) {
   case Role::weight_grad:
-    return filterGradient(l, launch, o[1], o[2], dy, o[3], r[dw]);
+    return filterGradient(l, launch, l.operand(operand::input), l.operand(operand::filter), dy,
+                          l.operand(operand::filter_grad_acc), l.result(result::filter_grad));
   case Role::bias_grad: {
-    if (!hasBias)
+    const DeviceTensor *biasAcc = l.operandIfAny(operand::bias_grad_acc);
+    const DeviceTensor *db = l.resultIfAny(result::bias_grad);
+    if (!biasAcc || !db)
       return Error(l.node.op + ": bias_grad without a bias accumulator");
     if (Status s = rank(l, dy, 4, "dy"); !s.ok())
       return s.error();
@@ -357,18 +334,19 @@ Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
     size_t bytes = columnSumsWorkspaceBytes(rows, channels);
     if (!launch)
       return bytes;
-    const DeviceTensor &db = r[dw + 1];
-    if (Status s = columnSums(dy.data, dy.dtype, rows, channels, o[4].data, db.data, db.dtype,
-                              nullptr, l.stream.workspace, l.stream.workspaceBytes,
+    if (Status s = columnSums(dy.data, dy.dtype, rows, channels, biasAcc->data, db->data,
+                              db->dtype, nullptr, l.stream.workspace, l.stream.workspaceBytes,
                               l.stream.stream);
         !s.ok())
       return s.error();
     return bytes;
   }
   case Role::input_grad: {
-    if (!inputGrad)
-      return Error(l.node.op + ": input_grad part without input_grad");
-    return dataGradient(l, launch, r[0], o[2], dy, hasAddend ? &o.back() : nullptr);
+    const DeviceTensor *dx = l.resultIfAny(result::input_grad);
+    if (!dx)
+      return Error(l.node.op + ": input_grad part without an input_grad result");
+    return dataGradient(l, launch, *dx, l.operand(operand::filter), dy,
+                        l.operandIfAny(operand::input_grad_addend));
   }
   default:
     return Error(l.node.op + ": unknown part");
@@ -377,10 +355,9 @@ Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
 
 /// The GemmCalls of linear_backward's parts (dy [N,out], x [N,in], W [out,in]).
 Result<GemmCall> linearBackwardCall(const OpLaunch &l, Role role) {
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  size_t dw = flagAttr(l.node.attributes, "input_grad") ? 1 : 0;
-  const DeviceTensor &dy = o[0], &x = o[1], &w = o[2];
+  using namespace op_table::linear_backward;
+  const DeviceTensor &dy = l.operand(operand::output_grad), &x = l.operand(operand::input),
+                     &w = l.operand(operand::weight);
   if (dy.rank() != 2 || w.rank() != 2 || x.rank() < 2)
     return Error(l.node.op + ": dy and W must be matrices, x at least rank 2");
   int64_t batch = dy.dim(0), out = dy.dim(1), in = w.dim(1);
@@ -395,63 +372,58 @@ Result<GemmCall> linearBackwardCall(const OpLaunch &l, Role role) {
     c.accumulate = true;
     c.aType = dy.dtype;
     c.bType = x.dtype;
-    c.cType = o[3].dtype;
-    c.dType = r[dw].dtype;
+    c.cType = l.operand(operand::weight_grad_acc).dtype;
+    c.dType = l.result(result::weight_grad).dtype;
   } else { // dx[N,in] = dy W
     c.m = batch;
     c.n = in;
     c.k = out;
     c.aType = dy.dtype;
     c.bType = w.dtype;
-    c.cType = c.dType = r[0].dtype;
+    c.cType = c.dType = l.result(result::input_grad).dtype;
   }
   return c;
 }
 
 Result<size_t> linearBackwardPart(const OpLaunch &l, Role role, bool launch) {
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  bool inputGrad = flagAttr(l.node.attributes, "input_grad");
-  size_t dw = inputGrad ? 1 : 0;
-  bool hasBias = o.size() == 5;
-  if (r.size() != dw + 1 + (hasBias ? 1 : 0))
-    return Error(l.node.op + ": results do not match input_grad and the bias accumulator");
+  using namespace op_table::linear_backward;
+  const DeviceTensor &dy = l.operand(operand::output_grad);
   switch (role) {
   case Role::weight_grad:
   case Role::input_grad: {
-    if (role == Role::input_grad && !inputGrad)
-      return Error(l.node.op + ": input_grad part without input_grad");
+    if (role == Role::input_grad && !l.resultIfAny(result::input_grad))
+      return Error(l.node.op + ": input_grad part without an input_grad result");
     Result<GemmCall> call = linearBackwardCall(l, role);
     if (!call.ok())
       return call.error();
     if (!launch)
       return l.gemm.prepare(*call, l.stream);
     GemmBuffers b;
-    b.a = o[0].data;
+    b.a = dy.data;
     if (role == Role::weight_grad) {
-      b.b = o[1].data;
-      b.c = o[3].data;
-      b.d = r[dw].data;
+      b.b = l.operand(operand::input).data;
+      b.c = l.operand(operand::weight_grad_acc).data;
+      b.d = l.result(result::weight_grad).data;
     } else {
-      b.b = o[2].data;
-      b.d = r[0].data;
+      b.b = l.operand(operand::weight).data;
+      b.d = l.result(result::input_grad).data;
     }
     if (Status s = l.gemm.run(*call, b, l.stream); !s.ok())
       return s.error();
     return size_t(0);
   }
   case Role::bias_grad: {
-    if (!hasBias)
+    const DeviceTensor *biasAcc = l.operandIfAny(operand::bias_grad_acc);
+    const DeviceTensor *db = l.resultIfAny(result::bias_grad);
+    if (!biasAcc || !db)
       return Error(l.node.op + ": bias_grad without a bias accumulator");
-    const DeviceTensor &dy = o[0];
     if (Status s = rank(l, dy, 2, "dy"); !s.ok())
       return s.error();
     size_t bytes = columnSumsWorkspaceBytes(dy.dim(0), dy.dim(1));
     if (!launch)
       return bytes;
-    const DeviceTensor &db = r[dw + 1];
-    if (Status s = columnSums(dy.data, dy.dtype, dy.dim(0), dy.dim(1), o[4].data, db.data,
-                              db.dtype, nullptr, l.stream.workspace, l.stream.workspaceBytes,
+    if (Status s = columnSums(dy.data, dy.dtype, dy.dim(0), dy.dim(1), biasAcc->data, db->data,
+                              db->dtype, nullptr, l.stream.workspace, l.stream.workspaceBytes,
                               l.stream.stream);
         !s.ok())
       return s.error();
@@ -465,9 +437,9 @@ Result<size_t> linearBackwardPart(const OpLaunch &l, Role role, bool launch) {
 /// Runs `part` over the roles of the launch: the largest workspace of
 /// the parts it prepares, or the first error.
 template <typename PartFn>
-Result<size_t> forParts(const OpLaunch &l, bool hasBias, bool bnGrad, bool launch, PartFn part) {
+Result<size_t> forParts(const OpLaunch &l, bool launch, PartFn part) {
   size_t most = 0;
-  for (Role role : rolesOf(l, hasBias, flagAttr(l.node.attributes, "input_grad"), bnGrad)) {
+  for (Role role : rolesOf(l)) {
     Result<size_t> bytes = part(l, role, launch);
     if (!bytes.ok())
       return bytes.error();
@@ -477,26 +449,18 @@ Result<size_t> forParts(const OpLaunch &l, bool hasBias, bool bnGrad, bool launc
 }
 
 Result<size_t> conv2dBackwardPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 4, 6, 1, 3); !s.ok())
-    return s.error();
-  return forParts(l, hasBiasAccumulator(l), false, false, conv2dBackwardPart);
+  return forParts(l, false, conv2dBackwardPart);
 }
 Status conv2dBackwardLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 4, 6, 1, 3); !s.ok())
-    return s;
-  Result<size_t> r = forParts(l, hasBiasAccumulator(l), false, true, conv2dBackwardPart);
+  Result<size_t> r = forParts(l, true, conv2dBackwardPart);
   return r.ok() ? Status::success() : Status(r.error());
 }
 
 Result<size_t> linearBackwardPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 4, 5, 1, 3); !s.ok())
-    return s.error();
-  return forParts(l, l.operands.size() == 5, false, false, linearBackwardPart);
+  return forParts(l, false, linearBackwardPart);
 }
 Status linearBackwardLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 4, 5, 1, 3); !s.ok())
-    return s;
-  Result<size_t> r = forParts(l, l.operands.size() == 5, false, true, linearBackwardPart);
+  Result<size_t> r = forParts(l, true, linearBackwardPart);
   return r.ok() ? Status::success() : Status(r.error());
 }
 
@@ -506,7 +470,10 @@ Status linearBackwardLaunch(const OpLaunch &l) {
 
 /// y[N,out] = x[N,in] W[out,in]^T (+ b[out]).
 Result<GemmCall> linearCall(const OpLaunch &l) {
-  const DeviceTensor &x = l.operands[0], &w = l.operands[1], &y = l.results[0];
+  using namespace op_table::linear;
+  const DeviceTensor &x = l.operand(operand::input), &w = l.operand(operand::weight),
+                     &y = l.result(result::result);
+  const DeviceTensor *bias = l.operandIfAny(operand::bias);
   if (w.rank() != 2 || y.rank() != 2 || x.rank() < 2)
     return Error(l.node.op + ": W and y must be matrices, x at least rank 2");
   int64_t batch = x.dim(0), in = w.dim(1), out = w.dim(0);
@@ -517,18 +484,16 @@ Result<GemmCall> linearCall(const OpLaunch &l) {
   c.n = out;
   c.k = in;
   c.transB = true;
-  c.bias = l.operands.size() == 3;
+  c.bias = bias != nullptr;
   c.aType = x.dtype;
   c.bType = w.dtype;
   c.cType = c.dType = y.dtype;
   if (c.bias)
-    c.biasType = l.operands[2].dtype;
+    c.biasType = bias->dtype;
   return c;
 }
 
 Result<size_t> linearPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 2, 3, 1, 1); !s.ok())
-    return s.error();
   Result<GemmCall> call = linearCall(l);
   if (!call.ok())
     return call.error();
@@ -536,16 +501,16 @@ Result<size_t> linearPrepare(const OpLaunch &l) {
 }
 
 Status linearLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 2, 3, 1, 1); !s.ok())
-    return s;
   Result<GemmCall> call = linearCall(l);
   if (!call.ok())
     return call.error();
   GemmBuffers b;
-  b.a = l.operands[0].data;
-  b.b = l.operands[1].data;
-  b.bias = l.operands.size() == 3 ? l.operands[2].data : nullptr;
-  b.d = l.results[0].data;
+  using namespace op_table::linear;
+  const DeviceTensor *bias = l.operandIfAny(operand::bias);
+  b.a = l.operand(operand::input).data;
+  b.b = l.operand(operand::weight).data;
+  b.bias = bias ? bias->data : nullptr;
+  b.d = l.result(result::result).data;
   return l.gemm.run(*call, b, l.stream);
 }
 
@@ -604,18 +569,9 @@ struct StatsConv {
   const DeviceTensor &convOut, &mean, &invStd;
 };
 
-/// The node's prologue pair, the two operands after its `fixed` ones
-/// (convPrologue); an error for a count that is neither.
-Result<Prologue> prologueOf(const OpLaunch &l, size_t fixed) {
-  const size_t n = l.operands.size();
-  if (n != fixed && n != fixed + 2)
-    return Error(l.node.op + ": expects " + std::to_string(fixed) + " operands, or " +
-                 std::to_string(fixed + 2) + " with prologue_scale and prologue_bias, got " +
-                 std::to_string(n));
-  std::optional<size_t> at = convPrologue(l.node.op, n);
-  if (!at)
-    return Prologue{};
-  return Prologue{&l.operands[*at], &l.operands[*at + 1]};
+/// The node's prologue pair (operands `scale` and `bias`), or none.
+Prologue prologueOf(const OpLaunch &l, size_t scale, size_t bias) {
+  return Prologue{l.operandIfAny(scale), l.operandIfAny(bias)};
 }
 
 /// The prologue's call: forward_scale_bias_relu_stats, checked.
@@ -706,71 +662,69 @@ Status statsConvLaunch(const OpLaunch &l, const StatsConv &sc) {
                                l.stream.workspace, scratch));
 }
 
+/// The ODS indices of the operands and results of cbr_forward and
+/// conv_bn_stats that their statistics' convolution reads and writes.
+struct StatsConvNames {
+  size_t input, filter, prologueScale, prologueBias, convOutput, mean, invStd;
+};
+
+StatsConv statsConvOf(const OpLaunch &l, const StatsConvNames &n) {
+  return StatsConv{l.operand(n.input), l.operand(n.filter),
+                   prologueOf(l, n.prologueScale, n.prologueBias), l.result(n.convOutput),
+                   l.result(n.mean), l.result(n.invStd)};
+}
+
 // cbr_forward: the statistics' convolution of x, w [and the prologue],
 // then the apply (with the ReLU when `relu`) of gamma and beta.
+StatsConv cbrForwardStats(const OpLaunch &l) {
+  using namespace op_table::cbr_forward;
+  return statsConvOf(l, {operand::input, operand::filter, operand::prologue_scale,
+                         operand::prologue_bias, result::conv_output, result::batch_mean,
+                         result::batch_inv_std});
+}
+
 Result<size_t> cbrForwardPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 4, 6, 4, 4); !s.ok())
-    return s.error();
-  Result<Prologue> p = prologueOf(l, 4);
-  if (!p.ok())
-    return p.error();
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  return statsConvPrepare(l, StatsConv{o[0], o[1], *p, r[1], r[2], r[3]});
+  return statsConvPrepare(l, cbrForwardStats(l));
 }
 
 Status cbrForwardLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 4, 6, 4, 4); !s.ok())
+  using namespace op_table::cbr_forward;
+  if (Status s = statsConvLaunch(l, cbrForwardStats(l)); !s.ok())
     return s;
-  Result<Prologue> p = prologueOf(l, 4);
-  if (!p.ok())
-    return p.error();
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  if (Status s = statsConvLaunch(l, StatsConv{o[0], o[1], *p, r[1], r[2], r[3]}); !s.ok())
-    return s;
-  return named(l, bnApply(r[1], o[2], o[3], r[2], r[3], flagAttr(l.node.attributes, "relu"), r[0],
-                          l.stream.stream));
+  return named(l, bnApply(l.result(result::conv_output), l.operand(operand::gamma),
+                          l.operand(operand::beta), l.result(result::batch_mean),
+                          l.result(result::batch_inv_std), flagAttr(l.node.attributes, "relu"),
+                          l.result(result::result), l.stream.stream));
 }
 
 // conv_bn_stats (rn-fuse-bn-prologue): cbr_forward without the apply.
-Result<size_t> convBnStatsPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 2, 4, 3, 3); !s.ok())
-    return s.error();
-  Result<Prologue> p = prologueOf(l, 2);
-  if (!p.ok())
-    return p.error();
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  return statsConvPrepare(l, StatsConv{o[0], o[1], *p, r[0], r[1], r[2]});
+StatsConv convBnStats(const OpLaunch &l) {
+  using namespace op_table::conv_bn_stats;
+  return statsConvOf(l, {operand::input, operand::filter, operand::prologue_scale,
+                         operand::prologue_bias, result::conv_output, result::batch_mean,
+                         result::batch_inv_std});
 }
 
-Status convBnStatsLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 2, 4, 3, 3); !s.ok())
-    return s;
-  Result<Prologue> p = prologueOf(l, 2);
-  if (!p.ok())
-    return p.error();
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  return statsConvLaunch(l, StatsConv{o[0], o[1], *p, r[0], r[1], r[2]});
-}
+Result<size_t> convBnStatsPrepare(const OpLaunch &l) { return statsConvPrepare(l, convBnStats(l)); }
+
+Status convBnStatsLaunch(const OpLaunch &l) { return statsConvLaunch(l, convBnStats(l)); }
 
 /// Bytes of cbr_inference's convolution-output scratch: none when y can
 /// hold it (same dtype as x).
 size_t inferenceScratchBytes(const OpLaunch &l) {
-  const DeviceTensor &x = l.operands[0], &y = l.results[0];
+  using namespace op_table::cbr_inference;
+  const DeviceTensor &x = l.operand(operand::input), &y = l.result(result::result);
   return y.dtype == x.dtype ? 0 : alignUp(size_t(y.numel()) * elementSize(x.dtype));
 }
 
 Result<size_t> cbrInferencePrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 6, 6, 1, 1); !s.ok())
-    return s.error();
-  const DeviceTensor &y = l.results[0];
-  Result<ConvCall> call = convCall(l, ConvKind::forward, l.operands[0], l.operands[1], y, DType::f32);
+  using namespace op_table::cbr_inference;
+  const DeviceTensor &x = l.operand(operand::input), &y = l.result(result::result);
+  Result<ConvCall> call = convCall(l, ConvKind::forward, x, l.operand(operand::filter), y,
+                                   DType::f32);
   if (!call.ok())
     return call.error();
-  call->yType = l.operands[0].dtype;
+  call->yType = x.dtype;
   size_t scratch = inferenceScratchBytes(l);
   if (l.stream.workspaceBytes < scratch)
     return Error(l.node.op + ": the convolution output (" + std::to_string(scratch) +
@@ -782,14 +736,13 @@ Result<size_t> cbrInferencePrepare(const OpLaunch &l) {
 }
 
 Status cbrInferenceLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 6, 6, 1, 1); !s.ok())
-    return s;
-  const auto &o = l.operands;
-  const DeviceTensor &y = l.results[0];
-  Result<ConvCall> call = convCall(l, ConvKind::forward, o[0], o[1], y, DType::f32);
+  using namespace op_table::cbr_inference;
+  const DeviceTensor &x = l.operand(operand::input), &w = l.operand(operand::filter);
+  const DeviceTensor &y = l.result(result::result);
+  Result<ConvCall> call = convCall(l, ConvKind::forward, x, w, y, DType::f32);
   if (!call.ok())
     return call.error();
-  call->yType = o[0].dtype;
+  call->yType = x.dtype;
   size_t scratch = inferenceScratchBytes(l);
   if (l.stream.workspaceBytes < scratch || (scratch && !l.stream.workspace))
     return Error(l.node.op + ": the convolution output does not fit the workspace");
@@ -797,15 +750,17 @@ Status cbrInferenceLaunch(const OpLaunch &l) {
   // its shape vector keeps its capacity (no allocation after the first).
   thread_local DeviceTensor convOutput;
   convOutput.data = scratch ? l.stream.workspace : y.data;
-  convOutput.dtype = o[0].dtype;
+  convOutput.dtype = x.dtype;
   convOutput.shape.assign(y.shape.begin(), y.shape.end());
   ConvBuffers b;
-  b.x = o[0].data;
-  b.w = o[1].data;
+  b.x = x.data;
+  b.w = w.data;
   b.y = convOutput.data;
   if (Status s = l.conv.run(*call, b, after(l.stream, scratch)); !s.ok())
     return s;
-  return bnInference(convOutput, o[2], o[3], o[4], o[5], numAttr(l.node.attributes, "epsilon"),
+  return bnInference(convOutput, l.operand(operand::gamma), l.operand(operand::beta),
+                     l.operand(operand::running_mean), l.operand(operand::running_var),
+                     numAttr(l.node.attributes, "epsilon"),
                      flagAttr(l.node.attributes, "relu"), y, l.stream.stream);
 }
 
@@ -813,80 +768,57 @@ Status cbrInferenceLaunch(const OpLaunch &l) {
 // cbr_backward
 //===----------------------------------------------------------------------===//
 
-/// cbr_backward's input prologue (`input_prologue`, rn-fuse-bn-prologue):
-/// input_scale and input_bias, before any addend; none without.
-Result<Prologue> inputPrologueOf(const OpLaunch &l) {
-  std::optional<size_t> at = cbrBackwardInputPrologue(l.node.attributes);
-  if (!at)
-    return Prologue{};
-  const size_t end = l.operands.size() - size_t(hasInputGradAddend(l.node.attributes));
-  if (*at + 2 > end)
-    return Error(l.node.op + ": input_prologue's operands " + std::to_string(*at) + " and " +
-                 std::to_string(*at + 1) + " are not among its " +
-                 std::to_string(l.operands.size()) + " operands");
-  return Prologue{&l.operands[*at], &l.operands[*at + 1]};
-}
-
 Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  bool inputGrad = flagAttr(l.node.attributes, "input_grad");
-  if (r.size() != (inputGrad ? 5u : 4u))
-    return Error(l.node.op + ": results do not match input_grad");
-  const DeviceTensor &convOutGrad = r[0];
-  size_t dw = inputGrad ? 2 : 1;
-  const bool hasAddend = hasInputGradAddend(l.node.attributes);
+  using namespace op_table::cbr_backward;
+  const DeviceTensor &dy = l.operand(operand::output_grad), &convOutGrad =
+                                                               l.result(result::conv_output_grad);
   switch (role) {
   case Role::bn_grad: {
-    const ReluMask mask = cbrBackwardReluMask(l.node.attributes, o.size());
     // prologue_mask: the forward's result was the next convolution's
     // prologue, whose rounding the recomputed mask takes.
     const bool prologueMask = cbrBackwardPrologueMask(l.node.attributes);
-    if (prologueMask && mask != ReluMask::recomputed)
-      return Error(l.node.op + ": prologue_mask needs relu_recompute (the ReLU's beta)");
-    if (mask != ReluMask::none && o.size() <= 10)
-      return Error(l.node.op + ": its ReLU mask's operand (the eleventh) is missing");
-    size_t bytes = bnBackwardWorkspaceBytes(o[3].shape);
+    const DeviceTensor &convOutput = l.operand(operand::conv_output);
+    size_t bytes = bnBackwardWorkspaceBytes(convOutput.shape);
     if (!launch)
       return bytes;
-    const DeviceTensor *reluOutput = mask == ReluMask::output ? &o[10] : nullptr;
-    const DeviceTensor *reluBeta = mask == ReluMask::recomputed ? &o[10] : nullptr;
-    if (Status s = named(l, bnBackward(o[0], reluOutput, reluBeta, o[3], o[4], o[5], o[6], o[8],
-                                       o[9], convOutGrad, r[dw + 1], r[dw + 2], l.stream.stream,
-                                       l.stream.workspace, l.stream.workspaceBytes,
-                                       prologueMask));
+    if (Status s = named(
+            l, bnBackward(dy, l.operandIfAny(operand::relu_output),
+                          l.operandIfAny(operand::relu_beta), convOutput,
+                          l.operand(operand::gamma), l.operand(operand::batch_mean),
+                          l.operand(operand::batch_inv_std), l.operand(operand::gamma_grad_acc),
+                          l.operand(operand::beta_grad_acc), convOutGrad,
+                          l.result(result::gamma_grad), l.result(result::beta_grad),
+                          l.stream.stream, l.stream.workspace, l.stream.workspaceBytes,
+                          prologueMask));
         !s.ok())
       return s.error();
     return bytes;
   }
-  case Role::weight_grad: {
+  case Role::weight_grad:
     // With input_prologue, x is the producer's convolution output, which
     // this convolution read through the producer's BN apply + ReLU.
-    Result<Prologue> prologue = inputPrologueOf(l);
-    if (!prologue.ok())
-      return prologue.error();
-    return filterGradient(l, launch, o[1], o[2], convOutGrad, o[7], r[dw], *prologue);
-  }
+    return filterGradient(l, launch, l.operand(operand::input), l.operand(operand::filter),
+                          convOutGrad, l.operand(operand::filter_grad_acc),
+                          l.result(result::filter_grad),
+                          prologueOf(l, operand::input_scale, operand::input_bias));
   case Role::input_grad: {
-    if (!inputGrad)
-      return Error(l.node.op + ": input_grad part without input_grad");
-    return dataGradient(l, launch, r[1], o[2], convOutGrad, hasAddend ? &o.back() : nullptr);
+    const DeviceTensor *dx = l.resultIfAny(result::input_grad);
+    if (!dx)
+      return Error(l.node.op + ": input_grad part without an input_grad result");
+    return dataGradient(l, launch, *dx, l.operand(operand::filter), convOutGrad,
+                        l.operandIfAny(operand::input_grad_addend));
   }
   default:
     return Error(l.node.op + ": unknown part");
   }
 }
 
-// Ten operands, the ReLU mask's, the input prologue's two and the addend.
+// The parts of cbr_backward (op_registry: bn_grad, weight_grad, input_grad).
 Result<size_t> cbrBackwardPrepare(const OpLaunch &l) {
-  if (Status s = operandCount(l, 10, 14, 4, 5); !s.ok())
-    return s.error();
-  return forParts(l, false, true, false, cbrBackwardPart);
+  return forParts(l, false, cbrBackwardPart);
 }
 Status cbrBackwardLaunch(const OpLaunch &l) {
-  if (Status s = operandCount(l, 10, 14, 4, 5); !s.ok())
-    return s;
-  Result<size_t> r = forParts(l, false, true, true, cbrBackwardPart);
+  Result<size_t> r = forParts(l, true, cbrBackwardPart);
   return r.ok() ? Status::success() : Status(r.error());
 }
 

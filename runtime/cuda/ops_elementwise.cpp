@@ -7,7 +7,7 @@
 // sized at load: softmax_cross_entropy for its per-row losses and
 // max_pool2d_backward (overlapping windows) for the window arg-max.
 //
-// host_to_device copies the host staging tensor (pinned, operands[0].data)
+// host_to_device copies the host staging tensor (pinned, its `input`)
 // to the device. The CPU executor's copy would convert between float
 // dtypes, but the compiler never emits a host_to_device whose dtypes
 // differ (staging tensors are created with their device tensor's dtype), so
@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/op_table.h"
 #include "runtime/cuda/kernels.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/op_launch.h"
@@ -50,164 +51,173 @@ PoolParams poolParams(const json &attrs) {
   return p;
 }
 
-/// The node has between `minOperands` and `maxOperands` operands and
-/// `results` results, and the launch is of the whole node.
-Status expect(const OpLaunch &l, size_t minOperands, size_t maxOperands, size_t results) {
-  const std::string &op = l.node.op;
+/// An error unless the launch is of the whole node (these ops have no
+/// parts).
+Status expectWhole(const OpLaunch &l) {
   if (l.part >= 0)
-    return Error(op + ": has no parts, asked for part " + std::to_string(l.part));
-  if (l.operands.size() < minOperands || l.operands.size() > maxOperands)
-    return Error(op + ": expects " + std::to_string(minOperands) +
-                 (maxOperands != minOperands ? " to " + std::to_string(maxOperands) : "") +
-                 " operands, got " + std::to_string(l.operands.size()));
-  if (l.results.size() != results)
-    return Error(op + ": expects " + std::to_string(results) + " results, got " +
-                 std::to_string(l.results.size()));
+    return Error(l.node.op + ": has no parts, asked for part " + std::to_string(l.part));
   return Status::success();
 }
 
-#define RN_EXPECT(launch, minOperands, maxOperands, results)                              \
-  do {                                                                                     \
-    ::rn::Status rn_status_ = expect(launch, minOperands, maxOperands, results);           \
-    if (!rn_status_.ok())                                                                  \
-      return rn_status_;                                                                   \
-  } while (0)
-
 cudaStream_t streamOf(const OpLaunch &l) { return l.stream.stream; }
 
-template <UnaryOp Op> Status launchUnary(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  return unary(Op, l.operands[0], l.results[0], streamOf(l));
+// The unary and binary ops share a kernel each; the template arguments
+// name the op's operands and result (op_table.h).
+template <UnaryOp Op, size_t Input, size_t Output> Status launchUnary(const OpLaunch &l) {
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return unary(Op, l.operand(Input), l.result(Output), streamOf(l));
 }
 
-template <BinaryOp Op> Status launchBinary(const OpLaunch &l) {
-  RN_EXPECT(l, 2, 2, 1);
-  return binary(Op, l.operands[0], l.operands[1], l.results[0], streamOf(l));
+template <BinaryOp Op, size_t First, size_t Second, size_t Output>
+Status launchBinary(const OpLaunch &l) {
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return binary(Op, l.operand(First), l.operand(Second), l.result(Output), streamOf(l));
 }
 
 Status launchCast(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  return convert("cast", l.operands[0], l.results[0], /*requireSameShape=*/true, streamOf(l));
+  using namespace op_table::cast;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return convert("cast", l.operand(operand::input), l.result(result::result),
+                 /*requireSameShape=*/true, streamOf(l));
 }
 
 Status launchPadChannels(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  return padChannels(l.operands[0], l.results[0], streamOf(l));
+  using namespace op_table::pad_channels;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return padChannels(l.operand(operand::input), l.result(result::result), streamOf(l));
 }
 
 Status launchReshape(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  return convert("reshape", l.operands[0], l.results[0], /*requireSameShape=*/false, streamOf(l));
+  using namespace op_table::reshape;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return convert("reshape", l.operand(operand::input), l.result(result::result),
+                 /*requireSameShape=*/false, streamOf(l));
 }
 
 Status launchFlatten(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  const DeviceTensor &input = l.operands[0], &result = l.results[0];
+  using namespace op_table::flatten;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  const DeviceTensor &input = l.operand(operand::input), &output = l.result(result::result);
   if (input.rank() < 1)
     return Error("flatten: input must have a batch dimension");
   int64_t rest = 1;
   for (int64_t i = 1; i < input.rank(); ++i)
     rest *= input.dim(i);
   std::vector<int64_t> expected{input.dim(0), rest};
-  if (result.shape != expected)
+  if (output.shape != expected)
     return Error("flatten: result must have shape " + detail::shapeString(expected) + ", got " +
-                 detail::shapeString(result.shape));
-  return convert("flatten", input, result, /*requireSameShape=*/false, streamOf(l));
+                 detail::shapeString(output.shape));
+  return convert("flatten", input, output, /*requireSameShape=*/false, streamOf(l));
 }
 
 Status launchZero(const OpLaunch &l) {
-  // rn.zero has one operand (the tensor it replaces) and writes its result.
-  RN_EXPECT(l, 0, 1, 1);
-  return zero(l.results[0], streamOf(l));
+  // rn.zero's operand is the tensor it replaces; it only writes its result.
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return zero(l.result(op_table::zero::result::result), streamOf(l));
 }
 
 // rn.dropout_train: the mask's stream comes from the attributes (count,
 // index), the input and the step; the kernel forms the stream step * count + index on
 // the device. (The model-level rn.dropout never reaches a program.)
 Status launchDropoutTrain(const OpLaunch &l) {
-  RN_EXPECT(l, 2, 2, 2);
+  using namespace op_table::dropout_train;
+  RN_RETURN_IF_ERROR(expectWhole(l));
   const json &a = l.node.attributes;
-  return dropout(l.operands[0], numAttr(a, "p"), l.seed, l.operands[1],
-                 uint64_t(numAttr(a, "count")), uint64_t(numAttr(a, "index")), l.results[0],
-                 &l.results[1], streamOf(l));
+  return dropout(l.operand(operand::input), numAttr(a, "p"), l.seed, l.operand(operand::step),
+                 uint64_t(numAttr(a, "count")), uint64_t(numAttr(a, "index")),
+                 l.result(result::result), &l.result(result::mask), streamOf(l));
 }
 
 Status launchMaxPool(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  return maxPool2d(l.operands[0], poolParams(l.node.attributes), l.results[0], streamOf(l));
+  using namespace op_table::max_pool2d;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return maxPool2d(l.operand(operand::input), poolParams(l.node.attributes),
+                   l.result(result::result), streamOf(l));
 }
 
 Status launchAvgPool(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  return avgPool2d(l.operands[0], poolParams(l.node.attributes), l.results[0], streamOf(l));
+  using namespace op_table::avg_pool2d;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return avgPool2d(l.operand(operand::input), poolParams(l.node.attributes),
+                   l.result(result::result), streamOf(l));
 }
 
 /// Overlapping windows keep each window's arg-max in the stream workspace
 /// between the two passes: the whole batch's when it fits, else a chunk of
 /// whole images at a time (disjoint windows need none).
 Result<size_t> prepareMaxPoolBackward(const OpLaunch &l) {
-  Status s = expect(l, 2, 2, 1);
-  if (!s.ok())
-    return s.error();
-  return maxPool2dBackwardWorkspaceBytes(l.operands[1].shape, poolParams(l.node.attributes),
-                                         l.stream.workspaceBytes);
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return maxPool2dBackwardWorkspaceBytes(
+      l.operand(op_table::max_pool2d_backward::operand::input).shape,
+      poolParams(l.node.attributes), l.stream.workspaceBytes);
 }
 
 Status launchMaxPoolBackward(const OpLaunch &l) {
-  RN_EXPECT(l, 2, 2, 1);
-  return maxPool2dBackward(l.operands[0], l.operands[1], poolParams(l.node.attributes),
-                           l.results[0], l.stream.workspace, l.stream.workspaceBytes,
-                           streamOf(l));
+  using namespace op_table::max_pool2d_backward;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return maxPool2dBackward(l.operand(operand::output_grad), l.operand(operand::input),
+                           poolParams(l.node.attributes), l.result(result::input_grad),
+                           l.stream.workspace, l.stream.workspaceBytes, streamOf(l));
 }
 
 Status launchAvgPoolBackward(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  return avgPool2dBackward(l.operands[0], poolParams(l.node.attributes), l.results[0],
-                           streamOf(l));
+  using namespace op_table::avg_pool2d_backward;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return avgPool2dBackward(l.operand(operand::output_grad), poolParams(l.node.attributes),
+                           l.result(result::input_grad), streamOf(l));
 }
 
 Status launchGlobalAvgPool(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  return globalAvgPool(l.operands[0], l.results[0], streamOf(l));
+  using namespace op_table::global_avg_pool;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return globalAvgPool(l.operand(operand::input), l.result(result::result), streamOf(l));
 }
 
 Status launchGlobalAvgPoolBackward(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  return globalAvgPoolBackward(l.operands[0], l.results[0], streamOf(l));
+  using namespace op_table::global_avg_pool_backward;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return globalAvgPoolBackward(l.operand(operand::output_grad), l.result(result::input_grad),
+                               streamOf(l));
 }
 
 Result<size_t> prepareSoftmaxCrossEntropy(const OpLaunch &l) {
-  Status s = expect(l, 2, 2, 1);
-  if (!s.ok())
-    return s.error();
-  if (l.operands[0].rank() != 2)
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  const DeviceTensor &logits = l.operand(op_table::softmax_cross_entropy::operand::logits);
+  if (logits.rank() != 2)
     return Error("softmax_cross_entropy: logits must be [N, classes] (rank 2), got shape " +
-                 detail::shapeString(l.operands[0].shape));
-  return softmaxCrossEntropyWorkspaceBytes(l.operands[0].dim(0));
+                 detail::shapeString(logits.shape));
+  return softmaxCrossEntropyWorkspaceBytes(logits.dim(0));
 }
 
 Status launchSoftmaxCrossEntropy(const OpLaunch &l) {
-  RN_EXPECT(l, 2, 2, 1);
-  return softmaxCrossEntropy(l.operands[0], l.operands[1],
-                             numAttr(l.node.attributes, "label_smoothing"), l.results[0],
-                             l.stream.workspace, l.stream.workspaceBytes, streamOf(l));
+  using namespace op_table::softmax_cross_entropy;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return softmaxCrossEntropy(l.operand(operand::logits), l.operand(operand::labels),
+                             numAttr(l.node.attributes, "label_smoothing"),
+                             l.result(result::loss), l.stream.workspace, l.stream.workspaceBytes,
+                             streamOf(l));
 }
 
 Status launchSoftmaxCrossEntropyBackward(const OpLaunch &l) {
-  RN_EXPECT(l, 2, 3, 1);
-  return softmaxCrossEntropyBackward(
-      l.operands[0], l.operands[1], l.operands.size() == 3 ? &l.operands[2] : nullptr,
-      numAttr(l.node.attributes, "label_smoothing"), l.results[0], streamOf(l));
+  using namespace op_table::softmax_cross_entropy_backward;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return softmaxCrossEntropyBackward(l.operand(operand::logits), l.operand(operand::labels),
+                                     l.operandIfAny(operand::scale),
+                                     numAttr(l.node.attributes, "label_smoothing"),
+                                     l.result(result::logits_grad), streamOf(l));
 }
 
 Status launchCountCorrect(const OpLaunch &l) {
-  RN_EXPECT(l, 2, 2, 1);
-  return countCorrect(l.operands[0], l.operands[1], l.results[0], streamOf(l));
+  using namespace op_table::count_correct;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return countCorrect(l.operand(operand::logits), l.operand(operand::labels),
+                      l.result(result::correct), streamOf(l));
 }
 
 Status launchHostToDevice(const OpLaunch &l) {
-  RN_EXPECT(l, 1, 1, 1);
-  const DeviceTensor &host = l.operands[0], &device = l.results[0];
+  using namespace op_table::host_to_device;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  const DeviceTensor &host = l.operand(operand::input), &device = l.result(result::result);
   if (host.dtype != device.dtype)
     return Error("host_to_device: the staging tensor is " + std::string(dtypeName(host.dtype)) +
                  " but the device tensor is " + std::string(dtypeName(device.dtype)) +
@@ -228,14 +238,24 @@ Status launchHostToDevice(const OpLaunch &l) {
 
 const std::vector<OpLauncher> &elementwiseLaunchers() {
   static const std::vector<OpLauncher> launchers = {
-      {"relu", nullptr, launchUnary<UnaryOp::relu>},
-      {"tanh", nullptr, launchUnary<UnaryOp::tanh>},
-      {"silu", nullptr, launchUnary<UnaryOp::silu>},
-      {"relu_backward", nullptr, launchBinary<BinaryOp::relu_backward>},
-      {"tanh_backward", nullptr, launchBinary<BinaryOp::tanh_backward>},
-      {"silu_backward", nullptr, launchBinary<BinaryOp::silu_backward>},
-      {"dropout_backward", nullptr, launchBinary<BinaryOp::dropout_backward>},
-      {"add", nullptr, launchBinary<BinaryOp::add>},
+      {"relu", nullptr, launchUnary<UnaryOp::relu, op_table::relu::operand::input, op_table::relu::result::result>},
+      {"tanh", nullptr, launchUnary<UnaryOp::tanh, op_table::tanh::operand::input, op_table::tanh::result::result>},
+      {"silu", nullptr, launchUnary<UnaryOp::silu, op_table::silu::operand::input, op_table::silu::result::result>},
+      {"relu_backward", nullptr,
+       launchBinary<BinaryOp::relu_backward, op_table::relu_backward::operand::output_grad,
+                    op_table::relu_backward::operand::saved, op_table::relu_backward::result::input_grad>},
+      {"tanh_backward", nullptr,
+       launchBinary<BinaryOp::tanh_backward, op_table::tanh_backward::operand::output_grad,
+                    op_table::tanh_backward::operand::saved, op_table::tanh_backward::result::input_grad>},
+      {"silu_backward", nullptr,
+       launchBinary<BinaryOp::silu_backward, op_table::silu_backward::operand::output_grad,
+                    op_table::silu_backward::operand::saved, op_table::silu_backward::result::input_grad>},
+      {"dropout_backward", nullptr,
+       launchBinary<BinaryOp::dropout_backward, op_table::dropout_backward::operand::output_grad,
+                    op_table::dropout_backward::operand::saved, op_table::dropout_backward::result::input_grad>},
+      {"add", nullptr,
+       launchBinary<BinaryOp::add, op_table::add::operand::lhs, op_table::add::operand::rhs,
+                    op_table::add::result::result>},
       {"cast", nullptr, launchCast},
       {"pad_channels", nullptr, launchPadChannels},
       {"reshape", nullptr, launchReshape},

@@ -11,6 +11,7 @@
 
 #include "runtime/core/align.h"
 #include "runtime/cuda/norm_kernels.h"
+#include "runtime/core/op_table.h"
 #include "runtime/cuda/op_launch.h"
 
 #include <string>
@@ -23,15 +24,10 @@ double numAttr(const OpLaunch &l, const char *name) {
   return it != l.node.attributes.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-/// An error unless the node has exactly these operand and result counts
-/// and runs whole.
-Status expectArity(const OpLaunch &l, size_t operands, size_t results) {
+/// An error unless the node runs whole (these ops have no parts).
+Status expectWhole(const OpLaunch &l) {
   if (l.part >= 0)
     return Error(l.node.op + ": has no parts, got part " + std::to_string(l.part));
-  if (l.operands.size() != operands || l.results.size() != results)
-    return Error(l.node.op + ": expects " + std::to_string(operands) + " operands and " +
-                 std::to_string(results) + " results, got " + std::to_string(l.operands.size()) +
-                 " and " + std::to_string(l.results.size()));
   return Status::success();
 }
 
@@ -43,13 +39,14 @@ size_t batchNormWorkspace(const std::vector<int64_t> &shape) {
 }
 
 Result<size_t> prepareBatchNorm(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 5, 1));
-  return batchNormWorkspace(l.operands[0].shape);
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return batchNormWorkspace(l.operand(op_table::batch_norm::operand::input).shape);
 }
 
 Status launchBatchNorm(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 5, 1));
-  const DeviceTensor &x = l.operands[0];
+  using namespace op_table::batch_norm;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  const DeviceTensor &x = l.operand(operand::input);
   const int64_t channels = x.shape.empty() ? 0 : x.shape.back();
   const size_t statsBytes = bnStatsWorkspaceBytes(x.shape);
   if (l.stream.workspaceBytes < batchNormWorkspace(x.shape) || !l.stream.workspace)
@@ -62,95 +59,116 @@ Status launchBatchNorm(const OpLaunch &l) {
                       {channels}};
   RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), mean, invStd, l.stream.stream,
                                       l.stream.workspace, statsBytes)));
-  return named(l, bnApply(x, l.operands[1], l.operands[2], mean, invStd, false, l.results[0],
-                          l.stream.stream));
+  return named(l, bnApply(x, l.operand(operand::weight), l.operand(operand::bias), mean, invStd,
+                          false, l.result(result::result), l.stream.stream));
 }
 
 Result<size_t> prepareBatchNormTrain(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 3, 3));
-  return bnStatsWorkspaceBytes(l.operands[0].shape);
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return bnStatsWorkspaceBytes(l.operand(op_table::batch_norm_train::operand::input).shape);
 }
 
 Status launchBatchNormTrain(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 3, 3));
-  const DeviceTensor &x = l.operands[0];
-  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), l.results[1], l.results[2],
+  using namespace op_table::batch_norm_train;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  const DeviceTensor &x = l.operand(operand::input);
+  const DeviceTensor &mean = l.result(result::batch_mean), &invStd = l.result(result::batch_inv_std);
+  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), mean, invStd,
                                       l.stream.stream, l.stream.workspace,
                                       l.stream.workspaceBytes)));
-  return named(l, bnApply(x, l.operands[1], l.operands[2], l.results[1], l.results[2], false,
-                          l.results[0], l.stream.stream));
+  return named(l, bnApply(x, l.operand(operand::weight), l.operand(operand::bias), mean, invStd,
+                          false, l.result(result::result), l.stream.stream));
 }
 
 Status launchBatchNormInference(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 5, 1));
-  const auto &o = l.operands;
-  return named(l, bnInference(o[0], o[1], o[2], o[3], o[4], numAttr(l, "epsilon"), false,
-                              l.results[0], l.stream.stream));
+  using namespace op_table::batch_norm_inference;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, bnInference(l.operand(operand::input), l.operand(operand::weight),
+                              l.operand(operand::bias), l.operand(operand::running_mean),
+                              l.operand(operand::running_var), numAttr(l, "epsilon"), false,
+                              l.result(result::result), l.stream.stream));
 }
 
 Result<size_t> prepareBatchNormBackward(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 7, 3));
-  return bnBackwardWorkspaceBytes(l.operands[1].shape);
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return bnBackwardWorkspaceBytes(l.operand(op_table::batch_norm_backward::operand::input).shape);
 }
 
 Status launchBatchNormBackward(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 7, 3));
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  return named(l, bnBackward(o[0], nullptr, nullptr, o[1], o[2], o[3], o[4], o[5], o[6], r[0], r[1],
-                             r[2], l.stream.stream, l.stream.workspace, l.stream.workspaceBytes));
+  using namespace op_table::batch_norm_backward;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, bnBackward(l.operand(operand::output_grad), nullptr, nullptr,
+                             l.operand(operand::input), l.operand(operand::weight),
+                             l.operand(operand::batch_mean), l.operand(operand::batch_inv_std),
+                             l.operand(operand::weight_grad_acc), l.operand(operand::bias_grad_acc),
+                             l.result(result::input_grad), l.result(result::weight_grad),
+                             l.result(result::bias_grad), l.stream.stream, l.stream.workspace,
+                             l.stream.workspaceBytes));
 }
 
 Status launchUpdateRunningStats(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 4, 2));
-  const auto &o = l.operands;
-  return named(l, bnUpdateRunningStats(o[0], o[1], o[2], o[3], numAttr(l, "epsilon"),
-                                       numAttr(l, "momentum"),
-                                       static_cast<int64_t>(numAttr(l, "count")), l.results[0],
-                                       l.results[1], l.stream.stream));
+  using namespace op_table::update_running_stats;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, bnUpdateRunningStats(
+                      l.operand(operand::running_mean), l.operand(operand::running_var),
+                      l.operand(operand::batch_mean), l.operand(operand::batch_inv_std),
+                      numAttr(l, "epsilon"), numAttr(l, "momentum"),
+                      static_cast<int64_t>(numAttr(l, "count")),
+                      l.result(result::new_running_mean), l.result(result::new_running_var),
+                      l.stream.stream));
 }
 
 Result<size_t> prepareBnAddRelu(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 4, 3));
-  return bnStatsWorkspaceBytes(l.operands[0].shape);
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return bnStatsWorkspaceBytes(l.operand(op_table::bn_add_relu::operand::input).shape);
 }
 
 Status launchBnAddRelu(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 4, 3));
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  RN_RETURN_IF_ERROR(named(l, bnBatchStats(o[0], numAttr(l, "epsilon"), r[1], r[2], l.stream.stream,
+  using namespace op_table::bn_add_relu;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  const DeviceTensor &x = l.operand(operand::input);
+  const DeviceTensor &mean = l.result(result::batch_mean), &invStd = l.result(result::batch_inv_std);
+  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), mean, invStd, l.stream.stream,
                                       l.stream.workspace, l.stream.workspaceBytes)));
-  return named(l, bnApplyAddRelu(o[0], o[1], o[2], r[1], r[2], o[3], r[0], l.stream.stream));
+  return named(l, bnApplyAddRelu(x, l.operand(operand::gamma), l.operand(operand::beta), mean,
+                                 invStd, l.operand(operand::shortcut), l.result(result::result),
+                                 l.stream.stream));
 }
 
 Result<size_t> prepareBnAddReluBackward(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 8, 4));
-  return bnBackwardWorkspaceBytes(l.operands[2].shape);
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return bnBackwardWorkspaceBytes(l.operand(op_table::bn_add_relu_backward::operand::input).shape);
 }
 
 Status launchBnAddReluBackward(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 8, 4));
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  return named(l, bnAddReluBackward(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], r[0], r[1],
-                                    r[2], r[3], l.stream.stream, l.stream.workspace,
-                                    l.stream.workspaceBytes));
+  using namespace op_table::bn_add_relu_backward;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, bnAddReluBackward(
+                      l.operand(operand::output_grad), l.operand(operand::relu_output),
+                      l.operand(operand::input), l.operand(operand::gamma),
+                      l.operand(operand::batch_mean), l.operand(operand::batch_inv_std),
+                      l.operand(operand::gamma_grad_acc), l.operand(operand::beta_grad_acc),
+                      l.result(result::input_grad), l.result(result::shortcut_grad),
+                      l.result(result::gamma_grad), l.result(result::beta_grad), l.stream.stream,
+                      l.stream.workspace, l.stream.workspaceBytes));
 }
 
 Status launchBnAddReluInference(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 6, 1));
-  const auto &o = l.operands;
-  return named(l, bnInferenceAddRelu(o[0], o[1], o[2], o[3], o[4], o[5], numAttr(l, "epsilon"),
-                                     l.results[0], l.stream.stream));
+  using namespace op_table::bn_add_relu_inference;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, bnInferenceAddRelu(l.operand(operand::input), l.operand(operand::gamma),
+                                     l.operand(operand::beta), l.operand(operand::running_mean),
+                                     l.operand(operand::running_var), l.operand(operand::shortcut),
+                                     numAttr(l, "epsilon"), l.result(result::result),
+                                     l.stream.stream));
 }
 
-// bn_scale_bias: batch_mean, batch_inv_std, gamma, beta -> scale, bias.
 Status launchBnScaleBias(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 4, 2));
-  const auto &o = l.operands;
-  return named(l, bnScaleBias(o[0], o[1], o[2], o[3], l.results[0], l.results[1],
-                              l.stream.stream));
+  using namespace op_table::bn_scale_bias;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, bnScaleBias(l.operand(operand::batch_mean), l.operand(operand::batch_inv_std),
+                              l.operand(operand::gamma), l.operand(operand::beta),
+                              l.result(result::scale), l.result(result::bias), l.stream.stream));
 }
 
 } // namespace

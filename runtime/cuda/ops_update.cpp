@@ -3,16 +3,17 @@
 // multi_zero, multi_cast, check_finite, unscale, multi_unscale,
 // update_loss_scale, sgd_update, multi_sgd_update, adamw_update,
 // multi_adamw_update, lars_update, multi_lars_update, ema_update and
-// multi_ema_update, mapped onto update_kernels.h with the operand order of
-// the op definitions (optional operands as the CPU executor reads them:
-// sgd's momentum buffer exactly when momentum != 0, then lr, then an
-// optional skip flag). Only lars_update and multi_lars_update use
+// multi_ema_update, mapped onto update_kernels.h. The single-tensor ops
+// take their operands by ODS name (op_table.h); the multi-tensor table
+// (MultiTensorUpdate) takes the node's lists in ODS order, as
+// update_kernels.h documents. Only lars_update and multi_lars_update use
 // workspace (their partial norms, the bytes prepare returns); the
 // multi-tensor updates build their device table of tensors and chunks in
 // prepare and keep it in the node's PreparedState.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/op_table.h"
 #include "runtime/cuda/op_launch.h"
 #include "runtime/cuda/update_kernels.h"
 
@@ -32,49 +33,48 @@ bool flagAttr(const OpLaunch &l, const char *name) {
   return it != l.node.attributes.end() && it->is_boolean() && it->get<bool>();
 }
 
-/// An error unless the node runs whole with operands in [minOperands,
-/// maxOperands] and exactly `results` results.
-Status expectArity(const OpLaunch &l, size_t minOperands, size_t maxOperands, size_t results) {
+/// An error unless the node runs whole (these ops have no parts).
+Status expectWhole(const OpLaunch &l) {
   if (l.part >= 0)
     return Error(l.node.op + ": has no parts, got part " + std::to_string(l.part));
-  if (l.operands.size() < minOperands || l.operands.size() > maxOperands ||
-      l.results.size() != results)
-    return Error(l.node.op + ": unexpected operand or result count (" +
-                 std::to_string(l.operands.size()) + " operands, " +
-                 std::to_string(l.results.size()) + " results)");
   return Status::success();
 }
 
 Status launchCheckFinite(const OpLaunch &l) {
-  if (l.part >= 0 || l.results.size() != 1)
-    return Error(l.node.op + ": expects one result and no parts");
-  return named(l, checkFinite(l.operands, l.results[0], l.stream.stream));
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  // check_finite's one operand is its list of inputs.
+  return named(l, checkFinite(l.operands, l.result(op_table::check_finite::result::found_non_finite),
+                              l.stream.stream));
 }
 
 Status launchUnscale(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 2, 2, 1));
-  return named(l, unscale(l.operands[0], l.operands[1], l.results[0], l.stream.stream));
+  using namespace op_table::unscale;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, unscale(l.operand(operand::grad), l.operand(operand::scale),
+                          l.result(result::result), l.stream.stream));
 }
 
 Status launchUpdateLossScale(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 3, 3, 2));
-  const auto &o = l.operands;
-  return named(l, updateLossScale(o[0], o[1], o[2], numAttr(l, "growth"), numAttr(l, "backoff"),
+  using namespace op_table::update_loss_scale;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, updateLossScale(l.operand(operand::scale), l.operand(operand::good_steps),
+                                  l.operand(operand::found_non_finite), numAttr(l, "growth"),
+                                  numAttr(l, "backoff"),
                                   static_cast<int64_t>(numAttr(l, "growth_interval")),
-                                  l.results[0], l.results[1], l.stream.stream));
+                                  l.result(result::new_scale), l.result(result::new_good_steps),
+                                  l.stream.stream));
 }
 
 Status launchSgdUpdate(const OpLaunch &l) {
+  using namespace op_table::sgd_update;
+  RN_RETURN_IF_ERROR(expectWhole(l));
   SgdOptions options{numAttr(l, "momentum"), numAttr(l, "weight_decay"),
                      flagAttr(l, "nesterov")};
-  const bool buffer = options.momentum != 0;
-  const size_t lrIndex = buffer ? 3 : 2;
-  RN_RETURN_IF_ERROR(expectArity(l, lrIndex + 1, lrIndex + 2, buffer ? 2 : 1));
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  const DeviceTensor *skip = o.size() > lrIndex + 1 ? &o[lrIndex + 1] : nullptr;
-  return named(l, sgdUpdate(o[0], o[1], buffer ? &o[2] : nullptr, o[lrIndex], skip, options,
-                            r[0], buffer ? &r[1] : nullptr, l.stream.stream));
+  return named(l, sgdUpdate(l.operand(operand::param), l.operand(operand::grad),
+                            l.operandIfAny(operand::momentum_buffer), l.operand(operand::lr),
+                            l.operandIfAny(operand::skip_if), options,
+                            l.result(result::new_param),
+                            l.resultIfAny(result::new_momentum_buffer), l.stream.stream));
 }
 
 /// The device table of a multi-tensor update node, kept between prepare
@@ -139,35 +139,36 @@ Status launchMultiTensor(const OpLaunch &l) {
 }
 
 Status launchAdamWUpdate(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 6, 7, 3));
-  AdamWOptions options{numAttr(l, "beta1"), numAttr(l, "beta2"), numAttr(l, "epsilon"),
-                       numAttr(l, "weight_decay")};
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  const DeviceTensor *skip = o.size() == 7 ? &o[6] : nullptr;
-  return named(l, adamwUpdate(o[0], o[1], o[2], o[3], o[4], o[5], skip, options, r[0], r[1], r[2],
-                              l.stream.stream));
+  using namespace op_table::adamw_update;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, adamwUpdate(l.operand(operand::param), l.operand(operand::grad),
+                              l.operand(operand::exp_avg), l.operand(operand::exp_avg_sq),
+                              l.operand(operand::lr), l.operand(operand::step),
+                              l.operandIfAny(operand::skip_if), adamwOptions(l),
+                              l.result(result::new_param), l.result(result::new_exp_avg),
+                              l.result(result::new_exp_avg_sq), l.stream.stream));
 }
 
 Result<size_t> prepareLarsUpdate(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 4, 5, 2));
-  return larsWorkspaceBytes(l.operands[0].numel());
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return larsWorkspaceBytes(l.operand(op_table::lars_update::operand::param).numel());
 }
 
 Status launchLarsUpdate(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 4, 5, 2));
-  const LarsOptions options = larsOptions(l);
-  const auto &o = l.operands;
-  const auto &r = l.results;
-  const DeviceTensor *skip = o.size() == 5 ? &o[4] : nullptr;
-  return named(l, larsUpdate(o[0], o[1], o[2], o[3], skip, options, r[0], r[1], l.stream.stream,
-                             l.stream.workspace, l.stream.workspaceBytes));
+  using namespace op_table::lars_update;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, larsUpdate(l.operand(operand::param), l.operand(operand::grad),
+                             l.operand(operand::momentum_buffer), l.operand(operand::lr),
+                             l.operandIfAny(operand::skip_if), larsOptions(l),
+                             l.result(result::new_param), l.result(result::new_momentum_buffer),
+                             l.stream.stream, l.stream.workspace, l.stream.workspaceBytes));
 }
 
 Status launchEmaUpdate(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectArity(l, 2, 2, 1));
-  return named(l, emaUpdate(l.operands[0], l.operands[1], numAttr(l, "decay"), l.results[0],
-                            l.stream.stream));
+  using namespace op_table::ema_update;
+  RN_RETURN_IF_ERROR(expectWhole(l));
+  return named(l, emaUpdate(l.operand(operand::average), l.operand(operand::param),
+                            numAttr(l, "decay"), l.result(result::new_average), l.stream.stream));
 }
 
 } // namespace

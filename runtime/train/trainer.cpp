@@ -2,6 +2,7 @@
 
 #include "runtime/train/trainer.h"
 
+#include "runtime/core/op_table.h"
 #include "runtime/core/safetensors.h"
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/train/data_parallel.h"
@@ -28,7 +29,8 @@ int64_t classCount(const Function &fn) {
   const Node *loss = lossNode(fn);
   if (!loss || loss->operands.empty())
     return 0;
-  const auto &shape = fn.tensors[loss->operands[0]].shape;
+  const auto &shape =
+      fn.tensors[loss->operand(op_table::softmax_cross_entropy::operand::logits)].shape;
   return shape.empty() ? 0 : shape.back();
 }
 

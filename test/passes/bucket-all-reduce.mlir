@@ -14,16 +14,16 @@
 // gradient in its own bucket.
 
 // CHECK-LABEL: func.func @train_step
-// CHECK:       %[[FC:.+]]:3 = rn.linear_backward {{.+}}rn.subgraph = @DEEP_FWD_BWD
-// CHECK:       %{{.+}}, %[[G2:.+]]:4 = rn.cbr_backward {{.+}}rn.subgraph = @DEEP_FWD_BWD
-// CHECK-NEXT:  %[[W:.+]] = rn.cast %[[FC]]#1 {rn.bucket = 0 : i64, rn.subgraph = @DEEP_FWD_BWD} : tensor<3x4xf16> -> tensor<3x4xf32>
-// CHECK-NEXT:  %[[B:.+]] = rn.cast %[[FC]]#2 {rn.bucket = 0 : i64, rn.subgraph = @DEEP_FWD_BWD} : tensor<3xf16> -> tensor<3xf32>
-// CHECK-NEXT:  %[[C2:.+]] = rn.cast %[[G2]]#1 {rn.bucket = 0 : i64, rn.subgraph = @DEEP_FWD_BWD} : tensor<4x3x3x4xf16> -> tensor<4x3x3x4xf32>
+// CHECK:       %[[FC_0:.+]], %[[FC_1:.+]], %[[FC_2:.+]] = rn.linear_backward {{.+}}rn.subgraph = @DEEP_FWD_BWD
+// CHECK:       %{{.+}}, %[[G2_0:.+]], %[[G2_1:.+]], %[[G2_2:.+]], %[[G2_3:.+]] = rn.cbr_backward {{.+}}rn.subgraph = @DEEP_FWD_BWD
+// CHECK-NEXT:  %[[W:.+]] = rn.cast %[[FC_1]] {rn.bucket = 0 : i64, rn.subgraph = @DEEP_FWD_BWD} : tensor<3x4xf16> -> tensor<3x4xf32>
+// CHECK-NEXT:  %[[B:.+]] = rn.cast %[[FC_2]] {rn.bucket = 0 : i64, rn.subgraph = @DEEP_FWD_BWD} : tensor<3xf16> -> tensor<3xf32>
+// CHECK-NEXT:  %[[C2:.+]] = rn.cast %[[G2_1]] {rn.bucket = 0 : i64, rn.subgraph = @DEEP_FWD_BWD} : tensor<4x3x3x4xf16> -> tensor<4x3x3x4xf32>
 // CHECK-NEXT:  %[[R0:.+]]:3 = rn.all_reduce_mean %[[W]], %[[B]], %[[C2]] {rn.bucket = 0 : i64, rn.subgraph = @DEEP_FWD_BWD}
-// CHECK-NEXT:  %[[R1:.+]]:2 = rn.all_reduce_mean %[[G2]]#2, %[[G2]]#3 {rn.bucket = 1 : i64, rn.subgraph = @DEEP_FWD_BWD}
-// CHECK-NEXT:  %{{.+}}, %[[G1:.+]]:3 = rn.cbr_backward {{.+}}rn.subgraph = @FIRST_LAYER_BWD
-// CHECK-NEXT:  %[[C1:.+]] = rn.cast %[[G1]]#0 {rn.subgraph = @CAST_GRAD}
-// CHECK-NEXT:  %[[R:.+]]:3 = rn.all_reduce_mean %[[C1]], %[[G1]]#1, %[[G1]]#2 {rn.subgraph = @ALL_REDUCE}
+// CHECK-NEXT:  %[[R1:.+]]:2 = rn.all_reduce_mean %[[G2_2]], %[[G2_3]] {rn.bucket = 1 : i64, rn.subgraph = @DEEP_FWD_BWD}
+// CHECK-NEXT:  %{{.+}}, %[[G1_0:.+]], %[[G1_1:.+]], %[[G1_2:.+]] = rn.cbr_backward {{.+}}rn.subgraph = @FIRST_LAYER_BWD
+// CHECK-NEXT:  %[[C1:.+]] = rn.cast %[[G1_0]] {rn.subgraph = @CAST_GRAD}
+// CHECK-NEXT:  %[[R:.+]]:3 = rn.all_reduce_mean %[[C1]], %[[G1_1]], %[[G1_2]] {rn.subgraph = @ALL_REDUCE}
 // CHECK-NEXT:  rn.check_finite %[[R]]#0, %[[R]]#1, %[[R]]#2, %[[R0]]#2, %[[R1]]#0, %[[R1]]#1, %[[R0]]#0, %[[R0]]#1
 
 // ONE-LABEL: func.func @train_step
@@ -32,9 +32,9 @@
 // ONE:       rn.all_reduce_mean %{{.+}}, %{{.+}}, %{{.+}} {rn.subgraph = @ALL_REDUCE}
 
 // F32-LABEL: func.func @train_step
-// F32:       %[[FC:.+]]:3 = rn.linear_backward {{.+}}rn.subgraph = @DEEP_FWD_BWD
-// F32-NEXT:  rn.all_reduce_mean %[[FC]]#1 {rn.bucket = 0 : i64, rn.subgraph = @DEEP_FWD_BWD} : (tensor<3x4xf32>) -> tensor<3x4xf32>
-// F32-NEXT:  rn.all_reduce_mean %[[FC]]#2 {rn.bucket = 1 : i64, rn.subgraph = @DEEP_FWD_BWD} : (tensor<3xf32>) -> tensor<3xf32>
+// F32:       %[[FC_0:.+]], %[[FC_1:.+]], %[[FC_2:.+]] = rn.linear_backward {{.+}}rn.subgraph = @DEEP_FWD_BWD
+// F32-NEXT:  rn.all_reduce_mean %[[FC_1]] {rn.bucket = 0 : i64, rn.subgraph = @DEEP_FWD_BWD} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+// F32-NEXT:  rn.all_reduce_mean %[[FC_2]] {rn.bucket = 1 : i64, rn.subgraph = @DEEP_FWD_BWD} : (tensor<3xf32>) -> tensor<3xf32>
 // F32:       rn.all_reduce_mean %{{.+}} {rn.bucket = 4 : i64, rn.subgraph = @DEEP_FWD_BWD}
 // F32-NOT:   rn.bucket = 5
 // F32:       rn.all_reduce_mean {{.+}}rn.subgraph = @ALL_REDUCE

@@ -41,13 +41,13 @@ module attributes {rn.model = "mlp"} {
 // CHECK:       %[[L:.+]] = rn.linear %[[R]], %[[W2]], %[[B2]]
 // CHECK:       %[[LOSS:.+]] = rn.softmax_cross_entropy %[[L]], %[[Y]] label_smoothing 1.000000e-01
 // CHECK:       %[[DL:.+]] = rn.softmax_cross_entropy_backward %[[L]], %[[Y]] label_smoothing 1.000000e-01
-// CHECK:       %[[G2:.+]]:3 = rn.linear_backward %[[DL]], %[[R]], %[[W2]], %{{.+}}, %{{.+}} input_grad
-// CHECK:       %[[DR:.+]] = rn.relu_backward %[[G2]]#0, %[[R]]
+// CHECK:       %[[G2_0:.+]], %[[G2_1:.+]], %[[G2_2:.+]] = rn.linear_backward %[[DL]], %[[R]], %[[W2]], %{{.+}}, %{{.+}}
+// CHECK:       %[[DR:.+]] = rn.relu_backward %[[G2_0]], %[[R]]
 // The first layer's input is the batch: no input gradient.
-// CHECK:       %[[G1:.+]]:2 = rn.linear_backward %[[DR]], %[[X]], %[[W1]], %[[Z]], %{{.+}} :
+// CHECK:       %[[G1_0:.+]], %[[G1_1:.+]] = rn.linear_backward %[[DR]], %[[X]], %[[W1]], %[[Z]], %{{.+}} :
 // CHECK-SAME:    -> (tensor<16x8xf32>, tensor<16xf32>)
-// CHECK:       %[[NW1:.+]], %[[NM1:.+]] = rn.sgd_update %[[W1]], %[[G1]]#0, %[[MW1]] lr %[[LR]] momentum 9.000000e-01 weight_decay 0.000000e+00 :
-// CHECK:       return %[[LOSS]], %[[NW1]], {{.+}}, %[[G1]]#0, %[[NM1]],
+// CHECK:       %[[NW1:.+]], %[[NM1:.+]] = rn.sgd_update %[[W1]], %[[G1_0]], %[[MW1]] lr %[[LR]] momentum 9.000000e-01 weight_decay 0.000000e+00 :
+// CHECK:       return %[[LOSS]], %[[NW1]], {{.+}}, %[[G1_0]], %[[NM1]],
 // CHECK-LABEL: func.func @eval_step
 // CHECK-SAME:    -> (tensor<f32> {rn.output = "loss"}, tensor<i32> {rn.output = "correct"}, tensor<4x10xf32> {rn.output = "logits"})
 // CHECK:       %[[EL:[0-9]+]] = rn.linear {{.*}} -> tensor<4x10xf32>
@@ -222,10 +222,10 @@ module attributes {rn.model = "residual"} {
 // CHECK:       %[[SUM:.+]] = rn.add %[[Y2]], %[[STEM]]
 // CHECK:       %[[OUT:.+]] = rn.relu %[[SUM]]
 // CHECK:       %[[DSUM:.+]] = rn.relu_backward %{{.+}}, %[[OUT]]
-// CHECK:       %[[B2:.+]]:2 = rn.conv2d_backward %[[DSUM]], %[[R1]], {{.*}} input_grad
-// CHECK:       %[[DR1:.+]] = rn.relu_backward %[[B2]]#0, %[[R1]]
-// CHECK:       %[[B1:.+]]:2 = rn.conv2d_backward %[[DR1]], %[[STEM]], {{.*}} input_grad
-// CHECK:       %[[DSTEM:.+]] = rn.add %[[DSUM]], %[[B1]]#0
+// CHECK:       %[[B2_0:.+]], %[[B2_1:.+]] = rn.conv2d_backward %[[DSUM]], %[[R1]], {{.*}}
+// CHECK:       %[[DR1:.+]] = rn.relu_backward %[[B2_0]], %[[R1]]
+// CHECK:       %[[B1_0:.+]], %[[B1_1:.+]] = rn.conv2d_backward %[[DR1]], %[[STEM]], {{.*}}
+// CHECK:       %[[DSTEM:.+]] = rn.add %[[DSUM]], %[[B1_0]]
 // CHECK:       rn.conv2d_backward %[[DSTEM]], %{{.+}}, %{{.+}}, %{{.+}} stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : {{.*}} -> tensor<4x3x3x3xf32>
 
 // -----
@@ -309,8 +309,8 @@ module attributes {rn.model = "bottleneck"} {
 // CHECK:       %{{.+}}, %{{.+}}, %{{.+}} = rn.batch_norm_backward %[[DSUM]], %[[DOWN]]
 // CHECK:       rn.conv2d_backward %{{.+}}, %[[X]], {{.*}} stride [2, 2] pad [0, 0] {{.*}} -> tensor<8x1x1x4xf32>
 // CHECK:       rn.batch_norm_backward %[[DSUM]]
-// CHECK:       rn.conv2d_backward {{.*}} stride [1, 1] pad [0, 0] {{.*}} input_grad
-// CHECK:       rn.conv2d_backward {{.*}} stride [2, 2] pad [1, 1] {{.*}} input_grad
+// CHECK:       rn.conv2d_backward {{.*}} stride [1, 1] pad [0, 0] {{.*}}
+// CHECK:       rn.conv2d_backward {{.*}} stride [2, 2] pad [1, 1] {{.*}}
 // CHECK:       rn.conv2d_backward %{{.+}}, %[[X]], {{.*}} stride [1, 1] pad [0, 0] {{.*}} -> tensor<2x1x1x4xf32>
 // CHECK-COUNT-4: rn.update_running_stats {{.*}} count
 // CHECK:       func.func @eval_step

@@ -16,7 +16,7 @@
 func.func @identity(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %w: tensor<8x3x3x8xf32>, %c: tensor<2x4x4x8xf32>,
                     %g: tensor<8xf32>, %m: tensor<8xf32>, %s: tensor<8xf32>, %gw: tensor<8x3x3x8xf32>, %gg: tensor<8xf32>,
                     %gb: tensor<8xf32>, %shortcut: tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32> {
-  %dc, %grads:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>, tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %dc, %grads:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>, tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>, tensor<8xf32>, tensor<8xf32>)
   %sum = rn.add %shortcut, %grads#0 : tensor<2x4x4x8xf32>
   %r = rn.relu %sum : tensor<2x4x4x8xf32>
   return %r : tensor<2x4x4x8xf32>
@@ -24,8 +24,8 @@ func.func @identity(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %w: tenso
 
 // CHECK-LABEL: func.func @identity
 // CHECK-SAME:    %[[SHORTCUT:[a-z0-9]+]]: tensor<2x4x4x8xf32>)
-// CHECK-NEXT:    %{{.+}}, %[[GRADS:.+]]:4 = rn.cbr_backward {{.+}} groups 1 input_grad plus %[[SHORTCUT]] :
-// CHECK-NEXT:    rn.relu %[[GRADS]]#0
+// CHECK-NEXT:    %{{.+}}, %[[GRADS_0:.+]], %[[GRADS_1:.+]], %[[GRADS_2:.+]], %[[GRADS_3:.+]] = rn.cbr_backward {{.+}} groups 1 plus %[[SHORTCUT]] :
+// CHECK-NEXT:    rn.relu %[[GRADS_0]]
 // CHECK-NOT:     rn.add
 
 // -----
@@ -36,16 +36,16 @@ func.func @identity(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %w: tenso
 
 func.func @downsample(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %w1: tensor<8x1x1x8xf32>, %w2: tensor<8x3x3x8xf32>,
                       %gw1: tensor<8x1x1x8xf32>, %gw2: tensor<8x3x3x8xf32>) -> tensor<2x4x4x8xf32> {
-  %dx1, %dw1 = rn.conv2d_backward %dy, %x, %w1, %gw1 stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8x1x1x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>)
-  %dx2, %dw2 = rn.conv2d_backward %dy, %x, %w2, %gw2 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>, tensor<8x3x3x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>)
+  %dx1, %dw1 = rn.conv2d_backward %dy, %x, %w1, %gw1 stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8x1x1x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>)
+  %dx2, %dw2 = rn.conv2d_backward %dy, %x, %w2, %gw2 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>, tensor<8x3x3x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>)
   %sum = rn.add %dx2, %dx1 : tensor<2x4x4x8xf32>
   return %sum : tensor<2x4x4x8xf32>
 }
 
 // CHECK-LABEL: func.func @downsample
-// CHECK-NEXT:    %[[DX1:.+]]:2 = rn.conv2d_backward {{.+}} input_grad :
-// CHECK-NEXT:    %[[DX2:.+]]:2 = rn.conv2d_backward {{.+}} input_grad plus %[[DX1]]#0 :
-// CHECK-NEXT:    return %[[DX2]]#0
+// CHECK-NEXT:    %[[DX1_0:.+]], %[[DX1_1:.+]] = rn.conv2d_backward {{.+}} :
+// CHECK-NEXT:    %[[DX2_0:.+]], %[[DX2_1:.+]] = rn.conv2d_backward {{.+}} plus %[[DX1_0]] :
+// CHECK-NEXT:    return %[[DX2_0]]
 
 // -----
 
@@ -55,17 +55,17 @@ func.func @downsample(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %w1: te
 
 func.func @strided(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x8x8x8xf32>, %w: tensor<8x3x3x8xf32>, %gw: tensor<8x3x3x8xf32>,
                    %shortcut: tensor<2x8x8x8xf32>) -> tensor<2x8x8x8xf32> {
-  %dx, %dw = rn.conv2d_backward %dy, %x, %w, %gw stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf32>, tensor<2x8x8x8xf32>, tensor<8x3x3x8xf32>, tensor<8x3x3x8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8x3x3x8xf32>)
+  %dx, %dw = rn.conv2d_backward %dy, %x, %w, %gw stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf32>, tensor<2x8x8x8xf32>, tensor<8x3x3x8xf32>, tensor<8x3x3x8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8x3x3x8xf32>)
   %sum = rn.add %shortcut, %dx : tensor<2x8x8x8xf32>
   return %sum : tensor<2x8x8x8xf32>
 }
 
 // CHECK-LABEL: func.func @strided
-// CHECK:         rn.conv2d_backward {{.+}} stride [2, 2] {{.+}} input_grad plus
+// CHECK:         rn.conv2d_backward {{.+}} stride [2, 2] {{.+}} plus
 // CHECK-NOT:     rn.add
 
 // STRIDE1-LABEL: func.func @strided
-// STRIDE1:         rn.conv2d_backward {{.+}} stride [2, 2] {{.+}} input_grad :
+// STRIDE1:         rn.conv2d_backward {{.+}} stride [2, 2] {{.+}} :
 // STRIDE1-NEXT:    rn.add
 
 // -----
@@ -76,10 +76,10 @@ func.func @strided(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x8x8x8xf32>, %w: tensor
 
 func.func @kept(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %w: tensor<8x3x3x8xf32>, %gw: tensor<8x3x3x8xf32>,
                 %y: tensor<2x4x4x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>) {
-  %dx, %dw = rn.conv2d_backward %dy, %x, %w, %gw stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>, tensor<8x3x3x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>)
+  %dx, %dw = rn.conv2d_backward %dy, %x, %w, %gw stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>, tensor<8x3x3x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>)
   %other = rn.add %x, %dx : tensor<2x4x4x8xf32>
   %twice = rn.add %dx, %other : tensor<2x4x4x8xf32>
-  %dx2, %dw2 = rn.conv2d_backward %dy, %x, %w, %gw stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>, tensor<8x3x3x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>)
+  %dx2, %dw2 = rn.conv2d_backward %dy, %x, %w, %gw stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>, tensor<8x3x3x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x3x3x8xf32>)
   %later = rn.relu %y : tensor<2x4x4x8xf32>
   %late = rn.add %dx2, %later : tensor<2x4x4x8xf32>
   %plain = rn.add %x, %y : tensor<2x4x4x8xf32>
@@ -91,8 +91,8 @@ func.func @kept(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %w: tensor<8x
 // CHECK-COUNT-4: rn.add
 
 // PIPELINE-LABEL: func.func @train_step
-// PIPELINE-COUNT-5: rn.cbr_backward {{.+}} input_grad plus %{{[^ ]+}} {
-// PIPELINE-NOT:     rn.cbr_backward {{.+}} input_grad plus
+// PIPELINE-COUNT-5: rn.cbr_backward {{.+}} plus %{{[^ ]+}} {
+// PIPELINE-NOT:     rn.cbr_backward {{.+}} plus
 // PIPELINE-LABEL: func.func @eval_step
 // PIPELINE-OFF-LABEL: func.func @train_step
 // PIPELINE-OFF-NOT:   plus
@@ -100,6 +100,6 @@ func.func @kept(%dy: tensor<2x4x4x8xf32>, %x: tensor<2x4x4x8xf32>, %w: tensor<8x
 // The three downsampling junctions' main-path data gradients are strided:
 // with fold-gradient-adds-max-stride=0 they fold too.
 // PIPELINE-ANY-LABEL: func.func @train_step
-// PIPELINE-ANY-COUNT-8: rn.cbr_backward {{.+}} input_grad plus %{{[^ ]+}} {
-// PIPELINE-ANY-NOT:     rn.cbr_backward {{.+}} input_grad plus
+// PIPELINE-ANY-COUNT-8: rn.cbr_backward {{.+}} plus %{{[^ ]+}} {
+// PIPELINE-ANY-NOT:     rn.cbr_backward {{.+}} plus
 // PIPELINE-ANY-LABEL: func.func @eval_step

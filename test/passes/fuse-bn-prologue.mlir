@@ -26,7 +26,7 @@ func.func @chain(%x: tensor<2x4x4x8xf16>, %w1: tensor<8x3x3x8xf16>, %g1: tensor<
     -> (tensor<2x4x4x16xf16>, tensor<8x3x3x8xf16>, tensor<16x1x1x8xf16>) {
   %y1, %c1, %m1, %s1 = rn.cbr_forward %x, %w1, %g1, %b1 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
   %y2, %c2, %m2, %s2 = rn.cbr_forward %y1, %w2, %g2, %b2 stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<16x1x1x8xf16>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf16>, tensor<2x4x4x16xf16>, tensor<16xf32>, tensor<16xf32>)
-  %dc2, %r2:4 = rn.cbr_backward %dy, %y1, %w2, %c2, %g2, %m2, %s2, %gw2, %gg2, %gb2 stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x16xf16>, tensor<2x4x4x8xf16>, tensor<16x1x1x8xf16>, tensor<2x4x4x16xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16x1x1x8xf16>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf16>, tensor<2x4x4x8xf16>, tensor<16x1x1x8xf16>, tensor<16xf32>, tensor<16xf32>)
+  %dc2, %r2:4 = rn.cbr_backward %dy, %y1, %w2, %c2, %g2, %m2, %s2, %gw2, %gg2, %gb2 stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 : (tensor<2x4x4x16xf16>, tensor<2x4x4x8xf16>, tensor<16x1x1x8xf16>, tensor<2x4x4x16xf16>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16x1x1x8xf16>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x4x4x16xf16>, tensor<2x4x4x8xf16>, tensor<16x1x1x8xf16>, tensor<16xf32>, tensor<16xf32>)
   %dc1, %r1:3 = rn.cbr_backward %r2#0, %x, %w1, %c1, %g1, %m1, %s1, %gw1, %gg1, %gb1 relu %y1 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
   return %y2, %r1#0, %r2#1 : tensor<2x4x4x16xf16>, tensor<8x3x3x8xf16>, tensor<16x1x1x8xf16>
 }
@@ -37,7 +37,7 @@ func.func @chain(%x: tensor<2x4x4x8xf16>, %w1: tensor<8x3x3x8xf16>, %g1: tensor<
 // CHECK:         %[[C1:.+]], %[[M1:.+]], %[[S1:.+]] = rn.conv_bn_stats %[[X]], %[[W1]] stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
 // CHECK-NEXT:    %[[SCALE:.+]], %[[BIAS:.+]] = rn.bn_scale_bias %[[M1]], %[[S1]], %[[G1]], %[[B1]] : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf16>, tensor<8xf16>)
 // CHECK-NEXT:    rn.cbr_forward %[[C1]], %[[W2]], %{{.+}}, %{{.+}} prologue %[[SCALE]], %[[BIAS]] stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<16x1x1x8xf16>, tensor<16xf32>, tensor<16xf32>, tensor<8xf16>, tensor<8xf16>) ->
-// CHECK-NEXT:    rn.cbr_backward %{{.+}}, %[[C1]], %[[W2]], {{.+}} input_prologue %[[SCALE]], %[[BIAS]] stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 input_grad :
+// CHECK-NEXT:    rn.cbr_backward %{{.+}}, %[[C1]], %[[W2]], {{.+}} input_prologue %[[SCALE]], %[[BIAS]] stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 :
 // CHECK-NEXT:    rn.cbr_backward %{{.+}}, %[[X]], %[[W1]], %[[C1]], %[[G1]], %[[M1]], %[[S1]], %{{.+}}, %{{.+}}, %{{.+}} relu_recompute %[[B1]] prologue_mask stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 :
 
 // -----
@@ -54,8 +54,8 @@ func.func @three(%x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x8xf16>, %g: tensor<8x
   %y2, %c2, %m2, %s2 = rn.cbr_forward %y1, %w, %g, %b2 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
   // expected-remark@+1 {{not moving the batch norm apply into a prologue: the ReLU result is also read by 'func.return'}}
   %y3, %c3, %m3, %s3 = rn.cbr_forward %y2, %w, %g, %b3 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
-  %dc3, %r3:4 = rn.cbr_backward %dy, %y2, %w, %c3, %g, %m3, %s3, %gw, %gg, %gb relu %y3 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
-  %dc2, %r2:4 = rn.cbr_backward %r3#0, %y1, %w, %c2, %g, %m2, %s2, %r3#1, %r3#2, %r3#3 relu %y2 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %dc3, %r3:4 = rn.cbr_backward %dy, %y2, %w, %c3, %g, %m3, %s3, %gw, %gg, %gb relu %y3 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %dc2, %r2:4 = rn.cbr_backward %r3#0, %y1, %w, %c2, %g, %m2, %s2, %r3#1, %r3#2, %r3#3 relu %y2 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
   %dc1, %r1:3 = rn.cbr_backward %r2#0, %x, %w, %c1, %g, %m1, %s1, %r2#1, %r2#2, %r2#3 relu %y1 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
   return %y3, %r1#0 : tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>
 }
@@ -82,8 +82,8 @@ func.func @recomputed(%x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x8xf16>, %g: tens
     -> (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>) {
   %y1, %c1, %m1, %s1 = rn.cbr_forward %x, %w, %g, %b1 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
   %y2, %c2, %m2, %s2 = rn.cbr_forward %y1, %w, %g, %b2 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
-  %dc2, %r2:4 = rn.cbr_backward %dy, %y1, %w, %c2, %g, %m2, %s2, %gw, %gg, %gb stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
-  %dc1, %r1:4 = rn.cbr_backward %r2#0, %x, %w, %c1, %g, %m1, %s1, %r2#1, %r2#2, %r2#3 relu_recompute %b1 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %dc2, %r2:4 = rn.cbr_backward %dy, %y1, %w, %c2, %g, %m2, %s2, %gw, %gg, %gb stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %dc1, %r1:4 = rn.cbr_backward %r2#0, %x, %w, %c1, %g, %m1, %s1, %r2#1, %r2#2, %r2#3 relu_recompute %b1 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
   return %y2, %r1#1 : tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>
 }
 
@@ -93,7 +93,7 @@ func.func @recomputed(%x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x8xf16>, %g: tens
 // CHECK-NEXT:    rn.bn_scale_bias
 // CHECK-NEXT:    rn.cbr_forward {{.+}} prologue
 // CHECK-NEXT:    rn.cbr_backward {{.+}} input_prologue
-// CHECK-NEXT:    rn.cbr_backward {{.+}} relu_recompute %[[B1]] prologue_mask stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad :
+// CHECK-NEXT:    rn.cbr_backward {{.+}} relu_recompute %[[B1]] prologue_mask stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 :
 
 // -----
 

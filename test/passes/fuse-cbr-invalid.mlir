@@ -70,7 +70,7 @@ func.func @fwd_stats(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %g: tenso
 // Tests that cbr_backward checks its convolution with the conv2d shape rule.
 func.func @bwd_conv(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
   // expected-error@+1 {{expects 2 stride values (height, width), got 1}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -79,7 +79,7 @@ func.func @bwd_conv(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tenso
 // Tests that cbr_backward's conv_output has the convolution output type.
 func.func @bwd_conv_output(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x8xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
   // expected-error@+1 {{conv_output type 'tensor<2x4x4x8xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -88,7 +88,7 @@ func.func @bwd_conv_output(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w
 // Tests that cbr_backward's output gradient has the convolution output type.
 func.func @bwd_output_grad(%dy: tensor<2x2x2x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
   // expected-error@+1 {{output_grad type 'tensor<2x2x2x4xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x2x2x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x2x2x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -97,7 +97,7 @@ func.func @bwd_output_grad(%dy: tensor<2x2x2x4xf32>, %x: tensor<2x4x4x3xf32>, %w
 // Tests that cbr_backward's relu_output has the convolution output type.
 func.func @bwd_relu_output(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf16>) {
   // expected-error@+1 {{relu_output type 'tensor<2x4x4x4xf16>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf16>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf16>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -106,7 +106,7 @@ func.func @bwd_relu_output(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w
 // Tests that cbr_backward's gamma accumulator has one entry per channel.
 func.func @bwd_gamma_acc(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<8xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
   // expected-error@+1 {{gamma_grad_acc must be [4] (one per channel), got 'tensor<8xf32>'}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<8xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<8xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<8xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<8xf32>, tensor<4xf32>)
   return
 }
 
@@ -115,7 +115,7 @@ func.func @bwd_gamma_acc(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: 
 // Tests that cbr_backward reads [C] f32 statistics.
 func.func @bwd_stats(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<8xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
   // expected-error@+1 {{batch_mean type 'tensor<8xf32>' differs from the expected type 'tensor<4xf32>'}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -124,7 +124,7 @@ func.func @bwd_stats(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tens
 // Tests that cbr_backward accumulates dgamma in gamma's type.
 func.func @bwd_gamma_acc_type(%dy: tensor<2x4x4x4xf16>, %x: tensor<2x4x4x3xf16>, %w: tensor<4x3x3x3xf16>, %c: tensor<2x4x4x4xf16>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf16>, %gg: tensor<4xf16>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf16>) {
   // expected-error@+1 {{gamma_grad_acc type 'tensor<4xf16>' differs from the expected type 'tensor<4xf32>'}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>, tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf16>, tensor<4xf16>, tensor<4xf32>, tensor<2x4x4x4xf16>) -> (tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>, tensor<4xf16>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>, tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf16>, tensor<4xf16>, tensor<4xf32>, tensor<2x4x4x4xf16>) -> (tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>, tensor<4xf16>, tensor<4xf32>)
   return
 }
 
@@ -134,7 +134,7 @@ func.func @bwd_gamma_acc_type(%dy: tensor<2x4x4x4xf16>, %x: tensor<2x4x4x3xf16>,
 // fewer input channels, not more.
 func.func @bwd_filter_acc(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x4xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
   // expected-error@+1 {{filter_grad_acc type 'tensor<4x3x3x4xf32>' must be the filter's type 'tensor<4x3x3x3xf32>' or, with groups 1, that of its first input channels}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -143,25 +143,16 @@ func.func @bwd_filter_acc(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w:
 // Tests that cbr_backward's conv_output_grad has the convolution output type.
 func.func @bwd_conv_output_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
   // expected-error@+1 {{conv_output_grad type 'tensor<2x4x4x3xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
 // -----
 
-// Tests that cbr_backward returns the input gradient exactly with input_grad.
+// Tests that cbr_backward has its four results and an optional input gradient.
 func.func @bwd_count(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
-  // expected-error@+1 {{expects 5 results (with input_grad), got 4}}
-  %dc, %gr:3 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
-  return
-}
-
-// -----
-
-// Tests that the first-layer cbr_backward returns no input gradient.
-func.func @bwd_count_first(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
-  // expected-error@+1 {{expects 4 results (without input_grad), got 5}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  // expected-error@+1 {{expected 4 or more results}}
+  %dc, %gr:2 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
   return
 }
 
@@ -170,7 +161,7 @@ func.func @bwd_count_first(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w
 // Tests that cbr_backward's input gradient has the input type.
 func.func @bwd_input_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
   // expected-error@+1 {{input_grad type 'tensor<2x4x4x4xf32>' differs from the expected type 'tensor<2x4x4x3xf32>'}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -188,7 +179,7 @@ func.func @bwd_filter_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w
 // Tests that cbr_backward's beta gradient has the accumulator type.
 func.func @bwd_beta_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>) {
   // expected-error@+1 {{beta_grad type 'tensor<4xf16>' differs from the expected type 'tensor<4xf32>'}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf16>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf16>)
   return
 }
 
@@ -401,7 +392,7 @@ func.func @bari_result(%c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %b: tensor<4x
 
 // -----
 
-// Tests that cbr_backward's input gradient addend comes with input_grad.
+// Tests that cbr_backward's input gradient addend comes with an input gradient result.
 func.func @bwd_addend_without_input_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>) {
   // expected-error@+1 {{has an input gradient addend ('plus') but no input_grad}}
   %dc, %gr:3 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 plus %x : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x3xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
@@ -413,7 +404,7 @@ func.func @bwd_addend_without_input_grad(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x
 // Tests that cbr_backward takes its ReLU mask from one source only.
 func.func @bwd_two_masks(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %y: tensor<2x4x4x4xf32>, %b: tensor<4xf32>) {
   // expected-error@+1 {{takes the ReLU mask from relu_output or from relu_beta, not both}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y relu_recompute %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu %y relu_recompute %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -422,7 +413,7 @@ func.func @bwd_two_masks(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: 
 // Tests that cbr_backward's relu_beta has one entry per channel.
 func.func @bwd_relu_beta(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<2x4x4x4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %s: tensor<4xf32>, %gw: tensor<4x3x3x3xf32>, %gg: tensor<4xf32>, %gb: tensor<4xf32>, %b: tensor<8xf32>) {
   // expected-error@+1 {{relu_beta must be [4] (one per channel), got 'tensor<8xf32>'}}
-  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu_recompute %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %gr:4 = rn.cbr_backward %dy, %x, %w, %c, %g, %m, %s, %gw, %gg, %gb relu_recompute %b stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -540,7 +531,7 @@ func.func @scale_bias_types(%m: tensor<8xf32>) {
 // Tests that cbr_backward's prologue mask comes with relu_recompute.
 func.func @bwd_prologue_mask(%dy: tensor<2x4x4x8xf16>, %x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x8xf16>, %v: tensor<8xf32>) {
   // expected-error@+1 {{takes prologue_mask only with relu_recompute (the mask recomputed from relu_beta)}}
-  %dc, %g:4 = rn.cbr_backward %dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v relu %dy prologue_mask stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %dc, %g:4 = rn.cbr_backward %dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v relu %dy prologue_mask stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x4x8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
   return
 }
 
@@ -549,7 +540,7 @@ func.func @bwd_prologue_mask(%dy: tensor<2x4x4x8xf16>, %x: tensor<2x4x4x8xf16>, 
 // Tests that cbr_backward takes its input prologue's scale and bias together.
 func.func @bwd_half_prologue(%dy: tensor<2x4x4x8xf16>, %x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x8xf16>, %v: tensor<8xf32>, %b: tensor<8xf16>) {
   // expected-error@+1 {{takes input_scale and input_bias together, got only input_bias}}
-  %g:5 = "rn.cbr_backward"(%dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v, %b) <{dilation = array<i64: 1, 1>, groups = 1 : i64, input_grad, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0>, padding = array<i64: 1, 1>, strides = array<i64: 1, 1>}> : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %g:5 = "rn.cbr_backward"(%dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v, %b) <{dilation = array<i64: 1, 1>, groups = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0>, padding = array<i64: 1, 1>, strides = array<i64: 1, 1>}> : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x8xf16>, tensor<8xf32>, tensor<8xf32>)
   return
 }
 
@@ -558,7 +549,7 @@ func.func @bwd_half_prologue(%dy: tensor<2x4x4x8xf16>, %x: tensor<2x4x4x8xf16>, 
 // Tests that cbr_backward's input prologue has one scale per input channel.
 func.func @bwd_prologue_channels(%dy: tensor<2x4x4x4xf16>, %x: tensor<2x4x4x8xf16>, %w: tensor<4x3x3x8xf16>, %v: tensor<4xf32>, %s: tensor<4xf16>) {
   // expected-error@+1 {{input_scale must be [8] (one per input channel), got 'tensor<4xf16>'}}
-  %dc, %g:4 = rn.cbr_backward %dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v input_prologue %s, %s stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf16>, tensor<2x4x4x8xf16>, tensor<4x3x3x8xf16>, tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x8xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf16>, tensor<4xf16>) -> (tensor<2x4x4x4xf16>, tensor<2x4x4x8xf16>, tensor<4x3x3x8xf16>, tensor<4xf32>, tensor<4xf32>)
+  %dc, %g:4 = rn.cbr_backward %dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v input_prologue %s, %s stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf16>, tensor<2x4x4x8xf16>, tensor<4x3x3x8xf16>, tensor<2x4x4x4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x8xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf16>, tensor<4xf16>) -> (tensor<2x4x4x4xf16>, tensor<2x4x4x8xf16>, tensor<4x3x3x8xf16>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -567,6 +558,6 @@ func.func @bwd_prologue_channels(%dy: tensor<2x4x4x4xf16>, %x: tensor<2x4x4x8xf1
 // Tests that cbr_backward takes an input prologue only with one group.
 func.func @bwd_prologue_groups(%dy: tensor<2x4x4x8xf16>, %x: tensor<2x4x4x8xf16>, %w: tensor<8x3x3x4xf16>, %v: tensor<8xf32>, %s: tensor<8xf16>) {
   // expected-error@+1 {{takes an input prologue only with groups 1, got 2}}
-  %dc, %g:4 = rn.cbr_backward %dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v input_prologue %s, %s stride [1, 1] pad [1, 1] dilation [1, 1] groups 2 input_grad : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x4xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x4xf16>, tensor<8xf32>, tensor<8xf32>)
+  %dc, %g:4 = rn.cbr_backward %dy, %x, %w, %dy, %v, %v, %v, %w, %v, %v input_prologue %s, %s stride [1, 1] pad [1, 1] dilation [1, 1] groups 2 : (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x4xf16>, tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x4xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf16>) -> (tensor<2x4x4x8xf16>, tensor<2x4x4x8xf16>, tensor<8x3x3x4xf16>, tensor<8xf32>, tensor<8xf32>)
   return
 }

@@ -56,7 +56,7 @@ func.func @chain(%x: tensor<2x4x4x3xf32>, %w1: tensor<4x3x3x3xf32>, %g1: tensor<
   %r2 = rn.relu %n2 : tensor<2x2x2x8xf32>
   %d2 = rn.relu_backward %dy, %r2 : tensor<2x2x2x8xf32>
   %dc2, %dg2, %db2 = rn.batch_norm_backward %d2, %c2, %g2, %mean2, %istd2, %gg2, %gb2 : (tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>)
-  %dx2, %dw2 = rn.conv2d_backward %dc2, %r1, %w2, %gw2 stride [2, 2] pad [1, 1] dilation [1, 1] groups 2 input_grad : (tensor<2x2x2x8xf32>, tensor<2x4x4x4xf32>, tensor<8x3x3x2xf32>, tensor<8x3x3x2xf32>) -> (tensor<2x4x4x4xf32>, tensor<8x3x3x2xf32>)
+  %dx2, %dw2 = rn.conv2d_backward %dc2, %r1, %w2, %gw2 stride [2, 2] pad [1, 1] dilation [1, 1] groups 2 : (tensor<2x2x2x8xf32>, tensor<2x4x4x4xf32>, tensor<8x3x3x2xf32>, tensor<8x3x3x2xf32>) -> (tensor<2x4x4x4xf32>, tensor<8x3x3x2xf32>)
   %d1 = rn.relu_backward %dx2, %r1 : tensor<2x4x4x4xf32>
   %dc1, %dg1, %db1 = rn.batch_norm_backward %d1, %c1, %g1, %mean1, %istd1, %gg1, %gb1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
   %dw1 = rn.conv2d_backward %dc1, %x, %w1, %gw1 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
@@ -68,10 +68,10 @@ func.func @chain(%x: tensor<2x4x4x3xf32>, %w1: tensor<4x3x3x3xf32>, %g1: tensor<
 // CHECK-SAME:    (%[[X:[a-z0-9]+]]: tensor<2x4x4x3xf32>, %[[W1:[a-z0-9]+]]: tensor<4x3x3x3xf32>, %[[G1:[a-z0-9]+]]: tensor<4xf32>, %[[B1:[a-z0-9]+]]: tensor<4xf32>, %[[W2:[a-z0-9]+]]: tensor<8x3x3x2xf32>, %[[G2:[a-z0-9]+]]: tensor<8xf32>, %[[B2:[a-z0-9]+]]: tensor<8xf32>, %[[GW1:[a-z0-9]+]]: tensor<4x3x3x3xf32>, %[[GG1:[a-z0-9]+]]: tensor<4xf32>, %[[GB1:[a-z0-9]+]]: tensor<4xf32>, %[[GW2:[a-z0-9]+]]: tensor<8x3x3x2xf32>, %[[GG2:[a-z0-9]+]]: tensor<8xf32>, %[[GB2:[a-z0-9]+]]: tensor<8xf32>, %[[M1:[a-z0-9]+]]: tensor<4xf32>, %[[V1:[a-z0-9]+]]: tensor<4xf32>, %[[DY:[a-z0-9]+]]: tensor<2x2x2x8xf32>)
 // CHECK-NEXT:    %[[R1:.+]], %[[C1:.+]], %[[MEAN1:.+]], %[[ISTD1:.+]] = rn.cbr_forward %[[X]], %[[W1]], %[[G1]], %[[B1]] stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
 // CHECK-NEXT:    %[[R2:.+]], %[[C2:.+]], %[[MEAN2:.+]], %[[ISTD2:.+]] = rn.cbr_forward %[[R1]], %[[W2]], %[[G2]], %[[B2]] stride [2, 2] pad [1, 1] dilation [1, 1] groups 2 eps 1.000000e-03 relu : (tensor<2x4x4x4xf32>, tensor<8x3x3x2xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>)
-// CHECK-NEXT:    %[[DC2:.+]], %[[G2S:.+]]:4 = rn.cbr_backward %[[DY]], %[[R1]], %[[W2]], %[[C2]], %[[G2]], %[[MEAN2]], %[[ISTD2]], %[[GW2]], %[[GG2]], %[[GB2]] relu %[[R2]] stride [2, 2] pad [1, 1] dilation [1, 1] groups 2 input_grad : (tensor<2x2x2x8xf32>, tensor<2x4x4x4xf32>, tensor<8x3x3x2xf32>, tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x2xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x2x2x8xf32>) -> (tensor<2x2x2x8xf32>, tensor<2x4x4x4xf32>, tensor<8x3x3x2xf32>, tensor<8xf32>, tensor<8xf32>)
-// CHECK-NEXT:    %{{.+}}, %[[G1S:.+]]:3 = rn.cbr_backward %[[G2S]]#0, %[[X]], %[[W1]], %[[C1]], %[[G1]], %[[MEAN1]], %[[ISTD1]], %[[GW1]], %[[GG1]], %[[GB1]] relu %[[R1]] stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK-NEXT:    %[[DC2:.+]], %[[G2S_0:.+]], %[[G2S_1:.+]], %[[G2S_2:.+]], %[[G2S_3:.+]] = rn.cbr_backward %[[DY]], %[[R1]], %[[W2]], %[[C2]], %[[G2]], %[[MEAN2]], %[[ISTD2]], %[[GW2]], %[[GG2]], %[[GB2]] relu %[[R2]] stride [2, 2] pad [1, 1] dilation [1, 1] groups 2 : (tensor<2x2x2x8xf32>, tensor<2x4x4x4xf32>, tensor<8x3x3x2xf32>, tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x3x3x2xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x2x2x8xf32>) -> (tensor<2x2x2x8xf32>, tensor<2x4x4x4xf32>, tensor<8x3x3x2xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT:    %{{.+}}, %[[G1S_0:.+]], %[[G1S_1:.+]], %[[G1S_2:.+]] = rn.cbr_backward %[[G2S_0]], %[[X]], %[[W1]], %[[C1]], %[[G1]], %[[MEAN1]], %[[ISTD1]], %[[GW1]], %[[GG1]], %[[GB1]] relu %[[R1]] stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
 // CHECK-NEXT:    %[[RM:.+]], %[[RV:.+]] = rn.update_running_stats %[[M1]], %[[V1]], %[[MEAN1]], %[[ISTD1]] eps 1.000000e-05 momentum 1.000000e-01 count 32
-// CHECK-NEXT:    return %[[R2]], %[[G1S]]#0, %[[G1S]]#1, %[[G1S]]#2, %[[G2S]]#1, %[[G2S]]#2, %[[G2S]]#3, %[[RM]], %[[RV]] :
+// CHECK-NEXT:    return %[[R2]], %[[G1S_0]], %[[G1S_1]], %[[G1S_2]], %[[G2S_1]], %[[G2S_2]], %[[G2S_3]], %[[RM]], %[[RV]] :
 
 // Fusion off: the IR is unchanged.
 // OFF-LABEL: func.func @chain
@@ -96,7 +96,7 @@ func.func @no_relu(%x: tensor<2x4x4x4xf32>, %w: tensor<4x1x1x4xf32>, %g: tensor<
   %n, %mean, %istd = rn.batch_norm_train %c, %g, %b eps 1.000000e-05 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
   %p = rn.max_pool2d %n kernel [2, 2] stride [2, 2] pad [0, 0] : tensor<2x4x4x4xf32> -> tensor<2x2x2x4xf32>
   %dc, %dg, %db = rn.batch_norm_backward %dy, %c, %g, %mean, %istd, %gg, %gb : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
-  %dx, %dw = rn.conv2d_backward %dc, %x, %w, %gw stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4x1x1x4xf32>, tensor<4x1x1x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x1x1x4xf32>)
+  %dx, %dw = rn.conv2d_backward %dc, %x, %w, %gw stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4x1x1x4xf32>, tensor<4x1x1x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x1x1x4xf32>)
   return %p, %dx, %dw, %dg, %db : tensor<2x2x2x4xf32>, tensor<2x4x4x4xf32>, tensor<4x1x1x4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
@@ -104,8 +104,8 @@ func.func @no_relu(%x: tensor<2x4x4x4xf32>, %w: tensor<4x1x1x4xf32>, %g: tensor<
 // CHECK-SAME:    (%[[X:[a-z0-9]+]]: tensor<2x4x4x4xf32>, %[[W:[a-z0-9]+]]: tensor<4x1x1x4xf32>, %[[G:[a-z0-9]+]]: tensor<4xf32>, %[[B:[a-z0-9]+]]: tensor<4xf32>, %[[GW:[a-z0-9]+]]: tensor<4x1x1x4xf32>, %[[GG:[a-z0-9]+]]: tensor<4xf32>, %[[GB:[a-z0-9]+]]: tensor<4xf32>, %[[DY:[a-z0-9]+]]: tensor<2x4x4x4xf32>)
 // CHECK-NEXT:    %[[N:.+]], %[[C:.+]], %[[MEAN:.+]], %[[ISTD:.+]] = rn.cbr_forward %[[X]], %[[W]], %[[G]], %[[B]] stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 eps 1.000000e-05 :
 // CHECK-NEXT:    %[[P:.+]] = rn.max_pool2d %[[N]]
-// CHECK-NEXT:    %{{.+}}, %[[GRADS:.+]]:4 = rn.cbr_backward %[[DY]], %[[X]], %[[W]], %[[C]], %[[G]], %[[MEAN]], %[[ISTD]], %[[GW]], %[[GG]], %[[GB]] stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 input_grad :
-// CHECK-NEXT:    return %[[P]], %[[GRADS]]#0, %[[GRADS]]#1, %[[GRADS]]#2, %[[GRADS]]#3 :
+// CHECK-NEXT:    %{{.+}}, %[[GRADS_0:.+]], %[[GRADS_1:.+]], %[[GRADS_2:.+]], %[[GRADS_3:.+]] = rn.cbr_backward %[[DY]], %[[X]], %[[W]], %[[C]], %[[G]], %[[MEAN]], %[[ISTD]], %[[GW]], %[[GG]], %[[GB]] stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 :
+// CHECK-NEXT:    return %[[P]], %[[GRADS_0]], %[[GRADS_1]], %[[GRADS_2]], %[[GRADS_3]] :
 
 // -----
 
@@ -130,10 +130,10 @@ func.func @residual(%x: tensor<2x4x4x4xf32>, %w1: tensor<4x3x3x4xf32>, %g1: tens
   %y = rn.relu %s : tensor<2x4x4x4xf32>
   %ds = rn.relu_backward %dy, %y : tensor<2x4x4x4xf32>
   %dc2, %dg2, %db2 = rn.batch_norm_backward %ds, %c2, %g2, %mean2, %istd2, %gg2, %gb2 : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
-  %dr1, %dw2 = rn.conv2d_backward %dc2, %r1, %w2, %gw2 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>, tensor<4x3x3x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>)
+  %dr1, %dw2 = rn.conv2d_backward %dc2, %r1, %w2, %gw2 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>, tensor<4x3x3x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>)
   %dn1 = rn.relu_backward %dr1, %r1 : tensor<2x4x4x4xf32>
   %dc1, %dg1, %db1 = rn.batch_norm_backward %dn1, %c1, %g1, %mean1, %istd1, %gg1, %gb1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
-  %dx1, %dw1 = rn.conv2d_backward %dc1, %x, %w1, %gw1 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>, tensor<4x3x3x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>)
+  %dx1, %dw1 = rn.conv2d_backward %dc1, %x, %w1, %gw1 stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>, tensor<4x3x3x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>)
   %dx = rn.add %ds, %dx1 : tensor<2x4x4x4xf32>
   %rm, %rv = rn.update_running_stats %m2, %v2, %mean2, %istd2 eps 1.000000e-05 momentum 1.000000e-01 count 32 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return %y, %dx, %dw1, %dg1, %db1, %dw2, %dg2, %db2, %rm, %rv : tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4x3x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x3x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
@@ -145,11 +145,11 @@ func.func @residual(%x: tensor<2x4x4x4xf32>, %w1: tensor<4x3x3x4xf32>, %g1: tens
 // CHECK-NEXT:    %[[C2:.+]] = rn.conv2d %[[R1]], %[[W2]]
 // CHECK-NEXT:    %[[Y:.+]], %[[MEAN2:.+]], %[[ISTD2:.+]] = rn.bn_add_relu %[[C2]], %[[G2]], %[[B2]] shortcut %[[X]] eps 1.000000e-05 : (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
 // CHECK-NEXT:    %[[DC2:.+]], %[[DS:.+]], %[[DG2:.+]], %[[DB2:.+]] = rn.bn_add_relu_backward %[[DY]], %[[Y]], %[[C2]], %[[G2]], %[[MEAN2]], %[[ISTD2]], %[[GG2]], %[[GB2]] : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
-// CHECK-NEXT:    %[[DR1:.+]]:2 = rn.conv2d_backward %[[DC2]], %[[R1]], %[[W2]], %[[GW2]]
-// CHECK-NEXT:    %{{.+}}, %[[G1S:.+]]:4 = rn.cbr_backward %[[DR1]]#0, %[[X]], %[[W1]], %[[C1]], {{.*}} relu %[[R1]] {{.*}} input_grad
-// CHECK-NEXT:    %[[DX:.+]] = rn.add %[[DS]], %[[G1S]]#0
+// CHECK-NEXT:    %[[DR1_0:.+]], %[[DR1_1:.+]] = rn.conv2d_backward %[[DC2]], %[[R1]], %[[W2]], %[[GW2]]
+// CHECK-NEXT:    %{{.+}}, %[[G1S_0:.+]], %[[G1S_1:.+]], %[[G1S_2:.+]], %[[G1S_3:.+]] = rn.cbr_backward %[[DR1_0]], %[[X]], %[[W1]], %[[C1]], {{.*}} relu %[[R1]] {{.*}}
+// CHECK-NEXT:    %[[DX:.+]] = rn.add %[[DS]], %[[G1S_0]]
 // CHECK-NEXT:    %[[RM:.+]], %[[RV:.+]] = rn.update_running_stats %[[M2]], %[[V2]], %[[MEAN2]], %[[ISTD2]]
-// CHECK-NEXT:    return %[[Y]], %[[DX]], %[[G1S]]#1, %[[G1S]]#2, %[[G1S]]#3, %[[DR1]]#1, %[[DG2]], %[[DB2]], %[[RM]], %[[RV]] :
+// CHECK-NEXT:    return %[[Y]], %[[DX]], %[[G1S_1]], %[[G1S_2]], %[[G1S_3]], %[[DR1_1]], %[[DG2]], %[[DB2]], %[[RM]], %[[RV]] :
 
 // CONV-FIRST-LABEL: func.func @residual
 // CONV-FIRST:         rn.cbr_forward {{.*}} relu
@@ -157,8 +157,8 @@ func.func @residual(%x: tensor<2x4x4x4xf32>, %w1: tensor<4x3x3x4xf32>, %g1: tens
 // CONV-FIRST-NEXT:    %[[S:.+]] = rn.add %[[N2]], %{{.+}}
 // CONV-FIRST-NEXT:    %[[Y:.+]] = rn.relu %[[S]]
 // CONV-FIRST-NEXT:    %[[DS:.+]] = rn.relu_backward %{{.+}}, %[[Y]]
-// CONV-FIRST-NEXT:    rn.cbr_backward %[[DS]], {{.*}} groups 1 input_grad
-// CONV-FIRST-NEXT:    rn.cbr_backward {{.*}} relu {{.*}} input_grad
+// CONV-FIRST-NEXT:    rn.cbr_backward %[[DS]], {{.*}} groups 1
+// CONV-FIRST-NEXT:    rn.cbr_backward {{.*}} relu {{.*}}
 // CONV-FIRST-NEXT:    rn.add %[[DS]],
 // CONV-FIRST-NOT:     rn.bn_add_relu
 
@@ -183,7 +183,7 @@ func.func @downsample(%x: tensor<2x4x4x4xf32>, %w: tensor<8x3x3x4xf32>, %g: tens
   %y = rn.relu %s : tensor<2x2x2x8xf32>
   %ds = rn.relu_backward %dy, %y : tensor<2x2x2x8xf32>
   %dcs, %dgs, %dbs = rn.batch_norm_backward %ds, %cs, %gs, %means, %istds, %ggs, %gbs : (tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>)
-  %dxs, %dws = rn.conv2d_backward %dcs, %x, %ws, %gws stride [2, 2] pad [0, 0] dilation [1, 1] groups 1 input_grad : (tensor<2x2x2x8xf32>, tensor<2x4x4x4xf32>, tensor<8x1x1x4xf32>, tensor<8x1x1x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<8x1x1x4xf32>)
+  %dxs, %dws = rn.conv2d_backward %dcs, %x, %ws, %gws stride [2, 2] pad [0, 0] dilation [1, 1] groups 1 : (tensor<2x2x2x8xf32>, tensor<2x4x4x4xf32>, tensor<8x1x1x4xf32>, tensor<8x1x1x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<8x1x1x4xf32>)
   %dc, %dg, %db = rn.batch_norm_backward %ds, %c, %g, %mean, %istd, %gg, %gb : (tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x2x2x8xf32>, tensor<8xf32>, tensor<8xf32>)
   return %y, %dc, %dxs, %dg, %db : tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>, tensor<2x4x4x4xf32>, tensor<8xf32>, tensor<8xf32>
 }
@@ -194,8 +194,8 @@ func.func @downsample(%x: tensor<2x4x4x4xf32>, %w: tensor<8x3x3x4xf32>, %g: tens
 // CHECK-NEXT:    %[[NS:.+]], %[[CS:.+]], %{{.+}}, %{{.+}} = rn.cbr_forward %[[X]], {{.*}} stride [2, 2] pad [0, 0] dilation [1, 1] groups 1 eps 1.000000e-05 :
 // CHECK-NEXT:    %[[Y:.+]], %{{.+}}, %{{.+}} = rn.bn_add_relu %[[C]], %{{.+}}, %{{.+}} shortcut %[[NS]]
 // CHECK-NEXT:    %[[DC:.+]], %[[DS:.+]], %[[DG:.+]], %[[DB:.+]] = rn.bn_add_relu_backward %{{.+}}, %[[Y]], %[[C]],
-// CHECK-NEXT:    %{{.+}}, %[[GS:.+]]:4 = rn.cbr_backward %[[DS]], %[[X]], %{{.+}}, %[[CS]], {{.*}} stride [2, 2] pad [0, 0] dilation [1, 1] groups 1 input_grad
-// CHECK-NEXT:    return %[[Y]], %[[DC]], %[[GS]]#0, %[[DG]], %[[DB]] :
+// CHECK-NEXT:    %{{.+}}, %[[GS_0:.+]], %[[GS_1:.+]], %[[GS_2:.+]], %[[GS_3:.+]] = rn.cbr_backward %[[DS]], %[[X]], %{{.+}}, %[[CS]], {{.*}} stride [2, 2] pad [0, 0] dilation [1, 1] groups 1
+// CHECK-NEXT:    return %[[Y]], %[[DC]], %[[GS_0]], %[[DG]], %[[DB]] :
 
 // -----
 
@@ -332,8 +332,8 @@ func.func @relu_grad_used(%x: tensor<2x4x4x4xf32>, %w: tensor<4x3x3x4xf32>, %g: 
 // CHECK-LABEL: func.func @relu_grad_used
 // CHECK-NEXT:    %[[R:.+]], %{{.+}}, %{{.+}}, %{{.+}} = rn.cbr_forward {{.*}} relu
 // CHECK-NEXT:    %[[D:.+]] = rn.relu_backward %{{.+}}, %[[R]]
-// CHECK-NEXT:    %{{.+}}, %[[G:.+]]:3 = rn.cbr_backward %[[D]], {{.*}} groups 1 :
-// CHECK-NEXT:    return %[[R]], %[[D]], %[[G]]#0
+// CHECK-NEXT:    %{{.+}}, %[[G_0:.+]], %[[G_1:.+]], %[[G_2:.+]] = rn.cbr_backward %[[D]], {{.*}} groups 1 :
+// CHECK-NEXT:    return %[[R]], %[[D]], %[[G_0]]
 
 // -----
 

@@ -33,7 +33,7 @@
 // CHECK:      rn.softmax_cross_entropy_backward
 // CHECK-NEXT: rn.event_record internal [[DLREADY:[0-9]+]] on #rn.stream<comp1>
 // CHECK:      rn.event_wait internal [[DLREADY]] on #rn.stream<comp3>
-// CHECK-NEXT: rn.linear_backward {{.*}} input_grad
+// CHECK-NEXT: rn.linear_backward {{.*}}
 // CHECK:      rn.relu_backward
 // CHECK-NEXT: rn.event_record join [[JOIN:[0-9]+]] on #rn.stream<comp3> {rn.subgraph = @DEEP_FWD_BWD}
 // CHECK-NEXT: rn.event_wait join [[JOIN]] on #rn.stream<comp1> {rn.subgraph = @DEEP_FWD_BWD}

@@ -79,7 +79,7 @@ func.func @kept(%x: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf32>, %x16: tensor<2
 func.func @input_grad(%x: tensor<2x4x4x3xf16>, %w: tensor<4x3x3x3xf16>, %gw: tensor<4x3x3x3xf16>, %dy: tensor<2x4x4x4xf16>)
     -> (tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>) {
   %y = rn.conv2d %x, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x4x4xf16>
-  %dx, %dw = rn.conv2d_backward %dy, %x, %w, %gw stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>, tensor<4x3x3x3xf16>) -> (tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>)
+  %dx, %dw = rn.conv2d_backward %dy, %x, %w, %gw stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>, tensor<4x3x3x3xf16>) -> (tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>)
   return %y, %dx, %dw : tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>
 }
 

@@ -56,7 +56,7 @@
 // CHECK-NEXT:  rn.zero {{.*}}{rn.subgraph = @ZERO_GRAD}
 // CHECK:       rn.linear %[[X]], {{.*}}{rn.subgraph = @FIRST_LAYER_FWD}
 // CHECK-NEXT:  rn.relu {{.*}}{rn.subgraph = @DEEP_FWD_BWD}
-// CHECK:       rn.linear_backward {{.*}} input_grad {rn.subgraph = @DEEP_FWD_BWD}
+// CHECK:       rn.linear_backward {{.*}} {rn.subgraph = @DEEP_FWD_BWD}
 // CHECK:       rn.relu_backward {{.*}}{rn.subgraph = @DEEP_FWD_BWD}
 // CHECK-NEXT:  rn.linear_backward %{{.+}}, %[[X]], {{.*}}{rn.subgraph = @FIRST_LAYER_BWD}
 // CHECK-NEXT:  rn.sgd_update {{.*}} lr %[[LRD]] {{.*}}{rn.subgraph = @OPTIMIZER}

@@ -297,7 +297,7 @@ module attributes {rn.model = "addend"} {
                         %gw: tensor<8x1x1x8xf32> {rn.state = @grad.c.weight}, %gb: tensor<8xf32> {rn.state = @grad.c.bias})
       -> (tensor<f32> {rn.output = "loss"}, tensor<8x1x1x8xf32> {rn.state = @grad.c.weight}, tensor<8xf32> {rn.state = @grad.c.bias}) {
     %y = rn.conv2d %x, %w, %b stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 : (tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xf32>
-    %dx, %dw, %db = rn.conv2d_backward %y, %x, %w, %gw, %gb stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 input_grad plus %y : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>, tensor<2x4x4x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>)
+    %dx, %dw, %db = rn.conv2d_backward %y, %x, %w, %gw, %gb stride [1, 1] pad [0, 0] dilation [1, 1] groups 1 plus %y : (tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>, tensor<2x4x4x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8x1x1x8xf32>, tensor<8xf32>)
     %flat = rn.flatten %dx : tensor<2x4x4x8xf32> -> tensor<2x128xf32>
     %loss = rn.softmax_cross_entropy %flat, %labels label_smoothing 0.000000e+00 : (tensor<2x128xf32>, tensor<2xi32>) -> tensor<f32>
     return %loss, %dw, %db : tensor<f32>, tensor<8x1x1x8xf32>, tensor<8xf32>
@@ -308,4 +308,4 @@ module attributes {rn.model = "addend"} {
 // CHECK:       func.func @train_step(
 // CHECK-SAME:    %[[GW:[a-z0-9]+]]: tensor<8x1x1x8xf32> {rn.slot = #rn.slot<gradients, [[GW_OFFSET:[0-9]+]], 256>, rn.state = @grad.c.weight}
 // CHECK-SAME:    %[[GB:[a-z0-9]+]]: tensor<8xf32> {rn.slot = #rn.slot<gradients, [[GB_OFFSET:[0-9]+]], 32>, rn.state = @grad.c.bias}
-// CHECK:         rn.conv2d_backward {{.+}} input_grad plus {{.+}} {rn.slots = [#rn.slot<activations, {{[0-9]+}}, 1024>, #rn.slot<gradients, [[GW_OFFSET]], 256>, #rn.slot<gradients, [[GB_OFFSET]], 32>]}
+// CHECK:         rn.conv2d_backward {{.+}} plus {{.+}} {rn.slots = [#rn.slot<activations, {{[0-9]+}}, 1024>, #rn.slot<gradients, [[GW_OFFSET]], 256>, #rn.slot<gradients, [[GB_OFFSET]], 32>]}

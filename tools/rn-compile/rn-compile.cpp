@@ -12,7 +12,9 @@
 #include "dialects/rn/RNOps.h"
 #include "passes/Passes.h"
 #include "passes/TrainingPipeline.h"
+#include "runtime/core/artifact.h"
 #include "runtime/core/init_sampler.h"
+#include "runtime/core/op_table.h"
 #include "runtime/core/safetensors.h"
 
 #include "mlir/IR/AsmState.h"
@@ -163,6 +165,48 @@ static json::Value attributeJson(Attribute attr) {
   return text;
 }
 
+/// `values` (an op's operands or results) by the op table's names for
+/// them (`entries`, in ODS order): a single one as its tensor id, an
+/// optional one only when present, a variadic one as a list. The segment
+/// sizes come from `segments` (AttrSizedOperandSegments and
+/// AttrSizedResultSegments ops); without, the optional and variadic entries
+/// share what the single ones leave equally (ODS's rule).
+static json::Object namedValues(const ::rn::op_table::Value *entries,
+                                size_t count, ValueRange values,
+                                DenseI32ArrayAttr segments,
+                                const llvm::DenseMap<Value, int64_t> &ids) {
+  SmallVector<int64_t> sizes;
+  if (segments) {
+    sizes.assign(segments.asArrayRef().begin(), segments.asArrayRef().end());
+  } else {
+    // Without segment sizes ODS allows one optional or variadic entry, or
+    // several of one size (SameVariadicOperandSize, SameVariadicResultSize).
+    int64_t singles = 0, others = 0;
+    for (size_t i = 0; i < count; ++i)
+      (entries[i].arity == ::rn::op_table::Arity::one ? singles : others) += 1;
+    const int64_t each =
+        others ? (int64_t(values.size()) - singles) / others : 0;
+    for (size_t i = 0; i < count; ++i)
+      sizes.push_back(entries[i].arity == ::rn::op_table::Arity::one ? 1
+                                                                     : each);
+  }
+  json::Object named;
+  size_t next = 0;
+  for (size_t i = 0; i < count && i < sizes.size(); ++i) {
+    const ::rn::op_table::Value &entry = entries[i];
+    llvm::StringRef name(entry.name.data(), entry.name.size());
+    if (entry.arity == ::rn::op_table::Arity::variadic) {
+      json::Array list;
+      for (int64_t k = 0; k < sizes[i]; ++k)
+        list.push_back(ids.lookup(values[next++]));
+      named[name] = std::move(list);
+    } else if (sizes[i] == 1) {
+      named[name] = ids.lookup(values[next++]);
+    }
+  }
+  return named;
+}
+
 namespace {
 class ProgramWriter {
 public:
@@ -175,6 +219,7 @@ private:
                    const llvm::DenseMap<Value, int64_t> &tensorIds);
   ModuleOp module;
   int64_t maxEvent = -1;
+  bool sawUnknownOp = false; ///< node() emitted its error
 };
 } // namespace
 
@@ -200,19 +245,40 @@ json::Value ProgramWriter::node(Operation *op,
         {"stream", streamName(wait.getStream())},
         {"distance", wait.getDistance()}};
   }
-  json::Array operands, results;
-  for (Value v : op->getOperands())
-    operands.push_back(ids.lookup(v));
-  for (Value v : op->getResults())
-    results.push_back(ids.lookup(v));
+  const ::rn::op_table::Op *entry =
+      ::rn::op_table::findOp(op->getName().stripDialect());
+  if (!entry) {
+    op->emitError("op is not in the op table (op_table.h): mark it "
+                  "RN_ArtifactOp in its ODS");
+    sawUnknownOp = true;
+    return json::Object{};
+  }
+  auto inherent =
+      dyn_cast_or_null<DictionaryAttr>(op->getPropertiesAsAttribute());
+  json::Object operands = namedValues(
+      entry->operands, entry->numOperands, op->getOperands(),
+      inherent ? inherent.getAs<DenseI32ArrayAttr>("operandSegmentSizes")
+               : DenseI32ArrayAttr(),
+      ids);
+  json::Object results = namedValues(
+      entry->results, entry->numResults, op->getResults(),
+      inherent ? inherent.getAs<DenseI32ArrayAttr>("resultSegmentSizes")
+               : DenseI32ArrayAttr(),
+      ids);
+  // Attributes by name; the segment sizes are in the names above, the
+  // schedule's rn.* attributes elsewhere in the program.
   json::Object attributes;
-  if (auto inherent =
-          dyn_cast_or_null<DictionaryAttr>(op->getPropertiesAsAttribute()))
-    for (NamedAttribute attr : inherent)
-      attributes[attr.getName().getValue()] = attributeJson(attr.getValue());
-  for (NamedAttribute attr : op->getAttrDictionary())
-    if (!attr.getName().getValue().starts_with("rn."))
-      attributes[attr.getName().getValue()] = attributeJson(attr.getValue());
+  auto addAttributes = [&](ArrayRef<NamedAttribute> named) {
+    for (NamedAttribute attr : named) {
+      StringRef name = attr.getName().getValue();
+      if (name != "operandSegmentSizes" && name != "resultSegmentSizes" &&
+          !name.starts_with("rn."))
+        attributes[name] = attributeJson(attr.getValue());
+    }
+  };
+  if (inherent)
+    addAttributes(inherent.getValue());
+  addAttributes(op->getAttrDictionary().getValue());
   json::Object result{
       {"kind", "op"},
       {"op", op->getName().stripDialect().str()},
@@ -314,6 +380,8 @@ LogicalResult ProgramWriter::writeFunction(func::FuncOp function,
       return op.emitError("op has no stream: run rn-assign-streams");
     subgraphs.back().getAsObject()->getArray("nodes")->push_back(
         node(&op, ids));
+    if (sawUnknownOp)
+      return failure();
   }
 
   out = json::Object{{"name", function.getSymName().str()},
@@ -426,7 +494,7 @@ LogicalResult ProgramWriter::write(json::Object &program) {
   auto model = module->getAttrOfType<StringAttr>(kModelNameAttr);
   program = json::Object{
       {"format", "rn-program"},
-      {"version", 1},
+      {"version", int64_t(::rn::kArtifactVersion)},
       {"model", model ? model.getValue().str() : std::string("model")},
       {"training", std::move(training)},
       {"arena", json::Object{{"bytes", plan.getArenaBytes()},
@@ -501,7 +569,7 @@ static LogicalResult writeArtifact(ModuleOp module, const json::Object &program,
   llvm::raw_string_ostream(programText) << json::Value(json::Object(program));
   ::rn::Status written = ::rn::writeSafetensors(
       path.str(), tensors,
-      {{"rn.format", "rn-program"}, {"rn.version", "1"},
+      {{"rn.format", "rn-program"}, {"rn.version", std::to_string(::rn::kArtifactVersion)},
        {"rn.program", programText}});
   if (!written.ok()) {
     llvm::WithColor::error(llvm::errs(), "rn-compile")

@@ -339,7 +339,7 @@ func.func @conv_backward_acc_grouped(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x
 
 // -----
 
-// Tests that an input gradient addend comes with input_grad.
+// Tests that an input gradient addend comes with an input gradient result.
 func.func @conv_backward_addend_without_input_grad(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error@+1 {{has an input gradient addend ('plus') but no input_grad}}
   %g = rn.conv2d_backward %dy, %x, %w, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 plus %x : (tensor<2x8x8x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<2x8x8x3xf32>) -> tensor<4x3x3x3xf32>
@@ -351,7 +351,7 @@ func.func @conv_backward_addend_without_input_grad(%dy: tensor<2x8x8x4xf32>, %x:
 // Tests that an input gradient addend has the input's type.
 func.func @conv_backward_addend_type(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %a: tensor<2x8x8x3xf16>) {
   // expected-error@+1 {{input gradient addend type 'tensor<2x8x8x3xf16>' differs from the expected type 'tensor<2x8x8x3xf32>'}}
-  %g:2 = rn.conv2d_backward %dy, %x, %w, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad plus %a : (tensor<2x8x8x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<2x8x8x3xf16>) -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>)
+  %g:2 = rn.conv2d_backward %dy, %x, %w, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 plus %a : (tensor<2x8x8x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<2x8x8x3xf16>) -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>)
   return
 }
 
@@ -375,10 +375,10 @@ func.func @pad_channels_shape(%x: tensor<2x4x4x3xf32>) {
 
 // -----
 
-// Tests that conv2d_backward returns dX only with input_grad.
+// Tests that conv2d_backward's result types are its optional input gradient and its filter gradient when there is no bias accumulator.
 func.func @conv_backward_count(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) {
-  // expected-error@+1 {{expects 2 results (input_grad, filter_grad), got 1}}
-  %g = rn.conv2d_backward %dy, %x, %w, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x8x8x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
+  // expected-error@+1 {{expected 1 or 2 result types ([input_grad,] weight gradient), got 3}}
+  %g:3 = rn.conv2d_backward %dy, %x, %w, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x8x8x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
   return
 }
 
@@ -387,7 +387,7 @@ func.func @conv_backward_count(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>
 // Tests the result types of conv2d_backward.
 func.func @conv_backward_types(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error@+1 {{input_grad type 'tensor<2x8x8x4xf32>' differs from the expected type 'tensor<2x8x8x3xf32>'}}
-  %g:2 = rn.conv2d_backward %dy, %x, %w, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 input_grad : (tensor<2x8x8x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> (tensor<2x8x8x4xf32>, tensor<4x3x3x3xf32>)
+  %g:2 = rn.conv2d_backward %dy, %x, %w, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x8x8x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> (tensor<2x8x8x4xf32>, tensor<4x3x3x3xf32>)
   return
 }
 
@@ -413,7 +413,7 @@ func.func @linear_backward_acc(%dy: tensor<2x10xf32>, %x: tensor<2x16xf32>, %w: 
 
 // Tests that a bias accumulator adds a bias gradient result.
 func.func @linear_backward_bias(%dy: tensor<2x10xf32>, %x: tensor<2x16xf32>, %w: tensor<10x16xf32>, %b: tensor<10xf32>) {
-  // expected-error@+1 {{expects 2 results (weight_grad, bias_grad), got 1}}
+  // expected-error@+1 {{expected 2 or 3 result types ([input_grad,] weight gradient, bias_grad), got 1}}
   %g = rn.linear_backward %dy, %x, %w, %w, %b : (tensor<2x10xf32>, tensor<2x16xf32>, tensor<10x16xf32>, tensor<10x16xf32>, tensor<10xf32>) -> tensor<10x16xf32>
   return
 }

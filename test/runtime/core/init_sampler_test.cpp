@@ -184,7 +184,7 @@ std::string weightFreeProgram(const char *file,
 Result<Artifact> artifactOf(const std::string &program,
                             const std::vector<TensorData> &tensors = {}) {
   Result<std::string> file = serializeSafetensors(
-      tensors, {{"rn.format", "rn-program"}, {"rn.version", "1"}, {"rn.program", program}});
+      tensors, {{"rn.format", "rn-program"}, {"rn.version", std::to_string(kArtifactVersion)}, {"rn.program", program}});
   if (!file)
     return file.error();
   return parseArtifact(*file);

@@ -20,6 +20,7 @@
 #include "runtime/core/artifact.h"
 #include "runtime/core/host_input_pool.h"
 #include "runtime/core/op_registry.h"
+#include "runtime/core/op_table.h"
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/cpu/cpu_kernels.h"
 #include "executor_test_util.h"
@@ -853,11 +854,11 @@ TEST(CpuExecutor, BnPrologueOperandsAreInTheAccessSets) {
   for (const Subgraph &sg : fn.subgraphs)
     for (const Node &n : sg.nodes)
       if (n.kind == Node::Kind::op && n.op == "cbr_backward" &&
-          cbrBackwardInputPrologue(n.attributes))
+          n.layout.operands.has(op_table::cbr_backward::operand::input_scale))
         backward = &n;
   ASSERT_NE(backward, nullptr);
-  const uint32_t scale = backward->operands[*cbrBackwardInputPrologue(backward->attributes)];
-  const uint32_t inputGrad = backward->results[1];
+  const uint32_t scale = backward->operand(op_table::cbr_backward::operand::input_scale);
+  const uint32_t inputGrad = backward->result(op_table::cbr_backward::result::input_grad);
   ASSERT_TRUE(fn.tensors[inputGrad].slot && fn.tensors[scale].slot);
   fn.tensors[scale].slot->offset = fn.tensors[inputGrad].slot->offset;
   EXPECT_EQ(train(fused, {}, 1, 0.1f).error, "");

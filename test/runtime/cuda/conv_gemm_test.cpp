@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/artifact.h"
+#include "runtime/core/op_registry.h"
 #include "runtime/cpu/cpu_kernels.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/conv.h"
@@ -642,12 +643,52 @@ struct NodeRun {
   Node node;
   std::vector<DeviceTensor> operands, results;
 
+  /// Makes the node an `op` node whose operands and results are the ODS
+  /// operands and results `operandNames` and `resultNames` (single or
+  /// optional ones), in the op table's order as `operands` and `results`
+  /// hold them: node.info and node.layout as the loader sets them.
+  Status named(const char *op, const std::vector<const char *> &operandNames,
+               const std::vector<const char *> &resultNames) {
+    node.op = op;
+    node.info = findOp(op);
+    if (!node.info || !node.info->table)
+      return Error(std::string("no op ") + op);
+    auto read = [&](bool isResults, const std::vector<const char *> &names,
+                    ValueLayout &layout) -> Status {
+      json object = json::object();
+      for (size_t i = 0; i < names.size(); ++i)
+        object[names[i]] = i;
+      std::vector<uint64_t> ids;
+      Result<ValueLayout> read = readNamedValues(*node.info->table, isResults, object,
+                                                 isResults ? "result" : "operand", ids);
+      if (!read.ok())
+        return Error(std::string(op) + ": " + read.error().message());
+      bool inOrder = ids.size() == names.size();
+      for (size_t i = 0; i < ids.size() && inOrder; ++i)
+        inOrder = ids[i] == i;
+      if (!inOrder)
+        return Error(std::string(op) + ": the " + (isResults ? "results" : "operands") +
+                     " are not named once each in the op table's order");
+      layout = std::move(*read);
+      return Status::success();
+    };
+    if (Status s = read(false, operandNames, node.layout.operands); !s.ok())
+      return s;
+    return read(true, resultNames, node.layout.results);
+  }
+
   /// Without `prepare`, launches only (what a captured step replays; the
   /// node must have been prepared by an earlier run).
   Status run(Gpu &gpu, ConvRunner &conv, GemmRunner &gemm, bool prepare = true) {
     const OpLauncher *launcher = findOpLauncher(node.op);
     if (!launcher)
       return Error("no launcher for " + node.op);
+    if (node.layout.operands.total() != operands.size() ||
+        node.layout.results.total() != results.size())
+      return Error(node.op + ": the layout names " +
+                   std::to_string(node.layout.operands.total()) + " operands and " +
+                   std::to_string(node.layout.results.total()) + " results, the run has " +
+                   std::to_string(operands.size()) + " and " + std::to_string(results.size()));
     // As the executor does: prepare, then launch, each part on its stream
     // (one launch of part -1 when the node has no parts).
     int parts = int(node.parts.size());
@@ -669,6 +710,20 @@ struct NodeRun {
   }
 };
 
+/// cbr_backward's ten required operands, then `more`.
+std::vector<const char *> cbrBackwardOperands(std::initializer_list<const char *> more = {}) {
+  std::vector<const char *> names = {"output_grad",   "input",           "filter",
+                                     "conv_output",   "gamma",           "batch_mean",
+                                     "batch_inv_std", "filter_grad_acc", "gamma_grad_acc",
+                                     "beta_grad_acc"};
+  names.insert(names.end(), more.begin(), more.end());
+  return names;
+}
+const std::vector<const char *> kCbrBackwardResults = {
+    "conv_output_grad", "input_grad", "filter_grad", "gamma_grad", "beta_grad"};
+const std::vector<const char *> kCbrForwardResults = {"result", "conv_output", "batch_mean",
+                                                      "batch_inv_std"};
+
 class Launchers : public ::testing::TestWithParam<DType> {};
 
 TEST_P(Launchers, Conv2dWithBias) {
@@ -681,7 +736,7 @@ TEST_P(Launchers, Conv2dWithBias) {
   Host x = randomHost({2, 12, 12, 6}, dtype, rng), w = randomHost({10, 3, 3, 6}, dtype, rng),
        b = randomHost({10}, dtype, rng);
   NodeRun r;
-  r.node.op = "conv2d";
+  ASSERT_OK(r.named("conv2d", {"input", "filter", "bias"}, {"result"}));
   r.node.attributes = {{"strides", {2, 2}}, {"padding", {1, 1}}};
   r.operands = {gpu.upload(x), gpu.upload(w), gpu.upload(b)};
   r.results = {gpu.empty({2, 6, 6, 10}, dtype)};
@@ -706,8 +761,10 @@ TEST_P(Launchers, Conv2dBackwardParts) {
   Host dy = randomHost(ys, dtype, rng), x = randomHost(xs, dtype, rng), w = randomHost(ws, dtype, rng);
   Host dwAcc = randomHost(ws, DType::f32, rng), dbAcc = randomHost({12}, DType::f32, rng);
   NodeRun r;
-  r.node.op = "conv2d_backward";
-  r.node.attributes = {{"strides", {1, 1}}, {"padding", {1, 1}}, {"input_grad", true}};
+  ASSERT_OK(r.named("conv2d_backward",
+                    {"output_grad", "input", "filter", "filter_grad_acc", "bias_grad_acc"},
+                    {"input_grad", "filter_grad", "bias_grad"}));
+  r.node.attributes = {{"strides", {1, 1}}, {"padding", {1, 1}}};
   r.node.parts = {{"weight_grad", Stream::comp1}, {"bias_grad", Stream::comp1},
                   {"input_grad", Stream::comp1}};
   r.operands = {gpu.upload(dy), gpu.upload(x), gpu.upload(w), gpu.upload(dwAcc), gpu.upload(dbAcc)};
@@ -739,7 +796,8 @@ TEST_P(Launchers, Conv2dBackwardIntoTheFirstChannels) {
   Host dy = randomHost(ys, dtype, rng), x = randomHost(xs, dtype, rng), w = randomHost(ws, dtype, rng);
   Host dwAcc = randomHost(accs, dtype, rng);
   NodeRun r;
-  r.node.op = "conv2d_backward";
+  ASSERT_OK(r.named("conv2d_backward", {"output_grad", "input", "filter", "filter_grad_acc"},
+                    {"filter_grad"}));
   r.node.attributes = {{"strides", {2, 2}}, {"padding", {3, 3}}};
   r.node.parts = {{"weight_grad", Stream::comp1}};
   r.operands = {gpu.upload(dy), gpu.upload(x), gpu.upload(w), gpu.upload(dwAcc)};
@@ -763,9 +821,9 @@ TEST_P(Launchers, Conv2dBackwardIntoTheFirstChannels) {
 }
 
 // A residual junction folded into the data gradient (rn-fold-gradient-adds):
-// conv2d_backward's input_grad part with an addend, told apart from the
-// bias accumulator by operandSegmentSizes, runs cuDNN's dgrad with the add
-// as its epilogue; the same as the CPU's dX + addend.
+// conv2d_backward's input_grad part with an addend (its operand
+// input_grad_addend, beside the absent bias accumulator) runs cuDNN's dgrad
+// with the add as its epilogue; the same as the CPU's dX + addend.
 TEST_P(Launchers, Conv2dBackwardInputGradAddend) {
   RN_SKIP_WITHOUT_CUDA();
   DType dtype = GetParam();
@@ -777,11 +835,10 @@ TEST_P(Launchers, Conv2dBackwardInputGradAddend) {
   Host dy = randomHost(ys, dtype, rng), x = randomHost(xs, dtype, rng), w = randomHost(ws, dtype, rng);
   Host dwAcc = randomHost(ws, DType::f32, rng), addend = randomHost(xs, dtype, rng);
   NodeRun r;
-  r.node.op = "conv2d_backward";
-  r.node.attributes = {{"strides", {1, 1}},
-                       {"padding", {0, 0}},
-                       {"input_grad", true},
-                       {"operandSegmentSizes", {1, 1, 1, 1, 0, 1}}};
+  ASSERT_OK(r.named("conv2d_backward",
+                    {"output_grad", "input", "filter", "filter_grad_acc", "input_grad_addend"},
+                    {"input_grad", "filter_grad"}));
+  r.node.attributes = {{"strides", {1, 1}}, {"padding", {0, 0}}};
   r.node.parts = {{"weight_grad", Stream::comp1}, {"input_grad", Stream::comp1}};
   r.operands = {gpu.upload(dy), gpu.upload(x), gpu.upload(w), gpu.upload(dwAcc),
                 gpu.upload(addend)};
@@ -805,7 +862,10 @@ TEST_P(Launchers, LinearWithAndWithoutBias) {
        b = randomHost({10}, dtype, rng);
   for (bool withBias : {false, true}) {
     NodeRun r;
-    r.node.op = "linear";
+    std::vector<const char *> names = {"input", "weight"};
+    if (withBias)
+      names.push_back("bias");
+    ASSERT_OK(r.named("linear", names, {"result"}));
     r.operands = {gpu.upload(x), gpu.upload(w)};
     if (withBias)
       r.operands.push_back(gpu.upload(b));
@@ -831,8 +891,13 @@ TEST_P(Launchers, LinearBackwardParts) {
   Host dwAcc = randomHost({10, 40}, DType::f32, rng), dbAcc = randomHost({10}, DType::f32, rng);
   for (bool withBias : {false, true}) {
     NodeRun r;
-    r.node.op = "linear_backward";
-    r.node.attributes = {{"input_grad", true}};
+    if (withBias)
+      ASSERT_OK(r.named("linear_backward",
+                        {"output_grad", "input", "weight", "weight_grad_acc", "bias_grad_acc"},
+                        {"input_grad", "weight_grad", "bias_grad"}));
+    else
+      ASSERT_OK(r.named("linear_backward", {"output_grad", "input", "weight", "weight_grad_acc"},
+                        {"input_grad", "weight_grad"}));
     r.node.parts = {{"weight_grad", Stream::comp1}, {"input_grad", Stream::comp1}};
     if (withBias)
       r.node.parts.insert(r.node.parts.begin() + 1, Part{"bias_grad", Stream::comp1});
@@ -880,7 +945,7 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
                               y.view(), convOut.view(), mean.view(), invStd.view())
                   .ok());
   NodeRun f;
-  f.node.op = "cbr_forward";
+  ASSERT_OK(f.named("cbr_forward", {"input", "filter", "gamma", "beta"}, kCbrForwardResults));
   f.node.attributes = attrs;
   f.operands = {gpu.upload(x), gpu.upload(w), gpu.upload(gamma), gpu.upload(beta)};
   f.results = {gpu.empty(ys, dtype), gpu.empty(ys, dtype), gpu.empty({32}, DType::f32),
@@ -925,9 +990,8 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
                                dg.view(), db.view())
                   .ok());
   NodeRun b;
-  b.node.op = "cbr_backward";
+  ASSERT_OK(b.named("cbr_backward", cbrBackwardOperands({"relu_output"}), kCbrBackwardResults));
   b.node.attributes = attrs;
-  b.node.attributes["input_grad"] = true;
   b.node.parts = {{"bn_grad", Stream::comp1}, {"weight_grad", Stream::comp1},
                   {"input_grad", Stream::comp1}};
   b.operands = {gpu.upload(dy),     gpu.upload(x),     gpu.upload(w),     gpu.upload(convOut),
@@ -955,7 +1019,8 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
   // within rounding of zero may be masked differently.
   NodeRun recomputed;
   recomputed.node = b.node;
-  recomputed.node.attributes["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0};
+  ASSERT_OK(
+      recomputed.named("cbr_backward", cbrBackwardOperands({"relu_beta"}), kCbrBackwardResults));
   recomputed.operands = b.operands;
   recomputed.operands[10] = gpu.upload(beta);
   recomputed.results = backwardResults();
@@ -969,7 +1034,9 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
                                 rv.view(), cattrs, 1e-5, true, yi.view())
                   .ok());
   NodeRun inf;
-  inf.node.op = "cbr_inference";
+  ASSERT_OK(inf.named("cbr_inference",
+                      {"input", "filter", "gamma", "beta", "running_mean", "running_var"},
+                      {"result"}));
   inf.node.attributes = attrs;
   inf.operands = {gpu.upload(x),    gpu.upload(w),  gpu.upload(gamma),
                   gpu.upload(beta), gpu.upload(rm), gpu.upload(rv)};
@@ -1586,9 +1653,11 @@ TEST_P(Launchers, ConvBnStatsWithAndWithoutPrologue) {
                                detail::shapeString(f.x) + " w" + detail::shapeString(f.w);
       SCOPED_TRACE(what);
       NodeRun r;
-      r.node.op = "conv_bn_stats";
+      std::vector<const char *> names = {"input", "filter"};
+      if (prologue)
+        names.insert(names.end(), {"prologue_scale", "prologue_bias"});
+      ASSERT_OK(r.named("conv_bn_stats", names, {"conv_output", "batch_mean", "batch_inv_std"}));
       r.node.attributes = convNodeAttrs(f.params);
-      r.node.attributes["operandSegmentSizes"] = {1, 1, int(prologue), int(prologue)};
       r.operands = {gpu.upload(x), gpu.upload(w)};
       if (prologue) {
         r.operands.push_back(gpu.upload(p.scale));
@@ -1632,7 +1701,8 @@ TEST_P(Launchers, ConvBnStatsWithAndWithoutPrologue) {
     if (dtype != DType::f16)
       continue;
     NodeRun unplanned;
-    unplanned.node.op = "conv_bn_stats";
+    ASSERT_OK(unplanned.named("conv_bn_stats", {"input", "filter", "prologue_scale", "prologue_bias"},
+                              {"conv_output", "batch_mean", "batch_inv_std"}));
     unplanned.node.attributes = convNodeAttrs(f.params);
     unplanned.operands = {gpu.upload(x), gpu.upload(randomHost(f.w, DType::f32, rng)),
                           gpu.upload(p.scale), gpu.upload(p.bias)};
@@ -1653,7 +1723,8 @@ TEST_P(Launchers, ConvBnStatsWithAndWithoutPrologue) {
 // previous layer's BN apply + ReLU (forward_scale_bias_relu_stats), the
 // statistics from its genstats sums, then the apply with the ReLU; also
 // replayed in a CUDA graph. f32 operands are the "needs f16 prologue"
-// error, and half a prologue (5 operands) an error naming the op.
+// error; half a prologue (prologue_scale without prologue_bias) never
+// reaches a launcher: the loader's registry refuses it.
 TEST_P(Launchers, CbrForwardWithPrologue) {
   RN_SKIP_WITHOUT_CUDA();
   const DType dtype = GetParam();
@@ -1673,20 +1744,23 @@ TEST_P(Launchers, CbrForwardWithPrologue) {
     Host beta = randomHost({channels}, DType::f32, rng);
     PrologueParams p = randomPrologue(f.x[3], dtype, rng);
     NodeRun r;
-    r.node.op = "cbr_forward";
+    ASSERT_OK(r.named("cbr_forward",
+                      {"input", "filter", "gamma", "beta", "prologue_scale", "prologue_bias"},
+                      kCbrForwardResults));
     r.node.attributes = convNodeAttrs(f.params);
     r.node.attributes["relu"] = true;
-    r.node.attributes["operandSegmentSizes"] = {1, 1, 1, 1, 1, 1};
     r.operands = {gpu.upload(x),    gpu.upload(w),       gpu.upload(gamma),
                   gpu.upload(beta), gpu.upload(p.scale), gpu.upload(p.bias)};
     r.results = {gpu.empty(ys, dtype), gpu.empty(ys, dtype), gpu.empty({channels}, DType::f32),
                  gpu.empty({channels}, DType::f32)};
     NodeRun half = r;
     half.operands.pop_back();
-    half.node.attributes.erase("operandSegmentSizes");
-    Status h = half.run(gpu, *conv, *gemm);
-    EXPECT_TRUE(mentions(h, "cbr_forward: expects 4 operands, or 6"))
-        << (h.ok() ? "ran" : h.error().message());
+    ASSERT_OK(half.named("cbr_forward", {"input", "filter", "gamma", "beta", "prologue_scale"},
+                         kCbrForwardResults));
+    Status h = half.node.info->verify({half.node.layout, half.node.attributes});
+    EXPECT_TRUE(
+        mentions(h, "operand \"prologue_scale\" is present without operand \"prologue_bias\""))
+        << (h.ok() ? "verified" : h.error().message());
     Status s = r.run(gpu, *conv, *gemm);
     if (dtype != DType::f16) {
       EXPECT_TRUE(mentions(s, "cbr_forward: needs f16 prologue"))
@@ -1770,17 +1844,18 @@ TEST_P(Launchers, CbrBackwardPrologueForms) {
                                detail::shapeString(f.w);
       SCOPED_TRACE(what);
       NodeRun b;
-      b.node.op = "cbr_backward";
-      b.node.attributes = convNodeAttrs(f.params);
-      b.node.attributes["relu"] = true;
-      b.node.attributes["input_grad"] = true;
-      if (form.prologueMask)
-        b.node.attributes["prologue_mask"] = true;
       // relu_output (without prologue_mask) or relu_beta, the input
       // prologue's pair, the addend.
-      b.node.attributes["operandSegmentSizes"] = {
-          1, 1, 1, 1, 1, 1, 1, 1, 1, 1, int(!form.prologueMask), int(form.prologueMask),
-          int(form.inputPrologue), int(form.inputPrologue), int(form.addend)};
+      std::vector<const char *> operandNames =
+          cbrBackwardOperands({form.prologueMask ? "relu_beta" : "relu_output"});
+      if (form.inputPrologue)
+        operandNames.insert(operandNames.end(), {"input_scale", "input_bias"});
+      if (form.addend)
+        operandNames.push_back("input_grad_addend");
+      ASSERT_OK(b.named("cbr_backward", operandNames, kCbrBackwardResults));
+      b.node.attributes = convNodeAttrs(f.params);
+      if (form.prologueMask)
+        b.node.attributes["prologue_mask"] = true;
       b.node.parts = {{"bn_grad", Stream::comp1}, {"weight_grad", Stream::comp1},
                       {"input_grad", Stream::comp1}};
       b.operands = {gpu.upload(dy),    gpu.upload(x),      gpu.upload(w),

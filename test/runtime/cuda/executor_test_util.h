@@ -12,6 +12,7 @@
 #define RN_TEST_RUNTIME_CUDA_EXECUTOR_TEST_UTIL_H
 
 #include "runtime/cuda/device_context.h"
+#include "runtime/core/op_table.h"
 
 #include "../cpu/executor_test_util.h"
 
@@ -44,7 +45,8 @@ inline std::vector<HostBatch> randomBatches(const Executor &ex, int count, uint6
   for (const Subgraph &sg : train->subgraphs)
     for (const Node &node : sg.nodes)
       if (node.op == "softmax_cross_entropy")
-        classes = train->tensors[node.operands[0]].shape.back();
+        classes = train->tensors[node.operand(op_table::softmax_cross_entropy::operand::logits)]
+                      .shape.back();
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal;
   std::vector<HostBatch> batches(static_cast<size_t>(count));

@@ -12,11 +12,11 @@
 // slots, tensors, subgraphs with their nodes and events, step schedules.
 // The same seed gives the same file; another seed other parameters.
 
-// CHECK: format rn-program version 1
+// CHECK: format rn-program version 2
 // CHECK: tensor fc1.bias F32 [8] 32
 // CHECK: tensor fc1.weight F32 [8, 4] 128
 // CHECK: tensor fc2.weight F32 [3, 8] 96
-// CHECK: program rn-program 1 tiny
+// CHECK: program rn-program 2 tiny
 // CHECK: training {{.*}}"optimizer": "sgd", "precision": "f32", "weight_decay": 0.0005}
 // CHECK: region weights 0 768
 // CHECK: region inputs_a
@@ -31,12 +31,12 @@
 // CHECK-NEXT:   input step i32 [] host
 // CHECK-NEXT:   output loss f32 [] scalars
 // CHECK-NEXT:   subgraph TRANSFER trans double_buffered
-// CHECK:          op host_to_device trans [0] -> [{{[0-9]+}}] {}
+// CHECK:          op host_to_device trans input=0 -> result={{[0-9]+}} {}
 // CHECK:        subgraph FIRST_LAYER_FWD comp1 double_buffered
 // CHECK:          op linear comp1
 // CHECK:        subgraph DEEP_FWD_BWD comp1 double_buffered
 // CHECK:          event_record {{[0-9]+}} fork comp1
-// CHECK:          op linear_backward comp3 {{.*}} {"input_grad": true} weight_grad@comp1 input_grad@comp3
+// CHECK:          op linear_backward comp3 input={{[0-9]+}} output_grad={{[0-9]+}} weight={{[0-9]+}} weight_grad_acc={{[0-9]+}} -> input_grad={{[0-9]+}} weight_grad={{[0-9]+}} {} weight_grad@comp1 input_grad@comp3
 // CHECK:        subgraph OPTIMIZER update double_buffered
 // CHECK:          op sgd_update update {{.*}}"momentum": 0.9{{.*}}"weight_decay": 0.0005
 // CHECK: function eval_step

@@ -20,9 +20,9 @@
 // artifact with weights, and training from either file gives the same loss
 // lines.
 
-// CHECK: format rn-program version 1
+// CHECK: format rn-program version 2
 // CHECK-NOT: tensor
-// CHECK: program rn-program 1 no_weights_mlp
+// CHECK: program rn-program 2 no_weights_mlp
 // CHECK: state fc1.weight parameter f32 [16, 4] weights normal
 // CHECK: state fc1.bias parameter f32 [16] weights uniform
 
@@ -34,7 +34,7 @@
 // LOSS: step 1 loss {{[0-9]+\.[0-9]+}}
 // LOSS: step 2 loss {{[0-9]+\.[0-9]+}}
 
-// CBR: format rn-program version 1
+// CBR: format rn-program version 2
 // CBR-NOT: tensor
 // CBR: state {{.*}} low_precision_weight f16 {{.*}} derived
 

@@ -3,6 +3,13 @@ import json
 import struct
 import sys
 
+
+def named(values):
+    """A node's operands or results, by name: `input=3 params=[4,5]`."""
+    return " ".join(f"{name}={json.dumps(value, separators=(',', ':'))}"
+                    for name, value in sorted(values.items())) or "none"
+
+
 with open(sys.argv[1], "rb") as f:
     data = f.read()
 (length,) = struct.unpack("<Q", data[:8])
@@ -34,8 +41,8 @@ for function in program["functions"]:
         for node in subgraph["nodes"]:
             if node["kind"] == "op":
                 parts = " ".join(p["role"] + "@" + p["stream"] for p in node.get("parts", []))
-                print("    op", node["op"], node["stream"], node["operands"], "->",
-                      node["results"], json.dumps(node["attributes"], sort_keys=True), parts)
+                print("    op", node["op"], node["stream"], named(node["operands"]), "->",
+                      named(node["results"]), json.dumps(node["attributes"], sort_keys=True), parts)
             else:
                 print("   ", node["kind"], node["event"], node["event_kind"], node["stream"])
 for schedule in program["schedules"]:
