@@ -74,11 +74,39 @@ copy_scripts() {
     "$RN_ROOT/scripts/compare-digests.py" "$RN_ROOT/scripts/run-gpu-profile.sh" \
     "$RN_ROOT/scripts/trace-summary.py" "$bundle/scripts/"
 }
+# pack_python: rn.Trainer for the GPU machine's Python 3.12 (pyenv's 3.12.1
+# here has its ABI; RN_BUNDLE_PYTHON names another): the extension built in
+# the GPU runtime's build folder with the CUDA executors, the pure rn
+# package, its GPU tests and their driver (run-python-gpu.sh), packed into
+# python.tar.xz, which the driver unpacks.
+pack_python() {
+  local py=${RN_BUNDLE_PYTHON:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")/versions/3.12.1/bin/python3}
+  if [ ! -x "$py" ]; then
+    rn_log "error: no Python 3.12 at $py to build rn._native for the GPU machine (RN_BUNDLE_PYTHON)"
+    exit 1
+  fi
+  "$py" -c 'import nanobind' 2>/dev/null || "$py" -m pip install -q nanobind
+  rn_log "building rn._native for $("$py" --version)"
+  cmake "$gpu_build" -DRN_BUILD_PYTHON=ON -DPython_EXECUTABLE="$py" >/dev/null
+  ninja -C "$gpu_build" rn_native
+  rm -rf "$bundle/python" "$bundle/python.tar.xz"
+  mkdir -p "$bundle/python/rn" "$bundle/python/tests"
+  cp "$RN_ROOT"/python-frontend/rn/*.py "$RN_ROOT/python-frontend/rn/py.typed" "$bundle/python/rn/"
+  for so in "$gpu_build"/python/rn/_native.cpython-312-*.so; do
+    strip --strip-unneeded -o "$bundle/python/rn/$(basename "$so")" "$so"
+  done
+  cp "$RN_ROOT/test/python-frontend/test_trainer_gpu.py" "$bundle/python/tests/"
+  tar cJf "$bundle/python.tar.xz" -C "$bundle/python" .
+  rm -r "$bundle/python"
+  mkdir -p "$bundle/scripts"
+  cp "$RN_ROOT/scripts/run-python-gpu.sh" "$bundle/scripts/"
+}
 # RN_BUNDLE_BIN_ONLY=1: refresh the binaries and scripts of an existing
 # bundle (a runtime change), keeping its artifacts, data and references.
 if [ "${RN_BUNDLE_BIN_ONLY:-0}" = 1 ] && [ -f "$bundle/models.tar.xz" ]; then
   pack_binaries
   copy_scripts
+  pack_python
   rn_log "bundle: $bundle ($(du -sm "$bundle" | cut -f1) MiB), binaries and scripts refreshed"
   exit 0
 fi
@@ -119,6 +147,7 @@ rn-compile "$bundle/models/resnet50.mlir" -o "$bundle/models/resnet50.oom.rnx" -
   --pipeline "precision=f16 loss-scaling=dynamic"
 rm "$bundle/models/resnet50.mlir"
 copy_scripts
+pack_python
 # One CPU step of every zoo model, the reference of the GPU's (slow: the
 # 224x224 models; RN_BUNDLE_ZOO=0 leaves it out).
 if [ "${RN_BUNDLE_ZOO:-1}" != 0 ]; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One round on the GPU machine: the tests (run-gpu-tests.sh), then the
-# benchmarks (run-gpu-bench.sh), from the bundle this script sits in. The
+# benchmarks (run-gpu-bench.sh), then rn.Trainer's tests and benchmark
+# (run-python-gpu.sh), from the bundle this script sits in. The
 # device tool brings back only a few files, so the logs of both go into
 # $OUT/logs.tgz next to summary.txt, bench.txt and bench.jsonl.
 #   RN_GPU_TESTS, RN_BENCH_MODELS, RN_BENCH_EXECUTORS: as in those scripts
@@ -20,10 +21,18 @@ if [ "${RN_BENCH_MODELS:-}" != none ]; then
   rc=$?; [ $rc = 0 ] || status=$rc
   echo "run-gpu-bench.sh: exit $rc" >> "$work/summary.txt"
 fi
+# The "python" group: rn.Trainer's GPU tests and step-rate benchmark
+# (run-python-gpu.sh; RN_PYTHON_TESTS=none skips it).
+if [ "${RN_PYTHON_TESTS:-}" != none ] && [ -f "$here/run-python-gpu.sh" ]; then
+  OUT=$work timeout "${RN_PYTHON_TIMEOUT:-600}" bash "$here/run-python-gpu.sh" > "$work/python-stdout.log" 2>&1
+  rc=$?; [ $rc = 0 ] || status=$rc
+  echo "run-python-gpu.sh: exit $rc" >> "$work/summary.txt"
+fi
 mkdir -p "$final"
 for f in summary.txt bench.txt bench.jsonl; do
   [ -f "$work/$f" ] && cp "$work/$f" "$final/"
 done
+[ -f "$work/python_step_rate.jsonl" ] && cp "$work/python_step_rate.jsonl" "$final/"
 tar czf "$final/logs.tgz" -C "$work" .
 for f in summary.txt bench.txt; do
   [ -f "$final/$f" ] && cat "$final/$f"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# rn.Trainer on the GPU machine, from the bundle this script sits in
+# (scripts/bundle-gpu.sh packs the rn package with its extension built for
+# the machine's Python 3.12 into python.tar.xz): the GPU tests of
+# test/python-frontend/test_trainer_gpu.py, then the Python step-rate
+# benchmark (bench/python_step_rate.py). Logs and the summary go to $OUT.
+#   RN_PYTHON_BENCH=0 skips the benchmark.
+set -uo pipefail
+bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$bundle/scripts/gpu-env.sh"   # out, python, binaries, LD_LIBRARY_PATH
+if [ ! -d "$bundle/python" ] && [ -f "$bundle/python.tar.xz" ]; then
+  mkdir -p "$bundle/python" && tar xJf "$bundle/python.tar.xz" -C "$bundle/python"
+fi
+export PYTHONPATH=$bundle/python${PYTHONPATH:+:$PYTHONPATH}
+export RN_BUNDLE=$bundle RN_RUN=$bundle/bin/rn-run RN_DATA=$bundle/data
+status=0
+{ "$python" -c 'import sys, rn; print("python", sys.version.split()[0]); rn.trainer._native_module(); print("rn._native ok")'; } \
+  > "$out/python-gpu.log" 2>&1 || status=1
+"$python" -m pytest -v -s "$bundle/python/tests/test_trainer_gpu.py" -p no:cacheprovider \
+  >> "$out/python-gpu.log" 2>&1
+rc=$?; [ $rc = 0 ] || status=$rc
+summary=$(grep -E '^(=+ .*(passed|failed|skipped|error).* =+)$' "$out/python-gpu.log" | tail -1)
+echo "python GPU tests: exit $rc, $summary" | tee -a "$out/summary.txt"
+grep -E '^(Fashion-MNIST|burst of)' "$out/python-gpu.log" | tee -a "$out/summary.txt"
+if [ "${RN_PYTHON_BENCH:-1}" != 0 ]; then
+  "$python" "$bundle/bench/python_step_rate.py" --models "$bundle/models" --rn-run "$bundle/bin/rn-run" \
+    --json "$out/python_step_rate.jsonl" > "$out/python-bench.log" 2>&1
+  rc=$?; [ $rc = 0 ] || status=$rc
+  echo "python step-rate benchmark: exit $rc" | tee -a "$out/summary.txt"
+  grep -E '^\|' "$out/python-bench.log" | tee -a "$out/summary.txt"
+fi
+exit $status
