@@ -16,13 +16,13 @@ compiler is built, not on the GPU machine: compile there, carry the artifact.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from .emitter import emit_model
 from .nn import Module
+from .training import find_tool
 
 __all__ = ["CompileError", "compile", "find_rn_compile"]
 
@@ -33,13 +33,7 @@ class CompileError(RuntimeError):
 
 def find_rn_compile() -> str | None:
     """Locate rn-compile: env ``RN_COMPILE``, else ``<repo>/build/bin/rn-compile``, else ``PATH``."""
-    env = os.environ.get("RN_COMPILE")
-    if env:
-        return shutil.which(env)
-    built = Path(__file__).resolve().parents[2] / "build" / "bin" / "rn-compile"
-    if built.is_file() and os.access(built, os.X_OK):
-        return str(built)
-    return shutil.which("rn-compile")
+    return find_tool("rn-compile", "RN_COMPILE")
 
 
 def _looks_like_mlir(text: str) -> bool:

@@ -144,15 +144,20 @@ def format_option(value: object) -> str:
     return str(value)
 
 
-def find_rn_opt() -> str | None:
-    """Locate rn-opt: env ``RN_OPT``, else ``<repo>/build/bin/rn-opt``, else ``PATH``."""
-    env = os.environ.get("RN_OPT")
+def find_tool(name: str, env_var: str) -> str | None:
+    """Locate an RN tool: env ``env_var``, else ``<repo>/build/bin/<name>``, else ``PATH``."""
+    env = os.environ.get(env_var)
     if env:
         return shutil.which(env)
-    built = Path(__file__).resolve().parents[2] / "build" / "bin" / "rn-opt"
+    built = Path(__file__).resolve().parents[2] / "build" / "bin" / name
     if built.is_file() and os.access(built, os.X_OK):
         return str(built)
-    return shutil.which("rn-opt")
+    return shutil.which(name)
+
+
+def find_rn_opt() -> str | None:
+    """Locate rn-opt: env ``RN_OPT``, else ``<repo>/build/bin/rn-opt``, else ``PATH``."""
+    return find_tool("rn-opt", "RN_OPT")
 
 
 def build_training(model_mlir: str, options: TrainingOptions, rn_opt: str | None = None) -> str:

@@ -227,6 +227,17 @@ Kernel kernelOf(const Node &node) {
   return k;
 }
 
+/// A list operand or result of a node: its ids where they sit in the
+/// node's flat list (no copy).
+struct IdList {
+  const uint32_t *first = nullptr;
+  size_t count = 0;
+  const uint32_t *begin() const { return first; }
+  const uint32_t *end() const { return first + count; }
+  size_t size() const { return count; }
+  uint32_t operator[](size_t i) const { return first[i]; }
+};
+
 Access accessOf(const Node &node, const Kernel &kernel, int part);
 
 /// A subgraph's work items and, per node, its kernel (op nodes).
@@ -614,25 +625,21 @@ struct ExecutorAccess {
     auto out = [&](size_t ods) -> const TensorView & { return view(node.result(ods)); };
     auto inIfAny = [&](size_t ods) { return ins.has(ods) ? &in(ods) : nullptr; };
     auto outIfAny = [&](size_t ods) { return outs.has(ods) ? &out(ods) : nullptr; };
-    // The tensor ids of list operand (result) `ods`.
+    // The tensor ids of list operand (result) `ods`, in place in the node's
+    // flat list.
     auto inIds = [&](size_t ods) {
-      auto begin = node.operands.begin() + std::ptrdiff_t(ins.index(ods));
-      return std::vector<uint32_t>(begin, begin + std::ptrdiff_t(ins.count(ods)));
+      return IdList{node.operands.data() + ins.index(ods), ins.count(ods)};
     };
     auto outIds = [&](size_t ods) {
-      auto begin = node.results.begin() + std::ptrdiff_t(outs.index(ods));
-      return std::vector<uint32_t>(begin, begin + std::ptrdiff_t(outs.count(ods)));
+      return IdList{node.results.data() + outs.index(ods), outs.count(ods)};
     };
-    auto views = [&](const std::vector<uint32_t> &ids, size_t from, size_t count) {
+    auto views = [&](IdList ids, size_t from, size_t count) {
       std::vector<TensorView> result;
       for (size_t q = from; q < from + count; ++q)
         result.push_back(view(ids[q]));
       return result;
     };
-    auto inList = [&](size_t ods) {
-      std::vector<uint32_t> ids = inIds(ods);
-      return views(ids, 0, ids.size());
-    };
+    auto inList = [&](size_t ods) { return views(inIds(ods), 0, ins.count(ods)); };
     auto skipIf = [&](size_t ods) { return ins.has(ods) && f(node.operand(ods)) != 0; };
 
     if (part >= 0) {
@@ -704,7 +711,7 @@ struct ExecutorAccess {
     }
     case OpKind::all_reduce_mean: { // one replica: the mean is the value
       using namespace op_table::all_reduce_mean;
-      const std::vector<uint32_t> from = inIds(operand::inputs), to = outIds(result::results);
+      const IdList from = inIds(operand::inputs), to = outIds(result::results);
       for (size_t q = 0; q < from.size(); ++q) {
         KernelStatus s = copy(from[q], to[q]);
         if (!s.ok())
@@ -809,7 +816,7 @@ struct ExecutorAccess {
     }
     case OpKind::multi_cast: { // rn.cast of each tensor
       using namespace op_table::multi_cast;
-      const std::vector<uint32_t> from = inIds(operand::inputs), to = outIds(result::results);
+      const IdList from = inIds(operand::inputs), to = outIds(result::results);
       for (size_t q = 0; q < to.size(); ++q)
         if (KernelStatus s = cpu::cast(view(from[q]), view(to[q])); !s.ok())
           return s;
@@ -904,7 +911,7 @@ struct ExecutorAccess {
     case OpKind::multi_unscale: { // rn.unscale of each grad by the scale
       using namespace op_table::multi_unscale;
       const float scale = f(node.operand(operand::scale));
-      const std::vector<uint32_t> grads = inIds(operand::grads), to = outIds(result::results);
+      const IdList grads = inIds(operand::grads), to = outIds(result::results);
       for (size_t q = 0; q < to.size(); ++q)
         if (KernelStatus s = cpu::unscale(view(grads[q]), scale, view(to[q])); !s.ok())
           return s;
@@ -936,7 +943,7 @@ struct ExecutorAccess {
       // new_values: the new params, then (with momentum) the new buffers.
       using namespace op_table::multi_sgd_update;
       cpu::SgdAttrs a{k.momentum, k.weightDecay, k.nesterov};
-      const std::vector<uint32_t> newValues = outIds(result::new_values);
+      const IdList newValues = outIds(result::new_values);
       const size_t n = ins.count(operand::params);
       return cpu::multiSgdUpdate(inList(operand::params), inList(operand::grads),
                                  inList(operand::momentum_buffers),
@@ -957,7 +964,7 @@ struct ExecutorAccess {
       // new_values: the new params, exp_avgs, then exp_avg_sqs.
       using namespace op_table::multi_adamw_update;
       cpu::AdamWAttrs a{k.beta1, k.beta2, k.epsilon, k.weightDecay};
-      const std::vector<uint32_t> newValues = outIds(result::new_values);
+      const IdList newValues = outIds(result::new_values);
       const size_t n = ins.count(operand::params);
       return cpu::multiAdamwUpdate(
           inList(operand::params), inList(operand::grads), inList(operand::exp_avgs),
@@ -976,7 +983,7 @@ struct ExecutorAccess {
       // new_values: the new params, then the new momentum buffers.
       using namespace op_table::multi_lars_update;
       cpu::LarsAttrs a{k.momentum, k.weightDecay, k.trustCoefficient, k.epsilon};
-      const std::vector<uint32_t> newValues = outIds(result::new_values);
+      const IdList newValues = outIds(result::new_values);
       const size_t n = ins.count(operand::params);
       return cpu::multiLarsUpdate(inList(operand::params), inList(operand::grads),
                                   inList(operand::momentum_buffers),
@@ -990,8 +997,8 @@ struct ExecutorAccess {
     }
     case OpKind::multi_ema_update: { // rn.ema_update of (averages[q], params[q])
       using namespace op_table::multi_ema_update;
-      const std::vector<uint32_t> averages = inIds(operand::averages),
-                                  params = inIds(operand::params), to = outIds(result::results);
+      const IdList averages = inIds(operand::averages), params = inIds(operand::params),
+                   to = outIds(result::results);
       for (size_t q = 0; q < to.size(); ++q)
         if (KernelStatus s = cpu::emaUpdate(view(averages[q]), view(params[q]), k.decay,
                                             view(to[q]));

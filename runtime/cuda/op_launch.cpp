@@ -26,4 +26,11 @@ Status named(const OpLaunch &launch, Status status) {
   return status.error().withContext(launch.node.op);
 }
 
+Status requireWhole(const OpLaunch &launch) {
+  if (launch.part >= 0)
+    return Error(launch.node.op + ": has no parts, asked for part " +
+                 std::to_string(launch.part));
+  return Status::success();
+}
+
 } // namespace rn::cuda

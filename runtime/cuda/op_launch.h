@@ -101,6 +101,10 @@ const OpLauncher *findOpLauncher(std::string_view op);
 /// and libraries, which do not know the node.
 Status named(const OpLaunch &launch, Status status);
 
+/// An error unless the launch is of the whole node: for the ops that do
+/// not fork, whose launchers run no parts.
+Status requireWhole(const OpLaunch &launch);
+
 // The family tables op_launch.cpp joins.
 const std::vector<OpLauncher> &elementwiseLaunchers();
 const std::vector<OpLauncher> &normLaunchers();

@@ -27,8 +27,7 @@ struct AllReduceState : PreparedState {
 };
 
 Status checkArity(const OpLaunch &l) {
-  if (l.part >= 0)
-    return Error("all_reduce_mean: has no parts, asked for part " + std::to_string(l.part));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   if (l.operands.empty() || l.operands.size() != l.results.size())
     return Error("all_reduce_mean: expects one result per operand, got " +
                  std::to_string(l.operands.size()) + " operands and " +

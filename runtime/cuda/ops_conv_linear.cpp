@@ -89,7 +89,7 @@ ConvParams convParams(const json &a) {
 
 enum class Role : uint8_t { unknown, weight_grad, bias_grad, input_grad, bn_grad };
 
-Role roleOf(const std::string &role) {
+Role roleOf(std::string_view role) {
   if (role == "weight_grad")
     return Role::weight_grad;
   if (role == "bias_grad")
@@ -234,7 +234,7 @@ Roles rolesOf(const OpLaunch &l) {
       roles.add(roleOf(p.role));
   } else if (l.node.info && l.node.info->forkParts) {
     for (std::string_view role : l.node.info->forkParts({l.node.layout, l.node.attributes}))
-      roles.add(roleOf(std::string(role)));
+      roles.add(roleOf(role));
   }
   return roles;
 }

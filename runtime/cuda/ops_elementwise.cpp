@@ -51,52 +51,44 @@ PoolParams poolParams(const json &attrs) {
   return p;
 }
 
-/// An error unless the launch is of the whole node (these ops have no
-/// parts).
-Status expectWhole(const OpLaunch &l) {
-  if (l.part >= 0)
-    return Error(l.node.op + ": has no parts, asked for part " + std::to_string(l.part));
-  return Status::success();
-}
-
 cudaStream_t streamOf(const OpLaunch &l) { return l.stream.stream; }
 
 // The unary and binary ops share a kernel each; the template arguments
 // name the op's operands and result (op_table.h).
 template <UnaryOp Op, size_t Input, size_t Output> Status launchUnary(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return unary(Op, l.operand(Input), l.result(Output), streamOf(l));
 }
 
 template <BinaryOp Op, size_t First, size_t Second, size_t Output>
 Status launchBinary(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return binary(Op, l.operand(First), l.operand(Second), l.result(Output), streamOf(l));
 }
 
 Status launchCast(const OpLaunch &l) {
   using namespace op_table::cast;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return convert("cast", l.operand(operand::input), l.result(result::result),
                  /*requireSameShape=*/true, streamOf(l));
 }
 
 Status launchPadChannels(const OpLaunch &l) {
   using namespace op_table::pad_channels;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return padChannels(l.operand(operand::input), l.result(result::result), streamOf(l));
 }
 
 Status launchReshape(const OpLaunch &l) {
   using namespace op_table::reshape;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return convert("reshape", l.operand(operand::input), l.result(result::result),
                  /*requireSameShape=*/false, streamOf(l));
 }
 
 Status launchFlatten(const OpLaunch &l) {
   using namespace op_table::flatten;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   const DeviceTensor &input = l.operand(operand::input), &output = l.result(result::result);
   if (input.rank() < 1)
     return Error("flatten: input must have a batch dimension");
@@ -112,7 +104,7 @@ Status launchFlatten(const OpLaunch &l) {
 
 Status launchZero(const OpLaunch &l) {
   // rn.zero's operand is the tensor it replaces; it only writes its result.
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return zero(l.result(op_table::zero::result::result), streamOf(l));
 }
 
@@ -121,7 +113,7 @@ Status launchZero(const OpLaunch &l) {
 // the device. (The model-level rn.dropout never reaches a program.)
 Status launchDropoutTrain(const OpLaunch &l) {
   using namespace op_table::dropout_train;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   const json &a = l.node.attributes;
   return dropout(l.operand(operand::input), numAttr(a, "p"), l.seed, l.operand(operand::step),
                  uint64_t(numAttr(a, "count")), uint64_t(numAttr(a, "index")),
@@ -130,14 +122,14 @@ Status launchDropoutTrain(const OpLaunch &l) {
 
 Status launchMaxPool(const OpLaunch &l) {
   using namespace op_table::max_pool2d;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return maxPool2d(l.operand(operand::input), poolParams(l.node.attributes),
                    l.result(result::result), streamOf(l));
 }
 
 Status launchAvgPool(const OpLaunch &l) {
   using namespace op_table::avg_pool2d;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return avgPool2d(l.operand(operand::input), poolParams(l.node.attributes),
                    l.result(result::result), streamOf(l));
 }
@@ -146,7 +138,7 @@ Status launchAvgPool(const OpLaunch &l) {
 /// between the two passes: the whole batch's when it fits, else a chunk of
 /// whole images at a time (disjoint windows need none).
 Result<size_t> prepareMaxPoolBackward(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return maxPool2dBackwardWorkspaceBytes(
       l.operand(op_table::max_pool2d_backward::operand::input).shape,
       poolParams(l.node.attributes), l.stream.workspaceBytes);
@@ -154,7 +146,7 @@ Result<size_t> prepareMaxPoolBackward(const OpLaunch &l) {
 
 Status launchMaxPoolBackward(const OpLaunch &l) {
   using namespace op_table::max_pool2d_backward;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return maxPool2dBackward(l.operand(operand::output_grad), l.operand(operand::input),
                            poolParams(l.node.attributes), l.result(result::input_grad),
                            l.stream.workspace, l.stream.workspaceBytes, streamOf(l));
@@ -162,26 +154,26 @@ Status launchMaxPoolBackward(const OpLaunch &l) {
 
 Status launchAvgPoolBackward(const OpLaunch &l) {
   using namespace op_table::avg_pool2d_backward;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return avgPool2dBackward(l.operand(operand::output_grad), poolParams(l.node.attributes),
                            l.result(result::input_grad), streamOf(l));
 }
 
 Status launchGlobalAvgPool(const OpLaunch &l) {
   using namespace op_table::global_avg_pool;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return globalAvgPool(l.operand(operand::input), l.result(result::result), streamOf(l));
 }
 
 Status launchGlobalAvgPoolBackward(const OpLaunch &l) {
   using namespace op_table::global_avg_pool_backward;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return globalAvgPoolBackward(l.operand(operand::output_grad), l.result(result::input_grad),
                                streamOf(l));
 }
 
 Result<size_t> prepareSoftmaxCrossEntropy(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   const DeviceTensor &logits = l.operand(op_table::softmax_cross_entropy::operand::logits);
   if (logits.rank() != 2)
     return Error("softmax_cross_entropy: logits must be [N, classes] (rank 2), got shape " +
@@ -191,7 +183,7 @@ Result<size_t> prepareSoftmaxCrossEntropy(const OpLaunch &l) {
 
 Status launchSoftmaxCrossEntropy(const OpLaunch &l) {
   using namespace op_table::softmax_cross_entropy;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return softmaxCrossEntropy(l.operand(operand::logits), l.operand(operand::labels),
                              numAttr(l.node.attributes, "label_smoothing"),
                              l.result(result::loss), l.stream.workspace, l.stream.workspaceBytes,
@@ -200,7 +192,7 @@ Status launchSoftmaxCrossEntropy(const OpLaunch &l) {
 
 Status launchSoftmaxCrossEntropyBackward(const OpLaunch &l) {
   using namespace op_table::softmax_cross_entropy_backward;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return softmaxCrossEntropyBackward(l.operand(operand::logits), l.operand(operand::labels),
                                      l.operandIfAny(operand::scale),
                                      numAttr(l.node.attributes, "label_smoothing"),
@@ -209,14 +201,14 @@ Status launchSoftmaxCrossEntropyBackward(const OpLaunch &l) {
 
 Status launchCountCorrect(const OpLaunch &l) {
   using namespace op_table::count_correct;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return countCorrect(l.operand(operand::logits), l.operand(operand::labels),
                       l.result(result::correct), streamOf(l));
 }
 
 Status launchHostToDevice(const OpLaunch &l) {
   using namespace op_table::host_to_device;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   const DeviceTensor &host = l.operand(operand::input), &device = l.result(result::result);
   if (host.dtype != device.dtype)
     return Error("host_to_device: the staging tensor is " + std::string(dtypeName(host.dtype)) +

@@ -24,13 +24,6 @@ double numAttr(const OpLaunch &l, const char *name) {
   return it != l.node.attributes.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-/// An error unless the node runs whole (these ops have no parts).
-Status expectWhole(const OpLaunch &l) {
-  if (l.part >= 0)
-    return Error(l.node.op + ": has no parts, got part " + std::to_string(l.part));
-  return Status::success();
-}
-
 // batch_norm (model level): the statistics live in the workspace, after
 // the partials.
 size_t batchNormWorkspace(const std::vector<int64_t> &shape) {
@@ -39,13 +32,13 @@ size_t batchNormWorkspace(const std::vector<int64_t> &shape) {
 }
 
 Result<size_t> prepareBatchNorm(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return batchNormWorkspace(l.operand(op_table::batch_norm::operand::input).shape);
 }
 
 Status launchBatchNorm(const OpLaunch &l) {
   using namespace op_table::batch_norm;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   const DeviceTensor &x = l.operand(operand::input);
   const int64_t channels = x.shape.empty() ? 0 : x.shape.back();
   const size_t statsBytes = bnStatsWorkspaceBytes(x.shape);
@@ -64,13 +57,13 @@ Status launchBatchNorm(const OpLaunch &l) {
 }
 
 Result<size_t> prepareBatchNormTrain(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return bnStatsWorkspaceBytes(l.operand(op_table::batch_norm_train::operand::input).shape);
 }
 
 Status launchBatchNormTrain(const OpLaunch &l) {
   using namespace op_table::batch_norm_train;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   const DeviceTensor &x = l.operand(operand::input);
   const DeviceTensor &mean = l.result(result::batch_mean), &invStd = l.result(result::batch_inv_std);
   RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), mean, invStd,
@@ -82,7 +75,7 @@ Status launchBatchNormTrain(const OpLaunch &l) {
 
 Status launchBatchNormInference(const OpLaunch &l) {
   using namespace op_table::batch_norm_inference;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, bnInference(l.operand(operand::input), l.operand(operand::weight),
                               l.operand(operand::bias), l.operand(operand::running_mean),
                               l.operand(operand::running_var), numAttr(l, "epsilon"), false,
@@ -90,13 +83,13 @@ Status launchBatchNormInference(const OpLaunch &l) {
 }
 
 Result<size_t> prepareBatchNormBackward(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return bnBackwardWorkspaceBytes(l.operand(op_table::batch_norm_backward::operand::input).shape);
 }
 
 Status launchBatchNormBackward(const OpLaunch &l) {
   using namespace op_table::batch_norm_backward;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, bnBackward(l.operand(operand::output_grad), nullptr, nullptr,
                              l.operand(operand::input), l.operand(operand::weight),
                              l.operand(operand::batch_mean), l.operand(operand::batch_inv_std),
@@ -108,7 +101,7 @@ Status launchBatchNormBackward(const OpLaunch &l) {
 
 Status launchUpdateRunningStats(const OpLaunch &l) {
   using namespace op_table::update_running_stats;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, bnUpdateRunningStats(
                       l.operand(operand::running_mean), l.operand(operand::running_var),
                       l.operand(operand::batch_mean), l.operand(operand::batch_inv_std),
@@ -119,13 +112,13 @@ Status launchUpdateRunningStats(const OpLaunch &l) {
 }
 
 Result<size_t> prepareBnAddRelu(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return bnStatsWorkspaceBytes(l.operand(op_table::bn_add_relu::operand::input).shape);
 }
 
 Status launchBnAddRelu(const OpLaunch &l) {
   using namespace op_table::bn_add_relu;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   const DeviceTensor &x = l.operand(operand::input);
   const DeviceTensor &mean = l.result(result::batch_mean), &invStd = l.result(result::batch_inv_std);
   RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), mean, invStd, l.stream.stream,
@@ -136,13 +129,13 @@ Status launchBnAddRelu(const OpLaunch &l) {
 }
 
 Result<size_t> prepareBnAddReluBackward(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return bnBackwardWorkspaceBytes(l.operand(op_table::bn_add_relu_backward::operand::input).shape);
 }
 
 Status launchBnAddReluBackward(const OpLaunch &l) {
   using namespace op_table::bn_add_relu_backward;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, bnAddReluBackward(
                       l.operand(operand::output_grad), l.operand(operand::relu_output),
                       l.operand(operand::input), l.operand(operand::gamma),
@@ -155,7 +148,7 @@ Status launchBnAddReluBackward(const OpLaunch &l) {
 
 Status launchBnAddReluInference(const OpLaunch &l) {
   using namespace op_table::bn_add_relu_inference;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, bnInferenceAddRelu(l.operand(operand::input), l.operand(operand::gamma),
                                      l.operand(operand::beta), l.operand(operand::running_mean),
                                      l.operand(operand::running_var), l.operand(operand::shortcut),
@@ -165,7 +158,7 @@ Status launchBnAddReluInference(const OpLaunch &l) {
 
 Status launchBnScaleBias(const OpLaunch &l) {
   using namespace op_table::bn_scale_bias;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, bnScaleBias(l.operand(operand::batch_mean), l.operand(operand::batch_inv_std),
                               l.operand(operand::gamma), l.operand(operand::beta),
                               l.result(result::scale), l.result(result::bias), l.stream.stream));

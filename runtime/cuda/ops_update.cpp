@@ -33,15 +33,8 @@ bool flagAttr(const OpLaunch &l, const char *name) {
   return it != l.node.attributes.end() && it->is_boolean() && it->get<bool>();
 }
 
-/// An error unless the node runs whole (these ops have no parts).
-Status expectWhole(const OpLaunch &l) {
-  if (l.part >= 0)
-    return Error(l.node.op + ": has no parts, got part " + std::to_string(l.part));
-  return Status::success();
-}
-
 Status launchCheckFinite(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   // check_finite's one operand is its list of inputs.
   return named(l, checkFinite(l.operands, l.result(op_table::check_finite::result::found_non_finite),
                               l.stream.stream));
@@ -49,14 +42,14 @@ Status launchCheckFinite(const OpLaunch &l) {
 
 Status launchUnscale(const OpLaunch &l) {
   using namespace op_table::unscale;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, unscale(l.operand(operand::grad), l.operand(operand::scale),
                           l.result(result::result), l.stream.stream));
 }
 
 Status launchUpdateLossScale(const OpLaunch &l) {
   using namespace op_table::update_loss_scale;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, updateLossScale(l.operand(operand::scale), l.operand(operand::good_steps),
                                   l.operand(operand::found_non_finite), numAttr(l, "growth"),
                                   numAttr(l, "backoff"),
@@ -67,7 +60,7 @@ Status launchUpdateLossScale(const OpLaunch &l) {
 
 Status launchSgdUpdate(const OpLaunch &l) {
   using namespace op_table::sgd_update;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   SgdOptions options{numAttr(l, "momentum"), numAttr(l, "weight_decay"),
                      flagAttr(l, "nesterov")};
   return named(l, sgdUpdate(l.operand(operand::param), l.operand(operand::grad),
@@ -140,7 +133,7 @@ Status launchMultiTensor(const OpLaunch &l) {
 
 Status launchAdamWUpdate(const OpLaunch &l) {
   using namespace op_table::adamw_update;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, adamwUpdate(l.operand(operand::param), l.operand(operand::grad),
                               l.operand(operand::exp_avg), l.operand(operand::exp_avg_sq),
                               l.operand(operand::lr), l.operand(operand::step),
@@ -150,13 +143,13 @@ Status launchAdamWUpdate(const OpLaunch &l) {
 }
 
 Result<size_t> prepareLarsUpdate(const OpLaunch &l) {
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return larsWorkspaceBytes(l.operand(op_table::lars_update::operand::param).numel());
 }
 
 Status launchLarsUpdate(const OpLaunch &l) {
   using namespace op_table::lars_update;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, larsUpdate(l.operand(operand::param), l.operand(operand::grad),
                              l.operand(operand::momentum_buffer), l.operand(operand::lr),
                              l.operandIfAny(operand::skip_if), larsOptions(l),
@@ -166,7 +159,7 @@ Status launchLarsUpdate(const OpLaunch &l) {
 
 Status launchEmaUpdate(const OpLaunch &l) {
   using namespace op_table::ema_update;
-  RN_RETURN_IF_ERROR(expectWhole(l));
+  RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, emaUpdate(l.operand(operand::average), l.operand(operand::param),
                             numAttr(l, "decay"), l.result(result::new_average), l.stream.stream));
 }
