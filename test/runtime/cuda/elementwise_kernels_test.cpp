@@ -25,6 +25,7 @@
 #include "runtime/cuda/kernels.h"
 #include "runtime/cuda/conv.h"
 #include "runtime/cuda/gemm.h"
+#include "node_layout.h"
 #include "runtime/cuda/op_launch.h"
 
 #include "cuda_test_util.h"
@@ -943,6 +944,8 @@ protected:
     Node node;
     node.op = op;
     node.attributes = std::move(attributes);
+    if (!test::layOut(node, operands.size(), results.size()))
+      return Error(op + ": the operand and result counts do not fit its op table entry");
     OpLaunch launch{node, -1, operands, results, resources, *conv, *gemm, seed};
     const OpLauncher &l = launcherOf(op);
     if (!l.launch)
@@ -1030,6 +1033,7 @@ TEST_F(CudaElementwiseLaunchers, MaxPoolBackwardPreparesItsWorkspace) {
   node.op = "max_pool2d_backward";
   node.attributes = attrs;
   std::vector<DeviceTensor> operands{ddy.view, dx.view}, results{grad.view};
+  ASSERT_TRUE(test::layOut(node, operands.size(), results.size()));
   OpLaunch launch{node, -1, operands, results, resources, *conv, *gemm};
   Result<size_t> bytes = launcherOf("max_pool2d_backward").prepare(launch);
   ASSERT_TRUE(bytes.ok()) << bytes.error().message();

@@ -28,6 +28,7 @@
 #include "runtime/cuda/update_kernels.h"
 #include "cuda_test_util.h"
 #include "host_tensor_util.h"
+#include "node_layout.h"
 
 #include <gtest/gtest.h>
 
@@ -130,6 +131,8 @@ public:
 private:
   OpLaunch makeLaunch(const std::vector<DeviceTensor> &operands,
                       const std::vector<DeviceTensor> &results, const StreamResources &stream) {
+    // Laid out for these counts, as the loader would for such a node.
+    test::layOut(node_, operands.size(), results.size());
     // The update launchers use neither runner; they are never dereferenced.
     alignas(16) static char unused[16];
     return OpLaunch{node_,

@@ -15,6 +15,7 @@
 #include "runtime/cuda/op_launch.h"
 #include "cuda_test_util.h"
 #include "host_tensor_util.h"
+#include "node_layout.h"
 
 #include <gtest/gtest.h>
 
@@ -117,6 +118,8 @@ Status runOp(const std::string &op, const nlohmann::json &attributes,
   Node node;
   node.op = op;
   node.attributes = attributes;
+  if (!test::layOut(node, operands.size(), results.size()))
+    return Error(op + ": the operand and result counts do not fit its op table entry");
   // The norm launchers use neither runner; they are never dereferenced.
   alignas(16) static char unused[16];
   OpLaunch launch{node,

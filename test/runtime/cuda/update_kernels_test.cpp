@@ -17,6 +17,7 @@
 #include "runtime/cuda/update_kernels.h"
 #include "cuda_test_util.h"
 #include "host_tensor_util.h"
+#include "node_layout.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -91,6 +92,8 @@ Status runOp(const std::string &op, const nlohmann::json &attributes,
   Node node;
   node.op = op;
   node.attributes = attributes;
+  if (!test::layOut(node, operands.size(), results.size()))
+    return Error(op + ": the operand and result counts do not fit its op table entry");
   // The update launchers use neither runner; they are never dereferenced.
   alignas(16) static char unused[16];
   OpLaunch launch{node,
