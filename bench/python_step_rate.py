@@ -13,7 +13,8 @@ and then a Python loop on the same artifact, in one process per feed:
 * ``input_buffer``: a block from ``trainer.input_buffer()`` per step, written by
   no one (rn-run's benchmark copies one prepared pinned batch per step too);
 * ``torch_cuda``: one torch CUDA tensor pair passed every step (reordered to
-  NHWC on the device, copied to a block through the trainer's copy stream).
+  NHWC on the device, copied device to device into one of the trainer's device
+  blocks on its copy stream).
 
 Each: ``--warmup`` steps, then three timed runs of ``--steps`` steps, each
 ended by ``trainer.losses()``; the median ms per step. ``host_ms`` is the main

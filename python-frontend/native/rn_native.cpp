@@ -37,6 +37,8 @@
 #include <nanobind/stl/vector.h>
 
 #if RN_NATIVE_CUDA
+#include "runtime/cuda/check.h"
+
 #include <cuda_runtime_api.h>
 #endif
 
@@ -288,9 +290,12 @@ public:
   /// A step from CUDA tensors given as DLPack capsules made for
   /// copyStream(): images NHWC and contiguous (the Python half reorders
   /// NCHW on the producer's device), labels contiguous of any integer
-  /// dtype. Both are copied on the copy stream, which the producer made
-  /// wait for its work, into the step's host block; the copy has finished
-  /// when this returns, so the caller may free or reuse its tensors.
+  /// dtype. On the copy stream, which the producer made wait for its work,
+  /// the images go device to device into one of the trainer's device
+  /// blocks (the step's host-to-device copy then reads that block) and the
+  /// labels to the host (the step takes them as host values); both copies
+  /// have finished when this returns, so the caller may free or reuse its
+  /// tensors at once.
   int64_t stepCuda(nb::ndarray<nb::ro, nb::device::cuda> images,
                    nb::ndarray<nb::ro, nb::device::cuda> labels, float lr) {
 #if RN_NATIVE_CUDA
@@ -317,14 +322,14 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     checkUsable();
     ensureCopyStream();
-    Result<std::shared_ptr<void>> block = trainer().imageBlock();
+    Result<std::shared_ptr<void>> block = trainer().deviceImageBlock();
     if (!block)
       fail(block.error());
     const size_t imageBytes = size_t(numel(shape)) * sizeof(float);
     {
       nb::gil_scoped_release released;
-      checkCuda(cudaMemcpyAsync(block->get(), images.data(), imageBytes, cudaMemcpyDeviceToHost,
-                                copyStream_),
+      checkCuda(cudaMemcpyAsync(block->get(), images.data(), imageBytes,
+                                cudaMemcpyDeviceToDevice, copyStream_),
                 "copying the CUDA images");
       checkCuda(cudaMemcpyAsync(labelBytes.data(), labels.data(), labelBytes.size(),
                                 cudaMemcpyDeviceToHost, copyStream_),
@@ -332,7 +337,7 @@ public:
       checkCuda(cudaStreamSynchronize(copyStream_), "waiting for the CUDA input copies");
     }
     std::vector<int32_t> ints = labelsOf(labelBytes.data(), dt, 1, batch(), classes());
-    return submit(Trainer::Batch{std::move(*block), std::move(ints)}, lr);
+    return submit(Trainer::Batch{std::move(*block), std::move(ints), /*imagesOnDevice=*/true}, lr);
 #else
     (void)images, (void)labels, (void)lr;
     throw nb::value_error("this build of rn._native has no CUDA support");
@@ -690,6 +695,22 @@ NB_MODULE(_native, m) {
       nb::arg("type"), "The exception class runtime failures raise.");
 
   m.def("built_with_cuda", &builtWithCuda, "Whether this runtime has the GPU executors.");
+  m.def(
+      "inject_cuda_failure_after",
+      [](uint64_t calls) {
+#if RN_NATIVE_CUDA
+        // The runtime's checked calls are counted process-wide; a test makes
+        // the one `calls` from now fail, wherever it falls (RN_CUDA_FAIL_CALL
+        // counts from the process's start, which a cold plan cache moves).
+        rn::cuda::injectFailureAt(rn::cuda::checkedCalls() + calls);
+#else
+        (void)calls;
+        throw nb::value_error("this build of rn._native has no CUDA support");
+#endif
+      },
+      nb::arg("calls"),
+      "Tests only: the checked CUDA/cuDNN/cuBLAS call `calls` from now fails as if the library "
+      "had failed (1: the next one).");
   m.def(
       "gpu_available",
       []() -> std::optional<std::string> {

@@ -158,12 +158,18 @@ Result<std::shared_ptr<void>> Executor::allocateHostInput(size_t bytes) {
   return std::shared_ptr<void>(p, [](void *q) { ::operator delete[](q, std::align_val_t(64)); });
 }
 
+Result<std::shared_ptr<void>> Executor::allocateDeviceInput(size_t) {
+  return Error("the " + std::string(name()) + " executor has no device memory for inputs");
+}
+
 StepInputs Executor::trainInputs(std::shared_ptr<const void> images, size_t imageCount,
-                                 const std::vector<int32_t> &labels, float lr, int32_t step) {
+                                 const std::vector<int32_t> &labels, float lr, int32_t step,
+                                 bool imagesOnDevice) {
   StepInputs in;
   HostValue &x = in.values["images"];
   x.pinned = std::move(images);
   x.pinnedWords = imageCount;
+  x.onDevice = imagesOnDevice;
   in.values["labels"].ints = labels;
   in.values["lr"].floats = {lr};
   in.values["step"].ints = {step};

@@ -92,14 +92,20 @@ public:
   /// number (the program's step input, which also keys the dropout masks).
   static StepInputs trainInputs(const HostBatch &batch, float lr, int32_t step);
   /// The same with the images in `images`, a block from allocateHostInput
-  /// holding the batch's f32 images (no copy of them is made).
+  /// (or allocateDeviceInput, with `imagesOnDevice`) holding the batch's f32
+  /// images (no copy of them is made).
   static StepInputs trainInputs(std::shared_ptr<const void> images, size_t imageCount,
-                                const std::vector<int32_t> &labels, float lr, int32_t step);
+                                const std::vector<int32_t> &labels, float lr, int32_t step,
+                                bool imagesOnDevice = false);
   /// A block of `bytes` of host memory for HostValue::pinned: page-locked
   /// on the GPU executors (cudaHostAlloc), so that a step's copy reads it
   /// directly; plain memory on the CPU executor. Allocate at start-up and
   /// reuse blocks, not per step (page-locking is slow).
   virtual Result<std::shared_ptr<void>> allocateHostInput(size_t bytes);
+  /// A block of `bytes` of device memory for HostValue::pinned with
+  /// onDevice (a batch that is already on the GPU, copied there device to
+  /// device); an error on executors without a device (cpu).
+  virtual Result<std::shared_ptr<void>> allocateDeviceInput(size_t bytes);
 
   /// runPipelined for training: batch i with learning rate lrs[i] and step
   /// number firstStep + i (the program's step input).

@@ -45,12 +45,16 @@ namespace rn {
 /// executor copies a pinned value to the device directly, with no staging
 /// copy on the host (where the input's dtype is 32-bit); the step holds
 /// the memory until it has completed, so the caller may reuse a block once
-/// it holds the only reference again.
+/// it holds the only reference again. With `onDevice`, `pinned` is device
+/// memory from Executor::allocateDeviceInput instead (inputs that arrive as
+/// CUDA tensors): the step's copy reads it device to device, and nothing on
+/// the host may read it.
 struct HostValue {
   std::vector<float> floats;
   std::vector<int32_t> ints;
   std::shared_ptr<const void> pinned;
   size_t pinnedWords = 0;
+  bool onDevice = false;
 
   /// The value's words whichever way it is held.
   size_t words(bool asInts) const {

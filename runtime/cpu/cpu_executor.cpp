@@ -1090,6 +1090,9 @@ Status stageInputs(const Function &fn, std::vector<std::vector<float>> *host,
       return Error("function " + fn.name + ": input " + b.name + " is not a host input");
     size_t n = size_t(numel(t.shape));
     const HostValue &value = it->second;
+    if (value.onDevice)
+      return Error("function " + fn.name + ": input " + b.name +
+                   " is in device memory, which the cpu executor cannot read");
     if (t.dtype == DType::i32) {
       if (value.words(true) != n)
         return Error("function " + fn.name + ": input " + b.name + " needs " +

@@ -45,6 +45,14 @@ Result<std::shared_ptr<void>> DeviceExecutor::allocateHostInput(size_t bytes) {
   return std::shared_ptr<void>(p, [](void *q) { (void)cudaFreeHost(q); });
 }
 
+Result<std::shared_ptr<void>> DeviceExecutor::allocateDeviceInput(size_t bytes) {
+  void *p = nullptr;
+  if (Status st = RN_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1))); !st.ok())
+    return st.error().withContext("device input block of " + std::to_string(bytes) + " bytes");
+  // Teardown never throws or reports: a failed free leaks the block.
+  return std::shared_ptr<void>(p, [](void *q) { (void)cudaFree(q); });
+}
+
 Result<std::vector<float>> DeviceExecutor::readState(std::string_view name) const {
   return device_->readState(name);
 }

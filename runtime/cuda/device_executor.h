@@ -28,6 +28,8 @@ public:
   double hostBlockedSeconds() const override { return device_->blockedSeconds(); }
   /// Page-locked (cudaHostAlloc), freed when the last reference goes.
   Result<std::shared_ptr<void>> allocateHostInput(size_t bytes) override;
+  /// cudaMalloc on the executor's device, freed when the last reference goes.
+  Result<std::shared_ptr<void>> allocateDeviceInput(size_t bytes) override;
   /// DeviceProgram::convFloorMs.
   double convFloorMs() const { return device_->convFloorMs(); }
   /// The prepared program (its device context: streams, workspaces).

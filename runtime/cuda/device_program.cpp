@@ -486,10 +486,15 @@ Status DeviceProgram::stage(const HostAction &a) {
     const TensorInfo &t = f.tensors[b.tensor];
     const HostValue &value = it->second;
     size_t n = size_t(numel(t.shape));
-    // A pinned value of a 32-bit input is the copy's source as it is; any
-    // other value is encoded into the staging buffer (after the host wait
-    // that says the previous copy from it completed).
+    // A pinned value of a 32-bit input is the copy's source as it is (a
+    // device block too: the copy runs device to device); any other value is
+    // encoded into the staging buffer (after the host wait that says the
+    // previous copy from it completed).
     void *source = v.hostInputs[b.tensor]->data;
+    if (value.onDevice && elementSize(t.dtype) != 4)
+      return Error("function " + f.name + ": input " + b.name + " is " +
+                   std::string(dtypeName(t.dtype)) +
+                   ", and a device block is copied as it is: only 32-bit inputs take one");
     if (value.pinned && elementSize(t.dtype) == 4)
       source = const_cast<void *>(value.pinned.get());
     else // the words checkStepInputs counted, in the tensor's dtype

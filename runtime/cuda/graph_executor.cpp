@@ -168,7 +168,7 @@ Status GraphExecutor::Impl::updateHostCopies(CapturedGraph &g) {
     if (c.source->data == c.captured)
       continue;
     RN_CUDA_TRY(cudaGraphExecMemcpyNodeSetParams1D(g.exec, c.node, c.destination, c.source->data,
-                                                   c.bytes, cudaMemcpyHostToDevice));
+                                                   c.bytes, cudaMemcpyDefault));
     c.captured = c.source->data;
   }
   return Status::success();

@@ -222,7 +222,10 @@ Status launchHostToDevice(const OpLaunch &l) {
     return Status::success();
   if (!host.data || !device.data)
     return Error("host_to_device: a tensor has no data");
-  RN_CUDA_TRY(cudaMemcpyAsync(device.data, host.data, bytes, cudaMemcpyHostToDevice, streamOf(l)));
+  // cudaMemcpyDefault: the source is the staging buffer or a step's pinned
+  // block, or a device block for inputs that came as CUDA tensors (UVA tells
+  // them apart), and a graph's copy node keeps this kind when re-pointed.
+  RN_CUDA_TRY(cudaMemcpyAsync(device.data, host.data, bytes, cudaMemcpyDefault, streamOf(l)));
   return Status::success();
 }
 

@@ -90,6 +90,80 @@ AdamWOptions adamwOptions(const OpLaunch &l) {
                       numAttr(l, "weight_decay")};
 }
 
+/// MultiTensorUpdate takes a node's operands (results) as one list: the
+/// per-tensor lists, then the scalars, then skip_if, in the order given
+/// here by the op table's names. The node's flat lists hold them in ODS
+/// order; this checks, by name, that the two agree (an ODS reorder fails at
+/// prepare, naming the value, rather than feeding the kernel the wrong
+/// tensors), so launches pass the node's lists as they are.
+Status checkKernelOrder(const OpLaunch &l, std::initializer_list<size_t> operands,
+                        std::initializer_list<size_t> results) {
+  auto check = [&](const ValueLayout &layout, std::initializer_list<size_t> order,
+                   const op_table::Value *table, const char *what) -> Status {
+    size_t next = 0;
+    for (size_t ods : order) {
+      if (layout.count(ods) == 0)
+        continue;
+      if (layout.index(ods) != next)
+        return Error(l.node.op + ": " + what + " '" + std::string(table[ods].name) +
+                     "' is not where the multi-tensor kernel reads it (flat index " +
+                     std::to_string(layout.index(ods)) + ", expected " + std::to_string(next) +
+                     ")");
+      next += layout.count(ods);
+    }
+    if (next != layout.total())
+      return Error(l.node.op + ": " + what + "s the multi-tensor kernel does not read");
+    return Status::success();
+  };
+  const op_table::Op *op = op_table::findOp(l.node.op);
+  if (!op)
+    return Error(l.node.op + ": not in the op table");
+  RN_RETURN_IF_ERROR(check(l.node.layout.operands, operands, op->operands, "operand"));
+  return check(l.node.layout.results, results, op->results, "result");
+}
+
+/// checkKernelOrder for each multi-tensor op.
+Status checkMultiTensorOrder(const OpLaunch &l) {
+  namespace ot = op_table;
+  const std::string &op = l.node.op;
+  if (op == "multi_sgd_update") {
+    using namespace ot::multi_sgd_update;
+    return checkKernelOrder(
+        l, {operand::params, operand::grads, operand::momentum_buffers, operand::lr, operand::skip_if},
+        {result::new_values});
+  }
+  if (op == "multi_lars_update") {
+    using namespace ot::multi_lars_update;
+    return checkKernelOrder(
+        l, {operand::params, operand::grads, operand::momentum_buffers, operand::lr, operand::skip_if},
+        {result::new_values});
+  }
+  if (op == "multi_adamw_update") {
+    using namespace ot::multi_adamw_update;
+    return checkKernelOrder(l,
+                            {operand::params, operand::grads, operand::exp_avgs,
+                             operand::exp_avg_sqs, operand::lr, operand::step, operand::skip_if},
+                            {result::new_values});
+  }
+  if (op == "multi_unscale") {
+    using namespace ot::multi_unscale;
+    return checkKernelOrder(l, {operand::grads, operand::scale}, {result::results});
+  }
+  if (op == "multi_zero") {
+    using namespace ot::multi_zero;
+    return checkKernelOrder(l, {operand::inputs}, {result::results});
+  }
+  if (op == "multi_cast") {
+    using namespace ot::multi_cast;
+    return checkKernelOrder(l, {operand::inputs}, {result::results});
+  }
+  if (op == "multi_ema_update") {
+    using namespace ot::multi_ema_update;
+    return checkKernelOrder(l, {operand::averages, operand::params}, {result::results});
+  }
+  return Error(op + ": not a multi-tensor op");
+}
+
 /// Builds the node's table of tensors and chunks in device memory, once;
 /// returns the workspace its launch writes (multi_lars_update's partial
 /// norms).
@@ -98,6 +172,7 @@ Result<size_t> prepareMultiTensor(const OpLaunch &l) {
     return Error(l.node.op + ": has no parts, got part " + std::to_string(l.part));
   if (!l.prepared)
     return Error(l.node.op + ": the executor keeps no prepared state for its device table");
+  RN_RETURN_IF_ERROR(checkMultiTensorOrder(l));
   Result<std::unique_ptr<MultiTensorUpdate>> update =
       l.node.op == "multi_sgd_update"
           ? MultiTensorUpdate::sgd(l.operands, l.results, sgdOptions(l), l.stream.stream)

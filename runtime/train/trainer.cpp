@@ -44,7 +44,9 @@ Trainer::Trainer(Executor &executor, Options options, std::vector<int64_t> image
                  int64_t classes, double labelSmoothing)
     : executor_(executor), options_(options), imageShape_(std::move(imageShape)),
       classes_(classes), labelSmoothing_(labelSmoothing),
-      imagePool_(executor, size_t(numel(imageShape_)) * sizeof(float)) {
+      imagePool_(executor, size_t(numel(imageShape_)) * sizeof(float)),
+      deviceImagePool_(executor, size_t(numel(imageShape_)) * sizeof(float),
+                       InputBlockPool::Memory::device) {
   imageSize_ = numel(imageShape_) / imageShape_[0];
   if (options_.ranks)
     group_ = options_.ranks->group();
@@ -94,6 +96,8 @@ Status Trainer::setNextStep(int64_t step) {
 
 Result<std::shared_ptr<void>> Trainer::imageBlock() { return imagePool_.acquire(); }
 
+Result<std::shared_ptr<void>> Trainer::deviceImageBlock() { return deviceImagePool_.acquire(); }
+
 Result<int64_t> Trainer::step(Batch batch, float lr) {
   if (int64_t(batch.labels.size()) != this->batch())
     return Error("a step of batch " + std::to_string(this->batch()) + " got " +
@@ -105,7 +109,7 @@ Result<int64_t> Trainer::step(Batch batch, float lr) {
   int64_t number = nextStep_++;
   queued_.push_back(Executor::trainInputs(std::move(batch.images),
                                           size_t(this->batch() * imageSize_), batch.labels, lr,
-                                          int32_t(number)));
+                                          int32_t(number), batch.imagesOnDevice));
   if (int64_t(queued_.size()) >= options_.window)
     RN_RETURN_IF_ERROR(flush());
   return number;

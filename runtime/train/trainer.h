@@ -28,7 +28,7 @@
 
 #include "runtime/core/artifact.h"
 #include "runtime/core/executor.h"
-#include "runtime/core/host_input_pool.h"
+#include "runtime/core/input_block_pool.h"
 #include "runtime/core/process_group.h"
 #include "runtime/core/status.h"
 #include "runtime/train/data_source.h"
@@ -126,13 +126,18 @@ public:
   /// imageSize floats; page-locked on a GPU), reused once no step holds it.
   /// Thread-safe, so a loader thread may fill blocks.
   Result<std::shared_ptr<void>> imageBlock();
+  /// The same in device memory (GPU executors), for a batch that is already
+  /// on the GPU: the caller copies it in device to device.
+  Result<std::shared_ptr<void>> deviceImageBlock();
 
   /// One step's batch: its images in a block from imageBlock() (or any
   /// memory of batch x imageSize floats the step may hold until it
-  /// finished) and its labels.
+  /// finished), or from deviceImageBlock() with imagesOnDevice, and its
+  /// labels.
   struct Batch {
     std::shared_ptr<const void> images;
     std::vector<int32_t> labels;
+    bool imagesOnDevice = false;
   };
   /// Queues a training step with learning rate `lr` and returns its step
   /// number; submits the queue when it holds `window` steps.
@@ -212,7 +217,8 @@ private:
   int64_t imageSize_ = 0;
   int64_t classes_ = 0;
   double labelSmoothing_ = 0;
-  HostInputPool imagePool_;
+  InputBlockPool imagePool_;
+  InputBlockPool deviceImagePool_;
 
   int64_t nextStep_ = 1;      ///< the number of the next queued step
   int64_t nextFinished_ = 1;  ///< the number of the next collected step

@@ -123,7 +123,10 @@ def test_torch_tensors_train_like_numpy(fashion: dict[str, Any], plan_cache: str
         trainer = graph_trainer("fashion_cnn.train.rnx", plan_cache)
         handles = []
         for x, y in batches:
-            t = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))  # NCHW
+            # NCHW, a copy of its own: with one channel the transposed view
+            # is already contiguous, and filling a view would overwrite the
+            # module's data set for every later test.
+            t = torch.from_numpy(x.transpose(0, 3, 1, 2).copy())
             ty = torch.from_numpy(y)
             if kind.startswith("cuda"):
                 t = t.cuda()
@@ -199,6 +202,8 @@ FAULT = """
 import sys, numpy as np, rn
 t = rn.Trainer(sys.argv[1], executor="cuda-eager")
 x = np.zeros((t.batch_size, *t.input_shape), np.float32); y = np.zeros(t.batch_size, np.int64)
+t.step(x, y, lr=0.01); t.losses()  # plans built: the fault falls in a step
+rn.trainer._native_module().inject_cuda_failure_after(int(sys.argv[2]))
 try:
     for _ in range(200):
         t.step(x, y, lr=0.01)
@@ -213,9 +218,9 @@ except rn.TrainerError as e:
 """
 
 
-def test_injected_cuda_failure_is_a_sticky_trainer_error() -> None:
-    env = {**os.environ, "RN_CUDA_FAIL_CALL": "400"}
-    proc = subprocess.run([sys.executable, "-c", FAULT, str(artifact("cnn.rnx"))], env=env,
+@pytest.mark.parametrize("calls", [1, 57, 400])
+def test_injected_cuda_failure_is_a_sticky_trainer_error(calls: int) -> None:
+    proc = subprocess.run([sys.executable, "-c", FAULT, str(artifact("cnn.rnx")), str(calls)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "failed:" in proc.stdout, proc.stdout

@@ -18,7 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/artifact.h"
-#include "runtime/core/host_input_pool.h"
+#include "runtime/core/input_block_pool.h"
 #include "runtime/core/op_registry.h"
 #include "runtime/core/op_table.h"
 #include "runtime/cpu/cpu_executor.h"
@@ -466,7 +466,7 @@ TEST(CpuExecutor, RemovedOptimizerWaitIsAHazard) {
 
 // Tests that images in host input blocks (HostValue::pinned) train exactly
 // as the same images in vectors, run interleaved (the copies from blocks
-// are checked as the staging buffer's are), and that a HostInputPool
+// are checked as the staging buffer's are), and that a InputBlockPool
 // hands a block out again once the steps that held it are collected.
 TEST(CpuExecutor, PinnedInputsTrainAsVectors) {
   Artifact a = load("mlp.rnx");
@@ -475,7 +475,7 @@ TEST(CpuExecutor, PinnedInputsTrainAsVectors) {
   auto ex = makeExecutor(a, interleaved(3));
   ASSERT_TRUE(ex);
   std::vector<HostBatch> data = syntheticData(*ex, 3, 4);
-  HostInputPool pool(*ex, data[0].images.size() * sizeof(float));
+  InputBlockPool pool(*ex, data[0].images.size() * sizeof(float));
   std::vector<StepInputs> steps;
   for (int s = 0; s < 6; ++s) {
     const HostBatch &b = data[size_t(s) % data.size()];
@@ -504,6 +504,35 @@ TEST(CpuExecutor, PinnedInputsTrainAsVectors) {
   st = ex->runPipelined("train", std::move(one), out);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("input images needs"), std::string::npos)
+      << st.error().message();
+}
+
+// Tests that the cpu executor has no device blocks (an InputBlockPool of
+// device memory says which executor and pool), and that a step whose images
+// claim to be in device memory is refused by name, not read.
+TEST(CpuExecutor, DeviceInputsAreRefused) {
+  Artifact a = load("mlp.rnx");
+  auto ex = makeExecutor(a, {});
+  ASSERT_TRUE(ex);
+  InputBlockPool pool(*ex, 64, InputBlockPool::Memory::device);
+  Result<std::shared_ptr<void>> block = pool.acquire();
+  ASSERT_FALSE(block.ok());
+  EXPECT_NE(block.error().message().find("the cpu executor has no device memory for inputs"),
+            std::string::npos)
+      << block.error().message();
+  EXPECT_NE(block.error().message().find("device input pool"), std::string::npos)
+      << block.error().message();
+
+  std::vector<HostBatch> data = syntheticData(*ex, 1, 4);
+  auto host = std::make_shared<std::vector<float>>(data[0].images);
+  std::vector<StepInputs> one;
+  one.push_back(Executor::trainInputs(std::shared_ptr<const void>(host, host->data()),
+                                      host->size(), data[0].labels, 0.1f, 1,
+                                      /*imagesOnDevice=*/true));
+  std::vector<StepOutputs> out;
+  Status st = ex->runPipelined("train", std::move(one), out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("input images is in device memory"), std::string::npos)
       << st.error().message();
 }
 

@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/core/host_input_pool.h"
+#include "runtime/core/input_block_pool.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/eager_executor.h"
 #include "runtime/cuda/graph_executor.h"
@@ -144,14 +144,17 @@ TEST(CudaGraphExecutor, BitIdenticalToEagerCnn) {
   bitIdenticalToEager("cnn.rnx");
 }
 
-// Tests that images handed over in page-locked blocks (HostValue::pinned,
-// which the copy reads in place of the staging buffer: cuda-graph points
-// its memcpy node at each step's block) train exactly as the same images
-// in vectors: 12 steps, four submitted at once, with blocks from a
-// HostInputPool (reused once their steps completed) and every third step
-// given as a vector (the copy switching back to the staging buffer), the
-// state bit-identical after every group to a run from vectors only.
-template <typename GpuExecutor> void pinnedMatchesVectors(const char *artifactName) {
+// Tests that images handed over in blocks train exactly as the same images
+// in vectors: page-locked blocks (HostValue::pinned, which the copy reads in
+// place of the staging buffer: cuda-graph points its memcpy node at each
+// step's block) or device blocks (onDevice: the same node copies device to
+// device, as for the Python trainer's CUDA tensors). 12 steps, four
+// submitted at once, with blocks from an InputBlockPool (reused once their
+// steps completed) and every third step given as a vector (the copy
+// switching back to the staging buffer), the state bit-identical after every
+// group to a run from vectors only.
+template <typename GpuExecutor>
+void blocksMatchVectors(const char *artifactName, InputBlockPool::Memory memory) {
   Artifact artifact = test_inputs::load(artifactName);
   TempPlanCache cache;
   cuda::GraphExecutor::Options options;
@@ -159,13 +162,14 @@ template <typename GpuExecutor> void pinnedMatchesVectors(const char *artifactNa
   options.planCacheFile = cache.path;
   auto vectors = GpuExecutor::create(artifact, options);
   ASSERT_TRUE(vectors.ok()) << vectors.error().message();
-  auto pinned = GpuExecutor::create(artifact, options);
-  ASSERT_TRUE(pinned.ok()) << pinned.error().message();
-  std::array<Executor *, 2> executors{vectors->get(), pinned->get()};
+  auto blocks = GpuExecutor::create(artifact, options);
+  ASSERT_TRUE(blocks.ok()) << blocks.error().message();
+  std::array<Executor *, 2> executors{vectors->get(), blocks->get()};
   for (Executor *ex : executors)
     ASSERT_TRUE(ex->initialize().ok());
   std::vector<HostBatch> batches = randomBatches(*executors[0], 12, 5);
-  HostInputPool pool(*executors[1], batches[0].images.size() * sizeof(float));
+  const bool onDevice = memory == InputBlockPool::Memory::device;
+  InputBlockPool pool(*executors[1], batches[0].images.size() * sizeof(float), memory);
   for (size_t first = 0; first < batches.size(); first += 4) {
     std::array<std::vector<StepOutputs>, 2> outputs;
     for (size_t e = 0; e < 2; ++e) {
@@ -178,9 +182,14 @@ template <typename GpuExecutor> void pinnedMatchesVectors(const char *artifactNa
         }
         Result<std::shared_ptr<void>> block = pool.acquire();
         ASSERT_TRUE(block.ok()) << block.error().message();
-        std::memcpy(block->get(), b.images.data(), b.images.size() * sizeof(float));
-        steps.push_back(
-            Executor::trainInputs(*block, b.images.size(), b.labels, 0.05f, int32_t(i + 1)));
+        const size_t bytes = b.images.size() * sizeof(float);
+        if (onDevice)
+          ASSERT_EQ(cudaMemcpy(block->get(), b.images.data(), bytes, cudaMemcpyHostToDevice),
+                    cudaSuccess);
+        else
+          std::memcpy(block->get(), b.images.data(), bytes);
+        steps.push_back(Executor::trainInputs(*block, b.images.size(), b.labels, 0.05f,
+                                              int32_t(i + 1), onDevice));
       }
       Status st = executors[e]->submit("train", std::move(steps));
       ASSERT_TRUE(st.ok()) << st.error().message();
@@ -190,23 +199,38 @@ template <typename GpuExecutor> void pinnedMatchesVectors(const char *artifactNa
     ASSERT_NO_FATAL_FAILURE(expectSameSteps(artifact, artifactName, *executors[0], *executors[1],
                                             outputs[0], outputs[1], first));
   }
-  // Drained groups hand their blocks back: three pinned steps a group.
+  // Drained groups hand their blocks back: three block steps a group.
   EXPECT_LE(pool.blocks(), 3u);
 }
 
 TEST(CudaGraphExecutor, PinnedInputsMatchVectorsCnn) {
   SKIP_WITHOUT_GPU();
-  pinnedMatchesVectors<cuda::GraphExecutor>("cnn.rnx");
+  blocksMatchVectors<cuda::GraphExecutor>("cnn.rnx", InputBlockPool::Memory::host);
 }
 
 TEST(CudaGraphExecutor, PinnedInputsMatchVectorsCbrF16) {
   SKIP_WITHOUT_GPU();
-  pinnedMatchesVectors<cuda::GraphExecutor>("cbr.rnx");
+  blocksMatchVectors<cuda::GraphExecutor>("cbr.rnx", InputBlockPool::Memory::host);
 }
 
 TEST(CudaEagerExecutor, PinnedInputsMatchVectorsCnn) {
   SKIP_WITHOUT_GPU();
-  pinnedMatchesVectors<cuda::EagerExecutor>("cnn.rnx");
+  blocksMatchVectors<cuda::EagerExecutor>("cnn.rnx", InputBlockPool::Memory::host);
+}
+
+TEST(CudaGraphExecutor, DeviceInputsMatchVectorsCnn) {
+  SKIP_WITHOUT_GPU();
+  blocksMatchVectors<cuda::GraphExecutor>("cnn.rnx", InputBlockPool::Memory::device);
+}
+
+TEST(CudaGraphExecutor, DeviceInputsMatchVectorsCbrF16) {
+  SKIP_WITHOUT_GPU();
+  blocksMatchVectors<cuda::GraphExecutor>("cbr.rnx", InputBlockPool::Memory::device);
+}
+
+TEST(CudaEagerExecutor, DeviceInputsMatchVectorsCnn) {
+  SKIP_WITHOUT_GPU();
+  blocksMatchVectors<cuda::EagerExecutor>("cnn.rnx", InputBlockPool::Memory::device);
 }
 
 // Tests that a step whose gradients overflow (a loss scale of 2^40 on the
