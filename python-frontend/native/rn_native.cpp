@@ -617,6 +617,25 @@ private:
       std::memcpy(out, src, size_t(numel(shape)) * sizeof(float));
       return;
     }
+    if (nd == 4) {
+      // Image by image, channel by channel, with no index arithmetic per
+      // element: one image's source and destination stay in the cache, and
+      // an NCHW batch (the usual numpy and torch layout) costs about a copy.
+      const int64_t n = shape[0], h = shape[1], w = shape[2], c = shape[3];
+      for (int64_t i = 0; i < n; ++i) {
+        float *image = out + i * h * w * c;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const float *plane = src + i * strides[0] + ch * strides[3];
+          for (int64_t y = 0; y < h; ++y) {
+            const float *row = plane + y * strides[1];
+            float *dst = image + (y * w) * c + ch;
+            for (int64_t x = 0; x < w; ++x)
+              dst[x * c] = row[x * strides[2]];
+          }
+        }
+      }
+      return;
+    }
     // Row by row over all but the last dimension.
     const int64_t inner = shape[nd - 1], innerStride = strides[nd - 1];
     const int64_t rows = numel(shape) / inner;

@@ -327,6 +327,22 @@ def test_labels_of_every_integer_dtype_and_layouts(mlp: rn.Trainer, artifacts: d
     assert got == want
 
 
+def test_three_channel_nchw_batches_train_like_nhwc(tools: dict[str, str], tmp_path: Path) -> None:
+    # Three channels take the NCHW gather (one channel is a plain copy).
+    artifact = rn.compile(models.emit("mlp", batch=BATCH, input_shape=(3, 5, 7)), tmp_path / "mlp3.rnx")
+    rng = np.random.default_rng(3)
+    nhwc = rng.standard_normal((BATCH, 5, 7, 3), dtype=np.float32)
+    labels = rng.integers(0, 10, BATCH)
+    nchw = np.ascontiguousarray(nhwc.transpose(0, 3, 1, 2))
+    wide = np.zeros((BATCH, 3, 5, 14), np.float32)
+    wide[..., ::2] = nchw  # an NCHW view with every other column
+    runs = []
+    for feed in (nhwc, nchw, nhwc.transpose(0, 3, 1, 2), wide[..., ::2]):
+        trainer = rn.Trainer(artifact, executor="cpu", seed=SEED)
+        runs.append([trainer.step(feed, labels, lr=0.1).loss() for _ in range(2)])
+    assert runs[1:] == [runs[0]] * 3
+
+
 def test_input_buffer_trains_like_an_array(mlp: rn.Trainer, artifacts: dict[str, Path], fashion: dict[str, Any]) -> None:
     images, labels = batch_of(fashion)
     reference = rn.Trainer(artifacts["mlp"], executor="cpu", seed=SEED)
