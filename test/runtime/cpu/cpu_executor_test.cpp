@@ -466,7 +466,7 @@ TEST(CpuExecutor, RemovedOptimizerWaitIsAHazard) {
 
 // Tests that images in host input blocks (HostValue::pinned) train exactly
 // as the same images in vectors, run interleaved (the copies from blocks
-// are checked as the staging buffer's are), and that a InputBlockPool
+// are checked as the staging buffer's are), and that an InputBlockPool
 // hands a block out again once the steps that held it are collected.
 TEST(CpuExecutor, PinnedInputsTrainAsVectors) {
   Artifact a = load("mlp.rnx");
