@@ -21,7 +21,7 @@
 #include "runtime/train/executor_factory.h"
 #include "runtime/train/fit.h"
 #include "runtime/train/fit_printer.h"
-#include "runtime/train/idx_source.h"
+#include "runtime/train/data_dir.h"
 #include "runtime/train/session.h"
 #include "runtime/train/state_digest.h"
 #include "runtime/train/synthetic_run.h"
@@ -47,7 +47,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::string path, executor = "auto", data, checkpoint, resume, planCache, dumpGraphs, trace,
-      stateDigest;
+      stateDigest, label = "fine", mean, std;
   rn::ProcessGroup group; ///< RANK / WORLD_SIZE / ...: rank 0 of 1 unless data-parallel
   bool synthetic = false, interleave = false, progress = true, benchmark = false, profile = false;
   bool syncDebug = false, deterministic = false, allowTf32 = false, allowRpr = false;
@@ -74,8 +74,12 @@ void usage(FILE *out) {
       "                     --epochs; to resume later from --checkpoint)\n"
       "  --no-progress      no progress lines on stderr\n"
       "\ndata:\n"
-      "  --data DIR         train on the IDX files of Fashion-MNIST in DIR\n"
-      "                     (train-images-idx3-ubyte.gz, ..., t10k-labels-idx1-ubyte.gz)\n"
+      "  --data DIR         train on the data set in DIR: Fashion-MNIST's IDX files\n"
+      "                     (train-images-idx3-ubyte.gz, ...) or CIFAR-10/100's binary\n"
+      "                     files (data_batch_1.bin ... or train.bin, test.bin)\n"
+      "  --mean M,M,M --std S,S,S  CIFAR: per-channel normalization (default:\n"
+      "                     the training split's, computed and printed)\n"
+      "  --label fine|coarse  CIFAR-100's label (default fine)\n"
       "  --limit-train K    use only the first K training examples\n"
       "  --limit-test K     use only the first K test examples\n"
       "  --synthetic        train on a fixed synthetic dataset (random images,\n"
@@ -150,9 +154,11 @@ int runData(const Options &o, Trainer &trainer, FitPrinter &report) {
     if (rn::Status s = checkWritable(o.checkpoint); !s)
       return fail(s.error().message());
   report.setLoadStart(Clock::now());
-  rn::Result<IdxSources> sources = loadIdxSources(o.data, o.limitTrain, o.limitTest);
+  rn::Result<DataDir> sources =
+      loadDataDir(o.data, {o.limitTrain, o.limitTest, o.label, o.mean, o.std});
   if (!sources)
     return fail(sources.error().message());
+  report.line("data: %s\n", sources->description.c_str());
   const FitConfig config{o.epochs,     o.lr,     o.warmupEpochs,   o.seed,
                          o.checkpoint, o.resume, o.stopAfterEpoch, o.path};
   if (rn::Status st = fit(trainer, *sources->train, *sources->test, config, report); !st) {
@@ -341,7 +347,8 @@ int parse(int argc, char **argv, Options &o) {
   const std::pair<const char *, std::string *> texts[] = {
       {"--plan-cache", &o.planCache}, {"--state-digest", &o.stateDigest}, {"--trace", &o.trace},
       {"--dump-graphs", &o.dumpGraphs}, {"--data", &o.data}, {"--checkpoint", &o.checkpoint},
-      {"--resume", &o.resume}, {"--executor", &o.executor}};
+      {"--resume", &o.resume}, {"--executor", &o.executor}, {"--label", &o.label},
+      {"--mean", &o.mean}, {"--std", &o.std}};
   const std::tuple<const char *, long long, long long *> integers[] = {
       {"--autotune-candidates", 0, &o.autotuneCandidates}, {"--warmup", 0, &o.warmup},
       {"--state-digest-every", 1, &o.stateDigestEvery}, {"--gpus", 1, &o.gpus},

@@ -9,6 +9,8 @@
 
 #include "runtime/data/cifar_dataset.h"
 
+#include "cifar_test_files.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,19 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// `count` records; record r has labels `labels(r)` and pixel i of plane c
-/// equal to (r + c * 7 + i) % 256.
-std::string records(int count, const std::vector<int> &labelBytes, int firstRecord = 0) {
-  std::string s;
-  for (int r = firstRecord; r < firstRecord + count; ++r) {
-    for (int l : labelBytes)
-      s.push_back(char((l + r) % 256));
-    for (int c = 0; c < 3; ++c)
-      for (int i = 0; i < 1024; ++i)
-        s.push_back(char((r + c * 7 + i) % 256));
-  }
-  return s;
-}
+using rn::test::cifarRecords;
 
 class CifarDatasetTest : public ::testing::Test {
 protected:
@@ -59,8 +49,8 @@ protected:
 // bytes as labels and the planes kept as stored.
 TEST_F(CifarDatasetTest, ReadsCifar10RecordsInOrder) {
   // Labels 0..2 and 3..4 (label byte = 0 + record index).
-  std::string a = write("a.bin", records(3, {0}));
-  std::string b = write("b.bin", records(2, {0}, 3));
+  std::string a = write("a.bin", cifarRecords(3, {0}));
+  std::string b = write("b.bin", cifarRecords(2, {0}, 3));
   rn::Result<rn::CifarDataset> data = rn::readCifarFiles({a, b}, rn::CifarFormat::cifar10);
   ASSERT_TRUE(data.ok()) << data.error().message();
   EXPECT_EQ(data->count, 5);
@@ -74,7 +64,7 @@ TEST_F(CifarDatasetTest, ReadsCifar10RecordsInOrder) {
 // ((y * 32 + x) * 3 + c), scaled to [0, 1] and standardized per channel.
 TEST_F(CifarDatasetTest, NormalizesPlanesToNhwc) {
   rn::Result<rn::CifarDataset> data =
-      rn::readCifarFiles({write("a.bin", records(2, {1}))}, rn::CifarFormat::cifar10);
+      rn::readCifarFiles({write("a.bin", cifarRecords(2, {1}))}, rn::CifarFormat::cifar10);
   ASSERT_TRUE(data.ok()) << data.error().message();
   std::vector<float> out(3072);
   const std::array<float, 3> mean{0.5f, 0.25f, 0.0f}, std{0.5f, 0.25f, 1.0f};
@@ -90,7 +80,7 @@ TEST_F(CifarDatasetTest, NormalizesPlanesToNhwc) {
 // Tests that CIFAR-100 records keep the fine label (second byte) or the
 // coarse one (first byte), with 100 or 20 classes.
 TEST_F(CifarDatasetTest, Cifar100FineOrCoarse) {
-  std::string path = write("train.bin", records(3, {10, 50})); // coarse 10+r, fine 50+r
+  std::string path = write("train.bin", cifarRecords(3, {10, 50})); // coarse 10+r, fine 50+r
   rn::Result<rn::CifarDataset> fine =
       rn::readCifarFiles({path}, rn::CifarFormat::cifar100, rn::CifarLabel::fine);
   ASSERT_TRUE(fine.ok()) << fine.error().message();
@@ -113,9 +103,9 @@ TEST_F(CifarDatasetTest, MalformedFilesAreNamed) {
     rn::CifarFormat format;
     const char *message;
   };
-  std::string cut = records(2, {0});
+  std::string cut = cifarRecords(2, {0});
   cut.resize(cut.size() - 100);
-  std::string badLabel = records(3, {0}) + records(1, {10});
+  std::string badLabel = cifarRecords(3, {0}) + cifarRecords(1, {10});
   const Case cases[] = {
       {write("cut.bin", cut), rn::CifarFormat::cifar10,
        "6046 bytes is not a whole number of 3073-byte CIFAR-10 records (record 1 is cut off "
@@ -123,7 +113,7 @@ TEST_F(CifarDatasetTest, MalformedFilesAreNamed) {
       {write("empty.bin", ""), rn::CifarFormat::cifar10, "empty"},
       {write("label.bin", badLabel), rn::CifarFormat::cifar10,
        "record 3 has label 10, outside [0, 10)"},
-      {write("fine.bin", records(1, {0, 100})), rn::CifarFormat::cifar100,
+      {write("fine.bin", cifarRecords(1, {0, 100})), rn::CifarFormat::cifar100,
        "record 0 has fine label 100, outside [0, 100)"},
       {dir + "/missing.bin", rn::CifarFormat::cifar10, "cannot open"},
       {dir, rn::CifarFormat::cifar10, "is a directory"},
@@ -143,8 +133,8 @@ TEST_F(CifarDatasetTest, MalformedFilesAreNamed) {
 TEST_F(CifarDatasetTest, FindsSplitsInTheArchiveLayouts) {
   for (int k = 1; k <= 5; ++k)
     write("c10/cifar-10-batches-bin/data_batch_" + std::to_string(k) + ".bin",
-          records(2, {0}, 2 * (k - 1)));
-  write("c10/cifar-10-batches-bin/test_batch.bin", records(3, {0}));
+          cifarRecords(2, {0}, 2 * (k - 1)));
+  write("c10/cifar-10-batches-bin/test_batch.bin", cifarRecords(3, {0}));
   rn::Result<rn::CifarSplits> c10 = rn::loadCifarSplits(dir + "/c10");
   ASSERT_TRUE(c10.ok()) << c10.error().message();
   EXPECT_EQ(c10->format, rn::CifarFormat::cifar10);
@@ -152,8 +142,8 @@ TEST_F(CifarDatasetTest, FindsSplitsInTheArchiveLayouts) {
   EXPECT_EQ(c10->test.count, 3);
   EXPECT_EQ(c10->train.labels.back(), 9);
 
-  write("c100/train.bin", records(4, {1, 2}));
-  write("c100/test.bin", records(2, {1, 2}));
+  write("c100/train.bin", cifarRecords(4, {1, 2}));
+  write("c100/test.bin", cifarRecords(2, {1, 2}));
   rn::Result<rn::CifarSplits> c100 = rn::loadCifarSplits(dir + "/c100", rn::CifarLabel::coarse);
   ASSERT_TRUE(c100.ok()) << c100.error().message();
   EXPECT_EQ(c100->format, rn::CifarFormat::cifar100);

@@ -1,0 +1,41 @@
+//===- data_dir.h - What rn-run --data DIR holds ----------------*- C++ -*-===//
+//
+// rn-run --data names a folder; this finds which data set it holds (the
+// IDX files of Fashion-MNIST or MNIST, CIFAR-10's or CIFAR-100's binary
+// files), loads its training and test splits as data sources and says in
+// one line what it found.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_TRAIN_DATA_DIR_H
+#define RN_RUNTIME_TRAIN_DATA_DIR_H
+
+#include "runtime/train/cifar_source.h"
+#include "runtime/train/data_source.h"
+
+#include <memory>
+#include <string>
+
+namespace rn::train {
+
+struct DataDirOptions {
+  int64_t limitTrain = 0, limitTest = 0;
+  /// CIFAR: "fine" or "coarse" (CIFAR-100's label), and "m0,m1,m2" /
+  /// "s0,s1,s2" per channel (both or neither; empty: the training split's).
+  std::string label = "fine", mean, std;
+};
+
+struct DataDir {
+  std::unique_ptr<DataSource> train, test;
+  /// "CIFAR-10 in DIR: 50000 training and 10000 test examples, 32x32x3, 10
+  /// classes, mean ..., std ... (computed from the training split)".
+  std::string description;
+};
+
+/// The data set in `dir`; an error that names the folder and what was
+/// looked for when it holds none, or what is wrong with the options.
+Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &options);
+
+} // namespace rn::train
+
+#endif // RN_RUNTIME_TRAIN_DATA_DIR_H
