@@ -10,20 +10,6 @@
 
 namespace rn::train {
 
-Status CifarDataSource::fillBatch(const int64_t *indices, int64_t n, float *images,
-                                  int32_t *labels) const {
-  const int64_t size = kCifarImageBytes;
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t index = indices[k];
-    if (index < 0 || index >= data_.count)
-      return Error(name_ + ": example " + std::to_string(index) + " out of range [0, " +
-                   std::to_string(data_.count) + ")");
-    normalizeCifarImage(data_, index, images + k * size, mean_, std_);
-    labels[k] = int32_t(data_.labels[size_t(index)]);
-  }
-  return Status::success();
-}
-
 void cifarChannelStats(const CifarDataset &data, std::array<float, 3> &mean,
                        std::array<float, 3> &std) {
   constexpr int64_t plane = kCifarSide * kCifarSide;

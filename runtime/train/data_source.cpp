@@ -62,19 +62,23 @@ Result<MemoryDataSource> MemoryDataSource::create(std::string name,
   return source;
 }
 
-Status MemoryDataSource::fillBatch(const int64_t *indices, int64_t n, float *images,
-                                   int32_t *labels) const {
-  const size_t size = size_t(imageSize());
+Status DataSource::fillBatch(const int64_t *indices, int64_t n, float *images,
+                             int32_t *labels) const {
+  const int64_t size = imageSize(), examples = count();
   for (int64_t k = 0; k < n; ++k) {
-    int64_t index = indices[k];
-    if (index < 0 || index >= count())
-      return Error(name_ + ": example " + std::to_string(index) + " out of range [0, " +
-                   std::to_string(count()) + ")");
-    std::memcpy(images + size_t(k) * size, images_.data() + size_t(index) * size,
-                size * sizeof(float));
-    labels[k] = labels_[size_t(index)];
+    const int64_t index = indices[k];
+    if (index < 0 || index >= examples)
+      return Error(name() + ": example " + std::to_string(index) + " out of range [0, " +
+                   std::to_string(examples) + ")");
+    writeImage(index, images + k * size);
+    labels[k] = int32_t(label(index));
   }
   return Status::success();
+}
+
+void MemoryDataSource::writeImage(int64_t index, float *out) const {
+  const size_t size = size_t(imageSize());
+  std::memcpy(out, images_.data() + size_t(index) * size, size * sizeof(float));
 }
 
 Result<MemoryDataSource> syntheticTeacherData(uint64_t seed, int64_t examples,

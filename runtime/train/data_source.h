@@ -38,11 +38,14 @@ public:
   virtual std::string name() const = 0;
   /// The label of example `index` (0 <= index < count()).
   virtual int64_t label(int64_t index) const = 0;
-  /// Writes examples `indices[0, n)`: their images, normalized as the model
-  /// expects, to `images` (n x imageSize() floats) and their labels to
-  /// `labels` (n values).
-  virtual Status fillBatch(const int64_t *indices, int64_t n, float *images,
-                           int32_t *labels) const = 0;
+  /// Writes example `index`'s image (0 <= index < count()), normalized as
+  /// the model expects, to `out` (imageSize() floats).
+  virtual void writeImage(int64_t index, float *out) const = 0;
+
+  /// Writes examples `indices[0, n)`: their images (writeImage) to `images`
+  /// (n x imageSize() floats) and their labels to `labels` (n values); an
+  /// index outside the source is an error naming it.
+  Status fillBatch(const int64_t *indices, int64_t n, float *images, int32_t *labels) const;
 
   /// Floats of one example's image.
   int64_t imageSize() const;
@@ -70,8 +73,7 @@ public:
   std::vector<int64_t> imageShape() const override { return shape_; }
   std::string name() const override { return name_; }
   int64_t label(int64_t index) const override { return labels_[size_t(index)]; }
-  Status fillBatch(const int64_t *indices, int64_t n, float *images,
-                   int32_t *labels) const override;
+  void writeImage(int64_t index, float *out) const override;
 
 private:
   MemoryDataSource() = default;

@@ -9,20 +9,6 @@ std::string IdxDataSource::layout() const {
          " grayscale";
 }
 
-Status IdxDataSource::fillBatch(const int64_t *indices, int64_t n, float *images,
-                                int32_t *labels) const {
-  const int64_t size = data_.imageSize();
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t index = indices[k];
-    if (index < 0 || index >= data_.count)
-      return Error(name_ + ": example " + std::to_string(index) + " out of range [0, " +
-                   std::to_string(data_.count) + ")");
-    normalizeImage(data_, index, images + k * size);
-    labels[k] = int32_t(data_.labels[size_t(index)]);
-  }
-  return Status::success();
-}
-
 Result<IdxSources> loadIdxSources(const std::string &dir, int64_t limitTrain,
                                   int64_t limitTest) {
   Result<IdxSplits> splits = loadIdxSplits(dir, limitTrain, limitTest);

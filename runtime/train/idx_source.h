@@ -28,8 +28,9 @@ public:
   std::string layout() const override;
   std::string name() const override { return name_; }
   int64_t label(int64_t index) const override { return data_.labels[size_t(index)]; }
-  Status fillBatch(const int64_t *indices, int64_t n, float *images,
-                   int32_t *labels) const override;
+  void writeImage(int64_t index, float *out) const override {
+    normalizeImage(data_, index, out);
+  }
 
 private:
   IdxDataset data_;

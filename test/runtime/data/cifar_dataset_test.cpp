@@ -9,6 +9,7 @@
 
 #include "runtime/data/cifar_dataset.h"
 
+#include "../temp_dir.h"
 #include "cifar_test_files.h"
 
 #include <gtest/gtest.h>
@@ -26,24 +27,7 @@ namespace fs = std::filesystem;
 
 using rn::test::cifarRecords;
 
-class CifarDatasetTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "rn-cifar-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir); }
-
-  std::string write(const std::string &name, const std::string &bytes) {
-    fs::path path = fs::path(dir) / name;
-    fs::create_directories(path.parent_path());
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path.string();
-  }
-
-  std::string dir;
-};
+using CifarDatasetTest = rn::test::TempDirTest;
 
 // Tests that two CIFAR-10 files read as one split in order, with the label
 // bytes as labels and the planes kept as stored.

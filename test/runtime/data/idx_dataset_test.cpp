@@ -7,6 +7,8 @@
 
 #include "runtime/data/idx_dataset.h"
 
+#include "../temp_dir.h"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -45,15 +47,8 @@ std::string labelsFile(uint32_t count, uint32_t magic = rn::kIdxLabelsMagic) {
   return s;
 }
 
-class IdxDatasetTest : public ::testing::Test {
+class IdxDatasetTest : public rn::test::TempDirTest {
 protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "rn-idx-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir); }
-
   std::string writeGz(const std::string &name, const std::string &bytes) {
     std::string path = dir + "/" + name;
     gzFile f = gzopen(path.c_str(), "wb");
@@ -68,8 +63,6 @@ protected:
     writeGz("t10k-images-idx3-ubyte.gz", imagesFile(test, 4, 3));
     writeGz("t10k-labels-idx1-ubyte.gz", labelsFile(test));
   }
-
-  std::string dir;
 };
 
 TEST_F(IdxDatasetTest, LoadsValidFiles) {

@@ -9,6 +9,7 @@
 #include "runtime/train/data_dir.h"
 
 #include "../data/cifar_test_files.h"
+#include "../temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -22,22 +23,15 @@ namespace {
 namespace fs = std::filesystem;
 using namespace rn::train;
 
-class DataDirTest : public ::testing::Test {
+class DataDirTest : public rn::test::TempDirTest {
 protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "rn-datadir-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir = tmpl;
+    TempDirTest::SetUp();
     for (int k = 1; k <= 5; ++k)
       write("data_batch_" + std::to_string(k) + ".bin",
             rn::test::cifarRecords(2, {0}, 2 * (k - 1)));
     write("test_batch.bin", rn::test::cifarRecords(3, {0}));
   }
-  void TearDown() override { fs::remove_all(dir); }
-  void write(const std::string &name, const std::string &bytes) {
-    std::ofstream(fs::path(dir) / name, std::ios::binary) << bytes;
-  }
-  std::string dir;
 };
 
 // Tests that a CIFAR-10 folder is found, described with the statistics it
