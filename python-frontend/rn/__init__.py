@@ -37,6 +37,13 @@ from .emitter import (
     tanh,
     trace_model,
 )
+from .torch_import import (
+    ImportedModel,
+    TorchMapping,
+    UnsupportedModelError,
+    from_torch,
+    to_torch_state_dict,
+)
 from .trainer import (
     IncompatibleKeys,
     InputBuffer,
@@ -60,6 +67,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CompileError",
     "DTYPES",
+    "ImportedModel",
     "IncompatibleKeys",
     "InputBuffer",
     "NativeUnavailable",
@@ -74,7 +82,9 @@ __all__ = [
     "ParamSpec",
     "TensorType",
     "Trace",
+    "TorchMapping",
     "TrainingOptions",
+    "UnsupportedModelError",
     "Value",
     "__version__",
     "adaptive_avg_pool2d",
@@ -91,6 +101,7 @@ __all__ = [
     "find_rn_compile",
     "find_rn_opt",
     "flatten",
+    "from_torch",
     "global_avg_pool",
     "linear",
     "max_pool2d",
@@ -99,5 +110,6 @@ __all__ = [
     "silu",
     "softmax_cross_entropy",
     "tanh",
+    "to_torch_state_dict",
     "trace_model",
 ]

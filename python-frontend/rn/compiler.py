@@ -58,6 +58,10 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
 
     ``model`` is an :class:`rn.nn.Module` (then ``batch``, ``input_shape`` as
     (C, H, W) and ``num_classes`` are required, as for :func:`rn.emit_model`),
+    a ``torch.nn.Module`` (imported by :func:`rn.from_torch`: ``batch`` and
+    ``input_shape`` are required, ``num_classes`` is checked against its
+    output; its current weights are the artifact's initial state, and the
+    name-and-layout mapping is stored for ``Trainer.copy_from``/``copy_to``),
     MLIR text of a model, or the path of a ``.mlir`` file (then those three
     must be left out: the model fixes them). ``pipeline`` is rn-compile's
     ``--pipeline`` string, e.g. ``"precision=f16 loss-scaling=dynamic
@@ -69,7 +73,23 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
     ``FileNotFoundError`` when rn-compile or the ``.mlir`` file is missing, and
     :class:`CompileError` with rn-compile's diagnostics when it fails.
     """
+    from .torch_import import ImportedModel, attach_to_artifact, from_torch, is_torch_module
+
     shape_args = {"batch": batch, "input_shape": input_shape, "num_classes": num_classes}
+    imported: ImportedModel | None = None
+    if is_torch_module(model):
+        if input_shape is None or batch is None:
+            raise ValueError("compiling a torch.nn.Module needs batch and input_shape=(C, H, W)")
+        imported = from_torch(model, input_shape)
+        if num_classes is not None and num_classes != imported.num_classes:
+            raise ValueError(
+                f"num_classes={num_classes}, but the module's output has {imported.num_classes} "
+                "classes"
+            )
+        model = imported
+        shape_args["num_classes"] = num_classes = imported.num_classes
+    elif isinstance(model, ImportedModel):
+        imported = model
     if isinstance(model, Module):
         missing = [k for k, v in shape_args.items() if v is None]
         if missing:
@@ -94,7 +114,8 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
         text = None
     else:
         raise ValueError(
-            f"model must be an rn.nn.Module, MLIR text or a .mlir path, got {type(model).__name__}"
+            "model must be an rn.nn.Module, a torch.nn.Module, MLIR text or a .mlir path, got "
+            f"{type(model).__name__}"
         )
     if not isinstance(model, Module):
         given = [k for k, v in shape_args.items() if v is not None]
@@ -131,4 +152,8 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
             f"rn-compile failed (exit {proc.returncode}) compiling to {out}:\n"
             f"{(proc.stderr or proc.stdout).strip()}"
         )
+    if imported is not None:
+        # The module's weights become the artifact's initial state; the mapping
+        # lets copy_from/copy_to move them later, weight-free artifacts included.
+        attach_to_artifact(out, imported, imported.torch_state if weights else None)
     return out

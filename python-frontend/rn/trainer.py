@@ -681,6 +681,43 @@ class Trainer:
         self._collect()
         return IncompatibleKeys(missing, unexpected)
 
+    def copy_from(self, module: Any) -> None:
+        """Load a ``torch.nn.Module``'s parameters and BatchNorm statistics into the state.
+
+        The artifact must have been compiled from that module or one of the same
+        architecture (``rn.compile(module, ...)``, weight-free or not): its stored
+        mapping converts names and layouts. Every mapped entry must be present,
+        float32, of its shape (``ValueError`` otherwise, nothing written).
+        """
+        from .torch_import import TorchMapping
+
+        mapping = TorchMapping.from_artifact(self.artifact)
+        self.load_state_dict(mapping.from_torch(module.state_dict()), strict=True)
+
+    def copy_to(self, module: Any, *, ema: bool = False) -> None:
+        """Write the trained parameters and BatchNorm statistics into a ``torch.nn.Module``.
+
+        ``load_state_dict(strict=True)`` semantics: every entry of the module is
+        written (its ``num_batches_tracked`` set to the steps taken, entries its
+        forward pass does not read kept), or nothing is. ``ema=True`` writes the
+        EMA weights in place of the parameters (compiled with ``ema-decay``).
+        Waits for queued steps first.
+        """
+        from .torch_import import TorchMapping, artifact_program_state, ema_names, load_into_module
+
+        mapping = TorchMapping.from_artifact(self.artifact)
+        state = self.state_dict()
+        if ema:
+            swaps = ema_names(artifact_program_state(self.artifact))
+            if not swaps:
+                raise ValueError(
+                    f"{self.artifact}: no EMA weights (compile with the pipeline option ema-decay)"
+                )
+            averaged = self.state_dict(roles="ema")
+            for param, name in swaps.items():
+                state[param] = averaged[name]
+        load_into_module(module, mapping.to_torch(state, self.step_count))
+
     def save(
         self,
         path: str | os.PathLike[str],

@@ -2,6 +2,8 @@
 
 #include "runtime/train/checkpoint.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +48,17 @@ Status saveCheckpoint(Trainer &trainer, const std::string &path,
     return state.error();
   std::vector<TensorData> tensors;
   const std::vector<StateInfo> entries = trainer.state();
+  // Each entry's role (and its parameter), so that a converter such as
+  // rn.to_torch_state_dict never guesses a role from a name prefix.
+  nlohmann::json roles = nlohmann::json::array();
+  for (const StateInfo &e : entries) {
+    nlohmann::json entry = {{"name", e.name}, {"role", e.role}};
+    if (!e.of.empty())
+      entry["of"] = e.of;
+    roles.push_back(std::move(entry));
+  }
+  std::map<std::string, std::string> withRoles = metadata;
+  withRoles[kCheckpointStateKey] = roles.dump();
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::vector<float> &values = (*state)[i].second;
     TensorData t;
@@ -56,7 +69,7 @@ Status saveCheckpoint(Trainer &trainer, const std::string &path,
     t.bytes = values.size() * sizeof(float);
     tensors.push_back(t);
   }
-  return writeSafetensors(path, tensors, metadata);
+  return writeSafetensors(path, tensors, withRoles);
 }
 
 std::string Checkpoint::meta(const std::string &key) const {

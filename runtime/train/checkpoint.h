@@ -44,8 +44,13 @@ struct CheckpointInfo {
 /// there and renames it).
 Status checkWritable(const std::string &path);
 
-/// Writes every state entry of `trainer` (drained first) and `metadata`
-/// to `path` atomically: a temporary file in the same directory, flushed,
+/// The checkpoint metadata key holding a JSON array of every entry's name,
+/// role and, for per-parameter state, the parameter it belongs to
+/// (`{"name": "grad.fc.weight", "role": "gradient", "of": "fc.weight"}`).
+inline constexpr const char *kCheckpointStateKey = "rn.state";
+
+/// Writes every state entry of `trainer` (drained first), `metadata` and
+/// the entries' roles (kCheckpointStateKey) to `path` atomically: a temporary file in the same directory, flushed,
 /// then renamed over `path`.
 Status saveCheckpoint(Trainer &trainer, const std::string &path,
                       const std::map<std::string, std::string> &metadata);

@@ -293,7 +293,7 @@ std::vector<StateInfo> Trainer::state(std::string_view role) const {
   std::vector<StateInfo> entries;
   for (const StateEntry &e : program().state)
     if (role.empty() || e.role == role)
-      entries.push_back({e.name, e.role, e.dtype, e.shape});
+      entries.push_back({e.name, e.role, e.of, e.dtype, e.shape});
   return entries;
 }
 

@@ -65,6 +65,7 @@ struct Evaluation {
 struct StateInfo {
   std::string name;
   std::string role; ///< "parameter", "buffer", "gradient", ... (artifact.md)
+  std::string of;   ///< the parameter of per-parameter state (a gradient's, an EMA's), else empty
   DType dtype = DType::f32;
   std::vector<int64_t> shape;
 };

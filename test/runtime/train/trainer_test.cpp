@@ -14,7 +14,9 @@
 #include "../cpu/executor_test_util.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -177,8 +179,9 @@ TEST(Trainer, StateByNameAndRole) {
 }
 
 // Tests that a checkpoint restores every state entry bit for bit into a
-// fresh trainer, which then trains on exactly as the original does, and
-// that the write leaves no temporary file behind.
+// fresh trainer, which then trains on exactly as the original does, that
+// it records every entry's role (and a gradient's parameter), and that the
+// write leaves no temporary file behind.
 TEST(Checkpoint, RoundTripRestoresTheRun) {
   Fixture f("cnn.rnx");
   ASSERT_TRUE(f.trainer);
@@ -207,6 +210,17 @@ TEST(Checkpoint, RoundTripRestoresTheRun) {
   Result<Checkpoint> read = readCheckpoint(path);
   ASSERT_TRUE(read.ok()) << read.error().message();
   EXPECT_EQ(read->meta("step"), "3");
+  nlohmann::json roles = nlohmann::json::parse(read->meta(kCheckpointStateKey));
+  const std::vector<StateInfo> entries = f.trainer->state();
+  ASSERT_EQ(roles.size(), entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    EXPECT_EQ(roles[i]["name"], entries[i].name);
+    EXPECT_EQ(roles[i]["role"], entries[i].role);
+    EXPECT_EQ(roles[i].value("of", ""), entries[i].of);
+  }
+  EXPECT_TRUE(std::any_of(entries.begin(), entries.end(), [](const StateInfo &e) {
+    return e.role == "gradient" && !e.of.empty();
+  })) << "the test needs per-parameter state";
   ASSERT_TRUE(restoreCheckpoint(*g.trainer, *read).ok());
   ASSERT_TRUE(g.trainer->setNextStep(f.trainer->nextStep()).ok());
   auto before = f.trainer->stateDict(), restored = g.trainer->stateDict();

@@ -1,0 +1,960 @@
+"""PyTorch models into RN, and their weights both ways.
+
+:func:`from_torch` captures a ``torch.nn.Module`` with ``torch.fx`` symbolic
+tracing and maps its graph onto the ``rn`` ops (:mod:`rn.emitter`), keeping
+the module's ``state_dict`` keys as the parameter names. The result is an
+:class:`ImportedModel`, an :class:`rn.nn.Module` that :func:`rn.compile`
+takes like any other, together with its :class:`TorchMapping`: for each
+state entry its role and how its layout changes (convolution filters OIHW
+to OHWI; the first linear layer after a spatial flatten has its columns in
+C, H, W order in PyTorch and H, W, C in RN's NHWC). ``rn.compile`` stores
+the mapping in the artifact (metadata key ``rn.torch``), so the weights can
+be moved in and out of any artifact compiled from the module, weight-free
+ones included, without guessing a direction:
+``Trainer.copy_from(module)``, ``Trainer.copy_to(module)`` and
+:func:`to_torch_state_dict`.
+
+Every supported module and function checks the attributes it depends on
+and refuses what RN does not implement, naming the module's path; nothing
+is half-imported. torch is imported only when one of these is called.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import _safetensors
+from . import emitter as F
+from .emitter import Value
+from .nn import Buffer, Init, Module, Parameter
+
+__all__ = [
+    "ImportedModel",
+    "StateMap",
+    "TorchMapping",
+    "UnsupportedModelError",
+    "from_torch",
+    "is_torch_module",
+    "to_torch_state_dict",
+]
+
+TORCH_METADATA_KEY = "rn.torch"
+"""The artifact metadata key that holds the :class:`TorchMapping` as JSON."""
+
+SUPPORTED = (
+    "modules Conv2d, BatchNorm2d, Linear, ReLU, Tanh, SiLU, MaxPool2d, AvgPool2d, "
+    "AdaptiveAvgPool2d, Flatten, Dropout, Identity; functions and methods +, torch.add, "
+    "relu, tanh, silu, torch.flatten / flatten, view / reshape to [N, -1], mean over H and W, "
+    "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout, size() / shape, contiguous()"
+)
+
+
+class UnsupportedModelError(ValueError):
+    """The module uses something RN does not import; the message names the module path."""
+
+
+def _torch() -> Any:
+    try:
+        import torch
+        import torch.fx  # noqa: F401 - the submodule is used below
+    except ImportError as e:  # pragma: no cover - exercised where torch is absent
+        raise ImportError("importing a PyTorch model needs torch (pip or python3-torch)") from e
+    return torch
+
+
+def is_torch_module(obj: object) -> bool:
+    """Whether ``obj`` is a ``torch.nn.Module`` (without importing torch when it is not loaded)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
+# --------------------------------------------------------------------------- #
+# The state mapping
+# --------------------------------------------------------------------------- #
+
+LAYOUTS = ("same", "oihw_to_ohwi", "linear_chw_to_hwc")
+
+
+@dataclass(frozen=True)
+class StateMap:
+    """One state entry: its name (the same in PyTorch and RN), role and layout change.
+
+    ``layout`` is ``same``, ``oihw_to_ohwi`` (a convolution filter) or
+    ``linear_chw_to_hwc`` (a linear weight whose input is a flattened
+    ``chw`` = (C, H, W) tensor: PyTorch's columns run over C, H, W, RN's
+    over H, W, C). Conversions are permutations, so a round trip is exact.
+    """
+
+    name: str
+    role: str
+    layout: str
+    torch_shape: tuple[int, ...]
+    chw: tuple[int, int, int] | None = None
+
+    @property
+    def rn_shape(self) -> tuple[int, ...]:
+        if self.layout == "oihw_to_ohwi":
+            o, i, kh, kw = self.torch_shape
+            return (o, kh, kw, i)
+        return self.torch_shape
+
+    def to_rn(self, array: Any) -> Any:
+        """PyTorch's layout to RN's (numpy in, contiguous float32 numpy out)."""
+        import numpy as np
+
+        a = np.asarray(array, dtype=np.float32)
+        if tuple(a.shape) != self.torch_shape:
+            raise ValueError(f"{self.name}: shape {list(a.shape)}, expected {list(self.torch_shape)}")
+        if self.layout == "oihw_to_ohwi":
+            a = a.transpose(0, 2, 3, 1)
+        elif self.layout == "linear_chw_to_hwc":
+            assert self.chw is not None
+            c, h, w = self.chw
+            a = a.reshape(a.shape[0], c, h, w).transpose(0, 2, 3, 1).reshape(a.shape[0], -1)
+        return np.ascontiguousarray(a)
+
+    def to_torch(self, array: Any) -> Any:
+        """RN's layout to PyTorch's (the inverse of :meth:`to_rn`)."""
+        import numpy as np
+
+        a = np.asarray(array, dtype=np.float32)
+        if tuple(a.shape) != self.rn_shape:
+            raise ValueError(f"{self.name}: shape {list(a.shape)}, expected {list(self.rn_shape)}")
+        if self.layout == "oihw_to_ohwi":
+            a = a.transpose(0, 3, 1, 2)
+        elif self.layout == "linear_chw_to_hwc":
+            assert self.chw is not None
+            c, h, w = self.chw
+            a = a.reshape(a.shape[0], h, w, c).transpose(0, 3, 1, 2).reshape(a.shape[0], -1)
+        return np.ascontiguousarray(a)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "role": self.role,
+            "layout": self.layout,
+            "torch_shape": list(self.torch_shape),
+        }
+        if self.chw is not None:
+            out["chw"] = list(self.chw)
+        return out
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> StateMap:
+        layout = d["layout"]
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown layout {layout!r} in the torch mapping")
+        chw = tuple(d["chw"]) if "chw" in d else None
+        return StateMap(d["name"], d["role"], layout, tuple(d["torch_shape"]), chw)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class TorchMapping:
+    """How a torch module's ``state_dict`` and an RN artifact's state correspond.
+
+    ``entries`` are the state RN trains, in the module's ``state_dict`` order;
+    ``batch_counters`` are BatchNorm's ``num_batches_tracked`` buffers (RN has no
+    such state: :meth:`to_torch` sets them to the steps taken); ``untouched``
+    are the module's other state entries that its forward pass does not read
+    (left as they are by ``copy_to``).
+    """
+
+    entries: tuple[StateMap, ...]
+    batch_counters: tuple[str, ...] = ()
+    untouched: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": 1,
+                "entries": [e.to_json() for e in self.entries],
+                "batch_counters": list(self.batch_counters),
+                "untouched": list(self.untouched),
+            },
+            separators=(",", ":"),
+        )
+
+    @staticmethod
+    def from_json(text: str) -> TorchMapping:
+        d = json.loads(text)
+        if d.get("version") != 1:
+            raise ValueError(f"torch mapping version {d.get('version')!r}; this rn reads version 1")
+        return TorchMapping(
+            tuple(StateMap.from_json(e) for e in d["entries"]),
+            tuple(d.get("batch_counters", ())),
+            tuple(d.get("untouched", ())),
+        )
+
+    @staticmethod
+    def from_artifact(path: str | os.PathLike[str]) -> TorchMapping:
+        """The mapping stored in an artifact compiled from a torch module."""
+        meta = _safetensors.read_metadata(path)
+        if TORCH_METADATA_KEY not in meta:
+            raise ValueError(
+                f"{os.fspath(path)} was not compiled from a torch module (its metadata has no "
+                f"{TORCH_METADATA_KEY!r}): compile it with rn.compile(torch_module, ...)"
+            )
+        return TorchMapping.from_json(meta[TORCH_METADATA_KEY])
+
+    def from_torch(self, state_dict: Mapping[str, Any]) -> dict[str, Any]:
+        """RN's state (numpy float32, RN layouts) from a torch ``state_dict``.
+
+        Every mapped entry must be present with its shape and a float32 dtype.
+        """
+        missing = [e.name for e in self.entries if e.name not in state_dict]
+        if missing:
+            raise ValueError(f"the state_dict lacks {', '.join(missing)}")
+        out: dict[str, Any] = {}
+        for e in self.entries:
+            value = state_dict[e.name]
+            dtype = str(getattr(value, "dtype", ""))
+            if dtype not in ("torch.float32", "float32"):
+                raise ValueError(
+                    f"{e.name}: dtype {dtype or type(value).__name__}; RN imports float32 "
+                    "weights (convert the module with .float())"
+                )
+            if hasattr(value, "detach"):
+                value = value.detach().cpu().numpy()
+            out[e.name] = e.to_rn(value)
+        return out
+
+    def to_torch(self, state: Mapping[str, Any], steps: int) -> dict[str, Any]:
+        """A torch ``state_dict`` (numpy, PyTorch layouts) from RN's parameters and buffers.
+
+        ``num_batches_tracked`` entries are ``steps`` (int64); untouched entries
+        are not included.
+        """
+        import numpy as np
+
+        out: dict[str, Any] = {}
+        for e in self.entries:
+            if e.name not in state:
+                raise ValueError(f"RN's state lacks {e.name}")
+            out[e.name] = e.to_torch(state[e.name])
+        for name in self.batch_counters:
+            out[name] = np.array(steps, dtype=np.int64)
+        return out
+
+
+# --------------------------------------------------------------------------- #
+# The imported model
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class _Tensor:
+    """A traced tensor; ``chw`` is set on a flattened [N, C*H*W] value with H*W > 1 and C > 1,
+    whose features RN holds in H, W, C order."""
+
+    value: Value
+    chw: tuple[int, int, int] | None = None
+
+    def torch_shape(self) -> tuple[int, ...]:
+        s = self.value.shape
+        return (s[0], s[3], s[1], s[2]) if len(s) == 4 else s
+
+
+def _qualname(fn: object) -> str:
+    if isinstance(fn, str):
+        return fn
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__name__", None) or repr(fn)
+    if module in ("_operator", "operator"):
+        return f"operator.{name}"
+    if module.startswith("torch.nn.functional") or module.startswith("torch._C._nn"):
+        return f"torch.nn.functional.{name}"
+    if module == "torch" or module.startswith("torch._C"):  # builtins such as torch.sigmoid
+        return f"torch.{name}"
+    return f"{module}.{name}" if module else name
+
+
+class ImportedModel(Module):
+    """A ``torch.nn.Module`` as an :class:`rn.nn.Module`: its fx graph, emitted onto ``rn`` ops.
+
+    Made by :func:`from_torch`. ``mapping`` describes the state;
+    ``input_shape`` (C, H, W) and ``num_classes`` are what the module was
+    imported for.
+    """
+
+    def __init__(self, module: Any, input_shape: tuple[int, int, int]) -> None:
+        super().__init__()
+        torch = _torch()
+        object.__setattr__(self, "_torch_type", type(module).__name__)
+        object.__setattr__(self, "_input_shape", tuple(input_shape))
+        tracer = torch.fx.Tracer()
+        tracer.record_stack_traces = True
+        try:
+            graph = tracer.trace(module)
+        except Exception as e:  # fx raises several types for untraceable code
+            raise UnsupportedModelError(
+                f"{type(module).__name__}: torch.fx cannot trace it symbolically ({type(e).__name__}: "
+                f"{e}); RN imports models whose forward is traceable by torch.fx.symbolic_trace"
+            ) from e
+        gm = torch.fx.GraphModule(module, graph)
+        object.__setattr__(self, "_graph", gm)
+        object.__setattr__(self, "_torch_state", module.state_dict())
+        object.__setattr__(self, "_tensors", {})  # state name -> Parameter/Buffer
+        object.__setattr__(self, "_layouts", {})  # linear weight name -> (C, H, W)
+        self._register_state(module)
+        # One trace at batch 1 checks every node and fixes the output shape and the layouts.
+        emitter = F.Emitter("f32", list(self.named_state()), {id(self): ""}, self._torch_type)
+        c, h, w = self._input_shape
+        logits = self(emitter.argument("images", (1, h, w, c)))
+        if logits.ndim != 2:
+            raise UnsupportedModelError(
+                f"{self._torch_type}: the output has shape {list(logits.shape)}; RN trains "
+                "classifiers whose output is [N, classes]"
+            )
+        object.__setattr__(self, "num_classes", logits.shape[1])
+        object.__setattr__(self, "mapping", self._build_mapping())
+
+    # -- state ---------------------------------------------------------------
+
+    def _register_state(self, module: Any) -> None:
+        """Register an RN Parameter or Buffer for each state entry a supported layer reads,
+        in ``state_dict`` order, under the same dotted name. Their initializers are
+        PyTorch's defaults (what a weight-free artifact starts from without copy_from)."""
+        torch = _torch()
+        inits: dict[str, tuple[str, Init]] = {}  # state name -> (role, initializer)
+        calls: dict[str, int] = {}
+        for node in self._graph.graph.nodes:
+            if node.op != "call_module":
+                continue
+            sub = self._graph.get_submodule(node.target)
+            own = dict(sub.named_parameters(recurse=False))
+            if isinstance(sub, torch.nn.modules.batchnorm._BatchNorm):
+                defaults = {"weight": Init.ones(), "bias": Init.zeros(),
+                            "running_mean": Init.zeros(), "running_var": Init.ones()}
+                own.update({k: getattr(sub, k) for k in ("running_mean", "running_var")})
+            else:  # Conv2d and Linear: kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(fan_in))
+                weight = own.get("weight")
+                fan_in = math.prod(weight.shape[1:]) if weight is not None else 1
+                bound = Init.uniform(1.0 / math.sqrt(max(fan_in, 1)))
+                defaults = {"weight": bound, "bias": bound}
+            own = {k: v for k, v in own.items() if v is not None}
+            if not own:
+                continue
+            calls[node.target] = calls.get(node.target, 0) + 1
+            if calls[node.target] > 1:
+                raise UnsupportedModelError(
+                    f"{node.target} ({type(sub).__name__}): called more than once; RN imports "
+                    "one use of each layer with parameters"
+                )
+            for local in own:
+                role = "buffer" if local.startswith("running_") else "parameter"
+                inits[f"{node.target}.{local}"] = (role, defaults.get(local, Init.zeros()))
+        for name, value in self._torch_state.items():
+            if name not in inits:
+                continue
+            role, init = inits[name]
+            shape = tuple(value.shape)
+            if len(shape) == 4:  # OIHW -> OHWI
+                shape = (shape[0], shape[2], shape[3], shape[1])
+            tensor: Parameter | Buffer = (Buffer if role == "buffer" else Parameter)(shape, init)
+            self._tensors[name] = tensor
+            self._place(name, tensor)
+
+    def _place(self, name: str, tensor: Parameter | Buffer) -> None:
+        """Register ``tensor`` under the dotted ``name``, creating holder modules on the way."""
+        *path, local = name.split(".")
+        holder: Module = self
+        for part in path:
+            child = holder._modules.get(part)
+            if child is None:
+                child = Module()
+                holder.add_module(part, child)
+            holder = child
+        if isinstance(tensor, Buffer):
+            holder.register_buffer(local, tensor)
+        else:
+            holder.register_parameter(local, tensor)
+
+    def _build_mapping(self) -> TorchMapping:
+        entries = []
+        for name, tensor in self._tensors.items():
+            torch_shape = tuple(self._torch_state[name].shape)
+            role = "buffer" if isinstance(tensor, Buffer) else "parameter"
+            if len(torch_shape) == 4:
+                entries.append(StateMap(name, role, "oihw_to_ohwi", torch_shape))
+            elif name in self._layouts:
+                entries.append(StateMap(name, role, "linear_chw_to_hwc", torch_shape, self._layouts[name]))
+            else:
+                entries.append(StateMap(name, role, "same", torch_shape))
+        counters = tuple(
+            n for n in self._torch_state if n.endswith("num_batches_tracked") and n not in self._tensors
+        )
+        untouched = tuple(n for n in self._torch_state if n not in self._tensors and n not in counters)
+        return TorchMapping(tuple(entries), counters, untouched)
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return self._input_shape  # type: ignore[no-any-return]
+
+    def extra_repr(self) -> str:
+        return f"from torch {self._torch_type}, input {self._input_shape}"
+
+    @property
+    def torch_state(self) -> Mapping[str, Any]:
+        """The module's ``state_dict`` when it was imported (its tensors, not copies)."""
+        return self._torch_state  # type: ignore[no-any-return]
+
+    # -- tracing -------------------------------------------------------------
+
+    def forward(self, x: Value) -> Value:
+        env: dict[Any, Any] = {}
+        result: Any = None
+        placeholders = [n for n in self._graph.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != 1:
+            raise UnsupportedModelError(
+                f"{self._torch_type}: forward takes {len(placeholders)} inputs; RN imports models "
+                "with one image input"
+            )
+        for node in self._graph.graph.nodes:
+            if node.op == "placeholder":
+                env[node] = _Tensor(x)
+            elif node.op == "output":
+                result = self._arg(env, node.args[0])
+            else:
+                env[node] = self._node(node, env)
+        if not isinstance(result, _Tensor):
+            raise UnsupportedModelError(
+                f"{self._torch_type}: forward returns {type(result).__name__}; RN imports models "
+                "that return one logits tensor [N, classes]"
+            )
+        if result.chw is not None:
+            raise UnsupportedModelError(
+                f"{self._torch_type}: the output is a flattened C x H x W tensor (RN orders its "
+                "features H, W, C); end the model with a Linear layer or pooling"
+            )
+        return result.value
+
+    @staticmethod
+    def _arg(env: Mapping[Any, Any], a: Any) -> Any:
+        import torch.fx
+
+        return torch.fx.node.map_arg(a, lambda n: env[n])
+
+    def _where(self, node: Any) -> str:
+        """Where a node comes from, for errors: the module path, or the function and source line."""
+        if node.op == "call_module":
+            sub = self._graph.get_submodule(node.target)
+            return f"{node.target} ({type(sub).__name__})"
+        what = _qualname(node.target)
+        line = ""
+        trace = getattr(node, "stack_trace", None)
+        if trace:
+            frames = [t.strip() for t in trace.strip().splitlines() if t.strip().startswith("File")]
+            if frames:  # innermost first: the line of the user's forward
+                line = f", {frames[0]}"
+        kind = "method" if node.op == "call_method" else "function"
+        return f"{kind} {what} (graph node {node.name}{line})"
+
+    def _fail(self, node: Any, message: str) -> UnsupportedModelError:
+        return UnsupportedModelError(f"{self._where(node)}: {message}")
+
+    def _node(self, node: Any, env: Mapping[Any, Any]) -> Any:
+        args = self._arg(env, node.args)
+        kwargs = self._arg(env, node.kwargs)
+        try:
+            if node.op == "call_module":
+                return self._call_module(node, self._graph.get_submodule(node.target), args, kwargs)
+            if node.op == "call_function":
+                return self._call_function(node, node.target, args, kwargs)
+            if node.op == "call_method":
+                return self._call_method(node, node.target, args, kwargs)
+            if node.op == "get_attr":
+                raise self._fail(
+                    node,
+                    f"reads the tensor {node.target} directly; RN imports parameters used through "
+                    "the supported layers only",
+                )
+        except UnsupportedModelError:
+            raise
+        except ValueError as e:  # an emitter check: same message, with the module path
+            raise self._fail(node, str(e)) from e
+        raise self._fail(node, f"graph node kind {node.op!r} is not supported")
+
+    # -- modules --------------------------------------------------------------
+
+    def _param(self, name: str) -> Parameter | Buffer:
+        return self._tensors[name]  # type: ignore[no-any-return]
+
+    def _call_module(self, node: Any, m: Any, args: tuple, kwargs: dict) -> Any:
+        nn = _torch().nn
+        if kwargs or len(args) != 1 or not isinstance(args[0], _Tensor):
+            raise self._fail(node, "takes one tensor argument in RN")
+        x: _Tensor = args[0]
+        path = node.target
+        if isinstance(m, nn.Conv2d):
+            return self._conv(node, m, path, x)
+        if isinstance(m, nn.BatchNorm2d):
+            return self._batch_norm(node, m, path, x)
+        if isinstance(m, nn.Linear):
+            return self._linear(node, m, path, x)
+        if type(m) in (nn.ReLU, nn.Tanh, nn.SiLU):
+            fn = {nn.ReLU: F.relu, nn.Tanh: F.tanh, nn.SiLU: F.silu}[type(m)]
+            return _Tensor(fn(x.value), x.chw)
+        if isinstance(m, nn.MaxPool2d):
+            self._check_pool(node, m.ceil_mode, "ceil_mode=True")
+            if m.return_indices:
+                raise self._fail(node, "return_indices=True is not supported")
+            if _pair_of(m.dilation) != (1, 1):
+                raise self._fail(node, f"dilation {m.dilation} is not supported (only 1)")
+            return _Tensor(F.max_pool2d(x.value, m.kernel_size, m.stride, m.padding))
+        if isinstance(m, nn.AvgPool2d):
+            return self._avg_pool(
+                node, x, m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad,
+                m.divisor_override,
+            )
+        if isinstance(m, nn.AdaptiveAvgPool2d):
+            return self._adaptive_avg_pool(node, x, m.output_size)
+        if isinstance(m, nn.Flatten):
+            return self._flatten(node, x, m.start_dim, m.end_dim)
+        if type(m) is nn.Dropout:
+            return self._dropout(x, m.p, True)
+        if isinstance(m, nn.Identity):
+            return x
+        raise self._fail(node, f"not supported; RN imports {SUPPORTED}")
+
+    def _conv(self, node: Any, m: Any, path: str, x: _Tensor) -> _Tensor:
+        if m.padding_mode != "zeros":
+            raise self._fail(node, f"padding_mode={m.padding_mode!r} is not supported (only 'zeros')")
+        padding = m.padding
+        if isinstance(padding, str):
+            if padding == "valid":
+                padding = (0, 0)
+            else:  # 'same': torch pads (d * (k - 1)) / 2 per side when that is even
+                total = [m.dilation[i] * (m.kernel_size[i] - 1) for i in (0, 1)]
+                if any(t % 2 for t in total):
+                    raise self._fail(node, "padding='same' with an even kernel pads unevenly; not supported")
+                padding = (total[0] // 2, total[1] // 2)
+        bias = self._param(f"{path}.bias") if m.bias is not None else None
+        return _Tensor(
+            F.conv2d(
+                x.value,
+                self._param(f"{path}.weight"),
+                bias,
+                stride=m.stride,
+                padding=padding,
+                dilation=m.dilation,
+                groups=m.groups,
+            )
+        )
+
+    def _batch_norm(self, node: Any, m: Any, path: str, x: _Tensor) -> _Tensor:
+        if not m.affine:
+            raise self._fail(node, "affine=False is not supported (RN's batch norm has a weight and bias)")
+        if not m.track_running_stats:
+            raise self._fail(node, "track_running_stats=False is not supported")
+        if m.momentum is None:
+            raise self._fail(node, "momentum=None (a cumulative average) is not supported")
+        return _Tensor(
+            F.batch_norm(
+                x.value,
+                self._param(f"{path}.weight"),
+                self._param(f"{path}.bias"),
+                self._param(f"{path}.running_mean"),
+                self._param(f"{path}.running_var"),
+                eps=float(m.eps),
+                momentum=float(m.momentum),
+            )
+        )
+
+    def _linear(self, node: Any, m: Any, path: str, x: _Tensor) -> _Tensor:
+        if x.value.ndim != 2:
+            raise self._fail(
+                node, f"input of shape {list(x.torch_shape())}; RN's linear takes [N, features]"
+            )
+        if x.chw is not None:
+            self._layouts[f"{path}.weight"] = x.chw
+        bias = self._param(f"{path}.bias") if m.bias is not None else None
+        return _Tensor(F.linear(x.value, self._param(f"{path}.weight"), bias))
+
+    def _check_pool(self, node: Any, ceil_mode: bool, what: str) -> None:
+        if ceil_mode:
+            raise self._fail(node, f"{what} is not supported (RN pools in floor mode)")
+
+    def _avg_pool(
+        self,
+        node: Any,
+        x: _Tensor,
+        kernel: Any,
+        stride: Any,
+        padding: Any,
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Any,
+    ) -> _Tensor:
+        self._check_pool(node, ceil_mode, "ceil_mode=True")
+        if divisor_override is not None:
+            raise self._fail(node, "divisor_override is not supported")
+        if not count_include_pad and _pair_of(padding) != (0, 0):
+            raise self._fail(
+                node,
+                "count_include_pad=False with padding is not supported (RN's average counts the "
+                "padding, PyTorch's default)",
+            )
+        return _Tensor(F.avg_pool2d(x.value, kernel, stride if stride else None, padding))
+
+    def _adaptive_avg_pool(self, node: Any, x: _Tensor, output_size: Any) -> _Tensor:
+        if x.value.ndim != 4:
+            raise self._fail(node, f"input of shape {list(x.torch_shape())}; expected [N, C, H, W]")
+        h, w = x.value.shape[1], x.value.shape[2]
+        size = output_size if isinstance(output_size, (tuple, list)) else (output_size, output_size)
+        size = (h if size[0] is None else size[0], w if size[1] is None else size[1])
+        return _Tensor(F.adaptive_avg_pool2d(x.value, size))
+
+    def _flatten(self, node: Any, x: _Tensor, start: int, end: int) -> _Tensor:
+        nd = x.value.ndim
+        if start < 0:
+            start += nd
+        if end < 0:
+            end += nd
+        if start != 1 or end != nd - 1:
+            raise self._fail(
+                node, f"flatten from dim {start} to {end} of a {nd}-D tensor; RN flattens dims 1.. only"
+            )
+        return self._flat(x)
+
+    @staticmethod
+    def _flat(x: _Tensor) -> _Tensor:
+        if x.value.ndim == 2:
+            return x
+        _, c, h, w = x.torch_shape()
+        spatial = h * w > 1 and c > 1
+        return _Tensor(F.flatten(x.value), (c, h, w) if spatial else None)
+
+    @staticmethod
+    def _dropout(x: _Tensor, p: float, training: bool) -> _Tensor:
+        if not training or p == 0.0:
+            return x  # the identity, exactly
+        return _Tensor(F.dropout(x.value, float(p)), x.chw)
+
+    def _add(self, node: Any, a: Any, b: Any, alpha: Any = 1) -> _Tensor:
+        if not isinstance(a, _Tensor) or not isinstance(b, _Tensor):
+            raise self._fail(node, "adding a number to a tensor is not supported (tensor + tensor only)")
+        if alpha != 1:
+            raise self._fail(node, f"alpha={alpha} is not supported")
+        if a.value.shape != b.value.shape:
+            raise self._fail(
+                node,
+                f"shapes {list(a.torch_shape())} and {list(b.torch_shape())}: RN adds tensors of "
+                "one shape (no broadcasting)",
+            )
+        if a.chw != b.chw:
+            raise self._fail(node, "adds a flattened spatial tensor to another tensor")
+        return _Tensor(F.add(a.value, b.value), a.chw)
+
+    def _mean(self, node: Any, x: _Tensor, dims: Any, keepdim: bool) -> _Tensor:
+        nd = x.value.ndim
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        if nd != 4 or sorted(d % nd for d in dims) != [2, 3]:
+            raise self._fail(node, f"mean over dims {list(dims)}; RN averages over H and W (2, 3) only")
+        pooled = _Tensor(F.global_avg_pool(x.value))
+        return pooled if keepdim else self._flat(pooled)
+
+    def _reshape(self, node: Any, x: _Tensor, shape: Any) -> _Tensor:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        current = x.torch_shape()
+        total = math.prod(current)
+        if len(shape) == 2 and shape[0] in (current[0], -1) and shape[1] in (total // current[0], -1):
+            return self._flat(x)
+        if tuple(shape) == current:
+            return x
+        raise self._fail(
+            node, f"reshape of {list(current)} to {list(shape)}; RN reshapes to [N, -1] only"
+        )
+
+    # -- functions and methods -------------------------------------------------
+
+    def _function_table(self) -> dict[Any, Callable[..., Any]]:
+        torch = _torch()
+        tf = torch.nn.functional
+
+        def unary(fn: Callable[[Value], Value]) -> Callable[..., Any]:
+            def apply(node: Any, x: Any, *rest: Any, **kw: Any) -> _Tensor:
+                return _Tensor(fn(self._tensor(node, x).value), x.chw)
+
+            return apply
+
+        def flatten(node: Any, x: Any, start_dim: int = 0, end_dim: int = -1) -> _Tensor:
+            return self._flatten(node, self._tensor(node, x), start_dim, end_dim)
+
+        def adaptive(node: Any, x: Any, output_size: Any) -> _Tensor:
+            return self._adaptive_avg_pool(node, self._tensor(node, x), output_size)
+
+        def avg(node: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                ceil_mode: bool = False, count_include_pad: bool = True,
+                divisor_override: Any = None) -> _Tensor:
+            return self._avg_pool(node, self._tensor(node, x), kernel_size, stride, padding,
+                                  ceil_mode, count_include_pad, divisor_override)
+
+        def max_pool(node: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                     dilation: Any = 1, ceil_mode: bool = False,
+                     return_indices: bool = False) -> _Tensor:
+            self._check_pool(node, ceil_mode, "ceil_mode=True")
+            if return_indices or _pair_of(dilation) != (1, 1):
+                raise self._fail(node, "return_indices and dilation other than 1 are not supported")
+            return _Tensor(F.max_pool2d(self._tensor(node, x).value, kernel_size,
+                                        stride if stride else None, padding))
+
+        def dropout(node: Any, x: Any, p: float = 0.5, training: bool = True,
+                    inplace: bool = False) -> _Tensor:
+            return self._dropout(self._tensor(node, x), p, training)
+
+        def add(node: Any, a: Any, b: Any, *, alpha: Any = 1) -> _Tensor:
+            return self._add(node, a, b, alpha)
+
+        def mean(node: Any, x: Any, dim: Any = None, keepdim: bool = False, **kw: Any) -> _Tensor:
+            if dim is None:
+                raise self._fail(node, "mean over every dim is not supported")
+            return self._mean(node, self._tensor(node, x), dim, keepdim)
+
+        def getattr_(node: Any, x: Any, name: str) -> Any:
+            if isinstance(x, _Tensor) and name == "shape":
+                return x.torch_shape()
+            raise self._fail(node, f"reads attribute {name!r}; RN supports .shape only")
+
+        def getitem(node: Any, x: Any, index: Any) -> Any:
+            if isinstance(x, (tuple, list)):
+                return x[index]
+            raise self._fail(node, "indexing a tensor is not supported")
+
+        table: dict[Any, Callable[..., Any]] = {
+            operator.add: add,
+            operator.iadd: add,
+            torch.add: add,
+            torch.relu: unary(F.relu),
+            tf.relu: unary(F.relu),
+            torch.tanh: unary(F.tanh),
+            tf.silu: unary(F.silu),
+            torch.flatten: flatten,
+            tf.adaptive_avg_pool2d: adaptive,
+            tf.avg_pool2d: avg,
+            tf.max_pool2d: max_pool,
+            tf.dropout: dropout,
+            torch.mean: mean,
+            getattr: getattr_,
+            operator.getitem: getitem,
+        }
+        relu_ = getattr(torch, "relu_", None)
+        if relu_ is not None:
+            table[relu_] = unary(F.relu)
+        return table
+
+    def _tensor(self, node: Any, x: Any) -> _Tensor:
+        if not isinstance(x, _Tensor):
+            raise self._fail(node, f"expected a tensor, got {type(x).__name__}")
+        return x
+
+    def _call_function(self, node: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
+        table = getattr(self, "_functions", None)
+        if table is None:
+            table = self._function_table()
+            object.__setattr__(self, "_functions", table)
+        handler = table.get(fn)
+        if handler is None:
+            if getattr(fn, "__name__", "") == "stochastic_depth":  # torchvision.ops
+                return self._stochastic_depth(node, *args, **kwargs)
+            raise self._fail(node, f"not supported; RN imports {SUPPORTED}")
+        try:
+            return handler(node, *args, **kwargs)
+        except TypeError as e:
+            raise self._fail(node, f"arguments not understood ({e})") from e
+
+    def _stochastic_depth(
+        self, node: Any, x: Any, p: float, mode: str, training: bool = True
+    ) -> _Tensor:
+        if training and p > 0.0:
+            raise self._fail(
+                node,
+                f"stochastic depth with p={p} in training is not implemented in RN yet (p=0 or "
+                "eval mode imports as the identity)",
+            )
+        return self._tensor(node, x)
+
+    def _call_method(self, node: Any, name: str, args: tuple, kwargs: dict) -> Any:
+        if not args or not isinstance(args[0], _Tensor):
+            raise self._fail(node, "called on something other than a tensor")
+        x: _Tensor = args[0]
+        rest = args[1:]
+        if name == "size":
+            shape = x.torch_shape()
+            dim = rest[0] if rest else kwargs.get("dim")
+            return shape if dim is None else shape[dim]
+        if name == "dim":
+            return len(x.torch_shape())
+        if name in ("contiguous", "float"):
+            return x
+        if name in ("relu", "relu_"):
+            return _Tensor(F.relu(x.value), x.chw)
+        if name in ("tanh", "tanh_"):
+            return _Tensor(F.tanh(x.value), x.chw)
+        if name in ("add", "add_"):
+            return self._add(node, x, rest[0] if rest else kwargs.get("other"), kwargs.get("alpha", 1))
+        if name == "flatten":
+            start = rest[0] if rest else kwargs.get("start_dim", 0)
+            end = rest[1] if len(rest) > 1 else kwargs.get("end_dim", -1)
+            return self._flatten(node, x, start, end)
+        if name in ("view", "reshape"):
+            return self._reshape(node, x, rest if rest else kwargs.get("shape", ()))
+        if name == "mean":
+            dim = rest[0] if rest else kwargs.get("dim")
+            keepdim = rest[1] if len(rest) > 1 else kwargs.get("keepdim", False)
+            if dim is None:
+                raise self._fail(node, "mean over every dim is not supported")
+            return self._mean(node, x, dim, keepdim)
+        raise self._fail(node, f"not supported; RN imports {SUPPORTED}")
+
+
+def _pair_of(v: Any) -> tuple[int, int]:
+    return (v, v) if isinstance(v, int) else (int(v[0]), int(v[1]))
+
+
+def from_torch(module: Any, input_shape: tuple[int, int, int]) -> ImportedModel:
+    """Import ``module`` (a ``torch.nn.Module``) for inputs of ``input_shape`` = (C, H, W).
+
+    Raises :class:`UnsupportedModelError` naming the first module path (or
+    function and source line) that RN cannot import, and what it supports.
+    """
+    if not is_torch_module(module):
+        raise TypeError(f"from_torch expects a torch.nn.Module, got {type(module).__name__}")
+    if not isinstance(input_shape, (tuple, list)) or len(input_shape) != 3:
+        raise ValueError(f"input_shape must be (C, H, W), got {input_shape!r}")
+    return ImportedModel(module, tuple(int(d) for d in input_shape))  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- #
+# Artifacts and checkpoints
+# --------------------------------------------------------------------------- #
+
+
+def _to_bf16_bytes(values: Any) -> bytes:
+    """float32 to bfloat16 bytes, rounding to nearest even (as the runtime does)."""
+    import numpy as np
+
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounded = (bits + (((bits >> 16) & 1) + 0x7FFF)) >> 16
+    return rounded.astype(np.uint16).tobytes()
+
+
+def attach_to_artifact(
+    path: str | os.PathLike[str], model: ImportedModel, state_dict: Mapping[str, Any] | None
+) -> None:
+    """Record ``model``'s mapping in the artifact and, with ``state_dict``, make its values the
+    artifact's initial parameters and buffers (a weight-free artifact stays weight-free)."""
+    file = _safetensors.read(path)
+    file.metadata[TORCH_METADATA_KEY] = model.mapping.to_json()
+    if state_dict is not None and file.tensors:
+        values = model.mapping.from_torch(state_dict)
+        for name, array in values.items():
+            if name not in file.tensors:
+                raise ValueError(f"{os.fspath(path)}: the artifact has no tensor {name!r}")
+            dtype = file.dtypes[name]
+            if tuple(array.shape) != tuple(file.shapes[name]):
+                raise ValueError(
+                    f"{name}: the artifact holds shape {list(file.shapes[name])}, the module "
+                    f"{list(array.shape)}"
+                )
+            file.tensors[name] = _to_bf16_bytes(array) if dtype == "BF16" else array
+    _safetensors.write(path, file)
+
+
+def _program_state(artifact: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    meta = _safetensors.read_metadata(artifact)
+    return list(json.loads(meta["rn.program"])["state"])
+
+
+def ema_names(state: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """``{parameter: its EMA entry}`` from program or checkpoint state records (role ``ema``)."""
+    return {e["of"]: e["name"] for e in state if e.get("role") == "ema" and e.get("of")}
+
+
+def to_torch_state_dict(
+    checkpoint: str | os.PathLike[str],
+    source: str | os.PathLike[str] | ImportedModel | Any,
+    *,
+    input_shape: tuple[int, int, int] | None = None,
+    ema: bool = False,
+) -> dict[str, Any]:
+    """A torch ``state_dict`` (torch tensors) from an rn-run or ``Trainer.save`` checkpoint.
+
+    ``source`` gives the mapping: the artifact compiled from the torch module,
+    an :class:`ImportedModel`, or the torch module itself with ``input_shape``.
+    ``ema=True`` takes the EMA weights in place of the parameters (the
+    artifact must be compiled with ``ema-decay``). Roles come from the
+    checkpoint's ``rn.state`` record; ``num_batches_tracked`` is its step.
+    Entries the model does not read (``TorchMapping.untouched``) are not in
+    the result: load it with ``strict=False`` or merge it into the module's
+    own ``state_dict``.
+    """
+    torch = _torch()
+    if isinstance(source, ImportedModel):
+        mapping = source.mapping
+    elif is_torch_module(source):
+        if input_shape is None:
+            raise ValueError("a torch module as the source needs input_shape=(C, H, W)")
+        mapping = from_torch(source, input_shape).mapping
+    else:
+        mapping = TorchMapping.from_artifact(source)
+    file = _safetensors.read(checkpoint)
+    if file.metadata.get("rn.checkpoint") != "1":
+        raise ValueError(f"{os.fspath(checkpoint)}: not an rn checkpoint (no rn.checkpoint metadata)")
+    if "rn.state" not in file.metadata:
+        raise ValueError(
+            f"{os.fspath(checkpoint)}: the checkpoint records no roles (rn.state); it was written "
+            "by an older runtime: load it into a Trainer and use copy_to"
+        )
+    records = json.loads(file.metadata["rn.state"])
+    roles = {r["name"]: r["role"] for r in records}
+    state: dict[str, Any] = {}
+    for e in mapping.entries:
+        if roles.get(e.name) != e.role:
+            raise ValueError(
+                f"{os.fspath(checkpoint)}: {e.name} is {roles.get(e.name, 'absent')!r} in the "
+                f"checkpoint, expected a {e.role}: the checkpoint is of another model"
+            )
+        state[e.name] = file.tensors[e.name]
+    if ema:
+        swaps = ema_names(records)
+        if not swaps:
+            raise ValueError(f"{os.fspath(checkpoint)}: the checkpoint has no EMA weights")
+        for param, name in swaps.items():
+            state[param] = file.tensors[name]
+    steps = int(file.metadata.get("step", "0") or 0)
+    return {k: torch.from_numpy(v) for k, v in mapping.to_torch(state, steps).items()}
+
+
+def load_into_module(module: Any, values: Mapping[str, Any]) -> None:
+    """``module.load_state_dict`` of ``values`` (numpy, torch layouts) with ``strict=True``:
+    the module's untouched entries keep their values, dtypes follow the module's."""
+    torch = _torch()
+    current = module.state_dict()
+    unknown = [k for k in values if k not in current]
+    if unknown:
+        raise ValueError(f"the module has no state {', '.join(unknown)}: is it the imported module?")
+    merged = {}
+    for name, old in current.items():
+        if name in values:
+            new = torch.from_numpy(values[name]).to(dtype=old.dtype)
+            if tuple(new.shape) != tuple(old.shape):
+                raise ValueError(f"{name}: shape {list(new.shape)}, the module has {list(old.shape)}")
+            merged[name] = new
+        else:
+            merged[name] = old
+    module.load_state_dict(merged, strict=True)
+
+
+def artifact_program_state(artifact: str | os.PathLike[str] | Path) -> list[dict[str, Any]]:
+    """The artifact's state records (name, role, of, ...), for EMA lookups."""
+    return _program_state(artifact)

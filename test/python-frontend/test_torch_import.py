@@ -1,0 +1,456 @@
+"""PyTorch models into RN and their weights back (rn.from_torch, copy_from/copy_to).
+
+From the same weights, RN's evaluation logits equal PyTorch's ``model.eval()``
+forward, and one training step (SGD with momentum, same lr and batch) gives
+PyTorch's loss, updated parameters and running statistics, on the CPU
+executor. "Equal" is the zoo criterion: within a few times what perturbing
+PyTorch's own parameters by a relative 1e-6 moves PyTorch's result, in f32.
+Weights go torch -> RN -> torch bit for bit; every refusal names the module.
+
+Needs torch (CI runs this file with Debian's python3-torch under
+/usr/bin/python3, RN_REQUIRE_TORCH=1); skipped without it otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+if os.environ.get("RN_REQUIRE_TORCH") == "1":
+    import torch
+else:
+    torch = pytest.importorskip("torch")
+
+import numpy as np  # noqa: E402 - torch brings numpy
+import torch.nn as tnn  # noqa: E402
+import torch.nn.functional as tf  # noqa: E402
+
+import rn  # noqa: E402
+from rn import models, torch_import  # noqa: E402
+from rn.compiler import find_rn_compile  # noqa: E402
+
+REQUIRE = os.environ.get("RN_REQUIRE_TOOLS") == "1" or os.environ.get("RN_REQUIRE_TORCH") == "1"
+
+
+def _missing(what: str) -> None:
+    if REQUIRE:
+        pytest.fail(what + " (RN_REQUIRE_TOOLS/RN_REQUIRE_TORCH=1)")
+    pytest.skip(what)
+
+
+@pytest.fixture(scope="session")
+def compiler() -> str:
+    found = find_rn_compile()
+    if found is None:
+        _missing("rn-compile not found")
+    try:
+        rn.trainer._native_module()
+    except rn.NativeUnavailable as e:
+        _missing(f"rn._native unavailable: {e}")
+    return str(found)
+
+
+# --------------------------------------------------------------------------- #
+# The zoo's models as torch modules, and torchvision's
+# --------------------------------------------------------------------------- #
+
+
+def mlp() -> tnn.Module:
+    return tnn.Sequential(
+        tnn.Flatten(), tnn.Linear(784, 1024), tnn.ReLU(), tnn.Linear(1024, 1024), tnn.ReLU(),
+        tnn.Linear(1024, 10),
+    )
+
+
+def lenet5() -> tnn.Module:
+    return tnn.Sequential(
+        tnn.Conv2d(1, 6, 5, padding=2), tnn.Tanh(), tnn.AvgPool2d(2), tnn.Conv2d(6, 16, 5),
+        tnn.Tanh(), tnn.AvgPool2d(2), tnn.Flatten(), tnn.Linear(16 * 5 * 5, 120), tnn.Tanh(),
+        tnn.Linear(120, 84), tnn.Tanh(), tnn.Linear(84, 10),
+    )
+
+
+def _cbr(cin: int, cout: int) -> list[tnn.Module]:
+    return [tnn.Conv2d(cin, cout, 3, padding=1, bias=False), tnn.BatchNorm2d(cout), tnn.ReLU()]
+
+
+def fashion_cnn(dropout: float = 0.0) -> tnn.Module:
+    return tnn.Sequential(
+        *_cbr(1, 32), tnn.MaxPool2d(2), *_cbr(32, 64), tnn.MaxPool2d(2), tnn.Flatten(),
+        tnn.Linear(64 * 7 * 7, 128), tnn.ReLU(), tnn.Dropout(dropout), tnn.Linear(128, 10),
+    )
+
+
+class BasicBlock(tnn.Module):
+    """resnet18c's block, written as a CIFAR ResNet usually is (functional relu, x + shortcut)."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = tnn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = tnn.BatchNorm2d(cout)
+        self.conv2 = tnn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = tnn.BatchNorm2d(cout)
+        self.shortcut = tnn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = tnn.Sequential(
+                tnn.Conv2d(cin, cout, 1, stride, bias=False), tnn.BatchNorm2d(cout)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = tf.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return tf.relu(y + self.shortcut(x))
+
+
+def resnet18c(width: int = 16) -> tnn.Module:
+    layers: list[tnn.Module] = _cbr(3, width)
+    cin = width
+    for cout, stride in [(width, 1), (width, 1), (2 * width, 2), (2 * width, 1), (4 * width, 2),
+                         (4 * width, 1), (8 * width, 2), (8 * width, 1)]:
+        layers.append(BasicBlock(cin, cout, stride))
+        cin = cout
+    return tnn.Sequential(*layers, tnn.AdaptiveAvgPool2d(1), tnn.Flatten(), tnn.Linear(cin, 10))
+
+
+def vgg11c() -> tnn.Module:
+    layers: list[tnn.Module] = []
+    cin = 3
+    for v in [16, "M", 32, "M", 64, 64, "M", 128, 128, "M", 128, 128, "M"]:
+        if v == "M":
+            layers.append(tnn.MaxPool2d(2))
+        else:
+            layers += _cbr(cin, int(v))
+            cin = int(v)
+    return tnn.Sequential(*layers, tnn.Flatten(), tnn.Linear(cin, 10))
+
+
+def torchvision_resnet18() -> tnn.Module:
+    torchvision = pytest.importorskip("torchvision")
+    return torchvision.models.resnet18(num_classes=10)
+
+
+MODELS: dict[str, tuple[Any, tuple[int, int, int]]] = {
+    "mlp": (mlp, (1, 28, 28)),
+    "lenet5": (lenet5, (1, 28, 28)),
+    "fashion_cnn": (fashion_cnn, (1, 28, 28)),
+    "resnet18c": (resnet18c, (3, 32, 32)),
+    "vgg11c": (vgg11c, (3, 32, 32)),
+    "torchvision_resnet18": (torchvision_resnet18, (3, 64, 64)),
+}
+BATCH = 4
+
+
+def _module(name: str, seed: int = 0) -> tnn.Module:
+    torch.manual_seed(seed)
+    m = MODELS[name][0]()
+    # Non-trivial BN statistics and affine parameters, so the mapping of each matters.
+    g = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, tnn.BatchNorm2d):
+                c = mod.num_features
+                mod.weight.copy_(1 + 0.2 * torch.randn(c, generator=g))
+                mod.bias.copy_(0.1 * torch.randn(c, generator=g))
+                mod.running_mean.copy_(0.1 * torch.randn(c, generator=g))
+                mod.running_var.copy_(1 + 0.3 * torch.rand(c, generator=g))
+    return m
+
+
+def _batch(name: str, seed: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    shape = MODELS[name][1]
+    return torch.randn(BATCH, *shape, generator=g), torch.randint(0, 10, (BATCH,), generator=g)
+
+
+def _perturbed(m: tnn.Module, seed: int = 11) -> tnn.Module:
+    """A copy of ``m`` whose parameters moved by a relative 1e-6 (random signs)."""
+    p = copy.deepcopy(m)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for t in p.parameters():
+            sign = torch.randint(0, 2, t.shape, generator=g).float() * 2 - 1
+            t.mul_(1 + 1e-6 * sign)
+    return p
+
+
+def _bound(reference: np.ndarray, perturbed: np.ndarray) -> float:
+    """The zoo criterion: 4x the perturbation's effect (with a floor of a few f32 ulps)."""
+    moved = float(np.max(np.abs(reference - perturbed)))
+    scale = float(np.max(np.abs(reference))) if reference.size else 0.0
+    return 4 * moved + 4 * np.finfo(np.float32).eps * scale
+
+
+def _compile(name: str, m: tnn.Module, tmp: Path, **kwargs: Any) -> Path:
+    return rn.compile(
+        m, tmp / f"{name}.rnx", batch=BATCH, input_shape=MODELS[name][1], name=name, **kwargs
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Layout conversions (no compiler needed)
+# --------------------------------------------------------------------------- #
+
+
+def test_layout_conversions_are_exact_permutations() -> None:
+    """Tests that the filter and flatten-order conversions are inverse permutations, and that
+    the linear one reorders columns from C, H, W to H, W, C."""
+    rng = np.random.default_rng(0)
+    conv = torch_import.StateMap("c.weight", "parameter", "oihw_to_ohwi", (8, 3, 5, 7))
+    w = rng.standard_normal((8, 3, 5, 7)).astype(np.float32)
+    assert conv.to_rn(w).shape == (8, 5, 7, 3)
+    assert np.array_equal(conv.to_rn(w)[2, 4, 6, 1], w[2, 1, 4, 6])
+    assert np.array_equal(conv.to_torch(conv.to_rn(w)), w)
+    lin = torch_import.StateMap("fc.weight", "parameter", "linear_chw_to_hwc", (4, 24), (2, 3, 4))
+    v = rng.standard_normal((4, 24)).astype(np.float32)
+    r = lin.to_rn(v)
+    # RN column (h, w, c) = h*4*2 + w*2 + c holds torch column c*12 + h*4 + w.
+    assert r[1, 1 * 8 + 3 * 2 + 1] == v[1, 1 * 12 + 1 * 4 + 3]
+    assert np.array_equal(lin.to_torch(r), v)
+    mapping = torch_import.TorchMapping((conv, lin), ("bn.num_batches_tracked",), ("unused",))
+    assert torch_import.TorchMapping.from_json(mapping.to_json()) == mapping
+    with pytest.raises(ValueError, match="c.weight: shape"):
+        conv.to_rn(v)
+
+
+# --------------------------------------------------------------------------- #
+# Refusals
+# --------------------------------------------------------------------------- #
+
+
+class _Twice(tnn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = tnn.Conv2d(3, 3, 3, padding=1)
+        self.fc = tnn.Linear(3, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(self.conv(x))
+        return self.fc(tf.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+class _Sigmoid(tnn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = tnn.Linear(3 * 8 * 8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.sigmoid(x).flatten(1))
+
+
+def _head(*layers: tnn.Module, channels: int = 3) -> tnn.Module:
+    return tnn.Sequential(
+        tnn.Sequential(*layers), tnn.AdaptiveAvgPool2d(1), tnn.Flatten(), tnn.Linear(channels, 10)
+    )
+
+
+REFUSALS = [
+    (_head(tnn.MaxPool2d(2, ceil_mode=True)), r"^0\.0 \(MaxPool2d\): ceil_mode=True"),
+    (_head(tnn.AvgPool2d(3, 1, 1, count_include_pad=False)), r"^0\.0 \(AvgPool2d\): count_include_pad"),
+    (_head(tnn.AvgPool2d(2, divisor_override=3)), r"^0\.0 \(AvgPool2d\): divisor_override"),
+    (_head(tnn.Conv2d(3, 3, 3, padding=1, padding_mode="reflect")), r"^0\.0 \(Conv2d\): padding_mode='reflect'"),
+    (_head(tnn.BatchNorm2d(3, affine=False)), r"^0\.0 \(BatchNorm2d\): affine=False"),
+    (_head(tnn.BatchNorm2d(3, track_running_stats=False)), r"^0\.0 \(BatchNorm2d\): track_running_stats=False"),
+    (_head(tnn.BatchNorm2d(3, momentum=None)), r"^0\.0 \(BatchNorm2d\): momentum=None"),
+    (_head(tnn.Conv2d(3, 3, 3), tnn.Hardswish()), r"^0\.1 \(Hardswish\): not supported; RN imports modules Conv2d"),
+    (_head(tnn.MaxPool2d(3, padding=2)), r"^0\.0 \(MaxPool2d\): .*padding \[2, 2\] must be at most half"),
+    (_Twice(), r"^conv \(Conv2d\): called more than once"),
+    (_Sigmoid(), r"^function torch\.sigmoid \(graph node sigmoid, File .*test_torch_import\.py"),
+    (tnn.Sequential(tnn.Conv2d(3, 2, 3, padding=1), tnn.Flatten()), r"the output is a flattened C x H x W"),
+]
+
+
+@pytest.mark.parametrize("module,message", REFUSALS, ids=[m for _, m in REFUSALS])
+def test_unsupported_modules_are_refused_by_path(module: tnn.Module, message: str) -> None:
+    """Tests that each attribute value or layer RN does not implement is one
+    UnsupportedModelError naming the module path (or function and source line)."""
+    with pytest.raises(rn.UnsupportedModelError, match=message):
+        rn.from_torch(module, (3, 8, 8))
+
+
+def test_stochastic_depth_imports_only_at_p_zero() -> None:
+    """Tests that torchvision's stochastic depth is the identity at p=0 and refused when it
+    would drop branches in training (not implemented yet)."""
+    ops = pytest.importorskip("torchvision.ops")
+
+    class Residual(tnn.Module):
+        def __init__(self, p: float) -> None:
+            super().__init__()
+            self.conv = tnn.Conv2d(3, 3, 3, padding=1)
+            self.drop = ops.StochasticDepth(p, "row")
+            self.fc = tnn.Linear(3, 10)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x + self.drop(self.conv(x))
+            return self.fc(y.mean((2, 3)))
+
+    assert rn.from_torch(Residual(0.0), (3, 8, 8)).num_classes == 10
+    with pytest.raises(rn.UnsupportedModelError, match=r"stochastic depth with p=0.2"):
+        rn.from_torch(Residual(0.2), (3, 8, 8))
+
+
+def test_mapping_records_layouts_and_counters() -> None:
+    """Tests the mapping of state_dict names: conv filters OIHW->OHWI, the linear after a
+    spatial flatten reordered (fashion_cnn's 64x7x7), batch counters listed apart."""
+    m = rn.from_torch(fashion_cnn(), (1, 28, 28))
+    by_name = {e.name: e for e in m.mapping.entries}
+    assert by_name["0.weight"].layout == "oihw_to_ohwi"
+    assert by_name["0.weight"].rn_shape == (32, 3, 3, 1)
+    assert by_name["1.running_var"].role == "buffer"
+    assert by_name["9.weight"].layout == "linear_chw_to_hwc" and by_name["9.weight"].chw == (64, 7, 7)
+    assert by_name["12.weight"].layout == "same"
+    assert m.mapping.batch_counters == ("1.num_batches_tracked", "5.num_batches_tracked")
+    assert list(by_name) == [k for k in fashion_cnn().state_dict() if "num_batches" not in k]
+    assert m.num_classes == 10
+    # resnet18c pools to 1x1 before flattening: no reorder there.
+    r = rn.from_torch(resnet18c(), (3, 32, 32))
+    assert {e.layout for e in r.mapping.entries if e.name == "13.weight"} == {"same"}
+
+
+# --------------------------------------------------------------------------- #
+# Equal to PyTorch (CPU executor)
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_evaluation_logits_equal_pytorch(name: str, compiler: str, tmp_path: Path) -> None:
+    """Tests that RN's evaluation logits equal PyTorch's eval-mode forward from the same weights."""
+    m = _module(name)
+    artifact = _compile(name, m, tmp_path)
+    trainer = rn.Trainer(artifact, executor="cpu")
+    x, _ = _batch(name)
+    ours = trainer.predict(x.numpy())
+    m.eval()
+    with torch.no_grad():
+        ref = m(x).numpy()
+        moved = _perturbed(m)(x).numpy()
+    err = float(np.max(np.abs(ours - ref)))
+    assert err <= _bound(ref, moved), f"{name}: max |RN - torch| = {err:.3g}"
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_one_training_step_equals_pytorch(name: str, compiler: str, tmp_path: Path) -> None:
+    """Tests that one train-mode step (SGD, momentum 0.9) gives PyTorch's loss, updated parameters
+    and running statistics; dropout is at p=0 for the comparison."""
+    m = _module(name)
+    artifact = _compile(name, m, tmp_path, pipeline="optimizer=sgd momentum=0.9")
+    trainer = rn.Trainer(artifact, executor="cpu")
+    x, y = _batch(name)
+    lr = 0.05
+    loss = trainer.step(x.numpy(), y.numpy(), lr=lr).loss()
+    stepped = copy.deepcopy(m)
+    trainer.copy_to(stepped)
+
+    def torch_step(model: tnn.Module) -> tuple[float, dict[str, np.ndarray]]:
+        model.train()
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+        out = tf.cross_entropy(model(x), y)
+        opt.zero_grad()
+        out.backward()
+        opt.step()
+        return float(out), {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+
+    ref_loss, ref = torch_step(copy.deepcopy(m))
+    moved_loss, moved = torch_step(_perturbed(m))
+    assert abs(loss - ref_loss) <= _bound(np.array([ref_loss]), np.array([moved_loss]))
+    ours = stepped.state_dict()
+    for k, v in ref.items():
+        if k.endswith("num_batches_tracked"):
+            assert int(ours[k]) == 1, k
+            continue
+        err = float(np.max(np.abs(ours[k].numpy() - v)))
+        assert err <= _bound(v, moved[k]), f"{name} {k}: max |RN - torch| = {err:.3g}"
+
+
+# --------------------------------------------------------------------------- #
+# Weights in and out
+# --------------------------------------------------------------------------- #
+
+
+def _assert_same_state(a: tnn.Module, b: tnn.Module, counters: int | None = None) -> None:
+    sa, sb = a.state_dict(), b.state_dict()
+    assert list(sa) == list(sb)
+    for k in sa:
+        if k.endswith("num_batches_tracked") and counters is not None:
+            assert int(sb[k]) == counters, k
+        else:
+            assert torch.equal(sa[k], sb[k]), k
+
+
+def test_round_trip_is_bit_exact(compiler: str, tmp_path: Path) -> None:
+    """Tests torch -> RN -> torch: the artifact's weights, copied back before any step, equal the
+    module's bit for bit, and a weight-free artifact plus copy_from holds the same state."""
+    name = "fashion_cnn"
+    m = _module(name)
+    trainer = rn.Trainer(_compile(name, m, tmp_path), executor="cpu")
+    back = _module(name, seed=5)
+    trainer.copy_to(back)
+    _assert_same_state(m, back, counters=0)
+
+    bare = rn.Trainer(_compile(name, m, tmp_path / "..", weights=False), executor="cpu")
+    before = bare.state_dict()
+    bare.copy_from(m)
+    after = bare.state_dict()
+    assert any(not np.array_equal(before[k], after[k]) for k in after), "copy_from changed nothing"
+    expected = trainer.state_dict()
+    assert all(np.array_equal(expected[k], after[k]) for k in expected)
+
+
+def test_copy_from_refuses_other_artifacts_and_wrong_weights(compiler: str, tmp_path: Path) -> None:
+    """Tests that copy_from needs an artifact compiled from a torch module, and a module with the
+    mapped names, shapes and float32 weights; nothing is written on a refusal."""
+    native = rn.compile(models.build("mlp"), tmp_path / "native.rnx", batch=BATCH,
+                        input_shape=(1, 28, 28), num_classes=10)
+    with pytest.raises(ValueError, match="was not compiled from a torch module"):
+        rn.Trainer(native, executor="cpu").copy_from(mlp())
+    trainer = rn.Trainer(_compile("mlp", mlp(), tmp_path), executor="cpu")
+    before = trainer.state_dict()
+    with pytest.raises(ValueError, match="lacks 1.weight"):
+        trainer.copy_from(tnn.Sequential(tnn.Flatten()))
+    with pytest.raises(ValueError, match="dtype torch.float64"):
+        trainer.copy_from(mlp().double())
+    after = trainer.state_dict()
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def test_checkpoint_to_torch_state_dict(compiler: str, tmp_path: Path) -> None:
+    """Tests rn.to_torch_state_dict from a saved checkpoint: it equals copy_to after the same steps
+    (num_batches_tracked = steps), from the artifact, the ImportedModel or the module itself, and
+    with ema=True gives the EMA weights."""
+    name = "fashion_cnn"
+    m = _module(name)
+    artifact = _compile(name, m, tmp_path, pipeline="optimizer=sgd momentum=0.9 ema-decay=0.5")
+    trainer = rn.Trainer(artifact, executor="cpu")
+    x, y = _batch(name)
+    for _ in range(2):
+        trainer.step(x.numpy(), y.numpy(), lr=0.05)
+    trainer.synchronize()
+    ckpt = tmp_path / "run.ckpt"
+    trainer.save(ckpt)
+    expected = copy.deepcopy(m)
+    trainer.copy_to(expected)
+    for source in (artifact, rn.from_torch(m, (1, 28, 28))):
+        sd = rn.to_torch_state_dict(ckpt, source)
+        for k, v in expected.state_dict().items():
+            assert torch.equal(sd[k], v.to(sd[k].dtype)), k
+        assert int(sd["1.num_batches_tracked"]) == 2
+    sd = rn.to_torch_state_dict(ckpt, m, input_shape=(1, 28, 28))
+    assert torch.equal(sd["0.weight"], expected.state_dict()["0.weight"])
+
+    ema = rn.to_torch_state_dict(ckpt, artifact, ema=True)
+    averaged = copy.deepcopy(m)
+    trainer.copy_to(averaged, ema=True)
+    for k, v in averaged.state_dict().items():
+        assert torch.equal(ema[k], v.to(ema[k].dtype)), k
+    assert not torch.equal(ema["0.weight"], sd["0.weight"]), "EMA weights are not the weights"
+    # BN statistics are not averaged: the same in both.
+    assert torch.equal(ema["1.running_mean"], sd["1.running_mean"])
+
+
+def test_compile_checks_num_classes(compiler: str, tmp_path: Path) -> None:
+    """Tests that rn.compile checks num_classes against the module's output."""
+    with pytest.raises(ValueError, match="num_classes=7, but the module's output has 10 classes"):
+        rn.compile(mlp(), tmp_path / "m.rnx", batch=BATCH, input_shape=(1, 28, 28), num_classes=7)
