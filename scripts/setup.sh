@@ -14,6 +14,12 @@ rn_install_packages() {
   local wanted=(cmake ninja-build g++ libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
                 nlohmann-json3-dev zlib1g-dev libzstd-dev libopenblas-dev pkgconf libgtest-dev
                 dataset-fashion-mnist)
+  # The torch import tests (RN_WITH_TORCH=1, set by the test command) run
+  # under Debian's /usr/bin/python3 with its PyTorch 1.13 and torchvision
+  # 0.14: about 250 MB to download, under a minute to install here.
+  if [ "${RN_WITH_TORCH:-0}" = 1 ]; then
+    wanted+=(python3-torch python3-torchvision python3-pytest)
+  fi
   local missing=()
   for package in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

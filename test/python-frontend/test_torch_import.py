@@ -30,7 +30,7 @@ import torch.nn as tnn  # noqa: E402
 import torch.nn.functional as tf  # noqa: E402
 
 import rn  # noqa: E402
-from rn import models, torch_import  # noqa: E402
+from rn import _safetensors, models, torch_import  # noqa: E402
 from rn.compiler import find_rn_compile  # noqa: E402
 
 REQUIRE = os.environ.get("RN_REQUIRE_TOOLS") == "1" or os.environ.get("RN_REQUIRE_TORCH") == "1"
@@ -454,3 +454,28 @@ def test_compile_checks_num_classes(compiler: str, tmp_path: Path) -> None:
     """Tests that rn.compile checks num_classes against the module's output."""
     with pytest.raises(ValueError, match="num_classes=7, but the module's output has 10 classes"):
         rn.compile(mlp(), tmp_path / "m.rnx", batch=BATCH, input_shape=(1, 28, 28), num_classes=7)
+
+
+def test_finetune_example_runs(compiler: str, tmp_path: Path) -> None:
+    """Tests examples/finetune_torchvision.py end to end on a few examples, the GPU machine's way:
+    a weight-free artifact compiled first, then trained from the module's weights (copy_from);
+    PyTorch's accuracy of the copied-back model equals RN's evaluation."""
+    import subprocess
+    import sys
+
+    data = Path(os.environ.get("RN_DATA", "/usr/share/datasets/fashion-mnist"))
+    if not (data / "t10k-labels-idx1-ubyte.gz").is_file():
+        _missing(f"no Fashion-MNIST at {data}")
+    example = Path(__file__).resolve().parents[2] / "examples" / "finetune_torchvision.py"
+    artifact = tmp_path / "resnet18.rnx"
+    common = ["--batch", "32", "--data", str(data), "--out", str(tmp_path), "--artifact", str(artifact)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    first = subprocess.run([sys.executable, str(example), *common, "--compile-only"],
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert artifact.is_file() and not _safetensors.read(artifact).tensors, "not weight-free"
+    run = subprocess.run([sys.executable, str(example), *common, "--executor", "cpu",
+                          "--limit-train", "128", "--limit-test", "64"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "(within 0.1)" in run.stdout, run.stdout
