@@ -95,7 +95,8 @@ pack_python() {
   for so in "$gpu_build"/python/rn/_native.cpython-312-*.so; do
     strip --strip-unneeded -o "$bundle/python/rn/$(basename "$so")" "$so"
   done
-  cp "$RN_ROOT/test/python-frontend/test_trainer_gpu.py" "$bundle/python/tests/"
+  cp "$RN_ROOT/test/python-frontend/test_trainer_gpu.py" \
+    "$RN_ROOT/test/python-frontend/test_torch_import_gpu.py" "$bundle/python/tests/"
   tar cJf "$bundle/python.tar.xz" -C "$bundle/python" .
   rm -r "$bundle/python"
   mkdir -p "$bundle/scripts"
@@ -141,6 +142,22 @@ fi
 # Benchmark artifacts, multi- and single-stream, weight-free, with
 # rn-compile's times (scripts/bench-artifacts.sh).
 bash "$RN_ROOT/scripts/bench-artifacts.sh" "$bundle/models"
+# Imported torchvision models (Debian's PyTorch under /usr/bin/python3, as
+# the CI's torch tests): the GPU equality tests' artifacts at 224x224, and
+# torchvision's resnet50 with the benchmark recipe at batch 256, timed
+# against the zoo's resnet50.bench256.rnx (run-python-gpu.sh).
+if /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null; then
+  PYTHONPATH="$RN_ROOT/python-frontend" /usr/bin/python3 \
+    "$RN_ROOT/test/python-frontend/test_torch_import_gpu.py" --compile "$bundle/models"
+  PYTHONPATH="$RN_ROOT/python-frontend" /usr/bin/python3 - "$bundle/models" <<'PY'
+import sys, torchvision, rn
+recipe = "precision=f16 loss-scaling=dynamic nesterov=true weight-decay=5e-4 momentum=0.9"
+rn.compile(torchvision.models.resnet50(), f"{sys.argv[1]}/torch_resnet50.bench256.rnx", batch=256,
+           input_shape=(3, 224, 224), pipeline=recipe, weights=False, name="torch_resnet50")
+PY
+else
+  rn_log "no PyTorch for /usr/bin/python3 (apt python3-torch python3-torchvision): no imported models"
+fi
 # The out-of-memory error path: ResNet-50 at batch 4096 needs a 168 GiB arena.
 python3 -m rn.models resnet50 --batch 4096 -o "$bundle/models/resnet50.mlir"
 rn-compile "$bundle/models/resnet50.mlir" -o "$bundle/models/resnet50.oom.rnx" --quiet --no-weights \
