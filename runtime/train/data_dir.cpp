@@ -7,6 +7,7 @@
 #include "runtime/train/data_dir.h"
 
 #include "runtime/train/idx_source.h"
+#include "runtime/train/npz_source.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,25 +17,75 @@ namespace rn::train {
 
 namespace {
 
-/// "a,b,c" as three floats, or an error naming the flag.
-Result<std::array<float, 3>> channelValues(const std::string &text, const char *flag) {
-  std::array<float, 3> out{};
+/// "a,b,..." as floats, as many as given, or an error naming the flag.
+Result<std::vector<float>> channelValues(const std::string &text, const char *flag) {
+  std::vector<float> out;
   const char *p = text.c_str();
-  for (size_t c = 0; c < 3; ++c) {
+  for (;;) {
     char *end = nullptr;
-    out[c] = std::strtof(p, &end);
-    if (end == p || (c < 2 && *end != ',') || (c == 2 && *end != '\0'))
-      return Error(std::string(flag) + " needs three comma-separated numbers (one per channel), got '" +
+    float v = std::strtof(p, &end);
+    if (end == p || (*end != ',' && *end != '\0'))
+      return Error(std::string(flag) + " needs comma-separated numbers (one per channel), got '" +
                    text + "'");
+    out.push_back(v);
+    if (*end == '\0')
+      return out;
     p = end + 1;
+  }
+}
+
+/// The three values of `flag` (CIFAR's channels).
+Result<std::array<float, 3>> threeValues(const std::string &text, const char *flag) {
+  Result<std::vector<float>> v = channelValues(text, flag);
+  if (!v)
+    return v.error();
+  if (v->size() != 3)
+    return Error(std::string(flag) + " needs three values for CIFAR's red, green and blue, got '" +
+                 text + "'");
+  return std::array<float, 3>{(*v)[0], (*v)[1], (*v)[2]};
+}
+
+template <typename Values> std::string listed(const Values &values) {
+  std::string out;
+  for (float v : values) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+    out += (out.empty() ? "" : ",") + std::string(buf);
   }
   return out;
 }
 
-std::string triple(const std::array<float, 3> &v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.4f,%.4f,%.4f", v[0], v[1], v[2]);
-  return buf;
+Result<DataDir> loadNpz(const std::string &path, const DataDirOptions &options) {
+  if (options.label != "fine")
+    return Error("--label is CIFAR-100's; " + path + " is an .npz archive");
+  if (options.mean.empty() != options.std.empty())
+    return Error("give --mean and --std together (or neither: the training split's are used)");
+  NpzSourceOptions npz;
+  npz.limitTrain = options.limitTrain;
+  npz.limitTest = options.limitTest;
+  if (!options.mean.empty()) {
+    Result<std::vector<float>> mean = channelValues(options.mean, "--mean");
+    if (!mean)
+      return mean.error();
+    Result<std::vector<float>> std = channelValues(options.std, "--std");
+    if (!std)
+      return std.error();
+    npz.mean = *mean;
+    npz.std = *std;
+  }
+  Result<NpzSources> sources = loadNpzSources(path, npz);
+  if (!sources)
+    return sources.error();
+  DataDir out;
+  out.description = "NPZ " + path + ": " + std::to_string(sources->train->count()) +
+                    " training and " + std::to_string(sources->test->count()) +
+                    " test examples, " + sources->train->layout() + ", " +
+                    std::to_string(sources->classes) + " classes, mean " + listed(sources->mean) +
+                    " std " + listed(sources->std) +
+                    (sources->statsComputed ? " (computed from the training split)" : " (given)");
+  out.train = std::move(sources->train);
+  out.test = std::move(sources->test);
+  return out;
 }
 
 } // namespace
@@ -42,8 +93,11 @@ std::string triple(const std::array<float, 3> &v) {
 Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &options) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (fs::is_regular_file(dir, ec) && fs::path(dir).extension() == ".npz")
+    return loadNpz(dir, options);
   if (!fs::is_directory(dir, ec))
-    return Error(dir + ": cannot open the data directory (not a folder)");
+    return Error(dir + ": cannot open the data (not a folder of IDX or CIFAR files, nor an .npz "
+                 "file)");
   DataDir out;
   if (fs::is_regular_file(fs::path(dir) / "train-images-idx3-ubyte.gz", ec)) {
     if (!options.mean.empty() || !options.std.empty() || options.label != "fine")
@@ -69,10 +123,10 @@ Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &option
   if (options.mean.empty() != options.std.empty())
     return Error("give --mean and --std together (or neither: the training split's are used)");
   if (!options.mean.empty()) {
-    Result<std::array<float, 3>> mean = channelValues(options.mean, "--mean");
+    Result<std::array<float, 3>> mean = threeValues(options.mean, "--mean");
     if (!mean)
       return mean.error();
-    Result<std::array<float, 3>> std = channelValues(options.std, "--std");
+    Result<std::array<float, 3>> std = threeValues(options.std, "--std");
     if (!std)
       return std.error();
     cifar.mean = *mean;
@@ -91,7 +145,7 @@ Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &option
       std::to_string(sources->test->count()) + " test examples, 32x32x3, " +
       std::to_string(sources->classes) + " classes" +
       (hundred ? std::string(" (") + options.label + " labels)" : std::string()) + ", mean " +
-      triple(sources->mean) + " std " + triple(sources->std) +
+      listed(sources->mean) + " std " + listed(sources->std) +
       (sources->statsComputed ? " (computed from the training split)" : " (given)");
   out.train = std::move(sources->train);
   out.test = std::move(sources->test);

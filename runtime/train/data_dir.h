@@ -1,9 +1,10 @@
 //===- data_dir.h - What rn-run --data DIR holds ----------------*- C++ -*-===//
 //
-// rn-run --data names a folder; this finds which data set it holds (the
-// IDX files of Fashion-MNIST or MNIST, CIFAR-10's or CIFAR-100's binary
-// files), loads its training and test splits as data sources and says in
-// one line what it found.
+// rn-run --data names a folder or a file; this finds which data set it
+// holds (the IDX files of Fashion-MNIST or MNIST, CIFAR-10's or CIFAR-100's
+// binary files, or an .npz archive with Keras' mnist.npz keys), loads its
+// training and test splits as data sources and says in one line what it
+// found.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +21,9 @@ namespace rn::train {
 
 struct DataDirOptions {
   int64_t limitTrain = 0, limitTest = 0;
-  /// CIFAR: "fine" or "coarse" (CIFAR-100's label), and "m0,m1,m2" /
-  /// "s0,s1,s2" per channel (both or neither; empty: the training split's).
+  /// CIFAR: "fine" or "coarse" (CIFAR-100's label). CIFAR and NPZ:
+  /// "m0,m1,..." / "s0,s1,..." one value per channel (both or neither;
+  /// empty: the training split's).
   std::string label = "fine", mean, std;
 };
 
@@ -32,7 +34,7 @@ struct DataDir {
   std::string description;
 };
 
-/// The data set in `dir`; an error that names the folder and what was
+/// The data set in `dir` (a folder, or an .npz file); an error that names the folder and what was
 /// looked for when it holds none, or what is wrong with the options.
 Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &options);
 

@@ -95,12 +95,12 @@ TEST_F(DataDirTest, MistakesAreNamed) {
     const char *message;
   };
   const Case cases[] = {
-      {dir, {0, 0, "fine", "0.5,0.5", "1,1,1"}, "--mean needs three comma-separated numbers"},
+      {dir, {0, 0, "fine", "0.5,0.5", "1,1,1"}, "--mean needs three values for CIFAR's red, green and blue"},
       {dir, {0, 0, "fine", "0.5,0.5,0.5", ""}, "give --mean and --std together"},
       {dir, {0, 0, "fine", "0,0,0", "1,0,1"}, "standard deviation is 0.000000"},
       {dir, {0, 0, "coarse", "", ""}, "--label is CIFAR-100's"},
       {dir, {0, 0, "medium", "", ""}, "--label must be fine or coarse"},
-      {dir + "/nothing", {}, "cannot open the data directory"},
+      {dir + "/nothing", {}, "cannot open the data (not a folder of IDX or CIFAR files, nor an .npz file)"},
   };
   for (const Case &c : cases) {
     rn::Result<DataDir> data = loadDataDir(c.dir, c.options);
