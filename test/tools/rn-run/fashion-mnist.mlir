@@ -53,5 +53,5 @@
 // RESUMED: epoch 2/2 train loss
 // RESUMED: epoch 2/2 test loss
 
-// NODIR: rn-run: error: {{.*}}nonexistent: cannot open the data directory
+// NODIR: rn-run: error: {{.*}}nonexistent: cannot open the data (not a folder of IDX or CIFAR files, nor an .npz file)
 // UNWRITABLE: rn-run: error: cannot write the checkpoint {{.*}}nodir/ck.safetensors
