@@ -266,7 +266,8 @@ LogicalResult BuildTrainingPass::analyzeForward(func::FuncOp forward) {
   }
 
   for (Operation *op : ops) {
-    if (!isa<ParamOp, Conv2dOp, BatchNormOp, ReluOp, TanhOp, SiluOp, AddOp,
+    if (!isa<ParamOp, Conv2dOp, BatchNormOp, ReluOp, TanhOp, SiluOp,
+             SigmoidOp, HardtanhOp, HardswishOp, HardsigmoidOp, AddOp,
              DropoutOp, MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp, FlattenOp,
              LinearOp, SoftmaxCrossEntropyOp>(op))
       return op->emitError("rn-build-training has no gradient rule for '")
@@ -670,6 +671,24 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
         grads.accumulate(
             opLoc, silu.getInput(),
             SiluBackwardOp::create(b, opLoc, dy, silu.getInput()));
+      } else if (auto sigmoid = dyn_cast<SigmoidOp>(op)) {
+        grads.accumulate(opLoc, sigmoid.getInput(),
+                         SigmoidBackwardOp::create(b, opLoc, dy, sigmoid));
+      } else if (auto hardtanh = dyn_cast<HardtanhOp>(op)) {
+        // From the result, which the next layer keeps anyway (the input
+        // would be one more saved tensor per ReLU6).
+        grads.accumulate(opLoc, hardtanh.getInput(),
+                         HardtanhBackwardOp::create(
+                             b, opLoc, dy, hardtanh, hardtanh.getMinValAttr(),
+                             hardtanh.getMaxValAttr()));
+      } else if (auto hardswish = dyn_cast<HardswishOp>(op)) {
+        grads.accumulate(opLoc, hardswish.getInput(),
+                         HardswishBackwardOp::create(b, opLoc, dy,
+                                                     hardswish.getInput()));
+      } else if (auto hardsigmoid = dyn_cast<HardsigmoidOp>(op)) {
+        grads.accumulate(opLoc, hardsigmoid.getInput(),
+                         HardsigmoidBackwardOp::create(
+                             b, opLoc, dy, hardsigmoid.getInput()));
       } else if (auto add = dyn_cast<AddOp>(op)) {
         --numBackwardOps; // the gradient fans out unchanged
         grads.accumulate(opLoc, add.getLhs(), dy);

@@ -95,6 +95,12 @@ LogicalResult BatchNormOp::verify() {
   return verifyResultType(*this, getInput().getType());
 }
 
+LogicalResult HardtanhOp::verify() {
+  return verifyClampBounds(ShapeDiagnostics(*this),
+                           getMinVal().convertToDouble(),
+                           getMaxVal().convertToDouble());
+}
+
 LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p >= 0.0 && p < 1.0))

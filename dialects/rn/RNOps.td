@@ -150,6 +150,38 @@ class RN_UnaryElementwiseOp<string mnemonic, string what>
 def RN_ReluOp : RN_UnaryElementwiseOp<"relu", "max(x, 0)">;
 def RN_TanhOp : RN_UnaryElementwiseOp<"tanh", "hyperbolic tangent">;
 def RN_SiluOp : RN_UnaryElementwiseOp<"silu", "x * sigmoid(x)">;
+def RN_SigmoidOp : RN_UnaryElementwiseOp<"sigmoid", "1 / (1 + exp(-x))">;
+def RN_HardswishOp : RN_UnaryElementwiseOp<"hardswish", "x * relu6(x + 3) / 6"> {
+  let description = [{
+    PyTorch's Hardswish: 0 for x <= -3, x for x >= 3, x * (x + 3) / 6 in
+    between. NaN propagates.
+  }];
+}
+def RN_HardsigmoidOp : RN_UnaryElementwiseOp<"hardsigmoid", "relu6(x + 3) / 6"> {
+  let description = [{
+    PyTorch's Hardsigmoid: 0 for x <= -3, 1 for x >= 3, x / 6 + 1 / 2 in
+    between. NaN propagates.
+  }];
+}
+
+def RN_HardtanhOp : RN_Op<"hardtanh", [RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
+  let summary = "clamp(x, min_val, max_val)";
+  let description = [{
+    PyTorch's Hardtanh; ReLU6 is `min 0 max 6`. NaN propagates (as
+    PyTorch's clamp). The bounds apply as f32 values whatever the tensor's
+    type (PyTorch's f32 arithmetic for f16 and bf16), and min_val < max_val.
+
+    ```mlir
+    %y = rn.hardtanh %x min 0.000000e+00 max 6.000000e+00 : tensor<8x16x16x32xf16>
+    ```
+  }];
+  let arguments = (ins RN_FloatTensor:$input, F64Attr:$min_val, F64Attr:$max_val);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `min` $min_val `max` $max_val attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
 
 def RN_AddOp : RN_Op<"add", [RN_ArtifactOp, Pure, Commutative, SameOperandsAndResultType]> {
   let summary = "elementwise sum of two tensors of one type (residual joins)";

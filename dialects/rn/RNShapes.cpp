@@ -177,6 +177,18 @@ LogicalResult mlir::rn::shapes::verifyInputGradAddend(const ShapeDiagnostics &di
   return diag.requireType("input gradient addend", addend.getType(), input);
 }
 
+LogicalResult mlir::rn::shapes::verifyClampBounds(const ShapeDiagnostics &diag,
+                                                  double minVal, double maxVal) {
+  if (std::isfinite(minVal) && std::isfinite(maxVal) && minVal < maxVal)
+    return success();
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  os << "min_val must be below max_val (both finite), got min_val "
+     << llvm::format("%g", minVal) << " and max_val "
+     << llvm::format("%g", maxVal);
+  return diag.fail(message);
+}
+
 FailureOr<RankedTensorType> mlir::rn::shapes::inferPool2d(
     const ShapeDiagnostics &diag, RankedTensorType input,
     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,

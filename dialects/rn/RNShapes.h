@@ -64,6 +64,11 @@ LogicalResult requireInRange(const ShapeDiagnostics &diag, StringRef what,
                              double value, double low, double high,
                              bool highInclusive);
 
+/// The bounds of a hardtanh (and of its backward): finite, min_val below
+/// max_val (PyTorch's Hardtanh asserts the same).
+LogicalResult verifyClampBounds(const ShapeDiagnostics &diag, double minVal,
+                                double maxVal);
+
 /// Result of a convolution; `bias` may be null.
 FailureOr<RankedTensorType>
 inferConv2d(const ShapeDiagnostics &diag, RankedTensorType input,

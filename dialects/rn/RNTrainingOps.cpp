@@ -307,6 +307,12 @@ LogicalResult BatchNormBackwardOp::verify() {
   return verifyBackwardResults(diag, getOperation()->getResults(), expected);
 }
 
+LogicalResult HardtanhBackwardOp::verify() {
+  return verifyClampBounds(ShapeDiagnostics(*this),
+                           getMinVal().convertToDouble(),
+                           getMaxVal().convertToDouble());
+}
+
 LogicalResult MaxPool2dBackwardOp::verify() {
   ShapeDiagnostics diag(*this);
   RankedTensorType input = getInput().getType();

@@ -247,6 +247,46 @@ def RN_SiluBackwardOp : RN_ElementwiseBackwardOp<"silu_backward", "input",
     "dx = dy * s * (1 + x * (1 - s)), s = sigmoid(x)">;
 def RN_DropoutBackwardOp : RN_ElementwiseBackwardOp<"dropout_backward", "mask",
     "dx = dy * mask">;
+def RN_SigmoidBackwardOp : RN_ElementwiseBackwardOp<"sigmoid_backward", "result",
+    "dx = dy * y * (1 - y)">;
+def RN_HardswishBackwardOp : RN_ElementwiseBackwardOp<"hardswish_backward", "input",
+    "dx = 0 for x < -3, dy for x > 3, dy * (2x + 3) / 6 in between"> {
+  let description = [{
+    `saved` is the forward op's input. PyTorch's convention at the kinks:
+    x = -3 gives -dy / 2 and x = 3 gives 3 dy / 2 (the middle piece is
+    closed); a NaN input gives NaN.
+  }];
+}
+def RN_HardsigmoidBackwardOp : RN_ElementwiseBackwardOp<"hardsigmoid_backward", "input",
+    "dx = dy / 6 for -3 < x < 3, else 0"> {
+  let description = [{
+    `saved` is the forward op's input. As PyTorch, the gradient is 0 at the
+    kinks (the open interval).
+  }];
+}
+
+def RN_HardtanhBackwardOp : RN_Op<"hardtanh_backward", [RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
+  let summary = "dx = dy where min_val < y < max_val, else 0";
+  let description = [{
+    `saved` is the forward op's result y (which the next layer keeps
+    anyway, unlike the input). The gradient passes where y lies strictly
+    inside the bounds, the bounds taken as f32 and rounded to y's type: a
+    clipped element equals its bound and gets 0, as in PyTorch, whose test
+    on the input (min_val < x < max_val) this is whenever the bounds are
+    representable in y's type (ReLU6's 0 and 6 and Hardtanh's -1 and 1 are
+    in f32, f16 and bf16). A NaN gets 0.
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$output_grad,
+    RN_FloatTensor:$saved,
+    F64Attr:$min_val,
+    F64Attr:$max_val);
+  let results = (outs RN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $saved `min` $min_val `max` $max_val attr-dict `:` type($input_grad)
+  }];
+  let hasVerifier = 1;
+}
 
 def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, AttrSizedOperandSegments, AttrSizedResultSegments, Pure]> {
   let summary = "gradients of a convolution: dX, dW and dB";

@@ -36,9 +36,14 @@ __all__ = [
     "format_float",
     "format_table",
     "global_avg_pool",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
     "linear",
     "max_pool2d",
     "relu",
+    "relu6",
+    "sigmoid",
     "silu",
     "softmax_cross_entropy",
     "symbol",
@@ -526,6 +531,40 @@ def tanh(x: Value) -> Value:
 def silu(x: Value) -> Value:
     """Elementwise x * sigmoid(x)."""
     return _unary("silu", x)
+
+
+def sigmoid(x: Value) -> Value:
+    """Elementwise 1 / (1 + exp(-x))."""
+    return _unary("sigmoid", x)
+
+
+def hardtanh(x: Value, min_val: float = -1.0, max_val: float = 1.0) -> Value:
+    """Elementwise clamp(x, min_val, max_val) (PyTorch's Hardtanh; ReLU6 is 0..6)."""
+    e = _emitter_of(x, "hardtanh")
+    for what, v in (("min_val", min_val), ("max_val", max_val)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise e.error(f"hardtanh {what} must be a finite number, got {v!r}")
+    if not min_val < max_val:
+        raise e.error(f"hardtanh min_val {min_val!r} must be below max_val {max_val!r}")
+    return e.op(
+        f"rn.hardtanh {x.name} min {format_float(min_val)} max {format_float(max_val)} : {x.type}",
+        x.type,
+    )
+
+
+def relu6(x: Value) -> Value:
+    """Elementwise min(max(x, 0), 6): ``hardtanh(x, 0, 6)``."""
+    return hardtanh(x, 0.0, 6.0)
+
+
+def hardswish(x: Value) -> Value:
+    """Elementwise x * relu6(x + 3) / 6."""
+    return _unary("hardswish", x)
+
+
+def hardsigmoid(x: Value) -> Value:
+    """Elementwise relu6(x + 3) / 6."""
+    return _unary("hardsigmoid", x)
 
 
 def add(a: Value, b: Value) -> Value:

@@ -37,6 +37,9 @@ __all__ = [
     "CrossEntropyLoss",
     "Dropout",
     "Flatten",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
     "Identity",
     "Init",
     "InitArg",
@@ -45,8 +48,10 @@ __all__ = [
     "Module",
     "Parameter",
     "ReLU",
+    "ReLU6",
     "Sequential",
     "SiLU",
+    "Sigmoid",
     "StateTensor",
     "Tanh",
     "calculate_gain",
@@ -582,6 +587,63 @@ class SiLU(Module):
 
     def forward(self, x: Value) -> Value:
         return F.silu(x)
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x))."""
+
+    def forward(self, x: Value) -> Value:
+        return F.sigmoid(x)
+
+
+class Hardtanh(Module):
+    """clamp(x, min_val, max_val). ``inplace`` is accepted and ignored."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        if not min_val < max_val:
+            raise ValueError(f"Hardtanh min_val {min_val!r} must be below max_val {max_val!r}")
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+
+    def forward(self, x: Value) -> Value:
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6), as PyTorch a Hardtanh(0, 6). ``inplace`` is accepted and ignored."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class Hardswish(Module):
+    """x * relu6(x + 3) / 6. ``inplace`` is accepted and ignored."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Value) -> Value:
+        return F.hardswish(x)
+
+
+class Hardsigmoid(Module):
+    """relu6(x + 3) / 6. ``inplace`` is accepted and ignored."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Value) -> Value:
+        return F.hardsigmoid(x)
 
 
 class _Pool2d(Module):

@@ -368,6 +368,18 @@ Status verifyDropoutTrain(const OpNodeSignature &node) {
   return c.finish();
 }
 
+/// hardtanh and its backward: finite bounds, min_val below max_val (the
+/// dialect's verifier).
+Status verifyHardtanh(const OpNodeSignature &node) {
+  Checker c(node);
+  double minVal = c.number("min_val");
+  double maxVal = c.number("max_val");
+  if (c.ok() && !(minVal < maxVal))
+    c.fail("attribute \"min_val\" (" + formatNumber(minVal) +
+           ") must be below \"max_val\" (" + formatNumber(maxVal) + ")");
+  return c.finish();
+}
+
 Status verifyPool(const OpNodeSignature &node) {
   Checker c(node);
   c.pooling();
@@ -662,6 +674,10 @@ std::vector<OpInfo> buildOps() {
       {"relu", verifyTableOnly},
       {"tanh", verifyTableOnly},
       {"silu", verifyTableOnly},
+      {"sigmoid", verifyTableOnly},
+      {"hardtanh", verifyHardtanh},
+      {"hardswish", verifyTableOnly},
+      {"hardsigmoid", verifyTableOnly},
       {"add", verifyTableOnly},
       // No "dropout": the model-level op never reaches a program
       // (rn-build-training makes it dropout_train, eval_step drops it) and
@@ -683,6 +699,10 @@ std::vector<OpInfo> buildOps() {
       {"relu_backward", verifyTableOnly},
       {"tanh_backward", verifyTableOnly},
       {"silu_backward", verifyTableOnly},
+      {"sigmoid_backward", verifyTableOnly},
+      {"hardtanh_backward", verifyHardtanh},
+      {"hardswish_backward", verifyTableOnly},
+      {"hardsigmoid_backward", verifyTableOnly},
       {"dropout_backward", verifyTableOnly},
       {"conv2d_backward", verifyWeightedBackward<true>, weightedBackwardParts},
       {"linear_backward", verifyWeightedBackward<false>, weightedBackwardParts},

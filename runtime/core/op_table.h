@@ -793,6 +793,116 @@ inline constexpr size_t input_grad = 0;
 } // namespace result
 } // namespace global_avg_pool_backward
 
+// rn.hardsigmoid
+inline constexpr Value kHardsigmoidOperands[] = {
+    {"input", Arity::one},
+};
+inline constexpr Value kHardsigmoidResults[] = {
+    {"result", Arity::one},
+};
+namespace hardsigmoid {
+namespace operand {
+inline constexpr size_t input = 0;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace hardsigmoid
+
+// rn.hardsigmoid_backward
+inline constexpr Value kHardsigmoidBackwardOperands[] = {
+    {"output_grad", Arity::one},
+    {"saved", Arity::one},
+};
+inline constexpr Value kHardsigmoidBackwardResults[] = {
+    {"input_grad", Arity::one},
+};
+namespace hardsigmoid_backward {
+namespace operand {
+inline constexpr size_t output_grad = 0;
+inline constexpr size_t saved = 1;
+} // namespace operand
+namespace result {
+inline constexpr size_t input_grad = 0;
+} // namespace result
+} // namespace hardsigmoid_backward
+
+// rn.hardswish
+inline constexpr Value kHardswishOperands[] = {
+    {"input", Arity::one},
+};
+inline constexpr Value kHardswishResults[] = {
+    {"result", Arity::one},
+};
+namespace hardswish {
+namespace operand {
+inline constexpr size_t input = 0;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace hardswish
+
+// rn.hardswish_backward
+inline constexpr Value kHardswishBackwardOperands[] = {
+    {"output_grad", Arity::one},
+    {"saved", Arity::one},
+};
+inline constexpr Value kHardswishBackwardResults[] = {
+    {"input_grad", Arity::one},
+};
+namespace hardswish_backward {
+namespace operand {
+inline constexpr size_t output_grad = 0;
+inline constexpr size_t saved = 1;
+} // namespace operand
+namespace result {
+inline constexpr size_t input_grad = 0;
+} // namespace result
+} // namespace hardswish_backward
+
+// rn.hardtanh
+inline constexpr Value kHardtanhOperands[] = {
+    {"input", Arity::one},
+};
+inline constexpr Value kHardtanhResults[] = {
+    {"result", Arity::one},
+};
+inline constexpr Attr kHardtanhAttributes[] = {
+    {"min_val", AttrKind::real, true},
+    {"max_val", AttrKind::real, true},
+};
+namespace hardtanh {
+namespace operand {
+inline constexpr size_t input = 0;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace hardtanh
+
+// rn.hardtanh_backward
+inline constexpr Value kHardtanhBackwardOperands[] = {
+    {"output_grad", Arity::one},
+    {"saved", Arity::one},
+};
+inline constexpr Value kHardtanhBackwardResults[] = {
+    {"input_grad", Arity::one},
+};
+inline constexpr Attr kHardtanhBackwardAttributes[] = {
+    {"min_val", AttrKind::real, true},
+    {"max_val", AttrKind::real, true},
+};
+namespace hardtanh_backward {
+namespace operand {
+inline constexpr size_t output_grad = 0;
+inline constexpr size_t saved = 1;
+} // namespace operand
+namespace result {
+inline constexpr size_t input_grad = 0;
+} // namespace result
+} // namespace hardtanh_backward
+
 // rn.host_to_device
 inline constexpr Value kHostToDeviceOperands[] = {
     {"input", Arity::one},
@@ -1194,6 +1304,40 @@ inline constexpr size_t new_momentum_buffer = 1;
 } // namespace result
 } // namespace sgd_update
 
+// rn.sigmoid
+inline constexpr Value kSigmoidOperands[] = {
+    {"input", Arity::one},
+};
+inline constexpr Value kSigmoidResults[] = {
+    {"result", Arity::one},
+};
+namespace sigmoid {
+namespace operand {
+inline constexpr size_t input = 0;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace sigmoid
+
+// rn.sigmoid_backward
+inline constexpr Value kSigmoidBackwardOperands[] = {
+    {"output_grad", Arity::one},
+    {"saved", Arity::one},
+};
+inline constexpr Value kSigmoidBackwardResults[] = {
+    {"input_grad", Arity::one},
+};
+namespace sigmoid_backward {
+namespace operand {
+inline constexpr size_t output_grad = 0;
+inline constexpr size_t saved = 1;
+} // namespace operand
+namespace result {
+inline constexpr size_t input_grad = 0;
+} // namespace result
+} // namespace sigmoid_backward
+
 // rn.silu
 inline constexpr Value kSiluOperands[] = {
     {"input", Arity::one},
@@ -1425,6 +1569,12 @@ inline constexpr Op kOps[] = {
     {"flatten", kFlattenOperands, 1, kFlattenResults, 1, nullptr, 0},
     {"global_avg_pool", kGlobalAvgPoolOperands, 1, kGlobalAvgPoolResults, 1, nullptr, 0},
     {"global_avg_pool_backward", kGlobalAvgPoolBackwardOperands, 1, kGlobalAvgPoolBackwardResults, 1, nullptr, 0},
+    {"hardsigmoid", kHardsigmoidOperands, 1, kHardsigmoidResults, 1, nullptr, 0},
+    {"hardsigmoid_backward", kHardsigmoidBackwardOperands, 2, kHardsigmoidBackwardResults, 1, nullptr, 0},
+    {"hardswish", kHardswishOperands, 1, kHardswishResults, 1, nullptr, 0},
+    {"hardswish_backward", kHardswishBackwardOperands, 2, kHardswishBackwardResults, 1, nullptr, 0},
+    {"hardtanh", kHardtanhOperands, 1, kHardtanhResults, 1, kHardtanhAttributes, 2},
+    {"hardtanh_backward", kHardtanhBackwardOperands, 2, kHardtanhBackwardResults, 1, kHardtanhBackwardAttributes, 2},
     {"host_to_device", kHostToDeviceOperands, 1, kHostToDeviceResults, 1, nullptr, 0},
     {"lars_update", kLarsUpdateOperands, 5, kLarsUpdateResults, 2, kLarsUpdateAttributes, 4},
     {"linear", kLinearOperands, 3, kLinearResults, 1, nullptr, 0},
@@ -1443,6 +1593,8 @@ inline constexpr Op kOps[] = {
     {"relu_backward", kReluBackwardOperands, 2, kReluBackwardResults, 1, nullptr, 0},
     {"reshape", kReshapeOperands, 1, kReshapeResults, 1, nullptr, 0},
     {"sgd_update", kSgdUpdateOperands, 5, kSgdUpdateResults, 2, kSgdUpdateAttributes, 3},
+    {"sigmoid", kSigmoidOperands, 1, kSigmoidResults, 1, nullptr, 0},
+    {"sigmoid_backward", kSigmoidBackwardOperands, 2, kSigmoidBackwardResults, 1, nullptr, 0},
     {"silu", kSiluOperands, 1, kSiluResults, 1, nullptr, 0},
     {"silu_backward", kSiluBackwardOperands, 2, kSiluBackwardResults, 1, nullptr, 0},
     {"softmax_cross_entropy", kSoftmaxCrossEntropyOperands, 2, kSoftmaxCrossEntropyResults, 1, kSoftmaxCrossEntropyAttributes, 1},

@@ -49,7 +49,7 @@ KernelStatus binaryMap(const char *op, const char *aName, const TensorView &a,
   return {};
 }
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 /// 64-bit product of two 32-bit words, split into its halves.
 inline void mulhilo(uint32_t a, uint32_t b, uint32_t &hi, uint32_t &lo) {
@@ -73,7 +73,34 @@ KernelStatus tanh(const TensorView &input, const TensorView &result) {
 
 KernelStatus silu(const TensorView &input, const TensorView &result) {
   return unaryMap("silu", "input", input, result,
-                  [](double x) { return x * sigmoid(x); });
+                  [](double x) { return x * logistic(x); });
+}
+
+KernelStatus sigmoid(const TensorView &input, const TensorView &result) {
+  return unaryMap("sigmoid", "input", input, result,
+                  [](double x) { return logistic(x); });
+}
+
+KernelStatus hardtanh(const TensorView &input, double minVal, double maxVal,
+                      const TensorView &result) {
+  // The bounds as f32 values (PyTorch's scalar for f32, its f32 arithmetic
+  // for f16/bf16); comparisons rather than min/max, so that NaN propagates
+  // and -0 stays -0 on every device.
+  const double lo = float(minVal), hi = float(maxVal);
+  return unaryMap("hardtanh", "input", input, result,
+                  [lo, hi](double x) { return x < lo ? lo : x > hi ? hi : x; });
+}
+
+KernelStatus hardswish(const TensorView &input, const TensorView &result) {
+  return unaryMap("hardswish", "input", input, result, [](double x) {
+    return x < -3.0 ? 0.0 : x > 3.0 ? x : x * (x + 3.0) / 6.0;
+  });
+}
+
+KernelStatus hardsigmoid(const TensorView &input, const TensorView &result) {
+  return unaryMap("hardsigmoid", "input", input, result, [](double x) {
+    return x < -3.0 ? 0.0 : x > 3.0 ? 1.0 : (x + 3.0) / 6.0;
+  });
 }
 
 KernelStatus reluBackward(const TensorView &outputGrad,
@@ -97,8 +124,48 @@ KernelStatus siluBackward(const TensorView &outputGrad,
                           const TensorView &inputGrad) {
   return binaryMap("silu_backward", "output_grad", outputGrad, "input", input,
                    "input_grad", inputGrad, [](double dy, double x) {
-                     double s = sigmoid(x);
+                     double s = logistic(x);
                      return dy * s * (1.0 + x * (1.0 - s));
+                   });
+}
+
+KernelStatus sigmoidBackward(const TensorView &outputGrad,
+                             const TensorView &result,
+                             const TensorView &inputGrad) {
+  return binaryMap("sigmoid_backward", "output_grad", outputGrad, "result",
+                   result, "input_grad", inputGrad,
+                   [](double dy, double y) { return dy * y * (1.0 - y); });
+}
+
+KernelStatus hardtanhBackward(const TensorView &outputGrad,
+                              const TensorView &result, double minVal,
+                              double maxVal, const TensorView &inputGrad) {
+  // A clipped element holds its bound as the result's dtype stores it.
+  const double lo = store(result.dtype, float(minVal));
+  const double hi = store(result.dtype, float(maxVal));
+  return binaryMap("hardtanh_backward", "output_grad", outputGrad, "result",
+                   result, "input_grad", inputGrad, [lo, hi](double dy, double y) {
+                     return y > lo && y < hi ? dy : 0.0;
+                   });
+}
+
+KernelStatus hardswishBackward(const TensorView &outputGrad,
+                               const TensorView &input,
+                               const TensorView &inputGrad) {
+  // PyTorch's pieces: x < -3, -3 <= x <= 3 (closed), x > 3; NaN takes the
+  // middle one and stays NaN.
+  return binaryMap("hardswish_backward", "output_grad", outputGrad, "input",
+                   input, "input_grad", inputGrad, [](double dy, double x) {
+                     return x < -3.0 ? 0.0 : x > 3.0 ? dy : dy * (2.0 * x + 3.0) / 6.0;
+                   });
+}
+
+KernelStatus hardsigmoidBackward(const TensorView &outputGrad,
+                                 const TensorView &input,
+                                 const TensorView &inputGrad) {
+  return binaryMap("hardsigmoid_backward", "output_grad", outputGrad, "input",
+                   input, "input_grad", inputGrad, [](double dy, double x) {
+                     return x > -3.0 && x < 3.0 ? dy / 6.0 : 0.0;
                    });
 }
 

@@ -74,7 +74,9 @@ cpu::Pool2dAttrs poolAttrs(const json &a) {
 enum class OpKind : uint8_t {
   unknown, copy, all_reduce_mean, conv2d, linear, batch_norm, batch_norm_train,
   batch_norm_inference, update_running_stats, batch_norm_backward, relu, tanh, silu,
-  relu_backward, tanh_backward, silu_backward, dropout_backward, add, cast, multi_cast,
+  sigmoid, hardtanh, hardswish, hardsigmoid, relu_backward, tanh_backward, silu_backward,
+  sigmoid_backward, hardtanh_backward, hardswish_backward, hardsigmoid_backward,
+  dropout_backward, add, cast, multi_cast,
   pad_channels, reshape, flatten, zero, multi_zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
   avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, multi_unscale,
@@ -98,9 +100,17 @@ OpKind opKindOf(std::string_view op) {
       {"relu", OpKind::relu},
       {"tanh", OpKind::tanh},
       {"silu", OpKind::silu},
+      {"sigmoid", OpKind::sigmoid},
+      {"hardtanh", OpKind::hardtanh},
+      {"hardswish", OpKind::hardswish},
+      {"hardsigmoid", OpKind::hardsigmoid},
       {"relu_backward", OpKind::relu_backward},
       {"tanh_backward", OpKind::tanh_backward},
       {"silu_backward", OpKind::silu_backward},
+      {"sigmoid_backward", OpKind::sigmoid_backward},
+      {"hardtanh_backward", OpKind::hardtanh_backward},
+      {"hardswish_backward", OpKind::hardswish_backward},
+      {"hardsigmoid_backward", OpKind::hardsigmoid_backward},
       {"dropout_backward", OpKind::dropout_backward},
       {"add", OpKind::add},
       {"cast", OpKind::cast},
@@ -170,7 +180,8 @@ struct Kernel {
   cpu::Conv2dAttrs conv;       ///< convolutions
   cpu::Pool2dAttrs pool;       ///< pooling
   double epsilon = 0, momentum = 0, p = 0, labelSmoothing = 0, growth = 0, backoff = 0,
-         weightDecay = 0, beta1 = 0, beta2 = 0, trustCoefficient = 0, decay = 0;
+         weightDecay = 0, beta1 = 0, beta2 = 0, trustCoefficient = 0, decay = 0, minVal = 0,
+         maxVal = 0;
   int64_t count = 0, growthInterval = 0;
   bool relu = false, nesterov = false;
   /// cbr_backward: the recomputed mask takes the prologue's rounding.
@@ -214,6 +225,8 @@ Kernel kernelOf(const Node &node) {
   k.beta2 = numAttr(a, "beta2");
   k.trustCoefficient = numAttr(a, "trust_coefficient");
   k.decay = numAttr(a, "decay");
+  k.minVal = numAttr(a, "min_val");
+  k.maxVal = numAttr(a, "max_val");
   k.count = static_cast<int64_t>(numAttr(a, "count"));
   k.growthInterval = static_cast<int64_t>(numAttr(a, "growth_interval"));
   if (k.kind == OpKind::cbr_backward)
@@ -782,6 +795,22 @@ struct ExecutorAccess {
       using namespace op_table::silu;
       return cpu::silu(in(operand::input), out(result::result));
     }
+    case OpKind::sigmoid: {
+      using namespace op_table::sigmoid;
+      return cpu::sigmoid(in(operand::input), out(result::result));
+    }
+    case OpKind::hardtanh: {
+      using namespace op_table::hardtanh;
+      return cpu::hardtanh(in(operand::input), k.minVal, k.maxVal, out(result::result));
+    }
+    case OpKind::hardswish: {
+      using namespace op_table::hardswish;
+      return cpu::hardswish(in(operand::input), out(result::result));
+    }
+    case OpKind::hardsigmoid: {
+      using namespace op_table::hardsigmoid;
+      return cpu::hardsigmoid(in(operand::input), out(result::result));
+    }
     case OpKind::relu_backward: {
       using namespace op_table::relu_backward;
       return cpu::reluBackward(in(operand::output_grad), in(operand::saved),
@@ -796,6 +825,26 @@ struct ExecutorAccess {
       using namespace op_table::silu_backward;
       return cpu::siluBackward(in(operand::output_grad), in(operand::saved),
                                out(result::input_grad));
+    }
+    case OpKind::sigmoid_backward: {
+      using namespace op_table::sigmoid_backward;
+      return cpu::sigmoidBackward(in(operand::output_grad), in(operand::saved),
+                                  out(result::input_grad));
+    }
+    case OpKind::hardtanh_backward: {
+      using namespace op_table::hardtanh_backward;
+      return cpu::hardtanhBackward(in(operand::output_grad), in(operand::saved), k.minVal,
+                                   k.maxVal, out(result::input_grad));
+    }
+    case OpKind::hardswish_backward: {
+      using namespace op_table::hardswish_backward;
+      return cpu::hardswishBackward(in(operand::output_grad), in(operand::saved),
+                                    out(result::input_grad));
+    }
+    case OpKind::hardsigmoid_backward: {
+      using namespace op_table::hardsigmoid_backward;
+      return cpu::hardsigmoidBackward(in(operand::output_grad), in(operand::saved),
+                                      out(result::input_grad));
     }
     case OpKind::dropout_backward: {
       using namespace op_table::dropout_backward;

@@ -256,6 +256,15 @@ KernelStatus relu(const TensorView &input, const TensorView &result);
 KernelStatus tanh(const TensorView &input, const TensorView &result);
 /// x * sigmoid(x).
 KernelStatus silu(const TensorView &input, const TensorView &result);
+/// 1 / (1 + exp(-x)).
+KernelStatus sigmoid(const TensorView &input, const TensorView &result);
+/// clamp(x, min_val, max_val), the bounds as f32 values; NaN propagates.
+KernelStatus hardtanh(const TensorView &input, double minVal, double maxVal,
+                      const TensorView &result);
+/// 0 for x < -3, x for x > 3, x * (x + 3) / 6 between.
+KernelStatus hardswish(const TensorView &input, const TensorView &result);
+/// 0 for x < -3, 1 for x > 3, (x + 3) / 6 between.
+KernelStatus hardsigmoid(const TensorView &input, const TensorView &result);
 /// dx = dy where y > 0, else 0 (`result` is relu's result).
 KernelStatus reluBackward(const TensorView &outputGrad,
                           const TensorView &result,
@@ -268,6 +277,25 @@ KernelStatus tanhBackward(const TensorView &outputGrad,
 KernelStatus siluBackward(const TensorView &outputGrad,
                           const TensorView &input,
                           const TensorView &inputGrad);
+/// dx = dy * y * (1 - y) (`result` is sigmoid's result).
+KernelStatus sigmoidBackward(const TensorView &outputGrad,
+                             const TensorView &result,
+                             const TensorView &inputGrad);
+/// dx = dy where lo < y < hi, else 0 (`result` is hardtanh's result; lo and
+/// hi are min_val and max_val as f32 rounded to the result's dtype, which a
+/// clipped element equals).
+KernelStatus hardtanhBackward(const TensorView &outputGrad,
+                              const TensorView &result, double minVal,
+                              double maxVal, const TensorView &inputGrad);
+/// dx = 0 for x < -3, dy for x > 3, dy * (2x + 3) / 6 for -3 <= x <= 3
+/// (PyTorch's pieces; `input` is hardswish's input).
+KernelStatus hardswishBackward(const TensorView &outputGrad,
+                               const TensorView &input,
+                               const TensorView &inputGrad);
+/// dx = dy / 6 for -3 < x < 3, else 0 (`input` is hardsigmoid's input).
+KernelStatus hardsigmoidBackward(const TensorView &outputGrad,
+                                 const TensorView &input,
+                                 const TensorView &inputGrad);
 /// lhs + rhs (same shape).
 KernelStatus add(const TensorView &lhs, const TensorView &rhs,
                  const TensorView &result);

@@ -10,8 +10,10 @@
 // Exactness against the CPU kernels (which compute in double and round to
 // f32, then to the dtype): relu, add, the backward of relu and dropout,
 // casts and dropout give identical bits (one f32 operation rounds as the
-// double one does, the double rounding being innocuous); tanh, silu and the
-// tanh/silu backward use f32 libm and differ by a few f32 ulps. Dropout
+// double one does, the double rounding being innocuous); so do hardtanh
+// and its backward, and the hardsigmoid backward (one f32 division). tanh,
+// silu, sigmoid, hardswish, hardsigmoid and the tanh/silu/sigmoid/hardswish
+// backward use f32 arithmetic or libm and differ by a few f32 ulps. Dropout
 // draws Philox4x32-10 exactly as cpu::dropoutRandomWord does.
 //
 //===----------------------------------------------------------------------===//
@@ -102,6 +104,25 @@ struct Tanh {
 struct Silu {
   __device__ float operator()(float x, float) const { return x / (1.0f + expf(-x)); }
 };
+struct Sigmoid {
+  __device__ float operator()(float x, float) const { return 1.0f / (1.0f + expf(-x)); }
+};
+// The piecewise ops compare rather than clamp with fminf/fmaxf, which would
+// drop a NaN (the CPU's comparisons propagate it).
+struct Hardswish {
+  __device__ float operator()(float x, float) const {
+    return x < -3.0f ? 0.0f : x > 3.0f ? x : x * (x + 3.0f) / 6.0f;
+  }
+};
+struct Hardsigmoid {
+  __device__ float operator()(float x, float) const {
+    return x < -3.0f ? 0.0f : x > 3.0f ? 1.0f : (x + 3.0f) / 6.0f;
+  }
+};
+struct Hardtanh {
+  float lo, hi; ///< the bounds as f32
+  __device__ float operator()(float x, float) const { return x < lo ? lo : x > hi ? hi : x; }
+};
 struct Add {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
@@ -116,6 +137,24 @@ struct SiluBackward {
   __device__ float operator()(float dy, float x) const {
     float s = 1.0f / (1.0f + expf(-x));
     return dy * s * fmaf(x, 1.0f - s, 1.0f);
+  }
+};
+struct SigmoidBackward {
+  __device__ float operator()(float dy, float y) const { return dy * y * (1.0f - y); }
+};
+struct HardtanhBackward {
+  float lo, hi; ///< the bounds as the result's dtype stores them
+  __device__ float operator()(float dy, float y) const { return y > lo && y < hi ? dy : 0.0f; }
+};
+struct HardswishBackward {
+  // PyTorch's pieces: the middle one is closed, and NaN takes it.
+  __device__ float operator()(float dy, float x) const {
+    return x < -3.0f ? 0.0f : x > 3.0f ? dy : dy * fmaf(2.0f, x, 3.0f) / 6.0f;
+  }
+};
+struct HardsigmoidBackward {
+  __device__ float operator()(float dy, float x) const {
+    return x > -3.0f && x < 3.0f ? dy / 6.0f : 0.0f;
   }
 };
 struct Multiply {
@@ -291,6 +330,12 @@ const char *unaryOpName(UnaryOp op) {
     return "tanh";
   case UnaryOp::silu:
     return "silu";
+  case UnaryOp::sigmoid:
+    return "sigmoid";
+  case UnaryOp::hardswish:
+    return "hardswish";
+  case UnaryOp::hardsigmoid:
+    return "hardsigmoid";
   }
   return "?";
 }
@@ -307,9 +352,49 @@ const char *binaryOpName(BinaryOp op) {
     return "silu_backward";
   case BinaryOp::dropout_backward:
     return "dropout_backward";
+  case BinaryOp::sigmoid_backward:
+    return "sigmoid_backward";
+  case BinaryOp::hardswish_backward:
+    return "hardswish_backward";
+  case BinaryOp::hardsigmoid_backward:
+    return "hardsigmoid_backward";
   }
   return "?";
 }
+
+namespace {
+/// The name of a binary op's second operand in the CPU kernels' messages.
+const char *rhsNameOf(BinaryOp op) {
+  switch (op) {
+  case BinaryOp::add:
+    return "rhs";
+  case BinaryOp::relu_backward:
+  case BinaryOp::tanh_backward:
+  case BinaryOp::sigmoid_backward:
+    return "result";
+  case BinaryOp::silu_backward:
+  case BinaryOp::hardswish_backward:
+  case BinaryOp::hardsigmoid_backward:
+    return "input";
+  case BinaryOp::dropout_backward:
+    return "mask";
+  }
+  return "?";
+}
+
+/// The checks of cpu::binaryMap, then the arguments of a map over the three.
+Result<MapArgs> binaryArgs(const char *name, const char *lhsName, const DeviceTensor &lhs,
+                           const char *rhsName, const DeviceTensor &rhs,
+                           const char *resultName, const DeviceTensor &result) {
+  RN_RETURN_IF_ERROR(checkFloatView(name, lhsName, lhs));
+  RN_RETURN_IF_ERROR(checkShape(name, rhsName, rhs, lhs.shape));
+  RN_RETURN_IF_ERROR(checkShape(name, resultName, result, lhs.shape));
+  MapArgs args{lhs.data, rhs.data, result.data, lhs.dtype, rhs.dtype, result.dtype, lhs.numel()};
+  if (args.count > 0 && !args.b)
+    return Error(std::string(name) + ": " + rhsName + " has no data");
+  return args;
+}
+} // namespace
 
 Status unary(UnaryOp op, const DeviceTensor &input, const DeviceTensor &result,
              cudaStream_t stream) {
@@ -325,25 +410,25 @@ Status unary(UnaryOp op, const DeviceTensor &input, const DeviceTensor &result,
     return launchMap(args, Tanh{}, stream);
   case UnaryOp::silu:
     return launchMap(args, Silu{}, stream);
+  case UnaryOp::sigmoid:
+    return launchMap(args, Sigmoid{}, stream);
+  case UnaryOp::hardswish:
+    return launchMap(args, Hardswish{}, stream);
+  case UnaryOp::hardsigmoid:
+    return launchMap(args, Hardsigmoid{}, stream);
   }
   return Error(std::string("unary: unknown op"));
 }
 
 Status binary(BinaryOp op, const DeviceTensor &lhs, const DeviceTensor &rhs,
               const DeviceTensor &result, cudaStream_t stream) {
-  const char *name = binaryOpName(op);
   const bool isAdd = op == BinaryOp::add;
-  const char *rhsName = isAdd                          ? "rhs"
-                        : op == BinaryOp::relu_backward ? "result"
-                        : op == BinaryOp::tanh_backward ? "result"
-                        : op == BinaryOp::silu_backward ? "input"
-                                                        : "mask";
-  RN_RETURN_IF_ERROR(checkFloatView(name, isAdd ? "lhs" : "output_grad", lhs));
-  RN_RETURN_IF_ERROR(checkShape(name, rhsName, rhs, lhs.shape));
-  RN_RETURN_IF_ERROR(checkShape(name, isAdd ? "result" : "input_grad", result, lhs.shape));
-  MapArgs args{lhs.data, rhs.data, result.data, lhs.dtype, rhs.dtype, result.dtype, lhs.numel()};
-  if (args.count > 0 && !args.b)
-    return Error(std::string(name) + ": " + rhsName + " has no data");
+  Result<MapArgs> checked =
+      binaryArgs(binaryOpName(op), isAdd ? "lhs" : "output_grad", lhs, rhsNameOf(op), rhs,
+                 isAdd ? "result" : "input_grad", result);
+  if (!checked.ok())
+    return checked.error();
+  const MapArgs &args = *checked;
   switch (op) {
   case BinaryOp::add:
     return launchMap(args, Add{}, stream);
@@ -355,8 +440,37 @@ Status binary(BinaryOp op, const DeviceTensor &lhs, const DeviceTensor &rhs,
     return launchMap(args, SiluBackward{}, stream);
   case BinaryOp::dropout_backward:
     return launchMap(args, Multiply{}, stream);
+  case BinaryOp::sigmoid_backward:
+    return launchMap(args, SigmoidBackward{}, stream);
+  case BinaryOp::hardswish_backward:
+    return launchMap(args, HardswishBackward{}, stream);
+  case BinaryOp::hardsigmoid_backward:
+    return launchMap(args, HardsigmoidBackward{}, stream);
   }
   return Error(std::string("binary: unknown op"));
+}
+
+Status hardtanh(const DeviceTensor &input, double minVal, double maxVal,
+                const DeviceTensor &result, cudaStream_t stream) {
+  RN_RETURN_IF_ERROR(checkFloatView("hardtanh", "input", input));
+  RN_RETURN_IF_ERROR(checkShape("hardtanh", "result", result, input.shape));
+  MapArgs args{input.data, nullptr, result.data, input.dtype, DType::f32, result.dtype,
+               input.numel()};
+  return launchMap(args, Hardtanh{float(minVal), float(maxVal)}, stream);
+}
+
+Status hardtanhBackward(const DeviceTensor &outputGrad, const DeviceTensor &result,
+                        double minVal, double maxVal, const DeviceTensor &inputGrad,
+                        cudaStream_t stream) {
+  Result<MapArgs> args = binaryArgs("hardtanh_backward", "output_grad", outputGrad, "result",
+                                    result, "input_grad", inputGrad);
+  if (!args.ok())
+    return args.error();
+  // A clipped element holds its bound as its dtype stores it.
+  return launchMap(*args,
+                   HardtanhBackward{roundTo(result.dtype, float(minVal)),
+                                    roundTo(result.dtype, float(maxVal))},
+                   stream);
 }
 
 Status convert(const char *op, const DeviceTensor &input, const DeviceTensor &result,

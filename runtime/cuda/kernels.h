@@ -36,7 +36,7 @@ namespace rn::cuda {
 // Elementwise (elementwise_kernels.cu)
 //===----------------------------------------------------------------------===//
 
-enum class UnaryOp : uint8_t { relu, tanh, silu };
+enum class UnaryOp : uint8_t { relu, tanh, silu, sigmoid, hardswish, hardsigmoid };
 /// The op registry's name ("relu", ...).
 const char *unaryOpName(UnaryOp op);
 
@@ -50,12 +50,28 @@ enum class BinaryOp : uint8_t {
   tanh_backward,    ///< lhs = dy, rhs = tanh's result: dy * (1 - y^2)
   silu_backward,    ///< lhs = dy, rhs = silu's input: dy * s * (1 + x (1 - s))
   dropout_backward, ///< lhs = dy, rhs = the mask: dy * mask
+  sigmoid_backward, ///< lhs = dy, rhs = sigmoid's result: dy * y * (1 - y)
+  /// lhs = dy, rhs = hardswish's input: 0 for x < -3, dy for x > 3,
+  /// dy * (2x + 3) / 6 between
+  hardswish_backward,
+  /// lhs = dy, rhs = hardsigmoid's input: dy / 6 for -3 < x < 3, else 0
+  hardsigmoid_backward,
 };
 const char *binaryOpName(BinaryOp op);
 
 /// result = op(lhs, rhs), all three of one shape; any float dtypes.
 Status binary(BinaryOp op, const DeviceTensor &lhs, const DeviceTensor &rhs,
               const DeviceTensor &result, cudaStream_t stream);
+
+/// clamp(input, min_val, max_val) with the bounds as f32 (cpu::hardtanh):
+/// bit for bit the CPU's.
+Status hardtanh(const DeviceTensor &input, double minVal, double maxVal,
+                const DeviceTensor &result, cudaStream_t stream);
+/// dx = dy where lo < y < hi, lo and hi the bounds as f32 rounded to the
+/// dtype of `result` (hardtanh's result), as cpu::hardtanhBackward.
+Status hardtanhBackward(const DeviceTensor &outputGrad, const DeviceTensor &result,
+                        double minVal, double maxVal, const DeviceTensor &inputGrad,
+                        cudaStream_t stream);
 
 /// result = roundTo(result.dtype, input) over the elements in memory order:
 /// cast (`requireSameShape`), reshape and flatten (same element count). A

@@ -66,6 +66,23 @@ Status launchBinary(const OpLaunch &l) {
   return binary(Op, l.operand(First), l.operand(Second), l.result(Output), streamOf(l));
 }
 
+Status launchHardtanh(const OpLaunch &l) {
+  using namespace op_table::hardtanh;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  const json &a = l.node.attributes;
+  return hardtanh(l.operand(operand::input), numAttr(a, "min_val"), numAttr(a, "max_val"),
+                  l.result(result::result), streamOf(l));
+}
+
+Status launchHardtanhBackward(const OpLaunch &l) {
+  using namespace op_table::hardtanh_backward;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  const json &a = l.node.attributes;
+  return hardtanhBackward(l.operand(operand::output_grad), l.operand(operand::saved),
+                          numAttr(a, "min_val"), numAttr(a, "max_val"),
+                          l.result(result::input_grad), streamOf(l));
+}
+
 Status launchCast(const OpLaunch &l) {
   using namespace op_table::cast;
   RN_RETURN_IF_ERROR(requireWhole(l));
@@ -236,6 +253,15 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {"relu", nullptr, launchUnary<UnaryOp::relu, op_table::relu::operand::input, op_table::relu::result::result>},
       {"tanh", nullptr, launchUnary<UnaryOp::tanh, op_table::tanh::operand::input, op_table::tanh::result::result>},
       {"silu", nullptr, launchUnary<UnaryOp::silu, op_table::silu::operand::input, op_table::silu::result::result>},
+      {"sigmoid", nullptr,
+       launchUnary<UnaryOp::sigmoid, op_table::sigmoid::operand::input, op_table::sigmoid::result::result>},
+      {"hardswish", nullptr,
+       launchUnary<UnaryOp::hardswish, op_table::hardswish::operand::input,
+                   op_table::hardswish::result::result>},
+      {"hardsigmoid", nullptr,
+       launchUnary<UnaryOp::hardsigmoid, op_table::hardsigmoid::operand::input,
+                   op_table::hardsigmoid::result::result>},
+      {"hardtanh", nullptr, launchHardtanh},
       {"relu_backward", nullptr,
        launchBinary<BinaryOp::relu_backward, op_table::relu_backward::operand::output_grad,
                     op_table::relu_backward::operand::saved, op_table::relu_backward::result::input_grad>},
@@ -248,6 +274,20 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {"dropout_backward", nullptr,
        launchBinary<BinaryOp::dropout_backward, op_table::dropout_backward::operand::output_grad,
                     op_table::dropout_backward::operand::saved, op_table::dropout_backward::result::input_grad>},
+      {"sigmoid_backward", nullptr,
+       launchBinary<BinaryOp::sigmoid_backward, op_table::sigmoid_backward::operand::output_grad,
+                    op_table::sigmoid_backward::operand::saved,
+                    op_table::sigmoid_backward::result::input_grad>},
+      {"hardswish_backward", nullptr,
+       launchBinary<BinaryOp::hardswish_backward, op_table::hardswish_backward::operand::output_grad,
+                    op_table::hardswish_backward::operand::saved,
+                    op_table::hardswish_backward::result::input_grad>},
+      {"hardsigmoid_backward", nullptr,
+       launchBinary<BinaryOp::hardsigmoid_backward,
+                    op_table::hardsigmoid_backward::operand::output_grad,
+                    op_table::hardsigmoid_backward::operand::saved,
+                    op_table::hardsigmoid_backward::result::input_grad>},
+      {"hardtanh_backward", nullptr, launchHardtanhBackward},
       {"add", nullptr,
        launchBinary<BinaryOp::add, op_table::add::operand::lhs, op_table::add::operand::rhs,
                     op_table::add::result::result>},

@@ -355,3 +355,56 @@ module attributes {rn.model = "two_dropouts"} {
 // ADAMW:       rn.dropout_train %{{.+}} step %[[STEP]] {{.*}} index 0 of 2
 // ADAMW:       rn.dropout_train %{{.+}} step %[[STEP]] {{.*}} index 1 of 2
 // ADAMW:       rn.adamw_update {{.*}} step %[[STEP]]
+
+// -----
+
+// Tests the gradient rules of the mobile activations: hardtanh (ReLU6) and
+// sigmoid differentiate from their results, hardswish and hardsigmoid from
+// their inputs; hardtanh's backward keeps the bounds; mixed precision
+// converts them like every activation.
+
+module attributes {rn.model = "mobile_activations"} {
+  rn.parameter @fc1.weight : tensor<8x4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @fc2.weight : tensor<3x8xf32> = #rn.init<uniform, 3.535533845e-01>
+  func.func @forward(%images: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %0 = rn.param @fc1.weight : tensor<8x4xf32>
+    %1 = rn.linear %images, %0 : (tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+    %2 = rn.hardtanh %1 min 0.000000e+00 max 6.000000e+00 : tensor<2x8xf32>
+    %3 = rn.hardswish %2 : tensor<2x8xf32>
+    %4 = rn.hardsigmoid %3 : tensor<2x8xf32>
+    %5 = rn.sigmoid %4 : tensor<2x8xf32>
+    %6 = rn.param @fc2.weight : tensor<3x8xf32>
+    %7 = rn.linear %5, %6 : (tensor<2x8xf32>, tensor<3x8xf32>) -> tensor<2x3xf32>
+    %8 = rn.softmax_cross_entropy %7, %labels label_smoothing 0.000000e+00 : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+    return %8 : tensor<f32>
+  }
+}
+
+// CHECK-LABEL: rn.model = "mobile_activations"
+// CHECK:       func.func @train_step
+// CHECK:       %[[L:.+]] = rn.linear
+// CHECK:       %[[R6:.+]] = rn.hardtanh %[[L]] min 0.000000e+00 max 6.000000e+00 : tensor<2x8xf32>
+// CHECK:       %[[HS:.+]] = rn.hardswish %[[R6]] : tensor<2x8xf32>
+// CHECK:       %[[HG:.+]] = rn.hardsigmoid %[[HS]] : tensor<2x8xf32>
+// CHECK:       %[[SG:.+]] = rn.sigmoid %[[HG]] : tensor<2x8xf32>
+// CHECK:       %[[G:.+]], %{{.+}} = rn.linear_backward %{{.+}}, %[[SG]],
+// CHECK:       %[[DSG:.+]] = rn.sigmoid_backward %[[G]], %[[SG]] : tensor<2x8xf32>
+// CHECK:       %[[DHG:.+]] = rn.hardsigmoid_backward %[[DSG]], %[[HS]] : tensor<2x8xf32>
+// CHECK:       %[[DHS:.+]] = rn.hardswish_backward %[[DHG]], %[[R6]] : tensor<2x8xf32>
+// CHECK:       %[[DR6:.+]] = rn.hardtanh_backward %[[DHS]], %[[R6]] min 0.000000e+00 max 6.000000e+00 : tensor<2x8xf32>
+// CHECK:       rn.linear_backward %[[DR6]], %{{.+}}, %{{.+}}, %{{.+}} :
+// CHECK-LABEL: func.func @eval_step
+// CHECK:       rn.hardtanh %{{.+}} min 0.000000e+00 max 6.000000e+00 : tensor<2x8xf32>
+// CHECK:       rn.hardswish
+// CHECK:       rn.hardsigmoid
+// CHECK:       rn.sigmoid
+
+// BF16-LABEL: rn.model = "mobile_activations"
+// BF16:       rn.hardtanh %{{.+}} min 0.000000e+00 max 6.000000e+00 : tensor<2x8xbf16>
+// BF16:       rn.hardswish %{{.+}} : tensor<2x8xbf16>
+// BF16:       rn.hardsigmoid %{{.+}} : tensor<2x8xbf16>
+// BF16:       rn.sigmoid %{{.+}} : tensor<2x8xbf16>
+// BF16:       rn.sigmoid_backward %{{.+}}, %{{.+}} : tensor<2x8xbf16>
+// BF16:       rn.hardsigmoid_backward %{{.+}}, %{{.+}} : tensor<2x8xbf16>
+// BF16:       rn.hardswish_backward %{{.+}}, %{{.+}} : tensor<2x8xbf16>
+// BF16:       rn.hardtanh_backward %{{.+}}, %{{.+}} min 0.000000e+00 max 6.000000e+00 : tensor<2x8xbf16>

@@ -161,6 +161,58 @@ def test_unary_pools_and_add() -> None:
     )
 
 
+def test_mobile_activations() -> None:
+    class Mobile(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.relu6 = nn.ReLU6(inplace=True)
+            self.hardtanh = nn.Hardtanh(-2, 2.5)
+            self.hardswish = nn.Hardswish()
+            self.hardsigmoid = nn.Hardsigmoid()
+            self.sigmoid = nn.Sigmoid()
+            self.head = nn.Sequential(nn.Flatten(), nn.Linear(192, 10))
+
+        def forward(self, x: rn.Value) -> rn.Value:
+            y = self.hardsigmoid(self.hardswish(self.hardtanh(self.relu6(x))))
+            y = rn.relu6(rn.hardtanh(rn.hardswish(rn.hardsigmoid(rn.sigmoid(self.sigmoid(y))))))
+            return self.head(y)
+
+    ops = body(emit(Mobile()))
+    t = "tensor<2x8x8x3xf32>"
+    assert ops[:10] == [
+        f"%0 = rn.hardtanh %images min 0.000000000e+00 max 6.000000000e+00 : {t}",
+        f"%1 = rn.hardtanh %0 min -2.000000000e+00 max 2.500000000e+00 : {t}",
+        f"%2 = rn.hardswish %1 : {t}",
+        f"%3 = rn.hardsigmoid %2 : {t}",
+        f"%4 = rn.sigmoid %3 : {t}",
+        f"%5 = rn.sigmoid %4 : {t}",
+        f"%6 = rn.hardsigmoid %5 : {t}",
+        f"%7 = rn.hardswish %6 : {t}",
+        f"%8 = rn.hardtanh %7 min -1.000000000e+00 max 1.000000000e+00 : {t}",
+        f"%9 = rn.hardtanh %8 min 0.000000000e+00 max 6.000000000e+00 : {t}",
+    ]
+    assert repr(Mobile().hardtanh) == "Hardtanh(min_val=-2, max_val=2.5)"
+    assert repr(nn.ReLU6()) == "ReLU6()"
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "message"),
+    [
+        (1.0, 1.0, r"hardtanh min_val 1.0 must be below max_val 1.0"),
+        (6, 0, r"hardtanh min_val 6 must be below max_val 0"),
+        (float("-inf"), 0, r"hardtanh min_val must be a finite number, got -inf"),
+        (0, "6", r"hardtanh max_val must be a finite number, got '6'"),
+    ],
+)
+def test_hardtanh_bounds_checked(low: object, high: object, message: str) -> None:
+    class Clamp(nn.Module):
+        def forward(self, x: rn.Value) -> rn.Value:
+            return rn.flatten(rn.global_avg_pool(rn.hardtanh(x, low, high)))  # type: ignore[arg-type]
+
+    with pytest.raises(ValueError, match=message):
+        emit(Clamp(), classes=3)
+
+
 def test_functional_add_and_relu() -> None:
     class M(nn.Module):
         def __init__(self) -> None:

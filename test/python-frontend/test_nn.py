@@ -159,6 +159,18 @@ def test_constructor_validation() -> None:
         nn.Dropout(1.5)
     with pytest.raises(ValueError, match="tensor shape must be a non-empty tuple of positive ints"):
         nn.Parameter((3, 0), Init.zeros())
+    with pytest.raises(ValueError, match=r"Hardtanh min_val 1 must be below max_val -1"):
+        nn.Hardtanh(1, -1)
+
+
+def test_activation_modules_match_pytorch_defaults() -> None:
+    # PyTorch's defaults: Hardtanh(-1, 1), ReLU6 = Hardtanh(0, 6); inplace accepted.
+    assert (nn.Hardtanh().min_val, nn.Hardtanh().max_val) == (-1.0, 1.0)
+    relu6 = nn.ReLU6(inplace=True)
+    assert isinstance(relu6, nn.Hardtanh) and (relu6.min_val, relu6.max_val) == (0.0, 6.0)
+    assert nn.Hardswish(inplace=True).inplace and nn.Hardsigmoid(inplace=True).inplace
+    for module in (nn.ReLU6(), nn.Hardtanh(), nn.Hardswish(), nn.Hardsigmoid(), nn.Sigmoid()):
+        assert module.num_parameters() == 0 and not list(module.named_buffers())
 
 
 def test_basic_block_downsample_rule() -> None:

@@ -47,6 +47,9 @@ def test_every_op_form_verifies(run_rn_opt: RunOpt) -> None:
             self.bn = nn.BatchNorm2d(8, eps=1e-3, momentum=0.01)
             self.tanh = nn.Tanh()
             self.silu = nn.SiLU()
+            self.mobile = nn.Sequential(
+                nn.ReLU6(), nn.Hardtanh(-0.5, 4), nn.Hardswish(), nn.Hardsigmoid(), nn.Sigmoid()
+            )
             self.avg = nn.AvgPool2d(3, 1, 1)
             self.max = nn.MaxPool2d((2, 3), (2, 1), (0, 1))
             self.adapt = nn.AdaptiveAvgPool2d((1, 5))  # 2x5 -> 1x5: kernel [2, 1]
@@ -55,7 +58,7 @@ def test_every_op_form_verifies(run_rn_opt: RunOpt) -> None:
             self.fc = nn.Linear(8 * 1 * 5, 7)
 
         def forward(self, x: rn.Value) -> rn.Value:
-            y = self.silu(self.tanh(self.bn(self.conv(x))))
+            y = self.mobile(self.silu(self.tanh(self.bn(self.conv(x)))))
             y = self.max(self.avg(y) + y)
             return self.fc(self.drop(self.flat(self.adapt(rn.relu(y)))))
 

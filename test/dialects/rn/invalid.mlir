@@ -225,6 +225,42 @@ func.func @bn_momentum(%x: tensor<2x4xf32>, %v: tensor<4xf32>) {
 
 // -----
 
+// Tests that hardtanh's bounds are ordered.
+func.func @hardtanh_bounds(%x: tensor<2x8xf32>) {
+  // expected-error@+1 {{'rn.hardtanh' op min_val must be below max_val (both finite), got min_val 6 and max_val 0}}
+  %0 = rn.hardtanh %x min 6.000000e+00 max 0.000000e+00 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that hardtanh's bounds may not be equal either.
+func.func @hardtanh_equal_bounds(%x: tensor<2x8xf32>) {
+  // expected-error@+1 {{min_val must be below max_val (both finite), got min_val 1 and max_val 1}}
+  %0 = rn.hardtanh %x min 1.000000e+00 max 1.000000e+00 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that hardtanh's bounds are finite.
+func.func @hardtanh_infinite_bound(%x: tensor<2x8xf32>) {
+  // expected-error@+1 {{min_val must be below max_val (both finite), got min_val -inf and max_val 6}}
+  %0 = rn.hardtanh %x min 0xFFF0000000000000 max 6.000000e+00 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that hardtanh_backward checks the bounds of its forward op.
+func.func @hardtanh_backward_bounds(%dy: tensor<2x8xf32>, %y: tensor<2x8xf32>) {
+  // expected-error@+1 {{'rn.hardtanh_backward' op min_val must be below max_val (both finite), got min_val 6 and max_val -6}}
+  %0 = rn.hardtanh_backward %dy, %y min 6.000000e+00 max -6.000000e+00 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
 // Tests that the drop probability lies in [0, 1).
 func.func @dropout_p(%x: tensor<2x8xf32>) {
   // expected-error@+1 {{drop probability must be in [0, 1), got 1}}

@@ -76,6 +76,26 @@ func.func @elementwise(%x: tensor<2x8xbf16>) -> tensor<2x8xbf16> {
 
 // -----
 
+// Tests the activations of the mobile networks (ReLU6 as hardtanh 0..6,
+// Hardtanh, Hardswish, Hardsigmoid, Sigmoid) in f16.
+
+// CHECK-LABEL: func.func @mobile_activations
+func.func @mobile_activations(%x: tensor<2x4x4x8xf16>) -> tensor<2x4x4x8xf16> {
+  // CHECK: %[[R6:.+]] = rn.hardtanh %{{.+}} min 0.000000e+00 max 6.000000e+00 : tensor<2x4x4x8xf16>
+  %0 = rn.hardtanh %x min 0.000000e+00 max 6.000000e+00 : tensor<2x4x4x8xf16>
+  // CHECK: %[[HT:.+]] = rn.hardtanh %[[R6]] min -1.000000e+00 max 1.000000e+00 : tensor<2x4x4x8xf16>
+  %1 = rn.hardtanh %0 min -1.000000e+00 max 1.000000e+00 : tensor<2x4x4x8xf16>
+  // CHECK: %[[HS:.+]] = rn.hardswish %[[HT]] : tensor<2x4x4x8xf16>
+  %2 = rn.hardswish %1 : tensor<2x4x4x8xf16>
+  // CHECK: %[[HG:.+]] = rn.hardsigmoid %[[HS]] : tensor<2x4x4x8xf16>
+  %3 = rn.hardsigmoid %2 : tensor<2x4x4x8xf16>
+  // CHECK: rn.sigmoid %[[HG]] : tensor<2x4x4x8xf16>
+  %4 = rn.sigmoid %3 : tensor<2x4x4x8xf16>
+  return %4 : tensor<2x4x4x8xf16>
+}
+
+// -----
+
 // Tests max and average pooling (ImageNet stem pool, LeNet pool), global
 // average pooling and flatten.
 
@@ -203,6 +223,14 @@ func.func @backward(%x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor
   %s = rn.silu_backward %y, %y : tensor<2x8x8x4xf32>
   // CHECK: rn.dropout_backward %{{.+}}, %{{.+}} : tensor<2x16xf32>
   %d = rn.dropout_backward %h, %h : tensor<2x16xf32>
+  // CHECK: rn.sigmoid_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>
+  %sb = rn.sigmoid_backward %y, %y : tensor<2x8x8x4xf32>
+  // CHECK: rn.hardtanh_backward %{{.+}}, %{{.+}} min 0.000000e+00 max 6.000000e+00 : tensor<2x8x8x4xf32>
+  %htb = rn.hardtanh_backward %y, %y min 0.000000e+00 max 6.000000e+00 : tensor<2x8x8x4xf32>
+  // CHECK: rn.hardswish_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>
+  %hsb = rn.hardswish_backward %y, %y : tensor<2x8x8x4xf32>
+  // CHECK: rn.hardsigmoid_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>
+  %hgb = rn.hardsigmoid_backward %y, %y : tensor<2x8x8x4xf32>
   // CHECK: rn.max_pool2d_backward %{{.+}}, %{{.+}} kernel [2, 2] stride [2, 2] pad [0, 0] : (tensor<2x4x4x4xf32>, tensor<2x8x8x4xf32>) -> tensor<2x8x8x4xf32>
   %mp = rn.max_pool2d_backward %dy, %y kernel [2, 2] stride [2, 2] pad [0, 0] : (tensor<2x4x4x4xf32>, tensor<2x8x8x4xf32>) -> tensor<2x8x8x4xf32>
   // CHECK: rn.avg_pool2d_backward %{{.+}} kernel [2, 2] stride [2, 2] pad [0, 0] : tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>

@@ -1265,6 +1265,19 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_THAT(check("dropout_train", dropoutOperands, dropoutResults,
                     {{"p", 0.5}, {"index", 0}, {"count", 0}}),
               HasSubstr("\"count\" must be at least 1, got 0"));
+  // hardtanh and its backward: finite bounds, min_val below max_val.
+  EXPECT_EQ(check("hardtanh", named({"input"}), result, {{"min_val", 0.0}, {"max_val", 6.0}}),
+            "");
+  EXPECT_THAT(check("hardtanh", named({"input"}), result, {{"min_val", 6.0}, {"max_val", 6.0}}),
+              HasSubstr("attribute \"min_val\" (6) must be below \"max_val\" (6)"));
+  EXPECT_THAT(check("hardtanh", named({"input"}), result, {{"min_val", 0.0}}),
+              HasSubstr("attribute \"max_val\" is missing"));
+  EXPECT_THAT(check("hardtanh_backward", named({"output_grad", "saved"}), named({"input_grad"}),
+                    {{"min_val", 1.0}, {"max_val", -1.0}}),
+              HasSubstr("attribute \"min_val\" (1) must be below \"max_val\" (-1)"));
+  EXPECT_EQ(check("hardtanh_backward", named({"output_grad", "saved"}), named({"input_grad"}),
+                  {{"min_val", -1.0}, {"max_val", 1.0}}),
+            "");
   // The model-level op has no step to key its mask: no program may hold it.
   EXPECT_EQ(findOp("dropout"), nullptr);
   EXPECT_THAT(check("batch_norm", named({"input", "weight", "bias", "running_mean", "running_var"}),
@@ -1382,7 +1395,7 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_EQ(check("pad_channels", named({"input"}), result, json::object()), "");
   EXPECT_EQ(check("pad_channels", named({"input", "filter"}), result, json::object()),
             "operand \"filter\" is not one of pad_channels's operands: input");
-  EXPECT_EQ(allOps().size(), 56u);
+  EXPECT_EQ(allOps().size(), 64u);
 }
 
 /// rn-fuse-bn-prologue's forms: cbr_forward and conv_bn_stats with or

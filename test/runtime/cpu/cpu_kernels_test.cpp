@@ -553,6 +553,84 @@ TEST(Elementwise, Activations) {
   EXPECT_TRUE(std::isnan(n[0]));
 }
 
+TEST(Elementwise, MobileActivations) {
+  // The kinks and both sides of each, a NaN and a value off every grid.
+  Buffer x({9});
+  x.data = {-4.0f, -3.0f, -1.5f, 0.0f, 0.1f, 3.0f, 5.0f, 7.0f, std::nanf("")};
+  Buffer y({9});
+  RN_ASSERT_OK(hardtanh(x.view(), 0.0, 6.0, y.view())); // ReLU6
+  std::vector<float> relu6 = {0, 0, 0, 0, 0.1f, 3, 5, 6};
+  for (size_t i = 0; i < 8; ++i)
+    EXPECT_EQ(y[i], relu6[i]) << i;
+  EXPECT_TRUE(std::isnan(y[8]));
+  RN_ASSERT_OK(hardtanh(x.view(), -1.0, 1.0, y.view()));
+  std::vector<float> clamped = {-1, -1, -1, 0, 0.1f, 1, 1, 1};
+  for (size_t i = 0; i < 8; ++i)
+    EXPECT_EQ(y[i], clamped[i]) << i;
+  // Bounds apply as f32: 0.1 clamps to 0.1f exactly.
+  RN_ASSERT_OK(hardtanh(x.view(), 0.1, 0.2, y.view()));
+  EXPECT_EQ(y[0], 0.1f);
+  EXPECT_EQ(y[6], 0.2f);
+
+  RN_ASSERT_OK(hardswish(x.view(), y.view()));
+  std::vector<double> swish = {0, 0, -1.5 * 1.5 / 6, 0, 0.1 * 3.1 / 6, 3, 5, 7};
+  for (size_t i = 0; i < 8; ++i)
+    EXPECT_FLOAT_EQ(y[i], float(swish[i])) << i;
+  EXPECT_TRUE(std::isnan(y[8]));
+
+  RN_ASSERT_OK(hardsigmoid(x.view(), y.view()));
+  std::vector<double> hsig = {0, 0, 0.25, 0.5, 3.1 / 6, 1, 1, 1};
+  for (size_t i = 0; i < 8; ++i)
+    EXPECT_FLOAT_EQ(y[i], float(hsig[i])) << i;
+  EXPECT_TRUE(std::isnan(y[8]));
+
+  RN_ASSERT_OK(sigmoid(x.view(), y.view()));
+  for (size_t i = 0; i < 8; ++i)
+    EXPECT_FLOAT_EQ(y[i], float(1 / (1 + std::exp(-double(x[i]))))) << i;
+  EXPECT_TRUE(std::isnan(y[8]));
+}
+
+TEST(Elementwise, MobileActivationGradientsAtTheKinks) {
+  Buffer x({9});
+  x.data = {-4.0f, -3.0f, -1.5f, 0.0f, 0.1f, 3.0f, 5.0f, 7.0f, std::nanf("")};
+  Buffer dy({9}, 2.0f), dx({9});
+  // hardswish: 0 below -3, the closed middle piece (2x + 3) / 6 at both
+  // kinks (PyTorch's), dy above 3; NaN stays NaN.
+  RN_ASSERT_OK(hardswishBackward(dy.view(), x.view(), dx.view()));
+  std::vector<double> swish = {0, 2 * -3.0 / 6, 0, 1, 2 * 3.2 / 6, 2 * 9.0 / 6, 2, 2};
+  for (size_t i = 0; i < 8; ++i)
+    EXPECT_FLOAT_EQ(dx[i], float(swish[i])) << i;
+  EXPECT_TRUE(std::isnan(dx[8]));
+  // hardsigmoid: dy / 6 on the open interval only.
+  RN_ASSERT_OK(hardsigmoidBackward(dy.view(), x.view(), dx.view()));
+  std::vector<float> hsig = {0, 0, float(2.0 / 6), float(2.0 / 6), float(2.0 / 6), 0, 0, 0, 0};
+  EXPECT_EQ(dx.data, hsig);
+
+  // hardtanh from its result: clipped elements (equal to a bound) get 0.
+  Buffer y({9});
+  RN_ASSERT_OK(hardtanh(x.view(), 0.0, 6.0, y.view()));
+  RN_ASSERT_OK(hardtanhBackward(dy.view(), y.view(), 0.0, 6.0, dx.view()));
+  EXPECT_EQ(dx.data, (std::vector<float>{0, 0, 0, 0, 2, 2, 2, 0, 0}));
+  // Bounds that f16 cannot hold, both rounding inwards (0.3 up, 1.6
+  // down): the clipped f16 results lie inside the f32 bounds, and only the
+  // rounded bounds tell them from elements that were not clipped.
+  Buffer h({3}, 0.0f, DType::f16), hy({3}, 0.0f, DType::f16), hdx({3});
+  h.data = {-1.0f, 0.5f, 2.0f};
+  RN_ASSERT_OK(hardtanh(h.view(), 0.3, 1.6, hy.view()));
+  ASSERT_GT(hy[0], 0.3f);
+  ASSERT_LT(hy[2], 1.6f);
+  Buffer hdy({3}, 1.0f);
+  RN_ASSERT_OK(hardtanhBackward(hdy.view(), hy.view(), 0.3, 1.6, hdx.view()));
+  EXPECT_EQ(hdx.data, (std::vector<float>{0, 1, 0}));
+
+  // sigmoid from its result.
+  Buffer s({2});
+  s.data = {0.25f, 0.5f};
+  Buffer sdy({2}, 4.0f), sdx({2});
+  RN_ASSERT_OK(sigmoidBackward(sdy.view(), s.view(), sdx.view()));
+  EXPECT_EQ(sdx.data, (std::vector<float>{0.75f, 1.0f}));
+}
+
 TEST(Elementwise, AddZeroReshapeFlatten) {
   std::mt19937 rng(23);
   Buffer a = randomBuffer({2, 2, 2, 3}, rng), b = randomBuffer({2, 2, 2, 3}, rng), s({2, 2, 2, 3});

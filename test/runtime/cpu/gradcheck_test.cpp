@@ -17,6 +17,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <utility>
 
 namespace rn::cpu {
 namespace {
@@ -302,6 +303,51 @@ TEST(ElementwiseGrad, ReluTanhSilu) {
   };
   RN_ASSERT_OK(siluBackward(g.view(), wide.view(), dx.view()));
   expectGradient("silu dX", wide, dx.data, siluLoss, kSmooth);
+}
+
+TEST(ElementwiseGrad, MobileActivations) {
+  std::mt19937 rng(137);
+  // x in [-5, 8], at least 0.1 from every kink (-3, 3 of hardswish and
+  // hardsigmoid, 0 and 6 of ReLU6, -1 and 1 of hardtanh(-1, 1)): no step
+  // crosses one, and every piece has elements.
+  Buffer x = randomBuffer({4, 3, 5}, rng, -5.0f, 8.0f);
+  for (float &v : x.data)
+    for (float kink : {-3.0f, -1.0f, 0.0f, 1.0f, 3.0f, 6.0f})
+      if (std::fabs(v - kink) < 0.1f)
+        v = kink + (v < kink ? -0.1f : 0.1f);
+  Buffer g = randomBuffer(x.shape, rng), y(x.shape), dx(x.shape);
+
+  for (auto [lo, hi] : {std::pair{0.0, 6.0}, std::pair{-1.0, 1.0}}) {
+    auto hardtanhLoss = [&, lo = lo, hi = hi] {
+      EXPECT_TRUE(hardtanh(x.view(), lo, hi, y.view()).ok());
+      return dot(g, y);
+    };
+    hardtanhLoss(); // the backward reads the result
+    RN_ASSERT_OK(hardtanhBackward(g.view(), y.view(), lo, hi, dx.view()));
+    expectGradient(lo == 0.0 ? "relu6 dX" : "hardtanh dX", x, dx.data, hardtanhLoss, kLinear);
+  }
+
+  auto hardswishLoss = [&] {
+    EXPECT_TRUE(hardswish(x.view(), y.view()).ok());
+    return dot(g, y);
+  };
+  RN_ASSERT_OK(hardswishBackward(g.view(), x.view(), dx.view()));
+  expectGradient("hardswish dX", x, dx.data, hardswishLoss, kSmooth);
+
+  auto hardsigmoidLoss = [&] {
+    EXPECT_TRUE(hardsigmoid(x.view(), y.view()).ok());
+    return dot(g, y);
+  };
+  RN_ASSERT_OK(hardsigmoidBackward(g.view(), x.view(), dx.view()));
+  expectGradient("hardsigmoid dX", x, dx.data, hardsigmoidLoss, kLinear);
+
+  auto sigmoidLoss = [&] {
+    EXPECT_TRUE(sigmoid(x.view(), y.view()).ok());
+    return dot(g, y);
+  };
+  sigmoidLoss(); // the backward reads the result
+  RN_ASSERT_OK(sigmoidBackward(g.view(), y.view(), dx.view()));
+  expectGradient("sigmoid dX", x, dx.data, sigmoidLoss, kSmooth);
 }
 
 TEST(ElementwiseGrad, DropoutAndFlatten) {

@@ -13,9 +13,11 @@
 // Bounds. Exact (bit for bit, NaN matching NaN): relu, relu/dropout
 // backward, add, casts, reshape, flatten, zero, dropout masks and results,
 // all pooling ops and global average pooling (double sums in the CPU's
-// order), count_correct. Norm-wise, ||gpu - cpu||_2 <= tol * ||cpu||_2 with
-// tol = 2e-6 (f32), 1e-3 (f16), 8e-3 (bf16) of the output dtype: tanh, silu
-// and the tanh/silu backward (f32 libm against the CPU's double), and the
+// order), count_correct, hardtanh and its backward, the hardsigmoid
+// backward. Norm-wise, ||gpu - cpu||_2 <= tol * ||cpu||_2 with
+// tol = 2e-6 (f32), 1e-3 (f16), 8e-3 (bf16) of the output dtype: tanh, silu,
+// sigmoid, hardswish, hardsigmoid and the tanh/silu/sigmoid/hardswish
+// backward (f32 arithmetic and libm against the CPU's double), and the
 // cross-entropy gradient (double exp on both sides, another summation
 // order). The mean loss: relative 1e-6.
 //
@@ -39,6 +41,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rn::cuda {
@@ -144,7 +147,10 @@ TEST(CudaElementwise, UnaryMatchesCpu) {
   std::mt19937 rng(1);
   const UnaryCase cases[] = {{UnaryOp::relu, cpu::relu, true},
                              {UnaryOp::tanh, cpu::tanh, false},
-                             {UnaryOp::silu, cpu::silu, false}};
+                             {UnaryOp::silu, cpu::silu, false},
+                             {UnaryOp::sigmoid, cpu::sigmoid, false},
+                             {UnaryOp::hardswish, cpu::hardswish, false},
+                             {UnaryOp::hardsigmoid, cpu::hardsigmoid, false}};
   for (const UnaryCase &c : cases)
     for (DType in : kFloatTypes)
       for (DType out : kFloatTypes)
@@ -157,6 +163,8 @@ TEST(CudaElementwise, UnaryMatchesCpu) {
             x[0] = -0.0f; // relu(-0) is +0 on the CPU
             if (x.size() > 3)
               x[3] = std::numeric_limits<float>::quiet_NaN();
+            if (x.size() > 5)
+              x[4] = -3.0f, x[5] = 3.0f; // the kinks of hardswish and hardsigmoid
             auto dx = upload(x, shape, in, offset);
             auto dy = allocate(shape, out, offset);
             RN_ASSERT_STATUS_OK(unary(c.op, dx.view, dy.view, stream.get()));
@@ -185,7 +193,10 @@ TEST(CudaElementwise, BinaryMatchesCpu) {
                               {BinaryOp::relu_backward, cpu::reluBackward, true},
                               {BinaryOp::tanh_backward, cpu::tanhBackward, false},
                               {BinaryOp::silu_backward, cpu::siluBackward, false},
-                              {BinaryOp::dropout_backward, cpu::dropoutBackward, true}};
+                              {BinaryOp::dropout_backward, cpu::dropoutBackward, true},
+                              {BinaryOp::sigmoid_backward, cpu::sigmoidBackward, false},
+                              {BinaryOp::hardswish_backward, cpu::hardswishBackward, false},
+                              {BinaryOp::hardsigmoid_backward, cpu::hardsigmoidBackward, true}};
   // (lhs, rhs, result) dtypes: uniform, and the mixes a program makes.
   const DType combos[][3] = {{DType::f32, DType::f32, DType::f32},
                              {DType::f16, DType::f16, DType::f16},
@@ -205,10 +216,16 @@ TEST(CudaElementwise, BinaryMatchesCpu) {
           std::vector<float> b =
               c.op == BinaryOp::tanh_backward
                   ? randomValues(numel(shape), rng, types[1], -1, 1) // tanh's results
+              : c.op == BinaryOp::sigmoid_backward
+                  ? randomValues(numel(shape), rng, types[1], 0, 1) // sigmoid's results
+              : c.op == BinaryOp::hardswish_backward || c.op == BinaryOp::hardsigmoid_backward
+                  ? randomValues(numel(shape), rng, types[1], -5, 5) // every piece
                   : randomValues(numel(shape), rng, types[1]);
           if (c.op == BinaryOp::relu_backward || c.op == BinaryOp::dropout_backward)
             for (size_t i = 0; i < b.size(); i += 3)
               b[i] = 0; // zeros of relu's result, dropped mask entries
+          if (b.size() > 1)
+            b[0] = -3.0f, b[1] = 3.0f; // the kinks of hardswish and hardsigmoid
           auto da = upload(a, shape, types[0], offset);
           auto db = upload(b, shape, types[1], offset);
           auto dr = allocate(shape, types[2], offset);
@@ -223,6 +240,51 @@ TEST(CudaElementwise, BinaryMatchesCpu) {
           else
             expectClose(download(dr.view), ref, tolerance(types[2]), what);
         }
+}
+
+TEST(CudaElementwise, HardtanhMatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(4);
+  // ReLU6, Hardtanh, and bounds f16 and bf16 cannot hold (rounding inwards
+  // in f16: the backward must compare with the rounded bounds).
+  const std::pair<double, double> bounds[] = {{0.0, 6.0}, {-1.0, 1.0}, {0.3, 1.6}};
+  for (auto [lo, hi] : bounds)
+    for (DType in : kFloatTypes)
+      for (DType out : kFloatTypes)
+        for (const Shape &shape : kElementwiseShapes)
+          for (int64_t offset : {0, 1}) {
+            std::string what = "hardtanh [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                               "] " + std::string(dtypeName(in)) + "->" +
+                               std::string(dtypeName(out)) + " " + str(shape) + " offset " +
+                               std::to_string(offset);
+            std::vector<float> x = randomValues(numel(shape), rng, in, -8, 8);
+            x[0] = -0.0f;
+            if (x.size() > 4) {
+              x[1] = std::numeric_limits<float>::quiet_NaN();
+              x[2] = roundTo(in, float(lo)), x[3] = roundTo(in, float(hi)); // at the bounds
+              x[4] = roundTo(in, 0.5f * float(lo + hi));
+            }
+            auto dx = upload(x, shape, in, offset);
+            auto dy = allocate(shape, out, offset);
+            RN_ASSERT_STATUS_OK(hardtanh(dx.view, lo, hi, dy.view, stream.get()));
+            std::vector<float> y(x.size());
+            ASSERT_TRUE(cpu::hardtanh(cpuView(x, shape, in), lo, hi, cpuView(y, shape, out)).ok());
+            // The backward from the CPU's result, in the result's dtype.
+            std::vector<float> g = randomValues(numel(shape), rng, in);
+            auto dg = upload(g, shape, in, offset);
+            auto dyIn = upload(y, shape, out, offset);
+            auto dgx = allocate(shape, in, offset);
+            RN_ASSERT_STATUS_OK(
+                hardtanhBackward(dg.view, dyIn.view, lo, hi, dgx.view, stream.get()));
+            RN_ASSERT_CUDA(stream.sync());
+            expectExact(download(dy.view), y, what);
+            std::vector<float> gx(x.size());
+            ASSERT_TRUE(cpu::hardtanhBackward(cpuView(g, shape, in), cpuView(y, shape, out), lo,
+                                              hi, cpuView(gx, shape, in))
+                            .ok());
+            expectExact(download(dgx.view), gx, what + " backward");
+          }
 }
 
 TEST(CudaElementwise, ShapeAndDtypeErrorsNameTheOp) {
@@ -969,7 +1031,9 @@ protected:
 
 TEST_F(CudaElementwiseLaunchers, EveryOpHasALauncher) {
   for (const char *op :
-       {"relu", "tanh", "silu", "relu_backward", "tanh_backward", "silu_backward", "add", "cast",
+       {"relu", "tanh", "silu", "sigmoid", "hardtanh", "hardswish", "hardsigmoid", "relu_backward",
+        "tanh_backward", "silu_backward", "sigmoid_backward", "hardtanh_backward",
+        "hardswish_backward", "hardsigmoid_backward", "add", "cast",
         "reshape", "flatten", "zero", "dropout_train", "dropout_backward",
         "max_pool2d", "avg_pool2d", "max_pool2d_backward", "avg_pool2d_backward",
         "global_avg_pool", "global_avg_pool_backward", "softmax_cross_entropy",
@@ -993,6 +1057,11 @@ TEST_F(CudaElementwiseLaunchers, AttributesReachTheKernels) {
   auto dstep = upload({2.0f}, {}, DType::i32);
   RN_ASSERT_STATUS_OK(run("dropout_train", {{"p", 0.3}, {"index", 1}, {"count", 3}},
                           {dx.view, dstep.view}, {dr.view, dm.view}, 99));
+  // hardtanh and its backward with the node's bounds.
+  auto dh = allocate(in, DType::f16), dhg = allocate(in, DType::f16);
+  RN_ASSERT_STATUS_OK(run("hardtanh", {{"min_val", -0.5}, {"max_val", 0.75}}, {dx.view}, {dh.view}));
+  RN_ASSERT_STATUS_OK(run("hardtanh_backward", {{"min_val", -0.5}, {"max_val", 0.75}},
+                          {dx.view, dh.view}, {dhg.view}));
   // softmax_cross_entropy with label smoothing, through the workspace.
   std::vector<float> logits = randomValues(5 * 7, rng, DType::f32);
   std::vector<float> labels = randomLabels(5, 7, rng);
@@ -1013,6 +1082,14 @@ TEST_F(CudaElementwiseLaunchers, AttributesReachTheKernels) {
                   .ok());
   expectExact(download(dm.view), m, "dropout_train launcher mask");
   expectExact(download(dr.view), r, "dropout_train launcher result");
+  std::vector<float> h(x.size()), hg(x.size());
+  ASSERT_TRUE(
+      cpu::hardtanh(cpuView(x, in, DType::f16), -0.5, 0.75, cpuView(h, in, DType::f16)).ok());
+  ASSERT_TRUE(cpu::hardtanhBackward(cpuView(x, in, DType::f16), cpuView(h, in, DType::f16), -0.5,
+                                    0.75, cpuView(hg, in, DType::f16))
+                  .ok());
+  expectExact(download(dh.view), h, "hardtanh launcher");
+  expectExact(download(dhg.view), hg, "hardtanh_backward launcher");
   float refLoss = 0;
   ASSERT_TRUE(cpu::softmaxCrossEntropy(cpuView(logits, {5, 7}, DType::f32),
                                        cpu::LabelView{ints.data(), {5}}, 0.2, refLoss)
