@@ -337,6 +337,24 @@ Status Trainer::loadStateDict(const NamedValues &values) {
     if (Status st = executor_.writeState(name, data); !st)
       return st.error().withContext("state " + name);
   }
+  // State derived from a parameter (its low-precision copy, its EMA) follows
+  // the parameter's new values unless given itself: an f16 step must not
+  // read the copies of the weights the parameters had before.
+  for (const StateEntry &e : program().state) {
+    if (e.init.kind != "derived")
+      continue;
+    auto given = [&](const std::string &name) {
+      for (const auto &value : values)
+        if (value.first == name)
+          return &value.second;
+      return static_cast<const std::vector<float> *>(nullptr);
+    };
+    const std::vector<float> *source = given(e.of);
+    if (!source || given(e.name))
+      continue;
+    if (Status st = executor_.writeState(e.name, *source); !st) // rounds to e's dtype
+      return st.error().withContext("state " + e.name + " (derived from " + e.of + ")");
+  }
   return Status::success();
 }
 

@@ -399,6 +399,25 @@ def test_round_trip_is_bit_exact(compiler: str, tmp_path: Path) -> None:
     assert all(np.array_equal(expected[k], after[k]) for k in expected)
 
 
+def test_copy_from_refreshes_low_precision_copies(compiler: str, tmp_path: Path) -> None:
+    """Tests that under f16, copy_from into a weight-free artifact also sets the f16 copies of the
+    weights the step reads: every state entry, and the logits, equal those of the artifact that
+    was compiled with the weights."""
+    name = "fashion_cnn"
+    m = _module(name)
+    pipeline = "optimizer=sgd momentum=0.9 precision=f16"
+    full = rn.Trainer(_compile(name, m, tmp_path, pipeline=pipeline), executor="cpu")
+    bare = rn.Trainer(_compile(name, m, tmp_path / "..", pipeline=pipeline, weights=False),
+                      executor="cpu")
+    bare.copy_from(m)
+    want, got = full.state_dict(roles="all"), bare.state_dict(roles="all")
+    assert any("f16" in k for k in want), "the test needs low-precision copies"
+    for k in want:
+        assert np.array_equal(want[k], got[k]), k
+    x, _ = _batch(name)
+    assert np.array_equal(full.predict(x.numpy()), bare.predict(x.numpy()))
+
+
 def test_copy_from_refuses_other_artifacts_and_wrong_weights(compiler: str, tmp_path: Path) -> None:
     """Tests that copy_from needs an artifact compiled from a torch module, and a module with the
     mapped names, shapes and float32 weights; nothing is written on a refusal."""
