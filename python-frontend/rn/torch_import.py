@@ -49,9 +49,10 @@ TORCH_METADATA_KEY = "rn.torch"
 """The artifact metadata key that holds the :class:`TorchMapping` as JSON."""
 
 SUPPORTED = (
-    "modules Conv2d, BatchNorm2d, Linear, ReLU, Tanh, SiLU, MaxPool2d, AvgPool2d, "
-    "AdaptiveAvgPool2d, Flatten, Dropout, Identity; functions and methods +, torch.add, "
-    "relu, tanh, silu, torch.flatten / flatten, view / reshape to [N, -1], mean over H and W, "
+    "modules Conv2d, BatchNorm2d, Linear, ReLU, ReLU6, Hardtanh, Tanh, SiLU, Sigmoid, Hardswish, "
+    "Hardsigmoid, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout, Identity; functions "
+    "and methods +, torch.add, relu, relu6, hardtanh, tanh, silu, sigmoid, hardswish, "
+    "hardsigmoid, torch.flatten / flatten, view / reshape to [N, -1], mean over H and W, "
     "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout, size() / shape, contiguous()"
 )
 
@@ -500,9 +501,12 @@ class ImportedModel(Module):
             return self._batch_norm(node, m, path, x)
         if isinstance(m, nn.Linear):
             return self._linear(node, m, path, x)
-        if type(m) in (nn.ReLU, nn.Tanh, nn.SiLU):
-            fn = {nn.ReLU: F.relu, nn.Tanh: F.tanh, nn.SiLU: F.silu}[type(m)]
-            return _Tensor(fn(x.value), x.chw)
+        unary = {nn.ReLU: F.relu, nn.ReLU6: F.relu6, nn.Tanh: F.tanh, nn.SiLU: F.silu,
+                 nn.Sigmoid: F.sigmoid, nn.Hardswish: F.hardswish, nn.Hardsigmoid: F.hardsigmoid}
+        if type(m) in unary:
+            return _Tensor(unary[type(m)](x.value), x.chw)
+        if type(m) is nn.Hardtanh:
+            return _Tensor(F.hardtanh(x.value, float(m.min_val), float(m.max_val)), x.chw)
         if isinstance(m, nn.MaxPool2d):
             self._check_pool(node, m.ceil_mode, "ceil_mode=True")
             if m.return_indices:
@@ -687,6 +691,11 @@ class ImportedModel(Module):
 
             return apply
 
+        def hardtanh(node: Any, x: Any, min_val: float = -1.0, max_val: float = 1.0,
+                     inplace: bool = False) -> _Tensor:
+            t = self._tensor(node, x)
+            return _Tensor(F.hardtanh(t.value, float(min_val), float(max_val)), t.chw)
+
         def flatten(node: Any, x: Any, start_dim: int = 0, end_dim: int = -1) -> _Tensor:
             return self._flatten(node, self._tensor(node, x), start_dim, end_dim)
 
@@ -738,6 +747,12 @@ class ImportedModel(Module):
             tf.relu: unary(F.relu),
             torch.tanh: unary(F.tanh),
             tf.silu: unary(F.silu),
+            torch.sigmoid: unary(F.sigmoid),
+            tf.sigmoid: unary(F.sigmoid),
+            tf.relu6: unary(F.relu6),
+            tf.hardswish: unary(F.hardswish),
+            tf.hardsigmoid: unary(F.hardsigmoid),
+            tf.hardtanh: hardtanh,
             torch.flatten: flatten,
             tf.adaptive_avg_pool2d: adaptive,
             tf.avg_pool2d: avg,
@@ -800,6 +815,8 @@ class ImportedModel(Module):
             return _Tensor(F.relu(x.value), x.chw)
         if name in ("tanh", "tanh_"):
             return _Tensor(F.tanh(x.value), x.chw)
+        if name in ("sigmoid", "sigmoid_"):
+            return _Tensor(F.sigmoid(x.value), x.chw)
         if name in ("add", "add_"):
             return self._add(node, x, rest[0] if rest else kwargs.get("other"), kwargs.get("alpha", 1))
         if name == "flatten":
