@@ -1,0 +1,156 @@
+"""Which timm models RN imports, and which of those give PyTorch's logits (docs/python.md's table).
+
+timm is installed on the GPU machine only, and the compiler on the
+development machine only, so the check takes three steps:
+
+    # GPU machine: import every resnet*, mobilenet*, efficientnet* model with
+    # rn.from_torch at 224x224; write the outcome and, for each model that
+    # imports, its MLIR (batch 4) and its state mapping
+    python scripts/timm-import.py survey OUT/timm
+    # development machine: compile those into weight-free artifacts carrying the mapping
+    python3 scripts/timm-import.py compile OUT/timm gpu-bundle/timm
+    # GPU machine: build each model from seed 0, copy its weights in, and compare
+    # RN's evaluation logits (cuda-graph, f32) with PyTorch's eval forward (TF32 off)
+    python scripts/timm-import.py check gpu-bundle/timm OUT/timm-check.jsonl
+
+A model is listed as working only if its logits are within 4x what
+perturbing PyTorch's parameters by a relative 1e-6 moves them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+
+FAMILIES = ("resnet*", "mobilenet*", "efficientnet*")
+BATCH = 4
+SHAPE = (3, 224, 224)
+
+
+def _build(name: str):  # type: ignore[no-untyped-def]
+    import timm
+    import torch
+
+    torch.manual_seed(0)
+    model = timm.create_model(name, pretrained=False)
+    for mod in model.modules():  # dropout and drop-path off: the comparison is deterministic
+        if hasattr(mod, "drop_prob"):
+            mod.drop_prob = 0.0
+        if isinstance(mod, torch.nn.Dropout):
+            mod.p = 0.0
+    return model.eval()
+
+
+def survey(out: Path) -> None:
+    import timm
+
+    import rn
+
+    out.mkdir(parents=True, exist_ok=True)
+    names = sorted({n for f in FAMILIES for n in timm.list_models(f)})
+    results = []
+    for name in names:
+        start = time.perf_counter()
+        row = {"model": name}
+        try:
+            imported = rn.from_torch(_build(name), SHAPE)
+            text = rn.emit_model(imported, batch=BATCH, input_shape=SHAPE,
+                                 num_classes=imported.num_classes, name=name)
+            (out / f"{name}.mlir").write_text(text)
+            (out / f"{name}.mapping.json").write_text(imported.mapping.to_json())
+            row["imports"] = True
+        except rn.UnsupportedModelError as e:
+            row["imports"], row["why"] = False, str(e)[:300]
+        except Exception as e:  # a model timm cannot build here, or a bug to see
+            row["imports"], row["why"] = False, f"{type(e).__name__}: {str(e)[:300]}"
+        row["seconds"] = round(time.perf_counter() - start, 2)
+        print(json.dumps(row), flush=True)
+        results.append(row)
+    (out / "survey.json").write_text(json.dumps(results, indent=1))
+
+
+def compile_all(source: Path, out: Path) -> None:
+    import subprocess
+
+    from rn import _safetensors
+    from rn.compiler import find_rn_compile
+    from rn.torch_import import TORCH_METADATA_KEY
+
+    tool = find_rn_compile()
+    out.mkdir(parents=True, exist_ok=True)
+    for mlir in sorted(source.glob("*.mlir")):
+        artifact = out / f"{mlir.stem}.rnx"
+        proc = subprocess.run([tool, str(mlir), "-o", str(artifact), "--quiet", "--no-weights"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"{mlir.stem}: rn-compile failed: {proc.stderr.strip()[:300]}", file=sys.stderr)
+            continue
+        file = _safetensors.read(artifact)
+        file.metadata[TORCH_METADATA_KEY] = (source / f"{mlir.stem}.mapping.json").read_text()
+        _safetensors.write(artifact, file)
+        print(f"wrote {artifact}")
+
+
+def check(folder: Path, out: Path) -> None:
+    import numpy as np
+    import torch
+
+    import rn
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(BATCH, *SHAPE, generator=g)
+    with open(out, "w") as log:
+        for artifact in sorted(folder.glob("*.rnx")):
+            name = artifact.stem
+            row: dict[str, object] = {"model": name}
+            try:
+                model = _build(name)
+                trainer = rn.Trainer(artifact, executor="cuda-graph")
+                trainer.copy_from(model)
+                ours = trainer.predict(x.numpy())
+                m = model.cuda()
+                perturbed = copy.deepcopy(m)
+                sign = torch.Generator().manual_seed(11)
+                with torch.no_grad():
+                    for t in perturbed.parameters():
+                        s = torch.randint(0, 2, t.shape, generator=sign).to(t.device).float() * 2 - 1
+                        t.mul_(1 + 1e-6 * s)
+                    ref = m(x.cuda()).cpu().numpy()
+                    moved = perturbed(x.cuda()).cpu().numpy()
+                err = float(np.max(np.abs(ours - ref)))
+                bound = 4 * float(np.max(np.abs(ref - moved))) + 4 * 1.2e-7 * float(np.max(np.abs(ref)))
+                row.update(error=err, bound=bound, equal=err <= bound)
+                del trainer
+            except Exception as e:
+                row.update(equal=False, why=f"{type(e).__name__}: {str(e)[:300]}")
+            print(json.dumps(row), flush=True)
+            log.write(json.dumps(row) + "\n")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("survey").add_argument("out", type=Path)
+    c = sub.add_parser("compile")
+    c.add_argument("source", type=Path)
+    c.add_argument("out", type=Path)
+    k = sub.add_parser("check")
+    k.add_argument("folder", type=Path)
+    k.add_argument("out", type=Path)
+    args = p.parse_args()
+    if args.command == "survey":
+        survey(args.out)
+    elif args.command == "compile":
+        compile_all(args.source, args.out)
+    else:
+        check(args.folder, args.out)
+
+
+if __name__ == "__main__":
+    main()
