@@ -67,7 +67,9 @@ train() { # model epochs lr target%
   fi
   rn_log "training $name on Fashion-MNIST (executor: auto, named on rn-run's first line): $epochs epochs, lr $lr (rn-run)"
   log="$stem.log"
-  rn-run "$artifact" --data "$data" --epochs "$epochs" --lr "$lr" "${limit[@]}" \
+  # Fashion-MNIST's published mean and std, given explicitly so the numbers
+  # stay comparable whatever rn-run's default normalization becomes.
+  rn-run "$artifact" --data "$data" --mean 0.2860 --std 0.3530 --epochs "$epochs" --lr "$lr" "${limit[@]}" \
     --checkpoint "$out_dir/$name.checkpoint.safetensors" | tee "$log"
   local accuracy
   accuracy=$(sed -n 's/^epoch \([0-9]*\)\/\1 test loss .* accuracy \([0-9.]*\)%.*/\2/p' "$log")

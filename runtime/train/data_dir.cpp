@@ -100,16 +100,34 @@ Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &option
                  "file)");
   DataDir out;
   if (fs::is_regular_file(fs::path(dir) / "train-images-idx3-ubyte.gz", ec)) {
-    if (!options.mean.empty() || !options.std.empty() || options.label != "fine")
-      return Error("--data " + dir + " holds IDX files (Fashion-MNIST's normalization, one "
-                   "label): --mean, --std and --label are for CIFAR");
-    Result<IdxSources> idx = loadIdxSources(dir, options.limitTrain, options.limitTest);
+    if (options.label != "fine")
+      return Error("--label is CIFAR-100's; " + dir + " holds IDX files");
+    if (options.mean.empty() != options.std.empty())
+      return Error("give --mean and --std together (or neither: Fashion-MNIST's 0.2860 and "
+                   "0.3530)");
+    float mean = kFashionMnistMean, std = kFashionMnistStd;
+    if (!options.mean.empty()) {
+      Result<std::vector<float>> m = channelValues(options.mean, "--mean");
+      if (!m)
+        return m.error();
+      Result<std::vector<float>> s = channelValues(options.std, "--std");
+      if (!s)
+        return s.error();
+      if (m->size() != 1 || s->size() != 1)
+        return Error("IDX images have one channel: give --mean and --std with one value each");
+      if (!((*s)[0] > 0))
+        return Error("--std must be positive");
+      mean = (*m)[0], std = (*s)[0];
+    }
+    Result<IdxSources> idx = loadIdxSources(dir, options.limitTrain, options.limitTest, mean, std);
     if (!idx)
       return idx.error();
     out.description = "IDX (Fashion-MNIST) in " + dir + ": " +
                       std::to_string(idx->train->count()) + " training and " +
                       std::to_string(idx->test->count()) + " test examples, " +
-                      idx->train->layout();
+                      idx->train->layout() + ", mean " + listed(std::vector<float>{mean}) +
+                      " std " + listed(std::vector<float>{std}) +
+                      (options.mean.empty() ? " (Fashion-MNIST's published values)" : " (given)");
     out.train = std::move(idx->train);
     out.test = std::move(idx->test);
     return out;

@@ -10,13 +10,13 @@ std::string IdxDataSource::layout() const {
 }
 
 Result<IdxSources> loadIdxSources(const std::string &dir, int64_t limitTrain,
-                                  int64_t limitTest) {
+                                  int64_t limitTest, float mean, float std) {
   Result<IdxSplits> splits = loadIdxSplits(dir, limitTrain, limitTest);
   if (!splits)
     return splits.error();
   IdxSources sources;
-  sources.train = std::make_unique<IdxDataSource>(std::move(splits->train), dir);
-  sources.test = std::make_unique<IdxDataSource>(std::move(splits->test), dir);
+  sources.train = std::make_unique<IdxDataSource>(std::move(splits->train), dir, mean, std);
+  sources.test = std::make_unique<IdxDataSource>(std::move(splits->test), dir, mean, std);
   return sources;
 }
 

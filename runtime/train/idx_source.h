@@ -20,8 +20,9 @@ namespace rn::train {
 class IdxDataSource final : public DataSource {
 public:
   /// `name` names the source in messages (the data directory).
-  IdxDataSource(IdxDataset data, std::string name)
-      : data_(std::move(data)), name_(std::move(name)) {}
+  IdxDataSource(IdxDataset data, std::string name, float mean = kFashionMnistMean,
+                float std = kFashionMnistStd)
+      : data_(std::move(data)), name_(std::move(name)), mean_(mean), std_(std) {}
 
   int64_t count() const override { return data_.count; }
   std::vector<int64_t> imageShape() const override { return {data_.rows, data_.cols, 1}; }
@@ -29,12 +30,13 @@ public:
   std::string name() const override { return name_; }
   int64_t label(int64_t index) const override { return data_.labels[size_t(index)]; }
   void writeImage(int64_t index, float *out) const override {
-    normalizeImage(data_, index, out);
+    normalizeImage(data_, index, out, mean_, std_);
   }
 
 private:
   IdxDataset data_;
   std::string name_;
+  float mean_, std_;
 };
 
 struct IdxSources {
@@ -43,9 +45,11 @@ struct IdxSources {
 };
 
 /// The train and test splits in `dir` (loadIdxSplits), each limited to its
-/// first `limitTrain` / `limitTest` examples when > 0.
+/// first `limitTrain` / `limitTest` examples when > 0, normalized with
+/// `mean` and `std` (Fashion-MNIST's published values by default).
 Result<IdxSources> loadIdxSources(const std::string &dir, int64_t limitTrain = 0,
-                                  int64_t limitTest = 0);
+                                  int64_t limitTest = 0, float mean = kFashionMnistMean,
+                                  float std = kFashionMnistStd);
 
 } // namespace rn::train
 

@@ -33,7 +33,7 @@
 // RUN: not rn-run %t.rnx --data %t.nonexistent --epochs 1 2>&1 | FileCheck %s --check-prefix=NODIR
 // RUN: not rn-run %t.rnx --data /usr/share/datasets/fashion-mnist --epochs 1 --checkpoint %t.nodir/ck.safetensors 2>&1 | FileCheck %s --check-prefix=UNWRITABLE
 
-// CHECK: data: IDX (Fashion-MNIST) in /usr/share/datasets/fashion-mnist: 6400 training and 2000 test examples, NHWC, 28x28 grayscale
+// CHECK: data: IDX (Fashion-MNIST) in /usr/share/datasets/fashion-mnist: 6400 training and 2000 test examples, NHWC, 28x28 grayscale, mean 0.2860 std 0.3530 (Fashion-MNIST's published values)
 // CHECK: model mlp: batch 64, 10 classes; train 6400 examples (100 steps/epoch), test 2000 examples; 2 epochs, lr 0.1
 // CHECK: epoch 1/2 train loss {{[0-9]+\.[0-9]+}} (100 steps
 // CHECK: epoch 1/2 test loss {{[0-9]+\.[0-9]+}} accuracy {{[0-9]+\.[0-9]+}}% (2000 examples)

@@ -11,6 +11,11 @@
 // RUN: rn-run %t.rnx --data %t.npz --mean 0.2860 --std 0.3530 --executor cpu --no-progress --checkpoint %t.npz.ck | FileCheck %s
 // RUN: rn-run %t.rnx --data %t.nhwc.npz --mean 0.2860 --std 0.3530 --executor cpu --no-progress --checkpoint %t.nhwc.ck
 // RUN: cmp %t.idx.ck %t.npz.ck
+// RUN: rn-run %t.rnx --data /usr/share/datasets/fashion-mnist --mean 0.2860 --std 0.3530 --limit-train 256 --limit-test 96 --executor cpu --no-progress --checkpoint %t.idx-given.ck | FileCheck %s --check-prefix=IDX
+// RUN: cmp %t.idx.ck %t.idx-given.ck
+// IDX: data: IDX (Fashion-MNIST) in /usr/share/datasets/fashion-mnist: 256 training and 96 test examples, NHWC, 28x28 grayscale, mean 0.2860 std 0.3530 (given)
+// RUN: not rn-run %t.rnx --data /usr/share/datasets/fashion-mnist --mean 0.5,0.5,0.5 --std 0.2,0.2,0.2 --executor cpu 2>&1 | FileCheck %s --check-prefix=IDX3
+// IDX3: IDX images have one channel: give --mean and --std with one value each
 // RUN: cmp %t.idx.ck %t.nhwc.ck
 // CHECK: data: NPZ {{.*}}.npz: 256 training and 96 test examples, NHWC, 28x28x1 uint8, 10 classes, mean 0.2860 std 0.3530 (given)
 
