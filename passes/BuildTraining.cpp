@@ -268,6 +268,7 @@ LogicalResult BuildTrainingPass::analyzeForward(func::FuncOp forward) {
   for (Operation *op : ops) {
     if (!isa<ParamOp, Conv2dOp, BatchNormOp, ReluOp, TanhOp, SiluOp,
              SigmoidOp, HardtanhOp, HardswishOp, HardsigmoidOp, AddOp,
+             ChannelMulOp,
              DropoutOp, MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp, FlattenOp,
              LinearOp, SoftmaxCrossEntropyOp>(op))
       return op->emitError("rn-build-training has no gradient rule for '")
@@ -689,6 +690,14 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
         grads.accumulate(opLoc, hardsigmoid.getInput(),
                          HardsigmoidBackwardOp::create(
                              b, opLoc, dy, hardsigmoid.getInput()));
+      } else if (auto mul = dyn_cast<ChannelMulOp>(op)) {
+        // Both operands are activations (the scale is computed from the
+        // input); each gets its gradient if it needs one.
+        auto backward = ChannelMulBackwardOp::create(
+            b, opLoc, mul.getInput().getType(), mul.getScale().getType(), dy,
+            mul.getInput(), mul.getScale());
+        grads.accumulate(opLoc, mul.getInput(), backward.getInputGrad());
+        grads.accumulate(opLoc, mul.getScale(), backward.getScaleGrad());
       } else if (auto add = dyn_cast<AddOp>(op)) {
         --numBackwardOps; // the gradient fans out unchanged
         grads.accumulate(opLoc, add.getLhs(), dy);

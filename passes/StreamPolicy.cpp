@@ -51,6 +51,8 @@ static constexpr PolicyEntry kPolicy[] = {
     {"dropout_train", StreamKind::comp2},
     {"dropout_backward", StreamKind::comp2},
     {"count_correct", StreamKind::comp2},
+    // The scale gradient sums over H and W, as global_avg_pool does.
+    {"channel_mul_backward", StreamKind::comp2},
     // Elementwise work.
     {"relu", StreamKind::comp3},
     {"relu_backward", StreamKind::comp3},
@@ -67,6 +69,7 @@ static constexpr PolicyEntry kPolicy[] = {
     {"hardsigmoid", StreamKind::comp3},
     {"hardsigmoid_backward", StreamKind::comp3},
     {"add", StreamKind::comp3},
+    {"channel_mul", StreamKind::comp3},
     {"flatten", StreamKind::comp3},
     {"reshape", StreamKind::comp3},
     {"cast", StreamKind::comp3},

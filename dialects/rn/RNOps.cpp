@@ -101,6 +101,11 @@ LogicalResult HardtanhOp::verify() {
                            getMaxVal().convertToDouble());
 }
 
+LogicalResult ChannelMulOp::verify() {
+  return verifyChannelScale(ShapeDiagnostics(*this), getInput().getType(),
+                            getScale().getType());
+}
+
 LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p >= 0.0 && p < 1.0))

@@ -190,6 +190,25 @@ def RN_AddOp : RN_Op<"add", [RN_ArtifactOp, Pure, Commutative, SameOperandsAndRe
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
+def RN_ChannelMulOp : RN_Op<"channel_mul", [RN_ArtifactOp, Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "y[n, h, w, c] = x[n, h, w, c] * s[n, 0, 0, c]";
+  let description = [{
+    Scales each channel of each image by its own factor: the gate of a
+    squeeze-and-excitation block (MobileNetV3, EfficientNet), whose `scale`
+    is computed from the input's global average pool. `input` is NHWC,
+    `scale` is [N, 1, 1, C] of the input's element type.
+
+    ```mlir
+    %y = rn.channel_mul %x, %s : tensor<8x14x14x96xf16>, tensor<8x1x1x96xf16>
+    ```
+  }];
+  let arguments = (ins RN_FloatTensor:$input, RN_FloatTensor:$scale);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $scale attr-dict `:` type($input) `,` type($scale)";
+  let hasVerifier = 1;
+}
+
 def RN_DropoutOp : RN_Op<"dropout", [
     SameOperandsAndResultType,
     MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {

@@ -189,6 +189,20 @@ LogicalResult mlir::rn::shapes::verifyClampBounds(const ShapeDiagnostics &diag,
   return diag.fail(message);
 }
 
+LogicalResult mlir::rn::shapes::verifyChannelScale(const ShapeDiagnostics &diag,
+                                                   RankedTensorType input,
+                                                   RankedTensorType scale) {
+  if (failed(diag.requireRank("input", input, 4, "NHWC")) ||
+      failed(diag.requireSameElementType("scale", scale, "input", input)))
+    return failure();
+  auto expected = RankedTensorType::get(
+      {input.getDimSize(0), 1, 1, input.getDimSize(3)}, input.getElementType());
+  if (scale != expected)
+    return diag.fail("scale must be [N, 1, 1, C] of the input ", input,
+                     ", that is ", expected, ", got ", scale);
+  return success();
+}
+
 FailureOr<RankedTensorType> mlir::rn::shapes::inferPool2d(
     const ShapeDiagnostics &diag, RankedTensorType input,
     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,

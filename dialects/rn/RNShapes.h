@@ -69,6 +69,12 @@ LogicalResult requireInRange(const ShapeDiagnostics &diag, StringRef what,
 LogicalResult verifyClampBounds(const ShapeDiagnostics &diag, double minVal,
                                 double maxVal);
 
+/// The operands of a channel_mul (and of its backward): `input` NHWC and
+/// `scale` [N, 1, 1, C] of the input's element type.
+LogicalResult verifyChannelScale(const ShapeDiagnostics &diag,
+                                 RankedTensorType input,
+                                 RankedTensorType scale);
+
 /// Result of a convolution; `bias` may be null.
 FailureOr<RankedTensorType>
 inferConv2d(const ShapeDiagnostics &diag, RankedTensorType input,

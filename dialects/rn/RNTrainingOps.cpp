@@ -313,6 +313,11 @@ LogicalResult HardtanhBackwardOp::verify() {
                            getMaxVal().convertToDouble());
 }
 
+LogicalResult ChannelMulBackwardOp::verify() {
+  return verifyChannelScale(ShapeDiagnostics(*this), getInput().getType(),
+                            getScale().getType());
+}
+
 LogicalResult MaxPool2dBackwardOp::verify() {
   ShapeDiagnostics diag(*this);
   RankedTensorType input = getInput().getType();

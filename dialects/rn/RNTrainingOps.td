@@ -288,6 +288,32 @@ def RN_HardtanhBackwardOp : RN_Op<"hardtanh_backward", [RN_ArtifactOp, Pure, Sam
   let hasVerifier = 1;
 }
 
+def RN_ChannelMulBackwardOp : RN_Op<"channel_mul_backward", [RN_ArtifactOp, Pure,
+    AllTypesMatch<["output_grad", "input", "input_grad"]>,
+    AllTypesMatch<["scale", "scale_grad"]>]> {
+  let summary = "gradients of rn.channel_mul: dx = dy * s, ds = sum over H, W of dy * x";
+  let description = [{
+    `input` and `scale` are the forward op's operands, `output_grad` has the
+    input's type. `input_grad[n, h, w, c] = output_grad[n, h, w, c] *
+    scale[n, 0, 0, c]`; `scale_grad[n, 0, 0, c]` is the sum over h and w of
+    `output_grad * input`, accumulated in double (a wide type whatever the
+    operands' types) and rounded once.
+
+    ```mlir
+    %dx, %ds = rn.channel_mul_backward %dy, %x, %s : tensor<8x14x14x96xf16>, tensor<8x1x1x96xf16>
+    ```
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$output_grad,
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$scale);
+  let results = (outs RN_FloatTensor:$input_grad, RN_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $input `,` $scale attr-dict `:` type($input) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
 def RN_Conv2dBackwardOp : RN_Op<"conv2d_backward", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_ForkingOpInterface>, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, AttrSizedOperandSegments, AttrSizedResultSegments, Pure]> {
   let summary = "gradients of a convolution: dX, dW and dB";
   let description = [{

@@ -29,6 +29,7 @@ __all__ = [
     "add",
     "avg_pool2d",
     "batch_norm",
+    "channel_mul",
     "conv2d",
     "dropout",
     "emit_model",
@@ -575,6 +576,24 @@ def add(a: Value, b: Value) -> Value:
     if a.type != b.type:
         raise e.error(f"add operands differ: {a.type} vs {b.type}")
     return e.op(f"rn.add {a.name}, {b.name} : {a.type}", a.type)
+
+
+def channel_mul(x: Value, scale: Value) -> Value:
+    """``x * scale`` with ``x`` NHWC ``[N, H, W, C]`` and ``scale`` ``[N, 1, 1, C]``.
+
+    The squeeze-and-excitation gate: PyTorch's ``x * scale`` of an NCHW ``x``
+    and an ``[N, C, 1, 1]`` scale (the pooled, gated input).
+    """
+    e = _nhwc_emitter_of(x, "channel_mul")
+    if not isinstance(scale, Value) or scale.emitter is not e:
+        raise e.error("channel_mul expects two traced tensor values of the same trace")
+    n, _, _, c = x.shape
+    if scale.shape != (n, 1, 1, c) or scale.dtype != x.dtype:
+        raise e.error(
+            f"channel_mul scale must be {TensorType((n, 1, 1, c), x.dtype)} for the input {x.type}, "
+            f"got {scale.type}"
+        )
+    return e.op(f"rn.channel_mul {x.name}, {scale.name} : {x.type}, {scale.type}", x.type)
 
 
 def _pool(op: str, x: Value, kernel: IntPair, stride: IntPair | None, padding: IntPair) -> Value:

@@ -679,6 +679,7 @@ std::vector<OpInfo> buildOps() {
       {"hardswish", verifyTableOnly},
       {"hardsigmoid", verifyTableOnly},
       {"add", verifyTableOnly},
+      {"channel_mul", verifyTableOnly},
       // No "dropout": the model-level op never reaches a program
       // (rn-build-training makes it dropout_train, eval_step drops it) and
       // has no step operand to key its mask on the device.
@@ -704,6 +705,7 @@ std::vector<OpInfo> buildOps() {
       {"hardswish_backward", verifyTableOnly},
       {"hardsigmoid_backward", verifyTableOnly},
       {"dropout_backward", verifyTableOnly},
+      {"channel_mul_backward", verifyTableOnly},
       {"conv2d_backward", verifyWeightedBackward<true>, weightedBackwardParts},
       {"linear_backward", verifyWeightedBackward<false>, weightedBackwardParts},
       {"batch_norm_backward", verifyTableOnly},

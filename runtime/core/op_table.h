@@ -552,6 +552,46 @@ inline constexpr size_t result = 0;
 } // namespace result
 } // namespace cbr_inference
 
+// rn.channel_mul
+inline constexpr Value kChannelMulOperands[] = {
+    {"input", Arity::one},
+    {"scale", Arity::one},
+};
+inline constexpr Value kChannelMulResults[] = {
+    {"result", Arity::one},
+};
+namespace channel_mul {
+namespace operand {
+inline constexpr size_t input = 0;
+inline constexpr size_t scale = 1;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace channel_mul
+
+// rn.channel_mul_backward
+inline constexpr Value kChannelMulBackwardOperands[] = {
+    {"output_grad", Arity::one},
+    {"input", Arity::one},
+    {"scale", Arity::one},
+};
+inline constexpr Value kChannelMulBackwardResults[] = {
+    {"input_grad", Arity::one},
+    {"scale_grad", Arity::one},
+};
+namespace channel_mul_backward {
+namespace operand {
+inline constexpr size_t output_grad = 0;
+inline constexpr size_t input = 1;
+inline constexpr size_t scale = 2;
+} // namespace operand
+namespace result {
+inline constexpr size_t input_grad = 0;
+inline constexpr size_t scale_grad = 1;
+} // namespace result
+} // namespace channel_mul_backward
+
 // rn.check_finite
 inline constexpr Value kCheckFiniteOperands[] = {
     {"inputs", Arity::variadic},
@@ -1558,6 +1598,8 @@ inline constexpr Op kOps[] = {
     {"cbr_backward", kCbrBackwardOperands, 15, kCbrBackwardResults, 5, kCbrBackwardAttributes, 5},
     {"cbr_forward", kCbrForwardOperands, 6, kCbrForwardResults, 4, kCbrForwardAttributes, 6},
     {"cbr_inference", kCbrInferenceOperands, 6, kCbrInferenceResults, 1, kCbrInferenceAttributes, 6},
+    {"channel_mul", kChannelMulOperands, 2, kChannelMulResults, 1, nullptr, 0},
+    {"channel_mul_backward", kChannelMulBackwardOperands, 3, kChannelMulBackwardResults, 2, nullptr, 0},
     {"check_finite", kCheckFiniteOperands, 1, kCheckFiniteResults, 1, nullptr, 0},
     {"conv2d", kConv2dOperands, 3, kConv2dResults, 1, kConv2dAttributes, 4},
     {"conv2d_backward", kConv2dBackwardOperands, 6, kConv2dBackwardResults, 3, kConv2dBackwardAttributes, 4},

@@ -1,4 +1,4 @@
-//===- cpu_elementwise.cpp - Activations, casts, reshapes, dropout --------===//
+//===- cpu_elementwise.cpp - Activations, channel scaling, casts, dropout -===//
 //
 // Each element is computed in double from its float inputs and rounded once
 // to the result's dtype. Dropout draws its mask from Philox4x32-10, keyed by
@@ -173,6 +173,62 @@ KernelStatus add(const TensorView &lhs, const TensorView &rhs,
                  const TensorView &result) {
   return binaryMap("add", "lhs", lhs, "rhs", rhs, "result", result,
                    [](double a, double b) { return a + b; });
+}
+
+namespace {
+/// channel_mul's operands: `input` NHWC, `scale` [N, 1, 1, C]. Sets the
+/// batch, the positions per image (H * W) and the channels.
+Check &checkChannelScale(Check &check, const TensorView &input, const TensorView &scale,
+                         int64_t &n, int64_t &hw, int64_t &c) {
+  if (check.rank("input", input, 4, "NHWC").failed())
+    return check;
+  n = input.dim(0), hw = input.dim(1) * input.dim(2), c = input.dim(3);
+  return check.shape("scale", scale, Shape{n, 1, 1, c});
+}
+} // namespace
+
+KernelStatus channelMul(const TensorView &input, const TensorView &scale,
+                        const TensorView &result) {
+  Check check("channel_mul");
+  int64_t n = 0, hw = 0, c = 0;
+  if (checkChannelScale(check, input, scale, n, hw, c)
+          .shape("result", result, input.shape)
+          .failed())
+    return check.status();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t k = 0; k < c; ++k) {
+        const int64_t i = (b * hw + p) * c + k;
+        result.data[i] = store(result.dtype, double(input.data[i]) * scale.data[b * c + k]);
+      }
+  return {};
+}
+
+KernelStatus channelMulBackward(const TensorView &outputGrad, const TensorView &input,
+                                const TensorView &scale, const TensorView &inputGrad,
+                                const TensorView &scaleGrad) {
+  Check check("channel_mul_backward");
+  int64_t n = 0, hw = 0, c = 0;
+  if (checkChannelScale(check, input, scale, n, hw, c)
+          .shape("output_grad", outputGrad, input.shape)
+          .shape("input_grad", inputGrad, input.shape)
+          .shape("scale_grad", scaleGrad, scale.shape)
+          .failed())
+    return check.status();
+  std::vector<double> acc(static_cast<size_t>(c));
+  for (int64_t b = 0; b < n; ++b) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t k = 0; k < c; ++k) {
+        const int64_t i = (b * hw + p) * c + k;
+        const double dy = outputGrad.data[i];
+        acc[size_t(k)] += dy * input.data[i]; // exact products, summed over h, w in order
+        inputGrad.data[i] = store(inputGrad.dtype, dy * scale.data[b * c + k]);
+      }
+    for (int64_t k = 0; k < c; ++k)
+      scaleGrad.data[b * c + k] = store(scaleGrad.dtype, acc[size_t(k)]);
+  }
+  return {};
 }
 
 KernelStatus cast(const TensorView &input, const TensorView &result) {

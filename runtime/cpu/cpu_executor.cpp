@@ -76,7 +76,7 @@ enum class OpKind : uint8_t {
   batch_norm_inference, update_running_stats, batch_norm_backward, relu, tanh, silu,
   sigmoid, hardtanh, hardswish, hardsigmoid, relu_backward, tanh_backward, silu_backward,
   sigmoid_backward, hardtanh_backward, hardswish_backward, hardsigmoid_backward,
-  dropout_backward, add, cast, multi_cast,
+  dropout_backward, add, channel_mul, channel_mul_backward, cast, multi_cast,
   pad_channels, reshape, flatten, zero, multi_zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
   avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, multi_unscale,
@@ -113,6 +113,8 @@ OpKind opKindOf(std::string_view op) {
       {"hardsigmoid_backward", OpKind::hardsigmoid_backward},
       {"dropout_backward", OpKind::dropout_backward},
       {"add", OpKind::add},
+      {"channel_mul", OpKind::channel_mul},
+      {"channel_mul_backward", OpKind::channel_mul_backward},
       {"cast", OpKind::cast},
       {"multi_cast", OpKind::multi_cast},
       {"pad_channels", OpKind::pad_channels},
@@ -854,6 +856,16 @@ struct ExecutorAccess {
     case OpKind::add: {
       using namespace op_table::add;
       return cpu::add(in(operand::lhs), in(operand::rhs), out(result::result));
+    }
+    case OpKind::channel_mul: {
+      using namespace op_table::channel_mul;
+      return cpu::channelMul(in(operand::input), in(operand::scale), out(result::result));
+    }
+    case OpKind::channel_mul_backward: {
+      using namespace op_table::channel_mul_backward;
+      return cpu::channelMulBackward(in(operand::output_grad), in(operand::input),
+                                     in(operand::scale), out(result::input_grad),
+                                     out(result::scale_grad));
     }
     case OpKind::cast: {
       using namespace op_table::cast;

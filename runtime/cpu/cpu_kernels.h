@@ -299,6 +299,15 @@ KernelStatus hardsigmoidBackward(const TensorView &outputGrad,
 /// lhs + rhs (same shape).
 KernelStatus add(const TensorView &lhs, const TensorView &rhs,
                  const TensorView &result);
+/// result[n, h, w, c] = input[n, h, w, c] * scale[n, 0, 0, c]: input NHWC,
+/// scale [N, 1, 1, C] (the squeeze-and-excitation gate).
+KernelStatus channelMul(const TensorView &input, const TensorView &scale,
+                        const TensorView &result);
+/// input_grad = dy * scale[n, 0, 0, c]; scale_grad[n, 0, 0, c] = the sum
+/// over h, w of dy * input, in double in (h, w) order, rounded once.
+KernelStatus channelMulBackward(const TensorView &outputGrad, const TensorView &input,
+                                const TensorView &scale, const TensorView &inputGrad,
+                                const TensorView &scaleGrad);
 /// Converts to the result's dtype: roundTo(result.dtype, x).
 KernelStatus cast(const TensorView &input, const TensorView &result);
 /// Widens the last dimension with zeros, converting to the result's dtype:

@@ -1,4 +1,4 @@
-//===- elementwise_kernels.cu - Activations, casts, copies, dropout -*- C++ -*-===//
+//===- elementwise_kernels.cu - Activations, channel scaling, casts, dropout -*- C++ -*-===//
 //
 // Memory-bound maps over contiguous tensors. Every kernel is a grid-stride
 // loop over packs of 8 elements (two 16-byte loads of f32, one of f16/bf16)
@@ -14,7 +14,9 @@
 // and its backward, and the hardsigmoid backward (one f32 division). tanh,
 // silu, sigmoid, hardswish, hardsigmoid and the tanh/silu/sigmoid/hardswish
 // backward use f32 arithmetic or libm and differ by a few f32 ulps. Dropout
-// draws Philox4x32-10 exactly as cpu::dropoutRandomWord does.
+// draws Philox4x32-10 exactly as cpu::dropoutRandomWord does. channel_mul
+// and its backward are exact too: one f32 product per element, and the
+// scale gradient's double sum in the CPU's order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +37,7 @@ using detail::loadFloat;
 using detail::checkFloatView;
 using detail::checkShape;
 using detail::shapeString;
+using detail::storeDouble;
 using detail::storeFloat;
 
 constexpr int kThreads = 256;
@@ -209,6 +212,63 @@ template <typename F> Status launchMap(const MapArgs &args, F f, cudaStream_t st
   return Status::success();
 }
 
+
+//===----------------------------------------------------------------------===//
+// Channel scaling (the squeeze-and-excitation gate)
+//===----------------------------------------------------------------------===//
+
+struct ChannelScaleArgs {
+  const void *x = nullptr;     ///< [N, H, W, C]
+  const void *scale = nullptr; ///< [N, 1, 1, C]
+  void *out = nullptr;         ///< [N, H, W, C]
+  DType xType = DType::f32, scaleType = DType::f32, outType = DType::f32;
+  int64_t hw = 0, c = 0, count = 0;
+};
+
+/// out[i] = x[i] * scale[n, c], one f32 product (the CPU's double product
+/// rounds to the same f32). With Vector, C is a multiple of 8 and every
+/// pointer aligned for packs: a pack of 8 lies in one pixel, its 8 scales
+/// are consecutive too.
+template <bool Vector> __global__ void channelMulKernel(ChannelScaleArgs a) {
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  if constexpr (Vector) {
+    for (int64_t p = first; p < a.count / kPack; p += stride) {
+      const int64_t i = p * kPack, image = i / (a.hw * a.c), k = i % a.c;
+      float x[kPack], s[kPack], r[kPack];
+      loadPack(a.x, a.xType, p, x);
+      loadPack(a.scale, a.scaleType, (image * a.c + k) / kPack, s);
+#pragma unroll
+      for (int j = 0; j < kPack; ++j)
+        r[j] = x[j] * s[j];
+      storePack(a.out, a.outType, p, r);
+    }
+  } else {
+    for (int64_t i = first; i < a.count; i += stride) {
+      const int64_t image = i / (a.hw * a.c), k = i % a.c;
+      storeFloat(a.out, a.outType, i,
+                 loadFloat(a.x, a.xType, i) * loadFloat(a.scale, a.scaleType, image * a.c + k));
+    }
+  }
+}
+
+/// scale_grad[n, c] = the sum over the H * W positions, in order, of
+/// dy * x in double (exact products): the CPU's sum, one thread per (n, c)
+/// as global_avg_pool's.
+__global__ void channelScaleGradKernel(const void *dy, DType dyType, const void *x, DType xType,
+                                       void *grad, DType gradType, int64_t n, int64_t hw,
+                                       int64_t c) {
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < n * c;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t image = o / c, k = o % c;
+    double acc = 0;
+    for (int64_t p = 0; p < hw; ++p) {
+      const int64_t i = (image * hw + p) * c + k;
+      acc += double(loadFloat(dy, dyType, i)) * double(loadFloat(x, xType, i));
+    }
+    storeDouble(grad, gradType, o, acc);
+  }
+}
 
 //===----------------------------------------------------------------------===//
 // Channel padding
@@ -495,6 +555,68 @@ Status convert(const char *op, const DeviceTensor &input, const DeviceTensor &re
   return launchMap(MapArgs{input.data, nullptr, result.data, input.dtype, DType::f32,
                            result.dtype, count},
                    Identity{}, stream);
+}
+
+namespace {
+/// cpu::channelMul's checks: `input` NHWC, `scale` [N, 1, 1, C].
+Status checkChannelScale(const char *op, const DeviceTensor &input, const DeviceTensor &scale) {
+  RN_RETURN_IF_ERROR(checkFloatView(op, "input", input));
+  if (input.rank() != 4)
+    return Error(std::string(op) + ": input must be NHWC (rank 4), got shape " +
+                 shapeString(input.shape));
+  return checkShape(op, "scale", scale, {input.dim(0), 1, 1, input.dim(3)});
+}
+
+/// out = x * scale[n, c] over x's [N, H, W, C].
+Status launchChannelMul(const DeviceTensor &x, const DeviceTensor &scale, const DeviceTensor &out,
+                        cudaStream_t stream) {
+  ChannelScaleArgs a;
+  a.x = x.data, a.scale = scale.data, a.out = out.data;
+  a.xType = x.dtype, a.scaleType = scale.dtype, a.outType = out.dtype;
+  a.hw = x.dim(1) * x.dim(2), a.c = x.dim(3), a.count = x.numel();
+  if (a.count == 0)
+    return Status::success();
+  const bool vector = a.c % kPack == 0 && alignedFor(a.x, a.xType, kPack) &&
+                      alignedFor(a.scale, a.scaleType, kPack) &&
+                      alignedFor(a.out, a.outType, kPack);
+  const unsigned blocks = gridFor(vector ? a.count / kPack : a.count, kThreads);
+  if (vector)
+    channelMulKernel<true><<<blocks, kThreads, 0, stream>>>(a);
+  else
+    channelMulKernel<false><<<blocks, kThreads, 0, stream>>>(a);
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+} // namespace
+
+Status channelMul(const DeviceTensor &input, const DeviceTensor &scale, const DeviceTensor &result,
+                  cudaStream_t stream) {
+  RN_RETURN_IF_ERROR(checkChannelScale("channel_mul", input, scale));
+  RN_RETURN_IF_ERROR(checkShape("channel_mul", "result", result, input.shape));
+  return launchChannelMul(input, scale, result, stream);
+}
+
+Status channelMulBackward(const DeviceTensor &outputGrad, const DeviceTensor &input,
+                          const DeviceTensor &scale, const DeviceTensor &inputGrad,
+                          const DeviceTensor &scaleGrad, cudaStream_t stream) {
+  const char *op = "channel_mul_backward";
+  RN_RETURN_IF_ERROR(checkChannelScale(op, input, scale));
+  RN_RETURN_IF_ERROR(checkShape(op, "output_grad", outputGrad, input.shape));
+  RN_RETURN_IF_ERROR(checkShape(op, "input_grad", inputGrad, input.shape));
+  RN_RETURN_IF_ERROR(checkShape(op, "scale_grad", scaleGrad, scale.shape));
+  // Both read dy; neither writes what the other reads (a result overlaps no
+  // operand), so they run back to back on the stream.
+  RN_RETURN_IF_ERROR(launchChannelMul(outputGrad, scale, inputGrad, stream));
+  const int64_t n = input.dim(0), hw = input.dim(1) * input.dim(2), c = input.dim(3);
+  if (n * c == 0)
+    return Status::success();
+  // Few sums (N * C) of many terms: small blocks spread them over more SMs.
+  constexpr int kSumThreads = 64;
+  channelScaleGradKernel<<<gridFor(n * c, kSumThreads), kSumThreads, 0, stream>>>(
+      outputGrad.data, outputGrad.dtype, input.data, input.dtype, scaleGrad.data, scaleGrad.dtype,
+      n, hw, c);
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
 }
 
 Status padChannels(const DeviceTensor &input, const DeviceTensor &result, cudaStream_t stream) {

@@ -73,6 +73,17 @@ Status hardtanhBackward(const DeviceTensor &outputGrad, const DeviceTensor &resu
                         double minVal, double maxVal, const DeviceTensor &inputGrad,
                         cudaStream_t stream);
 
+/// result[n, h, w, c] = input[n, h, w, c] * scale[n, 0, 0, c] (input NHWC,
+/// scale [N, 1, 1, C]): bit for bit cpu::channelMul.
+Status channelMul(const DeviceTensor &input, const DeviceTensor &scale, const DeviceTensor &result,
+                  cudaStream_t stream);
+/// input_grad = dy * scale[n, 0, 0, c]; scale_grad[n, 0, 0, c] = the sum
+/// over h, w of dy * input in double, in the CPU's order (one thread per
+/// (n, c)): bit for bit cpu::channelMulBackward.
+Status channelMulBackward(const DeviceTensor &outputGrad, const DeviceTensor &input,
+                          const DeviceTensor &scale, const DeviceTensor &inputGrad,
+                          const DeviceTensor &scaleGrad, cudaStream_t stream);
+
 /// result = roundTo(result.dtype, input) over the elements in memory order:
 /// cast (`requireSameShape`), reshape and flatten (same element count). A
 /// device-to-device copy when the dtypes are equal, nothing when the

@@ -83,6 +83,21 @@ Status launchHardtanhBackward(const OpLaunch &l) {
                           l.result(result::input_grad), streamOf(l));
 }
 
+Status launchChannelMul(const OpLaunch &l) {
+  using namespace op_table::channel_mul;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return channelMul(l.operand(operand::input), l.operand(operand::scale), l.result(result::result),
+                    streamOf(l));
+}
+
+Status launchChannelMulBackward(const OpLaunch &l) {
+  using namespace op_table::channel_mul_backward;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return channelMulBackward(l.operand(operand::output_grad), l.operand(operand::input),
+                            l.operand(operand::scale), l.result(result::input_grad),
+                            l.result(result::scale_grad), streamOf(l));
+}
+
 Status launchCast(const OpLaunch &l) {
   using namespace op_table::cast;
   RN_RETURN_IF_ERROR(requireWhole(l));
@@ -291,6 +306,8 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {"add", nullptr,
        launchBinary<BinaryOp::add, op_table::add::operand::lhs, op_table::add::operand::rhs,
                     op_table::add::result::result>},
+      {"channel_mul", nullptr, launchChannelMul},
+      {"channel_mul_backward", nullptr, launchChannelMulBackward},
       {"cast", nullptr, launchCast},
       {"pad_channels", nullptr, launchPadChannels},
       {"reshape", nullptr, launchReshape},

@@ -408,3 +408,44 @@ module attributes {rn.model = "mobile_activations"} {
 // BF16:       rn.hardsigmoid_backward %{{.+}}, %{{.+}} : tensor<2x8xbf16>
 // BF16:       rn.hardswish_backward %{{.+}}, %{{.+}} : tensor<2x8xbf16>
 // BF16:       rn.hardtanh_backward %{{.+}}, %{{.+}} min 0.000000e+00 max 6.000000e+00 : tensor<2x8xbf16>
+
+// -----
+
+// Tests the gradient rule of a squeeze-and-excitation gate: channel_mul's
+// backward takes the input and the scale and returns both gradients; the
+// input's gradient sums with the one through the gate's global average pool.
+
+module attributes {rn.model = "squeeze_excitation"} {
+  rn.parameter @conv.weight : tensor<4x3x3x3xf32> = #rn.init<uniform, 1.924500897e-01>
+  rn.parameter @fc.weight : tensor<3x4xf32> = #rn.init<uniform, 5.000000e-01>
+  func.func @forward(%images: tensor<2x4x4x3xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %w = rn.param @conv.weight : tensor<4x3x3x3xf32>
+    %c = rn.conv2d %images, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x3xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32>
+    %p = rn.global_avg_pool %c : tensor<2x4x4x4xf32> -> tensor<2x1x1x4xf32>
+    %s = rn.hardsigmoid %p : tensor<2x1x1x4xf32>
+    %y = rn.channel_mul %c, %s : tensor<2x4x4x4xf32>, tensor<2x1x1x4xf32>
+    %g = rn.global_avg_pool %y : tensor<2x4x4x4xf32> -> tensor<2x1x1x4xf32>
+    %f = rn.flatten %g : tensor<2x1x1x4xf32> -> tensor<2x4xf32>
+    %fw = rn.param @fc.weight : tensor<3x4xf32>
+    %l = rn.linear %f, %fw : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+    %loss = rn.softmax_cross_entropy %l, %labels label_smoothing 0.000000e+00 : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// CHECK-LABEL: rn.model = "squeeze_excitation"
+// CHECK:       func.func @train_step
+// CHECK:       %[[C:.+]] = rn.conv2d
+// CHECK:       %[[P:.+]] = rn.global_avg_pool %[[C]]
+// CHECK:       %[[S:.+]] = rn.hardsigmoid %[[P]]
+// CHECK:       %[[Y:.+]] = rn.channel_mul %[[C]], %[[S]] : tensor<2x4x4x4xf32>, tensor<2x1x1x4xf32>
+// CHECK:       %[[DG:.+]] = rn.global_avg_pool_backward %{{.+}} : tensor<2x1x1x4xf32> -> tensor<2x4x4x4xf32>
+// CHECK:       %[[DX:.+]], %[[DS:.+]] = rn.channel_mul_backward %[[DG]], %[[C]], %[[S]] : tensor<2x4x4x4xf32>, tensor<2x1x1x4xf32>
+// CHECK:       %[[DP:.+]] = rn.hardsigmoid_backward %[[DS]], %[[P]]
+// CHECK:       %[[DC:.+]] = rn.global_avg_pool_backward %[[DP]]
+// CHECK:       %[[SUM:.+]] = rn.add %[[DX]], %[[DC]]
+// CHECK:       rn.conv2d_backward %[[SUM]], %{{.+}}
+
+// BF16-LABEL: rn.model = "squeeze_excitation"
+// BF16:       rn.channel_mul %{{.+}}, %{{.+}} : tensor<2x4x4x4xbf16>, tensor<2x1x1x4xbf16>
+// BF16:       rn.channel_mul_backward %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x4x4x4xbf16>, tensor<2x1x1x4xbf16>

@@ -213,6 +213,53 @@ def test_hardtanh_bounds_checked(low: object, high: object, message: str) -> Non
         emit(Clamp(), classes=3)
 
 
+class SqueezeExcitation(nn.Module):
+    """torchvision's SqueezeExcitation in NHWC: pool, two 1x1 convs, a gate, the scaling."""
+
+    def __init__(self, channels: int, squeeze: int) -> None:
+        super().__init__()
+        self.fc1 = nn.Conv2d(channels, squeeze, 1)
+        self.fc2 = nn.Conv2d(squeeze, channels, 1)
+        self.relu = nn.ReLU()
+        self.gate = nn.Hardsigmoid()
+
+    def forward(self, x: rn.Value) -> rn.Value:
+        s = self.gate(self.fc2(self.relu(self.fc1(rn.global_avg_pool(x)))))
+        return rn.channel_mul(x, s)
+
+
+def test_channel_mul_squeeze_excitation() -> None:
+    model = nn.Sequential(SqueezeExcitation(3, 2), nn.Flatten(), nn.Linear(192, 10))
+    ops = body(emit(model))
+    assert ops[0] == "%0 = rn.global_avg_pool %images : tensor<2x8x8x3xf32> -> tensor<2x1x1x3xf32>"
+    assert ops[-4] == (
+        "%9 = rn.channel_mul %images, %8 : tensor<2x8x8x3xf32>, tensor<2x1x1x3xf32>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("scale", "message"),
+    [
+        ("flat", r"must be tensor<2x1x1x3xf32> for the input .*, got tensor<2x3xf32>"),
+        ("spatial", r"must be tensor<2x1x1x3xf32> for the input .*, got tensor<2x8x8x3xf32>"),
+        ("number", r"channel_mul expects two traced tensor values of the same trace"),
+    ],
+)
+def test_channel_mul_checks_the_scale(scale: str, message: str) -> None:
+    class Gate(nn.Module):
+        def forward(self, x: rn.Value) -> rn.Value:
+            if scale == "flat":
+                s = rn.flatten(rn.global_avg_pool(x))
+            elif scale == "spatial":
+                s = x
+            else:
+                s = 2.0  # type: ignore[assignment]
+            return rn.flatten(rn.global_avg_pool(rn.channel_mul(x, s)))
+
+    with pytest.raises(ValueError, match=message):
+        emit(Gate(), classes=3)
+
+
 def test_functional_add_and_relu() -> None:
     class M(nn.Module):
         def __init__(self) -> None:

@@ -59,6 +59,7 @@ def test_every_op_form_verifies(run_rn_opt: RunOpt) -> None:
 
         def forward(self, x: rn.Value) -> rn.Value:
             y = self.mobile(self.silu(self.tanh(self.bn(self.conv(x)))))
+            y = rn.channel_mul(y, rn.sigmoid(rn.global_avg_pool(y)))
             y = self.max(self.avg(y) + y)
             return self.fc(self.drop(self.flat(self.adapt(rn.relu(y)))))
 

@@ -261,6 +261,51 @@ func.func @hardtanh_backward_bounds(%dy: tensor<2x8xf32>, %y: tensor<2x8xf32>) {
 
 // -----
 
+// Tests that channel_mul's scale has one factor per image and channel.
+func.func @channel_mul_scale_shape(%x: tensor<2x4x4x8xf32>, %s: tensor<2x1x1x4xf32>) {
+  // expected-error@+1 {{'rn.channel_mul' op scale must be [N, 1, 1, C] of the input 'tensor<2x4x4x8xf32>', that is 'tensor<2x1x1x8xf32>', got 'tensor<2x1x1x4xf32>'}}
+  %0 = rn.channel_mul %x, %s : tensor<2x4x4x8xf32>, tensor<2x1x1x4xf32>
+  return
+}
+
+// -----
+
+// Tests that channel_mul's scale is per image (not one for the batch).
+func.func @channel_mul_scale_batch(%x: tensor<2x4x4x8xf32>, %s: tensor<1x1x1x8xf32>) {
+  // expected-error@+1 {{scale must be [N, 1, 1, C] of the input 'tensor<2x4x4x8xf32>', that is 'tensor<2x1x1x8xf32>', got 'tensor<1x1x1x8xf32>'}}
+  %0 = rn.channel_mul %x, %s : tensor<2x4x4x8xf32>, tensor<1x1x1x8xf32>
+  return
+}
+
+// -----
+
+// Tests that channel_mul's scale has the input's element type.
+func.func @channel_mul_scale_type(%x: tensor<2x4x4x8xf16>, %s: tensor<2x1x1x8xf32>) {
+  // expected-error@+1 {{'rn.channel_mul' op element type mismatch: scale is 'f32' but input is 'f16'}}
+  %0 = rn.channel_mul %x, %s : tensor<2x4x4x8xf16>, tensor<2x1x1x8xf32>
+  return
+}
+
+// -----
+
+// Tests that channel_mul's input is NHWC.
+func.func @channel_mul_rank(%x: tensor<2x8xf32>, %s: tensor<2x1x1x8xf32>) {
+  // expected-error@+1 {{'rn.channel_mul' op input must be NHWC (rank 4), got 'tensor<2x8xf32>'}}
+  %0 = rn.channel_mul %x, %s : tensor<2x8xf32>, tensor<2x1x1x8xf32>
+  return
+}
+
+// -----
+
+// Tests that channel_mul_backward checks its forward operands.
+func.func @channel_mul_backward_scale(%x: tensor<2x4x4x8xf32>, %s: tensor<2x4x4x8xf32>) {
+  // expected-error@+1 {{'rn.channel_mul_backward' op scale must be [N, 1, 1, C]}}
+  %0:2 = rn.channel_mul_backward %x, %x, %s : tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>
+  return
+}
+
+// -----
+
 // Tests that the drop probability lies in [0, 1).
 func.func @dropout_p(%x: tensor<2x8xf32>) {
   // expected-error@+1 {{drop probability must be in [0, 1), got 1}}

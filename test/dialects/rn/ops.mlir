@@ -89,9 +89,13 @@ func.func @mobile_activations(%x: tensor<2x4x4x8xf16>) -> tensor<2x4x4x8xf16> {
   %2 = rn.hardswish %1 : tensor<2x4x4x8xf16>
   // CHECK: %[[HG:.+]] = rn.hardsigmoid %[[HS]] : tensor<2x4x4x8xf16>
   %3 = rn.hardsigmoid %2 : tensor<2x4x4x8xf16>
-  // CHECK: rn.sigmoid %[[HG]] : tensor<2x4x4x8xf16>
+  // CHECK: %[[SG:.+]] = rn.sigmoid %[[HG]] : tensor<2x4x4x8xf16>
   %4 = rn.sigmoid %3 : tensor<2x4x4x8xf16>
-  return %4 : tensor<2x4x4x8xf16>
+  // CHECK: %[[GATE:.+]] = rn.global_avg_pool %[[SG]] : tensor<2x4x4x8xf16> -> tensor<2x1x1x8xf16>
+  %5 = rn.global_avg_pool %4 : tensor<2x4x4x8xf16> -> tensor<2x1x1x8xf16>
+  // CHECK: rn.channel_mul %[[SG]], %[[GATE]] : tensor<2x4x4x8xf16>, tensor<2x1x1x8xf16>
+  %6 = rn.channel_mul %4, %5 : tensor<2x4x4x8xf16>, tensor<2x1x1x8xf16>
+  return %6 : tensor<2x4x4x8xf16>
 }
 
 // -----
@@ -231,6 +235,9 @@ func.func @backward(%x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor
   %hsb = rn.hardswish_backward %y, %y : tensor<2x8x8x4xf32>
   // CHECK: rn.hardsigmoid_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>
   %hgb = rn.hardsigmoid_backward %y, %y : tensor<2x8x8x4xf32>
+  %se = rn.global_avg_pool %y : tensor<2x8x8x4xf32> -> tensor<2x1x1x4xf32>
+  // CHECK: rn.channel_mul_backward %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>, tensor<2x1x1x4xf32>
+  %cmx, %cms = rn.channel_mul_backward %y, %y, %se : tensor<2x8x8x4xf32>, tensor<2x1x1x4xf32>
   // CHECK: rn.max_pool2d_backward %{{.+}}, %{{.+}} kernel [2, 2] stride [2, 2] pad [0, 0] : (tensor<2x4x4x4xf32>, tensor<2x8x8x4xf32>) -> tensor<2x8x8x4xf32>
   %mp = rn.max_pool2d_backward %dy, %y kernel [2, 2] stride [2, 2] pad [0, 0] : (tensor<2x4x4x4xf32>, tensor<2x8x8x4xf32>) -> tensor<2x8x8x4xf32>
   // CHECK: rn.avg_pool2d_backward %{{.+}} kernel [2, 2] stride [2, 2] pad [0, 0] : tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>

@@ -631,6 +631,46 @@ TEST(Elementwise, MobileActivationGradientsAtTheKinks) {
   EXPECT_EQ(sdx.data, (std::vector<float>{0.75f, 1.0f}));
 }
 
+TEST(Elementwise, ChannelMulScalesEachImageAndChannel) {
+  // [2, 1, 2, 3]: two images of two pixels of three channels.
+  Buffer x({2, 1, 2, 3});
+  x.data = {1, 2, 3, 4, 5, 6, /**/ -1, -2, -3, 0.5f, 0.25f, 2};
+  Buffer s({2, 1, 1, 3});
+  s.data = {10, 100, 1000, /**/ 2, -1, 0.5f};
+  Buffer y(x.shape);
+  RN_ASSERT_OK(channelMul(x.view(), s.view(), y.view()));
+  EXPECT_EQ(y.data, (std::vector<float>{10, 200, 3000, 40, 500, 6000, /**/ -2, 2, -1.5f, 1,
+                                        -0.25f, 1}));
+  Buffer dy(x.shape);
+  dy.data = {1, 1, 1, 2, 2, 2, /**/ 1, -1, 2, 3, 1, 0};
+  Buffer dx(x.shape), ds(s.shape);
+  RN_ASSERT_OK(channelMulBackward(dy.view(), x.view(), s.view(), dx.view(), ds.view()));
+  EXPECT_EQ(dx.data, (std::vector<float>{10, 100, 1000, 20, 200, 2000, /**/ 2, 1, 1, 6, -1, 0}));
+  // ds[n, c] = sum over the pixels of dy * x.
+  EXPECT_EQ(ds.data, (std::vector<float>{1 + 8, 2 + 10, 3 + 12, /**/ -1 + 1.5f, 2 + 0.25f,
+                                         -6 + 0}));
+
+  // The scale gradient is summed wide and rounded once: 1 + 2^-24 + 2^-24
+  // is 1 + 2^-23 (f32 partial sums would give 1).
+  Buffer ones({1, 3, 1, 1}, 1.0f), tiny({1, 3, 1, 1}), one({1, 1, 1, 1}, 1.0f);
+  tiny.data = {1.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -24)};
+  Buffer gx(ones.shape), gs(one.shape);
+  RN_ASSERT_OK(channelMulBackward(tiny.view(), ones.view(), one.view(), gx.view(), gs.view()));
+  EXPECT_EQ(gs[0], 1.0f + std::ldexp(1.0f, -23));
+
+  // A scale of another shape is refused by name, nothing written.
+  Buffer bad({2, 1, 1, 2}), untouched(x.shape, 7.0f);
+  KernelStatus st = channelMul(x.view(), bad.view(), untouched.view());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error, "channel_mul: scale must have shape [2, 1, 1, 3], got [2, 1, 1, 2]");
+  EXPECT_EQ(untouched[0], 7.0f);
+  Buffer flat({2, 6});
+  st = channelMulBackward(dy.view(), flat.view(), s.view(), dx.view(), ds.view());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error.find("channel_mul_backward: input must be NHWC"), std::string::npos)
+      << st.error;
+}
+
 TEST(Elementwise, AddZeroReshapeFlatten) {
   std::mt19937 rng(23);
   Buffer a = randomBuffer({2, 2, 2, 3}, rng), b = randomBuffer({2, 2, 2, 3}, rng), s({2, 2, 2, 3});

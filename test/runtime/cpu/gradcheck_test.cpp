@@ -350,6 +350,20 @@ TEST(ElementwiseGrad, MobileActivations) {
   expectGradient("sigmoid dX", x, dx.data, sigmoidLoss, kSmooth);
 }
 
+TEST(ElementwiseGrad, ChannelMul) {
+  std::mt19937 rng(139);
+  Buffer x = randomBuffer({2, 3, 4, 5}, rng), s = randomBuffer({2, 1, 1, 5}, rng);
+  Buffer g = randomBuffer(x.shape, rng), y(x.shape), dx(x.shape), ds(s.shape);
+  auto loss = [&] {
+    EXPECT_TRUE(channelMul(x.view(), s.view(), y.view()).ok());
+    return dot(g, y);
+  };
+  RN_ASSERT_OK(channelMulBackward(g.view(), x.view(), s.view(), dx.view(), ds.view()));
+  // Linear in each operand.
+  expectGradient("channel_mul dX", x, dx.data, loss, kExact);
+  expectGradient("channel_mul dScale", s, ds.data, loss, kExact);
+}
+
 TEST(ElementwiseGrad, DropoutAndFlatten) {
   std::mt19937 rng(131);
   Buffer x = randomBuffer({4, 2, 2, 3}, rng), g = randomBuffer(x.shape, rng);

@@ -13,7 +13,7 @@
 // Bounds. Exact (bit for bit, NaN matching NaN): relu, relu/dropout
 // backward, add, casts, reshape, flatten, zero, dropout masks and results,
 // all pooling ops and global average pooling (double sums in the CPU's
-// order), count_correct, hardtanh and its backward, the hardsigmoid
+// order), channel_mul and its backward, count_correct, hardtanh and its backward, the hardsigmoid
 // backward. Norm-wise, ||gpu - cpu||_2 <= tol * ||cpu||_2 with
 // tol = 2e-6 (f32), 1e-3 (f16), 8e-3 (bf16) of the output dtype: tanh, silu,
 // sigmoid, hardswish, hardsigmoid and the tanh/silu/sigmoid/hardswish
@@ -285,6 +285,58 @@ TEST(CudaElementwise, HardtanhMatchesCpuBitForBit) {
                             .ok());
             expectExact(download(dgx.view), gx, what + " backward");
           }
+}
+
+TEST(CudaElementwise, ChannelMulMatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(5);
+  // C a multiple of 8 (packs) or not (scalar), one pixel, many pixels; a
+  // batch large enough to loop the grid.
+  const Shape shapes[] = {{1, 1, 1, 8}, {2, 3, 5, 16}, {3, 7, 7, 5}, {2, 1, 9, 1}, {64, 28, 28, 24}};
+  // (x/dy, scale, results) dtypes: uniform, and mixes.
+  const DType combos[][3] = {{DType::f32, DType::f32, DType::f32},
+                             {DType::f16, DType::f16, DType::f16},
+                             {DType::bf16, DType::bf16, DType::bf16},
+                             {DType::f16, DType::f32, DType::bf16}};
+  for (const Shape &shape : shapes)
+    for (const auto &types : combos)
+      for (int64_t offset : {0, 1}) {
+        const Shape scaleShape{shape[0], 1, 1, shape[3]};
+        std::string what = "channel_mul " + str(shape) + " " + std::string(dtypeName(types[0])) +
+                           "," + std::string(dtypeName(types[1])) + "->" +
+                           std::string(dtypeName(types[2])) + " offset " + std::to_string(offset);
+        std::vector<float> x = randomValues(numel(shape), rng, types[0]);
+        std::vector<float> sc = randomValues(numel(scaleShape), rng, types[1]);
+        std::vector<float> g = randomValues(numel(shape), rng, types[0]);
+        auto dx = upload(x, shape, types[0], offset), ds = upload(sc, scaleShape, types[1], offset);
+        auto dg = upload(g, shape, types[0], offset);
+        auto dy = allocate(shape, types[2], offset), dgx = allocate(shape, types[2], offset);
+        auto dgs = allocate(scaleShape, types[2], offset);
+        RN_ASSERT_STATUS_OK(channelMul(dx.view, ds.view, dy.view, stream.get()));
+        RN_ASSERT_STATUS_OK(
+            channelMulBackward(dg.view, dx.view, ds.view, dgx.view, dgs.view, stream.get()));
+        RN_ASSERT_CUDA(stream.sync());
+        std::vector<float> y(x.size()), gx(x.size()), gs(sc.size());
+        ASSERT_TRUE(cpu::channelMul(cpuView(x, shape, types[0]), cpuView(sc, scaleShape, types[1]),
+                                    cpuView(y, shape, types[2]))
+                        .ok());
+        ASSERT_TRUE(cpu::channelMulBackward(
+                        cpuView(g, shape, types[0]), cpuView(x, shape, types[0]),
+                        cpuView(sc, scaleShape, types[1]), cpuView(gx, shape, types[2]),
+                        cpuView(gs, scaleShape, types[2]))
+                        .ok());
+        expectExact(download(dy.view), y, what);
+        expectExact(download(dgx.view), gx, what + " input_grad");
+        expectExact(download(dgs.view), gs, what + " scale_grad");
+      }
+  // A scale of another shape is refused by name.
+  auto x = allocate({2, 3, 3, 4}, DType::f32), bad = allocate({2, 1, 1, 3}, DType::f32);
+  Status st = channelMul(x.view, bad.view, x.view, stream.get());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("channel_mul: scale must have shape [2, 1, 1, 4]"),
+            std::string::npos)
+      << st.error().message();
 }
 
 TEST(CudaElementwise, ShapeAndDtypeErrorsNameTheOp) {
@@ -1033,7 +1085,8 @@ TEST_F(CudaElementwiseLaunchers, EveryOpHasALauncher) {
   for (const char *op :
        {"relu", "tanh", "silu", "sigmoid", "hardtanh", "hardswish", "hardsigmoid", "relu_backward",
         "tanh_backward", "silu_backward", "sigmoid_backward", "hardtanh_backward",
-        "hardswish_backward", "hardsigmoid_backward", "add", "cast",
+        "hardswish_backward", "hardsigmoid_backward", "add", "channel_mul",
+        "channel_mul_backward", "cast",
         "reshape", "flatten", "zero", "dropout_train", "dropout_backward",
         "max_pool2d", "avg_pool2d", "max_pool2d_backward", "avg_pool2d_backward",
         "global_avg_pool", "global_avg_pool_backward", "softmax_cross_entropy",
