@@ -51,7 +51,7 @@ TORCH_METADATA_KEY = "rn.torch"
 SUPPORTED = (
     "modules Conv2d, BatchNorm2d, Linear, ReLU, ReLU6, Hardtanh, Tanh, SiLU, Sigmoid, Hardswish, "
     "Hardsigmoid, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout, Identity; functions "
-    "and methods +, torch.add, relu, relu6, hardtanh, tanh, silu, sigmoid, hardswish, "
+    "and methods +, torch.add, x * scale (squeeze-and-excitation), relu, relu6, hardtanh, tanh, silu, sigmoid, hardswish, "
     "hardsigmoid, torch.flatten / flatten, view / reshape to [N, -1], mean over H and W, "
     "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout, size() / shape, contiguous()"
 )
@@ -658,6 +658,23 @@ class ImportedModel(Module):
             raise self._fail(node, "adds a flattened spatial tensor to another tensor")
         return _Tensor(F.add(a.value, b.value), a.chw)
 
+    def _mul(self, node: Any, a: Any, b: Any) -> _Tensor:
+        """Squeeze-and-excitation's ``x * scale``: [N, C, H, W] times [N, C, 1, 1], either order."""
+        if not isinstance(a, _Tensor) or not isinstance(b, _Tensor):
+            raise self._fail(node, "multiplying by a number is not supported (tensor * tensor only)")
+        sa, sb = a.torch_shape(), b.torch_shape()
+        if len(sa) == 4 and len(sb) == 4 and sb[2:] == (1, 1) and sa[:2] == sb[:2]:
+            x, scale = a, b
+        elif len(sa) == 4 and len(sb) == 4 and sa[2:] == (1, 1) and sa[:2] == sb[:2]:
+            x, scale = b, a
+        else:
+            raise self._fail(
+                node,
+                f"shapes {list(sa)} and {list(sb)}: RN multiplies [N, C, H, W] by a per-channel "
+                "[N, C, 1, 1] scale (squeeze-and-excitation) only",
+            )
+        return _Tensor(F.channel_mul(x.value, scale.value))
+
     def _mean(self, node: Any, x: _Tensor, dims: Any, keepdim: bool) -> _Tensor:
         nd = x.value.ndim
         dims = (dims,) if isinstance(dims, int) else tuple(dims)
@@ -729,6 +746,9 @@ class ImportedModel(Module):
                 raise self._fail(node, "mean over every dim is not supported")
             return self._mean(node, self._tensor(node, x), dim, keepdim)
 
+        def mul(node: Any, a: Any, b: Any) -> _Tensor:
+            return self._mul(node, a, b)
+
         def getattr_(node: Any, x: Any, name: str) -> Any:
             if isinstance(x, _Tensor) and name == "shape":
                 return x.torch_shape()
@@ -742,6 +762,8 @@ class ImportedModel(Module):
         table: dict[Any, Callable[..., Any]] = {
             operator.add: add,
             operator.iadd: add,
+            operator.mul: mul,
+            torch.mul: mul,
             torch.add: add,
             torch.relu: unary(F.relu),
             tf.relu: unary(F.relu),
@@ -817,6 +839,8 @@ class ImportedModel(Module):
             return _Tensor(F.tanh(x.value), x.chw)
         if name in ("sigmoid", "sigmoid_"):
             return _Tensor(F.sigmoid(x.value), x.chw)
+        if name in ("mul", "mul_"):
+            return self._mul(node, x, rest[0] if rest else kwargs.get("other"))
         if name in ("add", "add_"):
             return self._add(node, x, rest[0] if rest else kwargs.get("other"), kwargs.get("alpha", 1))
         if name == "flatten":

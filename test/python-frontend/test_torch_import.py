@@ -151,13 +151,25 @@ def torchvision_resnet18() -> tnn.Module:
     return torchvision.models.resnet18(num_classes=10)
 
 
-def torchvision_mobilenet_v2() -> tnn.Module:
+def _torchvision(name: str) -> tnn.Module:
     torchvision = pytest.importorskip("torchvision")
-    m = torchvision.models.mobilenet_v2(num_classes=10)
-    for mod in m.modules():  # dropout off for the comparison (tested on its own elsewhere)
-        if isinstance(mod, tnn.Dropout):
+    m = getattr(torchvision.models, name)(num_classes=10)
+    for mod in m.modules():  # dropout and stochastic depth off for the comparison
+        if isinstance(mod, tnn.Dropout) or type(mod).__name__ == "StochasticDepth":
             mod.p = 0.0
     return m
+
+
+def torchvision_mobilenet_v2() -> tnn.Module:
+    return _torchvision("mobilenet_v2")
+
+
+def torchvision_mobilenet_v3_small() -> tnn.Module:
+    return _torchvision("mobilenet_v3_small")
+
+
+def torchvision_efficientnet_b0() -> tnn.Module:
+    return _torchvision("efficientnet_b0")
 
 
 MODELS: dict[str, tuple[Any, tuple[int, int, int]]] = {
@@ -169,6 +181,8 @@ MODELS: dict[str, tuple[Any, tuple[int, int, int]]] = {
     "vgg11c": (vgg11c, (3, 32, 32)),
     "torchvision_resnet18": (torchvision_resnet18, (3, 64, 64)),
     "torchvision_mobilenet_v2": (torchvision_mobilenet_v2, (3, 64, 64)),
+    "torchvision_mobilenet_v3_small": (torchvision_mobilenet_v3_small, (3, 64, 64)),
+    "torchvision_efficientnet_b0": (torchvision_efficientnet_b0, (3, 64, 64)),
 }
 BATCH = 4
 
