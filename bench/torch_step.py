@@ -114,11 +114,24 @@ def resnet50(classes: int = 1000) -> nn.Module:
     return torchvision.models.resnet50(num_classes=classes)
 
 
+def torchvision_model(name: str) -> Callable[[int], nn.Module]:
+    """A torchvision model by name (the imported models RN benchmarks: docs/python.md)."""
+
+    def build(classes: int = 1000) -> nn.Module:
+        import torchvision
+
+        return getattr(torchvision.models, name)(num_classes=classes)
+
+    return build
+
+
 MODELS = {
     "mlp": (mlp, (1, 28, 28), 10),
     "resnet18c": (resnet18c, (3, 32, 32), 10),
     "vgg11c": (vgg11c, (3, 32, 32), 10),
     "resnet50": (resnet50, (3, 224, 224), 1000),
+    "mobilenet_v2": (torchvision_model("mobilenet_v2"), (3, 224, 224), 1000),
+    "efficientnet_b0": (torchvision_model("efficientnet_b0"), (3, 224, 224), 1000),
 }
 
 

@@ -144,16 +144,23 @@ fi
 bash "$RN_ROOT/scripts/bench-artifacts.sh" "$bundle/models"
 # Imported torchvision models (Debian's PyTorch under /usr/bin/python3, as
 # the CI's torch tests): the GPU equality tests' artifacts at 224x224, and
-# torchvision's resnet50 with the benchmark recipe at batch 256, timed
-# against the zoo's resnet50.bench256.rnx (run-python-gpu.sh).
+# torchvision's resnet50, mobilenet_v2 and efficientnet_b0 with the
+# benchmark recipe at batch 256 (resnet50 timed against the zoo's
+# resnet50.bench256.rnx, the other two against PyTorch: run-python-gpu.sh).
 if /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null; then
   PYTHONPATH="$RN_ROOT/python-frontend" /usr/bin/python3 \
     "$RN_ROOT/test/python-frontend/test_torch_import_gpu.py" --compile "$bundle/models"
   PYTHONPATH="$RN_ROOT/python-frontend" /usr/bin/python3 - "$bundle/models" <<'PY'
 import sys, torchvision, rn
 recipe = "precision=f16 loss-scaling=dynamic nesterov=true weight-decay=5e-4 momentum=0.9"
-rn.compile(torchvision.models.resnet50(), f"{sys.argv[1]}/torch_resnet50.bench256.rnx", batch=256,
-           input_shape=(3, 224, 224), pipeline=recipe, weights=False, name="torch_resnet50")
+for name in ("resnet50", "mobilenet_v2", "efficientnet_b0"):
+    model = getattr(torchvision.models, name)()
+    for mod in model.modules():  # RN has no stochastic-depth op yet: efficientnet without it
+        if type(mod).__name__ == "StochasticDepth":
+            mod.p = 0.0
+    rn.compile(model, f"{sys.argv[1]}/torch_{name}.bench256.rnx",
+               batch=256, input_shape=(3, 224, 224), pipeline=recipe, weights=False,
+               name=f"torch_{name}")
 PY
 else
   rn_log "no PyTorch for /usr/bin/python3 (apt python3-torch python3-torchvision): no imported models"
