@@ -269,7 +269,8 @@ LogicalResult BuildTrainingPass::analyzeForward(func::FuncOp forward) {
     if (!isa<ParamOp, Conv2dOp, BatchNormOp, ReluOp, TanhOp, SiluOp,
              SigmoidOp, HardtanhOp, HardswishOp, HardsigmoidOp, AddOp,
              ChannelMulOp,
-             DropoutOp, MaxPool2dOp, AvgPool2dOp, GlobalAvgPoolOp, FlattenOp,
+             DropoutOp, MaxPool2dOp, AvgPool2dOp, AdaptiveAvgPool2dOp,
+             GlobalAvgPoolOp, FlattenOp,
              LinearOp, SoftmaxCrossEntropyOp>(op))
       return op->emitError("rn-build-training has no gradient rule for '")
              << op->getName() << "'";
@@ -718,6 +719,10 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
                              b, opLoc, pool.getInput().getType(), dy,
                              pool.getKernelAttr(), pool.getStridesAttr(),
                              pool.getPaddingAttr()));
+      } else if (auto pool = dyn_cast<AdaptiveAvgPool2dOp>(op)) {
+        grads.accumulate(opLoc, pool.getInput(),
+                         AdaptiveAvgPool2dBackwardOp::create(
+                             b, opLoc, pool.getInput().getType(), dy));
       } else if (auto gap = dyn_cast<GlobalAvgPoolOp>(op)) {
         grads.accumulate(opLoc, gap.getInput(),
                          GlobalAvgPoolBackwardOp::create(

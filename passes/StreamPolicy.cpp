@@ -45,6 +45,8 @@ static constexpr PolicyEntry kPolicy[] = {
     {"max_pool2d_backward", StreamKind::comp2},
     {"avg_pool2d", StreamKind::comp2},
     {"avg_pool2d_backward", StreamKind::comp2},
+    {"adaptive_avg_pool2d", StreamKind::comp2},
+    {"adaptive_avg_pool2d_backward", StreamKind::comp2},
     {"global_avg_pool", StreamKind::comp2},
     {"global_avg_pool_backward", StreamKind::comp2},
     {"dropout", StreamKind::comp2},

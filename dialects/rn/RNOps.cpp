@@ -125,6 +125,12 @@ LogicalResult AvgPool2dOp::verify() {
                          getKernel(), getStrides(), getPadding()));
 }
 
+LogicalResult AdaptiveAvgPool2dOp::verify() {
+  return verifyAdaptivePool(ShapeDiagnostics(*this), "input",
+                            getInput().getType(), "result",
+                            getResult().getType());
+}
+
 LogicalResult GlobalAvgPoolOp::verify() {
   return verifyResultType(*this, inferGlobalAvgPool(ShapeDiagnostics(*this),
                                                     getInput().getType()));

@@ -252,6 +252,26 @@ def RN_AvgPool2dOp : RN_Pool2dOp<"avg_pool2d", "2-D average pooling over NHWC"> 
   }];
 }
 
+def RN_AdaptiveAvgPool2dOp : RN_Op<"adaptive_avg_pool2d", [RN_ArtifactOp, Pure]> {
+  let summary = "PyTorch's adaptive average pooling over NHWC: [N, H, W, C] -> [N, OH, OW, C]";
+  let description = [{
+    The output size is the result type's. Output row i averages the input
+    rows floor(i * H / OH) to ceil((i + 1) * H / OH) (exclusive), columns
+    likewise: windows of varying size that may overlap, each divided by its
+    own element count (PyTorch's AdaptiveAvgPool2d). The frontend emits it
+    only where the output does not divide the input (otherwise
+    rn.global_avg_pool or rn.avg_pool2d compute the same).
+
+    ```mlir
+    %y = rn.adaptive_avg_pool2d %x : tensor<8x10x10x64xf32> -> tensor<8x7x7x64xf32>
+    ```
+  }];
+  let arguments = (ins RN_FloatTensor:$input);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def RN_GlobalAvgPoolOp : RN_Op<"global_avg_pool", [RN_ArtifactOp, Pure]> {
   let summary = "mean over H and W: [N, H, W, C] -> [N, 1, 1, C]";
   let arguments = (ins RN_FloatTensor:$input);

@@ -226,6 +226,26 @@ FailureOr<RankedTensorType> mlir::rn::shapes::inferPool2d(
       input.getElementType());
 }
 
+LogicalResult mlir::rn::shapes::verifyAdaptivePool(const ShapeDiagnostics &diag,
+                                                   StringRef inputWhat,
+                                                   RankedTensorType input,
+                                                   StringRef outputWhat,
+                                                   RankedTensorType output) {
+  if (failed(diag.requireRank(inputWhat, input, 4, "NHWC")) ||
+      failed(diag.requireRank(outputWhat, output, 4, "NHWC")) ||
+      failed(diag.requireSameElementType(outputWhat, output, inputWhat, input)))
+    return failure();
+  if (output.getDimSize(0) != input.getDimSize(0) ||
+      output.getDimSize(3) != input.getDimSize(3))
+    return diag.fail(outputWhat, " ", output, " must keep the batch and the channels of the ",
+                     inputWhat, " ", input);
+  if (output.getDimSize(1) < 1 || output.getDimSize(2) < 1 ||
+      input.getDimSize(1) < 1 || input.getDimSize(2) < 1)
+    return diag.fail("the spatial sizes of ", inputWhat, " ", input, " and ",
+                     outputWhat, " ", output, " must be positive");
+  return success();
+}
+
 FailureOr<RankedTensorType>
 mlir::rn::shapes::inferGlobalAvgPool(const ShapeDiagnostics &diag,
                                      RankedTensorType input) {

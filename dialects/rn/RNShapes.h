@@ -100,6 +100,12 @@ FailureOr<RankedTensorType> inferPool2d(const ShapeDiagnostics &diag,
                                         ArrayRef<int64_t> strides,
                                         ArrayRef<int64_t> padding);
 
+/// The types of an adaptive average pooling: `input` [N, H, W, C] and
+/// `output` [N, OH, OW, C] of its element type, OH and OW positive.
+LogicalResult verifyAdaptivePool(const ShapeDiagnostics &diag,
+                                 StringRef inputWhat, RankedTensorType input,
+                                 StringRef outputWhat, RankedTensorType output);
+
 FailureOr<RankedTensorType> inferGlobalAvgPool(const ShapeDiagnostics &diag,
                                                RankedTensorType input);
 

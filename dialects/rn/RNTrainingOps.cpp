@@ -340,6 +340,12 @@ LogicalResult AvgPool2dBackwardOp::verify() {
   return diag.requireType("output_grad", getOutputGrad().getType(), *output);
 }
 
+LogicalResult AdaptiveAvgPool2dBackwardOp::verify() {
+  return verifyAdaptivePool(ShapeDiagnostics(*this), "input_grad",
+                            getInputGrad().getType(), "output_grad",
+                            getOutputGrad().getType());
+}
+
 LogicalResult GlobalAvgPoolBackwardOp::verify() {
   ShapeDiagnostics diag(*this);
   FailureOr<RankedTensorType> output =

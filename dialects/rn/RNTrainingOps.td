@@ -446,6 +446,19 @@ def RN_AvgPool2dBackwardOp : RN_Op<"avg_pool2d_backward", [RN_ArtifactOp, Pure]>
   let hasVerifier = 1;
 }
 
+def RN_AdaptiveAvgPool2dBackwardOp : RN_Op<"adaptive_avg_pool2d_backward", [RN_ArtifactOp, Pure]> {
+  let summary = "spreads each output gradient evenly over its adaptive window";
+  let description = [{
+    The windows of rn.adaptive_avg_pool2d for the input type `input_grad`
+    and the output type `output_grad`: each input element gets the sum,
+    over the windows that hold it, of dy / (the window's element count).
+  }];
+  let arguments = (ins RN_FloatTensor:$output_grad);
+  let results = (outs RN_FloatTensor:$input_grad);
+  let assemblyFormat = "$output_grad attr-dict `:` type($output_grad) `->` type($input_grad)";
+  let hasVerifier = 1;
+}
+
 def RN_GlobalAvgPoolBackwardOp : RN_Op<"global_avg_pool_backward", [RN_ArtifactOp, Pure]> {
   let summary = "spreads [N, 1, 1, C] gradients over [N, H, W, C]";
   let arguments = (ins RN_FloatTensor:$output_grad);

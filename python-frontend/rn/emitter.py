@@ -635,7 +635,13 @@ def global_avg_pool(x: Value) -> Value:
 
 
 def adaptive_avg_pool2d(x: Value, output_size: IntPair) -> Value:
-    """Adaptive average pooling, lowered to global/plain average pooling or nothing."""
+    """PyTorch's adaptive average pooling of an NHWC value to ``output_size``.
+
+    1x1 emits ``rn.global_avg_pool``, the input's own size nothing, an input
+    that is a multiple of the output ``rn.avg_pool2d`` (kernel = stride =
+    input / output); any other size ``rn.adaptive_avg_pool2d``, whose output
+    (i, j) averages rows floor(i*H/OH) to ceil((i+1)*H/OH), columns likewise.
+    """
     e = _nhwc_emitter_of(x, "adaptive_avg_pool2d")
     out = _pair(output_size, "output_size")
     if min(out) < 1:
@@ -648,10 +654,8 @@ def adaptive_avg_pool2d(x: Value, output_size: IntPair) -> Value:
     if h % out[0] == 0 and w % out[1] == 0:
         k = (h // out[0], w // out[1])
         return avg_pool2d(x, k, k, 0)
-    raise e.error(
-        f"adaptive_avg_pool2d cannot pool {h}x{w} to {out[0]}x{out[1]}: the input size must equal "
-        "or be a multiple of the output size (or the output must be 1x1)"
-    )
+    ty = TensorType((x.shape[0], out[0], out[1], x.shape[3]), x.dtype)
+    return e.op(f"rn.adaptive_avg_pool2d {x.name} : {x.type} -> {ty}", ty)
 
 
 def flatten(x: Value) -> Value:

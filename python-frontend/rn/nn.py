@@ -678,7 +678,8 @@ class AdaptiveAvgPool2d(Module):
 
     1 becomes ``rn.global_avg_pool``; an output equal to the input is the identity;
     an input that is a multiple of the output becomes ``rn.avg_pool2d`` with
-    kernel = stride = input/output. Anything else raises ValueError when traced.
+    kernel = stride = input/output; any other size becomes ``rn.adaptive_avg_pool2d``
+    (PyTorch's windows, which may overlap and differ in size).
     """
 
     def __init__(self, output_size: IntPair) -> None:

@@ -685,6 +685,7 @@ std::vector<OpInfo> buildOps() {
       // has no step operand to key its mask on the device.
       {"max_pool2d", verifyPool},
       {"avg_pool2d", verifyPool},
+      {"adaptive_avg_pool2d", verifyTableOnly},
       {"global_avg_pool", verifyTableOnly},
       {"flatten", verifyTableOnly},
       {"linear", verifyTableOnly},
@@ -711,6 +712,7 @@ std::vector<OpInfo> buildOps() {
       {"batch_norm_backward", verifyTableOnly},
       {"max_pool2d_backward", verifyPool},
       {"avg_pool2d_backward", verifyPool},
+      {"adaptive_avg_pool2d_backward", verifyTableOnly},
       {"global_avg_pool_backward", verifyTableOnly},
       {"softmax_cross_entropy_backward", verifySoftmaxCrossEntropy},
       {"zero", verifyTableOnly},

@@ -95,6 +95,38 @@ inline constexpr size_t new_exp_avg_sq = 2;
 } // namespace result
 } // namespace adamw_update
 
+// rn.adaptive_avg_pool2d
+inline constexpr Value kAdaptiveAvgPool2dOperands[] = {
+    {"input", Arity::one},
+};
+inline constexpr Value kAdaptiveAvgPool2dResults[] = {
+    {"result", Arity::one},
+};
+namespace adaptive_avg_pool2d {
+namespace operand {
+inline constexpr size_t input = 0;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace adaptive_avg_pool2d
+
+// rn.adaptive_avg_pool2d_backward
+inline constexpr Value kAdaptiveAvgPool2dBackwardOperands[] = {
+    {"output_grad", Arity::one},
+};
+inline constexpr Value kAdaptiveAvgPool2dBackwardResults[] = {
+    {"input_grad", Arity::one},
+};
+namespace adaptive_avg_pool2d_backward {
+namespace operand {
+inline constexpr size_t output_grad = 0;
+} // namespace operand
+namespace result {
+inline constexpr size_t input_grad = 0;
+} // namespace result
+} // namespace adaptive_avg_pool2d_backward
+
 // rn.add
 inline constexpr Value kAddOperands[] = {
     {"lhs", Arity::one},
@@ -1582,6 +1614,8 @@ inline constexpr size_t result = 0;
 
 inline constexpr Op kOps[] = {
     {"adamw_update", kAdamwUpdateOperands, 7, kAdamwUpdateResults, 3, kAdamwUpdateAttributes, 4},
+    {"adaptive_avg_pool2d", kAdaptiveAvgPool2dOperands, 1, kAdaptiveAvgPool2dResults, 1, nullptr, 0},
+    {"adaptive_avg_pool2d_backward", kAdaptiveAvgPool2dBackwardOperands, 1, kAdaptiveAvgPool2dBackwardResults, 1, nullptr, 0},
     {"add", kAddOperands, 2, kAddResults, 1, nullptr, 0},
     {"all_reduce_mean", kAllReduceMeanOperands, 1, kAllReduceMeanResults, 1, nullptr, 0},
     {"avg_pool2d", kAvgPool2dOperands, 1, kAvgPool2dResults, 1, kAvgPool2dAttributes, 3},

@@ -78,7 +78,8 @@ enum class OpKind : uint8_t {
   sigmoid_backward, hardtanh_backward, hardswish_backward, hardsigmoid_backward,
   dropout_backward, add, channel_mul, channel_mul_backward, cast, multi_cast,
   pad_channels, reshape, flatten, zero, multi_zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
-  avg_pool2d_backward, global_avg_pool, global_avg_pool_backward, softmax_cross_entropy,
+  avg_pool2d_backward, adaptive_avg_pool2d, adaptive_avg_pool2d_backward, global_avg_pool,
+  global_avg_pool_backward, softmax_cross_entropy,
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, multi_unscale,
   update_loss_scale, sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update,
   multi_lars_update, ema_update, multi_ema_update, cbr_forward, cbr_inference,
@@ -127,6 +128,8 @@ OpKind opKindOf(std::string_view op) {
       {"avg_pool2d", OpKind::avg_pool2d},
       {"max_pool2d_backward", OpKind::max_pool2d_backward},
       {"avg_pool2d_backward", OpKind::avg_pool2d_backward},
+      {"adaptive_avg_pool2d", OpKind::adaptive_avg_pool2d},
+      {"adaptive_avg_pool2d_backward", OpKind::adaptive_avg_pool2d_backward},
       {"global_avg_pool", OpKind::global_avg_pool},
       {"global_avg_pool_backward", OpKind::global_avg_pool_backward},
       {"softmax_cross_entropy", OpKind::softmax_cross_entropy},
@@ -924,6 +927,14 @@ struct ExecutorAccess {
     case OpKind::avg_pool2d_backward: {
       using namespace op_table::avg_pool2d_backward;
       return cpu::avgPool2dBackward(in(operand::output_grad), k.pool, out(result::input_grad));
+    }
+    case OpKind::adaptive_avg_pool2d: {
+      using namespace op_table::adaptive_avg_pool2d;
+      return cpu::adaptiveAvgPool2d(in(operand::input), out(result::result));
+    }
+    case OpKind::adaptive_avg_pool2d_backward: {
+      using namespace op_table::adaptive_avg_pool2d_backward;
+      return cpu::adaptiveAvgPool2dBackward(in(operand::output_grad), out(result::input_grad));
     }
     case OpKind::global_avg_pool: {
       using namespace op_table::global_avg_pool;

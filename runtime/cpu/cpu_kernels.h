@@ -31,6 +31,7 @@
 #include "runtime/core/dtype.h"
 
 #include <array>
+#include <utility>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -241,6 +242,18 @@ KernelStatus avgPool2d(const TensorView &input, const Pool2dAttrs &attrs,
 KernelStatus avgPool2dBackward(const TensorView &outputGrad,
                                const Pool2dAttrs &attrs,
                                const TensorView &inputGrad);
+/// The input range [first, last) that output index `i` of an adaptive
+/// pooling averages: floor(i * in / out) to ceil((i + 1) * in / out)
+/// (PyTorch's AdaptiveAvgPool2d).
+std::pair<int64_t, int64_t> adaptiveWindow(int64_t i, int64_t inSize, int64_t outSize);
+/// [N, H, W, C] -> [N, OH, OW, C] (the result's shape): each output the
+/// mean of its adaptive window (adaptiveWindow per dimension), summed in
+/// double in row-major window order, divided by the window's count.
+KernelStatus adaptiveAvgPool2d(const TensorView &input, const TensorView &result);
+/// Spreads dy / (window count) over each adaptive window; each input
+/// element sums its terms in output order.
+KernelStatus adaptiveAvgPool2dBackward(const TensorView &outputGrad,
+                                       const TensorView &inputGrad);
 /// [N, H, W, C] -> [N, 1, 1, C], the mean over H and W.
 KernelStatus globalAvgPool(const TensorView &input, const TensorView &result);
 /// dx[n,h,w,c] = dy[n,0,0,c] / (H * W).

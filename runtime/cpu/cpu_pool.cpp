@@ -1,4 +1,4 @@
-//===- cpu_pool.cpp - Max, average and global average pooling -------------===//
+//===- cpu_pool.cpp - Max, average, adaptive and global average pooling ---===//
 
 #include "runtime/cpu/cpu_kernels_detail.h"
 
@@ -193,6 +193,83 @@ KernelStatus avgPool2dBackward(const TensorView &outputGrad,
           a[c] += dyp[c] / divisor;
       },
       [](int64_t) {});
+  for (size_t i = 0; i < acc.size(); ++i)
+    inputGrad.data[i] = store(inputGrad.dtype, acc[i]);
+  return {};
+}
+
+namespace {
+/// Checks an adaptive pooling's [N, H, W, C] input (`inName`) and
+/// [N, OH, OW, C] output (`outName`): same batch and channels, positive
+/// spatial sizes.
+Check &checkAdaptivePool(Check &check, const char *inName, const TensorView &in,
+                         const char *outName, const TensorView &out) {
+  if (check.rank(inName, in, 4, "NHWC").rank(outName, out, 4, "NHWC").failed())
+    return check;
+  return check
+      .require(out.dim(0) == in.dim(0) && out.dim(3) == in.dim(3), outName, " ",
+               shapeString(out.shape), " must keep the batch and the channels of ", inName,
+               " ", shapeString(in.shape))
+      .require(in.dim(1) > 0 && in.dim(2) > 0 && out.dim(1) > 0 && out.dim(2) > 0,
+               "spatial sizes must be positive, got ", shapeString(in.shape), " and ",
+               shapeString(out.shape));
+}
+} // namespace
+
+std::pair<int64_t, int64_t> adaptiveWindow(int64_t i, int64_t inSize, int64_t outSize) {
+  return {i * inSize / outSize, ((i + 1) * inSize + outSize - 1) / outSize};
+}
+
+KernelStatus adaptiveAvgPool2d(const TensorView &input, const TensorView &result) {
+  Check check("adaptive_avg_pool2d");
+  if (checkAdaptivePool(check, "input", input, "result", result).failed())
+    return check.status();
+  const int64_t n = input.dim(0), h = input.dim(1), w = input.dim(2), c = input.dim(3);
+  const int64_t oh = result.dim(1), ow = result.dim(2);
+  std::vector<double> acc(static_cast<size_t>(c));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < oh; ++i) {
+      const auto [h0, h1] = adaptiveWindow(i, h, oh);
+      for (int64_t j = 0; j < ow; ++j) {
+        const auto [w0, w1] = adaptiveWindow(j, w, ow);
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t y = h0; y < h1; ++y) // row-major window order
+          for (int64_t x = w0; x < w1; ++x)
+            for (int64_t k = 0; k < c; ++k)
+              acc[size_t(k)] += input.data[((b * h + y) * w + x) * c + k];
+        const double count = double((h1 - h0) * (w1 - w0));
+        for (int64_t k = 0; k < c; ++k)
+          result.data[((b * oh + i) * ow + j) * c + k] =
+              store(result.dtype, acc[size_t(k)] / count);
+      }
+    }
+  return {};
+}
+
+KernelStatus adaptiveAvgPool2dBackward(const TensorView &outputGrad,
+                                       const TensorView &inputGrad) {
+  Check check("adaptive_avg_pool2d_backward");
+  if (checkAdaptivePool(check, "input_grad", inputGrad, "output_grad", outputGrad).failed())
+    return check.status();
+  const int64_t n = inputGrad.dim(0), h = inputGrad.dim(1), w = inputGrad.dim(2),
+                c = inputGrad.dim(3);
+  const int64_t oh = outputGrad.dim(1), ow = outputGrad.dim(2);
+  // Windows in output order, so that each input element sums its terms in
+  // that order (the GPU gathers them in the same order).
+  std::vector<double> acc(static_cast<size_t>(inputGrad.numel()), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < oh; ++i) {
+      const auto [h0, h1] = adaptiveWindow(i, h, oh);
+      for (int64_t j = 0; j < ow; ++j) {
+        const auto [w0, w1] = adaptiveWindow(j, w, ow);
+        const double count = double((h1 - h0) * (w1 - w0));
+        const float *dy = outputGrad.data + ((b * oh + i) * ow + j) * c;
+        for (int64_t y = h0; y < h1; ++y)
+          for (int64_t x = w0; x < w1; ++x)
+            for (int64_t k = 0; k < c; ++k)
+              acc[size_t(((b * h + y) * w + x) * c + k)] += dy[k] / count;
+      }
+    }
   for (size_t i = 0; i < acc.size(); ++i)
     inputGrad.data[i] = store(inputGrad.dtype, acc[i]);
   return {};

@@ -157,6 +157,14 @@ Status avgPool2d(const DeviceTensor &input, const PoolParams &params,
 /// input element in output order (double, as on the CPU).
 Status avgPool2dBackward(const DeviceTensor &outputGrad, const PoolParams &params,
                          const DeviceTensor &inputGrad, cudaStream_t stream);
+/// [N, H, W, C] -> [N, OH, OW, C] (the result's shape), PyTorch's adaptive
+/// windows (cpu::adaptiveWindow): bit for bit cpu::adaptiveAvgPool2d.
+Status adaptiveAvgPool2d(const DeviceTensor &input, const DeviceTensor &result,
+                         cudaStream_t stream);
+/// dx = the sum of dy / (window count) over the adaptive windows holding x,
+/// gathered in output order: bit for bit cpu::adaptiveAvgPool2dBackward.
+Status adaptiveAvgPool2dBackward(const DeviceTensor &outputGrad, const DeviceTensor &inputGrad,
+                                 cudaStream_t stream);
 /// [N, H, W, C] -> [N, 1, 1, C], the mean over H and W.
 Status globalAvgPool(const DeviceTensor &input, const DeviceTensor &result,
                      cudaStream_t stream);

@@ -191,6 +191,19 @@ Status launchAvgPoolBackward(const OpLaunch &l) {
                            l.result(result::input_grad), streamOf(l));
 }
 
+Status launchAdaptiveAvgPool(const OpLaunch &l) {
+  using namespace op_table::adaptive_avg_pool2d;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return adaptiveAvgPool2d(l.operand(operand::input), l.result(result::result), streamOf(l));
+}
+
+Status launchAdaptiveAvgPoolBackward(const OpLaunch &l) {
+  using namespace op_table::adaptive_avg_pool2d_backward;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return adaptiveAvgPool2dBackward(l.operand(operand::output_grad), l.result(result::input_grad),
+                                   streamOf(l));
+}
+
 Status launchGlobalAvgPool(const OpLaunch &l) {
   using namespace op_table::global_avg_pool;
   RN_RETURN_IF_ERROR(requireWhole(l));
@@ -318,6 +331,8 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {"avg_pool2d", nullptr, launchAvgPool},
       {"max_pool2d_backward", prepareMaxPoolBackward, launchMaxPoolBackward},
       {"avg_pool2d_backward", nullptr, launchAvgPoolBackward},
+      {"adaptive_avg_pool2d", nullptr, launchAdaptiveAvgPool},
+      {"adaptive_avg_pool2d_backward", nullptr, launchAdaptiveAvgPoolBackward},
       {"global_avg_pool", nullptr, launchGlobalAvgPool},
       {"global_avg_pool_backward", nullptr, launchGlobalAvgPoolBackward},
       {"softmax_cross_entropy", prepareSoftmaxCrossEntropy, launchSoftmaxCrossEntropy},

@@ -1,4 +1,4 @@
-//===- pool_kernels.cu - Max, average and global average pooling -*- C++ -*-===//
+//===- pool_kernels.cu - Max, average, adaptive and global average pooling -*- C++ -*-===//
 //
 // NHWC. The four windowed kernels are templates on the storage type (f32,
 // f16, bf16; `AnyFloat`, a run-time dtype switch, only for a call whose
@@ -35,6 +35,11 @@
 //   and writes 0 + dy there and zeros everywhere else in the cell.
 // - global average pooling sums in double in the CPU's order (one thread
 //   per (n, c)).
+// - adaptive_avg_pool2d: one thread per output element sums its window in
+//   double in row-major order and divides by the window's count; the
+//   backward, one thread per input element, gathers dy / count over the
+//   windows that cover it in output order, the order in which the CPU
+//   scatters them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -558,6 +563,59 @@ __global__ void globalAvgPoolBackwardKernel(const void *dy, DType dyType, void *
   }
 }
 
+/// Input rows [first, last) of adaptive output row `i` (cpu::adaptiveWindow).
+__device__ __forceinline__ int64_t adaptiveFirst(int64_t i, int64_t in, int64_t out) {
+  return i * in / out;
+}
+__device__ __forceinline__ int64_t adaptiveLast(int64_t i, int64_t in, int64_t out) {
+  return ((i + 1) * in + out - 1) / out;
+}
+
+struct AdaptivePoolArgs {
+  const void *in = nullptr; ///< x (forward) or dy (backward)
+  void *out = nullptr;      ///< y (forward) or dx (backward)
+  DType inType = DType::f32, outType = DType::f32;
+  int64_t n = 0, h = 0, w = 0, oh = 0, ow = 0, c = 0;
+};
+
+/// One thread per output element (channels fastest: a warp reads along C).
+__global__ void adaptiveAvgPoolKernel(AdaptivePoolArgs a) {
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < a.n * a.oh * a.ow * a.c;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = o % a.c, j = (o / a.c) % a.ow, i = (o / (a.c * a.ow)) % a.oh,
+                  b = o / (a.c * a.ow * a.oh);
+    const int64_t h0 = adaptiveFirst(i, a.h, a.oh), h1 = adaptiveLast(i, a.h, a.oh);
+    const int64_t w0 = adaptiveFirst(j, a.w, a.ow), w1 = adaptiveLast(j, a.w, a.ow);
+    double acc = 0;
+    for (int64_t y = h0; y < h1; ++y)
+      for (int64_t x = w0; x < w1; ++x)
+        acc += double(loadFloat(a.in, a.inType, ((b * a.h + y) * a.w + x) * a.c + k));
+    storeDouble(a.out, a.outType, o, acc / double((h1 - h0) * (w1 - w0)));
+  }
+}
+
+/// One thread per input element: the output rows covering input row y are
+/// floor(y * OH / H) to floor(((y + 1) * OH - 1) / H), columns likewise.
+__global__ void adaptiveAvgPoolBackwardKernel(AdaptivePoolArgs a) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < a.n * a.h * a.w * a.c;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = e % a.c, x = (e / a.c) % a.w, y = (e / (a.c * a.w)) % a.h,
+                  b = e / (a.c * a.w * a.h);
+    const int64_t i0 = y * a.oh / a.h, i1 = ((y + 1) * a.oh - 1) / a.h;
+    const int64_t j0 = x * a.ow / a.w, j1 = ((x + 1) * a.ow - 1) / a.w;
+    double acc = 0;
+    for (int64_t i = i0; i <= i1; ++i) {
+      const int64_t rows = adaptiveLast(i, a.h, a.oh) - adaptiveFirst(i, a.h, a.oh);
+      for (int64_t j = j0; j <= j1; ++j) {
+        const int64_t count = rows * (adaptiveLast(j, a.w, a.ow) - adaptiveFirst(j, a.w, a.ow));
+        acc += double(loadFloat(a.in, a.inType, ((b * a.oh + i) * a.ow + j) * a.c + k)) /
+               double(count);
+      }
+    }
+    storeDouble(a.out, a.outType, e, acc);
+  }
+}
+
 template <typename Kernel, typename... Args>
 Status launch(Kernel kernel, int64_t work, cudaStream_t stream, Args... args) {
   if (work == 0)
@@ -934,6 +992,51 @@ Status avgPool2dBackward(const DeviceTensor &outputGrad, const PoolParams &param
       });
     });
   });
+}
+
+namespace {
+/// cpu_pool.cpp's checkAdaptivePool: [N, H, W, C] and [N, OH, OW, C].
+Status checkAdaptivePool(const char *op, const char *inName, const DeviceTensor &in,
+                         const char *outName, const DeviceTensor &out) {
+  RN_RETURN_IF_ERROR(checkFloatView(op, inName, in));
+  RN_RETURN_IF_ERROR(checkFloatView(op, outName, out));
+  for (auto [what, t] : {std::pair{inName, &in}, std::pair{outName, &out}})
+    if (t->rank() != 4)
+      return Error(std::string(op) + ": " + what + " must be NHWC (rank 4), got shape " +
+                   shapeString(t->shape));
+  if (out.dim(0) != in.dim(0) || out.dim(3) != in.dim(3))
+    return Error(std::string(op) + ": " + outName + " " + shapeString(out.shape) +
+                 " must keep the batch and the channels of " + inName + " " +
+                 shapeString(in.shape));
+  if (in.dim(1) <= 0 || in.dim(2) <= 0 || out.dim(1) <= 0 || out.dim(2) <= 0)
+    return Error(std::string(op) + ": spatial sizes must be positive, got " +
+                 shapeString(in.shape) + " and " + shapeString(out.shape));
+  return Status::success();
+}
+
+AdaptivePoolArgs adaptiveArgs(const DeviceTensor &from, const DeviceTensor &to,
+                              const DeviceTensor &big, const DeviceTensor &small) {
+  AdaptivePoolArgs a;
+  a.in = from.data, a.out = to.data, a.inType = from.dtype, a.outType = to.dtype;
+  a.n = big.dim(0), a.h = big.dim(1), a.w = big.dim(2), a.c = big.dim(3);
+  a.oh = small.dim(1), a.ow = small.dim(2);
+  return a;
+}
+} // namespace
+
+Status adaptiveAvgPool2d(const DeviceTensor &input, const DeviceTensor &result,
+                         cudaStream_t stream) {
+  RN_RETURN_IF_ERROR(checkAdaptivePool("adaptive_avg_pool2d", "input", input, "result", result));
+  return launch(adaptiveAvgPoolKernel, result.numel(), stream,
+                adaptiveArgs(input, result, input, result));
+}
+
+Status adaptiveAvgPool2dBackward(const DeviceTensor &outputGrad, const DeviceTensor &inputGrad,
+                                 cudaStream_t stream) {
+  RN_RETURN_IF_ERROR(checkAdaptivePool("adaptive_avg_pool2d_backward", "input_grad", inputGrad,
+                                       "output_grad", outputGrad));
+  return launch(adaptiveAvgPoolBackwardKernel, inputGrad.numel(), stream,
+                adaptiveArgs(outputGrad, inputGrad, inputGrad, outputGrad));
 }
 
 Status globalAvgPool(const DeviceTensor &input, const DeviceTensor &result, cudaStream_t stream) {

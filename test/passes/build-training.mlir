@@ -449,3 +449,36 @@ module attributes {rn.model = "squeeze_excitation"} {
 // BF16-LABEL: rn.model = "squeeze_excitation"
 // BF16:       rn.channel_mul %{{.+}}, %{{.+}} : tensor<2x4x4x4xbf16>, tensor<2x1x1x4xbf16>
 // BF16:       rn.channel_mul_backward %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x4x4x4xbf16>, tensor<2x1x1x4xbf16>
+
+// -----
+
+// Tests the gradient rule of adaptive average pooling (an output that does
+// not divide the input): its backward maps the output gradient's type to
+// the input's.
+
+module attributes {rn.model = "adaptive_pool"} {
+  rn.parameter @conv.weight : tensor<4x3x3x3xf32> = #rn.init<uniform, 1.924500897e-01>
+  rn.parameter @fc.weight : tensor<3x36xf32> = #rn.init<uniform, 1.666666716e-01>
+  func.func @forward(%images: tensor<2x5x5x3xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %w = rn.param @conv.weight : tensor<4x3x3x3xf32>
+    %c = rn.conv2d %images, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x5x5x3xf32>, tensor<4x3x3x3xf32>) -> tensor<2x5x5x4xf32>
+    %p = rn.adaptive_avg_pool2d %c : tensor<2x5x5x4xf32> -> tensor<2x3x3x4xf32>
+    %f = rn.flatten %p : tensor<2x3x3x4xf32> -> tensor<2x36xf32>
+    %fw = rn.param @fc.weight : tensor<3x36xf32>
+    %l = rn.linear %f, %fw : (tensor<2x36xf32>, tensor<3x36xf32>) -> tensor<2x3xf32>
+    %loss = rn.softmax_cross_entropy %l, %labels label_smoothing 0.000000e+00 : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// CHECK-LABEL: rn.model = "adaptive_pool"
+// CHECK:       func.func @train_step
+// CHECK:       rn.adaptive_avg_pool2d %{{.+}} : tensor<2x5x5x4xf32> -> tensor<2x3x3x4xf32>
+// CHECK:       %[[DF:.+]] = rn.reshape %{{.+}} : tensor<2x36xf32> -> tensor<2x3x3x4xf32>
+// CHECK:       %[[DC:.+]] = rn.adaptive_avg_pool2d_backward %[[DF]] : tensor<2x3x3x4xf32> -> tensor<2x5x5x4xf32>
+// CHECK:       rn.conv2d_backward %[[DC]], %{{.+}}
+// CHECK-LABEL: func.func @eval_step
+// CHECK:       rn.adaptive_avg_pool2d %{{.+}} : tensor<2x5x5x4xf32> -> tensor<2x3x3x4xf32>
+
+// BF16-LABEL: rn.model = "adaptive_pool"
+// BF16:       rn.adaptive_avg_pool2d_backward %{{.+}} : tensor<2x3x3x4xbf16> -> tensor<2x5x5x4xbf16>

@@ -281,9 +281,27 @@ def test_adaptive_avg_pool_identity_emits_nothing() -> None:
     assert ops[0].startswith("%0 = rn.flatten %images")
 
 
-def test_adaptive_avg_pool_rejects_non_divisible() -> None:
+def test_adaptive_avg_pool_non_divisible_emits_the_adaptive_op() -> None:
     model = nn.Sequential(nn.AdaptiveAvgPool2d(3), nn.Flatten(), nn.Linear(27, 10))
-    with pytest.raises(ValueError, match=r"^0: adaptive_avg_pool2d cannot pool 8x8 to 3x3"):
+    ops = body(emit(model))
+    assert ops[0] == (
+        "%0 = rn.adaptive_avg_pool2d %images : tensor<2x8x8x3xf32> -> tensor<2x3x3x3xf32>"
+    )
+    # One dimension divisible is not enough for a plain pool; larger outputs too.
+    ops = body(emit(nn.Sequential(nn.AdaptiveAvgPool2d((4, 3)), nn.Flatten()), classes=36))
+    assert ops[0].endswith(": tensor<2x8x8x3xf32> -> tensor<2x4x3x3xf32>")
+    assert ops[0].startswith("%0 = rn.adaptive_avg_pool2d")
+    larger = nn.Sequential(nn.AdaptiveAvgPool2d(12), nn.Flatten())
+    ops = body(emit(larger, classes=432, dtype="bf16"))
+    assert ops[0].endswith(": tensor<2x8x8x3xbf16> -> tensor<2x12x12x3xbf16>")
+    # Divisible sizes keep their plain lowering.
+    ops = body(emit(nn.Sequential(nn.AdaptiveAvgPool2d((4, 2)), nn.Flatten()), classes=24))
+    assert ops[0].startswith("%0 = rn.avg_pool2d %images kernel [2, 4] stride [2, 4] pad [0, 0]")
+
+
+def test_adaptive_avg_pool_rejects_empty_output() -> None:
+    model = nn.Sequential(nn.AdaptiveAvgPool2d((0, 3)), nn.Flatten(), nn.Linear(27, 10))
+    with pytest.raises(ValueError, match=r"^0: adaptive_avg_pool2d output size must be positive"):
         emit(model)
 
 

@@ -203,8 +203,18 @@ def test_unknown_model() -> None:
 
 
 def test_vgg_imagenet_rejects_small_images() -> None:
-    with pytest.raises(ValueError, match=r"^avgpool: adaptive_avg_pool2d cannot pool 1x1 to 7x7"):
-        models.trace("vgg11", batch=2, input_shape=(3, 32, 32))
+    with pytest.raises(
+        ValueError, match=r"^features\.28: max_pool2d output spatial size would be 0x0"
+    ):
+        models.trace("vgg11", batch=2, input_shape=(3, 16, 16))
+
+
+def test_vgg_imagenet_on_cifar_images_pools_1x1_to_7x7() -> None:
+    # As torchvision's: AdaptiveAvgPool2d(7) repeats a 1x1 feature map.
+    text = models.emit("vgg11", batch=2, input_shape=(3, 32, 32))
+    assert "rn.adaptive_avg_pool2d %" in text
+    assert ": tensor<2x1x1x512xf32> -> tensor<2x7x7x512xf32>" in text
+    assert models.trace("vgg11", batch=2, input_shape=(3, 32, 32)).logits_shape == (2, 1000)
 
 
 def test_resnet_is_custom_module() -> None:
@@ -269,7 +279,7 @@ def test_cli_unknown_model(cli: Cli) -> None:
 
 
 def test_cli_shape_error(cli: Cli) -> None:
-    proc = cli("vgg11", "--image", "32")
+    proc = cli("vgg11", "--image", "16")
     assert proc.returncode == 1
-    assert "error: avgpool: adaptive_avg_pool2d cannot pool 1x1 to 7x7" in proc.stderr
+    assert "error: features.28: max_pool2d output spatial size would be 0x0" in proc.stderr
     assert proc.stdout == ""

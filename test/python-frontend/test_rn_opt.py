@@ -74,6 +74,16 @@ def test_every_op_form_verifies(run_rn_opt: RunOpt) -> None:
     check(run_rn_opt, text)
 
 
+def test_adaptive_pool_verifies(run_rn_opt: RunOpt) -> None:
+    # 10x10 -> 7x7 (overlapping windows), then 7x7 -> 3x3, both rn.adaptive_avg_pool2d.
+    model = nn.Sequential(
+        nn.Conv2d(3, 4, 1), nn.AdaptiveAvgPool2d(7), nn.AdaptiveAvgPool2d(3), nn.Flatten()
+    )
+    text = rn.emit_model(model, batch=2, input_shape=(3, 10, 10), num_classes=36)
+    out = check(run_rn_opt, text)
+    assert op_counts(out)["rn.adaptive_avg_pool2d"] == 2
+
+
 def test_reference_example_verifies(run_rn_opt: RunOpt) -> None:
     from test_emitter import EXAMPLE
 

@@ -306,6 +306,51 @@ func.func @channel_mul_backward_scale(%x: tensor<2x4x4x8xf32>, %s: tensor<2x4x4x
 
 // -----
 
+// Tests that adaptive pooling keeps the channels.
+func.func @adaptive_pool_channels(%x: tensor<2x10x10x8xf32>) {
+  // expected-error@+1 {{'rn.adaptive_avg_pool2d' op result 'tensor<2x3x3x4xf32>' must keep the batch and the channels of the input 'tensor<2x10x10x8xf32>'}}
+  %0 = rn.adaptive_avg_pool2d %x : tensor<2x10x10x8xf32> -> tensor<2x3x3x4xf32>
+  return
+}
+
+// -----
+
+// Tests that adaptive pooling keeps the batch.
+func.func @adaptive_pool_batch(%x: tensor<2x10x10x8xf32>) {
+  // expected-error@+1 {{must keep the batch and the channels}}
+  %0 = rn.adaptive_avg_pool2d %x : tensor<2x10x10x8xf32> -> tensor<1x3x3x8xf32>
+  return
+}
+
+// -----
+
+// Tests that adaptive pooling keeps the element type.
+func.func @adaptive_pool_type(%x: tensor<2x10x10x8xf32>) {
+  // expected-error@+1 {{'rn.adaptive_avg_pool2d' op element type mismatch: result is 'f16' but input is 'f32'}}
+  %0 = rn.adaptive_avg_pool2d %x : tensor<2x10x10x8xf32> -> tensor<2x3x3x8xf16>
+  return
+}
+
+// -----
+
+// Tests that adaptive pooling needs NHWC and a non-empty output.
+func.func @adaptive_pool_empty(%x: tensor<2x10x10x8xf32>) {
+  // expected-error@+1 {{'rn.adaptive_avg_pool2d' op the spatial sizes of input 'tensor<2x10x10x8xf32>' and result 'tensor<2x0x3x8xf32>' must be positive}}
+  %0 = rn.adaptive_avg_pool2d %x : tensor<2x10x10x8xf32> -> tensor<2x0x3x8xf32>
+  return
+}
+
+// -----
+
+// Tests that the backward checks its types the same way.
+func.func @adaptive_pool_backward_rank(%dy: tensor<2x3x3x8xf32>) {
+  // expected-error@+1 {{'rn.adaptive_avg_pool2d_backward' op input_grad must be NHWC (rank 4), got 'tensor<2x100x8xf32>'}}
+  %0 = rn.adaptive_avg_pool2d_backward %dy : tensor<2x3x3x8xf32> -> tensor<2x100x8xf32>
+  return
+}
+
+// -----
+
 // Tests that the drop probability lies in [0, 1).
 func.func @dropout_p(%x: tensor<2x8xf32>) {
   // expected-error@+1 {{drop probability must be in [0, 1), got 1}}

@@ -118,6 +118,20 @@ func.func @pooling(%x: tensor<2x112x112x64xf32>) -> tensor<2x64xf32> {
 
 // -----
 
+// Tests adaptive average pooling to an output that does not divide the
+// input, and to a larger output.
+
+// CHECK-LABEL: func.func @adaptive_pooling
+func.func @adaptive_pooling(%x: tensor<2x10x10x64xbf16>) -> tensor<2x12x5x64xbf16> {
+  // CHECK: %[[A:.+]] = rn.adaptive_avg_pool2d %{{.+}} : tensor<2x10x10x64xbf16> -> tensor<2x7x3x64xbf16>
+  %0 = rn.adaptive_avg_pool2d %x : tensor<2x10x10x64xbf16> -> tensor<2x7x3x64xbf16>
+  // CHECK: rn.adaptive_avg_pool2d %[[A]] : tensor<2x7x3x64xbf16> -> tensor<2x12x5x64xbf16>
+  %1 = rn.adaptive_avg_pool2d %0 : tensor<2x7x3x64xbf16> -> tensor<2x12x5x64xbf16>
+  return %1 : tensor<2x12x5x64xbf16>
+}
+
+// -----
+
 // Tests linear with and without bias and the loss with label smoothing.
 
 // CHECK-LABEL: func.func @classifier
@@ -243,6 +257,8 @@ func.func @backward(%x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor
   // CHECK: rn.avg_pool2d_backward %{{.+}} kernel [2, 2] stride [2, 2] pad [0, 0] : tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>
   %ap = rn.avg_pool2d_backward %dy kernel [2, 2] stride [2, 2] pad [0, 0] : tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>
   %gy = rn.global_avg_pool %y : tensor<2x8x8x4xf32> -> tensor<2x1x1x4xf32>
+  // CHECK: rn.adaptive_avg_pool2d_backward %{{.+}} : tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>
+  %aap = rn.adaptive_avg_pool2d_backward %dy : tensor<2x4x4x4xf32> -> tensor<2x8x8x4xf32>
   // CHECK: rn.global_avg_pool_backward %{{.+}} : tensor<2x1x1x4xf32> -> tensor<2x8x8x4xf32>
   %gp = rn.global_avg_pool_backward %gy : tensor<2x1x1x4xf32> -> tensor<2x8x8x4xf32>
   // CHECK: rn.softmax_cross_entropy_backward %{{.+}}, %{{.+}} scale %{{.+}} label_smoothing 0.000000e+00 : (tensor<2x10xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x10xf32>

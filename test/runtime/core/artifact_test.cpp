@@ -1395,7 +1395,7 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_EQ(check("pad_channels", named({"input"}), result, json::object()), "");
   EXPECT_EQ(check("pad_channels", named({"input", "filter"}), result, json::object()),
             "operand \"filter\" is not one of pad_channels's operands: input");
-  EXPECT_EQ(allOps().size(), 66u);
+  EXPECT_EQ(allOps().size(), 68u);
 }
 
 /// rn-fuse-bn-prologue's forms: cbr_forward and conv_bn_stats with or

@@ -391,6 +391,74 @@ TEST(GlobalAvgPool, MeanOverSpace) {
   expectClose("global_avg_pool", y.data, expected, 1e-6);
 }
 
+TEST(AdaptiveAvgPool2d, PyTorchWindows) {
+  // PyTorch's windows [floor(i * in / out), ceil((i + 1) * in / out)).
+  EXPECT_EQ(adaptiveWindow(0, 5, 3), (std::pair<int64_t, int64_t>{0, 2}));
+  EXPECT_EQ(adaptiveWindow(1, 5, 3), (std::pair<int64_t, int64_t>{1, 4}));
+  EXPECT_EQ(adaptiveWindow(2, 5, 3), (std::pair<int64_t, int64_t>{3, 5}));
+  EXPECT_EQ(adaptiveWindow(1, 2, 3), (std::pair<int64_t, int64_t>{0, 2})); // larger output
+  EXPECT_EQ(adaptiveWindow(6, 10, 7), (std::pair<int64_t, int64_t>{8, 10}));
+
+  // Rows 1..5 pooled 5 -> 3 (windows of 2, 3 and 2 rows that overlap).
+  Buffer x({1, 5, 1, 1});
+  x.data = {1, 2, 3, 4, 5};
+  Buffer y({1, 3, 1, 1});
+  RN_ASSERT_OK(adaptiveAvgPool2d(x.view(), y.view()));
+  EXPECT_EQ(y.data, (std::vector<float>{1.5f, 3.0f, 4.5f}));
+  // The backward: each element gets dy / count of every window holding it.
+  Buffer dy({1, 3, 1, 1}, 1.0f), dx(x.shape);
+  RN_ASSERT_OK(adaptiveAvgPool2dBackward(dy.view(), dx.view()));
+  expectClose("adaptive_avg_pool2d_backward", dx.data,
+              std::vector<double>{0.5, 0.5 + 1.0 / 3, 1.0 / 3, 1.0 / 3 + 0.5, 0.5}, 1e-7);
+
+  // Two dimensions and channels against the definition.
+  std::mt19937 rng(17);
+  Buffer a = randomBuffer({2, 10, 7, 3}, rng), b({2, 4, 3, 3});
+  RN_ASSERT_OK(adaptiveAvgPool2d(a.view(), b.view()));
+  std::vector<double> expected;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t c = 0; c < 3; ++c) {
+          // 10 -> 4: rows [0,3) [2,5) [5,8) [7,10); 7 -> 3: columns [0,3) [2,5) [4,7).
+          const int64_t h0 = (i * 10) / 4, h1 = (i * 10 + 13) / 4, w0 = (j * 7) / 3,
+                        w1 = (j * 7 + 9) / 3;
+          double sum = 0;
+          for (int64_t y0 = h0; y0 < h1; ++y0)
+            for (int64_t x0 = w0; x0 < w1; ++x0)
+              sum += a[size_t(((n * 10 + y0) * 7 + x0) * 3 + c)];
+          expected.push_back(sum / double((h1 - h0) * (w1 - w0)));
+        }
+  expectClose("adaptive_avg_pool2d 10x7 -> 4x3", b.data, expected, 1e-6);
+}
+
+TEST(AdaptiveAvgPool2d, EqualsPlainAndGlobalPoolingWhereTheyApply) {
+  std::mt19937 rng(19);
+  Buffer x = randomBuffer({2, 6, 4, 5}, rng);
+  // 6x4 -> 3x2: kernel = stride = 2x2, the same sums in the same order.
+  Buffer adaptive({2, 3, 2, 5}), plain({2, 3, 2, 5});
+  RN_ASSERT_OK(adaptiveAvgPool2d(x.view(), adaptive.view()));
+  RN_ASSERT_OK(avgPool2d(x.view(), Pool2dAttrs{{2, 2}, {2, 2}, {0, 0}}, plain.view()));
+  EXPECT_EQ(adaptive.data, plain.data);
+  Buffer dyPlain = randomBuffer(plain.shape, rng), dxA(x.shape), dxP(x.shape);
+  RN_ASSERT_OK(adaptiveAvgPool2dBackward(dyPlain.view(), dxA.view()));
+  RN_ASSERT_OK(avgPool2dBackward(dyPlain.view(), Pool2dAttrs{{2, 2}, {2, 2}, {0, 0}}, dxP.view()));
+  EXPECT_EQ(dxA.data, dxP.data);
+  // 1x1: the global mean.
+  Buffer one({2, 1, 1, 5}), global({2, 1, 1, 5});
+  RN_ASSERT_OK(adaptiveAvgPool2d(x.view(), one.view()));
+  RN_ASSERT_OK(globalAvgPool(x.view(), global.view()));
+  EXPECT_EQ(one.data, global.data);
+
+  // Other channels or batch are refused by name, nothing written.
+  Buffer bad({2, 3, 3, 4}, 7.0f);
+  KernelStatus st = adaptiveAvgPool2d(x.view(), bad.view());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error, "adaptive_avg_pool2d: result [2, 3, 3, 4] must keep the batch and the "
+                      "channels of input [2, 6, 4, 5]");
+  EXPECT_EQ(bad[0], 7.0f);
+}
+
 //===----------------------------------------------------------------------===//
 // Batch normalization
 //===----------------------------------------------------------------------===//

@@ -254,6 +254,24 @@ INSTANTIATE_TEST_SUITE_P(Windows, PoolGrad,
                                            PoolCase{{{3, 3}, {2, 2}, {1, 1}}},
                                            PoolCase{{{2, 3}, {1, 2}, {1, 1}}}));
 
+TEST(AdaptiveAvgPoolGrad, MatchesFiniteDifferences) {
+  std::mt19937 rng(117);
+  // Overlapping windows of varying size (7 -> 3, 5 -> 4) and an output
+  // larger than the input (2 -> 3: rows in two windows).
+  for (const auto &[in, out] : {std::pair{Shape{2, 7, 5, 3}, Shape{2, 3, 4, 3}},
+                                std::pair{Shape{1, 2, 4, 2}, Shape{1, 3, 3, 2}}}) {
+    Buffer x = randomBuffer(in, rng), g = randomBuffer(out, rng);
+    auto loss = [&, out = out] {
+      Buffer y(out);
+      EXPECT_TRUE(adaptiveAvgPool2d(x.view(), y.view()).ok());
+      return dot(g, y);
+    };
+    Buffer dx(x.shape);
+    RN_ASSERT_OK(adaptiveAvgPool2dBackward(g.view(), dx.view()));
+    expectGradient("adaptive_avg_pool2d dX", x, dx.data, loss, kExact);
+  }
+}
+
 TEST(GlobalAvgPoolGrad, MatchesFiniteDifferences) {
   std::mt19937 rng(113);
   Buffer x = randomBuffer({2, 3, 4, 3}, rng), g = randomBuffer({2, 1, 1, 3}, rng);

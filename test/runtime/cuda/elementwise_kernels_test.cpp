@@ -12,8 +12,8 @@
 //
 // Bounds. Exact (bit for bit, NaN matching NaN): relu, relu/dropout
 // backward, add, casts, reshape, flatten, zero, dropout masks and results,
-// all pooling ops and global average pooling (double sums in the CPU's
-// order), channel_mul and its backward, count_correct, hardtanh and its backward, the hardsigmoid
+// all pooling ops, adaptive and global average pooling (double sums in the
+// CPU's order), channel_mul and its backward, count_correct, hardtanh and its backward, the hardsigmoid
 // backward. Norm-wise, ||gpu - cpu||_2 <= tol * ||cpu||_2 with
 // tol = 2e-6 (f32), 1e-3 (f16), 8e-3 (bf16) of the output dtype: tanh, silu,
 // sigmoid, hardswish, hardsigmoid and the tanh/silu/sigmoid/hardswish
@@ -877,6 +877,49 @@ TEST(CudaPool, GlobalAvgPoolMatchesCpuBitForBit) {
       }
 }
 
+TEST(CudaPool, AdaptiveAvgPoolMatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(8);
+  // (input, output): windows that overlap and vary (10 -> 7, 7 -> 3), an
+  // output larger than the input (2 -> 3), divisible sizes, 1x1, the
+  // EfficientNet/MobileNet heads' 7x7 -> 7x7 and a large batch.
+  const std::pair<Shape, Shape> cases[] = {{{2, 10, 7, 5}, {2, 7, 3, 5}},
+                                           {{1, 2, 4, 8}, {1, 3, 3, 8}},
+                                           {{3, 6, 6, 3}, {3, 3, 2, 3}},
+                                           {{2, 5, 9, 16}, {2, 1, 1, 16}},
+                                           {{2, 7, 7, 4}, {2, 7, 7, 4}},
+                                           {{64, 13, 13, 40}, {64, 6, 6, 40}}};
+  for (const auto &[in, outShape] : cases)
+    for (DType type : kFloatTypes)
+      for (DType out : {type, DType::f32}) {
+        std::string what = str(in) + " -> " + str(outShape) + " " +
+                           std::string(dtypeName(type)) + "->" + std::string(dtypeName(out));
+        std::vector<float> x = randomValues(numel(in), rng, type);
+        std::vector<float> dy = randomValues(numel(outShape), rng, out);
+        auto dx = upload(x, in, type, 1), ddy = upload(dy, outShape, out);
+        auto dr = allocate(outShape, out), dg = allocate(in, type);
+        RN_ASSERT_STATUS_OK(adaptiveAvgPool2d(dx.view, dr.view, stream.get()));
+        RN_ASSERT_STATUS_OK(adaptiveAvgPool2dBackward(ddy.view, dg.view, stream.get()));
+        RN_ASSERT_CUDA(stream.sync());
+        std::vector<float> ref(static_cast<size_t>(numel(outShape))), grad(x.size());
+        ASSERT_TRUE(
+            cpu::adaptiveAvgPool2d(cpuView(x, in, type), cpuView(ref, outShape, out)).ok());
+        ASSERT_TRUE(cpu::adaptiveAvgPool2dBackward(cpuView(dy, outShape, out),
+                                                   cpuView(grad, in, type))
+                        .ok());
+        expectExact(download(dr.view), ref, "adaptive_avg_pool2d " + what);
+        expectExact(download(dg.view), grad, "adaptive_avg_pool2d_backward " + what);
+      }
+  auto x = allocate({2, 6, 6, 3}, DType::f32), bad = allocate({2, 3, 3, 4}, DType::f32);
+  Status st = adaptiveAvgPool2d(x.view, bad.view, stream.get());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("adaptive_avg_pool2d: result [2, 3, 3, 4] must keep the "
+                                      "batch and the channels of input [2, 6, 6, 3]"),
+            std::string::npos)
+      << st.error().message();
+}
+
 TEST(CudaPool, BadGeometryIsAnError) {
   RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
@@ -1089,7 +1132,8 @@ TEST_F(CudaElementwiseLaunchers, EveryOpHasALauncher) {
         "channel_mul_backward", "cast",
         "reshape", "flatten", "zero", "dropout_train", "dropout_backward",
         "max_pool2d", "avg_pool2d", "max_pool2d_backward", "avg_pool2d_backward",
-        "global_avg_pool", "global_avg_pool_backward", "softmax_cross_entropy",
+        "global_avg_pool", "global_avg_pool_backward", "adaptive_avg_pool2d",
+        "adaptive_avg_pool2d_backward", "softmax_cross_entropy",
         "softmax_cross_entropy_backward", "count_correct", "host_to_device", "all_reduce_mean"})
     EXPECT_NE(launcherOf(op).launch, nullptr) << op;
 }
