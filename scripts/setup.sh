@@ -13,6 +13,7 @@ rn_log() { printf '[rn] %s\n' "$*" >&2; }
 rn_install_packages() {
   local wanted=(cmake ninja-build g++ libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
                 nlohmann-json3-dev zlib1g-dev libzstd-dev libopenblas-dev pkgconf libgtest-dev
+                libpng-dev libjpeg62-turbo-dev
                 dataset-fashion-mnist)
   # The torch import tests (RN_WITH_TORCH=1, set by the test command) run
   # under Debian's /usr/bin/python3 with its PyTorch 1.13 and torchvision

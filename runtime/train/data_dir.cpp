@@ -7,6 +7,7 @@
 #include "runtime/train/data_dir.h"
 
 #include "runtime/train/idx_source.h"
+#include "runtime/train/image_folder_source.h"
 #include "runtime/train/npz_source.h"
 
 #include <cstdio>
@@ -88,6 +89,42 @@ Result<DataDir> loadNpz(const std::string &path, const DataDirOptions &options) 
   return out;
 }
 
+Result<DataDir> loadImageFolder(const std::string &dir, const DataDirOptions &options) {
+  if (options.label != "fine")
+    return Error("--label is CIFAR-100's; " + dir + " is an image folder");
+  if (options.mean.empty() != options.std.empty())
+    return Error("give --mean and --std together (or neither: the training split's are used)");
+  ImageFolderSourceOptions images;
+  images.limitTrain = options.limitTrain;
+  images.limitTest = options.limitTest;
+  if (!options.mean.empty()) {
+    Result<std::vector<float>> mean = channelValues(options.mean, "--mean");
+    if (!mean)
+      return mean.error();
+    Result<std::vector<float>> std = channelValues(options.std, "--std");
+    if (!std)
+      return std.error();
+    images.mean = *mean;
+    images.std = *std;
+  }
+  Result<ImageFolderSources> sources = loadImageFolderSources(dir, images);
+  if (!sources)
+    return sources.error();
+  DataDir out;
+  out.description =
+      "image folder " + dir + ": " + std::to_string(sources->train->count()) + " training and " +
+      std::to_string(sources->test->count()) + " " + sources->testSplit + " examples, " +
+      sources->train->layout() + ", " + std::to_string(sources->classes.size()) +
+      " classes, mean " + listed(sources->mean) + " std " + listed(sources->std) +
+      (sources->statsComputed ? " (computed from the training split, its " +
+                                    std::to_string(sources->train->count()) +
+                                    " images decoded once)"
+                              : std::string(" (given)"));
+  out.train = std::move(sources->train);
+  out.test = std::move(sources->test);
+  return out;
+}
+
 } // namespace
 
 Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &options) {
@@ -98,6 +135,9 @@ Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &option
   if (!fs::is_directory(dir, ec))
     return Error(dir + ": cannot open the data (not a folder of IDX or CIFAR files, nor an .npz "
                  "file)");
+  // ROOT/train/<class>/*.png|jpg|jpeg and ROOT/val (or test)/<class>/...
+  if (isImageFolder(dir))
+    return loadImageFolder(dir, options);
   DataDir out;
   if (fs::is_regular_file(fs::path(dir) / "train-images-idx3-ubyte.gz", ec)) {
     if (options.label != "fine")

@@ -70,7 +70,7 @@ Status DataSource::fillBatch(const int64_t *indices, int64_t n, float *images,
     if (index < 0 || index >= examples)
       return Error(name() + ": example " + std::to_string(index) + " out of range [0, " +
                    std::to_string(examples) + ")");
-    writeImage(index, images + k * size);
+    RN_RETURN_IF_ERROR(readImage(index, images + k * size));
     labels[k] = int32_t(label(index));
   }
   return Status::success();

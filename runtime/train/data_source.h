@@ -41,10 +41,18 @@ public:
   /// Writes example `index`'s image (0 <= index < count()), normalized as
   /// the model expects, to `out` (imageSize() floats).
   virtual void writeImage(int64_t index, float *out) const = 0;
+  /// writeImage for a source that can fail to read an example (an image
+  /// file that does not decode): an error naming it. By default writeImage,
+  /// which cannot fail. fillBatch reads through this.
+  virtual Status readImage(int64_t index, float *out) const {
+    writeImage(index, out);
+    return Status::success();
+  }
 
-  /// Writes examples `indices[0, n)`: their images (writeImage) to `images`
+  /// Writes examples `indices[0, n)`: their images (readImage) to `images`
   /// (n x imageSize() floats) and their labels to `labels` (n values); an
-  /// index outside the source is an error naming it.
+  /// index outside the source, or an image that cannot be read, is an error
+  /// naming it.
   Status fillBatch(const int64_t *indices, int64_t n, float *images, int32_t *labels) const;
 
   /// Floats of one example's image.

@@ -1,0 +1,76 @@
+//===- image_folder_source.h - An image folder as a data source -*- C++ -*-===//
+//
+// The splits of an image folder (runtime/data/image_folder.h) behind
+// DataSource. Every image's header is read up front: all must have one size
+// (H, W, C), else an error naming the first file that differs and both
+// sizes. Images are decoded when asked (readImage, on the trainer's loader
+// thread), then normalized per channel as the .npz source does: x / 255,
+// then (x - mean) * (1 / std), with a given mean and standard deviation or
+// those of the training split (every training image decoded once, up front).
+// An image that fails to decode while training is an error naming the file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RN_RUNTIME_TRAIN_IMAGE_FOLDER_SOURCE_H
+#define RN_RUNTIME_TRAIN_IMAGE_FOLDER_SOURCE_H
+
+#include "runtime/data/image_folder.h"
+#include "runtime/train/data_source.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rn::train {
+
+class ImageFolderSource final : public DataSource {
+public:
+  /// `mean` and `std` hold one value per channel.
+  ImageFolderSource(std::vector<ImageFile> files, ImageSize size, std::string name,
+                    std::vector<float> mean, std::vector<float> std);
+
+  int64_t count() const override { return int64_t(files_.size()); }
+  std::vector<int64_t> imageShape() const override {
+    return {size_.height, size_.width, size_.channels};
+  }
+  /// "NHWC, 28x28x1 uint8 images".
+  std::string layout() const override;
+  std::string name() const override { return name_; }
+  int64_t label(int64_t index) const override { return files_[size_t(index)].label; }
+  /// readImage; an image that does not decode is written as zeros.
+  void writeImage(int64_t index, float *out) const override;
+  Status readImage(int64_t index, float *out) const override;
+
+  const std::vector<ImageFile> &files() const { return files_; }
+
+private:
+  std::vector<ImageFile> files_;
+  ImageSize size_;
+  std::string name_;
+  std::vector<float> mean_, inverseStd_;
+};
+
+struct ImageFolderSourceOptions {
+  int64_t limitTrain = 0, limitTest = 0; ///< > 0: the first K examples only
+  /// Normalization, one value per channel; absent: the training split's
+  /// own (after any limit: only the images that train are decoded).
+  std::optional<std::vector<float>> mean, std;
+};
+
+struct ImageFolderSources {
+  std::unique_ptr<ImageFolderSource> train, test;
+  std::vector<std::string> classes; ///< the class folders; index = label
+  std::string testSplit;            ///< "val" or "test"
+  ImageSize size;
+  std::vector<float> mean, std;
+  bool statsComputed = false;
+};
+
+/// The image folder at `root` (listImageFolder), every header checked.
+Result<ImageFolderSources> loadImageFolderSources(const std::string &root,
+                                                  const ImageFolderSourceOptions &options);
+
+} // namespace rn::train
+
+#endif // RN_RUNTIME_TRAIN_IMAGE_FOLDER_SOURCE_H
