@@ -911,11 +911,6 @@ def attach_to_artifact(
     _safetensors.write(path, file)
 
 
-def _program_state(artifact: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    meta = _safetensors.read_metadata(artifact)
-    return list(json.loads(meta["rn.program"])["state"])
-
-
 def ema_names(state: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """``{parameter: its EMA entry}`` from program or checkpoint state records (role ``ema``)."""
     return {e["of"]: e["name"] for e in state if e.get("role") == "ema" and e.get("of")}
@@ -998,4 +993,5 @@ def load_into_module(module: Any, values: Mapping[str, Any]) -> None:
 
 def artifact_program_state(artifact: str | os.PathLike[str] | Path) -> list[dict[str, Any]]:
     """The artifact's state records (name, role, of, ...), for EMA lookups."""
-    return _program_state(artifact)
+    meta = _safetensors.read_metadata(artifact)
+    return list(json.loads(meta["rn.program"])["state"])

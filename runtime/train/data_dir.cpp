@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 namespace rn::train {
 
@@ -46,6 +47,29 @@ Result<std::array<float, 3>> threeValues(const std::string &text, const char *fl
   return std::array<float, 3>{(*v)[0], (*v)[1], (*v)[2]};
 }
 
+/// --mean and --std as given, one value per channel each.
+struct GivenStats {
+  std::vector<float> mean, std;
+};
+
+/// --mean/--std (both or neither: `absent` says what is used then); empty
+/// when neither is given.
+Result<std::optional<GivenStats>> givenStats(const DataDirOptions &options, const char *absent) {
+  if (options.mean.empty() != options.std.empty())
+    return Error(std::string("give --mean and --std together (or neither: ") + absent + ")");
+  if (options.mean.empty())
+    return std::optional<GivenStats>();
+  Result<std::vector<float>> mean = channelValues(options.mean, "--mean");
+  if (!mean)
+    return mean.error();
+  Result<std::vector<float>> std = channelValues(options.std, "--std");
+  if (!std)
+    return std.error();
+  return std::optional<GivenStats>(GivenStats{*mean, *std});
+}
+
+constexpr const char *kSplitStats = "the training split's are used";
+
 template <typename Values> std::string listed(const Values &values) {
   std::string out;
   for (float v : values) {
@@ -59,20 +83,15 @@ template <typename Values> std::string listed(const Values &values) {
 Result<DataDir> loadNpz(const std::string &path, const DataDirOptions &options) {
   if (options.label != "fine")
     return Error("--label is CIFAR-100's; " + path + " is an .npz archive");
-  if (options.mean.empty() != options.std.empty())
-    return Error("give --mean and --std together (or neither: the training split's are used)");
+  Result<std::optional<GivenStats>> given = givenStats(options, kSplitStats);
+  if (!given)
+    return given.error();
   NpzSourceOptions npz;
   npz.limitTrain = options.limitTrain;
   npz.limitTest = options.limitTest;
-  if (!options.mean.empty()) {
-    Result<std::vector<float>> mean = channelValues(options.mean, "--mean");
-    if (!mean)
-      return mean.error();
-    Result<std::vector<float>> std = channelValues(options.std, "--std");
-    if (!std)
-      return std.error();
-    npz.mean = *mean;
-    npz.std = *std;
+  if (*given) {
+    npz.mean = (*given)->mean;
+    npz.std = (*given)->std;
   }
   Result<NpzSources> sources = loadNpzSources(path, npz);
   if (!sources)
@@ -92,20 +111,15 @@ Result<DataDir> loadNpz(const std::string &path, const DataDirOptions &options) 
 Result<DataDir> loadImageFolder(const std::string &dir, const DataDirOptions &options) {
   if (options.label != "fine")
     return Error("--label is CIFAR-100's; " + dir + " is an image folder");
-  if (options.mean.empty() != options.std.empty())
-    return Error("give --mean and --std together (or neither: the training split's are used)");
+  Result<std::optional<GivenStats>> given = givenStats(options, kSplitStats);
+  if (!given)
+    return given.error();
   ImageFolderSourceOptions images;
   images.limitTrain = options.limitTrain;
   images.limitTest = options.limitTest;
-  if (!options.mean.empty()) {
-    Result<std::vector<float>> mean = channelValues(options.mean, "--mean");
-    if (!mean)
-      return mean.error();
-    Result<std::vector<float>> std = channelValues(options.std, "--std");
-    if (!std)
-      return std.error();
-    images.mean = *mean;
-    images.std = *std;
+  if (*given) {
+    images.mean = (*given)->mean;
+    images.std = (*given)->std;
   }
   Result<ImageFolderSources> sources = loadImageFolderSources(dir, images);
   if (!sources)
@@ -142,22 +156,17 @@ Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &option
   if (fs::is_regular_file(fs::path(dir) / "train-images-idx3-ubyte.gz", ec)) {
     if (options.label != "fine")
       return Error("--label is CIFAR-100's; " + dir + " holds IDX files");
-    if (options.mean.empty() != options.std.empty())
-      return Error("give --mean and --std together (or neither: Fashion-MNIST's 0.2860 and "
-                   "0.3530)");
+    Result<std::optional<GivenStats>> given =
+        givenStats(options, "Fashion-MNIST's 0.2860 and 0.3530");
+    if (!given)
+      return given.error();
     float mean = kFashionMnistMean, std = kFashionMnistStd;
-    if (!options.mean.empty()) {
-      Result<std::vector<float>> m = channelValues(options.mean, "--mean");
-      if (!m)
-        return m.error();
-      Result<std::vector<float>> s = channelValues(options.std, "--std");
-      if (!s)
-        return s.error();
-      if (m->size() != 1 || s->size() != 1)
+    if (*given) {
+      if ((*given)->mean.size() != 1 || (*given)->std.size() != 1)
         return Error("IDX images have one channel: give --mean and --std with one value each");
-      if (!((*s)[0] > 0))
+      if (!((*given)->std[0] > 0))
         return Error("--std must be positive");
-      mean = (*m)[0], std = (*s)[0];
+      mean = (*given)->mean[0], std = (*given)->std[0];
     }
     Result<IdxSources> idx = loadIdxSources(dir, options.limitTrain, options.limitTest, mean, std);
     if (!idx)
@@ -178,9 +187,10 @@ Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &option
   if (options.label != "fine" && options.label != "coarse")
     return Error("--label must be fine or coarse, got '" + options.label + "'");
   cifar.label = options.label == "fine" ? CifarLabel::fine : CifarLabel::coarse;
-  if (options.mean.empty() != options.std.empty())
-    return Error("give --mean and --std together (or neither: the training split's are used)");
-  if (!options.mean.empty()) {
+  Result<std::optional<GivenStats>> given = givenStats(options, kSplitStats);
+  if (!given)
+    return given.error();
+  if (*given) {
     Result<std::array<float, 3>> mean = threeValues(options.mean, "--mean");
     if (!mean)
       return mean.error();

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 #include <cmath>
 #include <cstring>
 
@@ -340,19 +341,14 @@ Status Trainer::loadStateDict(const NamedValues &values) {
   // State derived from a parameter (its low-precision copy, its EMA) follows
   // the parameter's new values unless given itself: an f16 step must not
   // read the copies of the weights the parameters had before.
+  std::map<std::string_view, const std::vector<float> *> given;
+  for (const auto &[name, data] : values)
+    given[name] = &data;
   for (const StateEntry &e : program().state) {
-    if (e.init.kind != "derived")
+    auto source = given.find(e.of);
+    if (e.init.kind != "derived" || source == given.end() || given.count(e.name))
       continue;
-    auto given = [&](const std::string &name) {
-      for (const auto &value : values)
-        if (value.first == name)
-          return &value.second;
-      return static_cast<const std::vector<float> *>(nullptr);
-    };
-    const std::vector<float> *source = given(e.of);
-    if (!source || given(e.name))
-      continue;
-    if (Status st = executor_.writeState(e.name, *source); !st) // rounds to e's dtype
+    if (Status st = executor_.writeState(e.name, *source->second); !st) // rounds to e's dtype
       return st.error().withContext("state " + e.name + " (derived from " + e.of + ")");
   }
   return Status::success();
