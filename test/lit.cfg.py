@@ -31,7 +31,9 @@ llvm_config.add_tool_substitutions(
 # rn-run belongs to the runtime half (absent with -DRN_BUILD_RUNTIME=OFF).
 if os.path.exists(os.path.join(config.rn_tools_dir, "rn-run")):
     config.available_features.add("rn-run")
-    llvm_config.add_tool_substitutions([ToolSubst("rn-run", unresolved="ignore")], tool_dirs)
+    llvm_config.add_tool_substitutions(
+        [ToolSubst("rn-run", unresolved="ignore"), ToolSubst("rn-data", unresolved="ignore")],
+        tool_dirs)
 
 # The Fashion-MNIST IDX files of the Debian package dataset-fashion-mnist
 # (scripts/setup.sh installs it) for the rn-run training tests.

@@ -10,6 +10,18 @@
 
 namespace rn::train {
 
+Status CifarDataSource::readPixels(int64_t index, PixelImage &image) const {
+  constexpr int64_t plane = kCifarSide * kCifarSide;
+  image.height = image.width = kCifarSide;
+  image.channels = kCifarChannels;
+  image.pixels.resize(size_t(plane * kCifarChannels));
+  const uint8_t *record = data_.pixels.data() + index * kCifarImageBytes;
+  for (int64_t c = 0; c < kCifarChannels; ++c)
+    for (int64_t i = 0; i < plane; ++i)
+      image.pixels[size_t(i * kCifarChannels + c)] = record[c * plane + i];
+  return Status::success();
+}
+
 void cifarChannelStats(const CifarDataset &data, std::array<float, 3> &mean,
                        std::array<float, 3> &std) {
   constexpr int64_t plane = kCifarSide * kCifarSide;

@@ -35,6 +35,12 @@ public:
   void writeImage(int64_t index, float *out) const override {
     normalizeCifarImage(data_, index, out, mean_, std_);
   }
+  bool hasPixels() const override { return true; }
+  /// The record's CHW planes as HWC.
+  Status readPixels(int64_t index, PixelImage &image) const override;
+  ChannelNormalization normalization() const override {
+    return {{mean_.begin(), mean_.end()}, {std_.begin(), std_.end()}};
+  }
 
 private:
   CifarDataset data_;

@@ -6,6 +6,7 @@
 
 #include "runtime/train/data_dir.h"
 
+#include "runtime/train/augmented_source.h"
 #include "runtime/train/idx_source.h"
 #include "runtime/train/image_folder_source.h"
 #include "runtime/train/npz_source.h"
@@ -117,6 +118,7 @@ Result<DataDir> loadImageFolder(const std::string &dir, const DataDirOptions &op
   ImageFolderSourceOptions images;
   images.limitTrain = options.limitTrain;
   images.limitTest = options.limitTest;
+  images.mixedSizes = options.mixedSizes;
   if (*given) {
     images.mean = (*given)->mean;
     images.std = (*given)->std;
@@ -134,6 +136,7 @@ Result<DataDir> loadImageFolder(const std::string &dir, const DataDirOptions &op
                                     std::to_string(sources->train->count()) +
                                     " images decoded once)"
                               : std::string(" (given)"));
+  out.sizesVary = sources->sizesDiffer;
   out.train = std::move(sources->train);
   out.test = std::move(sources->test);
   return out;
@@ -218,6 +221,38 @@ Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &option
   out.train = std::move(sources->train);
   out.test = std::move(sources->test);
   return out;
+}
+
+Status augmentDataDir(DataDir &data, const AugmentRecipe &recipe, int64_t height,
+                      int64_t width) {
+  const std::vector<int64_t> shape = data.train->imageShape();
+  const bool sized = !data.sizesVary && shape[0] == height && shape[1] == width;
+  if (recipe.kind == AugmentKind::none && sized)
+    return Status::success();
+  for (std::unique_ptr<DataSource> *split : {&data.train, &data.test}) {
+    Result<std::unique_ptr<AugmentedSource>> augmented =
+        AugmentedSource::create(std::move(*split), recipe, height, width);
+    if (!augmented)
+      return augmented.error();
+    *split = std::move(*augmented);
+  }
+  std::string how;
+  switch (recipe.kind) {
+  case AugmentKind::none:
+    how = "none";
+    break;
+  case AugmentKind::cropFlip:
+    how = "crop-flip (" + std::to_string(recipe.padding) +
+          "-pixel zero padding, random crop, horizontal flip; evaluation unchanged)";
+    break;
+  case AugmentKind::resizedCropFlip:
+    how = "rrc-flip (random-resized crop to " + std::to_string(height) + "x" +
+          std::to_string(width) + ", horizontal flip; evaluation: resize + center crop " +
+          listed(std::vector<float>{float(recipe.evalCropFraction)}) + ")";
+    break;
+  }
+  data.description += "; augmentation " + how;
+  return Status::success();
 }
 
 } // namespace rn::train

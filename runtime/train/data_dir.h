@@ -11,6 +11,7 @@
 #ifndef RN_RUNTIME_TRAIN_DATA_DIR_H
 #define RN_RUNTIME_TRAIN_DATA_DIR_H
 
+#include "runtime/data/augment.h"
 #include "runtime/train/cifar_source.h"
 #include "runtime/train/data_source.h"
 
@@ -25,6 +26,9 @@ struct DataDirOptions {
   /// "m0,m1,..." / "s0,s1,..." one value per channel (both or neither;
   /// empty: the training split's).
   std::string label = "fine", mean, std;
+  /// Image folders: the images may differ in size (the augmentation
+  /// resizes them).
+  bool mixedSizes = false;
 };
 
 struct DataDir {
@@ -32,11 +36,20 @@ struct DataDir {
   /// "CIFAR-10 in DIR: 50000 training and 10000 test examples, 32x32x3, 10
   /// classes, mean ..., std ... (computed from the training split)".
   std::string description;
+  /// The training images differ in size (an image folder read with
+  /// mixedSizes): they need a resizing augmentation.
+  bool sizesVary = false;
 };
 
 /// The data set in `dir` (a folder, or an .npz file); an error that names the folder and what was
 /// looked for when it holds none, or what is wrong with the options.
 Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &options);
+
+/// Puts `data`'s splits behind AugmentedSource (training draws `recipe`,
+/// evaluation its deterministic view) with images of `height` x `width`,
+/// and says so in its description. The recipe `none` on images of that
+/// size leaves the sources as they are.
+Status augmentDataDir(DataDir &data, const AugmentRecipe &recipe, int64_t height, int64_t width);
 
 } // namespace rn::train
 

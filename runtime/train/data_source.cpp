@@ -2,6 +2,9 @@
 
 #include "runtime/train/data_source.h"
 
+#include "runtime/train/loader_pool.h"
+
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -62,16 +65,50 @@ Result<MemoryDataSource> MemoryDataSource::create(std::string name,
   return source;
 }
 
-Status DataSource::fillBatch(const int64_t *indices, int64_t n, float *images,
-                             int32_t *labels) const {
+Status DataSource::readPixels(int64_t, PixelImage &) const {
+  return Error(name() + ": holds float images, not uint8 pixels (augmentation and uint8 input "
+                        "need pixels)");
+}
+
+Status DataSource::fillBatch(const int64_t *indices, int64_t n, float *images, int32_t *labels,
+                             const BatchOptions &options) const {
   const int64_t size = imageSize(), examples = count();
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t index = indices[k];
-    if (index < 0 || index >= examples)
-      return Error(name() + ": example " + std::to_string(index) + " out of range [0, " +
+  for (int64_t k = 0; k < n; ++k)
+    if (indices[k] < 0 || indices[k] >= examples)
+      return Error(name() + ": example " + std::to_string(indices[k]) + " out of range [0, " +
                    std::to_string(examples) + ")");
-    RN_RETURN_IF_ERROR(readImage(index, images + k * size));
-    labels[k] = int32_t(label(index));
+  std::vector<Status> read(static_cast<size_t>(n));
+  auto readOne = [&](int64_t k) {
+    read[size_t(k)] = readExample(indices[k], images + k * size, options.draw);
+    labels[k] = int32_t(label(indices[k]));
+  };
+  if (options.pool)
+    options.pool->run(n, readOne);
+  else
+    for (int64_t k = 0; k < n; ++k)
+      readOne(k);
+  std::vector<int64_t> bad;
+  for (int64_t k = 0; k < n; ++k)
+    if (!read[size_t(k)]) {
+      if (!options.skipped)
+        return read[size_t(k)];
+      bad.push_back(k);
+    }
+  if (bad.empty())
+    return Status::success();
+  if (int64_t(bad.size()) == n)
+    return Error(read[0].error().message() + " (and every other example of its batch: "
+                 "nothing left to train on)");
+  // A skipped slot takes the batch's next readable example (wrapping), so
+  // the batch stays full and a given set of bad files skips the same way.
+  for (int64_t k : bad) {
+    int64_t from = k;
+    do
+      from = (from + 1) % n;
+    while (!read[size_t(from)]);
+    std::copy_n(images + from * size, size, images + k * size);
+    labels[k] = labels[from];
+    options.skipped->push_back(read[size_t(k)].error().message());
   }
   return Status::success();
 }

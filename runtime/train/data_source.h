@@ -23,6 +23,41 @@
 
 namespace rn::train {
 
+class LoaderPool;
+
+/// An example's pixels as stored: uint8, HWC, at the size it has (the
+/// images of a folder may differ).
+struct PixelImage {
+  int64_t height = 0, width = 0, channels = 0;
+  std::vector<uint8_t> pixels;
+};
+
+/// What a source does to its pixels to make the model's input: per channel
+/// (x / 255 - mean) * (1 / std).
+struct ChannelNormalization {
+  std::vector<float> mean, std;
+};
+
+/// Which draw of the augmentation a batch's examples take: training draws
+/// keyed by (seed, epoch, example); evaluation draws nothing.
+struct BatchDraw {
+  bool training = false;
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+};
+
+/// How fillBatch reads: the draw, the threads that decode, and whether an
+/// image that does not decode stops the batch (the default) or is skipped.
+struct BatchOptions {
+  BatchDraw draw;
+  /// Reads the examples in parallel when set; the batch is the same.
+  LoaderPool *pool = nullptr;
+  /// When set, an example that cannot be read is skipped: its slot gets
+  /// the batch's next readable example (image and label) and the error is
+  /// appended here. A batch without any readable example is still an error.
+  std::vector<std::string> *skipped = nullptr;
+};
+
 class DataSource {
 public:
   virtual ~DataSource() = default;
@@ -48,12 +83,29 @@ public:
     writeImage(index, out);
     return Status::success();
   }
+  /// readImage under a batch's draw: an augmenting source crops and flips
+  /// by (draw.seed, draw.epoch, index) in training. By default readImage.
+  virtual Status readExample(int64_t index, float *out, const BatchDraw &draw) const {
+    (void)draw;
+    return readImage(index, out);
+  }
 
-  /// Writes examples `indices[0, n)`: their images (readImage) to `images`
-  /// (n x imageSize() floats) and their labels to `labels` (n values); an
-  /// index outside the source, or an image that cannot be read, is an error
-  /// naming it.
-  Status fillBatch(const int64_t *indices, int64_t n, float *images, int32_t *labels) const;
+  /// Whether readPixels gives the stored uint8 pixels (every file format
+  /// but float .npz arrays): what augmentation works on.
+  virtual bool hasPixels() const { return false; }
+  /// Example `index`'s stored pixels; by default an error saying the source
+  /// has none.
+  virtual Status readPixels(int64_t index, PixelImage &image) const;
+  /// The normalization writeImage applies to readPixels' pixels.
+  virtual ChannelNormalization normalization() const { return {}; }
+
+  /// Writes examples `indices[0, n)`: their images (readExample under
+  /// options.draw) to `images` (n x imageSize() floats) and their labels to
+  /// `labels` (n values); an index outside the source, or an image that
+  /// cannot be read (unless skipped, see BatchOptions), is an error naming
+  /// it.
+  Status fillBatch(const int64_t *indices, int64_t n, float *images, int32_t *labels,
+                   const BatchOptions &options = {}) const;
 
   /// Floats of one example's image.
   int64_t imageSize() const;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <set>
 
 namespace rn::train {
 namespace {
@@ -46,7 +47,8 @@ int64_t stepsPerEpoch(const Trainer &trainer, const DataSource &train) {
 }
 
 Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
-                               const LrSchedule &schedule, int64_t epoch, uint64_t seed,
+                               const LrSchedule &schedule, int64_t epoch,
+                               const EpochReading &reading,
                                const std::function<void(const EpochProgress &)> &progress) {
   const int64_t batch = trainer.batch();
   const int64_t globalBatch = batch * trainer.group().worldSize;
@@ -57,7 +59,10 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
     return Error("the training set has " + std::to_string(train.count()) +
                  " examples, fewer than one batch of " + std::to_string(globalBatch));
   RN_RETURN_IF_ERROR(trainer.setNextStep(epoch * steps + 1));
-  const std::vector<int64_t> order = shuffledOrder(train.count(), seed, epoch);
+  const std::vector<int64_t> order = shuffledOrder(train.count(), reading.seed, epoch);
+  BatchOptions batchOptions;
+  batchOptions.draw = BatchDraw{true, reading.seed, epoch};
+  batchOptions.pool = reading.pool;
 
   // A window of steps prepared by the loader thread: each batch normalized
   // straight into a host input block, which its step copies to the device
@@ -67,12 +72,16 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
     std::vector<float> lrs;
     double lastLr = 0;
     std::string error;
+    std::vector<std::string> skipped;
   };
   auto prepare = [&](int64_t s0) {
     int64_t count = std::min(window, steps - s0);
     int64_t global0 = epoch * steps + s0;
     ScopedSpan span(trainer.spans(), "prepare " + std::to_string(count) + " batches", "loader");
     Window w;
+    BatchOptions options = batchOptions;
+    if (reading.skipped)
+      options.skipped = &w.skipped;
     for (int64_t i = 0; i < count; ++i) {
       w.lastLr = schedule.lr(global0 + i);
       Result<std::shared_ptr<void>> block = trainer.imageBlock();
@@ -82,7 +91,8 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
       }
       std::vector<int32_t> labels(static_cast<size_t>(batch));
       Status filled = train.fillBatch(order.data() + (s0 + i) * globalBatch + shard.begin, batch,
-                                      static_cast<float *>(block->get()), labels.data());
+                                      static_cast<float *>(block->get()), labels.data(),
+                                      options);
       if (!filled) {
         w.error = filled.error().message();
         return w;
@@ -100,9 +110,13 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
   std::future<Window> next = std::async(std::launch::async, prepare, int64_t(0));
   for (int64_t s0 = 0; s0 < steps; s0 += window) {
     int64_t count = std::min(window, steps - s0);
+    const auto waitStart = std::chrono::steady_clock::now();
     Window w = next.get();
+    state.dataWaitSeconds += secondsSince(waitStart);
     if (!w.error.empty())
       return Error(epochName(epoch) + ": " + w.error);
+    if (reading.skipped)
+      reading.skipped->insert(reading.skipped->end(), w.skipped.begin(), w.skipped.end());
     if (s0 + window < steps)
       next = std::async(std::launch::async, prepare, s0 + window);
     state.lr = result.lastLr = w.lastLr;
@@ -131,6 +145,7 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
   }
   result.lossSum = state.lossSum;
   result.steps = state.stepsDone;
+  result.dataWaitSeconds = state.dataWaitSeconds;
   return result;
 }
 
@@ -150,6 +165,7 @@ Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
   plan.epochs = config.epochs;
   plan.lr = config.lr;
   plan.warmupEpochs = config.warmupEpochs;
+  plan.loaderThreads = std::max(1, config.loaderThreads);
   if (plan.stepsPerEpoch < 1)
     return Error("the training set has " + std::to_string(train.count()) +
                  " examples, fewer than one batch of " + std::to_string(plan.globalBatch));
@@ -178,12 +194,18 @@ Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
   }
   observer.planned(plan);
 
+  LoaderPool pool(plan.loaderThreads);
   const auto runStart = std::chrono::steady_clock::now();
   for (int64_t epoch = plan.firstEpoch; epoch < config.epochs; ++epoch) {
     observer.epochStarted(epoch);
     const auto epochStart = std::chrono::steady_clock::now();
+    std::vector<std::string> skipped;
+    EpochReading reading;
+    reading.seed = config.seed;
+    reading.pool = &pool;
+    reading.skipped = config.skipBadImages ? &skipped : nullptr;
     Result<EpochResult> trained =
-        trainEpoch(trainer, train, schedule, epoch, config.seed,
+        trainEpoch(trainer, train, schedule, epoch, reading,
                    [&](const EpochProgress &p) { observer.progress(p); });
     if (!trained)
       return trained.error();
@@ -192,6 +214,7 @@ Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
     report.trainSeconds = secondsSince(epochStart);
     report.steps = trained->steps;
     report.lastLr = trained->lastLr;
+    report.dataWaitSeconds = trained->dataWaitSeconds;
     // The ranks' mean loss (each rank's loss is over its own shard).
     std::vector<double> sums = {trained->lossSum};
     if (Status st = trainer.sumOverRanks(sums); !st)
@@ -200,12 +223,19 @@ Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
     observer.trained(report);
 
     const auto testStart = std::chrono::steady_clock::now();
-    Result<Evaluation> evaluation = trainer.evaluate(test);
+    BatchOptions testReading;
+    testReading.pool = &pool;
+    testReading.skipped = reading.skipped;
+    Result<Evaluation> evaluation = trainer.evaluate(test, testReading);
     if (!evaluation)
       return Error(epochName(epoch) + ", " + evaluation.error().message());
     report.test = *evaluation;
     report.testExamples = test.count();
     report.testSeconds = secondsSince(testStart);
+    // An example read twice (a padded last test batch) counts once.
+    report.skippedImages = int64_t(std::set<std::string>(skipped.begin(), skipped.end()).size());
+    if (!skipped.empty())
+      report.firstSkipped = skipped.front();
     observer.evaluated(report);
 
     // Every rank holds the same state: rank 0 writes the checkpoint.

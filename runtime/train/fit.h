@@ -8,9 +8,12 @@
 // checkpoint; a run resumes from a checkpoint with the epoch after it, so
 // that its losses equal an uninterrupted run's.
 //
-// A loader thread prepares the next window of batches (gather, normalize,
-// labels, learning rates) straight into the trainer's host input blocks
-// while the main thread submits the current window and the device runs it.
+// A loader thread prepares the next window of batches (gather, decode,
+// augment, normalize, labels, learning rates) straight into the trainer's
+// host input blocks, its examples spread over a LoaderPool's threads, while
+// the main thread submits the current window and the device runs it. The
+// time the main thread waits for a window is reported: a run whose steps
+// wait is data-bound.
 //
 // Data-parallel, every rank walks the same order, one global batch (batch
 // x ranks) per step, and trains its shard of it; the reported train loss is
@@ -26,6 +29,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/train/data_source.h"
+#include "runtime/train/loader_pool.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/trainer.h"
 
@@ -43,21 +47,34 @@ struct EpochProgress {
   int64_t stepsPerEpoch = 0;
   double lossSum = 0;         ///< this rank's, over stepsDone steps
   double lr = 0;              ///< of the newest submitted step
+  double dataWaitSeconds = 0; ///< this epoch's, waiting for prepared batches
+};
+
+/// How trainEpoch reads its batches.
+struct EpochReading {
+  uint64_t seed = 0;          ///< shuffling and augmentation draws
+  LoaderPool *pool = nullptr; ///< the loader's threads (none: the loader thread alone)
+  /// Skip examples that cannot be read, appending their errors (see
+  /// BatchOptions::skipped); null: such an example stops the epoch.
+  std::vector<std::string> *skipped = nullptr;
 };
 
 struct EpochResult {
   double lossSum = 0; ///< this rank's step losses, summed
   int64_t steps = 0;
   double lastLr = 0;  ///< of the epoch's last step
+  double dataWaitSeconds = 0;
 };
 
 /// Trains 0-based `epoch` of `train` on `trainer`: steps epoch *
 /// stepsPerEpoch + 1, ... over the global batches of shuffledOrder(count,
-/// seed, epoch), learning rates from `schedule` by 0-based global step, and
-/// drains at the end. `progress` (may be empty) is called after every
-/// window. A loss that is not finite is an error naming the step.
+/// reading.seed, epoch), examples drawn with (reading.seed, epoch), learning
+/// rates from `schedule` by 0-based global step, and drains at the end.
+/// `progress` (may be empty) is called after every window. A loss that is
+/// not finite is an error naming the step.
 Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
-                               const LrSchedule &schedule, int64_t epoch, uint64_t seed,
+                               const LrSchedule &schedule, int64_t epoch,
+                               const EpochReading &reading,
                                const std::function<void(const EpochProgress &)> &progress = {});
 
 /// Full global batches of `train` per epoch for `trainer` (its batch times
@@ -73,6 +90,8 @@ struct FitConfig {
   std::string resume;        ///< a checkpoint to continue from
   int64_t stopAfterEpoch = 0; ///< stop after this epoch (1-based) when > 0
   std::string artifactPath;  ///< names the model in messages
+  int loaderThreads = 1;     ///< threads that read, decode and augment examples
+  bool skipBadImages = false; ///< skip (and count) images that do not decode
 };
 
 /// The run fit is about to train (after resuming).
@@ -86,6 +105,7 @@ struct FitPlan {
   int64_t firstEpoch = 0;  ///< 0-based; > 0 after a resume
   std::string resumedFrom; ///< the checkpoint, after a resume
   double lr = 0, warmupEpochs = 0;
+  int loaderThreads = 1;
 };
 
 /// One epoch's numbers for the report.
@@ -95,6 +115,11 @@ struct EpochReport {
   int64_t steps = 0;
   double lastLr = 0;
   double trainSeconds = 0;
+  double dataWaitSeconds = 0; ///< of trainSeconds, waiting for batches
+  /// Images skipped (FitConfig::skipBadImages) this epoch, training and
+  /// test, with the first one's error.
+  int64_t skippedImages = 0;
+  std::string firstSkipped;
   Evaluation test;
   int64_t testExamples = 0;
   double testSeconds = 0;

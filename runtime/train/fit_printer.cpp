@@ -64,7 +64,8 @@ void FitPrinter::planned(const FitPlan &plan) {
        plan.model.c_str(), (long long)plan.batch, (long long)plan.classes,
        (long long)plan.trainExamples, (long long)plan.stepsPerEpoch,
        (long long)plan.testExamples, (long long)plan.epochs, plan.lr, plan.warmupEpochs);
-  line("data loaded in %.2f s\n", secondsSince(loadStart_));
+  line("data loaded in %.2f s; %d loader thread%s\n", secondsSince(loadStart_),
+       plan.loaderThreads, plan.loaderThreads == 1 ? "" : "s");
   if (plan.firstEpoch > 0)
     line("resumed from %s after epoch %lld\n", plan.resumedFrom.c_str(),
          (long long)plan.firstEpoch);
@@ -72,7 +73,7 @@ void FitPrinter::planned(const FitPlan &plan) {
   runStart_ = Clock::now();
 }
 
-void FitPrinter::epochStarted(int64_t) { lastProgress_ = Clock::now(); }
+void FitPrinter::epochStarted(int64_t) { lastProgress_ = epochStart_ = Clock::now(); }
 
 void FitPrinter::progress(const EpochProgress &p) {
   // About once a second; on a terminal also at the epoch's end, so that the
@@ -86,12 +87,14 @@ void FitPrinter::progress(const EpochProgress &p) {
   double rate = double((p.epoch - plan_.firstEpoch) * p.stepsPerEpoch + p.stepsDone) /
                 secondsSince(runStart_);
   int64_t left = (plan_.epochs - p.epoch - 1) * p.stepsPerEpoch + (p.stepsPerEpoch - p.stepsDone);
+  const double epochSeconds = secondsSince(epochStart_);
   std::fprintf(options_.err,
                "%sepoch %lld/%lld step %lld/%lld loss %.4f lr %.4g %.2f batches/s %.0f "
-               "images/s ETA %s%s",
+               "images/s data wait %.0f%% ETA %s%s",
                tty_ ? "\r\033[K" : "", (long long)p.epoch + 1, (long long)plan_.epochs,
                (long long)p.stepsDone, (long long)p.stepsPerEpoch,
                p.lossSum / double(p.stepsDone), p.lr, rate, rate * double(plan_.globalBatch),
+               epochSeconds > 0 ? 100.0 * p.dataWaitSeconds / epochSeconds : 0.0,
                formatDuration(double(left) / rate).c_str(), tty_ ? "" : "\n");
   std::fflush(options_.err);
 }
@@ -118,9 +121,14 @@ void FitPrinter::evaluated(const EpochReport &r) {
     line("epoch %lld/%lld test: not evaluated (%lld examples, fewer than a batch, and the "
          "program returns no logits)\n",
          e, epochs, (long long)r.testExamples);
-  line("epoch %lld/%lld time %.2f s train (%.2f batches/s, %.0f images/s), %.2f s test\n", e,
-       epochs, r.trainSeconds, double(r.steps) / r.trainSeconds,
-       double(r.steps * plan_.globalBatch) / r.trainSeconds, r.testSeconds);
+  line("epoch %lld/%lld time %.2f s train (%.2f batches/s, %.0f images/s, %.2f s waiting for "
+       "data), %.2f s test\n",
+       e, epochs, r.trainSeconds, double(r.steps) / r.trainSeconds,
+       double(r.steps * plan_.globalBatch) / r.trainSeconds, r.dataWaitSeconds, r.testSeconds);
+  if (r.skippedImages > 0)
+    line("epoch %lld/%lld skipped %lld images that did not read (--skip-bad-images), the first: "
+         "%s\n",
+         e, epochs, (long long)r.skippedImages, r.firstSkipped.c_str());
   std::fflush(options_.out);
 }
 

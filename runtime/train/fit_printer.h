@@ -55,7 +55,7 @@ private:
   Options options_;
   bool tty_; ///< progress lines rewrite themselves in place
   FitPlan plan_;
-  std::chrono::steady_clock::time_point loadStart_, runStart_, lastProgress_;
+  std::chrono::steady_clock::time_point loadStart_, runStart_, lastProgress_, epochStart_;
 };
 
 /// "M:SS", or "H:MM:SS" from an hour on, of `seconds` rounded.

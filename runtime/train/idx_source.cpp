@@ -9,6 +9,15 @@ std::string IdxDataSource::layout() const {
          " grayscale";
 }
 
+Status IdxDataSource::readPixels(int64_t index, PixelImage &image) const {
+  image.height = data_.rows;
+  image.width = data_.cols;
+  image.channels = 1;
+  const uint8_t *p = data_.pixels.data() + index * data_.imageSize();
+  image.pixels.assign(p, p + data_.imageSize());
+  return Status::success();
+}
+
 Result<IdxSources> loadIdxSources(const std::string &dir, int64_t limitTrain,
                                   int64_t limitTest, float mean, float std) {
   Result<IdxSplits> splits = loadIdxSplits(dir, limitTrain, limitTest);

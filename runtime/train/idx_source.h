@@ -32,6 +32,9 @@ public:
   void writeImage(int64_t index, float *out) const override {
     normalizeImage(data_, index, out, mean_, std_);
   }
+  bool hasPixels() const override { return true; }
+  Status readPixels(int64_t index, PixelImage &image) const override;
+  ChannelNormalization normalization() const override { return {{mean_}, {std_}}; }
 
 private:
   IdxDataset data_;

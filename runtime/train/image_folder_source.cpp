@@ -7,29 +7,64 @@
 #include "runtime/train/image_folder_source.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace rn::train {
 
-ImageFolderSource::ImageFolderSource(std::vector<ImageFile> files, ImageSize size,
-                                     std::string name, std::vector<float> mean,
-                                     std::vector<float> std)
-    : files_(std::move(files)), size_(size), name_(std::move(name)), mean_(std::move(mean)) {
+ImageFolderSource::ImageFolderSource(std::vector<ImageFile> files, std::vector<ImageSize> sizes,
+                                     ImageSize size, bool mixedSizes, std::string name,
+                                     std::vector<float> mean, std::vector<float> std)
+    : files_(std::move(files)), sizes_(std::move(sizes)), size_(size), mixedSizes_(mixedSizes),
+      name_(std::move(name)), mean_(std::move(mean)), std_(std::move(std)) {
   // x * (1 / std), as the IDX and .npz sources compute, so that a folder of
   // Fashion-MNIST PNGs gives their images bit for bit.
-  for (float s : std)
+  for (float s : std_)
     inverseStd_.push_back(1.0f / s);
 }
 
-std::string ImageFolderSource::layout() const { return "NHWC, " + size_.str() + " uint8 images"; }
+std::string ImageFolderSource::layout() const {
+  if (mixedSizes_)
+    return "NHWC, " + std::to_string(size_.channels) + "-channel uint8 images of varying sizes";
+  return "NHWC, " + size_.str() + " uint8 images";
+}
+
+namespace {
+
+/// Decodes `file` (of `fileSize`, its header's) into `image` with
+/// `channels` channels: a grayscale image of a color folder is expanded.
+Status decodeAs(const std::string &path, const ImageSize &fileSize, int64_t channels,
+                PixelImage &image) {
+  image.height = fileSize.height;
+  image.width = fileSize.width;
+  image.channels = channels;
+  image.pixels.resize(size_t(fileSize.height * fileSize.width * channels));
+  if (fileSize.channels == channels)
+    return decodeImage(path, fileSize, image.pixels.data());
+  std::vector<uint8_t> gray(static_cast<size_t>(fileSize.pixels()));
+  RN_RETURN_IF_ERROR(decodeImage(path, fileSize, gray.data()));
+  for (size_t i = 0; i < gray.size(); ++i)
+    for (int64_t c = 0; c < channels; ++c)
+      image.pixels[i * size_t(channels) + size_t(c)] = gray[i];
+  return Status::success();
+}
+
+} // namespace
+
+Status ImageFolderSource::readPixels(int64_t index, PixelImage &image) const {
+  return decodeAs(files_[size_t(index)].path, sizes_[size_t(index)], size_.channels, image);
+}
 
 Status ImageFolderSource::readImage(int64_t index, float *out) const {
+  if (mixedSizes_)
+    return Error(name_ + ": its images differ in size; they reach the model through a resize "
+                         "(--augment rrc-flip)");
   const int64_t size = size_.pixels(), channels = size_.channels;
-  std::vector<uint8_t> pixels(static_cast<size_t>(size));
-  RN_RETURN_IF_ERROR(decodeImage(files_[size_t(index)].path, size_, pixels.data()));
+  PixelImage image;
+  RN_RETURN_IF_ERROR(readPixels(index, image));
   for (int64_t i = 0; i < size; ++i) {
     const size_t c = size_t(i % channels);
-    out[i] = (float(pixels[size_t(i)]) / 255.0f - mean_[c]) * inverseStd_[c];
+    out[i] = (float(image.pixels[size_t(i)]) / 255.0f - mean_[c]) * inverseStd_[c];
   }
   return Status::success();
 }
@@ -46,49 +81,60 @@ void keepFirst(std::vector<ImageFile> &files, int64_t limit) {
     files.resize(size_t(limit));
 }
 
-/// Every file's header: one size for all, returned.
-Result<ImageSize> commonSize(const std::vector<ImageFile> &train,
-                             const std::vector<ImageFile> &test) {
-  ImageSize first;
+/// Every file's header (sizes[split][i]); without `mixed`, all must be one
+/// size.
+Result<std::array<std::vector<ImageSize>, 2>> readSizes(const std::vector<ImageFile> &train,
+                                                        const std::vector<ImageFile> &test,
+                                                        bool mixed) {
+  std::array<std::vector<ImageSize>, 2> sizes;
+  const ImageSize *first = nullptr;
   const std::string *firstPath = nullptr;
-  for (const std::vector<ImageFile> *split : {&train, &test})
-    for (const ImageFile &file : *split) {
+  int split = 0;
+  for (const std::vector<ImageFile> *files : {&train, &test}) {
+    std::vector<ImageSize> &out = sizes[size_t(split++)];
+    out.reserve(files->size());
+    for (const ImageFile &file : *files) {
       Result<ImageSize> size = readImageSize(file.path);
       if (!size)
         return size.error();
+      out.push_back(*size);
       if (!firstPath) {
-        first = *size;
+        first = &out.back();
         firstPath = &file.path;
-      } else if (!(*size == first)) {
+      } else if (!mixed && !(*size == *first)) {
         return Error(file.path + ": " + size->str() + " (HxWxC), but " + *firstPath + " is " +
-                     first.str() + ": all images of a folder must have one size");
+                     first->str() +
+                     ": all images of a folder must have one size (or be resized: --augment "
+                     "rrc-flip)");
       }
     }
-  return first;
+  }
+  return sizes;
 }
 
 /// The per-channel mean and standard deviation (population) of `files`'
-/// pixels scaled to [0, 1], summed in example order as npzChannelStats.
-Status channelStats(const std::vector<ImageFile> &files, const ImageSize &size,
-                    std::vector<float> &mean, std::vector<float> &std) {
-  const size_t channels = size_t(size.channels);
-  std::vector<double> sum(channels), squares(channels);
-  std::vector<uint8_t> pixels(static_cast<size_t>(size.pixels()));
-  for (const ImageFile &file : files) {
-    RN_RETURN_IF_ERROR(decodeImage(file.path, size, pixels.data()));
-    for (size_t i = 0; i < pixels.size(); ++i) {
-      const double v = double(pixels[i]) / 255.0;
-      sum[i % channels] += v;
-      squares[i % channels] += v * v;
+/// pixels scaled to [0, 1], read with `channels` channels, summed in
+/// example order as npzChannelStats.
+Status channelStats(const std::vector<ImageFile> &files, const std::vector<ImageSize> &sizes,
+                    int64_t channels, std::vector<float> &mean, std::vector<float> &std) {
+  std::vector<double> sum(static_cast<size_t>(channels)), squares(static_cast<size_t>(channels));
+  PixelImage image;
+  double pixels = 0;
+  for (size_t f = 0; f < files.size(); ++f) {
+    RN_RETURN_IF_ERROR(decodeAs(files[f].path, sizes[f], channels, image));
+    for (size_t i = 0; i < image.pixels.size(); ++i) {
+      const double v = double(image.pixels[i]) / 255.0;
+      sum[i % size_t(channels)] += v;
+      squares[i % size_t(channels)] += v * v;
     }
+    pixels += double(image.height * image.width);
   }
-  const double n = double(files.size()) * double(size.height * size.width);
-  mean.assign(channels, 0.0f);
-  std.assign(channels, 0.0f);
-  for (size_t c = 0; c < channels; ++c) {
-    const double m = sum[c] / n;
+  mean.assign(size_t(channels), 0.0f);
+  std.assign(size_t(channels), 0.0f);
+  for (size_t c = 0; c < size_t(channels); ++c) {
+    const double m = sum[c] / pixels;
     mean[c] = float(m);
-    std[c] = float(std::sqrt(std::max(squares[c] / n - m * m, 0.0)));
+    std[c] = float(std::sqrt(std::max(squares[c] / pixels - m * m, 0.0)));
   }
   return Status::success();
 }
@@ -105,14 +151,20 @@ Result<ImageFolderSources> loadImageFolderSources(const std::string &root,
     return folder.error();
   keepFirst(folder->train, options.limitTrain);
   keepFirst(folder->test, options.limitTest);
-  Result<ImageSize> size = commonSize(folder->train, folder->test);
-  if (!size)
-    return size.error();
+  Result<std::array<std::vector<ImageSize>, 2>> sizes =
+      readSizes(folder->train, folder->test, options.mixedSizes);
+  if (!sizes)
+    return sizes.error();
   ImageFolderSources out;
-  out.size = *size;
+  out.size = (*sizes)[0].empty() ? (*sizes)[1].front() : (*sizes)[0].front();
+  for (const std::vector<ImageSize> &split : *sizes)
+    for (const ImageSize &s : split) {
+      out.sizesDiffer = out.sizesDiffer || !(s == out.size);
+      out.size.channels = std::max(out.size.channels, s.channels);
+    }
   out.classes = folder->classes;
   out.testSplit = folder->testSplit;
-  const size_t channels = size_t(size->channels);
+  const size_t channels = size_t(out.size.channels);
   if (options.mean && options.std) {
     if (options.mean->size() != channels || options.std->size() != channels)
       return Error(root + ": its images have " + std::to_string(channels) + " channel" +
@@ -121,7 +173,8 @@ Result<ImageFolderSources> loadImageFolderSources(const std::string &root,
     out.mean = *options.mean;
     out.std = *options.std;
   } else {
-    RN_RETURN_IF_ERROR(channelStats(folder->train, *size, out.mean, out.std));
+    RN_RETURN_IF_ERROR(
+        channelStats(folder->train, (*sizes)[0], out.size.channels, out.mean, out.std));
     out.statsComputed = true;
   }
   for (float s : out.std)
@@ -129,9 +182,12 @@ Result<ImageFolderSources> loadImageFolderSources(const std::string &root,
       return Error(root + ": a channel's standard deviation is " + std::to_string(s) +
                    ": give --std with positive values");
   const std::string base = root + (root.empty() || root.back() == '/' ? "" : "/");
-  out.train = std::make_unique<ImageFolderSource>(std::move(folder->train), *size,
-                                                  base + "train", out.mean, out.std);
-  out.test = std::make_unique<ImageFolderSource>(std::move(folder->test), *size,
+  out.train = std::make_unique<ImageFolderSource>(std::move(folder->train),
+                                                  std::move((*sizes)[0]), out.size,
+                                                  out.sizesDiffer, base + "train", out.mean,
+                                                  out.std);
+  out.test = std::make_unique<ImageFolderSource>(std::move(folder->test), std::move((*sizes)[1]),
+                                                 out.size, out.sizesDiffer,
                                                  base + folder->testSplit, out.mean, out.std);
   return out;
 }

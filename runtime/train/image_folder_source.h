@@ -3,11 +3,14 @@
 // The splits of an image folder (runtime/data/image_folder.h) behind
 // DataSource. Every image's header is read up front: all must have one size
 // (H, W, C), else an error naming the first file that differs and both
-// sizes. Images are decoded when asked (readImage, on the trainer's loader
-// thread), then normalized per channel as the .npz source does: x / 255,
-// then (x - mean) * (1 / std), with a given mean and standard deviation or
-// those of the training split (every training image decoded once, up front).
-// An image that fails to decode while training is an error naming the file.
+// sizes, unless the sizes may vary (ImageFolderSourceOptions::mixedSizes:
+// an augmentation that resizes reads them, through readPixels; grayscale
+// images of a color folder are then expanded to RGB). Images are decoded
+// when asked (readImage, on the trainer's loader threads), then normalized
+// per channel as the .npz source does: x / 255, then (x - mean) * (1 /
+// std), with a given mean and standard deviation or those of the training
+// split (every training image decoded once, up front). An image that fails
+// to decode while training is an error naming the file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,9 +29,12 @@ namespace rn::train {
 
 class ImageFolderSource final : public DataSource {
 public:
-  /// `mean` and `std` hold one value per channel.
-  ImageFolderSource(std::vector<ImageFile> files, ImageSize size, std::string name,
-                    std::vector<float> mean, std::vector<float> std);
+  /// `sizes` holds each file's size (from its header); `size` is the
+  /// images' common one (with mixed sizes: the first's, and the channels
+  /// every image is read with). `mean` and `std` hold one value per channel.
+  ImageFolderSource(std::vector<ImageFile> files, std::vector<ImageSize> sizes, ImageSize size,
+                    bool mixedSizes, std::string name, std::vector<float> mean,
+                    std::vector<float> std);
 
   int64_t count() const override { return int64_t(files_.size()); }
   std::vector<int64_t> imageShape() const override {
@@ -40,15 +46,21 @@ public:
   int64_t label(int64_t index) const override { return files_[size_t(index)].label; }
   /// readImage; an image that does not decode is written as zeros.
   void writeImage(int64_t index, float *out) const override;
+  /// With mixed sizes, an error: the images must be resized first.
   Status readImage(int64_t index, float *out) const override;
+  bool hasPixels() const override { return true; }
+  Status readPixels(int64_t index, PixelImage &image) const override;
+  ChannelNormalization normalization() const override { return {mean_, std_}; }
 
   const std::vector<ImageFile> &files() const { return files_; }
 
 private:
   std::vector<ImageFile> files_;
+  std::vector<ImageSize> sizes_;
   ImageSize size_;
+  bool mixedSizes_ = false;
   std::string name_;
-  std::vector<float> mean_, inverseStd_;
+  std::vector<float> mean_, std_, inverseStd_;
 };
 
 struct ImageFolderSourceOptions {
@@ -56,13 +68,17 @@ struct ImageFolderSourceOptions {
   /// Normalization, one value per channel; absent: the training split's
   /// own (after any limit: only the images that train are decoded).
   std::optional<std::vector<float>> mean, std;
+  /// Images may differ in size (and in channels: grayscale ones of a color
+  /// folder are read as RGB); they reach the model through a resize.
+  bool mixedSizes = false;
 };
 
 struct ImageFolderSources {
   std::unique_ptr<ImageFolderSource> train, test;
   std::vector<std::string> classes; ///< the class folders; index = label
   std::string testSplit;            ///< "val" or "test"
-  ImageSize size;
+  ImageSize size;            ///< the common size, or with mixed sizes the first's
+  bool sizesDiffer = false;  ///< (mixed sizes allowed) not all images have `size`
   std::vector<float> mean, std;
   bool statsComputed = false;
 };

@@ -14,7 +14,7 @@ namespace rn::train {
 
 NpzDataSource::NpzDataSource(NpzDataset data, std::string name, std::vector<float> mean,
                              std::vector<float> std)
-    : data_(std::move(data)), name_(std::move(name)), mean_(std::move(mean)) {
+    : data_(std::move(data)), name_(std::move(name)), mean_(std::move(mean)), std_(std) {
   // x * (1 / std), as the IDX source computes, so that a one-channel uint8
   // .npz of Fashion-MNIST gives the IDX run's images bit for bit.
   for (float s : std)
@@ -43,6 +43,17 @@ void NpzDataSource::writeImage(int64_t index, float *out) const {
       out[i] = (v - mean_[c]) * inverseStd_[c];
     }
   }
+}
+
+Status NpzDataSource::readPixels(int64_t index, PixelImage &image) const {
+  if (!hasPixels())
+    return DataSource::readPixels(index, image);
+  image.height = data_.height;
+  image.width = data_.width;
+  image.channels = data_.channels;
+  const auto *p = reinterpret_cast<const uint8_t *>(data_.images.data()) + index * data_.imageSize();
+  image.pixels.assign(p, p + data_.imageSize());
+  return Status::success();
 }
 
 void npzChannelStats(const NpzDataset &data, std::vector<float> &mean, std::vector<float> &std) {

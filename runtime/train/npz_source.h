@@ -33,11 +33,14 @@ public:
   std::string name() const override { return name_; }
   int64_t label(int64_t index) const override { return data_.labels[size_t(index)]; }
   void writeImage(int64_t index, float *out) const override;
+  bool hasPixels() const override { return data_.pixels == NpzPixels::u8; }
+  Status readPixels(int64_t index, PixelImage &image) const override;
+  ChannelNormalization normalization() const override { return {mean_, std_}; }
 
 private:
   NpzDataset data_;
   std::string name_;
-  std::vector<float> mean_, inverseStd_;
+  std::vector<float> mean_, std_, inverseStd_;
 };
 
 /// The per-channel mean and standard deviation (population) of `data`'s

@@ -201,7 +201,7 @@ Status Trainer::checkEvalInput() const {
   return Status::success();
 }
 
-Result<Evaluation> Trainer::evaluate(const DataSource &test) {
+Result<Evaluation> Trainer::evaluate(const DataSource &test, const BatchOptions &options) {
   RN_RETURN_IF_ERROR(drain());
   RN_RETURN_IF_ERROR(checkEvalInput());
   if (test.imageSize() != imageSize_)
@@ -217,12 +217,15 @@ Result<Evaluation> Trainer::evaluate(const DataSource &test) {
   hb.images.resize(size_t(n * imageSize_));
   hb.labels.resize(size_t(n));
   std::vector<int64_t> indices(static_cast<size_t>(n));
+  BatchOptions reading = options;
+  reading.draw = BatchDraw{};
   for (int64_t first = int64_t(group_.rank) * n; first < test.count();
        first += n * group_.worldSize) {
     int64_t rows = std::min(n, test.count() - first);
     for (int64_t i = 0; i < n; ++i)
       indices[size_t(i)] = i < rows ? first + i : (i - rows) % test.count();
-    RN_RETURN_IF_ERROR(test.fillBatch(indices.data(), n, hb.images.data(), hb.labels.data()));
+    RN_RETURN_IF_ERROR(
+        test.fillBatch(indices.data(), n, hb.images.data(), hb.labels.data(), reading));
     EvalOutputs out;
     if (Status st = executor_.evalStep(hb, out); !st)
       return Error("evaluation batch " + std::to_string(first / n + 1) + ": " +

@@ -176,7 +176,9 @@ public:
   /// logits. Data-parallel: the ranks first average their BN statistics,
   /// rank r evaluates the batches b with b % ranks == r and the sums are
   /// added over the ranks.
-  Result<Evaluation> evaluate(const DataSource &test);
+  /// `options` says how the test batches are read (threads, skipping; its
+  /// draw is evaluation's whatever it holds).
+  Result<Evaluation> evaluate(const DataSource &test, const BatchOptions &options = {});
   /// The logits [count, classes] of `count` images (count x imageSize
   /// floats), in batches of the program's size (the last one padded).
   Result<std::vector<float>> predict(const float *images, int64_t count);

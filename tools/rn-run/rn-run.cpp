@@ -36,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <iterator>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -47,10 +48,12 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::string path, executor = "auto", data, checkpoint, resume, planCache, dumpGraphs, trace,
-      stateDigest, label = "fine", mean, std;
+      stateDigest, label = "fine", mean, std, augment = "none";
   rn::ProcessGroup group; ///< RANK / WORLD_SIZE / ...: rank 0 of 1 unless data-parallel
   bool synthetic = false, interleave = false, progress = true, benchmark = false, profile = false;
   bool syncDebug = false, deterministic = false, allowTf32 = false, allowRpr = false;
+  bool skipBadImages = false;
+  long long loaderThreads = 0; ///< 0: min(8, the host's threads / ranks)
   long long steps = 10, epochs = 1, autotuneCandidates = 16, stateDigestEvery = 0, warmup = 10;
   long long gpus = 0, cpuReplicas = 0, limitTrain = 0, limitTest = 0, stopAfterEpoch = 0;
   double lr = 0.1, warmupEpochs = 0, perturbEps = 0;
@@ -81,11 +84,22 @@ void usage(FILE *out) {
       "                     (uint8 or float32 images, NHWC or NHW)\n"
       "  --data ROOT        or an image folder: ROOT/train/<class>/*.png|jpg|jpeg and\n"
       "                     ROOT/val/<class>/... (or test/); classes in sorted order,\n"
-      "                     all images one size\n"
+      "                     all images one size unless --augment rrc-flip resizes them\n"
       "  --mean M,... --std S,...  per-channel normalization (default: IDX,\n"
       "                     Fashion-MNIST's 0.2860/0.3530; CIFAR, NPZ and image\n"
       "                     folders, the training split's, computed and printed)\n"
       "  --label fine|coarse  CIFAR-100's label (default fine)\n"
+      "  --augment A        training augmentation, drawn by (seed, epoch, example):\n"
+      "                     none (default), crop-flip (CIFAR: 4-pixel zero padding,\n"
+      "                     random crop, horizontal flip) or rrc-flip (ImageNet:\n"
+      "                     random-resized crop to the model's input size + flip;\n"
+      "                     evaluation resizes and takes the center crop)\n"
+      "  --loader-threads N threads that read, decode and augment examples\n"
+      "                     (default: min(8, host threads / ranks)); batches do not\n"
+      "                     depend on it\n"
+      "  --skip-bad-images  an image that does not decode is skipped (its batch slot\n"
+      "                     takes another example of the batch) and counted, instead\n"
+      "                     of stopping the run\n"
       "  --limit-train K    use only the first K training examples\n"
       "  --limit-test K     use only the first K test examples\n"
       "  --synthetic        train on a fixed synthetic dataset (random images,\n"
@@ -160,13 +174,33 @@ int runData(const Options &o, Trainer &trainer, FitPrinter &report) {
     if (rn::Status s = checkWritable(o.checkpoint); !s)
       return fail(s.error().message());
   report.setLoadStart(Clock::now());
-  rn::Result<DataDir> sources =
-      loadDataDir(o.data, {o.limitTrain, o.limitTest, o.label, o.mean, o.std});
+  rn::Result<rn::AugmentKind> augment = rn::parseAugmentKind(o.augment);
+  if (!augment)
+    return fail(augment.error().message());
+  rn::AugmentRecipe recipe;
+  recipe.kind = *augment;
+  DataDirOptions dataOptions{o.limitTrain, o.limitTest, o.label, o.mean, o.std};
+  dataOptions.mixedSizes = recipe.kind == rn::AugmentKind::resizedCropFlip;
+  rn::Result<DataDir> sources = loadDataDir(o.data, dataOptions);
   if (!sources)
     return fail(sources.error().message());
+  const std::vector<int64_t> &input = trainer.imageShape(); // [batch, H, W, C]
+  if (input.size() == 4) {
+    if (rn::Status st = augmentDataDir(*sources, recipe, input[1], input[2]); !st)
+      return fail(st.error().message());
+  } else if (recipe.kind != rn::AugmentKind::none) {
+    return fail("--augment needs a model whose images are [batch, H, W, C]; " + o.path +
+                " takes " + rn::shapeString(input));
+  }
   report.line("data: %s\n", sources->description.c_str());
-  const FitConfig config{o.epochs,     o.lr,     o.warmupEpochs,   o.seed,
-                         o.checkpoint, o.resume, o.stopAfterEpoch, o.path};
+  FitConfig config{o.epochs,     o.lr,     o.warmupEpochs,   o.seed,
+                   o.checkpoint, o.resume, o.stopAfterEpoch, o.path};
+  config.skipBadImages = o.skipBadImages;
+  const unsigned host = std::max(1u, std::thread::hardware_concurrency());
+  config.loaderThreads =
+      o.loaderThreads > 0
+          ? int(o.loaderThreads)
+          : int(std::clamp<long long>(host / std::max(1, o.group.worldSize), 1, 8));
   if (rn::Status st = fit(trainer, *sources->train, *sources->test, config, report); !st) {
     report.clearProgress();
     return fail(st.error().message());
@@ -349,18 +383,19 @@ int parse(int argc, char **argv, Options &o) {
       {"--synthetic", &o.synthetic}, {"--interleave", &o.interleave},
       {"--sync-debug", &o.syncDebug}, {"--deterministic", &o.deterministic},
       {"--allow-tf32", &o.allowTf32}, {"--allow-reduced-precision-reduction", &o.allowRpr},
-      {"--profile", &o.profile}, {"--benchmark", &o.benchmark}};
+      {"--profile", &o.profile}, {"--benchmark", &o.benchmark},
+      {"--skip-bad-images", &o.skipBadImages}};
   const std::pair<const char *, std::string *> texts[] = {
       {"--plan-cache", &o.planCache}, {"--state-digest", &o.stateDigest}, {"--trace", &o.trace},
       {"--dump-graphs", &o.dumpGraphs}, {"--data", &o.data}, {"--checkpoint", &o.checkpoint},
       {"--resume", &o.resume}, {"--executor", &o.executor}, {"--label", &o.label},
-      {"--mean", &o.mean}, {"--std", &o.std}};
+      {"--mean", &o.mean}, {"--std", &o.std}, {"--augment", &o.augment}};
   const std::tuple<const char *, long long, long long *> integers[] = {
       {"--autotune-candidates", 0, &o.autotuneCandidates}, {"--warmup", 0, &o.warmup},
       {"--state-digest-every", 1, &o.stateDigestEvery}, {"--gpus", 1, &o.gpus},
       {"--cpu-replicas", 1, &o.cpuReplicas}, {"--epochs", 1, &o.epochs},
       {"--limit-train", 1, &o.limitTrain}, {"--limit-test", 1, &o.limitTest},
-      {"--stop-after-epoch", 1, &o.stopAfterEpoch}};
+      {"--stop-after-epoch", 1, &o.stopAfterEpoch}, {"--loader-threads", 1, &o.loaderThreads}};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> const char * {
