@@ -90,6 +90,14 @@ Status AugmentedSource::readExample(int64_t index, float *out, const BatchDraw &
   return Status::success();
 }
 
+Status AugmentedSource::readExamplePixels(int64_t index, uint8_t *out,
+                                          const BatchDraw &draw) const {
+  PixelImage image;
+  RN_RETURN_IF_ERROR(augmentedPixels(index, draw, image));
+  std::copy(image.pixels.begin(), image.pixels.end(), out);
+  return Status::success();
+}
+
 Status AugmentedSource::readImage(int64_t index, float *out) const {
   return readExample(index, out, BatchDraw{});
 }

@@ -39,6 +39,7 @@ public:
   void writeImage(int64_t index, float *out) const override;
   Status readImage(int64_t index, float *out) const override;
   Status readExample(int64_t index, float *out, const BatchDraw &draw) const override;
+  Status readExamplePixels(int64_t index, uint8_t *out, const BatchDraw &draw) const override;
   bool hasPixels() const override { return true; }
   /// The evaluation view's pixels.
   Status readPixels(int64_t index, PixelImage &image) const override;

@@ -2,9 +2,11 @@
 
 #include "runtime/train/data_source.h"
 
+#include "runtime/core/safetensors.h"
 #include "runtime/train/loader_pool.h"
 
 #include <algorithm>
+#include <functional>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -65,22 +67,35 @@ Result<MemoryDataSource> MemoryDataSource::create(std::string name,
   return source;
 }
 
-Status DataSource::readPixels(int64_t, PixelImage &) const {
-  return Error(name() + ": holds float images, not uint8 pixels (augmentation and uint8 input "
-                        "need pixels)");
+namespace {
+
+Error noPixels(const DataSource &source) {
+  return Error(source.name() + ": holds float images, not uint8 pixels (augmentation and uint8 "
+                               "input need pixels)");
 }
 
-Status DataSource::fillBatch(const int64_t *indices, int64_t n, float *images, int32_t *labels,
-                             const BatchOptions &options) const {
-  const int64_t size = imageSize(), examples = count();
+} // namespace
+
+Status DataSource::readPixels(int64_t, PixelImage &) const { return noPixels(*this); }
+
+namespace {
+
+/// fillBatch's body for either element type: reads every example (on the
+/// pool when given), then fills skipped slots from the batch's next readable
+/// example.
+template <typename T>
+Status fillExamples(const DataSource &source, const int64_t *indices, int64_t n, T *images,
+                    int32_t *labels, const BatchOptions &options,
+                    const std::function<Status(int64_t, T *)> &read) {
+  const int64_t size = source.imageSize(), examples = source.count();
   for (int64_t k = 0; k < n; ++k)
     if (indices[k] < 0 || indices[k] >= examples)
-      return Error(name() + ": example " + std::to_string(indices[k]) + " out of range [0, " +
-                   std::to_string(examples) + ")");
-  std::vector<Status> read(static_cast<size_t>(n));
+      return Error(source.name() + ": example " + std::to_string(indices[k]) +
+                   " out of range [0, " + std::to_string(examples) + ")");
+  std::vector<Status> status(static_cast<size_t>(n));
   auto readOne = [&](int64_t k) {
-    read[size_t(k)] = readExample(indices[k], images + k * size, options.draw);
-    labels[k] = int32_t(label(indices[k]));
+    status[size_t(k)] = read(indices[k], images + k * size);
+    labels[k] = int32_t(source.label(indices[k]));
   };
   if (options.pool)
     options.pool->run(n, readOne);
@@ -89,15 +104,15 @@ Status DataSource::fillBatch(const int64_t *indices, int64_t n, float *images, i
       readOne(k);
   std::vector<int64_t> bad;
   for (int64_t k = 0; k < n; ++k)
-    if (!read[size_t(k)]) {
+    if (!status[size_t(k)]) {
       if (!options.skipped)
-        return read[size_t(k)];
+        return status[size_t(k)];
       bad.push_back(k);
     }
   if (bad.empty())
     return Status::success();
   if (int64_t(bad.size()) == n)
-    return Error(read[0].error().message() + " (and every other example of its batch: "
+    return Error(status[0].error().message() + " (and every other example of its batch: "
                  "nothing left to train on)");
   // A skipped slot takes the batch's next readable example (wrapping), so
   // the batch stays full and a given set of bad files skips the same way.
@@ -105,11 +120,43 @@ Status DataSource::fillBatch(const int64_t *indices, int64_t n, float *images, i
     int64_t from = k;
     do
       from = (from + 1) % n;
-    while (!read[size_t(from)]);
+    while (!status[size_t(from)]);
     std::copy_n(images + from * size, size, images + k * size);
     labels[k] = labels[from];
-    options.skipped->push_back(read[size_t(k)].error().message());
+    options.skipped->push_back(status[size_t(k)].error().message());
   }
+  return Status::success();
+}
+
+} // namespace
+
+Status DataSource::fillBatch(const int64_t *indices, int64_t n, float *images, int32_t *labels,
+                             const BatchOptions &options) const {
+  return fillExamples<float>(*this, indices, n, images, labels, options,
+                             [&](int64_t index, float *out) {
+                               return readExample(index, out, options.draw);
+                             });
+}
+
+Status DataSource::fillPixelBatch(const int64_t *indices, int64_t n, uint8_t *pixels,
+                                  int32_t *labels, const BatchOptions &options) const {
+  if (!hasPixels())
+    return noPixels(*this);
+  return fillExamples<uint8_t>(*this, indices, n, pixels, labels, options,
+                               [&](int64_t index, uint8_t *out) {
+                                 return readExamplePixels(index, out, options.draw);
+                               });
+}
+
+Status DataSource::readExamplePixels(int64_t index, uint8_t *out, const BatchDraw &) const {
+  PixelImage image;
+  RN_RETURN_IF_ERROR(readPixels(index, image));
+  const std::vector<int64_t> shape = imageShape();
+  if (image.height != shape[0] || image.width != shape[1] || image.channels != shape[2])
+    return Error(name() + ": example " + std::to_string(index) + " is " +
+                 std::to_string(image.height) + "x" + std::to_string(image.width) + "x" +
+                 std::to_string(image.channels) + ", not " + shapeString(shape));
+  std::copy(image.pixels.begin(), image.pixels.end(), out);
   return Status::success();
 }
 

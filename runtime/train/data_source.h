@@ -107,7 +107,17 @@ public:
   Status fillBatch(const int64_t *indices, int64_t n, float *images, int32_t *labels,
                    const BatchOptions &options = {}) const;
 
-  /// Floats of one example's image.
+  /// fillBatch for a model whose images input is uint8 (normalized on the
+  /// device): the examples' pixels (readExamplePixels) to `pixels` (n x
+  /// imageSize() bytes), no normalization; the same errors and skipping.
+  Status fillPixelBatch(const int64_t *indices, int64_t n, uint8_t *pixels, int32_t *labels,
+                        const BatchOptions &options = {}) const;
+  /// Example `index`'s pixels as the model takes them (imageSize() bytes,
+  /// HWC): readPixels, which must give imageShape(); an augmenting source
+  /// draws under `draw` first.
+  virtual Status readExamplePixels(int64_t index, uint8_t *out, const BatchDraw &draw) const;
+
+  /// Values (floats or bytes) of one example's image.
   int64_t imageSize() const;
 };
 

@@ -173,6 +173,31 @@ TEST(AugmentedSourceTest, SkippingFillsBadSlotsWithTheBatchsNextExample) {
   EXPECT_EQ(labels[3], 11 % 10);
 }
 
+// Tests fillPixelBatch, the uint8 input's batch: the same draws as
+// fillBatch, before normalization ((x / 255 - 0.5) * 4 here); a source of
+// float images is refused.
+TEST(AugmentedSourceTest, PixelBatchesAreTheUnnormalizedDraws) {
+  auto source = augmented(rn::AugmentKind::resizedCropFlip, 8);
+  BatchOptions options;
+  options.draw = BatchDraw{true, 4, 1};
+  std::vector<int64_t> indices = {3, 17, 5, 29};
+  const size_t size = size_t(source->imageSize());
+  std::vector<uint8_t> pixels(indices.size() * size);
+  std::vector<float> images(indices.size() * size);
+  std::vector<int32_t> labels(indices.size()), pixelLabels(indices.size());
+  ASSERT_TRUE(source->fillPixelBatch(indices.data(), 4, pixels.data(), pixelLabels.data(), options));
+  ASSERT_TRUE(source->fillBatch(indices.data(), 4, images.data(), labels.data(), options));
+  EXPECT_EQ(pixelLabels, labels);
+  for (size_t i = 0; i < pixels.size(); ++i)
+    ASSERT_EQ(images[i], (float(pixels[i]) / 255.0f - 0.5f) * 4.0f) << i;
+  auto floats = MemoryDataSource::create("floats", {2, 2, 1}, std::vector<float>(4), {0});
+  ASSERT_TRUE(floats);
+  int64_t zero = 0;
+  Status st = floats->fillPixelBatch(&zero, 1, pixels.data(), labels.data());
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find("floats: holds float images"), std::string::npos);
+}
+
 // Tests that the pool calls every index exactly once, job after job, and
 // from concurrent callers.
 TEST(LoaderPoolTest, VisitsEveryIndexOnce) {
