@@ -59,13 +59,15 @@ void usage(FILE *out) {
       "show:\n"
       "  --count N          examples, one row each (default 8)\n"
       "  --draws D          training draws per example, epochs 0..D-1 (default 5)\n"
+      "  --scale K          draw every pixel as K x K (default 1)\n"
       "  -o FILE.png        the grid\n",
       out);
 }
 
 struct Options {
   std::string command, data, out, augment = "none", mean, std, threads = "1,4,8,16";
-  int64_t height = 0, width = 0, limitTrain = 0, batch = 256, batches = 20, count = 8, draws = 5;
+  int64_t height = 0, width = 0, limitTrain = 0, batch = 256, batches = 20, count = 8, draws = 5,
+          scale = 1;
   int quality = 90;
   uint64_t seed = 0;
   std::vector<std::string> positional;
@@ -129,6 +131,8 @@ int parse(int argc, char **argv, Options &o) {
       integer(1, o.count);
     } else if (arg == "--draws") {
       integer(1, o.draws);
+    } else if (arg == "--scale") {
+      integer(1, o.scale);
     } else if (arg == "--quality") {
       int64_t q = 0;
       integer(1, q);
@@ -229,7 +233,7 @@ int show(const Options &o, const DataDir &data) {
   const auto *source = dynamic_cast<const AugmentedSource *>(data.train.get());
   const DataSource &train = *data.train;
   const std::vector<int64_t> shape = train.imageShape();
-  const int64_t h = shape[0], w = shape[1], c = shape[2], gap = 2;
+  const int64_t k = o.scale, h = shape[0] * k, w = shape[1] * k, c = shape[2], gap = 2;
   const int64_t rows = std::min(o.count, train.count()), columns = 1 + o.draws;
   rn::ImageSize grid{rows * (h + gap) - gap, columns * (w + gap) - gap, c};
   std::vector<uint8_t> pixels(static_cast<size_t>(grid.pixels()), uint8_t(255));
@@ -243,8 +247,9 @@ int show(const Options &o, const DataDir &data) {
       if (!st)
         return fail(st.error().message());
       for (int64_t y = 0; y < h; ++y)
-        std::copy_n(image.pixels.data() + y * w * c, w * c,
-                    pixels.data() + ((r * (h + gap) + y) * grid.width + col * (w + gap)) * c);
+        for (int64_t x = 0; x < w; ++x)
+          std::copy_n(image.pixels.data() + ((y / k) * (w / k) + x / k) * c, c,
+                      pixels.data() + ((r * (h + gap) + y) * grid.width + col * (w + gap) + x) * c);
     }
   if (rn::Status st = rn::writeImageFile(o.out, grid, pixels.data()); !st)
     return fail(st.error().message());
