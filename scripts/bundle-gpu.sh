@@ -2,7 +2,7 @@
 # Collects what a run on the GPU machine needs into one folder (default
 # gpu-bundle/, git-ignored), which the device tool carries over: the GPU
 # machine has no MLIR, no apt and no internet, so everything is built here.
-#   bin.tar.xz  rn-run and rn-cuda-tests (unpacked to bin/ by the run
+#   bin.tar.xz  rn-run, rn-data and rn-cuda-tests (unpacked to bin/ by the run
 #             scripts): the runtime half built
 #             with CUDA (sm_90), stripped; cuDNN, cuBLASLt, NVRTC and cudart
 #             are the GPU machine's own (its Python venv has the same
@@ -45,7 +45,7 @@ build_start=$(mktemp)
 trap 'rm -f "$build_start"' EXIT
 for attempt in 1 2 3; do
   touch "$build_start"
-  ninja -C "$gpu_build" rn-run rn-cuda-tests
+  ninja -C "$gpu_build" rn-run rn-data rn-cuda-tests
   edited=$(find "$RN_ROOT/runtime" "$RN_ROOT/tools" "$RN_ROOT/test/runtime" -type f \
     \( -name '*.cpp' -o -name '*.cu' -o -name '*.h' -o -name '*.cuh' \) -newer "$build_start")
   [ -z "$edited" ] && break
@@ -59,7 +59,7 @@ done
 pack_binaries() {
   rm -rf "$bundle/bin" "$bundle/bin.tar.xz"
   mkdir -p "$bundle/bin"
-  for b in rn-run rn-cuda-tests; do
+  for b in rn-run rn-data rn-cuda-tests; do
     strip -o "$bundle/bin/$b" "$gpu_build/bin/$b"
   done
   tar cJf "$bundle/bin.tar.xz" -C "$bundle/bin" .
