@@ -69,6 +69,8 @@ pack_binaries() {
 copy_scripts() {
   mkdir -p "$bundle/bench" "$bundle/scripts"
   cp "$RN_ROOT"/bench/*.py "$RN_ROOT"/bench/*.sh "$bundle/bench/"
+  # The loader benchmark writes its CIFAR-format folder with the test suite's writer.
+  cp "$RN_ROOT/test/tools/rn-run/Inputs/write_cifar.py" "$bundle/bench/"
   cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$RN_ROOT/scripts/run-gpu-bench.sh" \
     "$RN_ROOT/scripts/run-gpu-round.sh" "$RN_ROOT/scripts/gpu-env.sh" \
     "$RN_ROOT/scripts/compare-digests.py" "$RN_ROOT/scripts/run-gpu-profile.sh" \

@@ -203,6 +203,31 @@ std::vector<Taps> axisTaps(double start, double length, int64_t inSize, int64_t 
 
 } // namespace
 
+namespace {
+
+/// The horizontal pass of one source row for `Channels` channels (0: any,
+/// given by `channels`): out[x] = sum_k w_k * row[first_x + k].
+template <int Channels>
+void resizeRow(const uint8_t *row, const std::vector<Taps> &columns, bool flip, int64_t channels,
+               float *out) {
+  const int64_t c = Channels > 0 ? Channels : channels;
+  const int64_t outWidth = int64_t(columns.size());
+  for (int64_t x = 0; x < outWidth; ++x) {
+    const Taps &t = columns[size_t(flip ? outWidth - 1 - x : x)];
+    const uint8_t *src = row + t.first * c;
+    float *dst = out + x * c;
+    for (int64_t k = 0; k < c; ++k)
+      dst[k] = 0;
+    for (size_t j = 0; j < t.weights.size(); ++j, src += c) {
+      const float w = t.weights[j];
+      for (int64_t k = 0; k < c; ++k)
+        dst[k] += w * float(src[k]);
+    }
+  }
+}
+
+} // namespace
+
 void resizeBox(const uint8_t *in, int64_t height, int64_t width, int64_t channels,
                const CropBox &box, int64_t outHeight, int64_t outWidth, uint8_t *out) {
   const std::vector<Taps> columns = axisTaps(box.left, box.width, width, outWidth);
@@ -212,31 +237,33 @@ void resizeBox(const uint8_t *in, int64_t height, int64_t width, int64_t channel
     rowLo = std::min(rowLo, t.first);
     rowHi = std::max(rowHi, t.first + int64_t(t.weights.size()));
   }
-  // Horizontal pass over the rows the vertical one reads, then vertical.
+  // Horizontal pass over the rows the vertical one reads, then vertical
+  // (each output row a weighted sum of whole rows: contiguous, vectorized).
   const int64_t rowSize = outWidth * channels;
   std::vector<float> horizontal(static_cast<size_t>((rowHi - rowLo) * rowSize));
   for (int64_t y = rowLo; y < rowHi; ++y) {
     const uint8_t *src = in + y * width * channels;
     float *dst = horizontal.data() + (y - rowLo) * rowSize;
-    for (int64_t x = 0; x < outWidth; ++x) {
-      const Taps &t = columns[size_t(box.flip ? outWidth - 1 - x : x)];
-      for (int64_t c = 0; c < channels; ++c) {
-        float v = 0;
-        for (size_t k = 0; k < t.weights.size(); ++k)
-          v += t.weights[k] * float(src[(t.first + int64_t(k)) * channels + c]);
-        dst[x * channels + c] = v;
-      }
-    }
+    if (channels == 3)
+      resizeRow<3>(src, columns, box.flip, channels, dst);
+    else if (channels == 1)
+      resizeRow<1>(src, columns, box.flip, channels, dst);
+    else
+      resizeRow<0>(src, columns, box.flip, channels, dst);
   }
+  std::vector<float> sum(static_cast<size_t>(rowSize));
   for (int64_t y = 0; y < outHeight; ++y) {
     const Taps &t = rows[size_t(y)];
-    uint8_t *dst = out + y * rowSize;
-    for (int64_t i = 0; i < rowSize; ++i) {
-      float v = 0;
-      for (size_t k = 0; k < t.weights.size(); ++k)
-        v += t.weights[k] * horizontal[size_t((t.first + int64_t(k) - rowLo) * rowSize + i)];
-      dst[i] = uint8_t(std::clamp(v + 0.5f, 0.0f, 255.0f));
+    std::fill(sum.begin(), sum.end(), 0.5f); // rounds to nearest below
+    for (size_t k = 0; k < t.weights.size(); ++k) {
+      const float w = t.weights[k];
+      const float *src = horizontal.data() + (t.first + int64_t(k) - rowLo) * rowSize;
+      for (int64_t i = 0; i < rowSize; ++i)
+        sum[size_t(i)] += w * src[i];
     }
+    uint8_t *dst = out + y * rowSize;
+    for (int64_t i = 0; i < rowSize; ++i)
+      dst[i] = uint8_t(std::clamp(sum[size_t(i)], 0.0f, 255.0f));
   }
 }
 
