@@ -269,8 +269,8 @@ LogicalResult BuildTrainingPass::analyzeForward(func::FuncOp forward) {
     if (!isa<ParamOp, Conv2dOp, BatchNormOp, ReluOp, TanhOp, SiluOp,
              SigmoidOp, HardtanhOp, HardswishOp, HardsigmoidOp, AddOp,
              ChannelMulOp,
-             DropoutOp, MaxPool2dOp, AvgPool2dOp, AdaptiveAvgPool2dOp,
-             GlobalAvgPoolOp, FlattenOp,
+             DropoutOp, StochasticDepthOp, MaxPool2dOp, AvgPool2dOp,
+             AdaptiveAvgPool2dOp, GlobalAvgPoolOp, FlattenOp,
              LinearOp, SoftmaxCrossEntropyOp>(op))
       return op->emitError("rn-build-training has no gradient rule for '")
              << op->getName() << "'";
@@ -514,11 +514,14 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
     SmallVector<Operation *> forwardOps;
     SmallVector<BatchNormRecord> batchNorms;
     Value loss, logits;
-    // Each dropout's random stream is step * dropouts + its index in forward
-    // order: distinct for every dropout of every step of a run.
-    int64_t numDropouts = llvm::range_size(
-        forward.getBody().front().getOps<DropoutOp>());
-    int64_t dropoutIndex = 0;
+    // The random ops (dropouts and stochastic depths) are numbered together
+    // in forward order; each one's random stream is step * count + its
+    // index: distinct for every random op of every step of a run.
+    int64_t numRandomOps = llvm::count_if(
+        forward.getBody().front().without_terminator(), [](Operation &op) {
+          return isa<DropoutOp, StochasticDepthOp>(op);
+        });
+    int64_t randomIndex = 0;
 
     for (Operation &op : forward.getBody().front().without_terminator()) {
       Location opLoc = op.getLoc();
@@ -557,9 +560,21 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
         auto train = DropoutTrainOp::create(
             b, opLoc, TypeRange{input.getType(), input.getType()}, input,
             entry.getArgument(stepArg), dropout.getPAttr(),
-            b.getI64IntegerAttr(dropoutIndex++),
-            b.getI64IntegerAttr(numDropouts));
+            b.getI64IntegerAttr(randomIndex++),
+            b.getI64IntegerAttr(numRandomOps));
         mapping.map(dropout.getResult(), train.getResult());
+        created = train;
+      } else if (auto depth = dyn_cast<StochasticDepthOp>(op)) {
+        Value input = mapping.lookup(depth.getInput());
+        auto inputType = cast<RankedTensorType>(input.getType());
+        auto maskType = RankedTensorType::get({inputType.getDimSize(0)},
+                                              b.getF32Type());
+        auto train = StochasticDepthTrainOp::create(
+            b, opLoc, TypeRange{inputType, maskType}, input,
+            entry.getArgument(stepArg), depth.getPAttr(),
+            b.getI64IntegerAttr(randomIndex++),
+            b.getI64IntegerAttr(numRandomOps));
+        mapping.map(depth.getResult(), train.getResult());
         created = train;
       } else {
         created = b.clone(op, mapping);
@@ -707,6 +722,10 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
         grads.accumulate(opLoc, dropout.getInput(),
                          DropoutBackwardOp::create(b, opLoc, dy,
                                                    dropout.getMask()));
+      } else if (auto depth = dyn_cast<StochasticDepthTrainOp>(op)) {
+        grads.accumulate(opLoc, depth.getInput(),
+                         StochasticDepthBackwardOp::create(
+                             b, opLoc, dy.getType(), dy, depth.getMask()));
       } else if (auto pool = dyn_cast<MaxPool2dOp>(op)) {
         grads.accumulate(opLoc, pool.getInput(),
                          MaxPool2dBackwardOp::create(
@@ -931,8 +950,9 @@ LogicalResult BuildTrainingPass::buildEvalStep(ModuleOp module,
                         mapping.lookup(bn.getRunningMean()),
                         mapping.lookup(bn.getRunningVar()),
                         bn.getEpsilonAttr()));
-      } else if (auto dropout = dyn_cast<DropoutOp>(op)) {
-        mapping.map(dropout.getResult(), mapping.lookup(dropout.getInput()));
+      } else if (isa<DropoutOp, StochasticDepthOp>(op)) {
+        // Inference mode: the identity.
+        mapping.map(op.getResult(0), mapping.lookup(op.getOperand(0)));
       } else {
         Operation *created = b.clone(op, mapping);
         if (&op == lossOp.getOperation()) {

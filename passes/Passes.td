@@ -14,12 +14,12 @@ def BuildTraining : Pass<"rn-build-training", "::mlir::ModuleOp"> {
 
     - `@train_step(images, labels, lr, step, state...) -> (loss, new state...)`:
       zero-grad, the forward pass in training mode (batch statistics,
-      dropout masks), one backward op per forward op with gradient
-      accumulation where a value fans out, mixed-precision casts, loss
-      scaling, one optimizer update per parameter, BatchNorm running
-      statistics, low-precision weight casts and EMA.
+      dropout and stochastic-depth masks), one backward op per forward op
+      with gradient accumulation where a value fans out, mixed-precision
+      casts, loss scaling, one optimizer update per parameter, BatchNorm
+      running statistics, low-precision weight casts and EMA.
     - `@eval_step(images, labels, params...) -> (loss, correct, logits)`:
-      inference mode (running statistics, no dropout).
+      inference mode (running statistics, no dropout or stochastic depth).
 
     State besides the parameters is declared with `rn.state` (gradients,
     optimizer moments, low-precision copies, EMA, loss scale). The learning
@@ -768,13 +768,14 @@ def AssignStreams : Pass<"rn-assign-streams", "::mlir::ModuleOp"> {
   let description = [{
     Applies the static policy (the table in passes/StreamPolicy.cpp): host
     copies on `trans`; convolution, fully connected layers and the loss on
-    `comp1`; BatchNorm, pooling, dropout and accuracy on `comp2`;
-    elementwise ops on `comp3`; zero-grad, loss scaling, casts of gradients
-    and weights, optimizers, running statistics and EMA on `update`. Each
-    op gets its representative stream; forking ops (ForkingOpInterface:
-    conv/linear/CBR backward) also get one stream per part: dW on comp1,
-    dB and the BatchNorm part on comp2, dX on comp3, and are represented by
-    dX (by dW in the first layer, which has no dX). `single-stream` puts
+    `comp1`; BatchNorm, pooling, dropout, stochastic depth and accuracy on
+    `comp2`; elementwise ops on `comp3`; zero-grad, loss scaling, casts of
+    gradients and weights, optimizers, running statistics and EMA on
+    `update`. Each op gets its representative stream; forking ops
+    (ForkingOpInterface: conv/linear/CBR backward) also get one stream per
+    part: dW on comp1, dB and the BatchNorm part on comp2, dX on comp3, and
+    are represented by dX (by dW in the first layer, which has no dX).
+    `single-stream` puts
     every op and subgraph on comp1; `policy` overrides entries.
 
     Before: `%d:3 = rn.linear_backward %dy, %x, %w, %gw, %gb {rn.subgraph = @DEEP_FWD_BWD}`

@@ -16,7 +16,8 @@ struct PolicyEntry {
 
 // The policy of docs/design.md (from its source article). TRANS: host->device copies.
 // COMP_1: GEMM-heavy work (convolution, fully connected, the loss, dW).
-// COMP_2: reductions (BatchNorm, pooling, dropout, dB, accuracy).
+// COMP_2: reductions (BatchNorm, pooling, dropout and stochastic depth, dB,
+// accuracy).
 // COMP_3: elementwise work and dX. UPDATE: zero-grad, loss scaling,
 // optimizers, casts of gradients and weights, EMA, running statistics and
 // the gradient all-reduce of data-parallel training.
@@ -52,6 +53,9 @@ static constexpr PolicyEntry kPolicy[] = {
     {"dropout", StreamKind::comp2},
     {"dropout_train", StreamKind::comp2},
     {"dropout_backward", StreamKind::comp2},
+    {"stochastic_depth", StreamKind::comp2},
+    {"stochastic_depth_train", StreamKind::comp2},
+    {"stochastic_depth_backward", StreamKind::comp2},
     {"count_correct", StreamKind::comp2},
     // The scale gradient sums over H and W, as global_avg_pool does.
     {"channel_mul_backward", StreamKind::comp2},

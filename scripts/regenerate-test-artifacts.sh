@@ -15,6 +15,7 @@ artifacts=(
   "cbr cbr 'precision=f16 loss-scaling=dynamic momentum=0.9'"
   "cnn cnn ''"
   "dropout dropout ''"
+  "stochastic_depth stochastic_depth ''"
   "mlp-per-param mlp 'group-updates=false'"
   "cbr-per-param cbr 'precision=f16 loss-scaling=dynamic momentum=0.9 group-updates=false'"
   "cnn-sgd cnn 'nesterov=true weight-decay=5e-4 no-decay-bn-bias=true'"

@@ -113,6 +113,14 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+LogicalResult StochasticDepthOp::verify() {
+  ShapeDiagnostics diag(*this);
+  if (failed(requireInRange(diag, "drop probability", getP().convertToDouble(),
+                            0.0, 1.0, /*highInclusive=*/true)))
+    return failure();
+  return verifySampleBatch(diag, getInput().getType());
+}
+
 LogicalResult MaxPool2dOp::verify() {
   return verifyResultType(
       *this, inferPool2d(ShapeDiagnostics(*this), getInput().getType(),

@@ -21,8 +21,8 @@ def RN_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
 def RN_LabelTensor : RankedTensorOf<[I32]>;
 def RN_ScalarF32Tensor : 0DTensorOf<[F32]>;
 
-// Dropout draws a fresh mask on every execution: two dropouts of one value
-// must not be merged, which is what this resource prevents.
+// Dropout and stochastic depth draw a fresh mask on every execution: two of
+// them on one value must not be merged, which is what this resource prevents.
 def RN_RandomGenerator : Resource<"::mlir::rn::RandomGeneratorResource">;
 
 //===----------------------------------------------------------------------===//
@@ -213,6 +213,29 @@ def RN_DropoutOp : RN_Op<"dropout", [
     SameOperandsAndResultType,
     MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {
   let summary = "inverted dropout: zeroes with probability p, scales by 1/(1-p)";
+  let arguments = (ins RN_FloatTensor:$input, F64Attr:$p);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input `p` $p attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def RN_StochasticDepthOp : RN_Op<"stochastic_depth", [
+    SameOperandsAndResultType,
+    MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {
+  let summary = "drops whole samples with probability p, scales the kept ones by 1/(1-p)";
+  let description = [{
+    Stochastic depth (EfficientNet's residual branches): PyTorch's
+    `torchvision.ops.stochastic_depth(input, p, mode="row")` in training.
+    Each sample n of the batch (dimension 0) is kept with probability
+    1 - p and then scaled by 1 / (1 - p), or dropped: every element of the
+    sample is zero. p = 1 drops every sample. `rn-build-training` makes it
+    `rn.stochastic_depth_train` in the training step and the identity in
+    the evaluation step.
+
+    ```mlir
+    %y = rn.stochastic_depth %x p 2.000000e-01 : tensor<8x14x14x96xf16>
+    ```
+  }];
   let arguments = (ins RN_FloatTensor:$input, F64Attr:$p);
   let results = (outs RN_FloatTensor:$result);
   let assemblyFormat = "$input `p` $p attr-dict `:` type($result)";

@@ -356,3 +356,23 @@ LogicalResult mlir::rn::shapes::requireInRange(const ShapeDiagnostics &diag,
      << llvm::format("%g", value);
   return diag.fail(message);
 }
+
+LogicalResult mlir::rn::shapes::verifySampleBatch(const ShapeDiagnostics &diag,
+                                                  RankedTensorType input) {
+  if (input.getRank() < 1)
+    return diag.fail("input must have a batch dimension, got ", input);
+  return success();
+}
+
+LogicalResult mlir::rn::shapes::verifySampleMask(const ShapeDiagnostics &diag,
+                                                 RankedTensorType input,
+                                                 RankedTensorType mask) {
+  if (failed(verifySampleBatch(diag, input)))
+    return failure();
+  auto expected = RankedTensorType::get({input.getDimSize(0)},
+                                        Float32Type::get(input.getContext()));
+  if (mask != expected)
+    return diag.fail("mask must be ", expected,
+                     " (one f32 scale per sample of ", input, "), got ", mask);
+  return success();
+}

@@ -64,6 +64,16 @@ LogicalResult requireInRange(const ShapeDiagnostics &diag, StringRef what,
                              double value, double low, double high,
                              bool highInclusive);
 
+/// The input of a stochastic depth: a batch dimension (dimension 0) whose
+/// samples are kept or dropped whole.
+LogicalResult verifySampleBatch(const ShapeDiagnostics &diag,
+                                RankedTensorType input);
+
+/// A stochastic depth's mask: one f32 scale per sample of `input`,
+/// tensor<N x f32>.
+LogicalResult verifySampleMask(const ShapeDiagnostics &diag,
+                               RankedTensorType input, RankedTensorType mask);
+
 /// The bounds of a hardtanh (and of its backward): finite, min_val below
 /// max_val (PyTorch's Hardtanh asserts the same).
 LogicalResult verifyClampBounds(const ShapeDiagnostics &diag, double minVal,

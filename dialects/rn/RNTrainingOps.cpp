@@ -198,23 +198,43 @@ LogicalResult UpdateRunningStatsOp::verify() {
   return verifySavedStatistics(diag, mean, getBatchMean(), getBatchInvStd());
 }
 
-LogicalResult DropoutTrainOp::verify() {
-  ShapeDiagnostics diag(*this);
-  if (failed(requireInRange(diag, "drop probability",
-                            getP().convertToDouble(), 0.0, 1.0,
-                            /*highInclusive=*/false)))
-    return failure();
-  // Distinct indices below one count give every dropout of a step its own
-  // random stream (step * count + index).
+/// Distinct indices below one count give every random op of a step its own
+/// random stream (step * count + index).
+static LogicalResult verifyRandomStream(const ShapeDiagnostics &diag,
+                                        IntegerAttr indexAttr,
+                                        IntegerAttr countAttr) {
   // Signed: the unsigned getters would read a negative attribute as huge.
-  const int64_t count = getCountAttr().getInt(), index = getIndexAttr().getInt();
+  const int64_t count = countAttr.getInt(), index = indexAttr.getInt();
   if (count < 1)
     return diag.fail("count must be at least 1, got ", count);
   if (index < 0 || index >= count)
     return diag.fail("index must be in [0, count) = [0, ", count, "), got ", index);
+  return success();
+}
+
+LogicalResult DropoutTrainOp::verify() {
+  ShapeDiagnostics diag(*this);
+  if (failed(requireInRange(diag, "drop probability",
+                            getP().convertToDouble(), 0.0, 1.0,
+                            /*highInclusive=*/false)) ||
+      failed(verifyRandomStream(diag, getIndexAttr(), getCountAttr())))
+    return failure();
   return requireSameTypes(diag, {"input", getInput().getType()},
                           {{"result", getResult().getType()},
                            {"mask", getMask().getType()}});
+}
+
+LogicalResult StochasticDepthTrainOp::verify() {
+  ShapeDiagnostics diag(*this);
+  if (failed(requireInRange(diag, "drop probability",
+                            getP().convertToDouble(), 0.0, 1.0,
+                            /*highInclusive=*/true)) ||
+      failed(verifyRandomStream(diag, getIndexAttr(), getCountAttr())) ||
+      failed(verifySampleMask(diag, getInput().getType(),
+                              getMask().getType())))
+    return failure();
+  return diag.requireType("result", getResult().getType(),
+                          getInput().getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -316,6 +336,11 @@ LogicalResult HardtanhBackwardOp::verify() {
 LogicalResult ChannelMulBackwardOp::verify() {
   return verifyChannelScale(ShapeDiagnostics(*this), getInput().getType(),
                             getScale().getType());
+}
+
+LogicalResult StochasticDepthBackwardOp::verify() {
+  return verifySampleMask(ShapeDiagnostics(*this), getOutputGrad().getType(),
+                          getMask().getType());
 }
 
 LogicalResult MaxPool2dBackwardOp::verify() {

@@ -204,10 +204,11 @@ def RN_DropoutTrainOp : RN_Op<"dropout_train", [RN_ArtifactOp,
     `seed` is the run's seed (a
     load-time constant of the runtime), `step` the train step's step input,
     read from device memory so that a captured CUDA graph draws a new mask
-    every step, and `index` this op's position among the `count` dropouts
-    of its function (rn-build-training numbers them in forward order). Every
-    dropout of every step of a run therefore gets its own stream, and the
-    same step redraws the same mask. Element i drops when
+    every step, and `index` this op's position among the `count` random ops
+    of its function: its dropouts and stochastic depths, which
+    rn-build-training numbers together in forward order. Every random op of
+    every step of a run therefore gets its own stream, and the same step
+    redraws the same mask. Element i drops when
     (philox({lo32(i / 4), hi32(i / 4), lo32(stream), hi32(stream)},
     {lo32(seed), hi32(seed)})[i % 4] >> 8) < ceil(p * 2^24)
     (docs/cpu-kernels.md).
@@ -219,6 +220,44 @@ def RN_DropoutTrainOp : RN_Op<"dropout_train", [RN_ArtifactOp,
     I64Attr:$index,
     I64Attr:$count);
   let results = (outs RN_FloatTensor:$result, RN_FloatTensor:$mask);
+  let assemblyFormat = [{
+    $input `step` $step `p` $p `index` $index `of` $count attr-dict
+    `:` type($input) `,` type($step) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_StochasticDepthTrainOp : RN_Op<"stochastic_depth_train", [RN_ArtifactOp,
+    MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {
+  let summary = "stochastic depth that returns its per-sample mask for the backward op";
+  let description = [{
+    `mask` is tensor<N x f32>: 0 for a dropped sample, 1 / (1 - p) (as f32)
+    for a kept one; `result[n, ...]` = input[n, ...] * mask[n]. p = 1
+    drops every sample.
+
+    The random stream is dropout's (`rn.dropout_train`): Philox4x32-10 with
+    the key {seed, stream = step * count + index}, where `index` and
+    `count` number this op among all the random ops of its function,
+    dropouts and stochastic depths together, in forward order. One
+    numbering keeps the streams of a step distinct, so no stochastic depth
+    reuses a dropout's random words. Sample n draws word n of the stream,
+    as element n of a dropout would: it drops when
+    (philox({lo32(n / 4), hi32(n / 4), lo32(stream), hi32(stream)},
+    {lo32(seed), hi32(seed)})[n % 4] >> 8) < ceil(p * 2^24)
+    (docs/cpu-kernels.md).
+
+    ```mlir
+    %y, %mask = rn.stochastic_depth_train %x step %step p 2.000000e-01 index 0 of 3
+        : tensor<8x14x14x96xf16>, tensor<i32> -> tensor<8x14x14x96xf16>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    RN_ScalarI32Tensor:$step,
+    F64Attr:$p,
+    I64Attr:$index,
+    I64Attr:$count);
+  let results = (outs RN_FloatTensor:$result, RankedTensorOf<[F32]>:$mask);
   let assemblyFormat = [{
     $input `step` $step `p` $p `index` $index `of` $count attr-dict
     `:` type($input) `,` type($step) `->` type(results)
@@ -263,6 +302,26 @@ def RN_HardsigmoidBackwardOp : RN_ElementwiseBackwardOp<"hardsigmoid_backward", 
     `saved` is the forward op's input. As PyTorch, the gradient is 0 at the
     kinks (the open interval).
   }];
+}
+
+def RN_StochasticDepthBackwardOp : RN_Op<"stochastic_depth_backward", [RN_ArtifactOp, Pure,
+    AllTypesMatch<["output_grad", "input_grad"]>]> {
+  let summary = "dx[n, ...] = dy[n, ...] * mask[n]";
+  let description = [{
+    `mask` is the forward op's (`rn.stochastic_depth_train`): one f32 scale
+    per sample, tensor<N x f32>. A dropped sample gets a zero gradient, a
+    kept one its output gradient times 1 / (1 - p).
+
+    ```mlir
+    %dx = rn.stochastic_depth_backward %dy, %mask : tensor<8x14x14x96xf16>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins RN_FloatTensor:$output_grad, RankedTensorOf<[F32]>:$mask);
+  let results = (outs RN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $mask attr-dict `:` type($output_grad) `,` type($mask)
+  }];
+  let hasVerifier = 1;
 }
 
 def RN_HardtanhBackwardOp : RN_Op<"hardtanh_backward", [RN_ArtifactOp, Pure, SameOperandsAndResultType]> {

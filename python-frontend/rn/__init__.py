@@ -40,6 +40,7 @@ from .emitter import (
     sigmoid,
     silu,
     softmax_cross_entropy,
+    stochastic_depth,
     tanh,
     trace_model,
 )
@@ -121,6 +122,7 @@ __all__ = [
     "sigmoid",
     "silu",
     "softmax_cross_entropy",
+    "stochastic_depth",
     "tanh",
     "to_torch_state_dict",
     "trace_model",

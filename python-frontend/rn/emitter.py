@@ -47,6 +47,7 @@ __all__ = [
     "sigmoid",
     "silu",
     "softmax_cross_entropy",
+    "stochastic_depth",
     "symbol",
     "tanh",
     "trace_model",
@@ -675,6 +676,22 @@ def dropout(x: Value, p: float = 0.5) -> Value:
     if not 0.0 <= p <= 1.0:
         raise e.error(f"dropout probability must be in [0, 1], got {p!r}")
     return e.op(f"rn.dropout {x.name} p {format_float(p)} : {x.type}", x.type)
+
+
+def stochastic_depth(x: Value, p: float) -> Value:
+    """Stochastic depth with drop probability ``p`` (training mode): torchvision's
+    ``stochastic_depth(x, p, mode="row")``.
+
+    Each sample of the batch (dimension 0) is dropped whole with probability
+    ``p``, else scaled by ``1 / (1 - p)``; ``p = 1`` drops every sample. The
+    evaluation step is the identity.
+    """
+    e = _emitter_of(x, "stochastic_depth")
+    if not 0.0 <= p <= 1.0:
+        raise e.error(f"stochastic depth probability must be in [0, 1], got {p!r}")
+    if x.ndim < 1:
+        raise e.error("stochastic depth needs a batch dimension, got a scalar")
+    return e.op(f"rn.stochastic_depth {x.name} p {format_float(p)} : {x.type}", x.type)
 
 
 def linear(x: Value, weight: TensorLike, bias: TensorLike | None = None) -> Value:

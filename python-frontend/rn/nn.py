@@ -53,6 +53,7 @@ __all__ = [
     "SiLU",
     "Sigmoid",
     "StateTensor",
+    "StochasticDepth",
     "Tanh",
     "calculate_gain",
     "kaiming_normal",
@@ -715,6 +716,36 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
+
+
+class StochasticDepth(Module):
+    """Stochastic depth with drop probability ``p``: torchvision's ``StochasticDepth``.
+
+    Drops each sample of the batch whole with probability ``p`` and scales
+    the kept ones by ``1 / (1 - p)`` (``mode="row"``); the identity in the
+    evaluation step. ``mode="batch"`` (one draw for the whole batch) is not
+    implemented.
+    """
+
+    def __init__(self, p: float, mode: str = "row") -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"drop probability has to be between 0 and 1, but got {p}")
+        if mode not in ("batch", "row"):
+            raise ValueError(f"mode has to be either 'batch' or 'row', but got {mode}")
+        if mode == "batch":
+            raise ValueError(
+                "StochasticDepth mode='batch' (one draw for the whole batch) is not implemented "
+                "in RN; mode='row' drops each sample on its own"
+            )
+        self.p = float(p)
+        self.mode = mode
+
+    def forward(self, x: Value) -> Value:
+        return F.stochastic_depth(x, self.p)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, mode={self.mode}"
 
 
 class CrossEntropyLoss(Module):

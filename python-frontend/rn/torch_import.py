@@ -50,10 +50,12 @@ TORCH_METADATA_KEY = "rn.torch"
 
 SUPPORTED = (
     "modules Conv2d, BatchNorm2d, Linear, ReLU, ReLU6, Hardtanh, Tanh, SiLU, Sigmoid, Hardswish, "
-    "Hardsigmoid, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout, Identity; functions "
+    "Hardsigmoid, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout, Identity, "
+    "torchvision's StochasticDepth, timm's DropPath; functions "
     "and methods +, torch.add, x * scale (squeeze-and-excitation), relu, relu6, hardtanh, tanh, silu, sigmoid, hardswish, "
     "hardsigmoid, torch.flatten / flatten, view / reshape to [N, -1], mean over H and W, "
-    "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout, size() / shape, contiguous()"
+    "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout, torchvision's stochastic_depth, "
+    "timm's drop_path, size() / shape, contiguous()"
 )
 
 
@@ -68,6 +70,30 @@ def _torch() -> Any:
     except ImportError as e:  # pragma: no cover - exercised where torch is absent
         raise ImportError("importing a PyTorch model needs torch (pip or python3-torch)") from e
     return torch
+
+
+def _is_stochastic_depth_module(m: Any) -> bool:
+    """torchvision's ``ops.StochasticDepth`` or timm's ``DropPath`` (timm need not be installed:
+    recognized by its class name and ``drop_prob``)."""
+    cls = type(m)
+    if cls.__name__ == "StochasticDepth" and cls.__module__.startswith("torchvision."):
+        return True
+    return cls.__name__ == "DropPath" and hasattr(m, "drop_prob")
+
+
+def _tracer() -> Any:
+    """A ``torch.fx.Tracer`` that keeps the stochastic-depth modules as calls of the module: RN
+    reads their probability and emits its own op, whose training step drops and whose
+    evaluation step does not, whatever mode the module was in (as ``nn.Dropout``, a leaf of
+    every tracer). Traced through, torchvision's would bake in ``self.training`` and timm's
+    would trace its random tensor ops."""
+    torch = _torch()
+
+    class Tracer(torch.fx.Tracer):  # type: ignore[misc]
+        def is_leaf_module(self, m: Any, qualname: str) -> bool:
+            return _is_stochastic_depth_module(m) or super().is_leaf_module(m, qualname)
+
+    return Tracer()
 
 
 def is_torch_module(obj: object) -> bool:
@@ -291,7 +317,7 @@ class ImportedModel(Module):
         torch = _torch()
         object.__setattr__(self, "_torch_type", type(module).__name__)
         object.__setattr__(self, "_input_shape", tuple(input_shape))
-        tracer = torch.fx.Tracer()
+        tracer = _tracer()
         tracer.record_stack_traces = True
         try:
             graph = tracer.trace(module)
@@ -525,6 +551,11 @@ class ImportedModel(Module):
             return self._flatten(node, x, m.start_dim, m.end_dim)
         if type(m) is nn.Dropout:
             return self._dropout(x, m.p, True)
+        if _is_stochastic_depth_module(m):
+            if type(m).__name__ == "DropPath":  # timm
+                scale_by_keep = getattr(m, "scale_by_keep", True)
+                return self._drop_path(node, x, m.drop_prob, True, scale_by_keep)
+            return self._stochastic_depth(node, x, m.p, m.mode, True)
         if isinstance(m, nn.Identity):
             return x
         raise self._fail(node, f"not supported; RN imports {SUPPORTED}")
@@ -801,8 +832,15 @@ class ImportedModel(Module):
             object.__setattr__(self, "_functions", table)
         handler = table.get(fn)
         if handler is None:
-            if getattr(fn, "__name__", "") == "stochastic_depth":  # torchvision.ops
-                return self._stochastic_depth(node, *args, **kwargs)
+            name = getattr(fn, "__name__", "")
+            module = getattr(fn, "__module__", "") or ""
+            try:
+                if name == "stochastic_depth" and module.startswith("torchvision."):
+                    return self._stochastic_depth(node, *args, **kwargs)
+                if name == "drop_path" and module.startswith("timm."):
+                    return self._drop_path(node, *args, **kwargs)
+            except TypeError as e:
+                raise self._fail(node, f"arguments not understood ({e})") from e
             raise self._fail(node, f"not supported; RN imports {SUPPORTED}")
         try:
             return handler(node, *args, **kwargs)
@@ -812,13 +850,35 @@ class ImportedModel(Module):
     def _stochastic_depth(
         self, node: Any, x: Any, p: float, mode: str, training: bool = True
     ) -> _Tensor:
-        if training and p > 0.0:
+        """torchvision's ``stochastic_depth``: ``mode="row"`` is ``rn.stochastic_depth``."""
+        t = self._tensor(node, x)
+        if not 0.0 <= p <= 1.0:
+            raise self._fail(node, f"drop probability has to be between 0 and 1, but got {p}")
+        if mode not in ("row", "batch"):
+            raise self._fail(node, f"mode has to be either 'batch' or 'row', but got {mode!r}")
+        if not training or p == 0.0:
+            return t  # the identity, exactly
+        if mode == "batch":
             raise self._fail(
                 node,
-                f"stochastic depth with p={p} in training is not implemented in RN yet (p=0 or "
-                "eval mode imports as the identity)",
+                f"stochastic depth with mode='batch' (one draw for the whole batch) and p={p} is "
+                "not supported; RN implements mode='row' (a draw per sample)",
             )
-        return self._tensor(node, x)
+        return _Tensor(F.stochastic_depth(t.value, float(p)), t.chw)
+
+    def _drop_path(
+        self, node: Any, x: Any, drop_prob: float = 0.0, training: bool = False,
+        scale_by_keep: bool = True,
+    ) -> _Tensor:
+        """timm's ``drop_path``: torchvision's stochastic depth in row mode when it scales the
+        kept samples by 1 / (1 - drop_prob)."""
+        if training and drop_prob > 0.0 and not scale_by_keep:
+            raise self._fail(
+                node,
+                "drop path with scale_by_keep=False is not supported (RN scales the kept samples "
+                "by 1 / (1 - drop_prob))",
+            )
+        return self._stochastic_depth(node, x, drop_prob, "row", training)
 
     def _call_method(self, node: Any, name: str, args: tuple, kwargs: dict) -> Any:
         if not args or not isinstance(args[0], _Tensor):

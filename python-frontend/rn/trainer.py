@@ -170,7 +170,8 @@ class Trainer:
 
     ``executor``: ``"auto"`` (cuda-graph where a GPU answers, else cpu),
     ``"cpu"``, ``"cuda-eager"`` or ``"cuda-graph"``. ``seed``: the run's seed
-    (dropout masks; recorded in checkpoints as rn-run's shuffling seed).
+    (dropout and stochastic-depth masks; recorded in checkpoints as rn-run's
+    shuffling seed).
     ``deterministic``: deterministic convolution plans and GEMMs (GPU).
     ``allow_tf32``: TF32 for f32 convolutions and products (GPU).
     ``plan_cache``: where convolution autotuning results are kept (a file;
@@ -760,9 +761,9 @@ class Trainer:
         """Restore every state entry from a checkpoint (``save()``'s or ``rn-run --checkpoint``'s).
 
         The next step continues the saved run's numbering (``step`` + 1), so
-        dropout masks and step-keyed optimizers continue as an uninterrupted
-        run. Returns the checkpoint's metadata (``epoch``, ``step``,
-        ``steps_per_epoch``, ``batch``, ``seed``, ... as strings).
+        dropout and stochastic-depth masks and step-keyed optimizers continue
+        as an uninterrupted run. Returns the checkpoint's metadata (``epoch``,
+        ``step``, ``steps_per_epoch``, ``batch``, ``seed``, ... as strings).
         """
         p = os.fspath(path)
         if not Path(p).is_file():

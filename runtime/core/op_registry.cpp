@@ -355,11 +355,13 @@ Status verifyEpsilon(const OpNodeSignature &node) {
   return c.finish();
 }
 
-/// The random stream is step * count + index (RNTrainingOps.td), so index
-/// must be below count.
-Status verifyDropoutTrain(const OpNodeSignature &node) {
+/// dropout_train and stochastic_depth_train: the random stream is
+/// step * count + index (RNTrainingOps.td), so index must be below count.
+/// Dropout's p is below 1, stochastic depth's may be 1 (every sample
+/// dropped), as the dialect's verifiers say.
+template <bool PMayBeOne> Status verifyRandomOp(const OpNodeSignature &node) {
   Checker c(node);
-  c.inRange("p", 0, 1, /*highInclusive=*/false);
+  c.inRange("p", 0, 1, /*highInclusive=*/PMayBeOne);
   int64_t count = c.integer("count", 1);
   int64_t index = c.integer("index", 0);
   if (c.ok() && index >= count)
@@ -680,9 +682,10 @@ std::vector<OpInfo> buildOps() {
       {"hardsigmoid", verifyTableOnly},
       {"add", verifyTableOnly},
       {"channel_mul", verifyTableOnly},
-      // No "dropout": the model-level op never reaches a program
-      // (rn-build-training makes it dropout_train, eval_step drops it) and
-      // has no step operand to key its mask on the device.
+      // No "dropout" or "stochastic_depth": the model-level ops never reach
+      // a program (rn-build-training makes them dropout_train and
+      // stochastic_depth_train, eval_step drops them) and have no step
+      // operand to key their masks on the device.
       {"max_pool2d", verifyPool},
       {"avg_pool2d", verifyPool},
       {"adaptive_avg_pool2d", verifyTableOnly},
@@ -697,7 +700,8 @@ std::vector<OpInfo> buildOps() {
       {"batch_norm_train", verifyEpsilon},
       {"batch_norm_inference", verifyEpsilon},
       {"update_running_stats", verifyUpdateRunningStats},
-      {"dropout_train", verifyDropoutTrain},
+      {"dropout_train", verifyRandomOp</*PMayBeOne=*/false>},
+      {"stochastic_depth_train", verifyRandomOp</*PMayBeOne=*/true>},
       {"relu_backward", verifyTableOnly},
       {"tanh_backward", verifyTableOnly},
       {"silu_backward", verifyTableOnly},
@@ -706,6 +710,7 @@ std::vector<OpInfo> buildOps() {
       {"hardswish_backward", verifyTableOnly},
       {"hardsigmoid_backward", verifyTableOnly},
       {"dropout_backward", verifyTableOnly},
+      {"stochastic_depth_backward", verifyTableOnly},
       {"channel_mul_backward", verifyTableOnly},
       {"conv2d_backward", verifyWeightedBackward<true>, weightedBackwardParts},
       {"linear_backward", verifyWeightedBackward<false>, weightedBackwardParts},

@@ -1488,6 +1488,49 @@ inline constexpr size_t logits_grad = 0;
 } // namespace result
 } // namespace softmax_cross_entropy_backward
 
+// rn.stochastic_depth_backward
+inline constexpr Value kStochasticDepthBackwardOperands[] = {
+    {"output_grad", Arity::one},
+    {"mask", Arity::one},
+};
+inline constexpr Value kStochasticDepthBackwardResults[] = {
+    {"input_grad", Arity::one},
+};
+namespace stochastic_depth_backward {
+namespace operand {
+inline constexpr size_t output_grad = 0;
+inline constexpr size_t mask = 1;
+} // namespace operand
+namespace result {
+inline constexpr size_t input_grad = 0;
+} // namespace result
+} // namespace stochastic_depth_backward
+
+// rn.stochastic_depth_train
+inline constexpr Value kStochasticDepthTrainOperands[] = {
+    {"input", Arity::one},
+    {"step", Arity::one},
+};
+inline constexpr Value kStochasticDepthTrainResults[] = {
+    {"result", Arity::one},
+    {"mask", Arity::one},
+};
+inline constexpr Attr kStochasticDepthTrainAttributes[] = {
+    {"p", AttrKind::real, true},
+    {"index", AttrKind::integer, true},
+    {"count", AttrKind::integer, true},
+};
+namespace stochastic_depth_train {
+namespace operand {
+inline constexpr size_t input = 0;
+inline constexpr size_t step = 1;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+inline constexpr size_t mask = 1;
+} // namespace result
+} // namespace stochastic_depth_train
+
 // rn.tanh
 inline constexpr Value kTanhOperands[] = {
     {"input", Arity::one},
@@ -1675,6 +1718,8 @@ inline constexpr Op kOps[] = {
     {"silu_backward", kSiluBackwardOperands, 2, kSiluBackwardResults, 1, nullptr, 0},
     {"softmax_cross_entropy", kSoftmaxCrossEntropyOperands, 2, kSoftmaxCrossEntropyResults, 1, kSoftmaxCrossEntropyAttributes, 1},
     {"softmax_cross_entropy_backward", kSoftmaxCrossEntropyBackwardOperands, 3, kSoftmaxCrossEntropyBackwardResults, 1, kSoftmaxCrossEntropyBackwardAttributes, 1},
+    {"stochastic_depth_backward", kStochasticDepthBackwardOperands, 2, kStochasticDepthBackwardResults, 1, nullptr, 0},
+    {"stochastic_depth_train", kStochasticDepthTrainOperands, 2, kStochasticDepthTrainResults, 2, kStochasticDepthTrainAttributes, 3},
     {"tanh", kTanhOperands, 1, kTanhResults, 1, nullptr, 0},
     {"tanh_backward", kTanhBackwardOperands, 2, kTanhBackwardResults, 1, nullptr, 0},
     {"unscale", kUnscaleOperands, 2, kUnscaleResults, 1, nullptr, 0},

@@ -4,7 +4,8 @@
 // to the result's dtype. Dropout draws its mask from Philox4x32-10, keyed by
 // (seed, stream) and counted by the element index, so a mask depends only on
 // the key and the shape, never on the order of evaluation (a GPU kernel can
-// reproduce it bit for bit).
+// reproduce it bit for bit). Stochastic depth draws one word of the same
+// stream per sample.
 //
 //===----------------------------------------------------------------------===//
 
@@ -373,6 +374,75 @@ KernelStatus dropoutBackward(const TensorView &outputGrad,
   return binaryMap("dropout_backward", "output_grad", outputGrad, "mask", mask,
                    "input_grad", inputGrad,
                    [](double dy, double m) { return dy * m; });
+}
+
+//===----------------------------------------------------------------------===//
+// Stochastic depth
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks `input` (rank >= 1, N samples) and `result` of its shape, and
+/// `mask` as [N].
+Check &checkSampleMask(Check &check, const char *inName, const TensorView &input,
+                       const char *resultName, const TensorView &result,
+                       const TensorView &mask) {
+  if (check.view(inName, input).failed())
+    return check;
+  check.require(input.rank() >= 1, inName, " must have a batch dimension, got shape ",
+                shapeString(input.shape));
+  if (check.failed())
+    return check;
+  return check.shape(resultName, result, input.shape).shape("mask", mask, Shape{input.shape[0]});
+}
+
+/// out[n, ...] = x[n, ...] * mask[n], each product rounded once to out's dtype.
+void scaleSamples(const TensorView &x, const TensorView &mask, const TensorView &out) {
+  const int64_t samples = x.shape[0];
+  const int64_t perSample = samples ? x.numel() / samples : 0;
+  for (int64_t n = 0; n < samples; ++n) {
+    const double m = mask.data[n];
+    for (int64_t i = n * perSample, e = i + perSample; i < e; ++i)
+      out.data[i] = store(out.dtype, double(x.data[i]) * m);
+  }
+}
+} // namespace
+
+KernelStatus stochasticDepthTrain(const TensorView &input, double p, const RngKey &key,
+                                  const TensorView &result, const TensorView &mask) {
+  Check check("stochastic_depth_train");
+  if (checkSampleMask(check, "input", input, "result", result, mask)
+          .require(p >= 0 && p <= 1, "p must be in [0, 1], got ", p)
+          .failed())
+    return check.status();
+  // Sample n takes the draw of dropout's element n: the same stream, one
+  // word per sample.
+  const uint32_t threshold = dropThreshold(p);
+  const float keep = p < 1 ? store(mask.dtype, 1.0 / (1.0 - p)) : 0.0f;
+  const int64_t samples = input.shape[0];
+  for (int64_t block = 0; block * 4 < samples; ++block) {
+    std::array<uint32_t, 4> words = dropoutBlock(key, static_cast<uint64_t>(block));
+    for (int64_t j = 0; j < 4 && block * 4 + j < samples; ++j)
+      mask.data[block * 4 + j] = (words[j] >> 8) < threshold ? 0.0f : keep;
+  }
+  scaleSamples(input, mask, result);
+  return {};
+}
+
+KernelStatus stochasticDepth(const TensorView &input, double p, const RngKey &key,
+                             const TensorView &result) {
+  const int64_t samples = input.rank() >= 1 ? std::max<int64_t>(input.shape[0], 0) : 0;
+  std::vector<float> mask(static_cast<size_t>(samples));
+  return stochasticDepthTrain(input, p, key, result,
+                              TensorView{mask.data(), Shape{samples}, DType::f32});
+}
+
+KernelStatus stochasticDepthBackward(const TensorView &outputGrad, const TensorView &mask,
+                                     const TensorView &inputGrad) {
+  Check check("stochastic_depth_backward");
+  if (checkSampleMask(check, "output_grad", outputGrad, "input_grad", inputGrad, mask).failed())
+    return check.status();
+  scaleSamples(outputGrad, mask, inputGrad);
+  return {};
 }
 
 } // namespace rn::cpu

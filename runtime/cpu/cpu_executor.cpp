@@ -76,9 +76,10 @@ enum class OpKind : uint8_t {
   batch_norm_inference, update_running_stats, batch_norm_backward, relu, tanh, silu,
   sigmoid, hardtanh, hardswish, hardsigmoid, relu_backward, tanh_backward, silu_backward,
   sigmoid_backward, hardtanh_backward, hardswish_backward, hardsigmoid_backward,
-  dropout_backward, add, channel_mul, channel_mul_backward, cast, multi_cast,
-  pad_channels, reshape, flatten, zero, multi_zero, dropout_train, max_pool2d, avg_pool2d, max_pool2d_backward,
-  avg_pool2d_backward, adaptive_avg_pool2d, adaptive_avg_pool2d_backward, global_avg_pool,
+  dropout_backward, stochastic_depth_backward, add, channel_mul, channel_mul_backward, cast,
+  multi_cast, pad_channels, reshape, flatten, zero, multi_zero, dropout_train,
+  stochastic_depth_train, max_pool2d, avg_pool2d, max_pool2d_backward, avg_pool2d_backward,
+  adaptive_avg_pool2d, adaptive_avg_pool2d_backward, global_avg_pool,
   global_avg_pool_backward, softmax_cross_entropy,
   softmax_cross_entropy_backward, count_correct, check_finite, unscale, multi_unscale,
   update_loss_scale, sgd_update, multi_sgd_update, adamw_update, multi_adamw_update, lars_update,
@@ -113,6 +114,7 @@ OpKind opKindOf(std::string_view op) {
       {"hardswish_backward", OpKind::hardswish_backward},
       {"hardsigmoid_backward", OpKind::hardsigmoid_backward},
       {"dropout_backward", OpKind::dropout_backward},
+      {"stochastic_depth_backward", OpKind::stochastic_depth_backward},
       {"add", OpKind::add},
       {"channel_mul", OpKind::channel_mul},
       {"channel_mul_backward", OpKind::channel_mul_backward},
@@ -124,6 +126,7 @@ OpKind opKindOf(std::string_view op) {
       {"zero", OpKind::zero},
       {"multi_zero", OpKind::multi_zero},
       {"dropout_train", OpKind::dropout_train},
+      {"stochastic_depth_train", OpKind::stochastic_depth_train},
       {"max_pool2d", OpKind::max_pool2d},
       {"avg_pool2d", OpKind::avg_pool2d},
       {"max_pool2d_backward", OpKind::max_pool2d_backward},
@@ -191,8 +194,9 @@ struct Kernel {
   bool relu = false, nesterov = false;
   /// cbr_backward: the recomputed mask takes the prologue's rounding.
   bool prologueMask = false;
-  /// dropout_train: its random stream is step * dropoutCount + dropoutIndex.
-  uint64_t dropoutIndex = 0, dropoutCount = 0;
+  /// dropout_train and stochastic_depth_train: the random stream is
+  /// step * randomCount + randomIndex.
+  uint64_t randomIndex = 0, randomCount = 0;
 };
 
 Kernel kernelOf(const Node &node) {
@@ -238,9 +242,9 @@ Kernel kernelOf(const Node &node) {
     k.prologueMask = cbrBackwardPrologueMask(a);
   k.relu = flagAttr(a, "relu");
   k.nesterov = flagAttr(a, "nesterov");
-  if (k.kind == OpKind::dropout_train) {
-    k.dropoutIndex = static_cast<uint64_t>(numAttr(a, "index"));
-    k.dropoutCount = static_cast<uint64_t>(numAttr(a, "count"));
+  if (k.kind == OpKind::dropout_train || k.kind == OpKind::stochastic_depth_train) {
+    k.randomIndex = static_cast<uint64_t>(numAttr(a, "index"));
+    k.randomCount = static_cast<uint64_t>(numAttr(a, "count"));
   }
   return k;
 }
@@ -856,6 +860,11 @@ struct ExecutorAccess {
       return cpu::dropoutBackward(in(operand::output_grad), in(operand::saved),
                                   out(result::input_grad));
     }
+    case OpKind::stochastic_depth_backward: {
+      using namespace op_table::stochastic_depth_backward;
+      return cpu::stochasticDepthBackward(in(operand::output_grad), in(operand::mask),
+                                          out(result::input_grad));
+    }
     case OpKind::add: {
       using namespace op_table::add;
       return cpu::add(in(operand::lhs), in(operand::rhs), out(result::result));
@@ -906,10 +915,19 @@ struct ExecutorAccess {
       // The step comes from the program's device copy, as on the GPU, where
       // a captured graph cannot take it from the host.
       cpu::RngKey key{ex.options_.seed, uint64_t(int64_t(i(node.operand(operand::step)))) *
-                                                k.dropoutCount +
-                                            k.dropoutIndex};
+                                                k.randomCount +
+                                            k.randomIndex};
       return cpu::dropoutTrain(in(operand::input), k.p, key, out(result::result),
                                out(result::mask));
+    }
+    case OpKind::stochastic_depth_train: {
+      using namespace op_table::stochastic_depth_train;
+      // Keyed as dropout_train (one numbering for both).
+      cpu::RngKey key{ex.options_.seed, uint64_t(int64_t(i(node.operand(operand::step)))) *
+                                                k.randomCount +
+                                            k.randomIndex};
+      return cpu::stochasticDepthTrain(in(operand::input), k.p, key, out(result::result),
+                                       out(result::mask));
     }
     case OpKind::max_pool2d: {
       using namespace op_table::max_pool2d;

@@ -261,7 +261,7 @@ KernelStatus globalAvgPoolBackward(const TensorView &outputGrad,
                                    const TensorView &inputGrad);
 
 //===----------------------------------------------------------------------===//
-// Elementwise, casts, reshapes, dropout (cpu_elementwise.cpp)
+// Elementwise, casts, reshapes, dropout, stochastic depth (cpu_elementwise.cpp)
 //===----------------------------------------------------------------------===//
 
 /// max(x, 0) (NaN propagates).
@@ -356,6 +356,22 @@ KernelStatus dropout(const TensorView &input, double p, const RngKey &key,
 KernelStatus dropoutBackward(const TensorView &outputGrad,
                              const TensorView &mask,
                              const TensorView &inputGrad);
+/// Stochastic depth (torchvision's stochastic_depth, mode "row"): sample n
+/// (dimension 0 of `input`, rank >= 1) drops iff dropoutDrops(key, n, p),
+/// the draw element n of a dropout would make; mask[n] = 0 where dropped,
+/// else 1 / (1 - p) in the mask's dtype (f32 in programs); result[n, ...] =
+/// input[n, ...] * mask[n]. `mask` is [N]; p in [0, 1].
+KernelStatus stochasticDepthTrain(const TensorView &input, double p,
+                                  const RngKey &key, const TensorView &result,
+                                  const TensorView &mask);
+/// rn.stochastic_depth (model level): the result of stochasticDepthTrain
+/// with an f32 mask, without the mask.
+KernelStatus stochasticDepth(const TensorView &input, double p,
+                             const RngKey &key, const TensorView &result);
+/// dx[n, ...] = dy[n, ...] * mask[n], `mask` [N].
+KernelStatus stochasticDepthBackward(const TensorView &outputGrad,
+                                     const TensorView &mask,
+                                     const TensorView &inputGrad);
 
 //===----------------------------------------------------------------------===//
 // Fully connected (cpu_linear.cpp): x [N, in], W [out, in], b [out]

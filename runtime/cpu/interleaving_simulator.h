@@ -44,8 +44,9 @@
 // of a word keeps its last write and up to 4 reads not ordered after each
 // other; only a fifth such read would push one out). The seed changes
 // which of several hazards is reported first and what a racy run computes.
-// Dropout reads its step from the program's step input (its device copy),
-// so an interleaving also checks that the read is ordered after the copy.
+// Dropout and stochastic depth read their step from the program's step
+// input (its device copy), so an interleaving also checks that the read is
+// ordered after the copy.
 //
 // Stream workspaces: every op (or part) writes one shadow word per
 // workspace region of its stream (Access::workspace), so that two ops of

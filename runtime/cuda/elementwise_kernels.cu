@@ -1,4 +1,4 @@
-//===- elementwise_kernels.cu - Activations, channel scaling, casts, dropout -*- C++ -*-===//
+//===- elementwise_kernels.cu - Activations, channel scaling, casts, random masks -*- C++ -*-===//
 //
 // Memory-bound maps over contiguous tensors. Every kernel is a grid-stride
 // loop over packs of 8 elements (two 16-byte loads of f32, one of f16/bf16)
@@ -14,8 +14,9 @@
 // and its backward, and the hardsigmoid backward (one f32 division). tanh,
 // silu, sigmoid, hardswish, hardsigmoid and the tanh/silu/sigmoid/hardswish
 // backward use f32 arithmetic or libm and differ by a few f32 ulps. Dropout
-// draws Philox4x32-10 exactly as cpu::dropoutRandomWord does. channel_mul
-// and its backward are exact too: one f32 product per element, and the
+// draws Philox4x32-10 exactly as cpu::dropoutRandomWord does, and so does
+// stochastic depth, one word per sample. channel_mul, stochastic depth and
+// their backward are exact too: one f32 product per element, and the
 // scale gradient's double sum in the CPU's order.
 //
 //===----------------------------------------------------------------------===//
@@ -380,6 +381,71 @@ template <bool Vector> __global__ void dropoutKernel(DropoutArgs a) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Stochastic depth
+//===----------------------------------------------------------------------===//
+
+struct SampleMaskArgs {
+  void *mask = nullptr; ///< [N]
+  DType maskType = DType::f32;
+  int64_t samples = 0;
+  uint32_t threshold = 0; ///< drops when (word >> 8) < threshold
+  float keep = 0;         ///< the mask value of kept samples, in mask's dtype
+  uint2 key{};
+  /// The stream is step * count + index, formed here as dropoutKernel does.
+  const int32_t *step = nullptr;
+  uint64_t count = 0, index = 0;
+};
+
+/// One thread per Philox block: samples 4 * block .. 4 * block + 3 take the
+/// words dropout's elements of those indices would.
+__global__ void sampleMaskKernel(SampleMaskArgs a) {
+  const uint64_t stream = uint64_t(int64_t(*a.step)) * a.count + a.index;
+  const uint32_t streamLo = uint32_t(stream), streamHi = uint32_t(stream >> 32);
+  const int64_t blocks = (a.samples + 3) / 4;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t block = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; block < blocks;
+       block += stride) {
+    uint4 w = philox4x32(make_uint4(uint32_t(block), uint32_t(uint64_t(block) >> 32),
+                                    streamLo, streamHi),
+                         a.key);
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+    for (int j = 0; j < 4 && 4 * block + j < a.samples; ++j)
+      storeFloat(a.mask, a.maskType, 4 * block + j, (words[j] >> 8) < a.threshold ? 0.0f : a.keep);
+  }
+}
+
+struct SampleScaleArgs {
+  const void *x = nullptr;    ///< [N, ...]
+  const void *mask = nullptr; ///< [N]
+  void *out = nullptr;        ///< [N, ...]
+  DType xType = DType::f32, maskType = DType::f32, outType = DType::f32;
+  int64_t perSample = 0, count = 0;
+};
+
+/// out[i] = x[i] * mask[i / perSample], one f32 product (the CPU's double
+/// product rounds to the same f32). With Vector, perSample is a multiple of
+/// 8 and x and out are aligned for packs: a pack lies in one sample.
+template <bool Vector> __global__ void sampleScaleKernel(SampleScaleArgs a) {
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  if constexpr (Vector) {
+    for (int64_t p = first; p < a.count / kPack; p += stride) {
+      const float m = loadFloat(a.mask, a.maskType, p * kPack / a.perSample);
+      float x[kPack], r[kPack];
+      loadPack(a.x, a.xType, p, x);
+#pragma unroll
+      for (int j = 0; j < kPack; ++j)
+        r[j] = x[j] * m;
+      storePack(a.out, a.outType, p, r);
+    }
+  } else {
+    for (int64_t i = first; i < a.count; i += stride)
+      storeFloat(a.out, a.outType, i,
+                 loadFloat(a.x, a.xType, i) * loadFloat(a.mask, a.maskType, i / a.perSample));
+  }
+}
+
 } // namespace
 
 const char *unaryOpName(UnaryOp op) {
@@ -729,6 +795,83 @@ Status dropout(const DeviceTensor &input, double p, uint64_t seed, const DeviceT
     dropoutKernel<false><<<blocks, kThreads, 0, cudaStream>>>(a);
   RN_CUDA_TRY_LAUNCH();
   return Status::success();
+}
+
+namespace {
+/// cpu::stochasticDepthTrain's checks of `input` (a batch dimension),
+/// `result` (input's shape) and `mask` ([N]).
+Status checkSampleMask(const char *op, const char *inName, const DeviceTensor &input,
+                       const char *resultName, const DeviceTensor &result,
+                       const DeviceTensor &mask) {
+  RN_RETURN_IF_ERROR(checkFloatView(op, inName, input));
+  if (input.rank() < 1)
+    return Error(std::string(op) + ": " + inName + " must have a batch dimension, got shape " +
+                 shapeString(input.shape));
+  RN_RETURN_IF_ERROR(checkShape(op, resultName, result, input.shape));
+  return checkShape(op, "mask", mask, {input.dim(0)});
+}
+
+/// out[n, ...] = x[n, ...] * mask[n] over x's shape.
+Status launchSampleScale(const DeviceTensor &x, const DeviceTensor &mask, const DeviceTensor &out,
+                         cudaStream_t stream) {
+  SampleScaleArgs a;
+  a.x = x.data, a.mask = mask.data, a.out = out.data;
+  a.xType = x.dtype, a.maskType = mask.dtype, a.outType = out.dtype;
+  a.count = x.numel();
+  if (a.count == 0)
+    return Status::success();
+  a.perSample = a.count / x.dim(0);
+  const bool vector = a.perSample % kPack == 0 && alignedFor(a.x, a.xType, kPack) &&
+                      alignedFor(a.out, a.outType, kPack);
+  const unsigned blocks = gridFor(vector ? a.count / kPack : a.count, kThreads);
+  if (vector)
+    sampleScaleKernel<true><<<blocks, kThreads, 0, stream>>>(a);
+  else
+    sampleScaleKernel<false><<<blocks, kThreads, 0, stream>>>(a);
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+} // namespace
+
+Status stochasticDepth(const DeviceTensor &input, double p, uint64_t seed, const DeviceTensor &step,
+                       uint64_t count, uint64_t index, const DeviceTensor &result,
+                       const DeviceTensor &mask, cudaStream_t cudaStream) {
+  const char *name = "stochastic_depth_train";
+  if (!step.data || step.numel() != 1 || step.dtype != DType::i32)
+    return Error(std::string(name) + ": step must be an i32 scalar with data, got " +
+                 std::string(dtypeName(step.dtype)) + " " + shapeString(step.shape));
+  if (index >= count)
+    return Error(std::string(name) + ": index " + std::to_string(index) +
+                 " must be below the random op count " + std::to_string(count));
+  RN_RETURN_IF_ERROR(checkSampleMask(name, "input", input, "result", result, mask));
+  if (!(p >= 0 && p <= 1))
+    return Error(std::string(name) + ": p must be in [0, 1], got " + std::to_string(p));
+  const int64_t samples = input.dim(0);
+  if (samples == 0)
+    return Status::success();
+
+  SampleMaskArgs a;
+  a.mask = mask.data;
+  a.maskType = mask.dtype;
+  a.samples = samples;
+  // cpu_elementwise.cpp's dropThreshold and keep value, to the bit.
+  a.threshold = uint32_t(std::ceil(std::min(std::max(p, 0.0), 1.0) * 16777216.0));
+  a.keep = p < 1 ? roundTo(a.maskType, float(1.0 / (1.0 - p))) : 0.0f;
+  a.key = make_uint2(uint32_t(seed), uint32_t(seed >> 32));
+  a.step = static_cast<const int32_t *>(step.data);
+  a.count = count;
+  a.index = index;
+  sampleMaskKernel<<<gridFor((samples + 3) / 4, kThreads), kThreads, 0, cudaStream>>>(a);
+  RN_CUDA_TRY_LAUNCH();
+  // Stream order makes the mask visible to the scaling.
+  return launchSampleScale(input, mask, result, cudaStream);
+}
+
+Status stochasticDepthBackward(const DeviceTensor &outputGrad, const DeviceTensor &mask,
+                               const DeviceTensor &inputGrad, cudaStream_t stream) {
+  RN_RETURN_IF_ERROR(checkSampleMask("stochastic_depth_backward", "output_grad", outputGrad,
+                                     "input_grad", inputGrad, mask));
+  return launchSampleScale(outputGrad, mask, inputGrad, stream);
 }
 
 } // namespace rn::cuda

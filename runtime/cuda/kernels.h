@@ -118,6 +118,21 @@ Status dropout(const DeviceTensor &input, double p, uint64_t seed, const DeviceT
                uint64_t dropouts, uint64_t index, const DeviceTensor &result,
                const DeviceTensor *mask, cudaStream_t cudaStream);
 
+/// Stochastic depth with the CPU's mask (cpu::stochasticDepthTrain): sample
+/// n (dimension 0 of `input`) drops when (dropoutRandomWord(key, n) >> 8) <
+/// ceil(p * 2^24), keyed as dropout with the stream step * count + index
+/// formed on the device from `step`; mask[n] = 0 or roundTo(mask dtype,
+/// 1 / (1 - p)) (`mask` is [N]), result[n, ...] = input[n, ...] * mask[n].
+/// Two launches on `cudaStream`: the mask, then the scaling, which reads the
+/// stored mask. Bit for bit the CPU's.
+Status stochasticDepth(const DeviceTensor &input, double p, uint64_t seed, const DeviceTensor &step,
+                       uint64_t count, uint64_t index, const DeviceTensor &result,
+                       const DeviceTensor &mask, cudaStream_t cudaStream);
+/// dx[n, ...] = dy[n, ...] * mask[n], `mask` [N]: bit for bit
+/// cpu::stochasticDepthBackward.
+Status stochasticDepthBackward(const DeviceTensor &outputGrad, const DeviceTensor &mask,
+                               const DeviceTensor &inputGrad, cudaStream_t stream);
+
 //===----------------------------------------------------------------------===//
 // Pooling (pool_kernels.cu): NHWC
 //===----------------------------------------------------------------------===//

@@ -152,6 +152,25 @@ Status launchDropoutTrain(const OpLaunch &l) {
                  l.result(result::result), &l.result(result::mask), streamOf(l));
 }
 
+// rn.stochastic_depth_train: keyed as dropout_train (one numbering of the
+// random ops: count, index), its per-sample mask drawn on the device.
+Status launchStochasticDepthTrain(const OpLaunch &l) {
+  using namespace op_table::stochastic_depth_train;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  const json &a = l.node.attributes;
+  return stochasticDepth(l.operand(operand::input), numAttr(a, "p"), l.seed,
+                         l.operand(operand::step), uint64_t(numAttr(a, "count")),
+                         uint64_t(numAttr(a, "index")), l.result(result::result),
+                         l.result(result::mask), streamOf(l));
+}
+
+Status launchStochasticDepthBackward(const OpLaunch &l) {
+  using namespace op_table::stochastic_depth_backward;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return stochasticDepthBackward(l.operand(operand::output_grad), l.operand(operand::mask),
+                                 l.result(result::input_grad), streamOf(l));
+}
+
 Status launchMaxPool(const OpLaunch &l) {
   using namespace op_table::max_pool2d;
   RN_RETURN_IF_ERROR(requireWhole(l));
@@ -327,6 +346,8 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {"flatten", nullptr, launchFlatten},
       {"zero", nullptr, launchZero},
       {"dropout_train", nullptr, launchDropoutTrain},
+      {"stochastic_depth_train", nullptr, launchStochasticDepthTrain},
+      {"stochastic_depth_backward", nullptr, launchStochasticDepthBackward},
       {"max_pool2d", nullptr, launchMaxPool},
       {"avg_pool2d", nullptr, launchAvgPool},
       {"max_pool2d_backward", prepareMaxPoolBackward, launchMaxPoolBackward},

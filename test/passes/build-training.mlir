@@ -482,3 +482,57 @@ module attributes {rn.model = "adaptive_pool"} {
 
 // BF16-LABEL: rn.model = "adaptive_pool"
 // BF16:       rn.adaptive_avg_pool2d_backward %{{.+}} : tensor<2x3x3x4xbf16> -> tensor<2x5x5x4xbf16>
+
+// -----
+
+// Tests the gradient rule of stochastic depth on a residual branch: the
+// training step draws its per-sample mask (tensor<N x f32>, f32 under mixed
+// precision too) with rn.stochastic_depth_train, numbered together with the
+// dropout after it in forward order (index 0 and 1 of 2: one stream each),
+// and its backward scales the branch's gradient by that mask; the residual
+// input sums the gradient through the branch with the one around it. The
+// evaluation step is the identity.
+
+module attributes {rn.model = "stochastic_depth"} {
+  rn.parameter @fc1.weight : tensor<8x4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @block.weight : tensor<8x8xf32> = #rn.init<uniform, 3.535533845e-01>
+  rn.parameter @fc2.weight : tensor<3x8xf32> = #rn.init<uniform, 3.535533845e-01>
+  func.func @forward(%images: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %0 = rn.param @fc1.weight : tensor<8x4xf32>
+    %1 = rn.linear %images, %0 : (tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+    %2 = rn.relu %1 : tensor<2x8xf32>
+    %3 = rn.param @block.weight : tensor<8x8xf32>
+    %4 = rn.linear %2, %3 : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+    %5 = rn.stochastic_depth %4 p 2.000000e-01 : tensor<2x8xf32>
+    %6 = rn.add %2, %5 : tensor<2x8xf32>
+    %7 = rn.dropout %6 p 5.000000e-01 : tensor<2x8xf32>
+    %8 = rn.param @fc2.weight : tensor<3x8xf32>
+    %9 = rn.linear %7, %8 : (tensor<2x8xf32>, tensor<3x8xf32>) -> tensor<2x3xf32>
+    %10 = rn.softmax_cross_entropy %9, %labels label_smoothing 0.000000e+00 : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+    return %10 : tensor<f32>
+  }
+}
+
+// CHECK-LABEL: rn.model = "stochastic_depth"
+// CHECK:       func.func @train_step({{.*}}, %[[STEP:[a-z0-9]+]]: tensor<i32> {rn.input = "step"}
+// CHECK:       %[[H:.+]] = rn.relu
+// CHECK:       %[[B:.+]] = rn.linear %[[H]], %{{.+}}
+// CHECK:       %[[S:.+]], %[[MASK:.+]] = rn.stochastic_depth_train %[[B]] step %[[STEP]] p 2.000000e-01 index 0 of 2 : tensor<2x8xf32>, tensor<i32> -> tensor<2x8xf32>, tensor<2xf32>
+// CHECK:       %[[R:.+]] = rn.add %[[H]], %[[S]]
+// CHECK:       rn.dropout_train %[[R]] step %[[STEP]] p 5.000000e-01 index 1 of 2 :
+// CHECK:       %[[DR:.+]] = rn.dropout_backward
+// CHECK:       %[[DB:.+]] = rn.stochastic_depth_backward %[[DR]], %[[MASK]] : tensor<2x8xf32>, tensor<2xf32>
+// CHECK:       %[[DH:.+]], %{{.+}} = rn.linear_backward %[[DB]], %[[H]]
+// CHECK:       %[[SUM:.+]] = rn.add %[[DR]], %[[DH]]
+// CHECK:       rn.relu_backward %[[SUM]], %[[H]]
+// CHECK-LABEL: func.func @eval_step
+// CHECK:       %[[EH:.+]] = rn.relu
+// CHECK:       %[[EB:.+]] = rn.linear %[[EH]], %{{.+}}
+// CHECK-NOT:   rn.stochastic_depth
+// CHECK:       %[[ER:.+]] = rn.add %[[EH]], %[[EB]]
+// CHECK-NOT:   rn.dropout
+// CHECK:       rn.linear %[[ER]], %{{.+}}
+
+// BF16-LABEL: rn.model = "stochastic_depth"
+// BF16:       rn.stochastic_depth_train %{{.+}} step %{{.+}} p 2.000000e-01 index 0 of 2 : tensor<2x8xbf16>, tensor<i32> -> tensor<2x8xbf16>, tensor<2xf32>
+// BF16:       rn.stochastic_depth_backward %{{.+}}, %{{.+}} : tensor<2x8xbf16>, tensor<2xf32>

@@ -260,6 +260,41 @@ def test_channel_mul_checks_the_scale(scale: str, message: str) -> None:
         emit(Gate(), classes=3)
 
 
+class StochasticResidual(nn.Module):
+    """A residual block whose branch is dropped per sample (EfficientNet's MBConv)."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1, bias=False)
+        self.drop = nn.StochasticDepth(p, "row")
+
+    def forward(self, x: rn.Value) -> rn.Value:
+        return rn.flatten(rn.global_avg_pool(x + self.drop(self.conv(x))))
+
+
+def test_stochastic_depth_on_a_residual_branch() -> None:
+    ops = body(emit(StochasticResidual(0.2), classes=3))
+    assert ops[1] == "%2 = rn.stochastic_depth %1 p 2.000000000e-01 : tensor<2x8x8x3xf32>"
+    assert ops[2] == "%3 = rn.add %images, %2 : tensor<2x8x8x3xf32>"
+    # The functional form, in f16, and p = 1 (every sample dropped) is allowed.
+    class Functional(nn.Module):
+        def forward(self, x: rn.Value) -> rn.Value:
+            return rn.flatten(rn.global_avg_pool(rn.stochastic_depth(x, 1.0)))
+
+    ops = body(emit(Functional(), classes=3, dtype="f16"))
+    assert ops[0] == "%0 = rn.stochastic_depth %images p 1.000000000e+00 : tensor<2x8x8x3xf16>"
+
+
+def test_stochastic_depth_checks_p() -> None:
+    class Bad(nn.Module):
+        def forward(self, x: rn.Value) -> rn.Value:
+            return rn.flatten(rn.global_avg_pool(rn.stochastic_depth(x, 1.5)))
+
+    with pytest.raises(ValueError,
+                       match=r"stochastic depth probability must be in \[0, 1\], got 1.5"):
+        emit(Bad(), classes=3)
+
+
 def test_functional_add_and_relu() -> None:
     class M(nn.Module):
         def __init__(self) -> None:

@@ -157,10 +157,25 @@ def test_constructor_validation() -> None:
         nn.MaxPool2d((2, 2, 2))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
         nn.Dropout(1.5)
+    with pytest.raises(ValueError, match="drop probability has to be between 0 and 1"):
+        nn.StochasticDepth(-0.1)
+    with pytest.raises(ValueError, match="mode has to be either 'batch' or 'row', but got rows"):
+        nn.StochasticDepth(0.2, "rows")
+    with pytest.raises(ValueError, match=r"mode='batch' \(one draw for the whole batch\) is not"):
+        nn.StochasticDepth(0.2, "batch")
     with pytest.raises(ValueError, match="tensor shape must be a non-empty tuple of positive ints"):
         nn.Parameter((3, 0), Init.zeros())
     with pytest.raises(ValueError, match=r"Hardtanh min_val 1 must be below max_val -1"):
         nn.Hardtanh(1, -1)
+
+
+def test_stochastic_depth_module_mirrors_torchvision() -> None:
+    # torchvision's StochasticDepth(p, mode): no state, p and mode kept, row mode by default.
+    drop = nn.StochasticDepth(0.25)
+    assert (drop.p, drop.mode) == (0.25, "row")
+    assert drop.num_parameters() == 0 and not list(drop.named_buffers())
+    assert "p=0.25, mode=row" in repr(drop)
+    assert nn.StochasticDepth(1.0, mode="row").p == 1.0
 
 
 def test_activation_modules_match_pytorch_defaults() -> None:

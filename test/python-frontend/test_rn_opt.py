@@ -55,12 +55,13 @@ def test_every_op_form_verifies(run_rn_opt: RunOpt) -> None:
             self.adapt = nn.AdaptiveAvgPool2d((1, 5))  # 2x5 -> 1x5: kernel [2, 1]
             self.flat = nn.Flatten()
             self.drop = nn.Dropout(0.25)
+            self.depth = nn.StochasticDepth(0.2)
             self.fc = nn.Linear(8 * 1 * 5, 7)
 
         def forward(self, x: rn.Value) -> rn.Value:
             y = self.mobile(self.silu(self.tanh(self.bn(self.conv(x)))))
             y = rn.channel_mul(y, rn.sigmoid(rn.global_avg_pool(y)))
-            y = self.max(self.avg(y) + y)
+            y = self.max(self.depth(self.avg(y)) + y)
             return self.fc(self.drop(self.flat(self.adapt(rn.relu(y)))))
 
     text = rn.emit_model(

@@ -314,25 +314,180 @@ def test_unsupported_modules_are_refused_by_path(module: tnn.Module, message: st
         rn.from_torch(module, (3, 8, 8))
 
 
-def test_stochastic_depth_imports_only_at_p_zero() -> None:
-    """Tests that torchvision's stochastic depth is the identity at p=0 and refused when it
-    would drop branches in training (not implemented yet)."""
-    ops = pytest.importorskip("torchvision.ops")
+def _module_from_source(name: str, source: str) -> Any:
+    """A Python module named ``name`` made from ``source``: torch.fx.wrap, which keeps a
+    function a call in the graph, patches the module that calls it, so a function that
+    forward calls must be wrapped in forward's own module."""
+    import types
 
-    class Residual(tnn.Module):
-        def __init__(self, p: float) -> None:
-            super().__init__()
-            self.conv = tnn.Conv2d(3, 3, 3, padding=1)
-            self.drop = ops.StochasticDepth(p, "row")
-            self.fc = tnn.Linear(3, 10)
+    module = types.ModuleType(name)
+    exec(compile(source, name.replace(".", "/") + ".py", "exec"), module.__dict__)
+    return module
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = x + self.drop(self.conv(x))
-            return self.fc(y.mean((2, 3)))
 
-    assert rn.from_torch(Residual(0.0), (3, 8, 8)).num_classes == 10
-    with pytest.raises(rn.UnsupportedModelError, match=r"stochastic depth with p=0.2"):
-        rn.from_torch(Residual(0.2), (3, 8, 8))
+# A stem convolution, then a residual block whose branch goes through stochastic depth
+# (EfficientNet's MBConv in small): torchvision's StochasticDepth module, or its function
+# called in forward (wrapped for fx, as a user's module must).
+_STOCHASTIC_RESIDUAL = """
+import torch
+import torch.fx
+from torchvision.ops import StochasticDepth, stochastic_depth
+
+torch.fx.wrap("stochastic_depth")
+
+
+class Residual(torch.nn.Module):
+    def __init__(self, p: float, mode: str = "row", functional: bool = False) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 3, 3, padding=1)
+        self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+        self.drop = StochasticDepth(p, mode)
+        self.functional = functional
+        self.fc = torch.nn.Linear(3, 10)
+
+    def forward(self, x):
+        h = self.stem(x)
+        branch = self.conv(h)
+        if self.functional:
+            branch = stochastic_depth(branch, self.drop.p, self.drop.mode, self.training)
+        else:
+            branch = self.drop(branch)
+        return self.fc((h + branch).mean((2, 3)))
+"""
+
+
+def _stochastic_residual(p: float, mode: str = "row", functional: bool = False) -> tnn.Module:
+    pytest.importorskip("torchvision")
+    return _module_from_source("stochastic_residual", _STOCHASTIC_RESIDUAL).Residual(
+        p, mode, functional
+    )
+
+
+def _stochastic_depths(m: tnn.Module, shape: tuple[int, int, int] = (3, 8, 8)) -> list[str]:
+    """The rn.stochastic_depth ops of ``m``'s import, without their result names."""
+    text = rn.emit_model(rn.from_torch(m, shape), batch=BATCH, input_shape=shape,
+                         num_classes=10)
+    return [ln.split(" = ", 1)[1].strip() for ln in text.splitlines()
+            if "rn.stochastic_depth " in ln]
+
+
+def test_stochastic_depth_imports_as_the_rn_op() -> None:
+    """Tests that torchvision's StochasticDepth module imports as rn.stochastic_depth of the
+    branch whatever mode the module is in (RN's training step drops, its evaluation step does
+    not, as for nn.Dropout), that its function follows its ``training`` argument, and that
+    p=0 imports as the identity."""
+    assert _stochastic_depths(_stochastic_residual(0.0)) == []
+    expected = ["rn.stochastic_depth %5 p 2.000000000e-01 : tensor<4x8x8x3xf32>"]
+    for training in (True, False):
+        assert _stochastic_depths(_stochastic_residual(0.2).train(training)) == expected, training
+    functional = _stochastic_residual(0.2, functional=True)
+    assert _stochastic_depths(functional.train()) == expected
+    assert _stochastic_depths(functional.eval()) == []
+    # p=1 drops every branch (torchvision allows it).
+    assert "p 1.000000000e+00" in _stochastic_depths(_stochastic_residual(1.0))[0]
+
+
+def test_stochastic_depth_batch_mode_is_refused() -> None:
+    """Tests that mode='batch' (one draw for the whole batch) is refused with the module's path
+    or the function's line when it would drop, and is the identity where torchvision's is."""
+    with pytest.raises(rn.UnsupportedModelError,
+                       match=r"^drop \(StochasticDepth\): stochastic depth with mode='batch'"):
+        rn.from_torch(_stochastic_residual(0.2, "batch"), (3, 8, 8))
+    with pytest.raises(
+        rn.UnsupportedModelError,
+        match=r"^function .*stochastic_depth .*stochastic_residual.py.*mode='batch'",
+    ):
+        rn.from_torch(_stochastic_residual(0.2, "batch", functional=True).train(), (3, 8, 8))
+    assert _stochastic_depths(_stochastic_residual(0.0, "batch")) == []
+    assert _stochastic_depths(_stochastic_residual(0.2, "batch", functional=True).eval()) == []
+
+
+# timm's DropPath and drop_path (timm/layers/drop.py) as timm writes them, in a module named
+# like timm's (timm is not installed here): the importer recognizes the class by its name and
+# drop_prob, the function by its name and module.
+_TIMM_DROP_PATH = """
+import torch
+import torch.fx
+
+
+def drop_path(x, drop_prob: float = 0.0, training: bool = False, scale_by_keep: bool = True):
+    if drop_prob == 0.0 or not training:
+        return x
+    keep_prob = 1 - drop_prob
+    shape = (x.shape[0],) + (1,) * (x.ndim - 1)
+    random_tensor = x.new_empty(shape).bernoulli_(keep_prob)
+    if keep_prob > 0.0 and scale_by_keep:
+        random_tensor.div_(keep_prob)
+    return x * random_tensor
+
+
+torch.fx.wrap("drop_path")
+
+
+class DropPath(torch.nn.Module):
+    def __init__(self, drop_prob: float = 0.0, scale_by_keep: bool = True):
+        super().__init__()
+        self.drop_prob = drop_prob
+        self.scale_by_keep = scale_by_keep
+
+    def forward(self, x):
+        return drop_path(x, self.drop_prob, self.training, self.scale_by_keep)
+
+
+class Block(torch.nn.Module):
+    def __init__(self, drop_prob: float, scale_by_keep: bool = True, functional: bool = False):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 3, 3, padding=1)
+        self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+        self.drop_path = DropPath(drop_prob, scale_by_keep)
+        self.functional = functional
+        self.fc = torch.nn.Linear(3, 10)
+
+    def forward(self, x):
+        h = self.stem(x)
+        branch = self.conv(h)
+        if self.functional:
+            branch = drop_path(branch, self.drop_path.drop_prob, self.training,
+                               self.drop_path.scale_by_keep)
+        else:
+            branch = self.drop_path(branch)
+        return self.fc((h + branch).mean((2, 3)))
+"""
+
+
+def test_timm_drop_path_imports_as_stochastic_depth() -> None:
+    """Tests that timm's DropPath module (a leaf of the tracer, whatever its mode) and its
+    drop_path function import as rn.stochastic_depth with p=drop_prob, and that
+    scale_by_keep=False (kept samples not rescaled) is refused."""
+    timm = _module_from_source("timm.layers.drop", _TIMM_DROP_PATH)
+    expected = ["rn.stochastic_depth %5 p 1.000000000e-01 : tensor<4x8x8x3xf32>"]
+    assert _stochastic_depths(timm.Block(0.1).train()) == expected
+    assert _stochastic_depths(timm.Block(0.1).eval()) == expected
+    assert _stochastic_depths(timm.Block(0.1, functional=True).train()) == expected
+    assert _stochastic_depths(timm.Block(0.1, functional=True).eval()) == []
+    assert _stochastic_depths(timm.Block(0.0)) == []
+    with pytest.raises(rn.UnsupportedModelError,
+                       match=r"^drop_path \(DropPath\): drop path with scale_by_keep=False"):
+        rn.from_torch(timm.Block(0.1, scale_by_keep=False), (3, 8, 8))
+    with pytest.raises(rn.UnsupportedModelError,
+                       match=r"^function timm\.layers\.drop\.drop_path .*scale_by_keep=False"):
+        rn.from_torch(timm.Block(0.1, scale_by_keep=False, functional=True).train(), (3, 8, 8))
+
+
+def test_efficientnet_b0_imports_with_its_stochastic_depth() -> None:
+    """Tests that torchvision's efficientnet_b0 with its default stochastic depth (0.2, growing
+    linearly over the blocks) imports in train mode: one rn.stochastic_depth per residual
+    block whose probability is above 0, with that probability."""
+    torchvision = pytest.importorskip("torchvision")
+    m = torchvision.models.efficientnet_b0(num_classes=10).train()
+    expected = [
+        mod.stochastic_depth.p
+        for mod in m.modules()
+        if type(mod).__name__ == "MBConv" and mod.use_res_connect and mod.stochastic_depth.p > 0
+    ]
+    assert len(expected) == 9 and max(expected) < 0.2  # 9 of its 16 blocks are residual
+    ops = _stochastic_depths(m, (3, 64, 64))
+    assert [float(op.split(" p ")[1].split(" ")[0]) for op in ops] == pytest.approx(expected)
 
 
 def test_mapping_records_layouts_and_counters() -> None:
@@ -406,6 +561,52 @@ def test_one_training_step_equals_pytorch(name: str, compiler: str, tmp_path: Pa
             continue
         err = float(np.max(np.abs(ours[k].numpy() - v)))
         assert err <= _bound(v, moved[k]), f"{name} {k}: max |RN - torch| = {err:.3g}"
+
+
+def test_stochastic_depth_training_drops_whole_samples(compiler: str, tmp_path: Path) -> None:
+    """Tests a residual block with StochasticDepth(p=0.5) on the CPU executor: each training
+    step's loss is the mean of per-sample losses where every sample either kept its branch,
+    scaled by 1 / (1 - p) = 2, or lost all of it (found among the 2^N such masks, computed
+    in PyTorch), some steps keep some samples and drop others, the masks change between
+    steps, and the evaluation logits are PyTorch's eval-mode ones (the identity)."""
+    torch.manual_seed(0)
+    m = _stochastic_residual(0.5)
+    x = torch.randn(BATCH, 3, 8, 8, generator=torch.Generator().manual_seed(5))
+    y = torch.randint(0, 10, (BATCH,), generator=torch.Generator().manual_seed(6))
+    artifact = rn.compile(m, tmp_path / "sd.rnx", batch=BATCH, input_shape=(3, 8, 8),
+                          name="stochastic_residual", pipeline="optimizer=sgd momentum=0.9")
+    trainer = rn.Trainer(artifact, executor="cpu", seed=3)
+
+    with torch.no_grad():
+        h = m.stem(x)
+        branch = m.conv(h)
+
+        def per_sample(scale: float) -> np.ndarray:
+            logits = m.fc((h + scale * branch).mean((2, 3)))
+            return tf.cross_entropy(logits, y, reduction="none").double().numpy()
+
+        kept, dropped = per_sample(2.0), per_sample(0.0)
+        ref_logits = m.eval()(x).numpy()
+    masks = [np.array([(bits >> n) & 1 for n in range(BATCH)], dtype=bool)
+             for bits in range(2**BATCH)]
+    candidates = np.array([np.where(mask, kept, dropped).mean() for mask in masks])
+    gaps = np.abs(candidates[:, None] - candidates[None, :])[~np.eye(len(masks), dtype=bool)]
+    tolerance = 1e-5 * float(np.max(np.abs(candidates)))
+    assert float(gaps.min()) > 10 * tolerance, "the test's masks are not told apart by the loss"
+
+    drawn = []
+    for _ in range(8):  # lr 0: the weights stay, only the masks change
+        loss = trainer.step(x.numpy(), y.numpy(), lr=0.0).loss()
+        errors = np.abs(candidates - loss)
+        best = int(np.argmin(errors))
+        assert errors[best] <= tolerance, (
+            f"loss {loss} is no mean of whole-sample kept (x2) or dropped losses"
+        )
+        drawn.append(masks[best])
+    assert any(0 < mask.sum() < BATCH for mask in drawn), "no step kept some samples only"
+    assert len({mask.tobytes() for mask in drawn}) > 1, "every step drew the same mask"
+    ours = trainer.predict(x.numpy())
+    assert float(np.max(np.abs(ours - ref_logits))) <= 1e-5 * float(np.max(np.abs(ref_logits)))
 
 
 # --------------------------------------------------------------------------- #

@@ -311,6 +311,88 @@ func.func @dropout_train_count(%x: tensor<4xf32>, %step: tensor<i32>) {
 
 // -----
 
+// Tests the drop probability of stochastic_depth_train: [0, 1].
+func.func @stochastic_depth_train_p(%x: tensor<4x8xf32>, %step: tensor<i32>) {
+  // expected-error@+1 {{drop probability must be in [0, 1], got 2}}
+  %y, %m = rn.stochastic_depth_train %x step %step p 2.000000e+00 index 0 of 1 : tensor<4x8xf32>, tensor<i32> -> tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that the index of stochastic_depth_train is below its count (the
+// random ops of a step need distinct streams).
+func.func @stochastic_depth_train_index(%x: tensor<4x8xf32>, %step: tensor<i32>) {
+  // expected-error@+1 {{index must be in [0, count) = [0, 3), got 3}}
+  %y, %m = rn.stochastic_depth_train %x step %step p 5.000000e-01 index 3 of 3 : tensor<4x8xf32>, tensor<i32> -> tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that stochastic_depth_train's count is at least 1.
+func.func @stochastic_depth_train_count(%x: tensor<4x8xf32>, %step: tensor<i32>) {
+  // expected-error@+1 {{count must be at least 1, got 0}}
+  %y, %m = rn.stochastic_depth_train %x step %step p 5.000000e-01 index 0 of 0 : tensor<4x8xf32>, tensor<i32> -> tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that the mask holds one scale per sample, not per element.
+func.func @stochastic_depth_train_mask_shape(%x: tensor<4x8xf32>, %step: tensor<i32>) {
+  // expected-error@+1 {{mask must be 'tensor<4xf32>' (one f32 scale per sample of 'tensor<4x8xf32>'), got 'tensor<4x8xf32>'}}
+  %y, %m = rn.stochastic_depth_train %x step %step p 5.000000e-01 index 0 of 1 : tensor<4x8xf32>, tensor<i32> -> tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that the mask is f32 whatever the input's type (mixed precision).
+func.func @stochastic_depth_train_mask_type(%x: tensor<4x8xf16>, %step: tensor<i32>) {
+  // expected-error@+1 {{result #1 must be ranked tensor of 32-bit float values, but got 'tensor<4xf16>'}}
+  %y, %m = rn.stochastic_depth_train %x step %step p 5.000000e-01 index 0 of 1 : tensor<4x8xf16>, tensor<i32> -> tensor<4x8xf16>, tensor<4xf16>
+  return
+}
+
+// -----
+
+// Tests that the result has the input's type.
+func.func @stochastic_depth_train_result(%x: tensor<4x8xf32>, %step: tensor<i32>) {
+  // expected-error@+1 {{result type 'tensor<4x8xf16>' differs from the expected type 'tensor<4x8xf32>'}}
+  %y, %m = rn.stochastic_depth_train %x step %step p 5.000000e-01 index 0 of 1 : tensor<4x8xf32>, tensor<i32> -> tensor<4x8xf16>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that stochastic_depth_train needs a batch dimension.
+func.func @stochastic_depth_train_scalar(%x: tensor<f32>, %step: tensor<i32>) {
+  // expected-error@+1 {{input must have a batch dimension, got 'tensor<f32>'}}
+  %y, %m = rn.stochastic_depth_train %x step %step p 5.000000e-01 index 0 of 1 : tensor<f32>, tensor<i32> -> tensor<f32>, tensor<1xf32>
+  return
+}
+
+// -----
+
+// Tests that the backward's mask has one scale per sample of the gradient.
+func.func @stochastic_depth_backward_mask(%dy: tensor<4x8xf32>, %m: tensor<8xf32>) {
+  // expected-error@+1 {{mask must be 'tensor<4xf32>' (one f32 scale per sample of 'tensor<4x8xf32>'), got 'tensor<8xf32>'}}
+  %dx = rn.stochastic_depth_backward %dy, %m : tensor<4x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// Tests that the backward's input gradient has the output gradient's type.
+func.func @stochastic_depth_backward_type(%dy: tensor<4x8xf32>, %m: tensor<4xf32>) {
+  // expected-error@+1 {{all of {output_grad, input_grad} have same type}}
+  %dx = "rn.stochastic_depth_backward"(%dy, %m) : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
 // Tests that a conv2d_backward output gradient has the forward output's shape.
 func.func @conv_backward_dy(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error@+1 {{output_grad type 'tensor<2x8x8x4xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}

@@ -360,6 +360,33 @@ func.func @dropout_p(%x: tensor<2x8xf32>) {
 
 // -----
 
+// Tests that the drop probability of stochastic depth lies in [0, 1] (1
+// drops every sample, as torchvision allows).
+func.func @stochastic_depth_p(%x: tensor<2x8xf32>) {
+  // expected-error@+1 {{drop probability must be in [0, 1], got 1.5}}
+  %0 = rn.stochastic_depth %x p 1.500000e+00 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @stochastic_depth_negative_p(%x: tensor<2x8xf32>) {
+  // expected-error@+1 {{drop probability must be in [0, 1], got -0.1}}
+  %0 = rn.stochastic_depth %x p -1.000000e-01 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that stochastic depth needs a batch dimension: it drops whole samples.
+func.func @stochastic_depth_scalar(%x: tensor<f32>) {
+  // expected-error@+1 {{'rn.stochastic_depth' op input must have a batch dimension, got 'tensor<f32>'}}
+  %0 = rn.stochastic_depth %x p 2.000000e-01 : tensor<f32>
+  return
+}
+
+// -----
+
 // Tests that add needs operands of one type (residual shapes must agree).
 func.func @add_shapes(%a: tensor<2x8x8x64xf32>, %b: tensor<2x8x8x128xf32>) {
   // expected-error@+1 {{requires the same type for all operands and results}}

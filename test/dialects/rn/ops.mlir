@@ -57,7 +57,7 @@ func.func @batch_norm(%x: tensor<2x8x8x4xf16>, %v: tensor<4xf16>, %y: tensor<2x4
 
 // -----
 
-// Tests the elementwise ops, add and dropout in bf16.
+// Tests the elementwise ops, add, dropout and stochastic depth in bf16.
 
 // CHECK-LABEL: func.func @elementwise
 func.func @elementwise(%x: tensor<2x8xbf16>) -> tensor<2x8xbf16> {
@@ -69,9 +69,11 @@ func.func @elementwise(%x: tensor<2x8xbf16>) -> tensor<2x8xbf16> {
   %2 = rn.silu %1 : tensor<2x8xbf16>
   // CHECK: %[[A:.+]] = rn.add %[[S]], %[[R]] : tensor<2x8xbf16>
   %3 = rn.add %2, %0 : tensor<2x8xbf16>
-  // CHECK: rn.dropout %[[A]] p 5.000000e-01 : tensor<2x8xbf16>
+  // CHECK: %[[D:.+]] = rn.dropout %[[A]] p 5.000000e-01 : tensor<2x8xbf16>
   %4 = rn.dropout %3 p 5.000000e-01 : tensor<2x8xbf16>
-  return %4 : tensor<2x8xbf16>
+  // CHECK: rn.stochastic_depth %[[D]] p 1.000000e+00 : tensor<2x8xbf16>
+  %5 = rn.stochastic_depth %4 p 1.000000e+00 : tensor<2x8xbf16>
+  return %5 : tensor<2x8xbf16>
 }
 
 // -----
@@ -205,6 +207,8 @@ func.func @training_forward(%x: tensor<2x4x4x8xf16>, %g: tensor<8xf32>, %m: tens
   %nm, %nv = rn.update_running_stats %m, %m, %mean, %istd eps 1.000000e-05 momentum 1.000000e-01 count 32 : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
   // CHECK: rn.dropout_train %{{.+}} step %{{.+}} p 2.500000e-01 index 1 of 3 : tensor<2x8xf32>, tensor<i32> -> tensor<2x8xf32>, tensor<2x8xf32>
   %d, %mask = rn.dropout_train %f step %step p 2.500000e-01 index 1 of 3 : tensor<2x8xf32>, tensor<i32> -> tensor<2x8xf32>, tensor<2x8xf32>
+  // CHECK: rn.stochastic_depth_train %{{.+}} step %{{.+}} p 2.000000e-01 index 2 of 3 : tensor<2x4x4x8xf16>, tensor<i32> -> tensor<2x4x4x8xf16>, tensor<2xf32>
+  %sd, %smask = rn.stochastic_depth_train %x step %step p 2.000000e-01 index 2 of 3 : tensor<2x4x4x8xf16>, tensor<i32> -> tensor<2x4x4x8xf16>, tensor<2xf32>
   // CHECK: rn.cast %{{.+}} : tensor<2x8xf32> -> tensor<2x8xbf16>
   %c = rn.cast %f : tensor<2x8xf32> -> tensor<2x8xbf16>
   // CHECK: rn.pad_channels %{{.+}} : tensor<2x8xf32> -> tensor<2x16xf16>
@@ -222,7 +226,7 @@ func.func @training_forward(%x: tensor<2x4x4x8xf16>, %g: tensor<8xf32>, %m: tens
 func.func @backward(%x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>,
                     %dy: tensor<2x4x4x4xf32>, %y: tensor<2x8x8x4xf32>, %v: tensor<4xf32>,
                     %h: tensor<2x16xf32>, %fw: tensor<10x16xf32>, %fb: tensor<10xf32>, %dl: tensor<2x10xf32>,
-                    %labels: tensor<2xi32>, %scale: tensor<f32>) {
+                    %labels: tensor<2xi32>, %scale: tensor<f32>, %v2: tensor<2xf32>) {
   // CHECK: rn.conv2d_backward %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 : {{.+}} -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
   %cg:3 = rn.conv2d_backward %dy, %x, %w, %w, %b stride [2, 2] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf32>, tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
   // CHECK: rn.conv2d_backward {{.+}} groups 1 plus %{{.+}} : {{.+}} -> (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
@@ -241,6 +245,8 @@ func.func @backward(%x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor
   %s = rn.silu_backward %y, %y : tensor<2x8x8x4xf32>
   // CHECK: rn.dropout_backward %{{.+}}, %{{.+}} : tensor<2x16xf32>
   %d = rn.dropout_backward %h, %h : tensor<2x16xf32>
+  // CHECK: rn.stochastic_depth_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>, tensor<2xf32>
+  %sdb = rn.stochastic_depth_backward %y, %v2 : tensor<2x8x8x4xf32>, tensor<2xf32>
   // CHECK: rn.sigmoid_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>
   %sb = rn.sigmoid_backward %y, %y : tensor<2x8x8x4xf32>
   // CHECK: rn.hardtanh_backward %{{.+}}, %{{.+}} min 0.000000e+00 max 6.000000e+00 : tensor<2x8x8x4xf32>

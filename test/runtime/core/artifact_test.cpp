@@ -1265,6 +1265,23 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_THAT(check("dropout_train", dropoutOperands, dropoutResults,
                     {{"p", 0.5}, {"index", 0}, {"count", 0}}),
               HasSubstr("\"count\" must be at least 1, got 0"));
+  // stochastic_depth_train: keyed as dropout_train, but p = 1 (every sample
+  // dropped) is allowed; its backward reads the per-sample mask.
+  const json depthResults = named({"result", "mask"});
+  EXPECT_EQ(check("stochastic_depth_train", dropoutOperands, depthResults,
+                  {{"p", 1.0}, {"index", 0}, {"count", 1}}),
+            "");
+  EXPECT_THAT(check("stochastic_depth_train", dropoutOperands, depthResults,
+                    {{"p", 1.5}, {"index", 0}, {"count", 1}}),
+              HasSubstr("\"p\" must be in [0, 1], got 1.5"));
+  EXPECT_THAT(check("stochastic_depth_train", dropoutOperands, depthResults,
+                    {{"p", 0.5}, {"index", 3}, {"count", 3}}),
+              HasSubstr("\"index\" must be below \"count\" (3), got 3"));
+  EXPECT_EQ(check("stochastic_depth_train", named({"input"}), depthResults, dropout),
+            "operand \"step\" is missing (stochastic_depth_train's operands: input, step)");
+  EXPECT_EQ(check("stochastic_depth_backward", named({"output_grad", "mask"}),
+                  named({"input_grad"}), json::object()),
+            "");
   // hardtanh and its backward: finite bounds, min_val below max_val.
   EXPECT_EQ(check("hardtanh", named({"input"}), result, {{"min_val", 0.0}, {"max_val", 6.0}}),
             "");
@@ -1278,8 +1295,9 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_EQ(check("hardtanh_backward", named({"output_grad", "saved"}), named({"input_grad"}),
                   {{"min_val", -1.0}, {"max_val", 1.0}}),
             "");
-  // The model-level op has no step to key its mask: no program may hold it.
+  // The model-level ops have no step to key their masks: no program may hold them.
   EXPECT_EQ(findOp("dropout"), nullptr);
+  EXPECT_EQ(findOp("stochastic_depth"), nullptr);
   EXPECT_THAT(check("batch_norm", named({"input", "weight", "bias", "running_mean", "running_var"}),
                     result, {{"epsilon", 1e-5}, {"momentum", 1.1}}),
               HasSubstr("\"momentum\" must be in [0, 1], got 1.1"));
@@ -1395,7 +1413,7 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
   EXPECT_EQ(check("pad_channels", named({"input"}), result, json::object()), "");
   EXPECT_EQ(check("pad_channels", named({"input", "filter"}), result, json::object()),
             "operand \"filter\" is not one of pad_channels's operands: input");
-  EXPECT_EQ(allOps().size(), 68u);
+  EXPECT_EQ(allOps().size(), 70u);
 }
 
 /// rn-fuse-bn-prologue's forms: cbr_forward and conv_bn_stats with or

@@ -41,7 +41,8 @@ bool recordedElsewhere(const Function &f, const Subgraph &sg, uint32_t event) {
 // other subgraphs record is an event node on the record's slot, and that
 // some records are marked for other launches.
 TEST(CaptureBindings, EdgesInsideLaunchesEventNodesAcross) {
-  for (const char *name : {"mlp.rnx", "cnn.rnx", "cbr.rnx", "dropout.rnx"}) {
+  for (const char *name :
+       {"mlp.rnx", "cnn.rnx", "cbr.rnx", "dropout.rnx", "stochastic_depth.rnx"}) {
     SCOPED_TRACE(name);
     Artifact artifact = test_inputs::load(name);
     Result<CaptureBindings> b = CaptureBindings::analyze(artifact.program);

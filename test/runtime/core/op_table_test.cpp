@@ -85,6 +85,8 @@ TEST(OpTable, DescribesConv2dBackward) {
   }
   EXPECT_TRUE(sawGroups);
   EXPECT_EQ(op_table::findOp("dropout"), nullptr) << "a model-level op is not an artifact op";
+  EXPECT_EQ(op_table::findOp("stochastic_depth"), nullptr)
+      << "a model-level op is not an artifact op";
 }
 
 } // namespace

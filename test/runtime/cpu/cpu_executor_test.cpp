@@ -2,7 +2,9 @@
 //
 // Inputs/mlp.rnx (MLP 4 -> 8 -> 3, batch 4, f32, SGD momentum 0.9),
 // Inputs/cbr.rnx (two conv-bn-relu layers, f16, dynamic loss scaling) and
-// Inputs/dropout.rnx (an MLP with two dropouts, for the masks' key);
+// Inputs/dropout.rnx (an MLP with two dropouts, for the masks' key),
+// Inputs/stochastic_depth.rnx (an MLP with a stochastic-depth residual
+// branch and a dropout, for the per-sample masks' key);
 // Inputs/README.md has the models and the rn-compile commands.
 //
 // The interleaving tests delete barriers from the loaded program and check
@@ -818,6 +820,78 @@ TEST(CpuExecutor, DropoutMasksFollowTheStepInput) {
     EXPECT_NE(losses[3], losses[2]) << "interleave " << interleave;
     for (size_t i = 0; i < std::size(steps); ++i)
       EXPECT_EQ(losses[i], dropoutMlpLoss(*ex, data[0], options.seed, steps[i]))
+          << "step " << steps[i] << ", interleave " << interleave;
+  }
+}
+
+/// The loss of Inputs/stochastic_depth.rnx (h = relu(fc1(x)); h + stochastic
+/// depth 0.5 of block(h) -> dropout 0.25 -> fc2, batch 8) on the host with
+/// the executor's parameters and the keys the program gives step `step`: the
+/// random ops are numbered together, {seed, step * 2} for the stochastic
+/// depth and {seed, step * 2 + 1} for the dropout after it.
+float stochasticDepthMlpLoss(const CpuExecutor &ex, const HostBatch &b, uint64_t seed,
+                             int32_t step) {
+  auto state = [&](const char *name) { return *ex.readState(name); };
+  std::vector<float> x = b.images, w1 = state("fc1.weight"), b1 = state("fc1.bias"),
+                     wb = state("block.weight"), bb = state("block.bias"),
+                     w2 = state("fc2.weight"), b2 = state("fc2.bias");
+  std::vector<float> h(128), r(128), branch(128), s(128), mask(8), sum(128), d(128), dm(128),
+      logits(24);
+  auto view = [](std::vector<float> &v, cpu::Shape shape) {
+    return cpu::TensorView{v.data(), std::move(shape), DType::f32};
+  };
+  const uint64_t stream = uint64_t(int64_t(step)) * 2;
+  cpu::TensorView bias1 = view(b1, {16}), biasB = view(bb, {16}), bias2 = view(b2, {3});
+  EXPECT_TRUE(cpu::linear(view(x, {8, 4}), view(w1, {16, 4}), &bias1, view(h, {8, 16})).ok());
+  EXPECT_TRUE(cpu::relu(view(h, {8, 16}), view(r, {8, 16})).ok());
+  EXPECT_TRUE(
+      cpu::linear(view(r, {8, 16}), view(wb, {16, 16}), &biasB, view(branch, {8, 16})).ok());
+  EXPECT_TRUE(cpu::stochasticDepthTrain(view(branch, {8, 16}), 0.5, {seed, stream},
+                                        view(s, {8, 16}), view(mask, {8}))
+                  .ok());
+  EXPECT_TRUE(cpu::add(view(r, {8, 16}), view(s, {8, 16}), view(sum, {8, 16})).ok());
+  EXPECT_TRUE(cpu::dropoutTrain(view(sum, {8, 16}), 0.25, {seed, stream + 1}, view(d, {8, 16}),
+                                view(dm, {8, 16}))
+                  .ok());
+  EXPECT_TRUE(cpu::linear(view(d, {8, 16}), view(w2, {3, 16}), &bias2, view(logits, {8, 3})).ok());
+  float loss = 0;
+  EXPECT_TRUE(cpu::softmaxCrossEntropy(view(logits, {8, 3}), cpu::LabelView{b.labels.data(), {8}},
+                                       0.0, loss)
+                  .ok());
+  return loss;
+}
+
+/// Stochastic depth's per-sample masks follow the step input as dropout's
+/// do, with the keys of one numbering of the random ops: the same step
+/// draws the same masks whatever the host's counter, other steps others,
+/// and each loss is the host's forward pass with those keys (lr 0); the
+/// interleaved run checks that the reads of the step are ordered after its
+/// copy.
+TEST(CpuExecutor, StochasticDepthMasksFollowTheStepInput) {
+  Artifact a = load("stochastic_depth.rnx");
+  const int32_t steps[] = {5, 5, 6, -3};
+  for (bool interleave : {false, true}) {
+    CpuExecutor::Options options;
+    options.seed = 13;
+    options.interleave = interleave;
+    auto ex = makeExecutor(a, options);
+    ASSERT_TRUE(ex);
+    std::vector<HostBatch> data = syntheticData(*ex, 3, 1);
+    std::vector<StepInputs> inputs;
+    for (size_t i = 0; i < std::size(steps); ++i)
+      inputs.push_back(Executor::trainInputs(data[0], 0.0f, steps[i]));
+    std::vector<StepOutputs> outputs;
+    Status st = ex->runPipelined("train", inputs, outputs);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    ASSERT_EQ(outputs.size(), std::size(steps));
+    std::vector<float> losses;
+    for (StepOutputs &out : outputs)
+      losses.push_back(out["loss"].floats.at(0));
+    EXPECT_EQ(losses[0], losses[1]) << "interleave " << interleave;
+    EXPECT_NE(losses[2], losses[0]) << "interleave " << interleave;
+    EXPECT_NE(losses[3], losses[0]) << "interleave " << interleave;
+    for (size_t i = 0; i < std::size(steps); ++i)
+      EXPECT_EQ(losses[i], stochasticDepthMlpLoss(*ex, data[0], options.seed, steps[i]))
           << "step " << steps[i] << ", interleave " << interleave;
   }
 }

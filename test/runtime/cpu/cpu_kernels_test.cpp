@@ -2,7 +2,8 @@
 //
 // Forward ops against straightforward computations written here, optimizers
 // and loss scaling against PyTorch's formulas, f16/bf16 rounding, dropout's
-// random stream. Gradients are checked in gradcheck_test.cpp.
+// and stochastic depth's random streams. Gradients are checked in
+// gradcheck_test.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -890,6 +891,150 @@ TEST(Dropout, BackwardAppliesTheMaskAndModelLevelMatches) {
   RN_ASSERT_OK(dropoutTrain(x.view(), 0.3, {5, 5}, y.view(), mask.view()));
   RN_ASSERT_OK(dropout(x.view(), 0.3, {5, 5}, y2.view()));
   EXPECT_EQ(y2.data, y.data);
+}
+
+//===----------------------------------------------------------------------===//
+// Stochastic depth
+//===----------------------------------------------------------------------===//
+
+/// The executor's key of a random op: stream = step * count + index.
+RngKey randomOpKey(uint64_t seed, int32_t step, uint64_t count, uint64_t index) {
+  return {seed, uint64_t(int64_t(step)) * count + index};
+}
+
+/// Checks that every sample of `y` is either all zero (mask 0) or exactly
+/// x * float(1 / (1 - p)) (mask that value), and that the mask is the
+/// dropout draw of element n. Returns how many samples were kept.
+int64_t expectWholeSamples(const Buffer &x, const Buffer &y, const Buffer &mask, double p,
+                           const RngKey &key) {
+  const int64_t samples = x.shape[0], perSample = int64_t(x.size()) / samples;
+  const float keep = static_cast<float>(1.0 / (1.0 - p));
+  int64_t kept = 0;
+  for (int64_t n = 0; n < samples; ++n) {
+    const bool dropped = mask[n] == 0.0f;
+    EXPECT_EQ(dropped, dropoutDrops(key, uint64_t(n), p)) << "sample " << n;
+    if (!dropped) {
+      ++kept;
+      EXPECT_EQ(mask[n], keep) << "sample " << n;
+    }
+    for (int64_t i = n * perSample; i < (n + 1) * perSample; ++i) {
+      const float expected = dropped ? 0.0f : static_cast<float>(double(x[i]) * keep);
+      if (y[i] != expected) {
+        ADD_FAILURE() << "sample " << n << " element " << i << ": " << y[i] << ", expected "
+                      << expected << (dropped ? " (dropped sample)" : " (kept sample)");
+        return kept;
+      }
+    }
+  }
+  return kept;
+}
+
+TEST(StochasticDepth, SamplesAreKeptOrDroppedWhole) {
+  std::mt19937 rng(41);
+  const RngKey key = randomOpKey(7, 12, 3, 1);
+  for (const Shape &shape : {Shape{37}, Shape{37, 5}, Shape{37, 3, 4, 6}}) {
+    Buffer x = randomBuffer(shape, rng, 0.5f, 1.5f), y(shape), mask({37});
+    for (double p : {0.2, 0.5, 0.8}) {
+      RN_ASSERT_OK(stochasticDepthTrain(x.view(), p, key, y.view(), mask.view()));
+      const int64_t kept = expectWholeSamples(x, y, mask, p, key);
+      EXPECT_GT(kept, 0) << "p " << p;
+      EXPECT_LT(kept, 37) << "p " << p;
+    }
+  }
+}
+
+TEST(StochasticDepth, KeepRateIsWithinABinomialBound) {
+  // 64 samples for 1000 steps (index 1 of 3, as the second random op of a
+  // step): 64000 draws, the kept fraction within 5 sigma of 1 - p.
+  const int64_t samples = 64, steps = 1000;
+  std::mt19937 rng(43);
+  Buffer x = randomBuffer({samples, 2, 2, 3}, rng, 0.5f, 1.5f), y(x.shape), mask({samples});
+  for (double p : {0.1, 0.2, 0.5, 0.9}) {
+    int64_t kept = 0;
+    for (int32_t step = 0; step < steps; ++step) {
+      const RngKey key = randomOpKey(42, step, 3, 1);
+      RN_ASSERT_OK(stochasticDepthTrain(x.view(), p, key, y.view(), mask.view()));
+      kept += expectWholeSamples(x, y, mask, p, key);
+    }
+    const double draws = double(samples * steps), fraction = double(kept) / draws;
+    const double sigma = std::sqrt(p * (1 - p) / draws);
+    EXPECT_NEAR(fraction, 1 - p, 5 * sigma) << "p = " << p;
+  }
+}
+
+TEST(StochasticDepth, SameKeyRedrawsOtherStepsAndIndicesDiffer) {
+  std::mt19937 rng(47);
+  Buffer x = randomBuffer({256, 3}, rng), y1(x.shape), y2(x.shape);
+  Buffer m1({256}), m2({256});
+  auto draw = [&](int32_t step, uint64_t index, Buffer &y, Buffer &m) {
+    EXPECT_TRUE(
+        stochasticDepthTrain(x.view(), 0.5, randomOpKey(99, step, 4, index), y.view(), m.view())
+            .ok());
+  };
+  draw(5, 2, y1, m1);
+  draw(5, 2, y2, m2);
+  EXPECT_EQ(m1.data, m2.data) << "the same (seed, step, index) redraws the same mask";
+  EXPECT_EQ(y1.data, y2.data);
+  draw(6, 2, y2, m2);
+  EXPECT_NE(m1.data, m2.data) << "another step";
+  draw(5, 3, y2, m2);
+  EXPECT_NE(m1.data, m2.data) << "another index";
+  EXPECT_TRUE(stochasticDepthTrain(x.view(), 0.5, {100, 5 * 4 + 2}, y2.view(), m2.view()).ok());
+  EXPECT_NE(m1.data, m2.data) << "another seed";
+  // A longer batch starts with the same mask: sample n depends only on (key, n).
+  Buffer xl = randomBuffer({301, 3}, rng), yl(xl.shape), ml({301});
+  draw(5, 2, y1, m1);
+  ASSERT_TRUE(
+      stochasticDepthTrain(xl.view(), 0.5, randomOpKey(99, 5, 4, 2), yl.view(), ml.view()).ok());
+  for (size_t n = 0; n < 256; ++n)
+    EXPECT_EQ(ml[n], m1[n]) << n;
+}
+
+TEST(StochasticDepth, PZeroIsTheIdentityPOneDropsEverything) {
+  std::mt19937 rng(53);
+  Buffer x = randomBuffer({9, 4, 4, 2}, rng), y(x.shape), mask({9});
+  RN_ASSERT_OK(stochasticDepthTrain(x.view(), 0.0, {1, 2}, y.view(), mask.view()));
+  EXPECT_EQ(y.data, x.data);
+  EXPECT_EQ(mask.data, std::vector<float>(9, 1.0f));
+  RN_ASSERT_OK(stochasticDepthTrain(x.view(), 1.0, {1, 2}, y.view(), mask.view()));
+  EXPECT_EQ(y.data, std::vector<float>(x.size(), 0.0f));
+  EXPECT_EQ(mask.data, std::vector<float>(9, 0.0f));
+
+  KernelStatus s = stochasticDepthTrain(x.view(), 1.5, {}, y.view(), mask.view());
+  EXPECT_NE(s.error.find("p must be in [0, 1], got 1.5"), std::string::npos) << s.error;
+  Buffer wrongMask({9, 1});
+  s = stochasticDepthTrain(x.view(), 0.5, {}, y.view(), wrongMask.view());
+  EXPECT_NE(s.error.find("stochastic_depth_train: mask"), std::string::npos) << s.error;
+  Buffer scalar(Shape{}), scalarY(Shape{});
+  s = stochasticDepthTrain(scalar.view(), 0.5, {}, scalarY.view(), mask.view());
+  EXPECT_NE(s.error.find("input must have a batch dimension"), std::string::npos) << s.error;
+}
+
+TEST(StochasticDepth, BackwardScalesEachSampleAndModelLevelMatches) {
+  // f16 activations with the f32 mask of mixed-precision training.
+  std::mt19937 rng(59);
+  const Shape shape{6, 3, 5};
+  Buffer x = randomBuffer(shape, rng), y(shape, 0.0f, DType::f16), mask({6});
+  for (float &v : x.data)
+    v = roundTo(DType::f16, v);
+  x.dtype = DType::f16;
+  const RngKey key{5, 5};
+  RN_ASSERT_OK(stochasticDepthTrain(x.view(), 0.3, key, y.view(), mask.view()));
+  for (float m : mask.data)
+    EXPECT_TRUE(m == 0.0f || m == static_cast<float>(1 / 0.7)) << m;
+  for (size_t i = 0; i < y.size(); ++i)
+    EXPECT_EQ(y[i], roundTo(DType::f16, static_cast<float>(double(x[i]) * mask[i / 15]))) << i;
+  Buffer dy = randomBuffer(shape, rng), dx(shape, 0.0f, DType::bf16);
+  RN_ASSERT_OK(stochasticDepthBackward(dy.view(), mask.view(), dx.view()));
+  for (size_t i = 0; i < dx.size(); ++i)
+    EXPECT_EQ(dx[i], roundTo(DType::bf16, static_cast<float>(double(dy[i]) * mask[i / 15])))
+        << i;
+  Buffer y2(shape, 0.0f, DType::f16);
+  RN_ASSERT_OK(stochasticDepth(x.view(), 0.3, key, y2.view()));
+  EXPECT_EQ(y2.data, y.data);
+  Buffer wrongMask({5});
+  KernelStatus s = stochasticDepthBackward(dy.view(), wrongMask.view(), dx.view());
+  EXPECT_NE(s.error.find("stochastic_depth_backward: mask"), std::string::npos) << s.error;
 }
 
 //===----------------------------------------------------------------------===//

@@ -30,9 +30,9 @@ using testing::GradTolerance;
 using testing::randomBuffer;
 
 // Ops exactly linear in the checked input (convolution, linear, average
-// pooling, dropout, batch norm in gamma and beta): central differences have
-// no truncation error at any step, so a large step drowns the f32 rounding
-// of the outputs.
+// pooling, dropout, stochastic depth, batch norm in gamma and beta): central
+// differences have no truncation error at any step, so a large step drowns
+// the f32 rounding of the outputs.
 constexpr GradTolerance kExact{0.5, 2e-6, 2e-6};
 // Piecewise linear ops (max pooling, ReLU), stepping within one piece.
 constexpr GradTolerance kLinear{1e-2, 5e-5, 2e-4};
@@ -404,6 +404,25 @@ TEST(ElementwiseGrad, DropoutAndFlatten) {
   };
   RN_ASSERT_OK(reshape(gf.view(), dx.view()));
   expectGradient("flatten dX", x, dx.data, flatLoss, kExact);
+}
+
+TEST(ElementwiseGrad, StochasticDepth) {
+  std::mt19937 rng(149);
+  Buffer x = randomBuffer({8, 2, 2, 3}, rng), g = randomBuffer(x.shape, rng);
+  Buffer y(x.shape), mask({8}), dx(x.shape);
+  // One key: every evaluation of the loss redraws the same mask, so the
+  // loss is linear in x.
+  const RngKey key{99, 4};
+  auto loss = [&] {
+    EXPECT_TRUE(stochasticDepthTrain(x.view(), 0.5, key, y.view(), mask.view()).ok());
+    return dot(g, y);
+  };
+  loss();
+  const auto dropped = std::count(mask.data.begin(), mask.data.end(), 0.0f);
+  ASSERT_GT(dropped, 0) << "the key should drop some samples and keep others";
+  ASSERT_LT(dropped, 8) << "the key should drop some samples and keep others";
+  RN_ASSERT_OK(stochasticDepthBackward(g.view(), mask.view(), dx.view()));
+  expectGradient("stochastic_depth dX", x, dx.data, loss, kExact);
 }
 
 //===----------------------------------------------------------------------===//

@@ -2,7 +2,8 @@
 //
 // Trains the checked-in artifacts (Inputs/README.md: an f32 MLP, two f16
 // conv-BN-ReLU layers with dynamic loss scaling, a small f32 CNN, an f32 MLP
-// with two dropouts, whose masks the GPU keys from the device step) for a few
+// with two dropouts and one with a stochastic-depth residual branch and a
+// dropout, whose masks the GPU keys from the device step) for a few
 // steps on the GPU and on the CPU reference executor from the same initial
 // state and batches, and compares the losses and every state entry after
 // the steps. Bounds: relative L2 error per tensor 1e-4 for f32 programs
@@ -49,6 +50,13 @@ TEST(CudaEagerExecutor, CbrF16MatchesCpu) {
 TEST(CudaEagerExecutor, DropoutMatchesCpu) {
   SKIP_WITHOUT_GPU();
   compareTraining("dropout.rnx", 5, 1e-4);
+}
+
+// The same for the per-sample masks of stochastic depth, keyed in one
+// numbering with the dropout after it.
+TEST(CudaEagerExecutor, StochasticDepthMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  compareTraining("stochastic_depth.rnx", 5, 1e-4);
 }
 
 // The plan's workspace_<stream> regions are caps: each stream's workspace

@@ -12,6 +12,7 @@
 //
 // Bounds. Exact (bit for bit, NaN matching NaN): relu, relu/dropout
 // backward, add, casts, reshape, flatten, zero, dropout masks and results,
+// stochastic depth masks, results and backward,
 // all pooling ops, adaptive and global average pooling (double sums in the
 // CPU's order), channel_mul and its backward, count_correct, hardtanh and its backward, the hardsigmoid
 // backward. Norm-wise, ||gpu - cpu||_2 <= tol * ||cpu||_2 with
@@ -529,6 +530,96 @@ TEST(CudaElementwise, DropoutRejectsABadStepOrIndex) {
   EXPECT_NE(s.error().message().find("index 2 must be below the dropout count 2"),
             std::string::npos)
       << s.error().message();
+}
+
+//===----------------------------------------------------------------------===//
+// Stochastic depth
+//===----------------------------------------------------------------------===//
+
+// The per-sample masks, the results and the backward against the CPU, bit
+// for bit: samples per Philox block 1 to 4 (1, 3, 5 samples), elements per
+// sample a multiple of 8 (the vector path) or not, views off alignment
+// (scalar path), enough elements to loop the grid, an f16 mask besides the
+// programs' f32, and the keys of the dropout test (64-bit streams, a
+// negative step).
+TEST(CudaElementwise, StochasticDepthMatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(6);
+  struct RandomOpKey {
+    uint64_t seed;
+    int32_t step;
+    uint64_t count, index;
+  };
+  const RandomOpKey keys[] = {
+      {0, 0, 1, 0}, {42, 3, 2, 1}, {0x0123456789abcdefull, 1 << 30, 4, 2}, {9, -1, 3, 1}};
+  const Shape shapes[] = {{1}, {3}, {5, 7}, {6, 4, 4, 8}, {9, 3, 5, 7}, {37, 64, 64, 8}};
+  for (const RandomOpKey &k : keys)
+    for (double p : {0.0, 0.2, 0.5, 1.0})
+      for (DType type : kFloatTypes)
+        for (const Shape &shape : shapes)
+          for (int64_t offset : {0, 1}) {
+            if (numel(shape) > 100000 && (offset || p != 0.5))
+              continue; // one large case per key and dtype loops the grid
+            const cpu::RngKey key{k.seed, uint64_t(int64_t(k.step)) * k.count + k.index};
+            const DType maskType = type == DType::bf16 ? DType::f16 : DType::f32;
+            const Shape maskShape{shape[0]};
+            std::string what = "stochastic depth p " + std::to_string(p) + " " +
+                               std::string(dtypeName(type)) + " " + str(shape) + " offset " +
+                               std::to_string(offset) + " seed " + std::to_string(key.seed) +
+                               " stream " + std::to_string(key.stream);
+            std::vector<float> x = randomValues(numel(shape), rng, type);
+            std::vector<float> dy = randomValues(numel(shape), rng, type);
+            auto dx = upload(x, shape, type, offset);
+            auto ddy = upload(dy, shape, type, offset);
+            auto dres = allocate(shape, type, offset);
+            auto dmask = allocate(maskShape, maskType, offset);
+            auto dgrad = allocate(shape, type, offset);
+            auto step = upload({float(k.step)}, {}, DType::i32);
+            RN_ASSERT_STATUS_OK(stochasticDepth(dx.view, p, k.seed, step.view, k.count, k.index,
+                                                dres.view, dmask.view, stream.get()));
+            RN_ASSERT_STATUS_OK(
+                stochasticDepthBackward(ddy.view, dmask.view, dgrad.view, stream.get()));
+            RN_ASSERT_CUDA(stream.sync());
+            std::vector<float> ref(x.size()), grad(x.size());
+            std::vector<float> mask(static_cast<size_t>(shape[0]));
+            ASSERT_TRUE(cpu::stochasticDepthTrain(cpuView(x, shape, type), p, key,
+                                                  cpuView(ref, shape, type),
+                                                  cpuView(mask, maskShape, maskType))
+                            .ok());
+            ASSERT_TRUE(cpu::stochasticDepthBackward(cpuView(dy, shape, type),
+                                                     cpuView(mask, maskShape, maskType),
+                                                     cpuView(grad, shape, type))
+                            .ok());
+            expectExact(download(dmask.view), mask, what + " mask");
+            expectExact(download(dres.view), ref, what + " result");
+            expectExact(download(dgrad.view), grad, what + " backward");
+          }
+}
+
+TEST(CudaElementwise, StochasticDepthRejectsABadStepIndexOrMask) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  const Shape shape{4, 2};
+  auto dx = upload(std::vector<float>(8, 1.0f), shape, DType::f32);
+  auto dy = allocate(shape, DType::f32), dm = allocate({4}, DType::f32);
+  auto wrongMask = allocate({8}, DType::f32);
+  auto step = upload({1.0f}, {}, DType::i32), f32Step = upload({1.0f}, {}, DType::f32);
+  auto expectError = [](const Status &s, const std::string &message) {
+    ASSERT_FALSE(s.ok()) << message;
+    EXPECT_NE(s.error().message().find(message), std::string::npos) << s.error().message();
+  };
+  expectError(stochasticDepth(dx.view, 0.5, 0, f32Step.view, 2, 0, dy.view, dm.view, stream.get()),
+              "step must be an i32 scalar");
+  expectError(stochasticDepth(dx.view, 0.5, 0, step.view, 2, 2, dy.view, dm.view, stream.get()),
+              "index 2 must be below the random op count 2");
+  expectError(
+      stochasticDepth(dx.view, 0.5, 0, step.view, 2, 0, dy.view, wrongMask.view, stream.get()),
+      "stochastic_depth_train: mask");
+  expectError(stochasticDepth(dx.view, 1.5, 0, step.view, 2, 0, dy.view, dm.view, stream.get()),
+              "p must be in [0, 1]");
+  expectError(stochasticDepthBackward(dx.view, wrongMask.view, dy.view, stream.get()),
+              "stochastic_depth_backward: mask");
 }
 
 //===----------------------------------------------------------------------===//
@@ -1131,6 +1222,7 @@ TEST_F(CudaElementwiseLaunchers, EveryOpHasALauncher) {
         "hardswish_backward", "hardsigmoid_backward", "add", "channel_mul",
         "channel_mul_backward", "cast",
         "reshape", "flatten", "zero", "dropout_train", "dropout_backward",
+        "stochastic_depth_train", "stochastic_depth_backward",
         "max_pool2d", "avg_pool2d", "max_pool2d_backward", "avg_pool2d_backward",
         "global_avg_pool", "global_avg_pool_backward", "adaptive_avg_pool2d",
         "adaptive_avg_pool2d_backward", "softmax_cross_entropy",
@@ -1154,6 +1246,13 @@ TEST_F(CudaElementwiseLaunchers, AttributesReachTheKernels) {
   auto dstep = upload({2.0f}, {}, DType::i32);
   RN_ASSERT_STATUS_OK(run("dropout_train", {{"p", 0.3}, {"index", 1}, {"count", 3}},
                           {dx.view, dstep.view}, {dr.view, dm.view}, 99));
+  // stochastic_depth_train likewise (stream 2 * 5 + 4), and its backward.
+  auto dsr = allocate(in, DType::f16), dsm = allocate({in[0]}, DType::f32);
+  auto dsg = allocate(in, DType::f16);
+  RN_ASSERT_STATUS_OK(run("stochastic_depth_train", {{"p", 0.4}, {"index", 4}, {"count", 5}},
+                          {dx.view, dstep.view}, {dsr.view, dsm.view}, 99));
+  RN_ASSERT_STATUS_OK(run("stochastic_depth_backward", nlohmann::json::object(),
+                          {dx.view, dsm.view}, {dsg.view}));
   // hardtanh and its backward with the node's bounds.
   auto dh = allocate(in, DType::f16), dhg = allocate(in, DType::f16);
   RN_ASSERT_STATUS_OK(run("hardtanh", {{"min_val", -0.5}, {"max_val", 0.75}}, {dx.view}, {dh.view}));
@@ -1179,6 +1278,18 @@ TEST_F(CudaElementwiseLaunchers, AttributesReachTheKernels) {
                   .ok());
   expectExact(download(dm.view), m, "dropout_train launcher mask");
   expectExact(download(dr.view), r, "dropout_train launcher result");
+  std::vector<float> sr(x.size()), sm(static_cast<size_t>(in[0])), sg(x.size());
+  ASSERT_TRUE(cpu::stochasticDepthTrain(cpuView(x, in, DType::f16), 0.4, cpu::RngKey{99, 14},
+                                        cpuView(sr, in, DType::f16),
+                                        cpuView(sm, {in[0]}, DType::f32))
+                  .ok());
+  ASSERT_TRUE(cpu::stochasticDepthBackward(cpuView(x, in, DType::f16),
+                                           cpuView(sm, {in[0]}, DType::f32),
+                                           cpuView(sg, in, DType::f16))
+                  .ok());
+  expectExact(download(dsm.view), sm, "stochastic_depth_train launcher mask");
+  expectExact(download(dsr.view), sr, "stochastic_depth_train launcher result");
+  expectExact(download(dsg.view), sg, "stochastic_depth_backward launcher");
   std::vector<float> h(x.size()), hg(x.size());
   ASSERT_TRUE(
       cpu::hardtanh(cpuView(x, in, DType::f16), -0.5, 0.75, cpuView(h, in, DType::f16)).ok());

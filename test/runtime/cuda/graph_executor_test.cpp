@@ -7,7 +7,8 @@
 //     the f16 one);
 //   - in deterministic mode with the plan choices of one shared plan cache,
 //     bit-identical to cuda-eager after every step, steps streamed several
-//     in flight (f16 with dynamic loss scaling, dropout on);
+//     in flight (f16 with dynamic loss scaling, dropout on, stochastic
+//     depth on);
 //   - images handed over in page-locked blocks train bit for bit as the
 //     same images in vectors (cuda-graph and cuda-eager);
 //   - a step whose gradients overflow is skipped (dynamic loss scaling) and
@@ -62,6 +63,11 @@ TEST(CudaGraphExecutor, CbrF16MatchesCpu) {
 TEST(CudaGraphExecutor, DropoutMatchesCpu) {
   SKIP_WITHOUT_GPU();
   compareWithCpu("dropout.rnx", 5, 1e-4);
+}
+
+TEST(CudaGraphExecutor, StochasticDepthMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  compareWithCpu("stochastic_depth.rnx", 5, 1e-4);
 }
 
 TEST(CudaGraphExecutor, EvalMatchesCpu) {
@@ -137,6 +143,11 @@ TEST(CudaGraphExecutor, BitIdenticalToEagerCbrF16) {
 TEST(CudaGraphExecutor, BitIdenticalToEagerDropout) {
   SKIP_WITHOUT_GPU();
   bitIdenticalToEager("dropout.rnx");
+}
+
+TEST(CudaGraphExecutor, BitIdenticalToEagerStochasticDepth) {
+  SKIP_WITHOUT_GPU();
+  bitIdenticalToEager("stochastic_depth.rnx");
 }
 
 TEST(CudaGraphExecutor, BitIdenticalToEagerCnn) {

@@ -11,6 +11,8 @@
 // RUN: cmp %t.cnn.rnx %S/../../runtime/Inputs/cnn.rnx
 // RUN: rn-compile %S/../../runtime/Inputs/dropout.mlir -o %t.dropout.rnx --quiet
 // RUN: cmp %t.dropout.rnx %S/../../runtime/Inputs/dropout.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/stochastic_depth.mlir -o %t.stochastic_depth.rnx --quiet
+// RUN: cmp %t.stochastic_depth.rnx %S/../../runtime/Inputs/stochastic_depth.rnx
 // The twins of group_updates_test.cpp: per-parameter updates, and the
 // benchmark recipe with and without rn-group-updates.
 // RUN: rn-compile %S/../../runtime/Inputs/mlp.mlir -o %t.mlp-per-param.rnx --quiet --pipeline "group-updates=false"
