@@ -156,10 +156,7 @@ if /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null; then
 import sys, torchvision, rn
 recipe = "precision=f16 loss-scaling=dynamic nesterov=true weight-decay=5e-4 momentum=0.9"
 for name in ("resnet50", "mobilenet_v2", "efficientnet_b0"):
-    model = getattr(torchvision.models, name)()
-    for mod in model.modules():  # RN has no stochastic-depth op yet: efficientnet without it
-        if type(mod).__name__ == "StochasticDepth":
-            mod.p = 0.0
+    model = getattr(torchvision.models, name)()  # efficientnet with its stochastic depth
     rn.compile(model, f"{sys.argv[1]}/torch_{name}.bench256.rnx",
                batch=256, input_shape=(3, 224, 224), pipeline=recipe, weights=False,
                name=f"torch_{name}")

@@ -51,7 +51,7 @@ TORCH_METADATA_KEY = "rn.torch"
 SUPPORTED = (
     "modules Conv2d, BatchNorm2d, Linear, ReLU, ReLU6, Hardtanh, Tanh, SiLU, Sigmoid, Hardswish, "
     "Hardsigmoid, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout, Identity, "
-    "torchvision's StochasticDepth, timm's DropPath; functions "
+    "torchvision's StochasticDepth, timm's DropPath, BatchNormAct2d and Linear; functions "
     "and methods +, torch.add, x * scale (squeeze-and-excitation), relu, relu6, hardtanh, tanh, silu, sigmoid, hardswish, "
     "hardsigmoid, torch.flatten / flatten, view / reshape to [N, -1], mean over H and W, "
     "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout, torchvision's stochastic_depth, "
@@ -81,6 +81,22 @@ def _is_stochastic_depth_module(m: Any) -> bool:
     return cls.__name__ == "DropPath" and hasattr(m, "drop_prob")
 
 
+def _is_timm_batch_norm_act(m: Any) -> bool:
+    """timm's ``BatchNormAct2d`` (recognized by its class name and its ``act`` and ``drop``
+    members: timm need not be installed): a ``BatchNorm2d`` whose forward then applies ``drop``
+    and ``act``. Traced through, its forward reads ``x.ndim`` and the module's flags; RN maps
+    it whole instead."""
+    return type(m).__name__ == "BatchNormAct2d" and hasattr(m, "act") and hasattr(m, "drop")
+
+
+def _is_timm_linear(m: Any) -> bool:
+    """timm's ``layers.linear.Linear``: an ``nn.Linear`` whose forward only casts the weights to
+    the input's dtype under TorchScript, imported as the Linear it is."""
+    cls = type(m)
+    return cls.__name__ == "Linear" and cls.__module__.startswith("timm.") and isinstance(
+        m, _torch().nn.Linear)
+
+
 def _tracer() -> Any:
     """A ``torch.fx.Tracer`` that keeps the stochastic-depth modules as calls of the module: RN
     reads their probability and emits its own op, whose training step drops and whose
@@ -91,7 +107,8 @@ def _tracer() -> Any:
 
     class Tracer(torch.fx.Tracer):  # type: ignore[misc]
         def is_leaf_module(self, m: Any, qualname: str) -> bool:
-            return _is_stochastic_depth_module(m) or super().is_leaf_module(m, qualname)
+            return (_is_stochastic_depth_module(m) or _is_timm_batch_norm_act(m)
+                    or _is_timm_linear(m) or super().is_leaf_module(m, qualname))
 
     return Tracer()
 
@@ -523,16 +540,23 @@ class ImportedModel(Module):
         path = node.target
         if isinstance(m, nn.Conv2d):
             return self._conv(node, m, path, x)
+        if _is_timm_batch_norm_act(m):  # before BatchNorm2d: it is one, plus drop and act
+            y = self._batch_norm(node, m, path, x)
+            if not isinstance(m.drop, nn.Identity):
+                raise self._fail(node, f"drop layer {type(m.drop).__name__} is not supported "
+                                       "(only Identity)")
+            activated = self._activation(m.act, y)
+            if activated is None:
+                raise self._fail(node, f"activation {type(m.act).__name__} is not supported; "
+                                       f"RN imports {SUPPORTED}")
+            return activated
         if isinstance(m, nn.BatchNorm2d):
             return self._batch_norm(node, m, path, x)
         if isinstance(m, nn.Linear):
             return self._linear(node, m, path, x)
-        unary = {nn.ReLU: F.relu, nn.ReLU6: F.relu6, nn.Tanh: F.tanh, nn.SiLU: F.silu,
-                 nn.Sigmoid: F.sigmoid, nn.Hardswish: F.hardswish, nn.Hardsigmoid: F.hardsigmoid}
-        if type(m) in unary:
-            return _Tensor(unary[type(m)](x.value), x.chw)
-        if type(m) is nn.Hardtanh:
-            return _Tensor(F.hardtanh(x.value, float(m.min_val), float(m.max_val)), x.chw)
+        activated = self._activation(m, x)
+        if activated is not None:
+            return activated
         if isinstance(m, nn.MaxPool2d):
             self._check_pool(node, m.ceil_mode, "ceil_mode=True")
             if m.return_indices:
@@ -559,6 +583,21 @@ class ImportedModel(Module):
         if isinstance(m, nn.Identity):
             return x
         raise self._fail(node, f"not supported; RN imports {SUPPORTED}")
+
+    @staticmethod
+    def _activation(m: Any, x: _Tensor) -> _Tensor | None:
+        """``m`` applied to ``x`` when it is an activation module RN maps (Identity included),
+        else None."""
+        nn = _torch().nn
+        unary = {nn.ReLU: F.relu, nn.ReLU6: F.relu6, nn.Tanh: F.tanh, nn.SiLU: F.silu,
+                 nn.Sigmoid: F.sigmoid, nn.Hardswish: F.hardswish, nn.Hardsigmoid: F.hardsigmoid}
+        if type(m) in unary:
+            return _Tensor(unary[type(m)](x.value), x.chw)
+        if type(m) is nn.Hardtanh:
+            return _Tensor(F.hardtanh(x.value, float(m.min_val), float(m.max_val)), x.chw)
+        if type(m) is nn.Identity:
+            return x
+        return None
 
     def _conv(self, node: Any, m: Any, path: str, x: _Tensor) -> _Tensor:
         if m.padding_mode != "zeros":

@@ -172,6 +172,50 @@ def torchvision_efficientnet_b0() -> tnn.Module:
     return _torchvision("efficientnet_b0")
 
 
+# timm's BatchNormAct2d (timm/layers/norm_act.py) and Linear (timm/layers/linear.py) as timm
+# writes them, in a module named like timm's (timm is not installed here): a BatchNorm2d
+# subclass whose forward reads x.ndim and then applies its drop and act members, and a Linear
+# whose forward reads its weight directly; the importer maps both whole (tracing them fails).
+_TIMM_NORM_ACT = """
+import torch
+import torch.nn.functional as F
+
+
+class BatchNormAct2d(torch.nn.BatchNorm2d):
+    def __init__(self, num_features, act_layer=torch.nn.ReLU, apply_act=True, drop_layer=None):
+        super().__init__(num_features)
+        self.drop = drop_layer() if drop_layer is not None else torch.nn.Identity()
+        self.act = act_layer(inplace=True) if apply_act else torch.nn.Identity()
+
+    def forward(self, x):
+        assert x.ndim == 4, f"expected 4D input (got {x.ndim}D input)"
+        if self.training and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+        x = F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                         self.training, self.momentum, self.eps)
+        return self.act(self.drop(x))
+
+
+class Linear(torch.nn.Linear):  # timm/layers/linear.py
+    def forward(self, input):
+        if torch.jit.is_scripting():
+            bias = self.bias.to(dtype=input.dtype) if self.bias is not None else None
+            return F.linear(input, self.weight.to(dtype=input.dtype), bias=bias)
+        return F.linear(input, self.weight, self.bias)
+"""
+
+
+def timm_norm_act(drop_layer: Any = None) -> tnn.Module:
+    norm_act = _module_from_source("timm.layers.norm_act", _TIMM_NORM_ACT)
+    return tnn.Sequential(
+        tnn.Conv2d(3, 8, 3, padding=1, bias=False), norm_act.BatchNormAct2d(8, tnn.SiLU),
+        tnn.Conv2d(8, 8, 3, padding=1, bias=False),
+        norm_act.BatchNormAct2d(8, tnn.ReLU, drop_layer=drop_layer),
+        tnn.Conv2d(8, 8, 1, bias=False), norm_act.BatchNormAct2d(8, apply_act=False),
+        tnn.AdaptiveAvgPool2d(1), tnn.Flatten(), norm_act.Linear(8, 10),
+    )
+
+
 MODELS: dict[str, tuple[Any, tuple[int, int, int]]] = {
     "mlp": (mlp, (1, 28, 28)),
     "lenet5": (lenet5, (1, 28, 28)),
@@ -179,6 +223,7 @@ MODELS: dict[str, tuple[Any, tuple[int, int, int]]] = {
     "activations": (Activations, (1, 28, 28)),
     "resnet18c": (resnet18c, (3, 32, 32)),
     "vgg11c": (vgg11c, (3, 32, 32)),
+    "timm_norm_act": (timm_norm_act, (3, 16, 16)),
     "torchvision_resnet18": (torchvision_resnet18, (3, 64, 64)),
     "torchvision_mobilenet_v2": (torchvision_mobilenet_v2, (3, 64, 64)),
     "torchvision_mobilenet_v3_small": (torchvision_mobilenet_v3_small, (3, 64, 64)),
@@ -453,6 +498,14 @@ class Block(torch.nn.Module):
             branch = self.drop_path(branch)
         return self.fc((h + branch).mean((2, 3)))
 """
+
+
+def test_timm_batch_norm_act_refuses_a_drop_layer() -> None:
+    """Tests that a BatchNormAct2d with a drop layer (DropBlock in timm) is refused by path;
+    without one it imports (the equality tests run it as model timm_norm_act)."""
+    with pytest.raises(rn.UnsupportedModelError,
+                       match=r"^3 \(BatchNormAct2d\): drop layer Dropout is not supported"):
+        rn.from_torch(timm_norm_act(drop_layer=tnn.Dropout), (3, 16, 16))
 
 
 def test_timm_drop_path_imports_as_stochastic_depth() -> None:

@@ -2,7 +2,7 @@
 //
 //   rn-data bench DATA [--augment A] [--size HxW] [--threads 1,4,8,16] ...
 //   rn-data show DATA --augment A [--size HxW] [--count N] -o GRID.png
-//   rn-data to-jpeg ROOT OUT [--quality Q]
+//   rn-data to-jpeg ROOT OUT [--quality Q] [--short-side S]
 //
 // `bench` times the loader rn-run uses (runtime/train: DataSource::fillBatch
 // on a LoaderPool, the same decode, augmentation and normalization) over
@@ -11,7 +11,9 @@
 // be told from a device-bound one before training. `show` writes a grid of
 // training examples as augmentation draws them (a row per example: its
 // evaluation view, then one draw per epoch) for docs/data.md. `to-jpeg`
-// copies an image folder with every image re-encoded as JPEG, for tests.
+// copies an image folder with every image re-encoded as JPEG, for tests,
+// or shrunk so that its shorter side is S pixels (a pre-resized data set:
+// fewer pixels to decode per step, the way a data-bound run keeps up).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,10 +25,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -42,7 +46,8 @@ void usage(FILE *out) {
   std::fputs(
       "usage: rn-data bench DATA [options]     images/s of rn-run's loader\n"
       "       rn-data show DATA -o GRID.png [options]  augmented samples as a picture\n"
-      "       rn-data to-jpeg ROOT OUT [--quality Q]  an image folder re-encoded as JPEG\n"
+      "       rn-data to-jpeg ROOT OUT [--quality Q] [--short-side S]  an image folder\n"
+      "                     re-encoded as JPEG, optionally shrunk to a shorter side of S\n"
       "DATA is what rn-run --data takes (docs/rn-run.md).\n"
       "\noptions:\n"
       "  --augment A        none (default), crop-flip or rrc-flip (as rn-run)\n"
@@ -69,6 +74,7 @@ struct Options {
   int64_t height = 0, width = 0, limitTrain = 0, batch = 256, batches = 20, count = 8, draws = 5,
           scale = 1;
   int quality = 90;
+  int64_t shortSide = 0; ///< to-jpeg: shrink images whose shorter side is longer
   uint64_t seed = 0;
   std::vector<std::string> positional;
 };
@@ -131,6 +137,8 @@ int parse(int argc, char **argv, Options &o) {
       integer(1, o.count);
     } else if (arg == "--draws") {
       integer(1, o.draws);
+    } else if (arg == "--short-side") {
+      integer(1, o.shortSide);
     } else if (arg == "--scale") {
       integer(1, o.scale);
     } else if (arg == "--quality") {
@@ -258,6 +266,29 @@ int show(const Options &o, const DataDir &data) {
   return 0;
 }
 
+/// One image of `to-jpeg`: decoded, shrunk when asked, written as JPEG.
+rn::Status copyAsJpeg(const Options &o, const std::string &from, const std::string &to) {
+  rn::Result<rn::ImageSize> size = rn::readImageSize(from);
+  if (!size)
+    return size.error();
+  std::vector<uint8_t> pixels(static_cast<size_t>(size->pixels()));
+  RN_RETURN_IF_ERROR(rn::decodeImage(from, *size, pixels.data()));
+  rn::ImageSize outSize = *size;
+  const int64_t shorter = std::min(size->height, size->width);
+  if (o.shortSide > 0 && shorter > o.shortSide) {
+    // The whole image through augmentation's antialiased resize.
+    const double scale = double(o.shortSide) / double(shorter);
+    outSize.height = std::max<int64_t>(1, std::llround(double(size->height) * scale));
+    outSize.width = std::max<int64_t>(1, std::llround(double(size->width) * scale));
+    std::vector<uint8_t> resized(static_cast<size_t>(outSize.pixels()));
+    rn::resizeBox(pixels.data(), size->height, size->width, size->channels,
+                  rn::CropBox{0, 0, double(size->height), double(size->width), false},
+                  outSize.height, outSize.width, resized.data());
+    pixels = std::move(resized);
+  }
+  return rn::writeImageFile(to, outSize, pixels.data(), o.quality);
+}
+
 int toJpeg(const Options &o) {
   if (o.positional.size() != 1)
     return fail("to-jpeg takes ROOT and OUT");
@@ -266,26 +297,28 @@ int toJpeg(const Options &o) {
   rn::Result<rn::ImageFolder> folder = rn::listImageFolder(o.data);
   if (!folder)
     return fail(folder.error().message());
-  int64_t written = 0;
+  std::vector<std::pair<std::string, std::string>> copies;
   for (const std::vector<rn::ImageFile> *split : {&folder->train, &folder->test})
     for (const rn::ImageFile &file : *split) {
-      const fs::path relative = fs::relative(fs::path(file.path), fs::path(o.data));
-      fs::path target = out / relative;
+      fs::path target = out / fs::relative(fs::path(file.path), fs::path(o.data));
       target.replace_extension(".jpg");
       std::error_code ec;
       fs::create_directories(target.parent_path(), ec);
-      rn::Result<rn::ImageSize> size = rn::readImageSize(file.path);
-      if (!size)
-        return fail(size.error().message());
-      std::vector<uint8_t> pixels(static_cast<size_t>(size->pixels()));
-      if (rn::Status st = rn::decodeImage(file.path, *size, pixels.data()); !st)
-        return fail(st.error().message());
-      if (rn::Status st = rn::writeImageFile(target.string(), *size, pixels.data(), o.quality);
-          !st)
-        return fail(st.error().message());
-      ++written;
+      copies.emplace_back(file.path, target.string());
     }
-  std::printf("wrote %lld JPEG images (quality %d) to %s\n", (long long)written, o.quality,
+  // Every host thread: a folder of photos takes minutes on one.
+  LoaderPool pool(int(std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<rn::Status> status(copies.size());
+  pool.run(int64_t(copies.size()), [&](int64_t i) {
+    status[size_t(i)] = copyAsJpeg(o, copies[size_t(i)].first, copies[size_t(i)].second);
+  });
+  for (const rn::Status &st : status)
+    if (!st)
+      return fail(st.error().message());
+  std::printf("wrote %lld JPEG images (quality %d%s) to %s\n", (long long)copies.size(),
+              o.quality,
+              o.shortSide > 0 ? (", shorter side at most " + std::to_string(o.shortSide)).c_str()
+                              : "",
               out.string().c_str());
   return 0;
 }

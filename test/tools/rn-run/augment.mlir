@@ -31,7 +31,9 @@
 // Tests an image folder of RGB PNGs of many sizes: refused without a
 // resizing recipe (naming two files and the way out), trained with
 // rrc-flip to the model's 32x32; the same folder re-encoded as JPEG trains
-// too, and so does a copy with one grayscale image (read as RGB).
+// too, at its size and shrunk to a shorter side of at most 30 (a
+// pre-resized copy), and so does a copy with one grayscale image (read as
+// RGB).
 // RUN: %python %S/Inputs/write_image_folder.py %t.d/folder 16 4
 // RUN: not rn-run %t.rnx --data %t.d/folder --executor cpu 2>&1 | FileCheck %s --check-prefix=SIZES
 // SIZES: rn-run: error: {{.*}}folder/train/class0/0001.png: {{[0-9]+}}x{{[0-9]+}}x3 (HxWxC), but {{.*}}folder/train/class0/0000.png is {{[0-9]+}}x{{[0-9]+}}x3: all images of a folder must have one size (or be resized: --augment rrc-flip)
@@ -43,6 +45,11 @@
 // RUN: rn-run %t.rnx --data %t.d/jpeg --augment rrc-flip --executor cpu --no-progress | FileCheck %s --check-prefix=JPEG
 // JPEG: data: image folder {{.*}}jpeg: 80 training and 20 val examples, NHWC, 3-channel uint8 images of varying sizes
 // JPEG: epoch 1/1 test loss
+// RUN: rn-data to-jpeg %t.d/folder %t.d/small --short-side 30 | FileCheck %s --check-prefix=SMALL
+// SMALL: wrote 100 JPEG images (quality 90, shorter side at most 30) to {{.*}}small
+// RUN: rn-run %t.rnx --data %t.d/small --augment rrc-flip --executor cpu --no-progress | FileCheck %s --check-prefix=SHRUNK
+// SHRUNK: data: image folder {{.*}}small: 80 training and 20 val examples, NHWC, 3-channel uint8 images of varying sizes
+// SHRUNK: epoch 1/1 test loss
 // RUN: rn-run %t.rnx --data %t.d/folder-gray --augment rrc-flip --executor cpu --no-progress | FileCheck %s --check-prefix=GRAY
 // GRAY: data: image folder {{.*}}folder-gray: 80 training and 20 val examples, NHWC, 3-channel uint8 images of varying sizes
 // GRAY: epoch 1/1 test loss
