@@ -35,8 +35,8 @@ bool isFloat(DType t) { return t == DType::f32 || t == DType::f16 || t == DType:
 /// Words a slot covers in the index space (data and shadow), where one word
 /// stands for `unitBytes` bytes of the arena.
 int64_t slotUnits(const Slot &slot, int64_t elements, int64_t unitBytes) {
-  return std::max<int64_t>(elements,
-                           static_cast<int64_t>((slot.bytes + unitBytes - 1) / uint64_t(unitBytes)));
+  const uint64_t unit = uint64_t(unitBytes);
+  return std::max<int64_t>(elements, static_cast<int64_t>((slot.bytes + unit - 1) / unit));
 }
 
 /// The arena bytes one word of the index space stands for: an element of

@@ -291,8 +291,8 @@ TEST(WeightFree, LoaderChecks) {
                       "elements)"),
             std::string::npos)
       << error(miscounted);
-  Result<Artifact> noValues = artifactOf(
-      weightFreeProgram("cbr-u8.rnx", editMean([](nlohmann::json &init) { init.erase("values"); })));
+  Result<Artifact> noValues = artifactOf(weightFreeProgram(
+      "cbr-u8.rnx", editMean([](nlohmann::json &init) { init.erase("values"); })));
   EXPECT_NE(error(noValues).find("init \"values\" needs a non-empty \"values\" array"),
             std::string::npos)
       << error(noValues);

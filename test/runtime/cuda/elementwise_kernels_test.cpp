@@ -472,7 +472,8 @@ TEST(CudaElementwise, NormalizeImagesMatchesCpuBitForBit) {
       }
   auto floats = allocate({2, 2, 2, 3}, DType::f32), bytes = allocate({2, 2, 2, 3}, DType::u8),
        three = allocate({3}, DType::f32), two = allocate({2}, DType::f32);
-  EXPECT_FALSE(normalizeImages(floats.view, three.view, three.view, floats.view, stream.get()).ok());
+  EXPECT_FALSE(
+      normalizeImages(floats.view, three.view, three.view, floats.view, stream.get()).ok());
   EXPECT_FALSE(normalizeImages(bytes.view, two.view, three.view, floats.view, stream.get()).ok());
 }
 
@@ -490,8 +491,10 @@ TEST(CudaElementwise, PadNormalizedChannelsMatchesCpuBitForBit) {
     int64_t offset;
   };
   const PadCase cases[] = {
-      {{4, 9, 7, 3}, {4, 9, 7, 8}, DType::f16, 0},   {{8, 32, 32, 3}, {8, 32, 32, 8}, DType::bf16, 0},
-      {{4, 9, 7, 3}, {4, 9, 7, 8}, DType::f16, 1},   {{2, 5, 5, 1}, {2, 5, 5, 8}, DType::f32, 0},
+      {{4, 9, 7, 3}, {4, 9, 7, 8}, DType::f16, 0},
+      {{8, 32, 32, 3}, {8, 32, 32, 8}, DType::bf16, 0},
+      {{4, 9, 7, 3}, {4, 9, 7, 8}, DType::f16, 1},
+      {{2, 5, 5, 1}, {2, 5, 5, 8}, DType::f32, 0},
       {{3, 7, 7, 3}, {3, 7, 7, 16}, DType::f16, 0},
   };
   for (const PadCase &c : cases) {
@@ -508,7 +511,8 @@ TEST(CudaElementwise, PadNormalizedChannelsMatchesCpuBitForBit) {
     RN_ASSERT_STATUS_OK(padNormalizedChannels(dx.view, dm.view, ds.view, dy.view, stream.get()));
     RN_ASSERT_CUDA(stream.sync());
     std::vector<float> ref(size_t(numel(c.out)));
-    cpu::TensorView m = cpuView(mean, channels, DType::f32), s = cpuView(deviation, channels, DType::f32);
+    cpu::TensorView m = cpuView(mean, channels, DType::f32);
+    cpu::TensorView s = cpuView(deviation, channels, DType::f32);
     ASSERT_TRUE(cpu::padChannels(cpuView(pixels, c.in, DType::u8), cpuView(ref, c.out, c.outType),
                                  &m, &s)
                     .ok());
@@ -516,7 +520,8 @@ TEST(CudaElementwise, PadNormalizedChannelsMatchesCpuBitForBit) {
   }
   auto bytes = allocate({2, 2, 2, 3}, DType::u8), same = allocate({2, 2, 2, 3}, DType::f16),
        three = allocate({3}, DType::f32);
-  EXPECT_FALSE(padNormalizedChannels(bytes.view, three.view, three.view, same.view, stream.get()).ok());
+  EXPECT_FALSE(
+      padNormalizedChannels(bytes.view, three.view, three.view, same.view, stream.get()).ok());
 }
 
 TEST(CudaElementwise, ReshapeFlattenAndZero) {
