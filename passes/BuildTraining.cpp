@@ -132,6 +132,9 @@ private:
 
   // Analysis of the forward function.
   LogicalResult analyzeForward(func::FuncOp forward);
+  LogicalResult checkByteImages(func::FuncOp forward);
+  /// The images are uint8, made floats by the model's rn.normalize_images.
+  bool bytesOnTheWire = false;
   SoftmaxCrossEntropyOp lossOp;
   llvm::MapVector<StringRef, ParameterUse> parameterUses;
 
@@ -222,6 +225,40 @@ Type BuildTrainingPass::computeType(Type type) const {
 // Forward analysis
 //===----------------------------------------------------------------------===//
 
+/// uint8 images cross to the device as bytes and become floats in one
+/// rn.normalize_images, their only reader: anything else that read them
+/// would compute on bytes.
+LogicalResult BuildTrainingPass::checkByteImages(func::FuncOp forward) {
+  BlockArgument images = forward.getArgument(0);
+  auto type = dyn_cast<RankedTensorType>(images.getType());
+  bytesOnTheWire = type && type.getElementType().isUnsignedInteger(8);
+  if (!bytesOnTheWire)
+    return success();
+  SmallVector<Operation *> readers;
+  for (OpOperand &use : images.getUses())
+    readers.push_back(use.getOwner());
+  if (readers.size() == 1 && isa<NormalizeImagesOp>(readers[0]))
+    return success();
+  if (readers.empty())
+    return forward.emitError("the uint8 images of @")
+           << forwardFunction
+           << " are never read; a uint8 model reads them through one "
+              "rn.normalize_images";
+  // Name a reader that is not a normalization, if there is one.
+  Operation *other = readers[0];
+  for (Operation *reader : readers)
+    if (!isa<NormalizeImagesOp>(reader)) {
+      other = reader;
+      break;
+    }
+  return other->emitError("the uint8 images of @")
+         << forwardFunction
+         << " may be read by exactly one rn.normalize_images (which makes "
+            "them floats on the device), but "
+         << readers.size() << " ops read them, among them '" << other->getName()
+         << "'";
+}
+
 LogicalResult BuildTrainingPass::analyzeForward(func::FuncOp forward) {
   if (forward.getNumArguments() != 2)
     return forward.emitError("@")
@@ -239,8 +276,10 @@ LogicalResult BuildTrainingPass::analyzeForward(func::FuncOp forward) {
            << " must return the result of rn.softmax_cross_entropy";
 
   auto imagesType = dyn_cast<RankedTensorType>(forward.getArgumentTypes()[0]);
+  if (failed(checkByteImages(forward)))
+    return failure();
   if (lowPrecisionType &&
-      !(imagesType && imagesType.getElementType().isF32()))
+      !(imagesType && (imagesType.getElementType().isF32() || bytesOnTheWire)))
     return forward.emitError("mixed precision needs an f32 model (the master "
                              "weights); the images are ")
            << forward.getArgumentTypes()[0];
@@ -266,8 +305,9 @@ LogicalResult BuildTrainingPass::analyzeForward(func::FuncOp forward) {
   }
 
   for (Operation *op : ops) {
-    if (!isa<ParamOp, Conv2dOp, BatchNormOp, ReluOp, TanhOp, SiluOp,
-             SigmoidOp, HardtanhOp, HardswishOp, HardsigmoidOp, AddOp,
+    // normalize_images reads data and buffers only: no gradient rule.
+    if (!isa<ParamOp, NormalizeImagesOp, Conv2dOp, BatchNormOp, ReluOp, TanhOp,
+             SiluOp, SigmoidOp, HardtanhOp, HardswishOp, HardsigmoidOp, AddOp,
              ChannelMulOp,
              DropoutOp, StochasticDepthOp, MaxPool2dOp, AvgPool2dOp,
              AdaptiveAvgPool2dOp, GlobalAvgPoolOp, FlattenOp,
@@ -500,8 +540,10 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
 
     // Forward pass in training mode.
     IRMapping mapping;
+    // uint8 images stay bytes: their rn.normalize_images, cloned below
+    // with the compute type, makes them floats.
     Value images = entry.getArgument(imagesArg);
-    if (lowPrecisionType)
+    if (lowPrecisionType && !bytesOnTheWire)
       images = CastOp::create(b, loc, computeType(images.getType()), images);
     mapping.map(forward.getArgument(0), images);
     mapping.map(forward.getArgument(1), entry.getArgument(labelsArg));
@@ -931,7 +973,7 @@ LogicalResult BuildTrainingPass::buildEvalStep(ModuleOp module,
   auto build = [&](OpBuilder &b, Block &entry) -> LogicalResult {
     IRMapping mapping;
     Value images = entry.getArgument(imagesArg);
-    if (lowPrecisionType)
+    if (lowPrecisionType && !bytesOnTheWire)
       images = CastOp::create(b, loc, computeType(images.getType()), images);
     mapping.map(forward.getArgument(0), images);
     mapping.map(forward.getArgument(1), entry.getArgument(labelsArg));

@@ -5,7 +5,9 @@
 // input and filter (rn.pad_channels), for it and for its backward op, which
 // accumulates the gradient of the filter's first channels only. The padded
 // channels add zero to every output and get zero gradient, so the step
-// computes what it computed before, with cuDNN's tensor-core kernels.
+// computes what it computed before, with cuDNN's tensor-core kernels. The
+// batch's cast, and the normalization of uint8 images, fold into the
+// input's pad: one pass from the batch to the stem's input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,12 +107,22 @@ std::optional<std::string> PadConvChannelsPass::pad(const ConvOperands &conv) {
   bool foldCast = batchCast && batchCast.getInput().getType().hasStaticShape();
   if (foldCast)
     source = batchCast.getInput();
+  // uint8 images: their normalization folds into the pad too, which then
+  // reads the bytes and writes normalized, converted, padded values.
+  auto normalize = source.getDefiningOp<NormalizeImagesOp>();
+  Value mean, std;
+  if (normalize) {
+    source = normalize.getInput();
+    mean = normalize.getMean();
+    std = normalize.getStd();
+  }
   // The input's pad comes first: rn-partition puts it with the first layer
   // (it reads the batch), then the filter's, whose readers read the batch.
   Value paddedInput = PadChannelsOp::create(
-      builder, loc, withChannels(input, padded, input.getElementType()), source);
+      builder, loc, withChannels(input, padded, input.getElementType()), source, mean, std);
   Value paddedFilter = PadChannelsOp::create(
-      builder, loc, withChannels(filter, padded, filter.getElementType()), conv.filter);
+      builder, loc, withChannels(filter, padded, filter.getElementType()), conv.filter,
+      Value(), Value());
   llvm::SmallPtrSet<Operation *, 4> uniqueReaders(readers.begin(), readers.end());
   for (Operation *reader : uniqueReaders)
     for (OpOperand &operand : reader->getOpOperands()) {
@@ -121,9 +133,13 @@ std::optional<std::string> PadConvChannelsPass::pad(const ConvOperands &conv) {
     }
   if (foldCast && batchCast->use_empty())
     batchCast->erase();
+  if (normalize && normalize->use_empty())
+    normalize->erase();
   LLVM_DEBUG(llvm::dbgs() << "padded " << conv.op->getName() << " at " << loc << ": "
                           << channels << " -> " << padded << " input channels"
-                          << (foldCast ? " (the cast folded into the pad)" : "") << "\n");
+                          << (foldCast ? " (the cast folded into the pad)" : "")
+                          << (normalize ? " (the normalization folded into the pad)" : "")
+                          << "\n");
   return std::nullopt;
 }
 

@@ -81,9 +81,10 @@ Value PartitionPass::insertTransfers(func::FuncOp function) {
   return images;
 }
 
-/// Ops that only re-type or re-shape the batch belong to the first layer.
+/// Ops that only re-type or re-shape the batch belong to the first layer
+/// (normalize_images makes uint8 images floats).
 static bool isBatchView(Operation *op) {
-  return isa<CastOp, FlattenOp, ReshapeOp, PadChannelsOp>(op);
+  return isa<CastOp, FlattenOp, ReshapeOp, PadChannelsOp, NormalizeImagesOp>(op);
 }
 
 void PartitionPass::classify(

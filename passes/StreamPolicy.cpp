@@ -80,6 +80,7 @@ static constexpr PolicyEntry kPolicy[] = {
     {"reshape", StreamKind::comp3},
     {"cast", StreamKind::comp3},
     {"pad_channels", StreamKind::comp3},
+    {"normalize_images", StreamKind::comp3},
     {"multi_cast", StreamKind::comp3},
     // Training logistics.
     {"zero", StreamKind::update},

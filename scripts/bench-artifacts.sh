@@ -63,3 +63,15 @@ for spec in ${RN_BENCH_CONFIGS:-mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 
   done
   rm "$dir/$name.$batch.mlir"
 done
+# The image models with uint8 images normalized on the device (the loader
+# benchmark, bench/loader-bench.sh): NAME.benchBATCH.u8.rnx, the same recipe,
+# ImageNet's mean and std (any: the loader writes its data's).
+for spec in ${RN_BENCH_U8_CONFIGS:-resnet18c:256 resnet50:256}; do
+  name=${spec%%:*} batch=${spec##*:}
+  python3 -m rn.models "$name" --batch "$batch" --input-dtype uint8 --mean 0.485,0.456,0.406 \
+    --std 0.229,0.224,0.225 -o "$dir/$name.$batch.u8.mlir"
+  rn-compile "$dir/$name.$batch.u8.mlir" -o "$dir/$name.bench$batch.u8.rnx" --quiet --no-weights \
+    --pipeline "$recipe"
+  rm "$dir/$name.$batch.u8.mlir"
+  rn_log "$name.bench$batch.u8.rnx: compiled"
+done

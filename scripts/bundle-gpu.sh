@@ -124,6 +124,13 @@ for name in fashion_cnn mlp; do
     --no-weights
   rm "$bundle/models/$name.train.mlir"
 done
+# fashion_cnn with uint8 images normalized on the device (test_trainer_gpu.py
+# against fashion_cnn.train.rnx fed the host's normalization).
+python3 -m rn.models fashion_cnn --batch 64 --input-dtype uint8 --mean 0.2860 --std 0.3530 \
+  -o "$bundle/models/fashion_cnn_u8.train.mlir"
+rn-compile "$bundle/models/fashion_cnn_u8.train.mlir" -o "$bundle/models/fashion_cnn_u8.train.rnx" \
+  --quiet --no-weights
+rm "$bundle/models/fashion_cnn_u8.train.mlir"
 # Data-parallel checks on two GPUs (run-gpu-tests.sh, dist2): the f32 MLP
 # at batch 64 per GPU against one GPU at the global batch 128 (no BN, so
 # the trajectories must agree), and fashion_cnn at 32 per GPU for the

@@ -25,6 +25,8 @@ artifacts=(
   "mlp-lars mlp 'optimizer=lars weight-decay=1e-4 precision=f16 loss-scaling=dynamic'"
   "mlp-lars-per-param mlp 'optimizer=lars weight-decay=1e-4 precision=f16 loss-scaling=dynamic group-updates=false'"
   "cbr-bnprologue cbr 'precision=f16 loss-scaling=dynamic momentum=0.9 fuse-bn-prologue=true'"
+  "cbr-u8 cbr-u8 'precision=f16 loss-scaling=dynamic momentum=0.9'"
+  "cbr-u8-f32 cbr-u8 ''"
 )
 for entry in "${artifacts[@]}"; do
   eval "set -- $entry"

@@ -54,10 +54,11 @@ def RN_InitUniform : I32EnumAttrCase<"uniform", 2>;
 def RN_InitNormal : I32EnumAttrCase<"normal", 3>;
 def RN_InitConstant : I32EnumAttrCase<"constant", 4>;
 def RN_InitDerived : I32EnumAttrCase<"derived", 5>;
+def RN_InitValues : I32EnumAttrCase<"values", 6>;
 
 def RN_InitKind : I32EnumAttr<"InitKind", "parameter initializer distribution",
     [RN_InitZeros, RN_InitOnes, RN_InitUniform, RN_InitNormal,
-     RN_InitConstant, RN_InitDerived]> {
+     RN_InitConstant, RN_InitDerived, RN_InitValues]> {
   let cppNamespace = "::mlir::rn";
   let genSpecializedAttr = 0;
 }
@@ -79,11 +80,27 @@ def RN_InitAttr : AttrDef<RN_Dialect, "Init"> {
     #rn.init<derived>                    // computed from its parameter before
                                          // the first step (low-precision
                                          // copies, EMA weights)
+    #rn.init<values, [4.914e-01, 4.822e-01, 4.465e-01]>
+                                         // every element given, in order
+                                         // (a uint8 model's input mean/std)
     ```
   }];
   let parameters = (ins
     EnumParameter<RN_InitKind>:$kind,
-    APFloatParameter<"bound (uniform), std (normal), value (constant); 0 otherwise">:$scale);
+    APFloatParameter<"bound (uniform), std (normal), value (constant); 0 otherwise">:$scale,
+    OptionalParameter<"::mlir::DenseF64ArrayAttr",
+                      "each element's value (values); null otherwise">:$values);
+  let builders = [
+    AttrBuilder<(ins "InitKind":$kind, "llvm::APFloat":$scale), [{
+      return $_get($_ctxt, kind, scale, ::mlir::DenseF64ArrayAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The values of a `values` init (empty for the other kinds).
+    ::llvm::ArrayRef<double> getElementValues() const {
+      return getValues() ? getValues().asArrayRef() : ::llvm::ArrayRef<double>();
+    }
+  }];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }

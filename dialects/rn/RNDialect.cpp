@@ -228,16 +228,30 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   std::optional<InitKind> kind = symbolizeInitKind(keyword);
   if (!kind) {
     parser.emitError(loc) << "unknown initializer '" << keyword
-                          << "', expected zeros, ones, constant, uniform, normal or derived";
+                          << "', expected zeros, ones, constant, uniform, normal, "
+                             "derived or values";
     return {};
   }
   double scale = 0.0;
-  if (succeeded(parser.parseOptionalComma()) && parser.parseFloat(scale))
-    return {};
+  SmallVector<double> values;
+  if (succeeded(parser.parseOptionalComma())) {
+    if (*kind == InitKind::values) {
+      // values: a bracketed list of the elements.
+      if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+            return parser.parseFloat(values.emplace_back());
+          }))
+        return {};
+    } else if (parser.parseFloat(scale)) {
+      return {};
+    }
+  }
   if (parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(loc); },
-                    parser.getContext(), *kind, llvm::APFloat(scale));
+                    parser.getContext(), *kind, llvm::APFloat(scale),
+                    values.empty() ? DenseF64ArrayAttr()
+                                   : DenseF64ArrayAttr::get(parser.getContext(),
+                                                            values));
 }
 
 void InitAttr::print(AsmPrinter &printer) const {
@@ -246,12 +260,31 @@ void InitAttr::print(AsmPrinter &printer) const {
     printer << ", ";
     printer.printFloat(getScale());
   }
+  if (getKind() == InitKind::values) {
+    printer << ", [";
+    llvm::interleaveComma(getElementValues(), printer, [&](double value) {
+      printer.printFloat(llvm::APFloat(value));
+    });
+    printer << "]";
+  }
   printer << ">";
 }
 
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               InitKind kind, llvm::APFloat scaleValue) {
+                               InitKind kind, llvm::APFloat scaleValue,
+                               DenseF64ArrayAttr valuesAttr) {
   double scale = scaleValue.convertToDouble();
+  ArrayRef<double> values =
+      valuesAttr ? valuesAttr.asArrayRef() : ArrayRef<double>();
+  if ((kind == InitKind::values) != !values.empty())
+    return emitError() << (kind == InitKind::values
+                               ? "'values' initializer needs a list of values"
+                               : "only the 'values' initializer takes a list "
+                                 "of values");
+  for (double value : values)
+    if (!std::isfinite(value))
+      return emitError() << "'values' initializer needs finite values, got "
+                         << value;
   if (!initTakesScale(kind)) {
     if (scale != 0.0)
       return emitError() << "'" << stringifyInitKind(kind)
@@ -269,5 +302,15 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "' initializer needs a positive finite "
                        << (kind == InitKind::uniform ? "bound" : "std")
                        << ", got " << scale;
+  return success();
+}
+
+LogicalResult mlir::rn::verifyInitFits(Operation *op, InitAttr init,
+                                       RankedTensorType type) {
+  if (init.getKind() == InitKind::values &&
+      int64_t(init.getElementValues().size()) != type.getNumElements())
+    return op->emitOpError("'values' initializer gives ")
+           << init.getElementValues().size() << " values for " << type << " ("
+           << type.getNumElements() << " elements)";
   return success();
 }

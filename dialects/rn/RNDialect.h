@@ -52,6 +52,11 @@ constexpr llvm::StringLiteral kBucketAttr = "rn.bucket";
 /// for types without a static size.
 std::optional<uint64_t> getStorageBytes(Type type);
 
+/// An initializer fits the state it initializes: a `values` init gives one
+/// value per element of `type`; else an error on `op`.
+LogicalResult verifyInitFits(Operation *op, InitAttr init,
+                             RankedTensorType type);
+
 } // namespace mlir::rn
 
 #endif // RN_DIALECTS_RN_RNDIALECT_H

@@ -50,7 +50,7 @@ LogicalResult ParameterOp::verify() {
     return emitOpError("a parameter cannot be initialized as "
                        "#rn.init<derived>; only training state derives from "
                        "a parameter");
-  return success();
+  return verifyInitFits(*this, getInit(), tensorType);
 }
 
 LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
@@ -93,6 +93,17 @@ LogicalResult BatchNormOp::verify() {
                                        getMomentum().convertToDouble())))
     return failure();
   return verifyResultType(*this, getInput().getType());
+}
+
+LogicalResult NormalizeImagesOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(verifyImageNormalization(diag, input, getMean().getType(),
+                                      getStd().getType())))
+    return failure();
+  return verifyResultType(
+      *this, RankedTensorType::get(input.getShape(),
+                                   getResult().getType().getElementType()));
 }
 
 LogicalResult HardtanhOp::verify() {

@@ -136,6 +136,38 @@ def RN_BatchNormOp : RN_Op<"batch_norm", [RN_ArtifactOp, Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Input normalization (uint8 images on the wire)
+//===----------------------------------------------------------------------===//
+
+def RN_NormalizeImagesOp : RN_Op<"normalize_images", [RN_ArtifactOp, Pure]> {
+  let summary = "uint8 NHWC images to normalized floats: (x / 255 - mean) * (1 / std)";
+  let description = [{
+    Per channel c, in f32 whatever the result type:
+    `result[n, h, w, c] = (float(x) / 255 - mean[c]) * (1 / std[c])`, then
+    rounded once to the result's element type. A model whose `images`
+    input is uint8 reads it through this op alone, so the batch crosses
+    to the device as bytes; `mean` and `std` are buffers
+    (`rn.parameter buffer @input.mean`, `@input.std`) that the runtime sets
+    from the data. No gradient: its operands are data and buffers.
+
+    ```mlir
+    %x = rn.normalize_images %images, %mean, %std
+        : tensor<32x32x32x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<32x32x32x3xf32>
+    ```
+  }];
+  let arguments = (ins
+    RankedTensorOf<[UI8]>:$input,
+    RankedTensorOf<[F32]>:$mean,
+    RankedTensorOf<[F32]>:$std);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $mean `,` $std attr-dict `:` type($input) `,` type($mean) `,`
+    type($std) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 

@@ -203,6 +203,25 @@ LogicalResult mlir::rn::shapes::verifyChannelScale(const ShapeDiagnostics &diag,
   return success();
 }
 
+LogicalResult mlir::rn::shapes::verifyImageNormalization(
+    const ShapeDiagnostics &diag, RankedTensorType input, RankedTensorType mean,
+    RankedTensorType std) {
+  if (failed(diag.requireRank("input", input, 4, "NHWC")))
+    return failure();
+  if (!input.getElementType().isUnsignedInteger(8))
+    return diag.fail("input must be uint8 (ui8) images, got ", input);
+  int64_t channels = input.getDimSize(3);
+  for (auto [what, type] : {NamedType{"mean", mean}, NamedType{"std", std}}) {
+    auto vector = cast<RankedTensorType>(type);
+    if (vector.getRank() != 1 || vector.getDimSize(0) != channels ||
+        !vector.getElementType().isF32())
+      return diag.fail(what, " must be [", channels,
+                       "] f32 (one per channel of the input ", input, "), got ",
+                       vector);
+  }
+  return success();
+}
+
 FailureOr<RankedTensorType> mlir::rn::shapes::inferPool2d(
     const ShapeDiagnostics &diag, RankedTensorType input,
     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,

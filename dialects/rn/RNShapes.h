@@ -85,6 +85,14 @@ LogicalResult verifyChannelScale(const ShapeDiagnostics &diag,
                                  RankedTensorType input,
                                  RankedTensorType scale);
 
+/// The operands of an input normalization (rn.normalize_images, a
+/// normalizing rn.pad_channels): `input` uint8 NHWC, `mean` and `std`
+/// [C] f32 for its C channels.
+LogicalResult verifyImageNormalization(const ShapeDiagnostics &diag,
+                                       RankedTensorType input,
+                                       RankedTensorType mean,
+                                       RankedTensorType std);
+
 /// Result of a convolution; `bias` may be null.
 FailureOr<RankedTensorType>
 inferConv2d(const ShapeDiagnostics &diag, RankedTensorType input,

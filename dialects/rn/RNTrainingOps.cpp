@@ -79,7 +79,7 @@ LogicalResult StateOp::verify() {
       getType() != RankedTensorType::get({}, builder.getI32Type()))
     return emitOpError("the loss-scale step count must be tensor<i32>, got ")
            << getType();
-  return success();
+  return verifyInitFits(*this, getInit(), tensorType);
 }
 
 LogicalResult StateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
@@ -130,6 +130,16 @@ LogicalResult PadChannelsOp::verify() {
   if (result.getShape().back() <= input.getShape().back())
     return diag.fail("must widen the channels: ", input.getShape().back(), " -> ",
                      result.getShape().back());
+  // Normalizing: uint8 images with both vectors; else a float input.
+  if (bool(getMean()) != bool(getStd()))
+    return diag.fail("normalizes with both mean and std, or neither");
+  if (getMean())
+    return verifyImageNormalization(diag, input, getMean().getType(),
+                                    getStd().getType());
+  if (!isa<FloatType>(input.getElementType()))
+    return diag.fail("input ", input,
+                     " is not a float tensor: uint8 images are padded with "
+                     "'normalize %mean, %std'");
   return success();
 }
 

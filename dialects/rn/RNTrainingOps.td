@@ -92,7 +92,7 @@ def RN_CastOp : RN_Op<"cast", [RN_ArtifactOp, Pure, SameOperandsAndResultShape]>
   let hasVerifier = 1;
 }
 
-def RN_PadChannelsOp : RN_Op<"pad_channels", [RN_ArtifactOp, Pure]> {
+def RN_PadChannelsOp : RN_Op<"pad_channels", [RN_ArtifactOp, Pure, AttrSizedOperandSegments]> {
   let summary = "widens the last (channel) dimension with zeros, converting the element type";
   let description = [{
     `result[..., c]` is `input[..., c]` converted to the result's element
@@ -103,13 +103,27 @@ def RN_PadChannelsOp : RN_Op<"pad_channels", [RN_ArtifactOp, Pure]> {
     input and its filter; the zero channels change no output and get no
     gradient.
 
+    With `normalize %mean, %std` the input is a batch of uint8 NHWC images
+    and each kept channel is normalized first, as `rn.normalize_images`
+    computes it, `(float(x) / 255 - mean[c]) * (1 / std[c])` in f32, then
+    rounded once: one pass reads the bytes and writes the stem's padded
+    input.
+
     ```mlir
     %x8 = rn.pad_channels %images : tensor<256x224x224x3xf32> -> tensor<256x224x224x8xf16>
+    %n8 = rn.pad_channels %bytes normalize %mean, %std
+        : tensor<256x224x224x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<256x224x224x8xf16>
     ```
   }];
-  let arguments = (ins RN_FloatTensor:$input);
+  let arguments = (ins
+    RankedTensorOf<[F32, F16, BF16, UI8]>:$input,
+    Optional<RankedTensorOf<[F32]>>:$mean,
+    Optional<RankedTensorOf<[F32]>>:$std);
   let results = (outs RN_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = [{
+    $input (`normalize` $mean^ `,` $std)? attr-dict `:` type($input)
+    (`,` type($mean)^ `,` type($std))? `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 

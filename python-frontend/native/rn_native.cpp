@@ -48,6 +48,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 
 namespace nb = nanobind;
 using namespace rn;
@@ -73,6 +74,8 @@ const char *dtypeString(DType d) {
     return "bfloat16";
   case DType::i32:
     return "int32";
+  case DType::u8:
+    return "uint8";
   default:
     return "other";
   }
@@ -136,6 +139,7 @@ std::vector<int32_t> labelsOf(const HostArray &labels, int64_t batch, int64_t cl
 struct HostBlock {
   std::shared_ptr<void> block;
   std::vector<size_t> shape; ///< NHWC
+  bool pixels = false;       ///< uint8 (a model that normalizes on the device), else float32
   bool consumed = false;
 };
 
@@ -205,6 +209,10 @@ public:
   std::string model() { return trainer().program().model; }
   int64_t batch() { return trainer().batch(); }
   std::vector<int64_t> imageShape() { return trainer().imageShape(); }
+  /// "uint8" for a model that normalizes on the device, else "float32"
+  /// (the host arrays the trainer takes).
+  std::string imageDType() { return pixels() ? "uint8" : "float32"; }
+  bool pixels() { return trainer().imageDType() == DType::u8; }
   int64_t classes() { return trainer().classes(); }
   int64_t window() { return trainer().window(); }
   uint64_t seed() const { return seed_; }
@@ -239,13 +247,17 @@ public:
     b.block = std::move(*block);
     for (int64_t d : trainer().imageShape())
       b.shape.push_back(size_t(d));
+    b.pixels = pixels();
     return b;
   }
 
   /// A step from a host array of shape [N, H, W, C] or [N, C, H, W] (per
-  /// `channelsFirst`), any strides, float32: copied into a block.
-  int64_t stepHost(const nb::ndarray<float, nb::ro, nb::device::cpu> &images, bool channelsFirst,
+  /// `channelsFirst`), any strides, float32 (uint8 for a model that
+  /// normalizes on the device): copied into a block.
+  template <typename T>
+  int64_t stepHost(const nb::ndarray<T, nb::ro, nb::device::cpu> &images, bool channelsFirst,
                    const HostArray &labels, float lr) {
+    checkImageType<T>();
     const std::vector<int64_t> &shape = trainer().imageShape();
     checkImages(images.ndim(), [&](size_t i) { return int64_t(images.shape(i)); }, channelsFirst);
     std::vector<int32_t> ints = labelsOf(labels, batch(), classes());
@@ -256,7 +268,7 @@ public:
       fail(block.error());
     {
       nb::gil_scoped_release released;
-      gatherNhwc(images, channelsFirst, shape, static_cast<float *>(block->get()));
+      gatherNhwc(images, channelsFirst, shape, static_cast<T *>(block->get()));
     }
     return submit(Trainer::Batch{std::move(*block), std::move(ints)}, lr);
   }
@@ -301,8 +313,10 @@ public:
 #if RN_NATIVE_CUDA
     const std::vector<int64_t> &shape = trainer().imageShape();
     checkImages(images.ndim(), [&](size_t i) { return int64_t(images.shape(i)); }, false);
-    if (images.dtype() != nb::dtype<float>())
-      throw nb::value_error("CUDA images must be float32");
+    if (images.dtype() != (pixels() ? nb::dtype<uint8_t>() : nb::dtype<float>()))
+      throw nb::value_error(pixels() ? "CUDA images must be uint8 (the model normalizes them "
+                                       "on the device)"
+                                     : "CUDA images must be float32");
     if (!contiguous(images))
       throw nb::value_error("CUDA images must be NHWC-contiguous here");
     if (images.device_id() != device_ || labels.device_id() != device_)
@@ -325,7 +339,7 @@ public:
     Result<std::shared_ptr<void>> block = trainer().deviceImageBlock();
     if (!block)
       fail(block.error());
-    const size_t imageBytes = size_t(numel(shape)) * sizeof(float);
+    const size_t imageBytes = size_t(numel(shape)) * elementSize(trainer().imageDType());
     {
       nb::gil_scoped_release released;
       checkCuda(cudaMemcpyAsync(block->get(), images.data(), imageBytes,
@@ -406,9 +420,11 @@ public:
   // Evaluation and prediction (images NHWC, C-contiguous float32)
   //===------------------------------------------------------------------===//
 
+  template <typename T>
   std::tuple<double, int64_t, int64_t>
-  evaluate(const nb::ndarray<float, nb::ro, nb::c_contig, nb::device::cpu> &images,
+  evaluate(const nb::ndarray<T, nb::ro, nb::c_contig, nb::device::cpu> &images,
            const nb::ndarray<int32_t, nb::ro, nb::c_contig, nb::device::cpu> &labels) {
+    checkImageType<T>();
     const int64_t count = int64_t(labels.shape(0));
     if (images.ndim() != 4 || int64_t(images.shape(0)) != count)
       throw nb::value_error("evaluate: images and labels differ in count");
@@ -423,10 +439,11 @@ public:
                                   .c_str());
     std::vector<int64_t> exampleShape(trainer().imageShape().begin() + 1,
                                       trainer().imageShape().end());
-    std::vector<float> values(images.data(), images.data() + elementCount(nb::ndarray<>(images)));
-    Result<MemoryDataSource> source =
-        MemoryDataSource::create("the evaluated arrays", exampleShape, std::move(values),
-                                 std::move(ints));
+    std::vector<T> values(images.data(), images.data() + elementCount(nb::ndarray<>(images)));
+    using Source = std::conditional_t<std::is_same_v<T, uint8_t>, MemoryPixelSource,
+                                      MemoryDataSource>;
+    Result<Source> source =
+        Source::create("the evaluated arrays", exampleShape, std::move(values), std::move(ints));
     if (!source)
       throw nb::value_error(source.error().message().c_str());
     std::lock_guard<std::mutex> lock(mutex_);
@@ -441,7 +458,9 @@ public:
     return {result->loss, result->correct, result->evaluated};
   }
 
-  FloatArray predict(const nb::ndarray<float, nb::ro, nb::c_contig, nb::device::cpu> &images) {
+  template <typename T>
+  FloatArray predict(const nb::ndarray<T, nb::ro, nb::c_contig, nb::device::cpu> &images) {
+    checkImageType<T>();
     const int64_t count = images.ndim() ? int64_t(images.shape(0)) : 0;
     checkImages(images.ndim(), [&](size_t i) { return i == 0 ? batch() : int64_t(images.shape(i)); },
                 false);
@@ -460,6 +479,33 @@ public:
   //===------------------------------------------------------------------===//
   // State and checkpoints
   //===------------------------------------------------------------------===//
+
+  /// Sets the mean and std a model with uint8 images normalizes with.
+  void setInputNormalization(const std::vector<float> &mean, const std::vector<float> &std) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    checkUsable();
+    Status st;
+    {
+      nb::gil_scoped_release released;
+      st = trainer().setInputNormalization(mean, std);
+    }
+    if (!st)
+      throw nb::value_error(st.error().message().c_str());
+  }
+
+  /// (mean, std) a model with uint8 images normalizes with now.
+  std::pair<std::vector<float>, std::vector<float>> inputNormalization() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    checkUsable();
+    Result<ChannelNormalization> normalization = Error("not read");
+    {
+      nb::gil_scoped_release released;
+      normalization = trainer().inputNormalization();
+    }
+    if (!normalization)
+      throw nb::value_error(normalization.error().message().c_str());
+    return {normalization->mean, normalization->std};
+  }
 
   /// (name, values as float32 in the entry's shape) of every entry of `role`.
   std::vector<std::pair<std::string, FloatArray>> stateDict(const std::string &role) {
@@ -575,6 +621,16 @@ private:
   }
 #endif
 
+  /// Arrays of T are the model's kind of images: uint8 for a model that
+  /// normalizes on the device, float32 otherwise.
+  template <typename T> void checkImageType() {
+    if (std::is_same_v<T, uint8_t> != pixels())
+      throw nb::value_error(pixels() ? "images must be uint8: the model normalizes them on the "
+                                       "device"
+                                     : "images must be float32: the model takes normalized "
+                                       "images");
+  }
+
   /// Images of `ndim` dimensions with dimension i of size dim(i) against
   /// train_step's NHWC shape, read as NCHW when `channelsFirst`.
   template <typename Dim> void checkImages(size_t ndim, Dim dim, bool channelsFirst) {
@@ -596,9 +652,10 @@ private:
 
   /// Copies `images` (NHWC, or NCHW when `channelsFirst`; any strides) into
   /// `out`, NHWC and dense.
-  static void gatherNhwc(const nb::ndarray<float, nb::ro, nb::device::cpu> &images,
-                         bool channelsFirst, const std::vector<int64_t> &shape, float *out) {
-    const float *src = images.data();
+  template <typename T>
+  static void gatherNhwc(const nb::ndarray<T, nb::ro, nb::device::cpu> &images,
+                         bool channelsFirst, const std::vector<int64_t> &shape, T *out) {
+    const T *src = images.data();
     const size_t nd = shape.size();
     // The source's element stride of each NHWC dimension.
     std::vector<int64_t> strides(nd);
@@ -614,7 +671,7 @@ private:
       expected *= shape[i];
     }
     if (dense) {
-      std::memcpy(out, src, size_t(numel(shape)) * sizeof(float));
+      std::memcpy(out, src, size_t(numel(shape)) * sizeof(T));
       return;
     }
     if (nd == 4) {
@@ -623,12 +680,12 @@ private:
       // an NCHW batch (the usual numpy and torch layout) costs about a copy.
       const int64_t n = shape[0], h = shape[1], w = shape[2], c = shape[3];
       for (int64_t i = 0; i < n; ++i) {
-        float *image = out + i * h * w * c;
+        T *image = out + i * h * w * c;
         for (int64_t ch = 0; ch < c; ++ch) {
-          const float *plane = src + i * strides[0] + ch * strides[3];
+          const T *plane = src + i * strides[0] + ch * strides[3];
           for (int64_t y = 0; y < h; ++y) {
-            const float *row = plane + y * strides[1];
-            float *dst = image + (y * w) * c + ch;
+            const T *row = plane + y * strides[1];
+            T *dst = image + (y * w) * c + ch;
             for (int64_t x = 0; x < w; ++x)
               dst[x * c] = row[x * strides[2]];
           }
@@ -645,8 +702,8 @@ private:
         offset += (rest % shape[i]) * strides[i];
         rest /= shape[i];
       }
-      const float *row = src + offset;
-      float *dst = out + r * inner;
+      const T *row = src + offset;
+      T *dst = out + r * inner;
       for (int64_t k = 0; k < inner; ++k)
         dst[k] = row[k * innerStride];
     }
@@ -765,10 +822,13 @@ NB_MODULE(_native, m) {
   nb::class_<HostBlock>(m, "HostBlock")
       .def_prop_ro(
           "array",
-          [](nb::handle self) {
+          [](nb::handle self) -> nb::object {
             HostBlock &b = nb::cast<HostBlock &>(self);
-            return nb::ndarray<float, nb::numpy>(b.block.get(), b.shape.size(), b.shape.data(),
-                                                 self);
+            if (b.pixels)
+              return nb::cast(nb::ndarray<uint8_t, nb::numpy>(b.block.get(), b.shape.size(),
+                                                              b.shape.data(), self));
+            return nb::cast(
+                nb::ndarray<float, nb::numpy>(b.block.get(), b.shape.size(), b.shape.data(), self));
           },
           nb::rv_policy::reference_internal)
       .def_ro("consumed", &HostBlock::consumed);
@@ -783,6 +843,7 @@ NB_MODULE(_native, m) {
       .def_prop_ro("model", &NativeTrainer::model)
       .def_prop_ro("batch", &NativeTrainer::batch)
       .def_prop_ro("image_shape", &NativeTrainer::imageShape)
+      .def_prop_ro("image_dtype", &NativeTrainer::imageDType)
       .def_prop_ro("classes", &NativeTrainer::classes)
       .def_prop_ro("window", &NativeTrainer::window)
       .def_prop_ro("seed", &NativeTrainer::seed)
@@ -794,8 +855,10 @@ NB_MODULE(_native, m) {
       .def_prop_ro("failure", &NativeTrainer::failure)
       .def("state_info", &NativeTrainer::stateInfo, nb::arg("role"))
       .def("input_block", &NativeTrainer::inputBlock)
-      .def("step_host", &NativeTrainer::stepHost, nb::arg("images"), nb::arg("channels_first"),
-           nb::arg("labels"), nb::arg("lr"))
+      .def("step_host", &NativeTrainer::stepHost<float>, nb::arg("images"),
+           nb::arg("channels_first"), nb::arg("labels"), nb::arg("lr"))
+      .def("step_host_pixels", &NativeTrainer::stepHost<uint8_t>, nb::arg("images"),
+           nb::arg("channels_first"), nb::arg("labels"), nb::arg("lr"))
       .def("step_block", &NativeTrainer::stepBlock, nb::arg("block"), nb::arg("labels"),
            nb::arg("lr"))
       .def("copy_stream", &NativeTrainer::copyStream)
@@ -806,8 +869,14 @@ NB_MODULE(_native, m) {
       .def("wait_for", &NativeTrainer::waitFor, nb::arg("step"))
       .def("take_losses", &NativeTrainer::takeLosses)
       .def("set_next_step", &NativeTrainer::setNextStep, nb::arg("step"))
-      .def("evaluate", &NativeTrainer::evaluate, nb::arg("images"), nb::arg("labels"))
-      .def("predict", &NativeTrainer::predict, nb::arg("images"))
+      .def("evaluate", &NativeTrainer::evaluate<float>, nb::arg("images"), nb::arg("labels"))
+      .def("evaluate_pixels", &NativeTrainer::evaluate<uint8_t>, nb::arg("images"),
+           nb::arg("labels"))
+      .def("predict", &NativeTrainer::predict<float>, nb::arg("images"))
+      .def("predict_pixels", &NativeTrainer::predict<uint8_t>, nb::arg("images"))
+      .def("set_input_normalization", &NativeTrainer::setInputNormalization, nb::arg("mean"),
+           nb::arg("std"))
+      .def("input_normalization", &NativeTrainer::inputNormalization)
       .def("state_dict", &NativeTrainer::stateDict, nb::arg("role"))
       .def("load_state_dict", &NativeTrainer::loadStateDict, nb::arg("entries"))
       .def("save", &NativeTrainer::save, nb::arg("path"), nb::arg("metadata"))

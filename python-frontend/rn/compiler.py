@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from .emitter import emit_model
@@ -53,6 +54,9 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
     seed: int | None = None,
     name: str = "model",
     rn_compile: str | None = None,
+    input_dtype: str = "float",
+    mean: Sequence[float] | None = None,
+    std: Sequence[float] | None = None,
 ) -> Path:
     """Compile ``model`` into the training artifact ``output`` and return its path.
 
@@ -68,6 +72,11 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
     optimizer=sgd nesterov=true"``. ``weights=False`` writes the program alone
     (``--no-weights``): the runtime samples the parameters from their
     initializers at load, to the same bits. ``seed`` seeds that initialization.
+    ``input_dtype="uint8"`` (a module only) makes the images input raw uint8
+    pixels, normalized on the device with ``mean`` and ``std`` (one per
+    channel; the defaults of the buffers ``input.mean`` and ``input.std``,
+    which rn-run sets from its data and ``Trainer.set_input_normalization``
+    from the caller's): a quarter of the bytes of float32 images per step.
 
     Raises ``ValueError`` for arguments that do not fit the model's kind,
     ``FileNotFoundError`` when rn-compile or the ``.mlir`` file is missing, and
@@ -99,7 +108,14 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
             )
         assert batch is not None and input_shape is not None and num_classes is not None
         text = emit_model(
-            model, batch=batch, input_shape=input_shape, num_classes=num_classes, name=name
+            model,
+            batch=batch,
+            input_shape=input_shape,
+            num_classes=num_classes,
+            name=name,
+            input_dtype=input_dtype,
+            mean=mean,
+            std=std,
         )
         path = None
     elif isinstance(model, str) and _looks_like_mlir(model):
@@ -119,6 +135,8 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
         )
     if not isinstance(model, Module):
         given = [k for k, v in shape_args.items() if v is not None]
+        if input_dtype != "float" or mean is not None or std is not None:
+            given += ["input_dtype, mean, std"]
         if given:
             raise ValueError(
                 f"{', '.join(given)} apply to an rn.nn.Module only; MLIR text fixes them"

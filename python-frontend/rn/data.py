@@ -54,10 +54,17 @@ def _read_idx(path: Path, magic: int, dims: int) -> tuple[tuple[int, ...], bytes
 
 
 def fashion_mnist(
-    directory: str | os.PathLike[str] = FASHION_MNIST, split: str = "train", limit: int | None = None
+    directory: str | os.PathLike[str] = FASHION_MNIST,
+    split: str = "train",
+    limit: int | None = None,
+    *,
+    pixels: bool = False,
 ) -> tuple[Any, Any]:
     """``(images, labels)`` of a split (``"train"`` or ``"test"``): float32 NHWC ``[N, 28, 28, 1]``
-    normalized as rn-run does, and int64 labels; the first ``limit`` examples when given."""
+    normalized as rn-run does, and int64 labels; the first ``limit`` examples when given.
+
+    ``pixels=True``: the images as stored, uint8, for a model that normalizes on the device
+    (compiled with ``input_dtype="uint8"``)."""
     import numpy as np
 
     if split not in _FILES:
@@ -69,15 +76,17 @@ def fashion_mnist(
             raise FileNotFoundError(
                 f"{f} not found (Debian: apt-get install dataset-fashion-mnist)"
             )
-    (count, rows, cols), pixels = _read_idx(image_file, 0x803, 3)
+    (count, rows, cols), image_bytes = _read_idx(image_file, 0x803, 3)
     (label_count,), label_bytes = _read_idx(label_file, 0x801, 1)
     if count != label_count:
         raise ValueError(f"{folder}: {count} images but {label_count} labels")
     n = count if limit is None else min(limit, count)
-    raw = np.frombuffer(pixels, np.uint8, n * rows * cols).reshape(n, rows, cols, 1)
+    raw = np.frombuffer(image_bytes, np.uint8, n * rows * cols).reshape(n, rows, cols, 1)
+    labels = np.frombuffer(label_bytes, np.uint8, n).astype(np.int64)
+    if pixels:
+        return raw.copy(), labels
     inv = np.float32(1.0) / np.float32(FASHION_MNIST_STD)
     images = (raw.astype(np.float32) / np.float32(255.0) - np.float32(FASHION_MNIST_MEAN)) * inv
-    labels = np.frombuffer(label_bytes, np.uint8, n).astype(np.int64)
     return images, labels
 
 

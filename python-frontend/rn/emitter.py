@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DTYPES",
+    "INPUT_DTYPES",
     "Init",
     "LayerInfo",
     "ParamSpec",
@@ -124,14 +125,28 @@ def _list(p: tuple[int, int]) -> str:
 class Init:
     """A parameter initializer, printed as ``#rn.init<...>``.
 
-    ``uniform`` draws from U(-value, value); ``normal`` from N(0, value^2).
+    ``uniform`` draws from U(-value, value); ``normal`` from N(0, value^2);
+    ``values`` gives every element (``elements``, in order).
     """
 
-    kind: Literal["zeros", "ones", "uniform", "normal"]
+    kind: Literal["zeros", "ones", "uniform", "normal", "values"]
     value: float | None = None
+    elements: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.kind in ("zeros", "ones"):
+        if (self.kind == "values") != (self.elements is not None):
+            raise ValueError(
+                "#rn.init<values> needs its elements"
+                if self.kind == "values"
+                else f"#rn.init<{self.kind}> takes no elements"
+            )
+        if self.kind == "values":
+            assert self.elements is not None
+            if self.value is not None or not self.elements:
+                raise ValueError("#rn.init<values> takes a non-empty list of elements, no value")
+            if not all(isinstance(v, float) and math.isfinite(v) for v in self.elements):
+                raise ValueError(f"#rn.init<values> needs finite floats, got {self.elements!r}")
+        elif self.kind in ("zeros", "ones"):
             if self.value is not None:
                 raise ValueError(f"#rn.init<{self.kind}> takes no value")
         elif self.kind in ("uniform", "normal"):
@@ -158,7 +173,15 @@ class Init:
     def normal(std: float) -> Init:
         return Init("normal", float(std))
 
+    @staticmethod
+    def explicit(elements: Iterable[float]) -> Init:
+        """Every element given, in order (``#rn.init<values, [...]>``)."""
+        return Init("values", elements=tuple(float(v) for v in elements))
+
     def __str__(self) -> str:
+        if self.elements is not None:
+            listed = ", ".join(format_float(v) for v in self.elements)
+            return f"#rn.init<{self.kind}, [{listed}]>"
         if self.value is None:
             return f"#rn.init<{self.kind}>"
         return f"#rn.init<{self.kind}, {format_float(self.value)}>"
@@ -182,6 +205,8 @@ class ParamSpec:
     shape: tuple[int, ...]
     init: Init
     buffer: bool = False
+    dtype: str | None = None
+    """A fixed element type (the input normalization's f32), else the model's."""
 
     @property
     def numel(self) -> int:
@@ -189,7 +214,7 @@ class ParamSpec:
 
     def declaration(self, dtype: str) -> str:
         kw = "buffer " if self.buffer else ""
-        ty = TensorType(self.shape, dtype)
+        ty = TensorType(self.shape, self.dtype or dtype)
         return f"rn.parameter {kw}{symbol(self.name)} : {ty} = {self.init}"
 
 
@@ -373,7 +398,7 @@ class Emitter:
             raise self.error(
                 f"{what} is not registered in the model (assign it to a module attribute)"
             )
-        ty = self.type(spec.shape)
+        ty = self.type(spec.shape, spec.dtype)
         return self.op(f"rn.param {symbol(spec.name)} : {ty}", ty)
 
 
@@ -738,6 +763,57 @@ def softmax_cross_entropy(logits: Value, labels: Value, label_smoothing: float =
 
 LossFn: TypeAlias = Callable[[Value, Value], Value]
 
+INPUT_DTYPES: tuple[str, ...] = ("float", "uint8")
+"""What the images input is: ``float`` (normalized on the host, of the model's
+dtype) or ``uint8`` (raw pixels, normalized on the device)."""
+
+
+@dataclass(frozen=True, eq=False)
+class _NormalizationBuffer:
+    """The tensor-like of ``input.mean`` or ``input.std`` (what a module registers)."""
+
+    shape: tuple[int, ...]
+    init: Init
+
+
+def _input_normalization(
+    input_dtype: str,
+    mean: Sequence[float] | None,
+    std: Sequence[float] | None,
+    channels: int,
+) -> list[tuple[ParamSpec, _NormalizationBuffer]]:
+    """The buffers ``input.mean`` and ``input.std`` of a uint8 images input (none for float)."""
+    if input_dtype not in INPUT_DTYPES:
+        raise ValueError(f"input_dtype must be one of {', '.join(INPUT_DTYPES)}, got {input_dtype!r}")
+    if input_dtype == "float":
+        if mean is not None or std is not None:
+            raise ValueError(
+                "mean and std apply to input_dtype='uint8' (float images are normalized on the host)"
+            )
+        return []
+    if mean is None or std is None:
+        raise ValueError(
+            "input_dtype='uint8' needs mean and std, one per channel: the device computes "
+            "(x / 255 - mean) / std"
+        )
+    entries = []
+    for name, values in (("mean", mean), ("std", std)):
+        floats = tuple(float(v) for v in values)
+        if len(floats) != channels:
+            raise ValueError(
+                f"{name} needs {channels} values (one per input channel), got {len(floats)}"
+            )
+        if not all(math.isfinite(v) for v in floats) or (
+            name == "std" and not all(v > 0 for v in floats)
+        ):
+            raise ValueError(
+                f"{name} must be finite{' and positive' if name == 'std' else ''}, got {floats}"
+            )
+        init = Init.explicit(floats)
+        spec = ParamSpec(f"input.{name}", (channels,), init, buffer=True, dtype="f32")
+        entries.append((spec, _NormalizationBuffer((channels,), init)))
+    return entries
+
 
 def _positive(value: object, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -754,6 +830,9 @@ def trace_model(
     loss: LossFn | None = None,
     dtype: str = "f32",
     name: str = "model",
+    input_dtype: str = "float",
+    mean: Sequence[float] | None = None,
+    std: Sequence[float] | None = None,
 ) -> Trace:
     """Trace ``model`` on an ``[N, C, H, W]`` batch (emitted NHWC); see :func:`emit_model`."""
     from .nn import CrossEntropyLoss
@@ -767,7 +846,8 @@ def trace_model(
     c, h, w = (_positive(d, "input_shape entries") for d in input_shape)
     loss_fn: LossFn = CrossEntropyLoss() if loss is None else loss
 
-    entries = list(model.named_state())
+    normalization = _input_normalization(input_dtype, mean, std, c)
+    entries: list[tuple[ParamSpec, object]] = [*normalization, *model.named_state()]
     seen: dict[str, ParamSpec] = {}
     for spec, _ in entries:
         if spec.name in seen:
@@ -776,9 +856,20 @@ def trace_model(
     paths = {id(m): path for path, m in model.named_modules()}
     e = Emitter(dtype, entries, paths, root_label=type(model).__name__)
 
-    images = e.argument("images", (batch, h, w, c))
+    images = e.argument("images", (batch, h, w, c), "ui8" if normalization else None)
     labels = e.argument("labels", (batch,), "i32")
-    logits = model(images)
+    x = images
+    if normalization:
+        # uint8 pixels cross to the device as bytes; the model reads them
+        # normalized, in its dtype.
+        m, s = (e.param(buffer, spec.name) for spec, buffer in normalization)
+        ty = e.type(images.shape)
+        x = e.op(
+            f"rn.normalize_images {images.name}, {m.name}, {s.name} : "
+            f"{images.type}, {m.type}, {s.type} -> {ty}",
+            ty,
+        )
+    logits = model(x)
     if not isinstance(logits, Value):
         raise ValueError(
             f"{type(model).__name__}.forward must return a tensor value, "
@@ -818,12 +909,21 @@ def emit_model(
     loss: LossFn | None = None,
     dtype: str = "f32",
     name: str = "model",
+    input_dtype: str = "float",
+    mean: Sequence[float] | None = None,
+    std: Sequence[float] | None = None,
 ) -> str:
     """Return the MLIR text of ``model`` (forward + loss) for one training batch.
 
     ``input_shape`` is (C, H, W) as in PyTorch; the IR is NHWC. ``loss`` defaults
     to ``rn.nn.CrossEntropyLoss()``. ``dtype`` is the element type of every float
     tensor (f32, f16 or bf16); the loss is always f32 and labels i32.
+
+    ``input_dtype="uint8"`` makes the images input raw uint8 pixels, normalized
+    on the device per channel as ``(x / 255 - mean) * (1 / std)`` by
+    ``rn.normalize_images`` before the model reads them: ``mean`` and ``std``
+    (one per channel) are the defaults of the buffers ``input.mean`` and
+    ``input.std``, which the runtime sets from the data.
     """
     return trace_model(
         model,
@@ -833,4 +933,7 @@ def emit_model(
         loss=loss,
         dtype=dtype,
         name=name,
+        input_dtype=input_dtype,
+        mean=mean,
+        std=std,
     ).text

@@ -4,9 +4,13 @@ Usage::
 
     python -m rn.models resnet18c --batch 256 -o resnet18c.mlir
     python -m rn.models resnet18c --train --optimizer sgd --nesterov -o resnet18c-train.mlir
+    python -m rn.models resnet18c --input-dtype uint8 --mean 0.4914,0.4822,0.4465 \\
+        --std 0.2470,0.2435,0.2616 -o resnet18c-u8.mlir
     python -m rn.models --list
 
-``--train`` runs ``rn-opt --rn-build-training`` (see :mod:`rn.training`) on the model
+``--input-dtype uint8`` makes the images input raw uint8 pixels that the device
+normalizes with ``--mean`` and ``--std`` (the defaults of the buffers ``input.mean``
+and ``input.std``; rn-run sets them from the data). ``--train`` runs ``rn-opt --rn-build-training`` (see :mod:`rn.training`) on the model
 and writes the training module; ``--print-pass-options`` prints that pass argument only.
 
 Models and their defaults (input C x H x W, classes):
@@ -41,7 +45,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from . import emitter as F
-from .emitter import DTYPES, Init, Trace, Value, format_table, trace_model
+from .emitter import DTYPES, INPUT_DTYPES, Init, Trace, Value, format_table, trace_model
 from .nn import (
     AdaptiveAvgPool2d,
     AvgPool2d,
@@ -131,8 +135,15 @@ def trace(
     input_shape: Shape3 | None = None,
     dtype: str = "f32",
     label_smoothing: float = 0.0,
+    input_dtype: str = "float",
+    mean: Sequence[float] | None = None,
+    std: Sequence[float] | None = None,
 ) -> Trace:
-    """Build and trace zoo model ``name`` (loss: ``CrossEntropyLoss(label_smoothing)``)."""
+    """Build and trace zoo model ``name`` (loss: ``CrossEntropyLoss(label_smoothing)``).
+
+    ``input_dtype="uint8"`` with ``mean`` and ``std``: uint8 images normalized on
+    the device (:func:`rn.emit_model`).
+    """
     info = _info(name)
     classes = info.num_classes if num_classes is None else num_classes
     shape = info.input_shape if input_shape is None else input_shape
@@ -144,6 +155,9 @@ def trace(
         loss=CrossEntropyLoss(label_smoothing),
         dtype=dtype,
         name=name,
+        input_dtype=input_dtype,
+        mean=mean,
+        std=std,
     )
 
 
@@ -155,6 +169,9 @@ def emit(
     input_shape: Shape3 | None = None,
     dtype: str = "f32",
     label_smoothing: float = 0.0,
+    input_dtype: str = "float",
+    mean: Sequence[float] | None = None,
+    std: Sequence[float] | None = None,
 ) -> str:
     """MLIR text of zoo model ``name``."""
     return trace(
@@ -164,6 +181,9 @@ def emit(
         input_shape=input_shape,
         dtype=dtype,
         label_smoothing=label_smoothing,
+        input_dtype=input_dtype,
+        mean=mean,
+        std=std,
     ).text
 
 
@@ -471,6 +491,16 @@ def _list_models() -> str:
     return "\n".join(format_table(rows, "<<>>"))
 
 
+def _floats(text: str) -> list[float]:
+    """``0.49,0.48,0.45`` as floats (argparse type of --mean and --std)."""
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers (one per channel), got {text!r}"
+        ) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m rn.models",
@@ -486,6 +516,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--classes", type=int, help="number of classes (default: the model's)")
     p.add_argument(
         "--dtype", default="f32", choices=DTYPES, help="float element type (default f32)"
+    )
+    p.add_argument(
+        "--input-dtype",
+        default="float",
+        choices=INPUT_DTYPES,
+        help="the images input: float (normalized on the host, the default) or uint8 (raw "
+        "pixels, normalized on the device with --mean and --std)",
+    )
+    p.add_argument(
+        "--mean",
+        type=_floats,
+        metavar="M,...",
+        help="per-channel mean of the pixels in [0, 1] (with --input-dtype uint8)",
+    )
+    p.add_argument(
+        "--std",
+        type=_floats,
+        metavar="S,...",
+        help="per-channel standard deviation of the pixels in [0, 1] (with --input-dtype uint8)",
     )
     p.add_argument("-o", "--output", default="-", help="output file ('-' for stdout, the default)")
     p.add_argument("--summary", action="store_true", help="print a per-layer table to stderr")
@@ -574,6 +623,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             input_shape=(c, h, w),
             dtype=args.dtype,
             label_smoothing=args.label_smoothing,
+            input_dtype=args.input_dtype,
+            mean=args.mean,
+            std=args.std,
         )
     except ValueError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)

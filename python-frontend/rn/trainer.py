@@ -8,6 +8,11 @@
 >>> h.loss()                                    # waits for this step
 >>> trainer.losses()                            # waits for every step
 
+A model compiled with uint8 images (``rn.compile(..., input_dtype="uint8",
+mean=..., std=...)``) takes uint8 arrays instead, which cross to the device
+as bytes and are normalized there (``trainer.image_dtype == "uint8"``;
+:meth:`Trainer.set_input_normalization` sets the mean and std).
+
 The trainer is runtime/train's ``Trainer`` (the engine of ``rn-run``) over
 one executor: ``cpu`` (the reference), ``cuda-eager`` or ``cuda-graph``
 (``auto``: cuda-graph where a GPU answers). Steps stream: ``step()`` copies
@@ -128,8 +133,9 @@ class StepHandle:
 class InputBuffer:
     """One of the trainer's page-locked input blocks, to fill with a batch and pass to ``step()``.
 
-    ``images`` is a writable float32 numpy view of shape ``[N, H, W, C]``
-    (NHWC, the artifact's layout). Filling it and passing the buffer to
+    ``images`` is a writable numpy view of shape ``[N, H, W, C]`` (NHWC, the
+    artifact's layout), float32, or uint8 for a model that normalizes on
+    the device. Filling it and passing the buffer to
     ``step()`` saves the host copy of the batch. A buffer goes to one step:
     ``step()`` makes ``images`` read-only, and the block returns to the trainer
     once the step finished and the buffer and its views are gone.
@@ -224,6 +230,7 @@ class Trainer:
         self.artifact = path
         shape = tuple(self._native.image_shape)  # NHWC
         self._nhwc: tuple[int, ...] = shape
+        self._pixels = str(self._native.image_dtype) == "uint8"
         self._handles: weakref.WeakValueDictionary[int, StepHandle] = weakref.WeakValueDictionary()
         self._unreported: list[float] = []
         self._state = {name: (role, dtype, tuple(s)) for name, role, dtype, s in self._native.state_info("")}
@@ -252,6 +259,11 @@ class Trainer:
         """One example's image as (C, H, W), as PyTorch describes it (the artifact is NHWC)."""
         _, h, w, c = self._nhwc
         return (c, h, w)
+
+    @property
+    def image_dtype(self) -> str:
+        """``"float32"``, or ``"uint8"`` for a model that normalizes its images on the device."""
+        return "uint8" if self._pixels else "float32"
 
     @property
     def num_classes(self) -> int:
@@ -339,12 +351,22 @@ class Trainer:
             )
         return fits_nchw
 
-    def _check_float32(self, dtype: object, what: str) -> None:
-        if str(dtype) not in ("float32", "torch.float32"):
-            raise ValueError(
-                f"{what} must be float32, got {dtype} (convert with .astype(np.float32) or "
-                ".float())"
+    def _check_image_dtype(self, dtype: object, what: str) -> None:
+        """Images of the model's kind: uint8 pixels or float32 normalized images."""
+        if self._pixels:
+            if str(dtype) not in ("uint8", "torch.uint8"):
+                raise ValueError(
+                    f"{what} must be uint8, got {dtype}: this model normalizes its images on the "
+                    "device (compiled with input_dtype='uint8'); pass the raw pixels"
+                )
+        elif str(dtype) not in ("float32", "torch.float32"):
+            hint = (
+                " (this model takes normalized float32 images; compile with input_dtype='uint8' "
+                "to pass uint8 pixels)"
+                if str(dtype) in ("uint8", "torch.uint8")
+                else " (convert with .astype(np.float32) or .float())"
             )
+            raise ValueError(f"{what} must be float32, got {dtype}{hint}")
 
     def _check_labels(self, labels: object, count: int) -> Any:
         """Labels as a numpy array or a torch tensor, checked for kind, dtype and shape."""
@@ -397,7 +419,8 @@ class Trainer:
     ) -> StepHandle:
         """Queue one training step and return its handle; the batch is copied before this returns.
 
-        ``images``: float32, a numpy array NCHW ``[N, C, H, W]`` or NHWC
+        ``images``: float32 (uint8 for a model that normalizes on the device,
+        :attr:`image_dtype`), a numpy array NCHW ``[N, C, H, W]`` or NHWC
         ``[N, H, W, C]`` (``layout=`` is required only when C == H == W), a
         torch tensor (always NCHW; ``channels_last`` memory is read without
         reordering) on the CPU or on the trainer's CUDA device, or an
@@ -438,11 +461,12 @@ class Trainer:
                     "images must be a numpy array, a torch tensor or an rn.InputBuffer, got "
                     f"{_describe(images)}"
                 )
-        self._check_float32(images.dtype, "images")
+        self._check_image_dtype(images.dtype, "images")
         channels_first = self._layout_of(images.shape, layout, torch=False)
         self._check_labels(labels, n)
         host_labels = self._host_labels(labels)
-        number = self._native.step_host(images, channels_first, host_labels, rate)
+        step_host = self._native.step_host_pixels if self._pixels else self._native.step_host
+        number = step_host(images, channels_first, host_labels, rate)
         return self._handle(number)
 
     def _host_labels(self, labels: Any) -> Any:
@@ -456,8 +480,8 @@ class Trainer:
     def _step_torch(self, images: Any, labels: Any, rate: float, layout: str | None) -> StepHandle:
         import torch
 
-        if images.dtype != torch.float32:
-            self._check_float32(images.dtype, "images")
+        if images.dtype != (torch.uint8 if self._pixels else torch.float32):
+            self._check_image_dtype(images.dtype, "images")
         self._layout_of(tuple(images.shape), layout, torch=True)
         n = self.batch_size
         self._check_labels(labels, n)
@@ -466,9 +490,8 @@ class Trainer:
                 raise ValueError(
                     f"images are on the CPU and labels on {labels.device}: put both on one device"
                 )
-            number = self._native.step_host(
-                images.detach().numpy(), True, self._host_labels(labels), rate
-            )
+            step_host = self._native.step_host_pixels if self._pixels else self._native.step_host
+            number = step_host(images.detach().numpy(), True, self._host_labels(labels), rate)
             return self._handle(number)
         if self._native.device < 0:
             raise self._cuda_device_error(images.device)
@@ -497,7 +520,7 @@ class Trainer:
         return handle
 
     def input_buffer(self) -> InputBuffer:
-        """A page-locked block for one batch (NHWC float32) to fill and pass to ``step()``.
+        """A page-locked block for one batch (NHWC, :attr:`image_dtype`) to fill and pass to ``step()``.
 
         >>> buf = trainer.input_buffer()                 # doctest: +SKIP
         >>> buf.images[...] = batch_nhwc                 # or write rows in place
@@ -541,18 +564,17 @@ class Trainer:
     # ------------------------------------------------------------------
 
     def _host_images(self, images: Any, layout: str | None, what: str) -> Any:
-        """Any number of images as a C-contiguous NHWC float32 numpy array."""
+        """Any number of images as a C-contiguous NHWC numpy array of :attr:`image_dtype`."""
         np = _np()
         torch = _is_torch_tensor(images)
         if torch:
             if images.is_cuda and self._native.device >= 0 and images.device.index != self._native.device:
                 raise self._cuda_device_error(images.device)
-            if str(images.dtype) != "torch.float32":
-                self._check_float32(images.dtype, what)
+            self._check_image_dtype(images.dtype, what)
             images = images.detach().cpu().numpy()
         elif not isinstance(images, np.ndarray):
             raise ValueError(f"{what} must be a numpy array or a torch tensor, got {_describe(images)}")
-        self._check_float32(images.dtype, what)
+        self._check_image_dtype(images.dtype, what)
         if images.ndim != 4:
             raise ValueError(f"{what} must be 4-d [N, C, H, W] or [N, H, W, C], got shape {list(images.shape)}")
         count = images.shape[0]
@@ -561,7 +583,7 @@ class Trainer:
         channels_first = self._layout_of(shape, layout, torch=torch)
         if channels_first:
             images = images.transpose(0, 2, 3, 1)
-        out = np.ascontiguousarray(images, dtype=np.float32)
+        out = np.ascontiguousarray(images, dtype=np.uint8 if self._pixels else np.float32)
         assert out.shape == (count, h, w, c)
         return out
 
@@ -585,7 +607,8 @@ class Trainer:
             raise ValueError(f"labels must have shape [{count}] (one per image), got {list(labels.shape)}")
         if count and (labels.min() < 0 or labels.max() >= self.num_classes):
             raise ValueError(f"labels must be in [0, {self.num_classes}), got values in [{labels.min()}, {labels.max()}]")
-        loss, correct, evaluated = self._native.evaluate(host, np.ascontiguousarray(labels, dtype=np.int32))
+        evaluate = self._native.evaluate_pixels if self._pixels else self._native.evaluate
+        loss, correct, evaluated = evaluate(host, np.ascontiguousarray(labels, dtype=np.int32))
         self._collect()
         return float(loss), (float(correct) / float(evaluated)) if evaluated else 0.0
 
@@ -594,9 +617,48 @@ class Trainer:
         host = self._host_images(images, layout, "images")
         if host.shape[0] == 0:
             return _np().zeros((0, self.num_classes), _np().float32)
-        logits = self._native.predict(host)
+        logits = (self._native.predict_pixels if self._pixels else self._native.predict)(host)
         self._collect()
         return logits
+
+    # ------------------------------------------------------------------
+    # Input normalization (models with uint8 images)
+    # ------------------------------------------------------------------
+
+    def set_input_normalization(self, mean: Iterable[float], std: Iterable[float]) -> None:
+        """Set the per-channel mean and std a uint8 model normalizes its images with on the device.
+
+        The device computes ``(x / 255 - mean) * (1 / std)`` per channel, in
+        float32, as rn-run's data sources do on the host. The values are two
+        buffers of the state (``input.mean`` and ``input.std``), so
+        ``save()`` keeps them; the compiled ones are the defaults. Raises
+        ``ValueError`` for a float model, for another count than the images'
+        channels, or for a std that is not positive. Waits for queued steps
+        first.
+        """
+        means, stds = [float(v) for v in mean], [float(v) for v in std]
+        if not self._pixels:
+            raise ValueError(
+                "this model takes normalized float32 images and normalizes none on the device "
+                "(compile it with input_dtype='uint8' to do so)"
+            )
+        channels = self._nhwc[3]
+        if len(means) != channels or len(stds) != channels:
+            raise ValueError(
+                f"the images have {channels} channels: give {channels} means and stds, got "
+                f"{len(means)} and {len(stds)}"
+            )
+        self._native.set_input_normalization(means, stds)
+        self._collect()
+
+    @property
+    def input_normalization(self) -> tuple[list[float], list[float]]:
+        """The (mean, std) a uint8 model normalizes with now (``ValueError`` for a float model)."""
+        if not self._pixels:
+            raise ValueError("this model takes normalized float32 images: it has no input normalization")
+        mean, std = self._native.input_normalization()
+        self._collect()
+        return [float(v) for v in mean], [float(v) for v in std]
 
     # ------------------------------------------------------------------
     # State and checkpoints
@@ -693,7 +755,13 @@ class Trainer:
         from .torch_import import TorchMapping
 
         mapping = TorchMapping.from_artifact(self.artifact)
-        self.load_state_dict(mapping.from_torch(module.state_dict()), strict=True)
+        values = mapping.from_torch(module.state_dict())
+        if self._pixels:
+            # The module has no input normalization (the host's data pipeline
+            # did it): the trainer's stays as it is.
+            buffers = self.state_dict(roles="buffer")
+            values.update({k: buffers[k] for k in ("input.mean", "input.std") if k in buffers})
+        self.load_state_dict(values, strict=True)
 
     def copy_to(self, module: Any, *, ema: bool = False) -> None:
         """Write the trained parameters and BatchNorm statistics into a ``torch.nn.Module``.

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <new>
@@ -131,8 +132,8 @@ constexpr std::string_view kStateRoles[] = {
     "momentum",    "adam_m",  "adam_v",    "low_precision_weight",
     "ema",         "loss_scale", "loss_scale_good_steps"};
 
-constexpr std::string_view kInitKinds[] = {"zeros",    "ones",     "uniform",
-                                           "normal",   "constant", "derived"};
+constexpr std::string_view kInitKinds[] = {"zeros",    "ones",     "uniform", "normal",
+                                           "constant", "derived",  "values"};
 
 template <size_t N>
 bool contains(const std::string_view (&names)[N], std::string_view name) {
@@ -297,7 +298,7 @@ DType dtypeMember(const Context &cx, const json &object) {
   std::string name = stringMember(cx, object, "dtype");
   std::optional<DType> dtype = parseDType(name);
   if (!dtype)
-    cx.fail("unknown dtype " + inQuotes(name) + " (f32, f16, bf16, i32 or i1)");
+    cx.fail("unknown dtype " + inQuotes(name) + " (f32, f16, bf16, i32, i1 or ui8)");
   return *dtype;
 }
 
@@ -573,8 +574,8 @@ void ProgramParser::parseState(const json &state) {
     if (!contains(kStateRoles, entry.role))
       cx_.fail("unknown role " + inQuotes(entry.role));
     entry.dtype = dtypeMember(cx_, object);
-    if (entry.dtype == DType::i1)
-      cx_.fail("state cannot be i1");
+    if (entry.dtype == DType::i1 || entry.dtype == DType::u8)
+      cx_.fail("state cannot be " + std::string(dtypeName(entry.dtype)));
     entry.shape = shapeMember(cx_, object);
     tensorBytes(cx_, entry.dtype, entry.shape);
     if (const json *slot = optionalMember(object, "slot"))
@@ -600,6 +601,24 @@ void ProgramParser::parseState(const json &state) {
         cx_.fail("init \"scale\" must be a number, got " + describe(*scale));
       entry.init.scale = scale->get<double>();
     }
+    if (const json *values = optionalMember(init, "values")) {
+      if (!values->is_array())
+        cx_.fail("init \"values\" must be an array of numbers, got " + describe(*values));
+      for (const json &value : *values) {
+        if (!value.is_number() || !std::isfinite(value.get<double>()))
+          cx_.fail("init \"values\" must hold finite numbers, got " + describe(value));
+        entry.init.values.push_back(value.get<double>());
+      }
+    }
+    if ((entry.init.kind == "values") != !entry.init.values.empty())
+      cx_.fail(entry.init.kind == "values"
+                   ? "init \"values\" needs a non-empty \"values\" array"
+                   : "only init \"values\" has a \"values\" array");
+    if (entry.init.kind == "values" &&
+        int64_t(entry.init.values.size()) != numel(entry.shape))
+      cx_.fail("init \"values\" gives " + std::to_string(entry.init.values.size()) +
+               " values for shape " + shapeString(entry.shape) + " (" +
+               std::to_string(numel(entry.shape)) + " elements)");
     if ((entry.init.kind == "derived") != isDerivedRole(entry.role))
       cx_.fail("'" + entry.role + "' state " +
                (isDerivedRole(entry.role) ? "must" : "cannot") +

@@ -16,6 +16,7 @@ size_t elementSize(DType type) {
   case DType::bf16:
     return 2;
   case DType::i1:
+  case DType::u8:
     return 1;
   }
   return 0;
@@ -33,12 +34,14 @@ std::string_view dtypeName(DType type) {
     return "i32";
   case DType::i1:
     return "i1";
+  case DType::u8:
+    return "ui8";
   }
   return "?";
 }
 
 std::optional<DType> parseDType(std::string_view name) {
-  for (DType type : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1})
+  for (DType type : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1, DType::u8})
     if (dtypeName(type) == name)
       return type;
   return std::nullopt;
@@ -149,6 +152,8 @@ float loadElement(DType type, const void *data, size_t i) {
   }
   case DType::i1:
     return b[i] ? 1.0f : 0.0f;
+  case DType::u8:
+    return static_cast<float>(b[i]);
   }
   return 0.0f;
 }
@@ -176,6 +181,10 @@ void storeElement(DType type, void *data, size_t i, float value) {
   }
   case DType::i1:
     b[i] = value != 0 ? 1 : 0;
+    break;
+  case DType::u8:
+    b[i] = static_cast<unsigned char>(
+        std::isnan(value) ? 0.0f : std::fmin(std::fmax(std::nearbyint(value), 0.0f), 255.0f));
     break;
   }
 }

@@ -16,12 +16,14 @@
 
 namespace rn {
 
-enum class DType : uint8_t { f32, f16, bf16, i32, i1 };
+/// u8: uint8 images on the wire (MLIR's ui8), which the device normalizes.
+enum class DType : uint8_t { f32, f16, bf16, i32, i1, u8 };
 
 /// Bytes of one element (i1 is stored as a byte).
 size_t elementSize(DType type);
 
-/// "f32", "f16", "bf16", "i32", "i1".
+/// "f32", "f16", "bf16", "i32", "i1", "ui8" (the names of the artifact,
+/// which are MLIR's).
 std::string_view dtypeName(DType type);
 std::optional<DType> parseDType(std::string_view name);
 
@@ -38,10 +40,11 @@ float bfloat16ToFloat(uint16_t bits);
 float roundTo(DType type, float value);
 
 /// Element `i` of an array of `type` elements at `data`, as a float (i32
-/// converted, i1 as 0 or 1).
+/// and u8 converted, i1 as 0 or 1).
 float loadElement(DType type, const void *data, size_t i);
 /// Stores `value` as element `i` of such an array (rounded to nearest even
-/// for f16/bf16, truncated for i32, nonzero as 1 for i1).
+/// for f16/bf16, truncated for i32, nonzero as 1 for i1, rounded to
+/// nearest and clamped to [0, 255] for u8).
 void storeElement(DType type, void *data, size_t i, float value);
 
 } // namespace rn

@@ -19,6 +19,16 @@ Result<std::vector<int64_t>> Executor::inputShape(std::string_view function,
   return Error("function " + f->name + " has no input '" + std::string(input) + "'");
 }
 
+Result<DType> Executor::inputDType(std::string_view function, std::string_view input) const {
+  const Function *f = program().findFunction(function);
+  if (!f)
+    return Error("no function named '" + std::string(function) + "'");
+  for (const Binding &b : f->inputs)
+    if (b.name == input)
+      return f->tensors[b.tensor].dtype;
+  return Error("function " + f->name + " has no input '" + std::string(input) + "'");
+}
+
 int64_t Executor::stepCounter(uint32_t function) const {
   return function < stepCounter_.size() ? stepCounter_[function] : 0;
 }
@@ -168,7 +178,7 @@ StepInputs Executor::trainInputs(std::shared_ptr<const void> images, size_t imag
   StepInputs in;
   HostValue &x = in.values["images"];
   x.pinned = std::move(images);
-  x.pinnedWords = imageCount;
+  x.pinnedElements = imageCount;
   x.onDevice = imagesOnDevice;
   in.values["labels"].ints = labels;
   in.values["lr"].floats = {lr};
@@ -176,9 +186,24 @@ StepInputs Executor::trainInputs(std::shared_ptr<const void> images, size_t imag
   return in;
 }
 
+namespace {
+
+/// The batch's images as the host value of an images input: its pixels
+/// when it holds them (a ui8 input), else its floats.
+HostValue imagesOf(const HostBatch &batch) {
+  HostValue value;
+  if (!batch.pixels.empty())
+    value.bytes = batch.pixels;
+  else
+    value.floats = batch.images;
+  return value;
+}
+
+} // namespace
+
 StepInputs Executor::trainInputs(const HostBatch &batch, float lr, int32_t step) {
   StepInputs in;
-  in.values["images"].floats = batch.images;
+  in.values["images"] = imagesOf(batch);
   in.values["labels"].ints = batch.labels;
   in.values["lr"].floats = {lr};
   in.values["step"].ints = {step};
@@ -220,7 +245,7 @@ Status Executor::trainStep(const HostBatch &batch, float lr, int32_t step,
 
 Status Executor::evalStep(const HostBatch &batch, EvalOutputs &outputs) {
   std::vector<StepInputs> steps(1);
-  steps[0].values["images"].floats = batch.images;
+  steps[0].values["images"] = imagesOf(batch);
   steps[0].values["labels"].ints = batch.labels;
   // eval_step runs no dropout: its key is irrelevant.
   std::vector<StepOutputs> out;

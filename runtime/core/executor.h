@@ -35,11 +35,14 @@
 
 namespace rn {
 
-/// One step's host inputs: the batch (f32 images in the program's input
-/// shape, NHWC, and int32 labels).
+/// One step's host inputs: the batch (images in the program's input shape,
+/// NHWC, and int32 labels). The images are `images` (floats) for a float
+/// images input, or `pixels` (uint8) for a ui8 one, which the device
+/// normalizes.
 struct HostBatch {
   std::vector<float> images;
   std::vector<int32_t> labels;
+  std::vector<uint8_t> pixels;
 };
 
 struct TrainOutputs {
@@ -87,13 +90,16 @@ public:
   /// The shape of a host input of `function` ("images"), or an error.
   Result<std::vector<int64_t>> inputShape(std::string_view function,
                                           std::string_view input) const;
+  /// The element type of that input (u8 for images the device normalizes).
+  Result<DType> inputDType(std::string_view function, std::string_view input) const;
 
   /// The inputs of one train_step: the batch, the learning rate and the step
   /// number (the program's step input, which also keys the dropout masks).
   static StepInputs trainInputs(const HostBatch &batch, float lr, int32_t step);
   /// The same with the images in `images`, a block from allocateHostInput
-  /// (or allocateDeviceInput, with `imagesOnDevice`) holding the batch's f32
-  /// images (no copy of them is made).
+  /// (or allocateDeviceInput, with `imagesOnDevice`) holding the batch's
+  /// `imageCount` image elements in the input's dtype (f32, or bytes for a
+  /// ui8 input; no copy of them is made).
   static StepInputs trainInputs(std::shared_ptr<const void> images, size_t imageCount,
                                 const std::vector<int32_t> &labels, float lr, int32_t step,
                                 bool imagesOnDevice = false);

@@ -46,11 +46,23 @@ Status checkStepInputs(const Function &fn, const std::map<std::string, HostValue
     if (!t.isHost())
       return Error("function " + fn.name + ": input " + name + " is not a host input");
     size_t n = size_t(numel(t.shape));
-    bool ints = t.dtype == DType::i32;
-    size_t got = value.words(ints);
+    const std::string where = "function " + fn.name + ": input " + name;
+    // A u8 input takes bytes, any other no bytes: a batch of the wrong kind
+    // is named as such, not as a count of zero.
+    if (!value.pinned && t.dtype == DType::u8 && value.bytes.empty() && !value.floats.empty())
+      return Error(where + " is ui8: it takes uint8 pixels (bytes), which the device "
+                           "normalizes, not floats");
+    if (!value.pinned && t.dtype != DType::u8 && !value.bytes.empty())
+      return Error(where + " is " + std::string(dtypeName(t.dtype)) +
+                   ": it takes floats, not uint8 pixels (the model normalizes no images on "
+                   "the device)");
+    size_t got = value.elements(t.dtype);
     if (got != n)
-      return Error("function " + fn.name + ": input " + name + " needs " + std::to_string(n) +
-                   (ints ? " int32 values, got " : " values, got ") + std::to_string(got));
+      return Error(where + " needs " + std::to_string(n) +
+                   (t.dtype == DType::i32  ? " int32 values, got "
+                    : t.dtype == DType::u8 ? " bytes, got "
+                                           : " values, got ") +
+                   std::to_string(got));
   }
   return Status::success();
 }

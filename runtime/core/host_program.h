@@ -39,32 +39,42 @@
 
 namespace rn {
 
-/// A host input value by name, as 32-bit words (float, or int32 for i32):
-/// in `floats` / `ints`, or in `pinned`, page-locked memory from
-/// Executor::allocateHostInput holding `pinnedWords` such words. A GPU
-/// executor copies a pinned value to the device directly, with no staging
-/// copy on the host (where the input's dtype is 32-bit); the step holds
-/// the memory until it has completed, so the caller may reuse a block once
-/// it holds the only reference again. With `onDevice`, `pinned` is device
-/// memory from Executor::allocateDeviceInput instead (inputs that arrive as
-/// CUDA tensors): the step's copy reads it device to device, and nothing on
-/// the host may read it.
+/// A host input value by name, in the input's element type: `floats`
+/// (float inputs), `ints` (i32) or `bytes` (u8: uint8 images normalized on
+/// the device), or `pinned`, page-locked memory from
+/// Executor::allocateHostInput holding `pinnedElements` elements of the
+/// input's dtype as the device stores them (4-byte words, or bytes for u8).
+/// A GPU executor copies a pinned value to the device directly, with no
+/// staging copy on the host (where the input's dtype is 32-bit or u8); the
+/// step holds the memory until it has completed, so the caller may reuse a
+/// block once it holds the only reference again. With `onDevice`, `pinned`
+/// is device memory from Executor::allocateDeviceInput instead (inputs
+/// that arrive as CUDA tensors): the step's copy reads it device to device,
+/// and nothing on the host may read it.
 struct HostValue {
   std::vector<float> floats;
   std::vector<int32_t> ints;
+  std::vector<uint8_t> bytes;
   std::shared_ptr<const void> pinned;
-  size_t pinnedWords = 0;
+  size_t pinnedElements = 0;
   bool onDevice = false;
 
-  /// The value's words whichever way it is held.
-  size_t words(bool asInts) const {
-    return pinned ? pinnedWords : asInts ? ints.size() : floats.size();
+  /// The value's elements for an input of `dtype`, whichever way it is held.
+  size_t elements(DType dtype) const {
+    if (pinned)
+      return pinnedElements;
+    if (dtype == DType::i32)
+      return ints.size();
+    return dtype == DType::u8 ? bytes.size() : floats.size();
   }
   const float *floatData() const {
     return pinned ? static_cast<const float *>(pinned.get()) : floats.data();
   }
   const int32_t *intData() const {
     return pinned ? static_cast<const int32_t *>(pinned.get()) : ints.data();
+  }
+  const uint8_t *byteData() const {
+    return pinned ? static_cast<const uint8_t *>(pinned.get()) : bytes.data();
   }
 };
 
@@ -101,7 +111,8 @@ struct HostProgram {
 };
 
 /// Checks `inputs` (by name) against the host inputs of `fn`: each named
-/// one must exist, be a host input and have its element count.
+/// one must exist, be a host input and have its element count, held as its
+/// dtype takes it (bytes for a u8 input, floats or ints otherwise).
 Status checkStepInputs(const Function &fn, const std::map<std::string, HostValue> &inputs);
 
 /// A step submitted to a pipeline: its inputs and outputs (at stable

@@ -261,6 +261,15 @@ Status generate(std::string_view name, const Init &init, int64_t elements, uint6
       emit(i, value);
     return Status::success();
   }
+  if (kind == "values") {
+    if (int64_t(init.values.size()) != elements)
+      return Error("state " + std::string(name) + ": init 'values' gives " +
+                   std::to_string(init.values.size()) + " values for " +
+                   std::to_string(elements) + " elements");
+    for (int64_t i = 0; i < elements; ++i)
+      emit(i, init.values[size_t(i)]);
+    return Status::success();
+  }
   std::mt19937_64 engine(initStreamSeed(name, seed));
   if (kind == "uniform") {
     // uniform_real_distribution<double>(-scale, scale).
@@ -351,6 +360,9 @@ Result<std::vector<uint8_t>> sampleInitialBytes(std::string_view name, const Ini
     case DType::i1:
       store(i, value != 0.0 ? 1 : 0);
       break;
+    case DType::u8:
+      store(i, uint8_t(std::fmin(std::fmax(std::nearbyint(value), 0.0), 255.0)));
+      break;
     }
   });
   if (!st.ok())
@@ -381,6 +393,9 @@ Result<std::vector<float>> sampleInitialValues(std::string_view name, const Init
       break;
     case DType::i1:
       out = value != 0.0 ? 1.0f : 0.0f;
+      break;
+    case DType::u8:
+      out = float(std::fmin(std::fmax(std::nearbyint(value), 0.0), 255.0));
       break;
     }
   });

@@ -31,8 +31,9 @@ namespace rn {
 
 /// How a state entry gets its initial value: the `#rn.init` of its op.
 struct Init {
-  std::string kind; ///< zeros, ones, uniform, normal, constant, derived
+  std::string kind; ///< zeros, ones, uniform, normal, constant, derived, values
   double scale = 0; ///< uniform: bound; normal: std (1 when not positive); constant: value
+  std::vector<double> values; ///< values: every element, in order
 };
 
 /// The name of this sampler in a weight-free program's "init" entry.
@@ -42,7 +43,7 @@ inline constexpr std::string_view kInitSampler = "mt19937_64-xxh3";
 /// every kind but "derived" (a copy of its parameter, made by the runtime).
 inline bool isSampledInit(std::string_view kind) {
   return kind == "zeros" || kind == "ones" || kind == "uniform" ||
-         kind == "normal" || kind == "constant";
+         kind == "normal" || kind == "constant" || kind == "values";
 }
 
 /// XXH3-64 of `data` without seed and with the default secret, equal to
@@ -62,8 +63,8 @@ uint16_t doubleToBFloat16(double value);
 
 /// The `elements` initial values of the state `name` in `dtype`, little
 /// endian, as a safetensors tensor holds them (i32: the value truncated
-/// toward zero; i1: one byte, 1 when non-zero). Fails for "derived" and
-/// unknown kinds.
+/// toward zero; i1: one byte, 1 when non-zero). Fails for "derived",
+/// unknown kinds, and "values" of another count than `elements`.
 Result<std::vector<uint8_t>> sampleInitialBytes(std::string_view name, const Init &init,
                                                 DType dtype, int64_t elements,
                                                 uint64_t seed);

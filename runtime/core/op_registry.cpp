@@ -661,6 +661,15 @@ Status verifyCbrBackward(const OpNodeSignature &node) {
   return c.finish();
 }
 
+/// A normalizing pad (uint8 images) has both mean and std.
+Status verifyPadChannels(const OpNodeSignature &node) {
+  namespace operand = op_table::pad_channels::operand;
+  Checker c(node);
+  c.together("operand \"mean\"", c.hasOperand(operand::mean), "operand \"std\"",
+             c.hasOperand(operand::std));
+  return c.finish();
+}
+
 std::vector<std::string_view> cbrBackwardParts(const OpNodeSignature &node) {
   std::vector<std::string_view> parts = {"bn_grad", "weight_grad"};
   if (node.layout.results.has(op_table::cbr_backward::result::input_grad))
@@ -682,6 +691,7 @@ std::vector<OpInfo> buildOps() {
       {"hardsigmoid", verifyTableOnly},
       {"add", verifyTableOnly},
       {"channel_mul", verifyTableOnly},
+      {"normalize_images", verifyTableOnly},
       // No "dropout" or "stochastic_depth": the model-level ops never reach
       // a program (rn-build-training makes them dropout_train and
       // stochastic_depth_train, eval_step drops them) and have no step
@@ -695,7 +705,7 @@ std::vector<OpInfo> buildOps() {
       {"softmax_cross_entropy", verifySoftmaxCrossEntropy},
       // RNTrainingOps.td
       {"cast", verifyTableOnly},
-      {"pad_channels", verifyTableOnly},
+      {"pad_channels", verifyPadChannels},
       {"reshape", verifyTableOnly},
       {"batch_norm_train", verifyEpsilon},
       {"batch_norm_inference", verifyEpsilon},

@@ -1279,9 +1279,31 @@ inline constexpr size_t results = 0;
 } // namespace result
 } // namespace multi_zero
 
+// rn.normalize_images
+inline constexpr Value kNormalizeImagesOperands[] = {
+    {"input", Arity::one},
+    {"mean", Arity::one},
+    {"std", Arity::one},
+};
+inline constexpr Value kNormalizeImagesResults[] = {
+    {"result", Arity::one},
+};
+namespace normalize_images {
+namespace operand {
+inline constexpr size_t input = 0;
+inline constexpr size_t mean = 1;
+inline constexpr size_t std = 2;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace normalize_images
+
 // rn.pad_channels
 inline constexpr Value kPadChannelsOperands[] = {
     {"input", Arity::one},
+    {"mean", Arity::optional},
+    {"std", Arity::optional},
 };
 inline constexpr Value kPadChannelsResults[] = {
     {"result", Arity::one},
@@ -1289,6 +1311,8 @@ inline constexpr Value kPadChannelsResults[] = {
 namespace pad_channels {
 namespace operand {
 inline constexpr size_t input = 0;
+inline constexpr size_t mean = 1;
+inline constexpr size_t std = 2;
 } // namespace operand
 namespace result {
 inline constexpr size_t result = 0;
@@ -1707,7 +1731,8 @@ inline constexpr Op kOps[] = {
     {"multi_sgd_update", kMultiSgdUpdateOperands, 5, kMultiSgdUpdateResults, 1, kMultiSgdUpdateAttributes, 3},
     {"multi_unscale", kMultiUnscaleOperands, 2, kMultiUnscaleResults, 1, nullptr, 0},
     {"multi_zero", kMultiZeroOperands, 1, kMultiZeroResults, 1, nullptr, 0},
-    {"pad_channels", kPadChannelsOperands, 1, kPadChannelsResults, 1, nullptr, 0},
+    {"normalize_images", kNormalizeImagesOperands, 3, kNormalizeImagesResults, 1, nullptr, 0},
+    {"pad_channels", kPadChannelsOperands, 3, kPadChannelsResults, 1, nullptr, 0},
     {"relu", kReluOperands, 1, kReluResults, 1, nullptr, 0},
     {"relu_backward", kReluBackwardOperands, 2, kReluBackwardResults, 1, nullptr, 0},
     {"reshape", kReshapeOperands, 1, kReshapeResults, 1, nullptr, 0},

@@ -170,12 +170,14 @@ std::string_view safetensorsDTypeName(DType type) {
     return "I32";
   case DType::i1:
     return "BOOL";
+  case DType::u8:
+    return "U8";
   }
   return "?";
 }
 
 std::optional<DType> parseSafetensorsDType(std::string_view name) {
-  for (DType type : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1})
+  for (DType type : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1, DType::u8})
     if (safetensorsDTypeName(type) == name)
       return type;
   return std::nullopt;
@@ -211,7 +213,7 @@ Result<SafetensorsEntry> parseEntry(const std::string &name, const json &info,
   std::optional<DType> type = parseSafetensorsDType(dtype->get_ref<const std::string &>());
   if (!type)
     return fail("dtype \"" + dtype->get<std::string>() +
-                "\" is not supported (F32, F16, BF16, I32 or BOOL)");
+                "\" is not supported (F32, F16, BF16, I32, BOOL or U8)");
   entry.dtype = *type;
 
   auto shape = info.find("shape");

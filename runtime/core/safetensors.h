@@ -7,7 +7,7 @@
 // strict, like the reference implementation: the header starts with '{' and
 // lies inside the file, keys are unique, every tensor's byte range holds
 // exactly its elements, and the ranges tile the data with no gap or overlap.
-// Only the element types of the runtime (F32, F16, BF16, I32, BOOL) are
+// Only the element types of the runtime (F32, F16, BF16, I32, BOOL, U8) are
 // accepted. Every size is checked before arithmetic, so hostile numbers
 // (offsets near 2^64) are rejected rather than wrapped.
 //

@@ -232,12 +232,95 @@ KernelStatus channelMulBackward(const TensorView &outputGrad, const TensorView &
   return {};
 }
 
+//===----------------------------------------------------------------------===//
+// Input normalization: uint8 images to floats on the device
+//===----------------------------------------------------------------------===//
+
+// Unlike the kernels above, normalization computes in f32, exactly as the
+// data sources normalize on the host (runtime/train): a uint8 run equals a
+// float run whose host normalized the same pixels, bit for bit.
+
+namespace {
+
+/// `input` uint8 NHWC (its values 0 to 255 as floats), `mean` and `std`
+/// [C] f32; C on success, else -1 with the error in `check`.
+int64_t checkImageNormalization(Check &check, const TensorView &input, const TensorView *mean,
+                                const TensorView *std) {
+  if (check.require(input.dtype == DType::u8, "input must be ui8 images, got ",
+                    dtypeName(input.dtype))
+          .require(input.rank() == 4, "input must be NHWC (rank 4), got shape ",
+                   shapeString(input.shape))
+          .require(mean && std, "normalizes with both mean and std")
+          .failed())
+    return -1;
+  const int64_t channels = input.shape[3];
+  if (check.f32("mean", *mean, {channels}).f32("std", *std, {channels}).failed())
+    return -1;
+  return channels;
+}
+
+/// (x / 255 - mean) * (1 / std) in f32, the sources' formula.
+inline float normalizedPixel(float x, float mean, float inverseStd) {
+  return (x / 255.0f - mean) * inverseStd;
+}
+
+} // namespace
+
+KernelStatus normalizeImages(const TensorView &input, const TensorView &mean,
+                             const TensorView &std, const TensorView &result) {
+  Check check("normalize_images");
+  const int64_t channels = checkImageNormalization(check, input, &mean, &std);
+  if (channels < 0 || check.shape("result", result, input.shape).failed())
+    return check.status();
+  std::vector<float> inverseStd(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c)
+    inverseStd[size_t(c)] = 1.0f / std.data[c];
+  for (int64_t i = 0, e = input.numel(); i < e; ++i) {
+    const int64_t c = i % channels;
+    result.data[i] =
+        store(result.dtype, normalizedPixel(input.data[i], mean.data[c], inverseStd[size_t(c)]));
+  }
+  return {};
+}
+
+namespace {
+
+KernelStatus padNormalizedChannels(Check &check, const TensorView &input, const TensorView *mean,
+                                   const TensorView *std, const TensorView &result) {
+  const int64_t channels = checkImageNormalization(check, input, mean, std);
+  if (channels < 0 || check.view("result", result).failed())
+    return check.status();
+  Shape widened = input.shape;
+  const int64_t padded = result.rank() == 4 ? result.shape[3] : 0;
+  widened[3] = padded;
+  if (check.shape("result", result, widened)
+          .require(padded > channels, "the result must have more channels than the input")
+          .failed())
+    return check.status();
+  std::vector<float> inverseStd(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c)
+    inverseStd[size_t(c)] = 1.0f / std->data[c];
+  const int64_t rows = input.numel() / channels;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t c = 0; c < padded; ++c)
+      result.data[row * padded + c] =
+          c < channels ? store(result.dtype, normalizedPixel(input.data[row * channels + c],
+                                                             mean->data[c], inverseStd[size_t(c)]))
+                       : 0.0f;
+  return {};
+}
+
+} // namespace
+
 KernelStatus cast(const TensorView &input, const TensorView &result) {
   return unaryMap("cast", "input", input, result, [](double x) { return x; });
 }
 
-KernelStatus padChannels(const TensorView &input, const TensorView &result) {
+KernelStatus padChannels(const TensorView &input, const TensorView &result,
+                         const TensorView *mean, const TensorView *std) {
   Check check("pad_channels");
+  if (mean || std)
+    return padNormalizedChannels(check, input, mean, std, result);
   if (check.view("input", input).view("result", result).failed() ||
       check.require(input.rank() >= 1 && input.rank() == result.rank(),
                     "input and result must have one rank").failed())

@@ -32,9 +32,23 @@ namespace {
 
 bool isFloat(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
-/// Words a slot covers in the index space (data and shadow).
-int64_t slotUnits(const Slot &slot, int64_t elements) {
-  return std::max<int64_t>(elements, static_cast<int64_t>((slot.bytes + 1) / 2));
+/// Words a slot covers in the index space (data and shadow), where one word
+/// stands for `unitBytes` bytes of the arena.
+int64_t slotUnits(const Slot &slot, int64_t elements, int64_t unitBytes) {
+  const uint64_t unit = uint64_t(unitBytes);
+  return std::max<int64_t>(elements, static_cast<int64_t>((slot.bytes + unit - 1) / unit));
+}
+
+/// The arena bytes one word of the index space stands for: an element of
+/// the smallest dtype, so that each slot's words hold its elements (one
+/// float each) without reaching into the next slot. 2 (f16), or 1 when a
+/// slot holds uint8 images (their words then take twice the memory).
+int64_t unitBytesOf(const Program &p) {
+  for (const Function &f : p.functions)
+    for (const TensorInfo &t : f.tensors)
+      if (t.slot && t.dtype == DType::u8)
+        return 1;
+  return 2;
 }
 
 std::array<int64_t, 2> pairAttr(const json &attrs, const char *name,
@@ -77,7 +91,7 @@ enum class OpKind : uint8_t {
   sigmoid, hardtanh, hardswish, hardsigmoid, relu_backward, tanh_backward, silu_backward,
   sigmoid_backward, hardtanh_backward, hardswish_backward, hardsigmoid_backward,
   dropout_backward, stochastic_depth_backward, add, channel_mul, channel_mul_backward, cast,
-  multi_cast, pad_channels, reshape, flatten, zero, multi_zero, dropout_train,
+  multi_cast, pad_channels, normalize_images, reshape, flatten, zero, multi_zero, dropout_train,
   stochastic_depth_train, max_pool2d, avg_pool2d, max_pool2d_backward, avg_pool2d_backward,
   adaptive_avg_pool2d, adaptive_avg_pool2d_backward, global_avg_pool,
   global_avg_pool_backward, softmax_cross_entropy,
@@ -121,6 +135,7 @@ OpKind opKindOf(std::string_view op) {
       {"cast", OpKind::cast},
       {"multi_cast", OpKind::multi_cast},
       {"pad_channels", OpKind::pad_channels},
+      {"normalize_images", OpKind::normalize_images},
       {"reshape", OpKind::reshape},
       {"flatten", OpKind::flatten},
       {"zero", OpKind::zero},
@@ -283,6 +298,7 @@ struct CpuExecutor::Impl {
     std::vector<TensorView> viewA, viewB;
   };
   std::map<std::string, int64_t, std::less<>> regionBase;
+  int64_t unitBytes = 2; ///< arena bytes per word (unitBytesOf)
   std::vector<float> words;
   std::vector<FnLayout> layouts; ///< by function index
   std::unordered_map<const Subgraph *, SubgraphItems> items;
@@ -306,7 +322,7 @@ struct CpuExecutor::Impl {
     return regionBase.find(region)->second;
   }
   int64_t wordOf(const Slot &slot, Variant variant) const {
-    return base(slot.region, variant) + static_cast<int64_t>(slot.offset / 2);
+    return base(slot.region, variant) + static_cast<int64_t>(slot.offset / uint64_t(unitBytes));
   }
   /// Copies output `binding` of function `fnIndex` (variant `variant`) to
   /// `out`; outputs without a device slot are skipped.
@@ -354,11 +370,13 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
   const Program &p = artifact.program;
 
   // Region capacities from the slots that use them.
+  im.unitBytes = unitBytesOf(p);
   std::map<std::string, int64_t, std::less<>> need;
   for (const Region &r : p.arena.regions)
     need[r.kind] = 0;
   auto use = [&](const Slot &slot, int64_t elements) {
-    int64_t end = static_cast<int64_t>(slot.offset / 2) + slotUnits(slot, elements);
+    int64_t end = static_cast<int64_t>(slot.offset / uint64_t(im.unitBytes)) +
+                  slotUnits(slot, elements, im.unitBytes);
     int64_t &n = need[slot.region];
     n = std::max(n, end);
     if (slot.region == "inputs_a") {
@@ -397,7 +415,7 @@ Result<std::unique_ptr<CpuExecutor>> CpuExecutor::create(const Artifact &artifac
       if (t.slot) {
         layout.indexA.push_back(im.wordOf(*t.slot, Variant::a));
         layout.indexB.push_back(im.wordOf(*t.slot, Variant::b));
-        layout.units.push_back(slotUnits(*t.slot, n));
+        layout.units.push_back(slotUnits(*t.slot, n, im.unitBytes));
         layout.host.emplace_back();
         layout.hostShadow.push_back(-1);
       } else {
@@ -885,7 +903,13 @@ struct ExecutorAccess {
     }
     case OpKind::pad_channels: {
       using namespace op_table::pad_channels;
-      return cpu::padChannels(in(operand::input), out(result::result));
+      return cpu::padChannels(in(operand::input), out(result::result), inIfAny(operand::mean),
+                              inIfAny(operand::std));
+    }
+    case OpKind::normalize_images: {
+      using namespace op_table::normalize_images;
+      return cpu::normalizeImages(in(operand::input), in(operand::mean), in(operand::std),
+                                  out(result::result));
     }
     case OpKind::multi_cast: { // rn.cast of each tensor
       using namespace op_table::multi_cast;
@@ -1183,17 +1207,22 @@ Status stageInputs(const Function &fn, std::vector<std::vector<float>> *host,
     if (value.onDevice)
       return Error("function " + fn.name + ": input " + b.name +
                    " is in device memory, which the cpu executor cannot read");
+    if (value.elements(t.dtype) != n)
+      return Error("function " + fn.name + ": input " + b.name + " needs " +
+                   std::to_string(n) + " " + std::string(dtypeName(t.dtype)) +
+                   " values, got " + std::to_string(value.elements(t.dtype)));
     if (t.dtype == DType::i32) {
-      if (value.words(true) != n)
-        return Error("function " + fn.name + ": input " + b.name + " needs " +
-                     std::to_string(n) + " int32 values, got " +
-                     std::to_string(value.words(true)));
       if (host)
         std::memcpy((*host)[b.tensor].data(), value.intData(), n * 4);
+    } else if (t.dtype == DType::u8) {
+      // Each byte becomes the float of its value (0 to 255, exact).
+      if (host) {
+        std::vector<float> &buffer = (*host)[b.tensor];
+        const uint8_t *in = value.byteData();
+        for (size_t k = 0; k < n; ++k)
+          buffer[k] = float(in[k]);
+      }
     } else {
-      if (value.words(false) != n)
-        return Error("function " + fn.name + ": input " + b.name + " needs " +
-                     std::to_string(n) + " values, got " + std::to_string(value.words(false)));
       if (host) {
         std::vector<float> &buffer = (*host)[b.tensor];
         const float *in = value.floatData();

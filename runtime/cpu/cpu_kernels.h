@@ -325,8 +325,17 @@ KernelStatus channelMulBackward(const TensorView &outputGrad, const TensorView &
 KernelStatus cast(const TensorView &input, const TensorView &result);
 /// Widens the last dimension with zeros, converting to the result's dtype:
 /// result[..., c] = roundTo(result.dtype, input[..., c]) for c below the
-/// input's channels, 0 above (rn.pad_channels).
-KernelStatus padChannels(const TensorView &input, const TensorView &result);
+/// input's channels, 0 above (rn.pad_channels). With `mean` and `std`, the
+/// input is ui8 NHWC images and each kept channel is normalized first, as
+/// normalizeImages computes it (the fused stem pad of a uint8 model).
+KernelStatus padChannels(const TensorView &input, const TensorView &result,
+                         const TensorView *mean = nullptr, const TensorView *std = nullptr);
+/// rn.normalize_images: input ui8 NHWC (each element a float 0 to 255),
+/// mean and std [C] f32; result[n, h, w, c] = roundTo(result.dtype,
+/// (x / 255 - mean[c]) * (1 / std[c])) with every operation in f32, the
+/// data sources' formula, so that the device normalizes as the host would.
+KernelStatus normalizeImages(const TensorView &input, const TensorView &mean,
+                             const TensorView &std, const TensorView &result);
 /// Copies the data to a view of another shape with the same element count.
 KernelStatus reshape(const TensorView &input, const TensorView &result);
 /// [N, d1, ..., dk] -> [N, d1 * ... * dk] in memory (NHWC) order.

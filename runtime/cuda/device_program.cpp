@@ -40,6 +40,15 @@ void encode(DType type, const float *values, const int32_t *ints, size_t n, void
     storeElement(type, b, i, values[i]);
 }
 
+/// Writes a host input's `n` elements as elements of `type` at `out`:
+/// uint8 pixels as they are.
+void encodeInput(DType type, const HostValue &value, size_t n, void *out) {
+  if (type == DType::u8)
+    std::memcpy(out, value.byteData(), n);
+  else
+    encode(type, value.floatData(), value.intData(), n, out);
+}
+
 } // namespace
 
 std::vector<ItemLabel> itemLabels(const Program &program) {
@@ -486,19 +495,22 @@ Status DeviceProgram::stage(const HostAction &a) {
     const TensorInfo &t = f.tensors[b.tensor];
     const HostValue &value = it->second;
     size_t n = size_t(numel(t.shape));
-    // A pinned value of a 32-bit input is the copy's source as it is (a
-    // device block too: the copy runs device to device); any other value is
-    // encoded into the staging buffer (after the host wait that says the
-    // previous copy from it completed).
+    // A pinned value of a 32-bit or u8 input holds the elements as the
+    // device stores them: it is the copy's source as it is (a device block
+    // too: the copy runs device to device); any other value is encoded into
+    // the staging buffer (after the host wait that says the previous copy
+    // from it completed).
     void *source = v.hostInputs[b.tensor]->data;
-    if (value.onDevice && elementSize(t.dtype) != 4)
+    const bool storedAsIs = elementSize(t.dtype) == 4 || t.dtype == DType::u8;
+    if (value.onDevice && !storedAsIs)
       return Error("function " + f.name + ": input " + b.name + " is " +
                    std::string(dtypeName(t.dtype)) +
-                   ", and a device block is copied as it is: only 32-bit inputs take one");
-    if (value.pinned && elementSize(t.dtype) == 4)
+                   ", and a device block is copied as it is: only 32-bit and ui8 inputs "
+                   "take one");
+    if (value.pinned && storedAsIs)
       source = const_cast<void *>(value.pinned.get());
-    else // the words checkStepInputs counted, in the tensor's dtype
-      encode(t.dtype, value.floatData(), value.intData(), n, source);
+    else // the elements checkStepInputs counted, in the tensor's dtype
+      encodeInput(t.dtype, value, n, source);
     for (const auto &copy : v.hostCopiesOf[b.tensor])
       for (auto &operands : copy.subgraph->viewsOfNode[copy.node].operands)
         operands[copy.staging].data = source;

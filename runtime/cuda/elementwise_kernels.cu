@@ -17,7 +17,9 @@
 // draws Philox4x32-10 exactly as cpu::dropoutRandomWord does, and so does
 // stochastic depth, one word per sample. channel_mul, stochastic depth and
 // their backward are exact too: one f32 product per element, and the
-// scale gradient's double sum in the CPU's order.
+// scale gradient's double sum in the CPU's order. normalize_images and the
+// normalizing pad_channels are exact too: f32 operations with the CPU's
+// rounding, none contracted.
 //
 //===----------------------------------------------------------------------===//
 
@@ -296,6 +298,123 @@ __global__ void padChannelsKernel(const void *in, DType inType, int64_t channels
                    c < channels ? loadFloat(in, inType, row * channels + c) : 0.0f);
     }
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Input normalization (uint8 images on the wire)
+//===----------------------------------------------------------------------===//
+
+constexpr int kBytePack = 16; ///< bytes of one 16-byte load
+
+/// (x / 255 - mean) * (1 / std) with each operation rounded in f32 and none
+/// contracted: cpu::normalizeImages and the host's data sources, bit for bit.
+__device__ __forceinline__ float normalizedPixel(uint32_t x, float mean, float inverseStd) {
+  return __fmul_rn(__fsub_rn(__fdiv_rn(float(x), 255.0f), mean), inverseStd);
+}
+
+/// Fills the block's table of `channels` means, then inverse stds (dynamic
+/// shared memory of 2 * channels floats).
+__device__ __forceinline__ void loadNormalization(float *table, const float *mean,
+                                                  const float *std, int64_t channels) {
+  for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
+    table[c] = mean[c];
+    table[channels + c] = __fdiv_rn(1.0f, std[c]);
+  }
+  __syncthreads();
+}
+
+/// The 16 bytes of one 16-byte load.
+__device__ __forceinline__ void unpackBytes(uint4 raw, uint8_t (&bytes)[kBytePack]) {
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int k = 0; k < kBytePack; ++k)
+    bytes[k] = uint8_t(words[k / 4] >> (8 * (k % 4)));
+}
+
+/// out[i] = normalized in[i] over `count` NHWC bytes of `channels`
+/// channels. Vector: 16 bytes per load, 16 values per two pack stores.
+template <bool Vector>
+__global__ void normalizeImagesKernel(const uint8_t *in, int64_t count, int64_t channels,
+                                      const float *mean, const float *std, void *out,
+                                      DType outType) {
+  extern __shared__ float table[];
+  loadNormalization(table, mean, std, channels);
+  const float *inverseStd = table + channels;
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t tail = 0;
+  if constexpr (Vector) {
+    const int64_t packs = count / kBytePack;
+    for (int64_t p = first; p < packs; p += stride) {
+      uint8_t bytes[kBytePack];
+      unpackBytes(reinterpret_cast<const uint4 *>(in)[p], bytes);
+      float lo[kPack], hi[kPack];
+      int64_t c = (p * kBytePack) % channels;
+#pragma unroll
+      for (int k = 0; k < kPack; ++k) {
+        lo[k] = normalizedPixel(bytes[k], table[c], inverseStd[c]);
+        c = c + 1 == channels ? 0 : c + 1;
+      }
+#pragma unroll
+      for (int k = 0; k < kPack; ++k) {
+        hi[k] = normalizedPixel(bytes[kPack + k], table[c], inverseStd[c]);
+        c = c + 1 == channels ? 0 : c + 1;
+      }
+      storePack(out, outType, 2 * p, lo);
+      storePack(out, outType, 2 * p + 1, hi);
+    }
+    tail = packs * kBytePack;
+  }
+  for (int64_t i = tail + first; i < count; i += stride) {
+    const int64_t c = i % channels;
+    storeFloat(out, outType, i, normalizedPixel(in[i], table[c], inverseStd[c]));
+  }
+}
+
+/// The stem's padded input from uint8 images: per pixel (row) the
+/// `channels` bytes normalized, zeros up to `padded`. Packed: 8 padded
+/// channels, one pack store per pixel, and 16 pixels' bytes read as
+/// `channels` 16-byte loads.
+template <bool Packed>
+__global__ void padNormalizedKernel(const uint8_t *in, int64_t rows, int64_t channels,
+                                    const float *mean, const float *std, void *out,
+                                    DType outType, int64_t padded) {
+  extern __shared__ float table[];
+  loadNormalization(table, mean, std, channels);
+  const float *inverseStd = table + channels;
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t tail = 0;
+  if constexpr (Packed) {
+    // channels < padded == kPack: a group's bytes fit kPack loads.
+    const int64_t groups = rows / kBytePack;
+    for (int64_t g = first; g < groups; g += stride) {
+      uint8_t bytes[kPack * kBytePack];
+      const uint4 *group = reinterpret_cast<const uint4 *>(in) + g * channels;
+      for (int64_t q = 0; q < channels; ++q) {
+        uint8_t part[kBytePack];
+        unpackBytes(group[q], part);
+#pragma unroll
+        for (int k = 0; k < kBytePack; ++k)
+          bytes[q * kBytePack + k] = part[k];
+      }
+      for (int k = 0; k < kBytePack; ++k) {
+        float v[kPack];
+#pragma unroll
+        for (int c = 0; c < kPack; ++c)
+          v[c] = c < channels
+                     ? normalizedPixel(bytes[k * channels + c], table[c], inverseStd[c])
+                     : 0.0f;
+        storePack(out, outType, g * kBytePack + k, v);
+      }
+    }
+    tail = groups * kBytePack;
+  }
+  for (int64_t row = tail + first; row < rows; row += stride)
+    for (int64_t c = 0; c < padded; ++c)
+      storeFloat(out, outType, row * padded + c,
+                 c < channels ? normalizedPixel(in[row * channels + c], table[c], inverseStd[c])
+                              : 0.0f);
 }
 
 //===----------------------------------------------------------------------===//
@@ -710,6 +829,92 @@ Status padChannels(const DeviceTensor &input, const DeviceTensor &result, cudaSt
     padChannelsKernel<false><<<blocks, kThreads, 0, stream>>>(input.data, input.dtype, channels,
                                                               result.data, result.dtype, padded,
                                                               rows);
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+namespace {
+
+/// `input` uint8 NHWC images with data, `mean` and `std` [C] f32 (C its
+/// channels); errors name `op`.
+Status checkImageNormalization(const char *op, const DeviceTensor &input, const DeviceTensor &mean,
+                               const DeviceTensor &std) {
+  if (input.dtype != DType::u8 || input.rank() != 4)
+    return Error(std::string(op) + ": input must be ui8 NHWC images, got " +
+                 std::string(dtypeName(input.dtype)) + " " + shapeString(input.shape));
+  for (int64_t d : input.shape)
+    if (d < 0)
+      return Error(std::string(op) + ": input has a negative size in " + shapeString(input.shape));
+  if (input.dim(3) < 1)
+    return Error(std::string(op) + ": input " + shapeString(input.shape) + " has no channels");
+  if (!input.data && input.numel() != 0)
+    return Error(std::string(op) + ": input has no data");
+  const char *names[] = {"mean", "std"};
+  const DeviceTensor *vectors[] = {&mean, &std};
+  for (int k = 0; k < 2; ++k) {
+    RN_RETURN_IF_ERROR(checkShape(op, names[k], *vectors[k], {input.dim(3)}));
+    if (vectors[k]->dtype != DType::f32)
+      return Error(std::string(op) + ": " + names[k] + " must be f32, got " +
+                   std::string(dtypeName(vectors[k]->dtype)));
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status normalizeImages(const DeviceTensor &input, const DeviceTensor &mean,
+                       const DeviceTensor &std, const DeviceTensor &result, cudaStream_t stream) {
+  const char *op = "normalize_images";
+  RN_RETURN_IF_ERROR(checkImageNormalization(op, input, mean, std));
+  RN_RETURN_IF_ERROR(checkShape(op, "result", result, input.shape));
+  const int64_t count = input.numel(), channels = input.dim(3);
+  if (count == 0)
+    return Status::success();
+  const auto *in = static_cast<const uint8_t *>(input.data);
+  const size_t table = 2 * size_t(channels) * sizeof(float);
+  const bool vector =
+      alignedFor(in, DType::u8, kBytePack) && alignedFor(result.data, result.dtype, kPack);
+  const unsigned blocks = gridFor(vector ? count / kBytePack + 1 : count, kThreads);
+  if (vector)
+    normalizeImagesKernel<true><<<blocks, kThreads, table, stream>>>(
+        in, count, channels, static_cast<const float *>(mean.data),
+        static_cast<const float *>(std.data), result.data, result.dtype);
+  else
+    normalizeImagesKernel<false><<<blocks, kThreads, table, stream>>>(
+        in, count, channels, static_cast<const float *>(mean.data),
+        static_cast<const float *>(std.data), result.data, result.dtype);
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
+Status padNormalizedChannels(const DeviceTensor &input, const DeviceTensor &mean,
+                             const DeviceTensor &std, const DeviceTensor &result,
+                             cudaStream_t stream) {
+  const char *op = "pad_channels";
+  RN_RETURN_IF_ERROR(checkImageNormalization(op, input, mean, std));
+  RN_RETURN_IF_ERROR(checkFloatView(op, "result", result));
+  const int64_t channels = input.dim(3), padded = result.rank() == 4 ? result.dim(3) : 0;
+  if (padded <= channels)
+    return Error("pad_channels: result " + shapeString(result.shape) +
+                 " must have more channels than input " + shapeString(input.shape));
+  RN_RETURN_IF_ERROR(checkShape(op, "result", result,
+                                {input.dim(0), input.dim(1), input.dim(2), padded}));
+  const int64_t rows = input.numel() / channels;
+  if (rows == 0)
+    return Status::success();
+  const auto *in = static_cast<const uint8_t *>(input.data);
+  const size_t table = 2 * size_t(channels) * sizeof(float);
+  const bool packed = padded == kPack && alignedFor(in, DType::u8, kBytePack) &&
+                      alignedFor(result.data, result.dtype, kPack);
+  const unsigned blocks = gridFor(packed ? rows / kBytePack + 1 : rows, kThreads);
+  if (packed)
+    padNormalizedKernel<true><<<blocks, kThreads, table, stream>>>(
+        in, rows, channels, static_cast<const float *>(mean.data),
+        static_cast<const float *>(std.data), result.data, result.dtype, padded);
+  else
+    padNormalizedKernel<false><<<blocks, kThreads, table, stream>>>(
+        in, rows, channels, static_cast<const float *>(mean.data),
+        static_cast<const float *>(std.data), result.data, result.dtype, padded);
   RN_CUDA_TRY_LAUNCH();
   return Status::success();
 }

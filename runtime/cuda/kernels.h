@@ -95,6 +95,19 @@ Status convert(const char *op, const DeviceTensor &input, const DeviceTensor &re
 /// input's channels (its last dimension), 0 above: rn.pad_channels.
 Status padChannels(const DeviceTensor &input, const DeviceTensor &result, cudaStream_t stream);
 
+/// rn.normalize_images: `input` ui8 NHWC, `mean` and `std` [C] f32;
+/// result = roundTo(result.dtype, (x / 255 - mean[c]) * (1 / std[c])) in
+/// f32 operations: bit for bit cpu::normalizeImages. Reads the bytes 16 at
+/// a time where aligned.
+Status normalizeImages(const DeviceTensor &input, const DeviceTensor &mean,
+                       const DeviceTensor &std, const DeviceTensor &result, cudaStream_t stream);
+/// rn.pad_channels with `normalize`: the stem's padded input from ui8 NHWC
+/// images, each kept channel normalized as normalizeImages does, zeros
+/// above (bit for bit cpu::padChannels with mean and std).
+Status padNormalizedChannels(const DeviceTensor &input, const DeviceTensor &mean,
+                             const DeviceTensor &std, const DeviceTensor &result,
+                             cudaStream_t stream);
+
 /// The executor's copy between two tensors of one element count (what
 /// all_reduce_mean does with one replica): nothing when the pointers are
 /// equal, a byte copy for equal dtypes, a conversion between float dtypes;

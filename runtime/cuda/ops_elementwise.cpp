@@ -108,7 +108,19 @@ Status launchCast(const OpLaunch &l) {
 Status launchPadChannels(const OpLaunch &l) {
   using namespace op_table::pad_channels;
   RN_RETURN_IF_ERROR(requireWhole(l));
+  const DeviceTensor *mean = l.operandIfAny(operand::mean);
+  const DeviceTensor *std = l.operandIfAny(operand::std);
+  if (mean && std)
+    return padNormalizedChannels(l.operand(operand::input), *mean, *std,
+                                 l.result(result::result), streamOf(l));
   return padChannels(l.operand(operand::input), l.result(result::result), streamOf(l));
+}
+
+Status launchNormalizeImages(const OpLaunch &l) {
+  using namespace op_table::normalize_images;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return normalizeImages(l.operand(operand::input), l.operand(operand::mean),
+                         l.operand(operand::std), l.result(result::result), streamOf(l));
 }
 
 Status launchReshape(const OpLaunch &l) {
@@ -342,6 +354,7 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {"channel_mul_backward", nullptr, launchChannelMulBackward},
       {"cast", nullptr, launchCast},
       {"pad_channels", nullptr, launchPadChannels},
+      {"normalize_images", nullptr, launchNormalizeImages},
       {"reshape", nullptr, launchReshape},
       {"flatten", nullptr, launchFlatten},
       {"zero", nullptr, launchZero},

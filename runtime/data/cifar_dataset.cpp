@@ -130,10 +130,11 @@ void normalizeCifarImage(const CifarDataset &data, int64_t index, float *out,
   const uint8_t *image = data.pixels.data() + index * kCifarImageBytes;
   constexpr int64_t plane = kCifarSide * kCifarSide;
   for (int64_t c = 0; c < kCifarChannels; ++c) {
-    const float m = mean[size_t(c)], s = std[size_t(c)];
+    // Every source's formula, and the device's for uint8 models.
+    const float m = mean[size_t(c)], inverseStd = 1.0f / std[size_t(c)];
     const uint8_t *src = image + c * plane;
     for (int64_t i = 0; i < plane; ++i)
-      out[i * kCifarChannels + c] = (float(src[i]) / 255.0f - m) / s;
+      out[i * kCifarChannels + c] = (float(src[i]) / 255.0f - m) * inverseStd;
   }
 }
 

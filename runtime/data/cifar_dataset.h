@@ -63,7 +63,8 @@ inline constexpr std::array<float, 3> kCifar10Mean = {0.4914f, 0.4822f, 0.4465f}
 inline constexpr std::array<float, 3> kCifar10Std = {0.2470f, 0.2435f, 0.2616f};
 
 /// Writes example `index` of `data` to `out` as NHWC (32 x 32 x 3 floats):
-/// each pixel scaled to [0, 1], then (x - mean[c]) / std[c].
+/// each pixel scaled to [0, 1], then (x - mean[c]) * (1 / std[c]) in f32 (the
+/// formula of every source, and of the device for uint8 models).
 void normalizeCifarImage(const CifarDataset &data, int64_t index, float *out,
                          const std::array<float, 3> &mean, const std::array<float, 3> &std);
 

@@ -24,13 +24,19 @@ Result<BenchmarkResult> benchmark(Trainer &trainer, const BenchmarkConfig &confi
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t batch = trainer.batch();
   const size_t imageCount = size_t(batch * trainer.imageSize());
-  Result<std::shared_ptr<void>> block = ex.allocateHostInput(imageCount * sizeof(float));
+  const bool bytes = trainer.imageDType() == DType::u8;
+  Result<std::shared_ptr<void>> block =
+      ex.allocateHostInput(imageCount * (bytes ? 1 : sizeof(float)));
   if (!block)
     return block.error();
   std::shared_ptr<const void> images = *block;
-  float *pixels = static_cast<float *>(block->get());
+  // Random images: normal floats, or random bytes for a model that
+  // normalizes on the device.
   for (size_t k = 0; k < imageCount; ++k)
-    pixels[k] = normal(rng);
+    if (bytes)
+      static_cast<uint8_t *>(block->get())[k] = uint8_t(rng());
+    else
+      static_cast<float *>(block->get())[k] = normal(rng);
   std::vector<int32_t> labels(static_cast<size_t>(batch));
   for (int32_t &y : labels)
     y = int32_t(rng() % uint64_t(trainer.classes()));

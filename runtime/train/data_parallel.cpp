@@ -8,6 +8,7 @@
 #include "runtime/cuda/device_executor.h"
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -95,10 +96,25 @@ Status RankGroup::sum(std::vector<double> &values) {
   return Status::success();
 }
 
+namespace {
+
+/// The buffers the ranks average: f32 ones that train_step updates (BN
+/// running statistics). One no step writes (a uint8 model's input mean and
+/// std) is the same on every rank, and an average could change its bits.
+bool averagedBuffer(const Program &program, const StateEntry &e) {
+  if (!e.slot || e.role != "buffer" || e.dtype != DType::f32)
+    return false;
+  const Function *train = program.findFunction("train_step");
+  return train && std::any_of(train->stateResults.begin(), train->stateResults.end(),
+                              [&](const Binding &b) { return b.name == e.name; });
+}
+
+} // namespace
+
 Status RankGroup::averageBuffers(Executor &executor) {
   if (replicas_) {
     for (const StateEntry &e : executor.program().state) {
-      if (!e.slot || e.role != "buffer" || e.dtype != DType::f32)
+      if (!averagedBuffer(executor.program(), e))
         continue;
       Result<std::vector<float>> values = executor.readState(e.name);
       if (!values)
@@ -117,7 +133,7 @@ Status RankGroup::averageBuffers(Executor &executor) {
   const cuda::DeviceContext &ctx = device->deviceProgram().context();
   std::vector<cuda::Communicator::Buffer> buffers;
   for (const StateEntry &e : executor.program().state) {
-    if (!e.slot || e.role != "buffer" || e.dtype != DType::f32)
+    if (!averagedBuffer(executor.program(), e))
       continue;
     auto *p = static_cast<float *>(ctx.address(*e.slot, Variant::a));
     buffers.push_back({p, p, size_t(numel(e.shape))});

@@ -68,10 +68,11 @@ public:
 
   /// Replaces `values` by their element-wise sums over the ranks.
   Status sum(std::vector<double> &values);
-  /// Replaces every f32 "buffer" state entry (the BN running statistics,
-  /// which each rank gathers from its own shards) by its mean over the
-  /// ranks, as DDP's broadcast of buffers settles them. `executor` must be
-  /// idle.
+  /// Replaces every f32 "buffer" state entry that train_step updates (the
+  /// BN running statistics, which each rank gathers from its own shards) by
+  /// its mean over the ranks, as DDP's broadcast of buffers settles them;
+  /// buffers only the host writes (a uint8 model's input mean and std) are
+  /// left as they are. `executor` must be idle.
   Status averageBuffers(Executor &executor);
   /// Ends every pending and later collective of this rank with an error
   /// (NCCL: ncclCommAbort; CPU replicas: the group fails), so that no peer

@@ -165,6 +165,58 @@ void MemoryDataSource::writeImage(int64_t index, float *out) const {
   std::memcpy(out, images_.data() + size_t(index) * size, size * sizeof(float));
 }
 
+Result<MemoryPixelSource> MemoryPixelSource::create(std::string name,
+                                                    std::vector<int64_t> imageShape,
+                                                    std::vector<uint8_t> pixels,
+                                                    std::vector<int32_t> labels,
+                                                    ChannelNormalization normalization) {
+  if (imageShape.size() != 3)
+    return Error(name + ": pixel images are [H, W, C], got " + shapeString(imageShape));
+  int64_t size = 1;
+  for (int64_t d : imageShape) {
+    if (d < 1)
+      return Error(name + ": image dimensions must be positive");
+    size *= d;
+  }
+  if (pixels.size() != labels.size() * size_t(size))
+    return Error(name + ": " + std::to_string(pixels.size()) + " pixels for " +
+                 std::to_string(labels.size()) + " labels of " + std::to_string(size) +
+                 " pixels each");
+  const size_t channels = size_t(imageShape[2]);
+  if (!normalization.mean.empty() &&
+      (normalization.mean.size() != channels || normalization.std.size() != channels))
+    return Error(name + ": the normalization needs one mean and std per channel");
+  MemoryPixelSource source;
+  source.name_ = std::move(name);
+  source.shape_ = std::move(imageShape);
+  source.pixels_ = std::move(pixels);
+  source.labels_ = std::move(labels);
+  source.normalization_ = std::move(normalization);
+  return source;
+}
+
+void MemoryPixelSource::writeImage(int64_t index, float *out) const {
+  const size_t size = size_t(imageSize()), channels = size_t(shape_[2]);
+  const uint8_t *image = pixels_.data() + size_t(index) * size;
+  for (size_t i = 0; i < size; ++i) {
+    const size_t c = i % channels;
+    out[i] = normalization_.mean.empty()
+                 ? float(image[i])
+                 : (float(image[i]) / 255.0f - normalization_.mean[c]) *
+                       (1.0f / normalization_.std[c]);
+  }
+}
+
+Status MemoryPixelSource::readPixels(int64_t index, PixelImage &image) const {
+  const size_t size = size_t(imageSize());
+  image.height = shape_[0];
+  image.width = shape_[1];
+  image.channels = shape_[2];
+  image.pixels.assign(pixels_.begin() + std::ptrdiff_t(size_t(index) * size),
+                      pixels_.begin() + std::ptrdiff_t(size_t(index + 1) * size));
+  return Status::success();
+}
+
 Result<MemoryDataSource> syntheticTeacherData(uint64_t seed, int64_t examples,
                                               const std::vector<int64_t> &imageShape,
                                               int64_t classes) {

@@ -153,6 +153,37 @@ private:
   std::vector<int32_t> labels_;
 };
 
+/// Examples held in memory as uint8 pixels: images [count, H, W, C] and
+/// labels [count], for a model that normalizes on the device (the Python
+/// trainer's arrays). Its float images (writeImage) are the pixels
+/// normalized with `normalization`, the values as they are without one.
+class MemoryPixelSource final : public DataSource {
+public:
+  /// `pixels` holds labels.size() x product(shape) bytes; `shape` is
+  /// {H, W, C}.
+  static Result<MemoryPixelSource> create(std::string name, std::vector<int64_t> imageShape,
+                                          std::vector<uint8_t> pixels,
+                                          std::vector<int32_t> labels,
+                                          ChannelNormalization normalization = {});
+
+  int64_t count() const override { return int64_t(labels_.size()); }
+  std::vector<int64_t> imageShape() const override { return shape_; }
+  std::string name() const override { return name_; }
+  int64_t label(int64_t index) const override { return labels_[size_t(index)]; }
+  void writeImage(int64_t index, float *out) const override;
+  bool hasPixels() const override { return true; }
+  Status readPixels(int64_t index, PixelImage &image) const override;
+  ChannelNormalization normalization() const override { return normalization_; }
+
+private:
+  MemoryPixelSource() = default;
+  std::string name_;
+  std::vector<int64_t> shape_;
+  std::vector<uint8_t> pixels_;
+  std::vector<int32_t> labels_;
+  ChannelNormalization normalization_;
+};
+
 /// rn-run --synthetic's data: `examples` uniform random images in [-1, 1)
 /// of `imageShape`, labelled by the argmax of a random linear teacher over
 /// `classes` classes, all drawn from one generator seeded from `seed`

@@ -34,6 +34,13 @@ Status checkSources(const Trainer &trainer, const DataSource &train, const DataS
   if (test.imageShape() != train.imageShape())
     return Error(test.name() + ": test images " + shapeString(test.imageShape()) +
                  " differ from the training images " + shapeString(train.imageShape()));
+  if (trainer.imageDType() == DType::u8)
+    for (const DataSource *source : {&train, &test})
+      if (!source->hasPixels())
+        return Error(artifactPath + ": the model takes uint8 images (normalized on the device), "
+                     "and " + source->name() + " holds float images: give it data with "
+                     "pixels (uint8 .npz, IDX, CIFAR or an image folder), or compile the model "
+                     "with float images");
   if (Status st = trainer.checkEvalInput(); !st)
     return st.error().withContext(artifactPath);
   RN_RETURN_IF_ERROR(checkLabels(train, trainer.classes()));
@@ -65,8 +72,10 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
   batchOptions.pool = reading.pool;
 
   // A window of steps prepared by the loader thread: each batch normalized
-  // straight into a host input block, which its step copies to the device
-  // from (no host copy of a batch after it is prepared).
+  // straight into a host input block (or its pixels, for a model that
+  // normalizes on the device), which its step copies to the device from
+  // (no host copy of a batch after it is prepared).
+  const bool pixels = trainer.imageDType() == DType::u8;
   struct Window {
     std::vector<Trainer::Batch> batches;
     std::vector<float> lrs;
@@ -90,9 +99,12 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
         return w;
       }
       std::vector<int32_t> labels(static_cast<size_t>(batch));
-      Status filled = train.fillBatch(order.data() + (s0 + i) * globalBatch + shard.begin, batch,
-                                      static_cast<float *>(block->get()), labels.data(),
-                                      options);
+      const int64_t *indices = order.data() + (s0 + i) * globalBatch + shard.begin;
+      Status filled =
+          pixels ? train.fillPixelBatch(indices, batch, static_cast<uint8_t *>(block->get()),
+                                        labels.data(), options)
+                 : train.fillBatch(indices, batch, static_cast<float *>(block->get()),
+                                   labels.data(), options);
       if (!filled) {
         w.error = filled.error().message();
         return w;
@@ -191,6 +203,14 @@ Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
       observer.nothingLeft(plan);
       return Status::success();
     }
+  }
+  // A model that normalizes on the device does it with the data's
+  // normalization, as the host would for a float model (after a resume
+  // too: the data's, not the checkpoint's, is the run's).
+  if (trainer.imageDType() == DType::u8) {
+    const ChannelNormalization normalization = train.normalization();
+    if (Status st = trainer.setInputNormalization(normalization.mean, normalization.std); !st)
+      return st.error().withContext(train.name());
   }
   observer.planned(plan);
 

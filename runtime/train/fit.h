@@ -149,7 +149,10 @@ public:
 /// Trains `trainer` on `train` for config.epochs epochs with warmup +
 /// cosine decay, evaluating on `test` after each and saving checkpoints;
 /// resumes from config.resume when set. Checks first that the sources fit
-/// the model (image shape, labels, at least one global batch).
+/// the model (image shape, labels, at least one global batch). A model whose
+/// images are uint8 (Trainer::imageDType) is fed the sources' pixels
+/// (fillPixelBatch, which the sources must have) and normalizes them on the
+/// device with train's normalization(), set before the first step.
 Status fit(Trainer &trainer, const DataSource &train, const DataSource &test,
            const FitConfig &config, FitObserver &observer);
 

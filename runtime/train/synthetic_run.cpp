@@ -38,6 +38,14 @@ Result<SyntheticRunResult> trainSynthetic(Trainer &trainer, const SyntheticRunCo
       b.images.resize(size_t(batch * trainer.imageSize()));
       b.labels.resize(size_t(batch));
       RN_RETURN_IF_ERROR(data->fillBatch(indices.data(), batch, b.images.data(), b.labels.data()));
+      if (trainer.imageDType() == DType::u8) {
+        // A model that normalizes on the device takes bytes: the images'
+        // [-1, 1) spread over 0 to 255.
+        b.pixels.resize(b.images.size());
+        for (size_t k = 0; k < b.images.size(); ++k)
+          b.pixels[k] = uint8_t(std::clamp((b.images[k] + 1.0f) * 128.0f, 0.0f, 255.0f));
+        b.images.clear();
+      }
     }
     Status st = trainer.runSteps(batches, std::vector<float>(size_t(count), float(config.lr)));
     std::vector<double> losses;

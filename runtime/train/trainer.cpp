@@ -9,9 +9,10 @@
 
 #include <algorithm>
 #include <climits>
-#include <map>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <optional>
 
 namespace rn::train {
 namespace {
@@ -42,11 +43,11 @@ std::string stepRange(int64_t first, int64_t last) {
 } // namespace
 
 Trainer::Trainer(Executor &executor, Options options, std::vector<int64_t> imageShape,
-                 int64_t classes, double labelSmoothing)
+                 DType imageDType, int64_t classes, double labelSmoothing)
     : executor_(executor), options_(options), imageShape_(std::move(imageShape)),
-      classes_(classes), labelSmoothing_(labelSmoothing),
-      imagePool_(executor, size_t(numel(imageShape_)) * sizeof(float)),
-      deviceImagePool_(executor, size_t(numel(imageShape_)) * sizeof(float),
+      imageDType_(imageDType), classes_(classes), labelSmoothing_(labelSmoothing),
+      imagePool_(executor, size_t(numel(imageShape_)) * elementSize(imageDType_)),
+      deviceImagePool_(executor, size_t(numel(imageShape_)) * elementSize(imageDType_),
                        InputBlockPool::Memory::device) {
   imageSize_ = numel(imageShape_) / imageShape_[0];
   if (options_.ranks)
@@ -77,8 +78,13 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Executor &executor, Options opt
   if (const Function *eval = program.findFunction("eval_step"))
     if (const Node *loss = lossNode(*eval))
       smoothing = loss->attributes.value("label_smoothing", 0.0);
-  return std::unique_ptr<Trainer>(
-      new Trainer(executor, options, std::move(*images), classes, smoothing));
+  DType imageDType = *executor.inputDType("train_step", "images");
+  if (imageDType != DType::u8 && imageDType != DType::f32 && imageDType != DType::f16 &&
+      imageDType != DType::bf16)
+    return Error("train_step's images are " + std::string(dtypeName(imageDType)) +
+                 "; a trainer feeds float images or uint8 pixels");
+  return std::unique_ptr<Trainer>(new Trainer(executor, options, std::move(*images), imageDType,
+                                              classes, smoothing));
 }
 
 //===----------------------------------------------------------------------===//
@@ -116,11 +122,37 @@ Result<int64_t> Trainer::step(Batch batch, float lr) {
   return number;
 }
 
+namespace {
+
+/// The message for images of the wrong kind: floats for a u8 model, pixels
+/// for a float one.
+Error wrongImages(DType model, const char *what) {
+  if (model == DType::u8)
+    return Error(std::string(what) + ": the model takes uint8 pixels (its images input is ui8, "
+                                     "normalized on the device), not floats");
+  return Error(std::string(what) + ": the model takes " + std::string(dtypeName(model)) +
+               " images, normalized on the host, not uint8 pixels");
+}
+
+} // namespace
+
 Result<int64_t> Trainer::step(const float *images, const int32_t *labels, float lr) {
+  if (imageDType_ == DType::u8)
+    return wrongImages(imageDType_, "a step of floats");
   Result<std::shared_ptr<void>> block = imageBlock();
   if (!block)
     return block.error();
   std::memcpy(block->get(), images, size_t(batch() * imageSize_) * sizeof(float));
+  return step(Batch{*block, std::vector<int32_t>(labels, labels + batch())}, lr);
+}
+
+Result<int64_t> Trainer::step(const uint8_t *pixels, const int32_t *labels, float lr) {
+  if (imageDType_ != DType::u8)
+    return wrongImages(imageDType_, "a step of pixels");
+  Result<std::shared_ptr<void>> block = imageBlock();
+  if (!block)
+    return block.error();
+  std::memcpy(block->get(), pixels, size_t(batch() * imageSize_));
   return step(Batch{*block, std::vector<int32_t>(labels, labels + batch())}, lr);
 }
 
@@ -198,6 +230,11 @@ Status Trainer::checkEvalInput() const {
   if (*shape != imageShape_)
     return Error("eval_step's images input " + shapeString(*shape) +
                  " differs from train_step's " + shapeString(imageShape_));
+  Result<DType> dtype = executor_.inputDType("eval_step", "images");
+  if (!dtype || *dtype != imageDType_)
+    return Error("eval_step's images are " +
+                 std::string(dtype ? dtypeName(*dtype) : std::string_view("missing")) +
+                 ", train_step's " + std::string(dtypeName(imageDType_)));
   return Status::success();
 }
 
@@ -207,6 +244,10 @@ Result<Evaluation> Trainer::evaluate(const DataSource &test, const BatchOptions 
   if (test.imageSize() != imageSize_)
     return Error(test.name() + ": images of " + std::to_string(test.imageSize()) +
                  " values, the model takes " + std::to_string(imageSize_));
+  const bool pixels = imageDType_ == DType::u8;
+  if (pixels && !test.hasPixels())
+    return Error(test.name() + ": holds float images, and the model takes uint8 pixels (its "
+                               "images input is ui8, normalized on the device)");
   if (options_.ranks)
     if (Status st = options_.ranks->averageBuffers(executor_); !st)
       return st.error().withContext("before the evaluation");
@@ -214,7 +255,10 @@ Result<Evaluation> Trainer::evaluate(const DataSource &test, const BatchOptions 
   Evaluation result;
   double lossSum = 0; // over examples
   HostBatch hb;
-  hb.images.resize(size_t(n * imageSize_));
+  if (pixels)
+    hb.pixels.resize(size_t(n * imageSize_));
+  else
+    hb.images.resize(size_t(n * imageSize_));
   hb.labels.resize(size_t(n));
   std::vector<int64_t> indices(static_cast<size_t>(n));
   BatchOptions reading = options;
@@ -225,7 +269,8 @@ Result<Evaluation> Trainer::evaluate(const DataSource &test, const BatchOptions 
     for (int64_t i = 0; i < n; ++i)
       indices[size_t(i)] = i < rows ? first + i : (i - rows) % test.count();
     RN_RETURN_IF_ERROR(
-        test.fillBatch(indices.data(), n, hb.images.data(), hb.labels.data(), reading));
+        pixels ? test.fillPixelBatch(indices.data(), n, hb.pixels.data(), hb.labels.data(), reading)
+               : test.fillBatch(indices.data(), n, hb.images.data(), hb.labels.data(), reading));
     EvalOutputs out;
     if (Status st = executor_.evalStep(hb, out); !st)
       return Error("evaluation batch " + std::to_string(first / n + 1) + ": " +
@@ -261,7 +306,8 @@ Result<Evaluation> Trainer::evaluate(const DataSource &test, const BatchOptions 
   return result;
 }
 
-Result<std::vector<float>> Trainer::predict(const float *images, int64_t count) {
+template <typename Fill>
+Result<std::vector<float>> Trainer::predictBatches(int64_t count, Fill fill) {
   RN_RETURN_IF_ERROR(drain());
   RN_RETURN_IF_ERROR(checkEvalInput());
   const int64_t n = batch();
@@ -271,11 +317,7 @@ Result<std::vector<float>> Trainer::predict(const float *images, int64_t count) 
   hb.labels.assign(size_t(n), 0); // the loss is not wanted; any valid label
   for (int64_t first = 0; first < count; first += n) {
     int64_t rows = std::min(n, count - first);
-    // A short last batch is padded with zeros: evaluation normalizes with
-    // the running statistics, so rows do not affect each other.
-    hb.images.assign(size_t(n * imageSize_), 0.0f);
-    std::memcpy(hb.images.data(), images + first * imageSize_,
-                size_t(rows * imageSize_) * sizeof(float));
+    fill(first, rows, hb);
     EvalOutputs out;
     if (Status st = executor_.evalStep(hb, out); !st)
       return Error("prediction batch " + std::to_string(first / n + 1) + ": " +
@@ -287,6 +329,100 @@ Result<std::vector<float>> Trainer::predict(const float *images, int64_t count) 
     logits.insert(logits.end(), out.logits.begin(), out.logits.begin() + rows * classes_);
   }
   return logits;
+}
+
+Result<std::vector<float>> Trainer::predict(const float *images, int64_t count) {
+  if (imageDType_ == DType::u8)
+    return wrongImages(imageDType_, "prediction of floats");
+  // A short last batch is padded with zeros: evaluation normalizes with
+  // the running statistics, so rows do not affect each other.
+  return predictBatches(count, [&](int64_t first, int64_t rows, HostBatch &hb) {
+    hb.images.assign(size_t(batch() * imageSize_), 0.0f);
+    std::memcpy(hb.images.data(), images + first * imageSize_,
+                size_t(rows * imageSize_) * sizeof(float));
+  });
+}
+
+Result<std::vector<float>> Trainer::predict(const uint8_t *pixels, int64_t count) {
+  if (imageDType_ != DType::u8)
+    return wrongImages(imageDType_, "prediction of pixels");
+  return predictBatches(count, [&](int64_t first, int64_t rows, HostBatch &hb) {
+    hb.pixels.assign(size_t(batch() * imageSize_), 0);
+    std::memcpy(hb.pixels.data(), pixels + first * imageSize_, size_t(rows * imageSize_));
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Input normalization
+//===----------------------------------------------------------------------===//
+
+Result<std::pair<std::string, std::string>> Trainer::normalizationState() const {
+  if (imageDType_ != DType::u8)
+    return Error("the model's images input is " + std::string(dtypeName(imageDType_)) +
+                 ": the host normalizes its images, and the device none (compile the model "
+                 "with a uint8 images input to normalize on the device)");
+  const Function *train = program().findFunction("train_step");
+  std::map<uint32_t, std::string> stateOf;
+  for (const Binding &b : train->state)
+    stateOf[b.tensor] = b.name;
+  // The mean and std operands of its normalize_images, or of the stem's
+  // pad_channels that rn-pad-conv-channels fused it into.
+  for (const Subgraph &sg : train->subgraphs)
+    for (const Node &n : sg.nodes) {
+      std::optional<std::pair<uint32_t, uint32_t>> operands;
+      if (n.kind != Node::Kind::op)
+        continue;
+      if (n.op == "normalize_images")
+        operands = std::make_pair(n.operand(op_table::normalize_images::operand::mean),
+                                  n.operand(op_table::normalize_images::operand::std));
+      else if (n.op == "pad_channels" &&
+               n.layout.operands.has(op_table::pad_channels::operand::mean))
+        operands = std::make_pair(n.operand(op_table::pad_channels::operand::mean),
+                                  n.operand(op_table::pad_channels::operand::std));
+      if (!operands)
+        continue;
+      auto mean = stateOf.find(operands->first), std = stateOf.find(operands->second);
+      if (mean == stateOf.end() || std == stateOf.end())
+        return Error("train_step's " + n.op + " normalizes with values that are not state");
+      return std::make_pair(mean->second, std->second);
+    }
+  return Error("train_step has uint8 images but no normalize_images (nor a normalizing "
+               "pad_channels) that reads them");
+}
+
+Status Trainer::setInputNormalization(const std::vector<float> &mean,
+                                      const std::vector<float> &std) {
+  Result<std::pair<std::string, std::string>> names = normalizationState();
+  if (!names)
+    return names.error().withContext("setting the input normalization");
+  const int64_t channels = imageShape_.back();
+  if (int64_t(mean.size()) != channels || int64_t(std.size()) != channels)
+    return Error("setting the input normalization: the model's images have " +
+                 std::to_string(channels) + " channels; got " + std::to_string(mean.size()) +
+                 " means and " + std::to_string(std.size()) + " stds");
+  for (size_t c = 0; c < mean.size(); ++c)
+    if (!std::isfinite(mean[c]) || !std::isfinite(std[c]) || !(std[c] > 0))
+      return Error("setting the input normalization: channel " + std::to_string(c) +
+                   " has mean " + std::to_string(mean[c]) + " and std " +
+                   std::to_string(std[c]) + " (finite values, std positive)");
+  RN_RETURN_IF_ERROR(writeState(names->first, mean));
+  return writeState(names->second, std);
+}
+
+Result<ChannelNormalization> Trainer::inputNormalization() {
+  Result<std::pair<std::string, std::string>> names = normalizationState();
+  if (!names)
+    return names.error();
+  ChannelNormalization normalization;
+  Result<std::vector<float>> mean = readState(names->first);
+  if (!mean)
+    return mean.error();
+  Result<std::vector<float>> std = readState(names->second);
+  if (!std)
+    return std.error();
+  normalization.mean = std::move(*mean);
+  normalization.std = std::move(*std);
+  return normalization;
 }
 
 //===----------------------------------------------------------------------===//

@@ -102,8 +102,12 @@ public:
   int64_t batch() const { return imageShape_[0]; }
   /// train_step's images input, [N, ...] (NHWC for images).
   const std::vector<int64_t> &imageShape() const { return imageShape_; }
-  /// Floats of one example's image.
+  /// Elements of one example's image.
   int64_t imageSize() const { return imageSize_; }
+  /// The element type of train_step's images: f32 (or f16, bf16) for images
+  /// the host normalized, u8 for pixels the device normalizes (a model
+  /// compiled with a uint8 images input).
+  DType imageDType() const { return imageDType_; }
   int64_t classes() const { return classes_; }
   /// The label smoothing of eval_step's loss (0 without one).
   double labelSmoothing() const { return labelSmoothing_; }
@@ -124,17 +128,18 @@ public:
   Status setNextStep(int64_t step);
 
   /// A block of host input memory for one batch's images (batch x
-  /// imageSize floats; page-locked on a GPU), reused once no step holds it.
-  /// Thread-safe, so a loader thread may fill blocks.
+  /// imageSize elements of imageDType: floats, or bytes for a u8 model;
+  /// page-locked on a GPU), reused once no step holds it. Thread-safe, so a
+  /// loader thread may fill blocks.
   Result<std::shared_ptr<void>> imageBlock();
   /// The same in device memory (GPU executors), for a batch that is already
   /// on the GPU: the caller copies it in device to device.
   Result<std::shared_ptr<void>> deviceImageBlock();
 
   /// One step's batch: its images in a block from imageBlock() (or any
-  /// memory of batch x imageSize floats the step may hold until it
-  /// finished), or from deviceImageBlock() with imagesOnDevice, and its
-  /// labels.
+  /// memory of batch x imageSize elements of imageDType the step may hold
+  /// until it finished), or from deviceImageBlock() with imagesOnDevice,
+  /// and its labels.
   struct Batch {
     std::shared_ptr<const void> images;
     std::vector<int32_t> labels;
@@ -144,8 +149,11 @@ public:
   /// number; submits the queue when it holds `window` steps.
   Result<int64_t> step(Batch batch, float lr);
   /// The same with images and labels copied from the caller's arrays
-  /// (batch x imageSize floats, batch labels).
+  /// (batch x imageSize floats, batch labels); an error for a u8 model.
   Result<int64_t> step(const float *images, const int32_t *labels, float lr);
+  /// The same for a u8 model: batch x imageSize uint8 pixels (NHWC), which
+  /// the device normalizes; an error for a float model.
+  Result<int64_t> step(const uint8_t *pixels, const int32_t *labels, float lr);
   /// Submits the queued steps and collects the losses of finished ones.
   Status flush();
   /// Submits the queued steps and waits for every step: the executor is
@@ -180,8 +188,26 @@ public:
   /// draw is evaluation's whatever it holds).
   Result<Evaluation> evaluate(const DataSource &test, const BatchOptions &options = {});
   /// The logits [count, classes] of `count` images (count x imageSize
-  /// floats), in batches of the program's size (the last one padded).
+  /// floats), in batches of the program's size (the last one padded); an
+  /// error for a u8 model.
   Result<std::vector<float>> predict(const float *images, int64_t count);
+  /// The same for a u8 model: count x imageSize uint8 pixels.
+  Result<std::vector<float>> predict(const uint8_t *pixels, int64_t count);
+
+  //===--------------------------------------------------------------------===//
+  // Input normalization (u8 models)
+  //===--------------------------------------------------------------------===//
+
+  /// Sets the per-channel mean and std a u8 model normalizes its pixels
+  /// with on the device, (x / 255 - mean) * (1 / std): the two buffers its
+  /// normalization reads (the frontend's input.mean and input.std, whose
+  /// compiled values are the defaults). Being state, they are checkpointed.
+  /// An error for a float model, for another count than the images'
+  /// channels, or for a std that is not positive and finite.
+  Status setInputNormalization(const std::vector<float> &mean, const std::vector<float> &std);
+  /// The mean and std a u8 model normalizes with now; an error for a float
+  /// model.
+  Result<ChannelNormalization> inputNormalization();
 
   //===--------------------------------------------------------------------===//
   // State
@@ -206,8 +232,15 @@ public:
   Trainer &operator=(const Trainer &) = delete;
 
 private:
-  Trainer(Executor &executor, Options options, std::vector<int64_t> imageShape, int64_t classes,
-          double labelSmoothing);
+  Trainer(Executor &executor, Options options, std::vector<int64_t> imageShape, DType imageDType,
+          int64_t classes, double labelSmoothing);
+  /// The names of the state a u8 model's normalization reads (mean, std),
+  /// or an error naming why there is none.
+  Result<std::pair<std::string, std::string>> normalizationState() const;
+  /// Runs eval_step over `count` images of `rows` per batch, filling each
+  /// batch with `fill(first, rows, hb)` (the last one padded).
+  template <typename Fill>
+  Result<std::vector<float>> predictBatches(int64_t count, Fill fill);
   /// Moves finished outputs to losses_.
   void collect(std::vector<StepOutputs> &finished);
   /// Submits queued_ (a span names the steps).
@@ -217,6 +250,7 @@ private:
   Options options_;
   ProcessGroup group_;
   std::vector<int64_t> imageShape_;
+  DType imageDType_ = DType::f32;
   int64_t imageSize_ = 0;
   int64_t classes_ = 0;
   double labelSmoothing_ = 0;

@@ -153,3 +153,23 @@ module {
     return %2 : tensor<f32>
   }
 }
+
+// -----
+
+// Tests that uint8 images are read by their normalization alone: another
+// reader would compute on bytes.
+module {
+  rn.parameter buffer @input.mean : tensor<3xf32> = #rn.init<values, [5.000000e-01, 5.000000e-01, 5.000000e-01]>
+  rn.parameter buffer @input.std : tensor<3xf32> = #rn.init<values, [2.500000e-01, 2.500000e-01, 2.500000e-01]>
+  func.func @forward(%images: tensor<2x2x2x3xui8>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %m = rn.param @input.mean : tensor<3xf32>
+    %s = rn.param @input.std : tensor<3xf32>
+    %x = rn.normalize_images %images, %m, %s : tensor<2x2x2x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x2x2x3xf32>
+    // expected-error@+1 {{the uint8 images of @forward may be read by exactly one rn.normalize_images (which makes them floats on the device), but 2 ops read them, among them 'rn.normalize_images'}}
+    %y = rn.normalize_images %images, %m, %s : tensor<2x2x2x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x2x2x3xf32>
+    %sum = rn.add %x, %y : tensor<2x2x2x3xf32>
+    %f = rn.flatten %sum : tensor<2x2x2x3xf32> -> tensor<2x12xf32>
+    %loss = rn.softmax_cross_entropy %f, %labels label_smoothing 0.000000e+00 : (tensor<2x12xf32>, tensor<2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

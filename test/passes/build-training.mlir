@@ -536,3 +536,53 @@ module attributes {rn.model = "stochastic_depth"} {
 // BF16-LABEL: rn.model = "stochastic_depth"
 // BF16:       rn.stochastic_depth_train %{{.+}} step %{{.+}} p 2.000000e-01 index 0 of 2 : tensor<2x8xbf16>, tensor<i32> -> tensor<2x8xbf16>, tensor<2xf32>
 // BF16:       rn.stochastic_depth_backward %{{.+}}, %{{.+}} : tensor<2x8xbf16>, tensor<2xf32>
+
+// -----
+
+// Tests uint8 images normalized on the device: normalize_images has no
+// gradient (it reads the batch and two buffers), so the first convolution
+// computes no input gradient and no backward op reads the bytes; both steps
+// normalize, the buffers are state of both and never updated. Under mixed
+// precision the normalization writes the compute type itself (no cast of
+// the images).
+
+module attributes {rn.model = "bytes"} {
+  rn.parameter buffer @input.mean : tensor<3xf32> = #rn.init<values, [5.000000e-01, 4.000000e-01, 3.000000e-01]>
+  rn.parameter buffer @input.std : tensor<3xf32> = #rn.init<values, [2.500000e-01, 2.000000e-01, 1.250000e-01]>
+  rn.parameter @conv.weight : tensor<4x3x3x3xf32> = #rn.init<uniform, 1.924500897e-01>
+  rn.parameter @fc.weight : tensor<3x100xf32> = #rn.init<uniform, 1.000000e-01>
+  func.func @forward(%images: tensor<2x5x5x3xui8>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %m = rn.param @input.mean : tensor<3xf32>
+    %s = rn.param @input.std : tensor<3xf32>
+    %x = rn.normalize_images %images, %m, %s : tensor<2x5x5x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x5x5x3xf32>
+    %w = rn.param @conv.weight : tensor<4x3x3x3xf32>
+    %c = rn.conv2d %x, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x5x5x3xf32>, tensor<4x3x3x3xf32>) -> tensor<2x5x5x4xf32>
+    %f = rn.flatten %c : tensor<2x5x5x4xf32> -> tensor<2x100xf32>
+    %fw = rn.param @fc.weight : tensor<3x100xf32>
+    %l = rn.linear %f, %fw : (tensor<2x100xf32>, tensor<3x100xf32>) -> tensor<2x3xf32>
+    %loss = rn.softmax_cross_entropy %l, %labels label_smoothing 0.000000e+00 : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// CHECK-LABEL: rn.model = "bytes"
+// CHECK-NOT:   rn.state {{.+}} of @input.
+// CHECK:       func.func @train_step(%[[B:.+]]: tensor<2x5x5x3xui8> {rn.input = "images"}, {{.+}}, %[[M:.+]]: tensor<3xf32> {rn.state = @input.mean}, %[[S:.+]]: tensor<3xf32> {rn.state = @input.std},
+// CHECK:       %[[X:.+]] = rn.normalize_images %[[B]], %[[M]], %[[S]] : tensor<2x5x5x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x5x5x3xf32>
+// CHECK:       rn.conv2d %[[X]]
+// CHECK-NOT:   rn.normalize_images
+// CHECK:       %[[DW:.+]] = rn.conv2d_backward %{{.+}}, %[[X]], %{{.+}}, %{{.+}} stride {{.+}} : {{.+}} -> tensor<4x3x3x3xf32>
+// CHECK-NOT:   %[[B]]
+// CHECK:       return
+// CHECK-LABEL: func.func @eval_step
+// CHECK-SAME:    (%[[EB:.+]]: tensor<2x5x5x3xui8> {rn.input = "images"}, {{.+}}, %[[EM:.+]]: tensor<3xf32> {rn.state = @input.mean}, %[[ES:.+]]: tensor<3xf32> {rn.state = @input.std},
+// CHECK:       %[[EX:.+]] = rn.normalize_images %[[EB]], %[[EM]], %[[ES]] : {{.+}} -> tensor<2x5x5x3xf32>
+// CHECK:       rn.conv2d %[[EX]]
+
+// BF16-LABEL: rn.model = "bytes"
+// BF16:       func.func @train_step(%[[B:.+]]: tensor<2x5x5x3xui8> {rn.input = "images"}
+// BF16-NOT:   rn.cast %[[B]]
+// BF16:       %[[X:.+]] = rn.normalize_images %[[B]], {{.+}} -> tensor<2x5x5x3xbf16>
+// BF16:       rn.conv2d %[[X]], {{.+}} -> tensor<2x5x5x4xbf16>
+// BF16-LABEL: func.func @eval_step
+// BF16:       rn.normalize_images {{.+}} -> tensor<2x5x5x3xbf16>

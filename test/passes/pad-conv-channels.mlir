@@ -7,6 +7,12 @@
 // RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 loss-scaling=dynamic" | FileCheck %s --check-prefix=PIPELINE
 // RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 pad-conv-channels=0" | FileCheck %s --check-prefix=PIPELINE-OFF
 
+// With uint8 images: the normalization folds into the stem's pad under f16,
+// and stays its own op in the first layer (in f32, or without padding).
+// RUN: %python -m rn.models resnet18c --batch 2 --input-dtype uint8 --mean 0.49,0.48,0.45 --std 0.25,0.24,0.26 | rn-opt --rn-training-pipeline="precision=f16 loss-scaling=dynamic" | FileCheck %s --check-prefix=BYTES
+// RUN: %python -m rn.models resnet18c --batch 2 --input-dtype uint8 --mean 0.49,0.48,0.45 --std 0.25,0.24,0.26 | rn-opt --rn-training-pipeline="precision=f16 pad-conv-channels=0" | FileCheck %s --check-prefix=BYTES-OFF
+// RUN: %python -m rn.models resnet18c --batch 2 --input-dtype uint8 --mean 0.49,0.48,0.45 --std 0.25,0.24,0.26 | rn-opt --rn-training-pipeline | FileCheck %s --check-prefix=BYTES-F32
+
 // Tests the first layer of an f16 step after rn-fuse-cbr: the batch's
 // cast folds into the input's pad (f32 to f16 with 5 zero channels), the
 // filter gets its own pad, the forward and backward ops read both, and the
@@ -36,6 +42,32 @@ func.func @stem(%images: tensor<2x4x4x3xf32>, %w: tensor<4x3x3x3xf16>, %g: tenso
 // FOUR-LABEL:  func.func @stem
 // FOUR:          rn.pad_channels %{{.+}} : tensor<2x4x4x3xf32> -> tensor<2x4x4x4xf16>
 // FOUR-NEXT:     rn.pad_channels %{{.+}} : tensor<4x3x3x3xf16> -> tensor<4x3x3x4xf16>
+
+// -----
+
+// Tests the stem of a model with uint8 images: their normalization (to f16,
+// the compute type) folds into the input's pad, which reads the bytes with
+// the mean and std; the filter's pad is as before.
+
+func.func @stem_bytes(%images: tensor<2x4x4x3xui8>, %mean: tensor<3xf32>, %std: tensor<3xf32>, %w: tensor<4x3x3x3xf16>,
+                      %gw: tensor<4x3x3x3xf16>, %dy: tensor<2x4x4x4xf16>) -> (tensor<2x4x4x4xf16>, tensor<4x3x3x3xf16>) {
+  %x = rn.normalize_images %images, %mean, %std : tensor<2x4x4x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x4x4x3xf16>
+  %y = rn.conv2d %x, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x4x4xf16>
+  %dw = rn.conv2d_backward %dy, %x, %w, %gw stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x4x4x4xf16>, tensor<2x4x4x3xf16>, tensor<4x3x3x3xf16>, tensor<4x3x3x3xf16>) -> tensor<4x3x3x3xf16>
+  return %y, %dw : tensor<2x4x4x4xf16>, tensor<4x3x3x3xf16>
+}
+
+// CHECK-LABEL: func.func @stem_bytes
+// CHECK-SAME:    (%[[IMAGES:[a-z0-9]+]]: tensor<2x4x4x3xui8>, %[[MEAN:[a-z0-9]+]]: tensor<3xf32>, %[[STD:[a-z0-9]+]]: tensor<3xf32>, %[[W:[a-z0-9]+]]: tensor<4x3x3x3xf16>
+// CHECK-NOT:     rn.normalize_images
+// CHECK-NEXT:    %[[X8:.+]] = rn.pad_channels %[[IMAGES]] normalize %[[MEAN]], %[[STD]] : tensor<2x4x4x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x4x4x8xf16>
+// CHECK-NEXT:    %[[W8:.+]] = rn.pad_channels %[[W]] : tensor<4x3x3x3xf16> -> tensor<4x3x3x8xf16>
+// CHECK-NEXT:    rn.conv2d %[[X8]], %[[W8]] {{.+}} -> tensor<2x4x4x4xf16>
+// CHECK-NEXT:    rn.conv2d_backward %{{.+}}, %[[X8]], %[[W8]], {{.+}} -> tensor<4x3x3x3xf16>
+
+// OFF-LABEL:   func.func @stem_bytes
+// OFF-NOT:       rn.pad_channels
+// OFF:           rn.normalize_images
 
 // -----
 
@@ -122,3 +154,24 @@ func.func @grouped(%x: tensor<2x4x4x6xf16>, %w: tensor<4x3x3x3xf16>) -> tensor<2
 // PIPELINE-OFF-LABEL: func.func @train_step
 // PIPELINE-OFF-NOT:   rn.pad_channels
 // PIPELINE-OFF:       rn.cast %{{.+}} {{.+}}rn.subgraph = @FIRST_LAYER_FWD} : tensor<2x32x32x3xf32> -> tensor<2x32x32x3xf16>
+
+// BYTES-LABEL: func.func @train_step
+// BYTES-SAME:    (%[[B:.+]]: tensor<2x32x32x3xui8> {rn.input = "images"}
+// BYTES-NOT:     rn.normalize_images
+// BYTES:         %[[X8:.+]] = rn.pad_channels %{{.+}} normalize %{{.+}}, %{{.+}} {{.+}}rn.subgraph = @FIRST_LAYER_FWD} : tensor<2x32x32x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x32x32x8xf16>
+// BYTES:         rn.cbr_forward %[[X8]], {{.+}}rn.subgraph = @FIRST_LAYER_FWD}
+// BYTES:         rn.cbr_backward %{{.+}}, %[[X8]], {{.+}}rn.subgraph = @FIRST_LAYER_BWD}
+// BYTES-LABEL:   func.func @eval_step
+// BYTES-NOT:     rn.normalize_images
+// BYTES:         rn.pad_channels %{{.+}} normalize {{.+}}rn.subgraph = @EVAL_INFERENCE} : tensor<2x32x32x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x32x32x8xf16>
+
+// BYTES-OFF-LABEL: func.func @train_step
+// BYTES-OFF-NOT:   rn.pad_channels
+// BYTES-OFF:       %[[X:.+]] = rn.normalize_images {{.+}}rn.subgraph = @FIRST_LAYER_FWD} : tensor<2x32x32x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x32x32x3xf16>
+// BYTES-OFF:       rn.cbr_forward %[[X]], {{.+}}rn.subgraph = @FIRST_LAYER_FWD}
+
+// BYTES-F32-LABEL: func.func @train_step
+// BYTES-F32-NOT:   rn.pad_channels
+// BYTES-F32:       %[[X:.+]] = rn.normalize_images {{.+}}rn.subgraph = @FIRST_LAYER_FWD} : tensor<2x32x32x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x32x32x3xf32>
+// BYTES-F32:       rn.cbr_forward %[[X]], {{.+}}rn.subgraph = @FIRST_LAYER_FWD}
+// BYTES-F32:       rn.cbr_backward %{{.+}}, %[[X]], {{.+}}rn.subgraph = @FIRST_LAYER_BWD}

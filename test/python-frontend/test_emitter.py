@@ -375,6 +375,57 @@ def test_low_precision_dtypes(dtype: str) -> None:
     assert floats == {dtype}
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_uint8_images_are_normalized_on_the_device(dtype: str) -> None:
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, bias=False), nn.Flatten(), nn.Linear(144, 10))
+    text = emit(model, dtype=dtype, input_dtype="uint8", mean=(0.5, 0.25, 0.125), std=[0.2, 0.3, 0.4])
+    lines = text.splitlines()
+    # The two buffers come first, f32 whatever the model's dtype, with their values.
+    assert lines[1] == (
+        "  rn.parameter buffer @input.mean : tensor<3xf32> = "
+        "#rn.init<values, [5.000000000e-01, 2.500000000e-01, 1.250000000e-01]>"
+    )
+    assert lines[2].startswith("  rn.parameter buffer @input.std : tensor<3xf32> = #rn.init<values, [")
+    assert "@forward(%images: tensor<2x8x8x3xui8>, %labels: tensor<2xi32>)" in text
+    assert "%0 = rn.param @input.mean : tensor<3xf32>" in text
+    assert (
+        "%2 = rn.normalize_images %images, %0, %1 : tensor<2x8x8x3xui8>, tensor<3xf32>, "
+        f"tensor<3xf32> -> tensor<2x8x8x3x{dtype}>"
+    ) in text
+    assert "rn.conv2d %2, %3 stride" in text
+    # Buffers do not count as parameters.
+    trace = rn.trace_model(model, batch=2, input_shape=(3, 8, 8), num_classes=10,
+                           input_dtype="uint8", mean=(0.5,) * 3, std=(0.2,) * 3)
+    assert trace.num_parameters == 4 * 3 * 3 * 3 + 144 * 10 + 10
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"input_dtype": "uint8"}, "input_dtype='uint8' needs mean and std, one per channel"),
+        ({"input_dtype": "uint8", "mean": (0.5,), "std": (0.2,) * 3}, "mean needs 3 values"),
+        ({"input_dtype": "uint8", "mean": (0.5,) * 3, "std": (0.2, 0.0, 0.2)},
+         "std must be finite and positive"),
+        ({"input_dtype": "uint8", "mean": (math.nan,) * 3, "std": (0.2,) * 3}, "mean must be finite"),
+        ({"mean": (0.5,) * 3, "std": (0.2,) * 3}, "mean and std apply to input_dtype='uint8'"),
+        ({"input_dtype": "int8"}, "input_dtype must be one of float, uint8"),
+    ],
+)
+def test_uint8_images_need_one_mean_and_std_per_channel(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        emit(nn.Sequential(nn.Flatten(), nn.Linear(192, 10)), **kwargs)
+
+
+def test_values_initializer() -> None:
+    from rn.emitter import Init
+
+    assert str(Init.explicit([1, 0.5])) == "#rn.init<values, [1.000000000e+00, 5.000000000e-01]>"
+    with pytest.raises(ValueError, match="needs its elements"):
+        Init("values")
+    with pytest.raises(ValueError, match="takes no elements"):
+        Init("zeros", elements=(1.0,))
+
+
 @pytest.mark.parametrize("dtype", ["f64", "fp16", "F32", ""])
 def test_bad_dtype(dtype: str) -> None:
     with pytest.raises(ValueError, match=r"dtype must be one of f32, f16, bf16, got"):

@@ -250,6 +250,23 @@ def test_cli_options(cli: Cli, tmp_path: Path) -> None:
     )
 
 
+def test_cli_uint8_images(cli: Cli) -> None:
+    proc = cli(
+        "resnet18c", "--batch", "2", "--input-dtype", "uint8", "--mean", "0.49,0.48,0.45",
+        "--std", "0.25,0.24,0.26",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == models.emit(
+        "resnet18c", batch=2, input_dtype="uint8", mean=(0.49, 0.48, 0.45), std=(0.25, 0.24, 0.26)
+    )
+    assert "%images: tensor<2x32x32x3xui8>" in proc.stdout
+    assert "rn.normalize_images %images" in proc.stdout
+    missing = cli("resnet18c", "--input-dtype", "uint8")
+    assert missing.returncode == 1
+    assert "input_dtype='uint8' needs mean and std" in missing.stderr
+    assert cli("resnet18c", "--mean", "0.5,x").returncode == 2
+
+
 def test_cli_list(cli: Cli) -> None:
     proc = cli("--list")
     assert proc.returncode == 0

@@ -696,6 +696,30 @@ def test_round_trip_is_bit_exact(compiler: str, tmp_path: Path) -> None:
     assert all(np.array_equal(expected[k], after[k]) for k in expected)
 
 
+def test_uint8_images_import_and_round_trip(compiler: str, tmp_path: Path) -> None:
+    """Tests a torch module compiled with uint8 images: its weights are the artifact's, the
+    normalization buffers come on top (copy_from keeps them, copy_to writes the module's only),
+    and a pixel step equals the float model's step on the host-normalized pixels."""
+    name = "fashion_cnn"
+    m = _module(name)
+    mean, std = (0.3,), (0.2,)
+    pixels = rn.Trainer(_compile(name, m, tmp_path, input_dtype="uint8", mean=mean, std=std),
+                        executor="cpu")
+    floats = rn.Trainer(_compile(name, m, tmp_path / ".."), executor="cpu")
+    assert pixels.image_dtype == "uint8"
+    back = _module(name, seed=5)
+    pixels.copy_to(back)
+    _assert_same_state(m, back, counters=0)
+    pixels.set_input_normalization([0.25], [0.5])
+    pixels.copy_from(_module(name, seed=6))
+    assert pixels.input_normalization == ([0.25], [0.5])
+    pixels.copy_from(m)
+    x = np.random.default_rng(1).integers(0, 256, (BATCH, *MODELS[name][1]), dtype=np.uint8)
+    y = np.arange(BATCH) % 10
+    normalized = (x.astype(np.float32) / np.float32(255) - np.float32(0.25)) * (np.float32(1) / np.float32(0.5))
+    assert pixels.step(x, y, lr=0.1).loss() == floats.step(normalized, y, lr=0.1).loss()
+
+
 def test_copy_from_refreshes_low_precision_copies(compiler: str, tmp_path: Path) -> None:
     """Tests that under f16, copy_from into a weight-free artifact also sets the f16 copies of the
     weights the step reads: every state entry, and the logits, equal those of the artifact that

@@ -562,3 +562,104 @@ def test_compile_takes_modules_text_and_paths(tools: dict[str, str], tmp_path: P
         rn.compile(text, tmp_path / "d.rnx", pipeline="optimizer=nope")
     with pytest.raises(FileNotFoundError, match="no model file"):
         rn.compile(tmp_path / "none.mlir", tmp_path / "d.rnx")
+
+
+# ----------------------------------------------------------------------------
+# uint8 images normalized on the device
+# ----------------------------------------------------------------------------
+
+U8_MEAN, U8_STD = (0.49, 0.48, 0.45), (0.25, 0.24, 0.26)
+
+
+@pytest.fixture(scope="module")
+def uint8_twins(tools: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """fashion_cnn at 3x16x16, batch 8: float images, and uint8 images (f32 and f16 steps)."""
+    folder = tmp_path_factory.mktemp("uint8")
+    model = models.build("fashion_cnn", num_classes=10, input_shape=(3, 16, 16))
+    shape = {"batch": 8, "input_shape": (3, 16, 16), "num_classes": 10, "name": "fashion_cnn"}
+    u8 = {"input_dtype": "uint8", "mean": U8_MEAN, "std": U8_STD}
+    return {
+        "float": rn.compile(model, folder / "float.rnx", **shape),
+        "uint8": rn.compile(model, folder / "uint8.rnx", **shape, **u8),
+        "float-f16": rn.compile(model, folder / "float-f16.rnx", **shape, pipeline="precision=f16"),
+        "uint8-f16": rn.compile(model, folder / "uint8-f16.rnx", **shape, **u8, pipeline="precision=f16"),
+    }
+
+
+def host_normalized(pixels: Any, mean: Any, std: Any) -> Any:
+    """The data sources' formula in float32: (x / 255 - mean) * (1 / std)."""
+    m, s = np.float32(mean), np.float32(std)
+    return (pixels.astype(np.float32) / np.float32(255) - m) * (np.float32(1) / s)
+
+
+@pytest.mark.parametrize("precision", ["", "-f16"])
+def test_uint8_images_train_as_the_hosts_normalization(uint8_twins: dict[str, Path], precision: str) -> None:
+    rng = np.random.default_rng(5)
+    pixels = rng.integers(0, 256, (4, 8, 16, 16, 3), dtype=np.uint8)
+    labels = rng.integers(0, 10, (4, 8))
+    mean, std = np.array([0.3, 0.4, 0.5], np.float32), np.array([0.2, 0.3, 0.4], np.float32)
+    floats = rn.Trainer(uint8_twins["float" + precision], executor="cpu", seed=SEED)
+    uint8 = rn.Trainer(uint8_twins["uint8" + precision], executor="cpu", seed=SEED)
+    assert (floats.image_dtype, uint8.image_dtype) == ("float32", "uint8")
+    assert uint8.input_normalization == (list(np.float32(U8_MEAN)), list(np.float32(U8_STD)))
+    uint8.set_input_normalization(mean, std)
+    assert uint8.input_normalization == (list(mean), list(std))
+    want = [floats.step(host_normalized(p, mean, std), y, lr=0.1).loss() for p, y in zip(pixels, labels)]
+    # NHWC, NCHW and an input buffer of bytes.
+    got = [
+        uint8.step(pixels[0], labels[0], lr=0.1).loss(),
+        uint8.step(np.ascontiguousarray(pixels[1].transpose(0, 3, 1, 2)), labels[1], lr=0.1).loss(),
+    ]
+    for p, y in zip(pixels[2:], labels[2:]):
+        buf = uint8.input_buffer()
+        assert buf.images.dtype == np.uint8 and buf.images.shape == (8, 16, 16, 3)
+        buf.images[...] = p
+        got.append(uint8.step(buf, y, lr=0.1).loss())
+    assert got == want
+    a, b = floats.state_dict(), uint8.state_dict()
+    assert list(b.pop("input.mean")) == list(mean) and list(b.pop("input.std")) == list(std)
+    assert_same_state(a, b)
+    # Evaluation and prediction of pixels (a padded last batch too).
+    test = pixels.reshape(32, 16, 16, 3)[:13]
+    assert uint8.evaluate(test, labels.reshape(32)[:13]) == floats.evaluate(
+        host_normalized(test, mean, std), labels.reshape(32)[:13])
+    assert uint8.predict(test).tobytes() == floats.predict(host_normalized(test, mean, std)).tobytes()
+
+
+def test_uint8_images_checkpoint_their_normalization(uint8_twins: dict[str, Path], tmp_path: Path) -> None:
+    trainer = rn.Trainer(uint8_twins["uint8"], executor="cpu")
+    trainer.set_input_normalization([0.5, 0.5, 0.5], [0.2, 0.2, 0.2])
+    trainer.save(tmp_path / "u8.ck")
+    other = rn.Trainer(uint8_twins["uint8"], executor="cpu")
+    other.load(tmp_path / "u8.ck")
+    assert other.input_normalization == ([np.float32(0.5)] * 3, [np.float32(0.2)] * 3)
+    assert "input.mean" in other.state_dict(roles="buffer")
+
+
+def test_uint8_and_float_images_are_not_mixed_up(uint8_twins: dict[str, Path]) -> None:
+    floats = rn.Trainer(uint8_twins["float"], executor="cpu")
+    uint8 = rn.Trainer(uint8_twins["uint8"], executor="cpu")
+    pixels = np.zeros((8, 16, 16, 3), np.uint8)
+    labels = np.zeros(8, np.int64)
+    with pytest.raises(ValueError, match="images must be uint8, got float32: this model normalizes"):
+        uint8.step(pixels.astype(np.float32), labels, lr=0.1)
+    with pytest.raises(ValueError, match="images must be float32, got uint8 \\(this model takes normalized"):
+        floats.step(pixels, labels, lr=0.1)
+    with pytest.raises(ValueError, match="images must be uint8"):
+        uint8.predict(pixels.astype(np.float32))
+    with pytest.raises(ValueError, match="normalizes none on the device"):
+        floats.set_input_normalization([0.5] * 3, [0.2] * 3)
+    with pytest.raises(ValueError, match="give 3 means and stds, got 1 and 3"):
+        uint8.set_input_normalization([0.5], [0.2] * 3)
+    with pytest.raises(ValueError, match="std positive"):
+        uint8.set_input_normalization([0.5] * 3, [0.2, 0.0, 0.2])
+    assert uint8.in_flight == 0 and floats.in_flight == 0
+
+
+def test_fashion_mnist_pixels_are_the_images_before_normalization(tools: dict[str, str]) -> None:
+    images, labels = rn.data.fashion_mnist(DATA, "test", limit=50)
+    pixels, same_labels = rn.data.fashion_mnist(DATA, "test", limit=50, pixels=True)
+    assert pixels.dtype == np.uint8 and pixels.shape == (50, 28, 28, 1)
+    assert (labels == same_labels).all()
+    mean, std = rn.data.FASHION_MNIST_MEAN, rn.data.FASHION_MNIST_STD
+    assert host_normalized(pixels, mean, std).tobytes() == images.tobytes()

@@ -138,6 +138,33 @@ def test_torch_tensors_train_like_numpy(fashion: dict[str, Any], plan_cache: str
         assert [h.loss() for h in handles] == want_losses, kind
 
 
+def test_uint8_images_train_as_the_hosts_normalization(fashion: dict[str, Any], plan_cache: str) -> None:
+    """fashion_cnn with uint8 images (normalized on the device) fed Fashion-MNIST's pixels as numpy
+    and as CUDA tensors trains as fashion_cnn fed rn.data's normalized images, bit for bit
+    (cuda-graph, deterministic plans): the device normalizes as the host does."""
+    torch = pytest.importorskip("torch")
+    images, labels = fashion["train"]
+    pixels, _ = rn.data.fashion_mnist(DATA, "train", limit=6 * 64, pixels=True)
+    reference = graph_trainer("fashion_cnn.train.rnx", plan_cache)
+    want = [reference.step(images[k * 64 : (k + 1) * 64], labels[k * 64 : (k + 1) * 64], lr=0.01)
+            for k in range(6)]
+    want_losses = [h.loss() for h in want]
+    for kind in ("numpy", "cuda"):
+        trainer = graph_trainer("fashion_cnn_u8.train.rnx", plan_cache)
+        assert trainer.image_dtype == "uint8"
+        trainer.set_input_normalization([rn.data.FASHION_MNIST_MEAN], [rn.data.FASHION_MNIST_STD])
+        handles = []
+        for k in range(6):
+            x, y = pixels[k * 64 : (k + 1) * 64], labels[k * 64 : (k + 1) * 64]
+            if kind == "cuda":
+                x = torch.from_numpy(x.transpose(0, 3, 1, 2).copy()).cuda()
+            handles.append(trainer.step(x, y, lr=0.01))
+        assert [h.loss() for h in handles] == want_losses, kind
+        test_pixels, test_labels = rn.data.fashion_mnist(DATA, "test", limit=300, pixels=True)
+        test_images, _ = rn.data.fashion_mnist(DATA, "test", limit=300)
+        assert trainer.evaluate(test_pixels, test_labels) == reference.evaluate(test_images, test_labels)
+
+
 def test_dataloader_feeds_cuda_tensors(fashion: dict[str, Any], plan_cache: str) -> None:
     torch = pytest.importorskip("torch")
     from torch.utils.data import DataLoader, TensorDataset

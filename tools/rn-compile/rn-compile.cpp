@@ -113,6 +113,8 @@ static std::string dtypeName(Type type) {
     return "i32";
   if (element.isInteger(1))
     return "i1";
+  if (element.isUnsignedInteger(8))
+    return "ui8";
   std::string name;
   llvm::raw_string_ostream os(name);
   os << element;
@@ -419,8 +421,11 @@ LogicalResult ProgramWriter::write(json::Object &program) {
           train.getArgAttrOfType<SlotAttr>(arg.getArgNumber(), kSlotAttr);
   json::Array state;
   auto initJson = [](InitAttr init) {
-    return json::Object{{"kind", stringifyInitKind(init.getKind()).str()},
+    json::Object object{{"kind", stringifyInitKind(init.getKind()).str()},
                         {"scale", init.getScale().convertToDouble()}};
+    if (init.getKind() == InitKind::values)
+      object["values"] = json::Array(init.getElementValues());
+    return object;
   };
   for (Operation &op : *module.getBody()) {
     json::Object entry;
@@ -532,7 +537,9 @@ static FailureOr<InitialTensor> initialValue(ParameterOp parameter) {
   else if (type.getElementType().isBF16())
     dtype = ::rn::DType::bf16;
   ::rn::Init spec{stringifyInitKind(init.getKind()).str(),
-                  init.getScale().convertToDouble()};
+                  init.getScale().convertToDouble(),
+                  std::vector<double>(init.getElementValues().begin(),
+                                      init.getElementValues().end())};
   auto bytes = ::rn::sampleInitialBytes(parameter.getSymName(), spec, dtype,
                                         type.getNumElements(), seed);
   if (!bytes)

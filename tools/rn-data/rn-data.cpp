@@ -59,6 +59,8 @@ void usage(FILE *out) {
       "bench:\n"
       "  --threads 1,4,...  loader thread counts to time (default 1,4,8,16)\n"
       "  --batch N          examples per batch (default 256)\n"
+      "  --pixels           time uint8 batches (a uint8 model's input: no\n"
+      "                     normalization on the host) instead of f32 ones\n"
       "  --batches K        batches timed per thread count (default 20; fewer when\n"
       "                     the split is smaller), after one untimed batch\n"
       "show:\n"
@@ -74,6 +76,7 @@ struct Options {
   int64_t height = 0, width = 0, limitTrain = 0, batch = 256, batches = 20, count = 8, draws = 5,
           scale = 1;
   int quality = 90;
+  bool pixels = false; ///< bench: uint8 batches (fillPixelBatch), as a uint8 model reads
   int64_t shortSide = 0; ///< to-jpeg: shrink images whose shorter side is longer
   uint64_t seed = 0;
   std::vector<std::string> positional;
@@ -137,6 +140,8 @@ int parse(int argc, char **argv, Options &o) {
       integer(1, o.count);
     } else if (arg == "--draws") {
       integer(1, o.draws);
+    } else if (arg == "--pixels") {
+      o.pixels = true;
     } else if (arg == "--short-side") {
       integer(1, o.shortSide);
     } else if (arg == "--scale") {
@@ -201,24 +206,27 @@ int bench(const Options &o, const DataDir &data) {
   const int64_t batches = std::min(o.batches, std::max<int64_t>(1, train.count() / batch - 1));
   const std::vector<int64_t> order = shuffledOrder(train.count(), o.seed, 0);
   std::vector<float> images(static_cast<size_t>(batch * train.imageSize()));
+  std::vector<uint8_t> pixels(o.pixels ? images.size() : 0);
   std::vector<int32_t> labels(static_cast<size_t>(batch));
-  std::printf("loader: %s, batch %lld, %lld timed batches of epoch 0\n", train.layout().c_str(),
-              (long long)batch, (long long)batches);
+  std::printf("loader: %s, batch %lld, %lld timed batches of epoch 0, %s\n",
+              train.layout().c_str(), (long long)batch, (long long)batches,
+              o.pixels ? "uint8 pixels (a uint8 model's input)" : "normalized f32");
+  auto fill = [&](const int64_t *indices, const BatchOptions &options) {
+    return o.pixels ? train.fillPixelBatch(indices, batch, pixels.data(), labels.data(), options)
+                    : train.fillBatch(indices, batch, images.data(), labels.data(), options);
+  };
   for (int64_t n : threads) {
     LoaderPool pool{int(n)};
     BatchOptions options;
     options.draw = BatchDraw{true, o.seed, 0};
     options.pool = &pool;
     // One untimed batch: first touches of the files and the buffers.
-    if (rn::Status st = train.fillBatch(order.data(), batch, images.data(), labels.data(), options);
-        !st)
+    if (rn::Status st = fill(order.data(), options); !st)
       return fail(st.error().message());
     const auto start = std::chrono::steady_clock::now();
     for (int64_t b = 1; b <= batches; ++b) {
       const int64_t first = (b * batch) % std::max<int64_t>(1, train.count() - batch + 1);
-      if (rn::Status st =
-              train.fillBatch(order.data() + first, batch, images.data(), labels.data(), options);
-          !st)
+      if (rn::Status st = fill(order.data() + first, options); !st)
         return fail(st.error().message());
     }
     const double seconds =
@@ -227,9 +235,9 @@ int bench(const Options &o, const DataDir &data) {
     std::printf("threads %lld: %.0f images/s, %.2f ms per batch of %lld\n", (long long)n, rate,
                 1e3 * seconds / double(batches), (long long)batch);
     std::printf("{\"threads\": %lld, \"images_per_s\": %.1f, \"ms_per_batch\": %.3f, \"batch\": "
-                "%lld, \"augment\": \"%s\"}\n",
+                "%lld, \"augment\": \"%s\", \"pixels\": %s}\n",
                 (long long)n, rate, 1e3 * seconds / double(batches), (long long)batch,
-                o.augment.c_str());
+                o.augment.c_str(), o.pixels ? "true" : "false");
     std::fflush(stdout);
   }
   return 0;

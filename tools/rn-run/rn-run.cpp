@@ -168,6 +168,17 @@ double secondsSince(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
+/// "0.4914,0.4822,0.4465" (as the data line lists the normalization).
+std::string listed(const std::vector<float> &values) {
+  std::string out;
+  for (float v : values) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4f", v);
+    out += (out.empty() ? "" : ",") + std::string(text);
+  }
+  return out;
+}
+
 int runData(const Options &o, Trainer &trainer, FitPrinter &report) {
   // The checkpoint's folder is checked before any work.
   if (!o.checkpoint.empty())
@@ -193,6 +204,17 @@ int runData(const Options &o, Trainer &trainer, FitPrinter &report) {
                 " takes " + rn::shapeString(input));
   }
   report.line("data: %s\n", sources->description.c_str());
+  if (trainer.imageDType() == rn::DType::u8) {
+    // fit() sets the normalization; the line says what crosses the wire.
+    if (!sources->train->hasPixels())
+      return fail(o.path + ": the model takes uint8 images (normalized on the device), and " +
+                  sources->train->name() + " holds float images: give it data with pixels "
+                  "(uint8 .npz, IDX, CIFAR or an image folder), or compile the model with "
+                  "float images");
+    const rn::train::ChannelNormalization n = sources->train->normalization();
+    report.line("images uint8, normalized on the device with mean %s std %s\n",
+                listed(n.mean).c_str(), listed(n.std).c_str());
+  }
   FitConfig config{o.epochs,     o.lr,     o.warmupEpochs,   o.seed,
                    o.checkpoint, o.resume, o.stopAfterEpoch, o.path};
   config.skipBadImages = o.skipBadImages;
@@ -209,10 +231,11 @@ int runData(const Options &o, Trainer &trainer, FitPrinter &report) {
 }
 
 int runSynthetic(const Options &o, Trainer &trainer, FitPrinter &report) {
-  report.line("model %s: batch %lld, %lld features, %lld classes, %lld steps, lr %g%s\n",
+  report.line("model %s: batch %lld, %lld features%s, %lld classes, %lld steps, lr %g%s\n",
               trainer.program().model.c_str(), (long long)trainer.batch(),
-              (long long)trainer.imageSize(), (long long)trainer.classes(), o.steps, o.lr,
-              o.interleave ? ", interleaved" : "");
+              (long long)trainer.imageSize(),
+              trainer.imageDType() == rn::DType::u8 ? " (uint8, normalized on the device)" : "",
+              (long long)trainer.classes(), o.steps, o.lr, o.interleave ? ", interleaved" : "");
   rn::Result<SyntheticRunResult> run = trainSynthetic(
       trainer, SyntheticRunConfig{o.steps, o.lr, o.seed, o.stateDigestEvery},
       [&](int64_t step, float loss) {

@@ -457,6 +457,33 @@ func.func @pad_channels_shape(%x: tensor<2x4x4x3xf32>) {
 
 // -----
 
+// Tests that a pad of uint8 images normalizes them.
+func.func @pad_channels_bytes(%x: tensor<2x4x4x3xui8>) {
+  // expected-error@+1 {{input 'tensor<2x4x4x3xui8>' is not a float tensor: uint8 images are padded with 'normalize %mean, %std'}}
+  %0 = rn.pad_channels %x : tensor<2x4x4x3xui8> -> tensor<2x4x4x8xf16>
+  return
+}
+
+// -----
+
+// Tests that a normalizing pad reads uint8 images.
+func.func @pad_channels_normalize_float(%x: tensor<2x4x4x3xf32>, %m: tensor<3xf32>, %s: tensor<3xf32>) {
+  // expected-error@+1 {{input must be uint8 (ui8) images, got 'tensor<2x4x4x3xf32>'}}
+  %0 = rn.pad_channels %x normalize %m, %s : tensor<2x4x4x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<2x4x4x8xf16>
+  return
+}
+
+// -----
+
+// Tests that a normalizing pad takes one std per channel.
+func.func @pad_channels_normalize_std(%x: tensor<2x4x4x3xui8>, %m: tensor<3xf32>, %s: tensor<1xf32>) {
+  // expected-error@+1 {{std must be [3] f32 (one per channel of the input 'tensor<2x4x4x3xui8>'), got 'tensor<1xf32>'}}
+  %0 = rn.pad_channels %x normalize %m, %s : tensor<2x4x4x3xui8>, tensor<3xf32>, tensor<1xf32> -> tensor<2x4x4x8xf16>
+  return
+}
+
+// -----
+
 // Tests that conv2d_backward's result types are its optional input gradient and its filter gradient when there is no bias accumulator.
 func.func @conv_backward_count(%dy: tensor<2x8x8x4xf32>, %x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) {
   // expected-error@+1 {{expected 1 or 2 result types ([input_grad,] weight gradient), got 3}}

@@ -620,7 +620,7 @@ module {
 
 // Tests that unknown initializers are named in the error.
 module {
-  // expected-error@+1 {{unknown initializer 'xavier', expected zeros, ones, constant, uniform, normal or derived}}
+  // expected-error@+1 {{unknown initializer 'xavier', expected zeros, ones, constant, uniform, normal, derived or values}}
   rn.parameter @w : tensor<4xf32> = #rn.init<xavier>
 }
 
@@ -646,6 +646,58 @@ module {
 module {
   // expected-error@+1 {{'normal' initializer needs a positive finite std, got 0}}
   rn.parameter @w : tensor<4xf32> = #rn.init<normal>
+}
+
+// -----
+
+// Tests that a values initializer lists its values.
+module {
+  // expected-error@+1 {{'values' initializer needs a list of values}}
+  rn.parameter buffer @input.mean : tensor<3xf32> = #rn.init<values>
+}
+
+// -----
+
+// Tests that a values initializer gives one value per element.
+module {
+  // expected-error@+1 {{'rn.parameter' op 'values' initializer gives 2 values for 'tensor<3xf32>' (3 elements)}}
+  rn.parameter buffer @input.mean : tensor<3xf32> = #rn.init<values, [5.000000e-01, 2.500000e-01]>
+}
+
+// -----
+
+// Tests that normalize_images takes uint8 images.
+func.func @normalize_float_input(%x: tensor<2x4x4x3xf32>, %m: tensor<3xf32>, %s: tensor<3xf32>) {
+  // expected-error@+1 {{operand #0 must be ranked tensor of 8-bit unsigned integer values}}
+  %0 = rn.normalize_images %x, %m, %s : tensor<2x4x4x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<2x4x4x3xf32>
+  return
+}
+
+// -----
+
+// Tests that normalize_images takes NHWC images.
+func.func @normalize_rank(%x: tensor<2x16x3xui8>, %m: tensor<3xf32>, %s: tensor<3xf32>) {
+  // expected-error@+1 {{input must be NHWC (rank 4), got 'tensor<2x16x3xui8>'}}
+  %0 = rn.normalize_images %x, %m, %s : tensor<2x16x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x16x3xf32>
+  return
+}
+
+// -----
+
+// Tests that normalize_images takes one mean and std per channel.
+func.func @normalize_channels(%x: tensor<2x4x4x3xui8>, %m: tensor<4xf32>, %s: tensor<3xf32>) {
+  // expected-error@+1 {{mean must be [3] f32 (one per channel of the input 'tensor<2x4x4x3xui8>'), got 'tensor<4xf32>'}}
+  %0 = rn.normalize_images %x, %m, %s : tensor<2x4x4x3xui8>, tensor<4xf32>, tensor<3xf32> -> tensor<2x4x4x3xf32>
+  return
+}
+
+// -----
+
+// Tests that normalize_images keeps the shape of its input.
+func.func @normalize_shape(%x: tensor<2x4x4x3xui8>, %m: tensor<3xf32>, %s: tensor<3xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x4x4x8xf16>' differs from the inferred type 'tensor<2x4x4x3xf16>'}}
+  %0 = rn.normalize_images %x, %m, %s : tensor<2x4x4x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x4x4x8xf16>
+  return
 }
 
 // -----

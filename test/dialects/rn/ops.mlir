@@ -26,6 +26,30 @@ module attributes {rn.model = "params"} {
 
 // -----
 
+// Tests uint8 images normalized on the device: the explicit values of the
+// normalization buffers and normalize_images to f32 and f16.
+
+// CHECK-LABEL: module attributes {rn.model = "bytes"}
+module attributes {rn.model = "bytes"} {
+  // CHECK: rn.parameter buffer @input.mean : tensor<3xf32> = #rn.init<values, [4.914000e-01, 4.822000e-01, 4.465000e-01]>
+  rn.parameter buffer @input.mean : tensor<3xf32> = #rn.init<values, [4.914000e-01, 4.822000e-01, 4.465000e-01]>
+  // CHECK: rn.parameter buffer @input.std : tensor<3xf32> = #rn.init<values, [2.470000e-01, 2.435000e-01, 2.616000e-01]>
+  rn.parameter buffer @input.std : tensor<3xf32> = #rn.init<values, [2.470000e-01, 2.435000e-01, 2.616000e-01]>
+
+  // CHECK-LABEL: func.func @normalize
+  func.func @normalize(%images: tensor<2x4x4x3xui8>) -> (tensor<2x4x4x3xf32>, tensor<2x4x4x3xf16>) {
+    %mean = rn.param @input.mean : tensor<3xf32>
+    %std = rn.param @input.std : tensor<3xf32>
+    // CHECK: rn.normalize_images %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x4x4x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x4x4x3xf32>
+    %0 = rn.normalize_images %images, %mean, %std : tensor<2x4x4x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x4x4x3xf32>
+    // CHECK: rn.normalize_images {{.+}} -> tensor<2x4x4x3xf16>
+    %1 = rn.normalize_images %images, %mean, %std : tensor<2x4x4x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x4x4x3xf16>
+    return %0, %1 : tensor<2x4x4x3xf32>, tensor<2x4x4x3xf16>
+  }
+}
+
+// -----
+
 // Tests conv2d without bias, with bias, strided, dilated and grouped.
 
 // CHECK-LABEL: func.func @conv2d
@@ -195,10 +219,12 @@ module attributes {rn.model = "state", rn.training = {optimizer = "sgd"}} {
 
 // -----
 
-// Tests the training-mode forward ops, casts and reshapes.
+// Tests the training-mode forward ops, casts, pads (of floats, and of uint8
+// images normalizing them) and reshapes.
 
 // CHECK-LABEL: func.func @training_forward
-func.func @training_forward(%x: tensor<2x4x4x8xf16>, %g: tensor<8xf32>, %m: tensor<8xf32>, %f: tensor<2x8xf32>, %step: tensor<i32>) {
+func.func @training_forward(%x: tensor<2x4x4x8xf16>, %g: tensor<8xf32>, %m: tensor<8xf32>, %f: tensor<2x8xf32>, %step: tensor<i32>,
+                            %bytes: tensor<2x4x4x3xui8>, %nmean: tensor<3xf32>, %nstd: tensor<3xf32>) {
   // CHECK: rn.batch_norm_train %{{.+}}, %{{.+}}, %{{.+}} eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
   %y, %mean, %istd = rn.batch_norm_train %x, %g, %g eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>)
   // CHECK: rn.batch_norm_inference %{{.+}} eps 1.000000e-05 : (tensor<2x4x4x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xf16>
@@ -213,6 +239,8 @@ func.func @training_forward(%x: tensor<2x4x4x8xf16>, %g: tensor<8xf32>, %m: tens
   %c = rn.cast %f : tensor<2x8xf32> -> tensor<2x8xbf16>
   // CHECK: rn.pad_channels %{{.+}} : tensor<2x8xf32> -> tensor<2x16xf16>
   %padded = rn.pad_channels %f : tensor<2x8xf32> -> tensor<2x16xf16>
+  // CHECK: rn.pad_channels %{{.+}} normalize %{{.+}}, %{{.+}} : tensor<2x4x4x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x4x4x8xbf16>
+  %stem = rn.pad_channels %bytes normalize %nmean, %nstd : tensor<2x4x4x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x4x4x8xbf16>
   // CHECK: rn.reshape %{{.+}} : tensor<2x8xf32> -> tensor<2x1x1x8xf32>
   %r = rn.reshape %f : tensor<2x8xf32> -> tensor<2x1x1x8xf32>
   return

@@ -1412,8 +1412,14 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
             "has both ReLU masks (relu_output and relu_beta); it takes one");
   EXPECT_EQ(check("pad_channels", named({"input"}), result, json::object()), "");
   EXPECT_EQ(check("pad_channels", named({"input", "filter"}), result, json::object()),
-            "operand \"filter\" is not one of pad_channels's operands: input");
-  EXPECT_EQ(allOps().size(), 70u);
+            "operand \"filter\" is not one of pad_channels's operands: input, mean?, std?");
+  // A normalizing pad (uint8 images) has both vectors.
+  EXPECT_EQ(check("pad_channels", named({"input", "mean", "std"}), result, json::object()), "");
+  EXPECT_EQ(check("pad_channels", named({"input", "mean"}), result, json::object()),
+            "operand \"mean\" is present without operand \"std\"");
+  EXPECT_EQ(check("normalize_images", named({"input", "mean", "std"}), result, json::object()),
+            "");
+  EXPECT_EQ(allOps().size(), 71u);
 }
 
 /// rn-fuse-bn-prologue's forms: cbr_forward and conv_bn_stats with or

@@ -11,11 +11,30 @@ namespace rn {
 namespace {
 
 TEST(DType, NamesRoundTrip) {
-  for (DType type : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1})
+  for (DType type : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1, DType::u8})
     EXPECT_EQ(parseDType(dtypeName(type)), type);
   EXPECT_FALSE(parseDType("f64").has_value());
   EXPECT_EQ(elementSize(DType::bf16), 2u);
   EXPECT_EQ(elementSize(DType::i1), 1u);
+}
+
+// Tests uint8 images' element type: MLIR's name, one byte, values 0 to 255
+// exactly as floats, stores rounded to nearest and clamped.
+TEST(DType, Uint8) {
+  EXPECT_EQ(dtypeName(DType::u8), "ui8");
+  EXPECT_EQ(elementSize(DType::u8), 1u);
+  const uint8_t bytes[] = {0, 1, 128, 255};
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(loadElement(DType::u8, bytes, i), float(bytes[i]));
+  uint8_t out[5] = {};
+  const float values[] = {-3.0f, 2.5f, 3.5f, 254.6f, 1000.0f};
+  for (size_t i = 0; i < 5; ++i)
+    storeElement(DType::u8, out, i, values[i]);
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(out[1], 2); // ties to even
+  EXPECT_EQ(out[2], 4);
+  EXPECT_EQ(out[3], 255);
+  EXPECT_EQ(out[4], 255);
 }
 
 TEST(DType, HalfKnownValues) {

@@ -118,6 +118,43 @@ TEST(HostProgram, StreamingMisuseIsAnError) {
   EXPECT_EQ(out.size(), 2u);
 }
 
+// Tests the host inputs of a uint8 model: its images are bytes (a count of
+// bytes, pinned blocks counted in elements), floats are refused with what
+// the input takes, and a float model refuses bytes.
+TEST(HostProgram, Uint8ImagesTakeBytes) {
+  Artifact bytes = test_inputs::load("cbr-u8.rnx");
+  const Function *train = bytes.program.findFunction("train_step");
+  ASSERT_NE(train, nullptr);
+  std::map<std::string, HostValue> inputs;
+  inputs["images"].bytes.assign(4 * 6 * 6, 7);
+  Status st = checkStepInputs(*train, inputs);
+  EXPECT_TRUE(st.ok()) << st.error().message();
+  inputs["images"].bytes.pop_back();
+  st = checkStepInputs(*train, inputs);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message(), "function train_step: input images needs 144 bytes, got 143");
+  inputs["images"] = HostValue();
+  inputs["images"].pinned = std::make_shared<std::vector<uint8_t>>(144);
+  inputs["images"].pinnedElements = 144;
+  EXPECT_TRUE(checkStepInputs(*train, inputs).ok());
+  inputs["images"] = HostValue();
+  inputs["images"].floats.assign(144, 0.5f);
+  st = checkStepInputs(*train, inputs);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message(),
+            "function train_step: input images is ui8: it takes uint8 pixels (bytes), which the "
+            "device normalizes, not floats");
+
+  Artifact floats = test_inputs::load("cbr.rnx");
+  inputs["images"] = HostValue();
+  inputs["images"].bytes.assign(144, 7);
+  st = checkStepInputs(*floats.program.findFunction("train_step"), inputs);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message(),
+            "function train_step: input images is f32: it takes floats, not uint8 pixels (the "
+            "model normalizes no images on the device)");
+}
+
 // Tests that one CUDA event per (event id, slot) expresses every wait of the
 // checked-in programs: the binder reports no wait bound to another record
 // than the program's rule names, over 9 streamed steps and an evaluation.

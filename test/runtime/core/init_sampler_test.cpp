@@ -134,12 +134,26 @@ TEST(InitSampler, KindsAndStreams) {
   ASSERT_FALSE(derived.ok());
   EXPECT_NE(derived.error().message().find("not sampled"), std::string::npos);
   EXPECT_FALSE(sampleInitialBytes("w", {"xavier", 1}, DType::f32, 4, 0).ok());
+
+  // values: every element given, rounded once to the dtype.
+  const Init given{"values", 0, {0.4914, 0.4822, 0.4465}};
+  Result<std::vector<float>> exact = sampleInitialValues("input.mean", given, DType::f32, 3, 0);
+  ASSERT_TRUE(exact.ok()) << exact.error().message();
+  EXPECT_EQ(*exact, (std::vector<float>{0.4914f, 0.4822f, 0.4465f}));
+  Result<std::vector<float>> half = sampleInitialValues("input.mean", given, DType::f16, 3, 7);
+  ASSERT_TRUE(half.ok());
+  EXPECT_EQ((*half)[0], halfToFloat(doubleToHalf(0.4914)));
+  Result<std::vector<uint8_t>> miscounted =
+      sampleInitialBytes("input.mean", given, DType::f32, 4, 0);
+  ASSERT_FALSE(miscounted.ok());
+  EXPECT_NE(miscounted.error().message().find("gives 3 values for 4 elements"), std::string::npos)
+      << miscounted.error().message();
 }
 
 // The checked-in artifacts were written by rn-compile with seed 0: every
 // parameter and buffer tensor is what the sampler gives.
 TEST(InitSampler, MatchesTheCheckedInArtifacts) {
-  for (const char *file : {"mlp.rnx", "cbr.rnx", "cnn.rnx"}) {
+  for (const char *file : {"mlp.rnx", "cbr.rnx", "cnn.rnx", "cbr-u8.rnx"}) {
     Artifact artifact = test_inputs::load(file);
     size_t checked = 0;
     for (const StateEntry &entry : artifact.program.state) {
@@ -191,7 +205,7 @@ Result<Artifact> artifactOf(const std::string &program,
 }
 
 TEST(WeightFree, InitializesToTheStateOfTheArtifactWithWeights) {
-  for (const char *file : {"mlp.rnx", "cbr.rnx", "cnn.rnx"}) {
+  for (const char *file : {"mlp.rnx", "cbr.rnx", "cnn.rnx", "cbr-u8.rnx"}) {
     SCOPED_TRACE(file);
     Artifact withWeights = test_inputs::load(file);
     Result<Artifact> weightFree = artifactOf(weightFreeProgram(file));
@@ -262,6 +276,30 @@ TEST(WeightFree, LoaderChecks) {
   Result<Artifact> notObject = artifactOf(
       weightFreeProgram("mlp.rnx", [](nlohmann::json &p) { p["init"] = 3; }));
   EXPECT_FALSE(notObject.ok());
+  // A values init gives each element, as many as the state has.
+  auto editMean = [](const std::function<void(nlohmann::json &)> &edit) {
+    return [edit](nlohmann::json &p) {
+      for (nlohmann::json &entry : p["state"])
+        if (entry["name"] == "input.mean")
+          edit(entry["init"]);
+    };
+  };
+  Result<Artifact> miscounted = artifactOf(weightFreeProgram(
+      "cbr-u8.rnx", editMean([](nlohmann::json &init) { init["values"].push_back(0.5); })));
+  EXPECT_NE(error(miscounted)
+                .find("state input.mean: init \"values\" gives 2 values for shape [1] (1 "
+                      "elements)"),
+            std::string::npos)
+      << error(miscounted);
+  Result<Artifact> noValues = artifactOf(weightFreeProgram(
+      "cbr-u8.rnx", editMean([](nlohmann::json &init) { init.erase("values"); })));
+  EXPECT_NE(error(noValues).find("init \"values\" needs a non-empty \"values\" array"),
+            std::string::npos)
+      << error(noValues);
+  Result<Artifact> infinite = artifactOf(weightFreeProgram(
+      "cbr-u8.rnx", editMean([](nlohmann::json &init) { init["values"][0] = "inf"; })));
+  EXPECT_NE(error(infinite).find("init \"values\" must hold finite numbers"), std::string::npos)
+      << error(infinite);
   // Without "init", the program needs its tensors, as before.
   Result<Artifact> bare = artifactOf(
       weightFreeProgram("mlp.rnx", [](nlohmann::json &p) { p.erase("init"); }));

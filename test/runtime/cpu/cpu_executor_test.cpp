@@ -509,6 +509,80 @@ TEST(CpuExecutor, PinnedInputsTrainAsVectors) {
       << st.error().message();
 }
 
+// Tests uint8 images normalized on the device: cbr-u8.rnx (cbr's model and
+// parameters with uint8 images, the normalization fused into the stem's
+// pad_channels) fed pixels trains as cbr.rnx fed the host's normalization
+// of the same pixels, bit for bit: in order, interleaved (its byte slots
+// take a word each, with the hazard checks) and from pinned byte blocks.
+// The normalization buffers are state no step changes.
+TEST(CpuExecutor, Uint8ImagesTrainAsTheHostsNormalization) {
+  Artifact floats = load("cbr.rnx"), bytes = load("cbr-u8.rnx");
+  const float mean = 0.4f, inverseStd = 1.0f / 0.3f; // cbr-u8.mlir's input.mean, input.std
+  std::mt19937_64 rng(11);
+  std::vector<HostBatch> pixelBatches(5), floatBatches(5);
+  for (size_t b = 0; b < 5; ++b) {
+    for (int i = 0; i < 4 * 6 * 6; ++i) {
+      const uint8_t p = uint8_t(rng());
+      pixelBatches[b].pixels.push_back(p);
+      floatBatches[b].images.push_back((float(p) / 255.0f - mean) * inverseStd);
+    }
+    for (int i = 0; i < 4; ++i)
+      pixelBatches[b].labels.push_back(int32_t(rng() % 3));
+    floatBatches[b].labels = pixelBatches[b].labels;
+  }
+  const std::vector<float> lrs(5, 0.2f);
+  auto want = makeExecutor(floats);
+  ASSERT_TRUE(want);
+  std::vector<TrainOutputs> wantOut;
+  Status st = want->trainSteps(floatBatches, lrs, 1, wantOut);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+
+  auto expectSameState = [&](const CpuExecutor &got, const std::string &what) {
+    for (const StateEntry &e : floats.program.state)
+      EXPECT_TRUE(bitIdentical(*got.readState(e.name), *want->readState(e.name)))
+          << what << " state " << e.name;
+    EXPECT_EQ(*got.readState("input.mean"), std::vector<float>{0.4f}) << what;
+    EXPECT_EQ(*got.readState("input.std"), std::vector<float>{0.3f}) << what;
+  };
+  for (CpuExecutor::Options options : {CpuExecutor::Options{}, interleaved(1), interleaved(2)}) {
+    const std::string what = options.interleave ? "interleaved" : "in order";
+    auto ex = makeExecutor(bytes, options);
+    ASSERT_TRUE(ex);
+    std::vector<TrainOutputs> out;
+    st = ex->trainSteps(pixelBatches, lrs, 1, out);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.error().message();
+    for (size_t i = 0; i < out.size(); ++i)
+      EXPECT_EQ(out[i].loss, wantOut[i].loss) << what << " step " << i + 1;
+    expectSameState(*ex, what);
+  }
+
+  auto ex = makeExecutor(bytes);
+  ASSERT_TRUE(ex);
+  InputBlockPool pool(*ex, 4 * 6 * 6);
+  std::vector<StepInputs> steps;
+  for (size_t b = 0; b < 5; ++b) {
+    Result<std::shared_ptr<void>> block = pool.acquire();
+    ASSERT_TRUE(block.ok()) << block.error().message();
+    std::memcpy(block->get(), pixelBatches[b].pixels.data(), pixelBatches[b].pixels.size());
+    steps.push_back(Executor::trainInputs(*block, pixelBatches[b].pixels.size(),
+                                          pixelBatches[b].labels, lrs[b], int32_t(b + 1)));
+  }
+  std::vector<StepOutputs> out;
+  st = ex->runPipelined("train", std::move(steps), out);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  for (size_t i = 0; i < out.size(); ++i)
+    EXPECT_EQ(out[i].at("loss").floats.at(0), wantOut[i].loss) << "pinned step " << i + 1;
+  expectSameState(*ex, "pinned");
+
+  // Evaluation normalizes the same way.
+  EvalOutputs wantEval, gotEval;
+  ASSERT_TRUE(want->evalStep(floatBatches[0], wantEval).ok());
+  st = ex->evalStep(pixelBatches[0], gotEval);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(gotEval.loss, wantEval.loss);
+  EXPECT_EQ(gotEval.logits, wantEval.logits);
+}
+
 // Tests that the cpu executor has no device blocks (an InputBlockPool of
 // device memory says which executor and pool), and that a step whose images
 // claim to be in device memory is refused by name, not read.

@@ -809,6 +809,68 @@ TEST(LowPrecision, ElementwiseResultsAreRounded) {
 // Dropout
 //===----------------------------------------------------------------------===//
 
+// The device's input normalization of uint8 images: every value is the
+// data sources' f32 formula, rounded once to the result's dtype, so a uint8
+// run equals a float run whose host normalized the same pixels.
+TEST(InputNormalization, NormalizeImagesIsTheSourcesFormula) {
+  Buffer pixels({2, 3, 5, 3}, 0.0f, DType::u8);
+  for (size_t i = 0; i < pixels.size(); ++i)
+    pixels[i] = float((i * 37 + 11) % 256);
+  pixels[0] = 0.0f, pixels[1] = 255.0f;
+  Buffer mean({3}), deviation({3});
+  mean.data = {0.4914f, 0.4822f, 0.4465f};
+  deviation.data = {0.2470f, 0.2435f, 0.2616f};
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    Buffer out(pixels.shape, -7.0f, dtype);
+    RN_ASSERT_OK(normalizeImages(pixels.view(), mean.view(), deviation.view(), out.view()));
+    for (size_t i = 0; i < out.size(); ++i) {
+      const size_t c = i % 3;
+      const float host = (pixels[i] / 255.0f - mean[c]) * (1.0f / deviation[c]);
+      ASSERT_EQ(out[i], roundTo(dtype, host)) << dtypeName(dtype) << " element " << i;
+    }
+  }
+}
+
+// The fused stem pad: the normalized channels, then zeros, and exactly the
+// unfused normalize_images followed by pad_channels.
+TEST(InputNormalization, PadChannelsNormalizesAndPads) {
+  Buffer pixels({2, 4, 3, 3}, 0.0f, DType::u8);
+  for (size_t i = 0; i < pixels.size(); ++i)
+    pixels[i] = float((i * 101 + 3) % 256);
+  Buffer mean({3}), deviation({3});
+  mean.data = {0.5f, 0.25f, 0.125f};
+  deviation.data = {0.3f, 0.7f, 1.5f};
+  Buffer normalized(pixels.shape, 0.0f, DType::f16), twoPasses({2, 4, 3, 8}, 0.0f, DType::f16);
+  RN_ASSERT_OK(normalizeImages(pixels.view(), mean.view(), deviation.view(), normalized.view()));
+  RN_ASSERT_OK(padChannels(normalized.view(), twoPasses.view()));
+  Buffer fused({2, 4, 3, 8}, -1.0f, DType::f16);
+  TensorView m = mean.view(), s = deviation.view();
+  RN_ASSERT_OK(padChannels(pixels.view(), fused.view(), &m, &s));
+  EXPECT_EQ(fused.data, twoPasses.data);
+  for (size_t i = 0; i < fused.size(); ++i)
+    if (i % 8 >= 3)
+      ASSERT_EQ(fused[i], 0.0f) << i;
+}
+
+TEST(InputNormalization, ShapeErrors) {
+  Buffer pixels({2, 2, 2, 3}, 0.0f, DType::u8), floats({2, 2, 2, 3});
+  Buffer mean({3}), deviation({3}), narrow({2}), out({2, 2, 2, 3}), wide({2, 2, 2, 8});
+  TensorView m = mean.view(), s = deviation.view(), n = narrow.view();
+  auto error = [](KernelStatus status) { return status.error; };
+  EXPECT_EQ(error(normalizeImages(floats.view(), mean.view(), deviation.view(), out.view())),
+            "normalize_images: input must be ui8 images, got f32");
+  EXPECT_EQ(error(normalizeImages(pixels.view(), narrow.view(), deviation.view(), out.view())),
+            "normalize_images: mean must have shape [3], got [2]");
+  EXPECT_EQ(error(normalizeImages(pixels.view(), mean.view(), deviation.view(), wide.view())),
+            "normalize_images: result must have shape [2, 2, 2, 3], got [2, 2, 2, 8]");
+  EXPECT_EQ(error(padChannels(pixels.view(), wide.view(), &m, &n)),
+            "pad_channels: std must have shape [3], got [2]");
+  EXPECT_EQ(error(padChannels(pixels.view(), wide.view(), &m, nullptr)),
+            "pad_channels: normalizes with both mean and std");
+  EXPECT_EQ(error(padChannels(pixels.view(), out.view(), &m, &s)),
+            "pad_channels: the result must have more channels than the input");
+}
+
 TEST(Dropout, PhiloxKnownAnswers) {
   // Random123's kat_vectors for philox4x32 with 10 rounds.
   EXPECT_EQ(philox4x32({0, 0, 0, 0}, {0, 0}),

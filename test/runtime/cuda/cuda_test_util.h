@@ -132,8 +132,8 @@ inline int64_t numel(const std::vector<int64_t> &shape) {
   return n;
 }
 
-/// The storage bytes of `values` in `type` (float dtypes; i32 takes the
-/// values as integers).
+/// The storage bytes of `values` in `type` (float dtypes; i32 and u8 take
+/// the values as integers).
 inline std::vector<uint8_t> encode(const std::vector<float> &values, DType type) {
   std::vector<uint8_t> bytes(values.size() * elementSize(type));
   for (size_t i = 0; i < values.size(); ++i) {
@@ -159,6 +159,9 @@ inline std::vector<uint8_t> encode(const std::vector<float> &values, DType type)
     }
     case DType::i1:
       *p = values[i] != 0;
+      break;
+    case DType::u8:
+      *p = static_cast<uint8_t>(values[i]);
       break;
     }
   }
@@ -194,6 +197,9 @@ inline std::vector<float> decode(const std::vector<uint8_t> &bytes, DType type) 
     }
     case DType::i1:
       values[i] = *p ? 1.0f : 0.0f;
+      break;
+    case DType::u8:
+      values[i] = static_cast<float>(*p);
       break;
     }
   }

@@ -1,9 +1,10 @@
 //===- eager_executor_test.cpp - cuda-eager against the CPU executor ------===//
 //
 // Trains the checked-in artifacts (Inputs/README.md: an f32 MLP, two f16
-// conv-BN-ReLU layers with dynamic loss scaling, a small f32 CNN, an f32 MLP
-// with two dropouts and one with a stochastic-depth residual branch and a
-// dropout, whose masks the GPU keys from the device step) for a few
+// conv-BN-ReLU layers with dynamic loss scaling, the same with uint8 images
+// (f16 and f32), a small f32 CNN, an f32 MLP with two dropouts and one with
+// a stochastic-depth residual branch and a dropout, whose masks the GPU keys
+// from the device step) for a few
 // steps on the GPU and on the CPU reference executor from the same initial
 // state and batches, and compares the losses and every state entry after
 // the steps. Bounds: relative L2 error per tensor 1e-4 for f32 programs
@@ -43,6 +44,23 @@ TEST(CudaEagerExecutor, CnnMatchesCpu) {
 TEST(CudaEagerExecutor, CbrF16MatchesCpu) {
   SKIP_WITHOUT_GPU();
   compareTraining("cbr.rnx", 5, 2e-2);
+}
+
+// uint8 images: bytes on the wire, normalized by the fused stem pad (f16)
+// or by normalize_images (f32).
+TEST(CudaEagerExecutor, CbrUint8F16MatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  compareTraining("cbr-u8.rnx", 5, 2e-2);
+}
+
+TEST(CudaEagerExecutor, CbrUint8F32MatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  compareTraining("cbr-u8-f32.rnx", 5, 1e-4);
+}
+
+TEST(CudaEagerExecutor, Uint8EvalMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  compareEvalWithCpu<cuda::EagerExecutor>("cbr-u8-f32.rnx");
 }
 
 // A mask drawn from another key than the CPU's would move the losses far

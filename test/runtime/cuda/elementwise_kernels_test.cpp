@@ -428,6 +428,103 @@ TEST(CudaElementwise, PadChannelsMatchesCpuBitForBit) {
   EXPECT_FALSE(padChannels(x.view, other.view, stream.get()).ok());
 }
 
+/// `n` random uint8 pixels as floats (0 to 255), 0 and 255 among them.
+std::vector<float> randomPixels(int64_t n, std::mt19937 &rng) {
+  std::uniform_int_distribution<int> dist(0, 255);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = float(dist(rng));
+  v[0] = 0.0f;
+  v.back() = 255.0f;
+  return v;
+}
+
+// rn.normalize_images: uint8 images to f32, f16 and bf16, 16 bytes a load
+// where aligned (byte counts that are and are not a multiple of 16, and an
+// odd byte offset through the scalar path): bit for bit the CPU's (the
+// data sources' f32 formula, rounded once).
+TEST(CudaElementwise, NormalizeImagesMatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(21);
+  for (const Shape &shape : {Shape{4, 9, 7, 3}, Shape{2, 5, 5, 1}, Shape{3, 32, 32, 3},
+                             Shape{1, 3, 3, 4}})
+    for (DType out : kFloatTypes)
+      for (int64_t offset : {0, 1}) {
+        const std::string what = "normalize_images " + str(shape) + " -> " +
+                                 std::string(dtypeName(out)) + " offset " +
+                                 std::to_string(offset);
+        const Shape channels{shape[3]};
+        std::vector<float> pixels = randomPixels(numel(shape), rng);
+        std::vector<float> mean = randomValues(shape[3], rng, DType::f32, 0.1f, 0.9f);
+        std::vector<float> deviation = randomValues(shape[3], rng, DType::f32, 0.05f, 0.5f);
+        auto dx = upload(pixels, shape, DType::u8, offset);
+        auto dm = upload(mean, channels, DType::f32), ds = upload(deviation, channels, DType::f32);
+        auto dy = allocate(shape, out, offset);
+        RN_ASSERT_STATUS_OK(normalizeImages(dx.view, dm.view, ds.view, dy.view, stream.get()));
+        RN_ASSERT_CUDA(stream.sync());
+        std::vector<float> ref(pixels.size());
+        ASSERT_TRUE(cpu::normalizeImages(cpuView(pixels, shape, DType::u8),
+                                         cpuView(mean, channels, DType::f32),
+                                         cpuView(deviation, channels, DType::f32),
+                                         cpuView(ref, shape, out))
+                        .ok());
+        expectExact(download(dy.view), ref, what);
+      }
+  auto floats = allocate({2, 2, 2, 3}, DType::f32), bytes = allocate({2, 2, 2, 3}, DType::u8),
+       three = allocate({3}, DType::f32), two = allocate({2}, DType::f32);
+  EXPECT_FALSE(
+      normalizeImages(floats.view, three.view, three.view, floats.view, stream.get()).ok());
+  EXPECT_FALSE(normalizeImages(bytes.view, two.view, three.view, floats.view, stream.get()).ok());
+}
+
+// The stem's fused pad of a uint8 model: normalized channels then zeros,
+// 16 pixels' bytes a group and one pack store per pixel at the stem's
+// shape (3 channels to 8 f16), the scalar path elsewhere (an odd offset,
+// 16 padded channels, f32): bit for bit the CPU's.
+TEST(CudaElementwise, PadNormalizedChannelsMatchesCpuBitForBit) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream;
+  std::mt19937 rng(22);
+  struct PadCase {
+    Shape in, out;
+    DType outType;
+    int64_t offset;
+  };
+  const PadCase cases[] = {
+      {{4, 9, 7, 3}, {4, 9, 7, 8}, DType::f16, 0},
+      {{8, 32, 32, 3}, {8, 32, 32, 8}, DType::bf16, 0},
+      {{4, 9, 7, 3}, {4, 9, 7, 8}, DType::f16, 1},
+      {{2, 5, 5, 1}, {2, 5, 5, 8}, DType::f32, 0},
+      {{3, 7, 7, 3}, {3, 7, 7, 16}, DType::f16, 0},
+  };
+  for (const PadCase &c : cases) {
+    const std::string what = "pad_channels normalize " + str(c.in) + " -> " + str(c.out) + " " +
+                             std::string(dtypeName(c.outType)) + " offset " +
+                             std::to_string(c.offset);
+    const Shape channels{c.in[3]};
+    std::vector<float> pixels = randomPixels(numel(c.in), rng);
+    std::vector<float> mean = randomValues(c.in[3], rng, DType::f32, 0.1f, 0.9f);
+    std::vector<float> deviation = randomValues(c.in[3], rng, DType::f32, 0.05f, 0.5f);
+    auto dx = upload(pixels, c.in, DType::u8, c.offset);
+    auto dm = upload(mean, channels, DType::f32), ds = upload(deviation, channels, DType::f32);
+    auto dy = allocate(c.out, c.outType, c.offset);
+    RN_ASSERT_STATUS_OK(padNormalizedChannels(dx.view, dm.view, ds.view, dy.view, stream.get()));
+    RN_ASSERT_CUDA(stream.sync());
+    std::vector<float> ref(size_t(numel(c.out)));
+    cpu::TensorView m = cpuView(mean, channels, DType::f32);
+    cpu::TensorView s = cpuView(deviation, channels, DType::f32);
+    ASSERT_TRUE(cpu::padChannels(cpuView(pixels, c.in, DType::u8), cpuView(ref, c.out, c.outType),
+                                 &m, &s)
+                    .ok());
+    expectExact(download(dy.view), ref, what);
+  }
+  auto bytes = allocate({2, 2, 2, 3}, DType::u8), same = allocate({2, 2, 2, 3}, DType::f16),
+       three = allocate({3}, DType::f32);
+  EXPECT_FALSE(
+      padNormalizedChannels(bytes.view, three.view, three.view, same.view, stream.get()).ok());
+}
+
 TEST(CudaElementwise, ReshapeFlattenAndZero) {
   RN_SKIP_WITHOUT_CUDA();
   TestStream stream;

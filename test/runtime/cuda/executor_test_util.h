@@ -32,7 +32,8 @@ namespace rn::test_inputs {
       GTEST_SKIP() << gpu.error().message();                                               \
   } while (0)
 
-/// `count` batches of normal images and labels below the loss's class count.
+/// `count` batches of normal images (random pixels for a uint8 images
+/// input) and labels below the loss's class count.
 inline std::vector<HostBatch> randomBatches(const Executor &ex, int count, uint64_t seed) {
   Result<std::vector<int64_t>> images = ex.inputShape("train_step", "images");
   Result<std::vector<int64_t>> labels = ex.inputShape("train_step", "labels");
@@ -49,11 +50,18 @@ inline std::vector<HostBatch> randomBatches(const Executor &ex, int count, uint6
                       .shape.back();
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal;
+  const bool pixels = *ex.inputDType("train_step", "images") == DType::u8;
   std::vector<HostBatch> batches(static_cast<size_t>(count));
   for (HostBatch &b : batches) {
-    b.images.resize(size_t(n));
-    for (float &x : b.images)
-      x = normal(rng);
+    if (pixels) {
+      b.pixels.resize(size_t(n));
+      for (uint8_t &p : b.pixels)
+        p = uint8_t(rng());
+    } else {
+      b.images.resize(size_t(n));
+      for (float &x : b.images)
+        x = normal(rng);
+    }
     b.labels.resize(size_t((*labels)[0]));
     for (int32_t &y : b.labels)
       y = int32_t(rng() % uint64_t(classes));

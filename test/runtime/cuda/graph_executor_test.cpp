@@ -60,6 +60,18 @@ TEST(CudaGraphExecutor, CbrF16MatchesCpu) {
   compareWithCpu("cbr.rnx", 5, 2e-2);
 }
 
+// uint8 images normalized on the device: the fused stem pad (f16) and
+// normalize_images as its own op (f32).
+TEST(CudaGraphExecutor, CbrUint8F16MatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  compareWithCpu("cbr-u8.rnx", 5, 2e-2);
+}
+
+TEST(CudaGraphExecutor, CbrUint8F32MatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  compareWithCpu("cbr-u8-f32.rnx", 5, 1e-4);
+}
+
 TEST(CudaGraphExecutor, DropoutMatchesCpu) {
   SKIP_WITHOUT_GPU();
   compareWithCpu("dropout.rnx", 5, 1e-4);
@@ -180,7 +192,14 @@ void blocksMatchVectors(const char *artifactName, InputBlockPool::Memory memory)
     ASSERT_TRUE(ex->initialize().ok());
   std::vector<HostBatch> batches = randomBatches(*executors[0], 12, 5);
   const bool onDevice = memory == InputBlockPool::Memory::device;
-  InputBlockPool pool(*executors[1], batches[0].images.size() * sizeof(float), memory);
+  // A batch's images as the block holds them: floats, or a uint8 model's bytes.
+  const bool pixels = !batches[0].pixels.empty();
+  auto imageData = [&](const HostBatch &b) -> const void * {
+    return pixels ? static_cast<const void *>(b.pixels.data()) : b.images.data();
+  };
+  const size_t imageCount = pixels ? batches[0].pixels.size() : batches[0].images.size();
+  const size_t imageBytes = imageCount * (pixels ? 1 : sizeof(float));
+  InputBlockPool pool(*executors[1], imageBytes, memory);
   for (size_t first = 0; first < batches.size(); first += 4) {
     std::array<std::vector<StepOutputs>, 2> outputs;
     for (size_t e = 0; e < 2; ++e) {
@@ -193,13 +212,12 @@ void blocksMatchVectors(const char *artifactName, InputBlockPool::Memory memory)
         }
         Result<std::shared_ptr<void>> block = pool.acquire();
         ASSERT_TRUE(block.ok()) << block.error().message();
-        const size_t bytes = b.images.size() * sizeof(float);
         if (onDevice)
-          ASSERT_EQ(cudaMemcpy(block->get(), b.images.data(), bytes, cudaMemcpyHostToDevice),
+          ASSERT_EQ(cudaMemcpy(block->get(), imageData(b), imageBytes, cudaMemcpyHostToDevice),
                     cudaSuccess);
         else
-          std::memcpy(block->get(), b.images.data(), bytes);
-        steps.push_back(Executor::trainInputs(*block, b.images.size(), b.labels, 0.05f,
+          std::memcpy(block->get(), imageData(b), imageBytes);
+        steps.push_back(Executor::trainInputs(*block, imageCount, b.labels, 0.05f,
                                               int32_t(i + 1), onDevice));
       }
       Status st = executors[e]->submit("train", std::move(steps));
@@ -237,6 +255,18 @@ TEST(CudaGraphExecutor, DeviceInputsMatchVectorsCnn) {
 TEST(CudaGraphExecutor, DeviceInputsMatchVectorsCbrF16) {
   SKIP_WITHOUT_GPU();
   blocksMatchVectors<cuda::GraphExecutor>("cbr.rnx", InputBlockPool::Memory::device);
+}
+
+// uint8 images: pinned and device blocks of bytes are the copy's source as
+// they are, as vectors of bytes are staged.
+TEST(CudaGraphExecutor, PinnedInputsMatchVectorsCbrUint8) {
+  SKIP_WITHOUT_GPU();
+  blocksMatchVectors<cuda::GraphExecutor>("cbr-u8.rnx", InputBlockPool::Memory::host);
+}
+
+TEST(CudaGraphExecutor, DeviceInputsMatchVectorsCbrUint8) {
+  SKIP_WITHOUT_GPU();
+  blocksMatchVectors<cuda::GraphExecutor>("cbr-u8.rnx", InputBlockPool::Memory::device);
 }
 
 TEST(CudaEagerExecutor, DeviceInputsMatchVectorsCnn) {

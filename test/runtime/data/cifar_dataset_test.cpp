@@ -56,7 +56,8 @@ TEST_F(CifarDatasetTest, NormalizesPlanesToNhwc) {
   for (int c = 0; c < 3; ++c)
     for (int i : {0, 31, 32, 1023}) {
       const float pixel = float((1 + c * 7 + i) % 256);
-      EXPECT_FLOAT_EQ(out[size_t(i * 3 + c)], (pixel / 255.0f - mean[size_t(c)]) / std[size_t(c)])
+      EXPECT_EQ(out[size_t(i * 3 + c)],
+                (pixel / 255.0f - mean[size_t(c)]) * (1.0f / std[size_t(c)]))
           << "channel " << c << " pixel " << i;
     }
 }

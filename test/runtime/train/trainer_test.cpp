@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -228,6 +229,91 @@ TEST(Checkpoint, RoundTripRestoresTheRun) {
   EXPECT_EQ(*before, *restored);
   EXPECT_EQ(trainLosses(*f.trainer, rest), trainLosses(*g.trainer, rest));
   std::filesystem::remove_all(dir);
+}
+
+// Tests a model with uint8 images (Inputs/cbr-u8.rnx: 6x6x1, compiled mean
+// 0.4 and std 0.3): byte image blocks, pixel steps, evaluation and
+// prediction of pixels, the normalization set and read back (checkpointed
+// with the buffers), and the errors of images of the wrong kind.
+TEST(Trainer, Uint8ImagesNormalizedOnTheDevice) {
+  Fixture f("cbr-u8.rnx");
+  ASSERT_TRUE(f.trainer);
+  Trainer &t = *f.trainer;
+  EXPECT_EQ(t.imageDType(), DType::u8);
+  const size_t pixelsPerBatch = size_t(t.batch() * t.imageSize());
+  std::vector<uint8_t> pixels(pixelsPerBatch);
+  for (size_t i = 0; i < pixels.size(); ++i)
+    pixels[i] = uint8_t(i * 29 % 256);
+  std::vector<int32_t> labels = {0, 1, 2, 1};
+
+  Result<ChannelNormalization> compiled = t.inputNormalization();
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message();
+  EXPECT_EQ(compiled->mean, std::vector<float>{0.4f});
+  EXPECT_EQ(compiled->std, std::vector<float>{0.3f});
+  Status st = t.setInputNormalization({0.5f}, {0.25f});
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(t.inputNormalization()->mean, std::vector<float>{0.5f});
+  EXPECT_EQ(*t.readState("input.std"), std::vector<float>{0.25f});
+  const std::vector<StateInfo> buffers = t.state("buffer");
+  EXPECT_TRUE(std::any_of(buffers.begin(), buffers.end(),
+                          [](const StateInfo &e) { return e.name == "input.mean"; }));
+  EXPECT_EQ(t.setInputNormalization({0.5f, 0.5f}, {0.25f}).error().message(),
+            "setting the input normalization: the model's images have 1 channels; got 2 means "
+            "and 1 stds");
+  EXPECT_NE(t.setInputNormalization({0.5f}, {0.0f}).error().message().find("std positive"),
+            std::string::npos);
+
+  Result<int64_t> step = t.step(pixels.data(), labels.data(), 0.1f);
+  ASSERT_TRUE(step.ok()) << step.error().message();
+  Result<std::shared_ptr<void>> block = t.imageBlock();
+  ASSERT_TRUE(block.ok());
+  std::memcpy(block->get(), pixels.data(), pixels.size());
+  ASSERT_TRUE(t.step(Trainer::Batch{*block, labels}, 0.1f).ok());
+  ASSERT_TRUE(t.drain().ok());
+  for (const StepLoss &loss : t.takeLosses())
+    EXPECT_TRUE(std::isfinite(loss.loss));
+  const std::vector<float> floats(pixelsPerBatch, 0.0f);
+  EXPECT_EQ(t.step(floats.data(), labels.data(), 0.1f).error().message(),
+            "a step of floats: the model takes uint8 pixels (its images input is ui8, normalized "
+            "on the device), not floats");
+
+  // Evaluation of pixels agrees with prediction (5 examples: a padded batch).
+  std::vector<uint8_t> five(pixels.begin(), pixels.end());
+  five.insert(five.end(), pixels.begin(), pixels.begin() + t.imageSize());
+  Result<MemoryPixelSource> source =
+      MemoryPixelSource::create("five", {6, 6, 1}, five, {0, 1, 2, 1, 0});
+  ASSERT_TRUE(source.ok()) << source.error().message();
+  Result<Evaluation> evaluation = t.evaluate(*source);
+  ASSERT_TRUE(evaluation.ok()) << evaluation.error().message();
+  EXPECT_EQ(evaluation->evaluated, 5);
+  Result<std::vector<float>> logits = t.predict(five.data(), 5);
+  ASSERT_TRUE(logits.ok()) << logits.error().message();
+  int64_t correct = 0;
+  for (int64_t i = 0; i < 5; ++i) {
+    const float *row = logits->data() + i * t.classes();
+    correct += std::max_element(row, row + t.classes()) - row == source->label(i);
+  }
+  EXPECT_EQ(evaluation->correct, correct);
+  Result<MemoryDataSource> floatSource =
+      MemoryDataSource::create("floats", {6, 6, 1}, std::vector<float>(144, 0.0f), {0, 1, 2, 1});
+  ASSERT_TRUE(floatSource.ok());
+  EXPECT_EQ(t.evaluate(*floatSource).error().message(),
+            "floats: holds float images, and the model takes uint8 pixels (its images input is "
+            "ui8, normalized on the device)");
+
+  // A float model has no normalization to set, and takes no pixels.
+  Fixture g("cnn.rnx");
+  ASSERT_TRUE(g.trainer);
+  EXPECT_EQ(g.trainer->imageDType(), DType::f32);
+  EXPECT_NE(g.trainer->setInputNormalization({0.5f}, {0.25f})
+                .error()
+                .message()
+                .find("the model's images input is f32: the host normalizes its images"),
+            std::string::npos);
+  std::vector<uint8_t> bytes(size_t(g.trainer->batch() * g.trainer->imageSize()));
+  EXPECT_NE(g.trainer->step(bytes.data(), labels.data(), 0.1f).error().message().find(
+                "the model takes f32 images, normalized on the host, not uint8 pixels"),
+            std::string::npos);
 }
 
 } // namespace

@@ -34,3 +34,9 @@
 // cpu_executor_test.cpp's rn-fuse-bn-prologue program.
 // RUN: rn-compile %S/../../runtime/Inputs/cbr.mlir -o %t.cbr-bnprologue.rnx --quiet --pipeline "precision=f16 loss-scaling=dynamic momentum=0.9 fuse-bn-prologue=true" 2>/dev/null
 // RUN: cmp %t.cbr-bnprologue.rnx %S/../../runtime/Inputs/cbr-bnprologue.rnx
+// The uint8-images twins of cbr (normalize_images; fused into the stem's
+// pad under f16).
+// RUN: rn-compile %S/../../runtime/Inputs/cbr-u8.mlir -o %t.cbr-u8.rnx --quiet --pipeline "precision=f16 loss-scaling=dynamic momentum=0.9"
+// RUN: cmp %t.cbr-u8.rnx %S/../../runtime/Inputs/cbr-u8.rnx
+// RUN: rn-compile %S/../../runtime/Inputs/cbr-u8.mlir -o %t.cbr-u8-f32.rnx --quiet
+// RUN: cmp %t.cbr-u8-f32.rnx %S/../../runtime/Inputs/cbr-u8-f32.rnx

@@ -67,10 +67,13 @@
 // Tests rn-data: the loader's images/s per thread count (one line and one
 // JSON line each) and a grid of augmented samples.
 // RUN: rn-data bench %t.d/cifar --augment crop-flip --threads 1,2 --batch 32 --batches 3 | FileCheck %s --check-prefix=BENCH
-// BENCH: loader: NHWC, 32x32x3 after crop-flip of NHWC, 32x32 RGB, batch 32, 3 timed batches of epoch 0
+// BENCH: loader: NHWC, 32x32x3 after crop-flip of NHWC, 32x32 RGB, batch 32, 3 timed batches of epoch 0, normalized f32
 // BENCH: threads 1: {{[0-9]+}} images/s, {{.*}} ms per batch of 32
-// BENCH: {"threads": 1, "images_per_s": {{.*}}, "augment": "crop-flip"}
+// BENCH: {"threads": 1, "images_per_s": {{.*}}, "augment": "crop-flip", "pixels": false}
 // BENCH: threads 2:
+// RUN: rn-data bench %t.d/cifar --augment crop-flip --threads 1 --batch 32 --batches 3 --pixels | FileCheck %s --check-prefix=PIXELS
+// PIXELS: batch 32, 3 timed batches of epoch 0, uint8 pixels (a uint8 model's input)
+// PIXELS: {"threads": 1, "images_per_s": {{.*}}, "augment": "crop-flip", "pixels": true}
 // RUN: rn-data show %t.d/folder --augment rrc-flip --size 24x32 --count 3 --draws 2 -o %t.d/grid.png | FileCheck %s --check-prefix=SHOW
 // SHOW: wrote {{.*}}grid.png: 3 examples x (evaluation view + 2 training draws), 76x100x3
 // RUN: not rn-data show %t.d/folder --augment rrc-flip -o %t.d/grid.png 2>&1 | FileCheck %s --check-prefix=NOSIZE
