@@ -10,8 +10,12 @@ development machine only, so the check takes three steps:
     # development machine: compile those into weight-free artifacts carrying the mapping
     python3 scripts/timm-import.py compile OUT/timm gpu-bundle/timm
     # GPU machine: build each model from seed 0, copy its weights in, and compare
-    # RN's evaluation logits (cuda-graph, f32) with PyTorch's eval forward (TF32 off)
-    python scripts/timm-import.py check gpu-bundle/timm OUT/timm-check.jsonl
+    # RN's evaluation logits (cuda-graph, f32) with PyTorch's eval forward (TF32 off),
+    # smallest artifacts first, starting no model after --budget-s seconds
+    python scripts/timm-import.py check gpu-bundle/timm OUT/timm-check.jsonl [--budget-s S]
+
+`check --executor cpu` runs the same comparison with RN's CPU executor and
+PyTorch on the CPU (where timm is installed beside the compiler).
 
 A model is listed as working only if its logits are within 4x what
 perturbing PyTorch's parameters by a relative 1e-6 moves them.
@@ -95,7 +99,7 @@ def compile_all(source: Path, out: Path) -> None:
         print(f"wrote {artifact}")
 
 
-def check(folder: Path, out: Path) -> None:
+def check(folder: Path, out: Path, executor: str, budget_s: float) -> None:
     import numpy as np
     import torch
 
@@ -103,29 +107,37 @@ def check(folder: Path, out: Path) -> None:
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    device = "cpu" if executor == "cpu" else "cuda"
     g = torch.Generator().manual_seed(3)
     x = torch.randn(BATCH, *SHAPE, generator=g)
+    start = time.perf_counter()
     with open(out, "w") as log:
-        for artifact in sorted(folder.glob("*.rnx")):
+        for artifact in sorted(folder.glob("*.rnx"), key=lambda p: (p.stat().st_size, p.name)):
             name = artifact.stem
-            row: dict[str, object] = {"model": name}
+            row: dict[str, object] = {"model": name, "executor": executor}
+            if time.perf_counter() - start > budget_s:
+                row.update(equal=None, why=f"not checked: the {budget_s:.0f} s budget was spent")
+                print(json.dumps(row), flush=True)
+                log.write(json.dumps(row) + "\n")
+                continue
             try:
                 model = _build(name)
-                trainer = rn.Trainer(artifact, executor="cuda-graph")
+                trainer = rn.Trainer(artifact, executor=executor)
                 trainer.copy_from(model)
                 ours = trainer.predict(x.numpy())
-                m = model.cuda()
+                m = model.to(device)
                 perturbed = copy.deepcopy(m)
                 sign = torch.Generator().manual_seed(11)
                 with torch.no_grad():
                     for t in perturbed.parameters():
                         s = torch.randint(0, 2, t.shape, generator=sign).to(t.device).float() * 2 - 1
                         t.mul_(1 + 1e-6 * s)
-                    ref = m(x.cuda()).cpu().numpy()
-                    moved = perturbed(x.cuda()).cpu().numpy()
+                    ref = m(x.to(device)).cpu().numpy()
+                    moved = perturbed(x.to(device)).cpu().numpy()
                 err = float(np.max(np.abs(ours - ref)))
                 bound = 4 * float(np.max(np.abs(ref - moved))) + 4 * 1.2e-7 * float(np.max(np.abs(ref)))
-                row.update(error=err, bound=bound, equal=err <= bound)
+                row.update(error=err, bound=bound, equal=err <= bound,
+                           seconds=round(time.perf_counter() - start, 1))
                 del trainer
             except Exception as e:
                 row.update(equal=False, why=f"{type(e).__name__}: {str(e)[:300]}")
@@ -143,13 +155,16 @@ def main() -> None:
     k = sub.add_parser("check")
     k.add_argument("folder", type=Path)
     k.add_argument("out", type=Path)
+    k.add_argument("--executor", default="cuda-graph", choices=("cuda-graph", "cuda-eager", "cpu"))
+    k.add_argument("--budget-s", type=float, default=float("inf"),
+                   help="start no model after this many seconds (the rest: not checked)")
     args = p.parse_args()
     if args.command == "survey":
         survey(args.out)
     elif args.command == "compile":
         compile_all(args.source, args.out)
     else:
-        check(args.folder, args.out)
+        check(args.folder, args.out, args.executor, args.budget_s)
 
 
 if __name__ == "__main__":

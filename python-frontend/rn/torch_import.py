@@ -558,7 +558,7 @@ class ImportedModel(Module):
         if activated is not None:
             return activated
         if isinstance(m, nn.MaxPool2d):
-            self._check_pool(node, m.ceil_mode, "ceil_mode=True")
+            self._check_pool(node, x, m.kernel_size, m.stride, m.padding, m.ceil_mode)
             if m.return_indices:
                 raise self._fail(node, "return_indices=True is not supported")
             if _pair_of(m.dilation) != (1, 1):
@@ -653,9 +653,28 @@ class ImportedModel(Module):
         bias = self._param(f"{path}.bias") if m.bias is not None else None
         return _Tensor(F.linear(x.value, self._param(f"{path}.weight"), bias))
 
-    def _check_pool(self, node: Any, ceil_mode: bool, what: str) -> None:
-        if ceil_mode:
-            raise self._fail(node, f"{what} is not supported (RN pools in floor mode)")
+    def _check_pool(self, node: Any, x: _Tensor, kernel: Any, stride: Any, padding: Any,
+                    ceil_mode: bool) -> None:
+        """RN pools in floor mode. ceil_mode=True differs from it only where a last, partial
+        window starts inside the input: at an input size where every window is whole (timm's
+        avg_down at even sizes) the two are the same pooling, which RN imports."""
+        if not ceil_mode:
+            return
+        kernel, padding = _pair_of(kernel), _pair_of(padding)
+        stride = _pair_of(stride) if stride else kernel
+        size = tuple(x.value.shape[1:3])
+        for extent, k, s, p in zip(size, kernel, stride, padding):
+            floor_out = (extent + 2 * p - k) // s + 1
+            ceil_out = -(-(extent + 2 * p - k) // s) + 1
+            if (ceil_out - 1) * s >= extent + p:  # PyTorch drops a window that starts in the padding
+                ceil_out -= 1
+            if ceil_out != floor_out:
+                raise self._fail(
+                    node,
+                    f"ceil_mode=True is not supported at input {size[0]}x{size[1]}: it adds a "
+                    "partial window (RN pools in floor mode; it imports ceil_mode where every "
+                    "window is whole)",
+                )
 
     def _avg_pool(
         self,
@@ -668,7 +687,7 @@ class ImportedModel(Module):
         count_include_pad: bool,
         divisor_override: Any,
     ) -> _Tensor:
-        self._check_pool(node, ceil_mode, "ceil_mode=True")
+        self._check_pool(node, x, kernel, stride, padding, ceil_mode)
         if divisor_override is not None:
             raise self._fail(node, "divisor_override is not supported")
         if not count_include_pad and _pair_of(padding) != (0, 0):
@@ -798,11 +817,12 @@ class ImportedModel(Module):
         def max_pool(node: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                      dilation: Any = 1, ceil_mode: bool = False,
                      return_indices: bool = False) -> _Tensor:
-            self._check_pool(node, ceil_mode, "ceil_mode=True")
+            tensor = self._tensor(node, x)
+            self._check_pool(node, tensor, kernel_size, stride, padding, ceil_mode)
             if return_indices or _pair_of(dilation) != (1, 1):
                 raise self._fail(node, "return_indices and dilation other than 1 are not supported")
-            return _Tensor(F.max_pool2d(self._tensor(node, x).value, kernel_size,
-                                        stride if stride else None, padding))
+            return _Tensor(F.max_pool2d(tensor.value, kernel_size, stride if stride else None,
+                                        padding))
 
         def dropout(node: Any, x: Any, p: float = 0.5, training: bool = True,
                     inplace: bool = False) -> _Tensor:

@@ -209,6 +209,9 @@ def timm_norm_act(drop_layer: Any = None) -> tnn.Module:
     norm_act = _module_from_source("timm.layers.norm_act", _TIMM_NORM_ACT)
     return tnn.Sequential(
         tnn.Conv2d(3, 8, 3, padding=1, bias=False), norm_act.BatchNormAct2d(8, tnn.SiLU),
+        # timm's avg_down (ResNet-D): ceil mode where every window is whole (16 -> 8 -> 4)
+        tnn.AvgPool2d(2, 2, ceil_mode=True, count_include_pad=False),
+        tnn.MaxPool2d(2, ceil_mode=True),
         tnn.Conv2d(8, 8, 3, padding=1, bias=False),
         norm_act.BatchNormAct2d(8, tnn.ReLU, drop_layer=drop_layer),
         tnn.Conv2d(8, 8, 1, bias=False), norm_act.BatchNormAct2d(8, apply_act=False),
@@ -336,7 +339,10 @@ def _head(*layers: tnn.Module, channels: int = 3) -> tnn.Module:
 
 
 REFUSALS = [
-    (_head(tnn.MaxPool2d(2, ceil_mode=True)), r"^0\.0 \(MaxPool2d\): ceil_mode=True"),
+    (_head(tnn.MaxPool2d(3, 2, ceil_mode=True)),
+     r"^0\.0 \(MaxPool2d\): ceil_mode=True is not supported at input 8x8: it adds a partial window"),
+    (_head(tnn.AvgPool2d(3, 2, ceil_mode=True, count_include_pad=False)),
+     r"^0\.0 \(AvgPool2d\): ceil_mode=True is not supported at input 8x8"),
     (_head(tnn.AvgPool2d(3, 1, 1, count_include_pad=False)), r"^0\.0 \(AvgPool2d\): count_include_pad"),
     (_head(tnn.AvgPool2d(2, divisor_override=3)), r"^0\.0 \(AvgPool2d\): divisor_override"),
     (_head(tnn.Conv2d(3, 3, 3, padding=1, padding_mode="reflect")), r"^0\.0 \(Conv2d\): padding_mode='reflect'"),
@@ -504,7 +510,7 @@ def test_timm_batch_norm_act_refuses_a_drop_layer() -> None:
     """Tests that a BatchNormAct2d with a drop layer (DropBlock in timm) is refused by path;
     without one it imports (the equality tests run it as model timm_norm_act)."""
     with pytest.raises(rn.UnsupportedModelError,
-                       match=r"^3 \(BatchNormAct2d\): drop layer Dropout is not supported"):
+                       match=r"^5 \(BatchNormAct2d\): drop layer Dropout is not supported"):
         rn.from_torch(timm_norm_act(drop_layer=tnn.Dropout), (3, 16, 16))
 
 
