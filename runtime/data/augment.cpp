@@ -37,12 +37,16 @@ const char *augmentKindName(AugmentKind kind) {
 
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+/// splitmix64's output function.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
+
+uint64_t splitmix64(uint64_t x) { return mix64(x + kGolden); }
 
 } // namespace
 
@@ -54,11 +58,8 @@ ExampleRandom::ExampleRandom(const ExampleKey &key) {
 }
 
 uint64_t ExampleRandom::next() {
-  state_ += 0x9E3779B97F4A7C15ull;
-  uint64_t z = state_;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  state_ += kGolden;
+  return mix64(state_);
 }
 
 double ExampleRandom::uniform() { return double(next() >> 11) * 0x1.0p-53; }
@@ -136,11 +137,14 @@ void cropWithPadding(const uint8_t *in, int64_t height, int64_t width, int64_t c
                      int64_t padding, const CropBox &box, uint8_t *out) {
   const int64_t top = int64_t(box.top) - padding, left = int64_t(box.left) - padding;
   const int64_t outHeight = int64_t(box.height), outWidth = int64_t(box.width);
+  if (outHeight <= 0 || outWidth <= 0 || channels <= 0)
+    return;
+  const size_t rowBytes = size_t(outWidth) * size_t(channels);
   for (int64_t y = 0; y < outHeight; ++y) {
     const int64_t sy = top + y;
     uint8_t *row = out + y * outWidth * channels;
     if (sy < 0 || sy >= height) {
-      std::fill(row, row + outWidth * channels, uint8_t(0));
+      std::fill_n(row, rowBytes, uint8_t(0));
       continue;
     }
     for (int64_t x = 0; x < outWidth; ++x) {

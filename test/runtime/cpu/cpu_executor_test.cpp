@@ -859,45 +859,6 @@ float dropoutMlpLoss(const CpuExecutor &ex, const HostBatch &b, uint64_t seed, i
   return loss;
 }
 
-/// Dropout masks follow the program's step input (the device copy the
-/// GPU's captured graphs read), not the host's step counter: steps 5 and 5
-/// submitted with different host counters draw the same masks, steps 6 and
-/// -3 others; each loss is the host forward pass with the key
-/// {seed, step * 2 + index}. lr 0 keeps the parameters, so the losses
-/// differ only by their masks; the interleaved run checks that the reads of
-/// the step are ordered after its copy.
-TEST(CpuExecutor, DropoutMasksFollowTheStepInput) {
-  Artifact a = load("dropout.rnx");
-  const int32_t steps[] = {5, 5, 6, -3};
-  for (bool interleave : {false, true}) {
-    CpuExecutor::Options options;
-    options.seed = 11;
-    options.interleave = interleave;
-    auto ex = makeExecutor(a, options);
-    ASSERT_TRUE(ex);
-    std::vector<HostBatch> data = syntheticData(*ex, 3, 1);
-    std::vector<StepInputs> inputs;
-    // The host's step counter runs 0, 1, 2, 3: the masks must follow the
-    // step input instead.
-    for (size_t i = 0; i < std::size(steps); ++i)
-      inputs.push_back(Executor::trainInputs(data[0], 0.0f, steps[i]));
-    std::vector<StepOutputs> outputs;
-    Status st = ex->runPipelined("train", inputs, outputs);
-    ASSERT_TRUE(st.ok()) << st.error().message();
-    ASSERT_EQ(outputs.size(), std::size(steps));
-    std::vector<float> losses;
-    for (StepOutputs &out : outputs)
-      losses.push_back(out["loss"].floats.at(0));
-    EXPECT_EQ(losses[0], losses[1]) << "interleave " << interleave;
-    EXPECT_NE(losses[2], losses[0]) << "interleave " << interleave;
-    EXPECT_NE(losses[3], losses[0]) << "interleave " << interleave;
-    EXPECT_NE(losses[3], losses[2]) << "interleave " << interleave;
-    for (size_t i = 0; i < std::size(steps); ++i)
-      EXPECT_EQ(losses[i], dropoutMlpLoss(*ex, data[0], options.seed, steps[i]))
-          << "step " << steps[i] << ", interleave " << interleave;
-  }
-}
-
 /// The loss of Inputs/stochastic_depth.rnx (h = relu(fc1(x)); h + stochastic
 /// depth 0.5 of block(h) -> dropout 0.25 -> fc2, batch 8) on the host with
 /// the executor's parameters and the keys the program gives step `step`: the
@@ -935,18 +896,21 @@ float stochasticDepthMlpLoss(const CpuExecutor &ex, const HostBatch &b, uint64_t
   return loss;
 }
 
-/// Stochastic depth's per-sample masks follow the step input as dropout's
-/// do, with the keys of one numbering of the random ops: the same step
-/// draws the same masks whatever the host's counter, other steps others,
-/// and each loss is the host's forward pass with those keys (lr 0); the
-/// interleaved run checks that the reads of the step are ordered after its
-/// copy.
-TEST(CpuExecutor, StochasticDepthMasksFollowTheStepInput) {
-  Artifact a = load("stochastic_depth.rnx");
+/// Runs `artifact` at lr 0 for steps 5, 5, 6 and -3 (the host's step
+/// counter runs 0..3), in order and interleaved: the random ops' masks must
+/// follow the program's step input (the device copy the GPU's captured
+/// graphs read), not the host's counter, so steps 5 and 5 give the same
+/// loss, the others other losses, and each loss is `hostLoss` (the host's
+/// forward pass with the keys of that step); the interleaved run checks
+/// that the reads of the step are ordered after its copy.
+void expectMasksFollowTheStepInput(
+    const char *artifact, uint64_t seed,
+    float (*hostLoss)(const CpuExecutor &, const HostBatch &, uint64_t, int32_t)) {
+  Artifact a = load(artifact);
   const int32_t steps[] = {5, 5, 6, -3};
   for (bool interleave : {false, true}) {
     CpuExecutor::Options options;
-    options.seed = 13;
+    options.seed = seed;
     options.interleave = interleave;
     auto ex = makeExecutor(a, options);
     ASSERT_TRUE(ex);
@@ -961,13 +925,26 @@ TEST(CpuExecutor, StochasticDepthMasksFollowTheStepInput) {
     std::vector<float> losses;
     for (StepOutputs &out : outputs)
       losses.push_back(out["loss"].floats.at(0));
-    EXPECT_EQ(losses[0], losses[1]) << "interleave " << interleave;
-    EXPECT_NE(losses[2], losses[0]) << "interleave " << interleave;
-    EXPECT_NE(losses[3], losses[0]) << "interleave " << interleave;
+    EXPECT_EQ(losses[0], losses[1]) << artifact << ", interleave " << interleave;
+    EXPECT_NE(losses[2], losses[0]) << artifact << ", interleave " << interleave;
+    EXPECT_NE(losses[3], losses[0]) << artifact << ", interleave " << interleave;
+    EXPECT_NE(losses[3], losses[2]) << artifact << ", interleave " << interleave;
     for (size_t i = 0; i < std::size(steps); ++i)
-      EXPECT_EQ(losses[i], stochasticDepthMlpLoss(*ex, data[0], options.seed, steps[i]))
-          << "step " << steps[i] << ", interleave " << interleave;
+      EXPECT_EQ(losses[i], hostLoss(*ex, data[0], seed, steps[i]))
+          << artifact << ", step " << steps[i] << ", interleave " << interleave;
   }
+}
+
+/// Dropout masks follow the step input: each loss is the host forward pass
+/// with the keys {seed, step * 2 + index}.
+TEST(CpuExecutor, DropoutMasksFollowTheStepInput) {
+  expectMasksFollowTheStepInput("dropout.rnx", 11, dropoutMlpLoss);
+}
+
+/// Stochastic depth's per-sample masks follow the step input as dropout's
+/// do, with the keys of one numbering of the random ops.
+TEST(CpuExecutor, StochasticDepthMasksFollowTheStepInput) {
+  expectMasksFollowTheStepInput("stochastic_depth.rnx", 13, stochasticDepthMlpLoss);
 }
 
 //===----------------------------------------------------------------------===//
