@@ -87,6 +87,16 @@ static bool isBatchView(Operation *op) {
   return isa<CastOp, FlattenOp, ReshapeOp, PadChannelsOp, NormalizeImagesOp>(op);
 }
 
+/// Whether an operand of `op` is made by DEEP_FWD_BWD work, which launches
+/// after the first layer's forward.
+static bool readsDeepWork(Operation &op,
+                          const llvm::DenseMap<Operation *, StringRef> &subgraphOf) {
+  return llvm::any_of(op.getOperands(), [&](Value v) {
+    auto it = subgraphOf.find(v.getDefiningOp());
+    return it != subgraphOf.end() && it->second == kDeepFwdBwd;
+  });
+}
+
 void PartitionPass::classify(
     func::FuncOp function, Value images,
     llvm::DenseMap<Operation *, StringRef> &subgraphOf) {
@@ -126,6 +136,10 @@ void PartitionPass::classify(
     } else if (auto cast = dyn_cast<CastOp>(op); cast && !readsBatch) {
       bool toF32 = cast.getResult().getType().getElementType().isF32();
       subgraph = toF32 ? kCastGrad : kCastWeights;
+    } else if (readsBatch && !inBackward && readsDeepWork(op, subgraphOf)) {
+      // The batch added to a deeper branch (a residual around the stem):
+      // the op waits for that branch, so it runs with it.
+      subgraph = kDeepFwdBwd;
     } else if (readsBatch) {
       subgraph = inBackward ? kFirstLayerBwd : kFirstLayerFwd;
       if (!inBackward && isBatchView(&op))

@@ -176,3 +176,35 @@ module attributes {rn.model = "dropout"} {
     return %5 : tensor<f32>
   }
 }
+
+// -----
+
+// Tests a residual around the first layer: the add reads the batch and the
+// branch (the first layer's conv, then a relu, DEEP_FWD_BWD work), so it
+// runs with the branch in DEEP_FWD_BWD, after the first layer's forward,
+// not in FIRST_LAYER_FWD before the relu it reads; the conv's filter
+// gradient, which reads the batch in the backward, stays FIRST_LAYER_BWD.
+
+// CHECK-LABEL: rn.model = "stem_residual"
+// CHECK:       func.func @train_step
+// CHECK:       %[[X:.+]] = rn.host_to_device %{{.+}} {rn.subgraph = @TRANSFER}
+// CHECK:       %[[C:.+]] = rn.conv2d %[[X]], {{.+}} {rn.subgraph = @FIRST_LAYER_FWD}
+// CHECK:       %[[R:.+]] = rn.relu %[[C]] {rn.subgraph = @DEEP_FWD_BWD}
+// CHECK:       rn.add %[[X]], %[[R]] {rn.subgraph = @DEEP_FWD_BWD}
+// CHECK:       rn.conv2d_backward {{.+}} {rn.subgraph = @FIRST_LAYER_BWD}
+
+module attributes {rn.model = "stem_residual"} {
+  rn.parameter @conv.weight : tensor<3x3x3x3xf32> = #rn.init<uniform, 1.924500897e-01>
+  rn.parameter @fc.weight : tensor<10x192xf32> = #rn.init<uniform, 7.216878365e-02>
+  func.func @forward(%images: tensor<2x8x8x3xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %w = rn.param @conv.weight : tensor<3x3x3x3xf32>
+    %c = rn.conv2d %images, %w stride [1, 1] pad [1, 1] dilation [1, 1] groups 1 : (tensor<2x8x8x3xf32>, tensor<3x3x3x3xf32>) -> tensor<2x8x8x3xf32>
+    %r = rn.relu %c : tensor<2x8x8x3xf32>
+    %s = rn.add %images, %r : tensor<2x8x8x3xf32>
+    %f = rn.flatten %s : tensor<2x8x8x3xf32> -> tensor<2x192xf32>
+    %fw = rn.param @fc.weight : tensor<10x192xf32>
+    %l = rn.linear %f, %fw : (tensor<2x192xf32>, tensor<10x192xf32>) -> tensor<2x10xf32>
+    %loss = rn.softmax_cross_entropy %l, %labels label_smoothing 0.000000e+00 : (tensor<2x10xf32>, tensor<2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
