@@ -17,9 +17,16 @@ args["cupti name"]) and prints, per training step:
     where it is installed), with its launch as CUPTI reports it (threads
     per block, registers per thread, shared bytes per block, local bytes
     per thread: spills) and the resident blocks per SM that follow on
-    sm_90 (H100/H200 limits); the first launch's where a kernel has several.
+    sm_90 (H100/H200 limits); the first launch's where a kernel has several;
+  - with --artifact (the traced MODEL.rnx), for the batch-norm kernels the
+    bytes each must move at least (BN_PASSES: which activation-sized tensors
+    it reads and writes, the activation being the node's conv_output or
+    input), their effective bandwidth, and with --copy-gbps (a device copy's
+    read + write rate measured in the same run, bench/device_copy.py) the
+    ratio of the two.
 
-Usage: trace-summary.py TRACE.json --steps N [--kernels] [--json OUT]
+Usage: trace-summary.py TRACE.json --steps N [--kernels] [--artifact MODEL.rnx
+       [--copy-gbps G]] [--json OUT]
 """
 
 from __future__ import annotations
@@ -75,9 +82,68 @@ def gap_buckets(spans: list[tuple[float, float]]) -> dict[str, list[float]]:
     return out
 
 
-def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
+# The batch-norm kernels (runtime/cuda/norm_kernels.cu) by name, and how
+# many activation-sized tensors each must move at least: statistics read x;
+# apply reads x and writes y (and reads the shortcut of a junction);
+# backward partial sums read dy and x; backward apply reads dy and x and
+# writes dx. Longest names first: "applyKernel" must not take the others.
+BN_PASSES = [("backwardApplyKernel", 3), ("backwardPartialKernel", 2),
+             ("statsPartialKernel", 1), ("applyKernel", 2)]
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i1": 1, "ui8": 1, "u8": 1}
+
+
+def read_program(artifact: str) -> dict[str, Any]:
+    """The program JSON of an artifact (a safetensors file: 8-byte header
+    length, the header, whose __metadata__["rn.program"] holds it)."""
+    with open(artifact, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    return json.loads(header["__metadata__"]["rn.program"])
+
+
+def node_table(program: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    """Per (subgraph name, node index) of the trace's labels: the op, the
+    bytes of its batch-norm activation (conv_output, else the input), and
+    whether it reads a shortcut."""
+    table = {}
+    for fn in program["functions"]:
+        tensors = {t["id"]: t for t in fn["tensors"]}
+        for sg in fn["subgraphs"]:
+            for i, node in enumerate(sg["nodes"]):
+                if node.get("kind") != "op":
+                    continue
+                named = {**node.get("operands", {}), **node.get("results", {})}
+                tid = named.get("conv_output", node.get("operands", {}).get("input"))
+                activation = None
+                if isinstance(tid, int) and tid in tensors:
+                    t = tensors[tid]
+                    count = 1
+                    for d in t["shape"]:
+                        count *= d
+                    activation = count * DTYPE_BYTES.get(t["dtype"], 4)
+                table[(sg["name"], i)] = {"op": node["op"], "activation_bytes": activation,
+                                          "shortcut": "shortcut" in node.get("operands", {})}
+    return table
+
+
+def bn_bytes(kernel: str, node: dict[str, Any] | None) -> int | None:
+    """The bytes `kernel` must move for `node`, or None when it is not a
+    batch-norm kernel or the node's activation is unknown."""
+    if not node or node["activation_bytes"] is None:
+        return None
+    for name, passes in BN_PASSES:
+        if name in kernel:
+            if name == "applyKernel" and node["shortcut"]:
+                passes += 1
+            return passes * node["activation_bytes"]
+    return None
+
+
+def summarize(events: list[dict[str, Any]], steps: int,
+              nodes: dict[tuple[str, int], dict[str, Any]] | None = None) -> dict[str, Any]:
     by_op: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     by_kernel: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    kernel_bytes: dict[str, int] = defaultdict(int)
     by_subgraph: dict[str, float] = defaultdict(float)
     launches: dict[str, dict[str, int]] = {}
     spans = []
@@ -86,9 +152,12 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
         start = float(e["ts"])
         spans.append((start, start + dur))
         m = LABEL.match(e.get("name", ""))
+        node = None
         if m:
             op = m.group(2) + ("." + m.group(3) if m.group(3) else "")
             by_subgraph[m.group(4)] += dur
+            if nodes is not None:
+                node = nodes.get((m.group(4), int(m.group(1))))
         else:
             op = "(unlabelled) " + e.get("name", "?")
         by_op[op][0] += dur
@@ -97,6 +166,9 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
         kernel = args.get("cupti name", e.get("name", "?"))
         by_kernel[kernel][0] += dur
         by_kernel[kernel][1] += 1
+        moved = bn_bytes(kernel, node)
+        if moved is not None:
+            kernel_bytes[kernel] += moved
         if kernel not in launches and "registers per thread" in args:
             block = args.get("block", [0, 0, 0])
             threads = block[0] * block[1] * block[2]
@@ -118,7 +190,10 @@ def summarize(events: list[dict[str, Any]], steps: int) -> dict[str, Any]:
         "ops": {k: {"ms_per_step": v[0] / per, "launches_per_step": v[1] / steps}
                 for k, v in sorted(by_op.items(), key=lambda kv: -kv[1][0])},
         "kernels": {k: {"ms_per_step": v[0] / per, "launches_per_step": v[1] / steps,
-                        **({"launch": launches[k]} if k in launches else {})}
+                        **({"launch": launches[k]} if k in launches else {}),
+                        **({"floor_bytes_per_step": kernel_bytes[k] / steps,
+                            "gbps": kernel_bytes[k] / (v[0] * 1e3) if v[0] else 0.0}
+                           if k in kernel_bytes else {})}
                     for k, v in sorted(by_kernel.items(), key=lambda kv: -kv[1][0])},
         "subgraphs": {k: v / per for k, v in sorted(by_subgraph.items(), key=lambda kv: -kv[1])},
     }
@@ -162,9 +237,18 @@ def main() -> int:
     ap.add_argument("--kernels", action="store_true", help="also list CUPTI kernel names")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--json", help="write the summary as JSON here")
+    ap.add_argument("--artifact", help="the traced MODEL.rnx: the batch-norm kernels' bytes")
+    ap.add_argument("--copy-gbps", type=float,
+                    help="a device copy's read + write GB/s in the same run (bench/device_copy.py)")
     args = ap.parse_args()
+    nodes = node_table(read_program(args.artifact)) if args.artifact else None
     with open(args.trace) as f:
-        s = summarize(gpu_events(json.load(f)), args.steps)
+        s = summarize(gpu_events(json.load(f)), args.steps, nodes)
+    if args.copy_gbps:
+        s["copy_gbps"] = args.copy_gbps
+        for v in s["kernels"].values():
+            if "gbps" in v:
+                v["copy_ratio"] = args.copy_gbps / v["gbps"] if v["gbps"] else None
     idle = s["window_ms_per_step"] - s["busy_ms_per_step"]
     print(f"per step: window {s['window_ms_per_step']:.3f} ms, GPU busy {s['busy_ms_per_step']:.3f} ms, "
           f"idle {idle:.3f} ms, kernel time summed over streams {s['kernel_sum_ms_per_step']:.3f} ms")
@@ -185,6 +269,13 @@ def main() -> int:
             config = (f" {launch['threads']:8d} {launch['registers']:5d} {launch['shared_bytes']:7d}"
                       f" {launch['local_bytes']:8d} {launch['blocks_per_sm_sm90']:10d}") if launch else ""
             print(f"{name[:60]:<60} {v['ms_per_step']:8.3f} {v['launches_per_step']:8.1f}{config}")
+        moving = [(n, v) for n, (_, v) in zip(readable([k for k, _ in top]), top) if "gbps" in v]
+        if moving:
+            print("\nbatch-norm kernel                                            GB/step    GB/s"
+                  + ("  x copy time" if args.copy_gbps else ""))
+            for name, v in moving:
+                ratio = f" {v['copy_ratio']:12.2f}" if v.get("copy_ratio") else ""
+                print(f"{name[:60]:<60} {v['floor_bytes_per_step'] / 1e9:8.3f} {v['gbps']:7.0f}{ratio}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(s, f, indent=1)

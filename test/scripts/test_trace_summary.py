@@ -109,3 +109,73 @@ def test_command_line_prints_and_writes_json(tmp_path: Path):
     assert "GPU busy 0.180 ms" in run.stdout
     assert "bn_kernel" in run.stdout
     assert json.loads(out.read_text())["steps"] == 2
+
+
+def program() -> dict:
+    # train_step's DEEP_FWD_BWD: an event, a CBR forward (its conv output
+    # f16 [2, 4, 4, 8]: 512 bytes), a junction (bn_add_relu, input f32
+    # [2, 4, 4, 8]: 1024 bytes, with a shortcut) and its backward.
+    tensors = [{"id": 0, "shape": [2, 4, 4, 3], "dtype": "f16"},
+               {"id": 1, "shape": [2, 4, 4, 8], "dtype": "f16"},
+               {"id": 2, "shape": [2, 4, 4, 8], "dtype": "f32"},
+               {"id": 3, "shape": [2, 4, 4, 8], "dtype": "f32"}]
+    nodes = [{"kind": "event_wait", "event": 0},
+             {"kind": "op", "op": "cbr_forward", "operands": {"input": 0}, "results": {"conv_output": 1}},
+             {"kind": "op", "op": "bn_add_relu", "operands": {"input": 2, "shortcut": 3},
+              "results": {"result": 2}},
+             {"kind": "op", "op": "bn_add_relu_backward", "operands": {"output_grad": 2, "input": 3}}]
+    return {"functions": [{"name": "train_step", "tensors": tensors,
+                           "subgraphs": [{"name": "DEEP_FWD_BWD", "nodes": nodes}]}]}
+
+
+def mangled(name: str) -> str:
+    return f"_ZN2rn4cuda12_GLOBAL__N_1{len(name)}{name}I6__halfLi8ELi4EEEvPKT_"
+
+
+def bn_trace() -> dict:
+    return {"traceEvents": [
+        event("1 cbr_forward (DEEP_FWD_BWD)", 0, 2, mangled("statsPartialKernel")),
+        event("1 cbr_forward (DEEP_FWD_BWD)", 2, 2, mangled("applyKernel")),
+        event("2 bn_add_relu (DEEP_FWD_BWD)", 4, 4, mangled("applyKernel")),
+        event("3 bn_add_relu_backward (DEEP_FWD_BWD)", 8, 4, mangled("backwardPartialKernel")),
+        event("3 bn_add_relu_backward (DEEP_FWD_BWD)", 12, 4, mangled("backwardApplyKernel")),
+        event("1 cbr_forward (DEEP_FWD_BWD)", 16, 5, "conv_kernel"),
+    ]}
+
+
+def test_batch_norm_kernels_carry_the_bytes_they_must_move(tmp_path: Path):
+    nodes = ts.node_table(program())
+    assert nodes[("DEEP_FWD_BWD", 1)] == {"op": "cbr_forward", "activation_bytes": 512,
+                                          "shortcut": False}
+    assert nodes[("DEEP_FWD_BWD", 2)]["shortcut"] is True
+    assert ("DEEP_FWD_BWD", 0) not in nodes  # events are not ops
+    s = ts.summarize(ts.gpu_events(bn_trace()), steps=1, nodes=nodes)
+    k = s["kernels"]
+    # statistics: x once (512); apply: x and y of the CBR (1024) plus x, y
+    # and the shortcut of the junction (3072); backward: dy, x (2048) and
+    # dy, x, dx (3072) of 1024-byte tensors.
+    assert k[mangled("statsPartialKernel")]["floor_bytes_per_step"] == 512
+    assert k[mangled("applyKernel")]["floor_bytes_per_step"] == 1024 + 3072
+    assert k[mangled("backwardPartialKernel")]["floor_bytes_per_step"] == 2048
+    assert k[mangled("backwardApplyKernel")]["floor_bytes_per_step"] == 3072
+    # 512 bytes in 2 us: 0.256 GB/s; the convolution has no floor here.
+    assert k[mangled("statsPartialKernel")]["gbps"] == pytest.approx(0.256)
+    assert "gbps" not in k["conv_kernel"]
+    # Without the artifact nothing is claimed.
+    assert "gbps" not in ts.summarize(ts.gpu_events(bn_trace()), steps=1)["kernels"]["conv_kernel"]
+
+    # The command line reads the program from an artifact (safetensors
+    # header metadata) and sets the copy's rate beside each kernel's.
+    header = json.dumps({"__metadata__": {"rn.program": json.dumps(program())}}).encode()
+    artifact = tmp_path / "m.rnx"
+    artifact.write_bytes(len(header).to_bytes(8, "little") + header)
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(bn_trace()))
+    out = tmp_path / "summary.json"
+    run = subprocess.run([sys.executable, str(SCRIPT), str(path), "--steps", "1", "--kernels",
+                          "--artifact", str(artifact), "--copy-gbps", "0.128", "--json", str(out)],
+                         capture_output=True, text=True, check=True)
+    assert "batch-norm kernel" in run.stdout and "x copy time" in run.stdout
+    summary = json.loads(out.read_text())
+    assert summary["copy_gbps"] == 0.128
+    assert summary["kernels"][mangled("statsPartialKernel")]["copy_ratio"] == pytest.approx(0.5)
