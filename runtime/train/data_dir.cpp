@@ -119,6 +119,9 @@ Result<DataDir> loadImageFolder(const std::string &dir, const DataDirOptions &op
   images.limitTrain = options.limitTrain;
   images.limitTest = options.limitTest;
   images.mixedSizes = options.mixedSizes;
+  images.rank = options.rank;
+  images.ranks = options.ranks;
+  images.sumOverRanks = options.sumOverRanks;
   if (*given) {
     images.mean = (*given)->mean;
     images.std = (*given)->std;
@@ -132,10 +135,13 @@ Result<DataDir> loadImageFolder(const std::string &dir, const DataDirOptions &op
       std::to_string(sources->test->count()) + " " + sources->testSplit + " examples, " +
       sources->train->layout() + ", " + std::to_string(sources->classes.size()) +
       " classes, mean " + listed(sources->mean) + " std " + listed(sources->std) +
-      (sources->statsComputed ? " (computed from the training split, its " +
-                                    std::to_string(sources->train->count()) +
-                                    " images decoded once)"
-                              : std::string(" (given)"));
+      (sources->statsComputed
+           ? " (computed from the training split, its " + std::to_string(sources->train->count()) +
+                 " images decoded once" +
+                 (options.ranks > 1 ? ", shared among " + std::to_string(options.ranks) + " ranks"
+                                    : std::string()) +
+                 ")"
+           : std::string(" (given)"));
   out.sizesVary = sources->sizesDiffer;
   out.train = std::move(sources->train);
   out.test = std::move(sources->test);

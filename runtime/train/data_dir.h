@@ -15,8 +15,10 @@
 #include "runtime/train/cifar_source.h"
 #include "runtime/train/data_source.h"
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace rn::train {
 
@@ -29,6 +31,11 @@ struct DataDirOptions {
   /// Image folders: the images may differ in size (the augmentation
   /// resizes them).
   bool mixedSizes = false;
+  /// Image folders' computed statistics, data-parallel: each rank decodes
+  /// its share of the training images, sumOverRanks adds the sums
+  /// (ImageFolderSourceOptions).
+  int rank = 0, ranks = 1;
+  std::function<Status(std::vector<double> &)> sumOverRanks;
 };
 
 struct DataDir {

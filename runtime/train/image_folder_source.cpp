@@ -114,24 +114,31 @@ Result<std::array<std::vector<ImageSize>, 2>> readSizes(const std::vector<ImageF
 
 /// The per-channel mean and standard deviation (population) of `files`'
 /// pixels scaled to [0, 1], read with `channels` channels, summed in
-/// example order as npzChannelStats.
+/// example order as npzChannelStats; data-parallel, this rank's share of
+/// the files, the ranks' sums added (ImageFolderSourceOptions).
 Status channelStats(const std::vector<ImageFile> &files, const std::vector<ImageSize> &sizes,
-                    int64_t channels, std::vector<float> &mean, std::vector<float> &std) {
-  std::vector<double> sum(static_cast<size_t>(channels)), squares(static_cast<size_t>(channels));
+                    int64_t channels, const ImageFolderSourceOptions &options,
+                    std::vector<float> &mean, std::vector<float> &std) {
+  // sums[c], then the squares' sums[channels + c], then the pixel count.
+  const size_t c0 = size_t(channels);
+  std::vector<double> sums(2 * c0 + 1);
   PixelImage image;
-  double pixels = 0;
-  for (size_t f = 0; f < files.size(); ++f) {
+  for (size_t f = size_t(options.rank); f < files.size(); f += size_t(options.ranks)) {
     RN_RETURN_IF_ERROR(decodeAs(files[f].path, sizes[f], channels, image));
     for (size_t i = 0; i < image.pixels.size(); ++i) {
       const double v = double(image.pixels[i]) / 255.0;
-      sum[i % size_t(channels)] += v;
-      squares[i % size_t(channels)] += v * v;
+      sums[i % c0] += v;
+      sums[c0 + i % c0] += v * v;
     }
-    pixels += double(image.height * image.width);
+    sums[2 * c0] += double(image.height * image.width);
   }
-  mean.assign(size_t(channels), 0.0f);
-  std.assign(size_t(channels), 0.0f);
-  for (size_t c = 0; c < size_t(channels); ++c) {
+  if (options.ranks > 1)
+    RN_RETURN_IF_ERROR(options.sumOverRanks(sums));
+  const double pixels = sums[2 * c0];
+  const double *sum = sums.data(), *squares = sums.data() + c0;
+  mean.assign(c0, 0.0f);
+  std.assign(c0, 0.0f);
+  for (size_t c = 0; c < c0; ++c) {
     const double m = sum[c] / pixels;
     mean[c] = float(m);
     std[c] = float(std::sqrt(std::max(squares[c] / pixels - m * m, 0.0)));
@@ -173,8 +180,11 @@ Result<ImageFolderSources> loadImageFolderSources(const std::string &root,
     out.mean = *options.mean;
     out.std = *options.std;
   } else {
+    if (options.ranks > 1 && !options.sumOverRanks)
+      return Error(root + ": computing the statistics over " + std::to_string(options.ranks) +
+                   " ranks needs their sum");
     RN_RETURN_IF_ERROR(
-        channelStats(folder->train, (*sizes)[0], out.size.channels, out.mean, out.std));
+        channelStats(folder->train, (*sizes)[0], out.size.channels, options, out.mean, out.std));
     out.statsComputed = true;
   }
   for (float s : out.std)

@@ -20,6 +20,7 @@
 #include "runtime/data/image_folder.h"
 #include "runtime/train/data_source.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,6 +72,11 @@ struct ImageFolderSourceOptions {
   /// Images may differ in size (and in channels: grayscale ones of a color
   /// folder are read as RGB); they reach the model through a resize.
   bool mixedSizes = false;
+  /// Data-parallel, computing the statistics: this rank decodes every
+  /// ranks-th training image from `rank` on, and sumOverRanks adds the
+  /// ranks' sums (a collective every rank calls once).
+  int rank = 0, ranks = 1;
+  std::function<Status(std::vector<double> &)> sumOverRanks;
 };
 
 struct ImageFolderSources {

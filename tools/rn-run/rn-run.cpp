@@ -192,6 +192,11 @@ int runData(const Options &o, Trainer &trainer, FitPrinter &report) {
   recipe.kind = *augment;
   DataDirOptions dataOptions{o.limitTrain, o.limitTest, o.label, o.mean, o.std};
   dataOptions.mixedSizes = recipe.kind == rn::AugmentKind::resizedCropFlip;
+  // Data-parallel, each rank decodes only its share of an image folder for
+  // the statistics.
+  dataOptions.rank = trainer.group().rank;
+  dataOptions.ranks = trainer.group().worldSize;
+  dataOptions.sumOverRanks = [&](std::vector<double> &sums) { return trainer.sumOverRanks(sums); };
   rn::Result<DataDir> sources = loadDataDir(o.data, dataOptions);
   if (!sources)
     return fail(sources.error().message());

@@ -37,7 +37,7 @@
 // RUN: %python %S/Inputs/write_image_folder.py %t.d/folder 16 4
 // RUN: not rn-run %t.rnx --data %t.d/folder --executor cpu 2>&1 | FileCheck %s --check-prefix=SIZES
 // SIZES: rn-run: error: {{.*}}folder/train/class0/0001.png: {{[0-9]+}}x{{[0-9]+}}x3 (HxWxC), but {{.*}}folder/train/class0/0000.png is {{[0-9]+}}x{{[0-9]+}}x3: all images of a folder must have one size (or be resized: --augment rrc-flip)
-// RUN: rn-run %t.rnx --data %t.d/folder --augment rrc-flip --epochs 2 --executor cpu --no-progress | FileCheck %s --check-prefix=RRC
+// RUN: rn-run %t.rnx --data %t.d/folder --augment rrc-flip --epochs 2 --executor cpu --no-progress | tee %t.d/rrc.txt | FileCheck %s --check-prefix=RRC
 // RRC: data: image folder {{.*}}folder: 80 training and 20 val examples, NHWC, 3-channel uint8 images of varying sizes, 5 classes, mean {{.*}} (computed from the training split, its 80 images decoded once); augmentation rrc-flip (random-resized crop to 32x32, horizontal flip; evaluation: resize + center crop 0.8750)
 // RRC: epoch 2/2 test loss {{.*}} accuracy {{.*}}% (20 examples)
 // RUN: rn-data to-jpeg %t.d/folder %t.d/jpeg --quality 90 | FileCheck %s --check-prefix=TOJPEG
@@ -53,6 +53,17 @@
 // RUN: rn-run %t.rnx --data %t.d/folder-gray --augment rrc-flip --executor cpu --no-progress | FileCheck %s --check-prefix=GRAY
 // GRAY: data: image folder {{.*}}folder-gray: 80 training and 20 val examples, NHWC, 3-channel uint8 images of varying sizes
 // GRAY: epoch 1/1 test loss
+
+// Tests the statistics of two data-parallel ranks (CPU replicas): each
+// decodes only its half of the training images for them, and the sums of
+// the two halves give the single rank's mean and std.
+// RUN: %python -m rn.models fashion_cnn --channels 3 --image 32 --batch 16 -o %t.dp.mlir
+// RUN: rn-compile %t.dp.mlir -o %t.dp.rnx --quiet --pipeline "data-parallel=true"
+// RUN: rn-run %t.dp.rnx --data %t.d/folder --augment rrc-flip --executor cpu --cpu-replicas 2 --no-progress > %t.d/ranks.txt
+// RUN: cat %t.d/rrc.txt %t.d/ranks.txt | FileCheck %s --check-prefix=RANKS
+// RANKS: data: image folder {{.*}}folder: 80 training and 20 val examples, {{.*}} mean [[MEAN:[0-9.,]+]] std [[STD:[0-9.,]+]] (computed from the training split, its 80 images decoded once)
+// RANKS: data: image folder {{.*}}folder: 80 training and 20 val examples, {{.*}} mean [[MEAN]] std [[STD]] (computed from the training split, its 80 images decoded once, shared among 2 ranks)
+// RANKS: epoch 1/1 test loss
 
 // Tests an image whose header reads but whose pixels do not (a validation
 // image, which every epoch reads): the run stops naming it (exit 1), unless
