@@ -8,25 +8,36 @@
 
 namespace rn {
 
-Result<std::vector<int64_t>> Executor::inputShape(std::string_view function,
-                                                     std::string_view input) const {
-  const Function *f = program().findFunction(function);
+namespace {
+
+/// The tensor of `function`'s host input `input`, or an error naming what
+/// is missing.
+Result<const TensorInfo *> inputTensor(const Program &program, std::string_view function,
+                                       std::string_view input) {
+  const Function *f = program.findFunction(function);
   if (!f)
     return Error("no function named '" + std::string(function) + "'");
   for (const Binding &b : f->inputs)
     if (b.name == input)
-      return f->tensors[b.tensor].shape;
+      return &f->tensors[b.tensor];
   return Error("function " + f->name + " has no input '" + std::string(input) + "'");
 }
 
+} // namespace
+
+Result<std::vector<int64_t>> Executor::inputShape(std::string_view function,
+                                                     std::string_view input) const {
+  Result<const TensorInfo *> t = inputTensor(program(), function, input);
+  if (!t)
+    return t.error();
+  return (*t)->shape;
+}
+
 Result<DType> Executor::inputDType(std::string_view function, std::string_view input) const {
-  const Function *f = program().findFunction(function);
-  if (!f)
-    return Error("no function named '" + std::string(function) + "'");
-  for (const Binding &b : f->inputs)
-    if (b.name == input)
-      return f->tensors[b.tensor].dtype;
-  return Error("function " + f->name + " has no input '" + std::string(input) + "'");
+  Result<const TensorInfo *> t = inputTensor(program(), function, input);
+  if (!t)
+    return t.error();
+  return (*t)->dtype;
 }
 
 int64_t Executor::stepCounter(uint32_t function) const {

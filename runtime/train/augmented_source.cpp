@@ -82,12 +82,8 @@ Status AugmentedSource::augmentedPixels(int64_t index, const BatchDraw &draw,
 Status AugmentedSource::readExample(int64_t index, float *out, const BatchDraw &draw) const {
   PixelImage image;
   RN_RETURN_IF_ERROR(augmentedPixels(index, draw, image));
-  const size_t channels = size_t(channels_), pixels = image.pixels.size() / channels;
-  const float *mean = normalization_.mean.data(), *inverseStd = inverseStd_.data();
-  const uint8_t *in = image.pixels.data();
-  for (size_t p = 0; p < pixels; ++p, in += channels, out += channels)
-    for (size_t c = 0; c < channels; ++c)
-      out[c] = (float(in[c]) / 255.0f - mean[c]) * inverseStd[c];
+  normalizePixels(image.pixels.data(), image.pixels.size(), size_t(channels_),
+                  normalization_.mean.data(), inverseStd_.data(), out);
   return Status::success();
 }
 

@@ -67,6 +67,13 @@ Result<MemoryDataSource> MemoryDataSource::create(std::string name,
   return source;
 }
 
+void normalizePixels(const uint8_t *pixels, size_t count, size_t channels, const float *mean,
+                     const float *inverseStd, float *out) {
+  for (size_t p = 0; p < count; p += channels)
+    for (size_t c = 0; c < channels; ++c)
+      out[p + c] = (float(pixels[p + c]) / 255.0f - mean[c]) * inverseStd[c];
+}
+
 namespace {
 
 Error noPixels(const DataSource &source) {
@@ -148,6 +155,14 @@ Status DataSource::fillPixelBatch(const int64_t *indices, int64_t n, uint8_t *pi
                                });
 }
 
+Status DataSource::fillInputBatch(DType imageType, const int64_t *indices, int64_t n,
+                                  void *images, int32_t *labels,
+                                  const BatchOptions &options) const {
+  return imageType == DType::u8
+             ? fillPixelBatch(indices, n, static_cast<uint8_t *>(images), labels, options)
+             : fillBatch(indices, n, static_cast<float *>(images), labels, options);
+}
+
 Status DataSource::readExamplePixels(int64_t index, uint8_t *out, const BatchDraw &) const {
   PixelImage image;
   RN_RETURN_IF_ERROR(readPixels(index, image));
@@ -192,19 +207,19 @@ Result<MemoryPixelSource> MemoryPixelSource::create(std::string name,
   source.pixels_ = std::move(pixels);
   source.labels_ = std::move(labels);
   source.normalization_ = std::move(normalization);
+  for (float s : source.normalization_.std)
+    source.inverseStd_.push_back(1.0f / s);
   return source;
 }
 
 void MemoryPixelSource::writeImage(int64_t index, float *out) const {
   const size_t size = size_t(imageSize()), channels = size_t(shape_[2]);
   const uint8_t *image = pixels_.data() + size_t(index) * size;
-  for (size_t i = 0; i < size; ++i) {
-    const size_t c = i % channels;
-    out[i] = normalization_.mean.empty()
-                 ? float(image[i])
-                 : (float(image[i]) / 255.0f - normalization_.mean[c]) *
-                       (1.0f / normalization_.std[c]);
+  if (normalization_.mean.empty()) {
+    std::copy_n(image, size, out);
+    return;
   }
+  normalizePixels(image, size, channels, normalization_.mean.data(), inverseStd_.data(), out);
 }
 
 Status MemoryPixelSource::readPixels(int64_t index, PixelImage &image) const {

@@ -15,6 +15,7 @@
 #ifndef RN_RUNTIME_TRAIN_DATA_SOURCE_H
 #define RN_RUNTIME_TRAIN_DATA_SOURCE_H
 
+#include "runtime/core/dtype.h"
 #include "runtime/core/status.h"
 
 #include <cstdint>
@@ -37,6 +38,12 @@ struct PixelImage {
 struct ChannelNormalization {
   std::vector<float> mean, std;
 };
+
+/// The normalization every source applies to uint8 pixels (`count` values,
+/// HWC, `channels` per pixel): (x / 255 - mean[c]) * inverseStd[c], the
+/// formula the device's normalize_images computes too.
+void normalizePixels(const uint8_t *pixels, size_t count, size_t channels, const float *mean,
+                     const float *inverseStd, float *out);
 
 /// Which draw of the augmentation a batch's examples take: training draws
 /// keyed by (seed, epoch, example); evaluation draws nothing.
@@ -112,6 +119,10 @@ public:
   /// imageSize() bytes), no normalization; the same errors and skipping.
   Status fillPixelBatch(const int64_t *indices, int64_t n, uint8_t *pixels, int32_t *labels,
                         const BatchOptions &options = {}) const;
+  /// The batch as a model's images input of `imageType` takes it: pixels
+  /// (fillPixelBatch) for u8, normalized floats (fillBatch) otherwise.
+  Status fillInputBatch(DType imageType, const int64_t *indices, int64_t n, void *images,
+                        int32_t *labels, const BatchOptions &options = {}) const;
   /// Example `index`'s pixels as the model takes them (imageSize() bytes,
   /// HWC): readPixels, which must give imageShape(); an augmenting source
   /// draws under `draw` first.
@@ -182,6 +193,7 @@ private:
   std::vector<uint8_t> pixels_;
   std::vector<int32_t> labels_;
   ChannelNormalization normalization_;
+  std::vector<float> inverseStd_;
 };
 
 /// rn-run --synthetic's data: `examples` uniform random images in [-1, 1)

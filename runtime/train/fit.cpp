@@ -75,7 +75,6 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
   // straight into a host input block (or its pixels, for a model that
   // normalizes on the device), which its step copies to the device from
   // (no host copy of a batch after it is prepared).
-  const bool pixels = trainer.imageDType() == DType::u8;
   struct Window {
     std::vector<Trainer::Batch> batches;
     std::vector<float> lrs;
@@ -100,11 +99,8 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
       }
       std::vector<int32_t> labels(static_cast<size_t>(batch));
       const int64_t *indices = order.data() + (s0 + i) * globalBatch + shard.begin;
-      Status filled =
-          pixels ? train.fillPixelBatch(indices, batch, static_cast<uint8_t *>(block->get()),
-                                        labels.data(), options)
-                 : train.fillBatch(indices, batch, static_cast<float *>(block->get()),
-                                   labels.data(), options);
+      Status filled = train.fillInputBatch(trainer.imageDType(), indices, batch, block->get(),
+                                           labels.data(), options);
       if (!filled) {
         w.error = filled.error().message();
         return w;

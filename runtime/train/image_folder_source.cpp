@@ -62,10 +62,8 @@ Status ImageFolderSource::readImage(int64_t index, float *out) const {
   const int64_t size = size_.pixels(), channels = size_.channels;
   PixelImage image;
   RN_RETURN_IF_ERROR(readPixels(index, image));
-  for (int64_t i = 0; i < size; ++i) {
-    const size_t c = size_t(i % channels);
-    out[i] = (float(image.pixels[size_t(i)]) / 255.0f - mean_[c]) * inverseStd_[c];
-  }
+  normalizePixels(image.pixels.data(), size_t(size), size_t(channels), mean_.data(),
+                  inverseStd_.data(), out);
   return Status::success();
 }
 

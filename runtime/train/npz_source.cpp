@@ -30,10 +30,7 @@ void NpzDataSource::writeImage(int64_t index, float *out) const {
   const int64_t size = data_.imageSize(), channels = data_.channels;
   if (data_.pixels == NpzPixels::u8) {
     const auto *p = reinterpret_cast<const uint8_t *>(data_.images.data()) + index * size;
-    for (int64_t i = 0; i < size; ++i) {
-      const size_t c = size_t(i % channels);
-      out[i] = (float(p[i]) / 255.0f - mean_[c]) * inverseStd_[c];
-    }
+    normalizePixels(p, size_t(size), size_t(channels), mean_.data(), inverseStd_.data(), out);
   } else {
     const char *p = data_.images.data() + index * size * int64_t(sizeof(float));
     for (int64_t i = 0; i < size; ++i) {

@@ -268,9 +268,10 @@ Result<Evaluation> Trainer::evaluate(const DataSource &test, const BatchOptions 
     int64_t rows = std::min(n, test.count() - first);
     for (int64_t i = 0; i < n; ++i)
       indices[size_t(i)] = i < rows ? first + i : (i - rows) % test.count();
-    RN_RETURN_IF_ERROR(
-        pixels ? test.fillPixelBatch(indices.data(), n, hb.pixels.data(), hb.labels.data(), reading)
-               : test.fillBatch(indices.data(), n, hb.images.data(), hb.labels.data(), reading));
+    RN_RETURN_IF_ERROR(test.fillInputBatch(
+        imageDType(), indices.data(), n,
+        pixels ? static_cast<void *>(hb.pixels.data()) : static_cast<void *>(hb.images.data()),
+        hb.labels.data(), reading));
     EvalOutputs out;
     if (Status st = executor_.evalStep(hb, out); !st)
       return Error("evaluation batch " + std::to_string(first / n + 1) + ": " +

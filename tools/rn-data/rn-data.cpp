@@ -212,8 +212,9 @@ int bench(const Options &o, const DataDir &data) {
               train.layout().c_str(), (long long)batch, (long long)batches,
               o.pixels ? "uint8 pixels (a uint8 model's input)" : "normalized f32");
   auto fill = [&](const int64_t *indices, const BatchOptions &options) {
-    return o.pixels ? train.fillPixelBatch(indices, batch, pixels.data(), labels.data(), options)
-                    : train.fillBatch(indices, batch, images.data(), labels.data(), options);
+    return train.fillInputBatch(o.pixels ? rn::DType::u8 : rn::DType::f32, indices, batch,
+                                o.pixels ? static_cast<void *>(pixels.data()) : images.data(),
+                                labels.data(), options);
   };
   for (int64_t n : threads) {
     LoaderPool pool{int(n)};
