@@ -453,30 +453,19 @@ struct DropoutArgs {
   uint64_t dropouts = 0, index = 0; ///< of the node: its function's count, its index
 };
 
-/// The random op's stream, the CPU's uint64_t(int64_t(step)) * count +
-/// index (cpu_executor.cpp), read from the device step.
-__device__ uint64_t randomStream(const int32_t *step, uint64_t count, uint64_t index) {
-  return uint64_t(int64_t(*step)) * count + index;
-}
-
-/// The four words of Philox block `block` of `stream` (elements, or
-/// samples, 4 * block .. 4 * block + 3).
-__device__ void philoxWords(int64_t block, uint64_t stream, uint2 key, uint32_t (&words)[4]) {
-  uint4 w = philox4x32(make_uint4(uint32_t(block), uint32_t(uint64_t(block) >> 32),
-                                  uint32_t(stream), uint32_t(stream >> 32)),
-                       key);
-  words[0] = w.x, words[1] = w.y, words[2] = w.z, words[3] = w.w;
-}
-
 /// One thread per Philox block: elements 4 * block .. 4 * block + 3.
 template <bool Vector> __global__ void dropoutKernel(DropoutArgs a) {
-  const uint64_t stream = randomStream(a.step, a.dropouts, a.index);
+  // The CPU's uint64_t(int64_t(step)) * count + index (cpu_executor.cpp).
+  const uint64_t stream = uint64_t(int64_t(*a.step)) * a.dropouts + a.index;
+  const uint32_t streamLo = uint32_t(stream), streamHi = uint32_t(stream >> 32);
   const int64_t blocks = (a.count + 3) / 4;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t block = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; block < blocks;
        block += stride) {
-    uint32_t words[4];
-    philoxWords(block, stream, a.key, words);
+    uint4 w = philox4x32(make_uint4(uint32_t(block), uint32_t(uint64_t(block) >> 32),
+                                    streamLo, streamHi),
+                         a.key);
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
     float m[4], x[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -530,13 +519,16 @@ struct SampleMaskArgs {
 /// One thread per Philox block: samples 4 * block .. 4 * block + 3 take the
 /// words dropout's elements of those indices would.
 __global__ void sampleMaskKernel(SampleMaskArgs a) {
-  const uint64_t stream = randomStream(a.step, a.count, a.index);
+  const uint64_t stream = uint64_t(int64_t(*a.step)) * a.count + a.index;
+  const uint32_t streamLo = uint32_t(stream), streamHi = uint32_t(stream >> 32);
   const int64_t blocks = (a.samples + 3) / 4;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t block = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; block < blocks;
        block += stride) {
-    uint32_t words[4];
-    philoxWords(block, stream, a.key, words);
+    uint4 w = philox4x32(make_uint4(uint32_t(block), uint32_t(uint64_t(block) >> 32),
+                                    streamLo, streamHi),
+                         a.key);
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
     for (int j = 0; j < 4 && 4 * block + j < a.samples; ++j)
       storeFloat(a.mask, a.maskType, 4 * block + j, (words[j] >> 8) < a.threshold ? 0.0f : a.keep);
   }
