@@ -87,6 +87,11 @@ def gap_buckets(spans: list[tuple[float, float]]) -> dict[str, list[float]]:
 # apply reads x and writes y (and reads the shortcut of a junction);
 # backward partial sums read dy and x; backward apply reads dy and x and
 # writes dx. Longest names first: "applyKernel" must not take the others.
+# The activation-sized tensors each batch-norm kernel must move for a node
+# that reads no ReLU result and writes no masked gradient: the statistics
+# read x; the apply reads x and writes y; the backward's sums read dy and x;
+# its dx pass reads dy and x and writes dx. bn_bytes adds what a node's
+# operands add (a shortcut, a stored ReLU result, a masked gradient out).
 BN_PASSES = [("backwardApplyKernel", 3), ("backwardPartialKernel", 2),
              ("statsPartialKernel", 1), ("applyKernel", 2)]
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i1": 1, "ui8": 1, "u8": 1}
@@ -121,8 +126,12 @@ def node_table(program: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]
                     for d in t["shape"]:
                         count *= d
                     activation = count * DTYPE_BYTES.get(t["dtype"], 4)
+                operands = node.get("operands", {})
+                results = node.get("results", {})
                 table[(sg["name"], i)] = {"op": node["op"], "activation_bytes": activation,
-                                          "shortcut": "shortcut" in node.get("operands", {})}
+                                          "shortcut": "shortcut" in operands,
+                                          "relu_output": "relu_output" in operands,
+                                          "shortcut_grad": "shortcut_grad" in results}
     return table
 
 
@@ -133,8 +142,15 @@ def bn_bytes(kernel: str, node: dict[str, Any] | None) -> int | None:
         return None
     for name, passes in BN_PASSES:
         if name in kernel:
-            if name == "applyKernel" and node["shortcut"]:
-                passes += 1
+            if name == "applyKernel" and node.get("shortcut"):
+                passes += 1  # bn_add_relu reads the shortcut
+            if name == "backwardPartialKernel":
+                # A stored ReLU result is read for the mask; bn_add_relu's
+                # masked gradient (its shortcut_grad) is written here.
+                passes += int(node.get("relu_output", False)) + int(node.get("shortcut_grad", False))
+            if name == "backwardApplyKernel" and node.get("relu_output") and \
+                    not node.get("shortcut_grad"):
+                passes += 1  # the mask again (bn_add_relu's dx pass reads its masked dy)
             return passes * node["activation_bytes"]
     return None
 

@@ -123,7 +123,9 @@ def program() -> dict:
              {"kind": "op", "op": "cbr_forward", "operands": {"input": 0}, "results": {"conv_output": 1}},
              {"kind": "op", "op": "bn_add_relu", "operands": {"input": 2, "shortcut": 3},
               "results": {"result": 2}},
-             {"kind": "op", "op": "bn_add_relu_backward", "operands": {"output_grad": 2, "input": 3}}]
+             {"kind": "op", "op": "bn_add_relu_backward",
+              "operands": {"output_grad": 2, "relu_output": 2, "input": 3},
+              "results": {"shortcut_grad": 3, "input_grad": 2}}]
     return {"functions": [{"name": "train_step", "tensors": tensors,
                            "subgraphs": [{"name": "DEEP_FWD_BWD", "nodes": nodes}]}]}
 
@@ -146,17 +148,20 @@ def bn_trace() -> dict:
 def test_batch_norm_kernels_carry_the_bytes_they_must_move(tmp_path: Path):
     nodes = ts.node_table(program())
     assert nodes[("DEEP_FWD_BWD", 1)] == {"op": "cbr_forward", "activation_bytes": 512,
-                                          "shortcut": False}
+                                          "shortcut": False, "relu_output": False,
+                                          "shortcut_grad": False}
     assert nodes[("DEEP_FWD_BWD", 2)]["shortcut"] is True
     assert ("DEEP_FWD_BWD", 0) not in nodes  # events are not ops
     s = ts.summarize(ts.gpu_events(bn_trace()), steps=1, nodes=nodes)
     k = s["kernels"]
     # statistics: x once (512); apply: x and y of the CBR (1024) plus x, y
-    # and the shortcut of the junction (3072); backward: dy, x (2048) and
-    # dy, x, dx (3072) of 1024-byte tensors.
+    # and the shortcut of the junction (3072); the junction's backward
+    # sums read dy, the ReLU result and x and write the masked dy (4096),
+    # its dx pass reads the masked dy and x and writes dx (3072), of
+    # 1024-byte tensors.
     assert k[mangled("statsPartialKernel")]["floor_bytes_per_step"] == 512
     assert k[mangled("applyKernel")]["floor_bytes_per_step"] == 1024 + 3072
-    assert k[mangled("backwardPartialKernel")]["floor_bytes_per_step"] == 2048
+    assert k[mangled("backwardPartialKernel")]["floor_bytes_per_step"] == 4096
     assert k[mangled("backwardApplyKernel")]["floor_bytes_per_step"] == 3072
     # 512 bytes in 2 us: 0.256 GB/s; the convolution has no floor here.
     assert k[mangled("statsPartialKernel")]["gbps"] == pytest.approx(0.256)
@@ -179,3 +184,17 @@ def test_batch_norm_kernels_carry_the_bytes_they_must_move(tmp_path: Path):
     summary = json.loads(out.read_text())
     assert summary["copy_gbps"] == 0.128
     assert summary["kernels"][mangled("statsPartialKernel")]["copy_ratio"] == pytest.approx(0.5)
+
+
+def test_stored_relu_masks_count_in_both_backward_passes():
+    # A CBR backward that reads the stored ReLU result (recompute-relu-mask
+    # off) reads it in both passes and writes no masked gradient; one that
+    # recomputes the mask reads dy and x only.
+    stored = {"op": "cbr_backward", "activation_bytes": 100, "shortcut": False,
+              "relu_output": True, "shortcut_grad": False}
+    recomputed = {**stored, "relu_output": False}
+    assert ts.bn_bytes("backwardPartialKernel<__half>", stored) == 300
+    assert ts.bn_bytes("backwardApplyKernel<__half>", stored) == 400
+    assert ts.bn_bytes("backwardPartialKernel<__half>", recomputed) == 200
+    assert ts.bn_bytes("backwardApplyKernel<__half>", recomputed) == 300
+    assert ts.bn_bytes("conv_kernel", stored) is None

@@ -1,0 +1,52 @@
+# GPU round E1 (issue 32, measurements with the current binaries): a device copy's rate; ResNet-50 bs256 and ResNet-18 bs1024 timelines with each BN kernel's floor bytes and bandwidth; the stem at 4 channels with reduced-precision reductions allowed (its timeline); in-step A/B of the BN passes' target blocks, conv + genstats and the 4-channel stem against the default; the BN target-blocks sweep, the occupancy check and conv + genstats per shape.
+cd "$(dirname "$0")/.." && bundle=$PWD && source scripts/gpu-env.sh
+nvidia-smi --query-gpu=name --format=csv,noheader
+start=$SECONDS
+RN_PROFILE_MODELS=resnet50:256,resnet18c:1024 RN_PROFILE_VARIANTS=default timeout 200 bash scripts/run-gpu-profile.sh
+cat $OUT/device-copy.json
+gbps=$($python -c 'import json, sys; print(json.load(open(sys.argv[1]))["copy_gbps"])' $OUT/device-copy.json)
+echo "profiles done at $((SECONDS - start)) s"
+# The 4-channel stem with reduced-precision reductions allowed (engine 63 is then a candidate).
+timeout 150 bin/rn-run models/resnet50.bench256.pad4.rnx --benchmark --steps 10 --warmup 5 --executor cuda-graph \
+  --lr 0.01 --allow-reduced-precision-reduction --trace /tmp/trace-pad4.json > $OUT/profile-resnet50-256-pad4rpr.log 2>&1
+$python scripts/trace-summary.py /tmp/trace-pad4.json --kernels --top 60 --steps 35 \
+  --artifact models/resnet50.bench256.pad4.rnx --copy-gbps $gbps > $OUT/profile-resnet50-256-pad4rpr.txt 2>&1
+echo "pad4 profile done at $((SECONDS - start)) s"
+# In-step A/B: one process per run, rounds interleaved, one plan cache.
+printf '#!/bin/bash\nexec %s/bin/rn-run "$@" --allow-reduced-precision-reduction\n' "$bundle" > /tmp/rn-run-rpr && chmod +x /tmp/rn-run-rpr
+ab() { # ab NAME BINARY ARTIFACT [ENV...]
+  local name=$1 bin=$2 art=$3; shift 3
+  timeout 150 env "$@" $bin models/$art.rnx --benchmark --executor cuda-graph --lr 0.01 --plan-cache /tmp/plans.json \
+    --steps 40 --warmup 15 > /tmp/ab.log 2>&1
+  local rc=$?
+  echo "{\"variant\": \"$name\", \"rc\": $rc, \"run\": $(grep '^{"model"' /tmp/ab.log | tail -1 || echo null)}" >> $OUT/ab.jsonl
+  cat /tmp/ab.log >> $OUT/ab-logs.txt
+}
+for round in 1 2; do
+  ab base bin/rn-run resnet50.bench256
+  ab tb1320 bin/rn-run resnet50.bench256 RN_BN_TARGET_BLOCKS=1056,1056,1320
+  ab tb2640 bin/rn-run resnet50.bench256 RN_BN_TARGET_BLOCKS=1056,1056,2640
+  ab genstats bin/rn-run resnet50.bench256 RN_CONV_GENSTATS=1
+  ab rpr /tmp/rn-run-rpr resnet50.bench256
+  ab pad4rpr /tmp/rn-run-rpr resnet50.bench256.pad4
+  echo "A/B round $round done at $((SECONDS - start)) s"
+done
+$python - $OUT/ab.jsonl <<'PY'
+import json, sys, statistics
+rows = [json.loads(l) for l in open(sys.argv[1])]
+by = {}
+for r in rows:
+    ms = (r.get("run") or {}).get("ms_per_step")
+    by.setdefault(r["variant"], []).append(ms)
+base = statistics.median([m for m in by.get("base", []) if m])
+for v, ms in by.items():
+    ok = [m for m in ms if m]
+    med = statistics.median(ok) if ok else None
+    print(f"{v:10s} {ms} median {med} ratio {med / base if med else None:.4f}" if med else f"{v:10s} {ms}")
+PY
+RN_CUDA_BENCH=1 timeout 120 bin/rn-cuda-tests --gtest_filter='NormKernelsTest.TargetBlocksBandwidth:NormKernelsTest.ResNetSizeBandwidth:NormKernelsTest.KernelsKeepTheirOccupancy' > $OUT/bn-bench.log 2>&1
+echo "bn bench rc=$? at $((SECONDS - start)) s"; grep -E "blocks per SM|PASSED|FAILED" $OUT/bn-bench.log
+RN_CUDA_BENCH=1 timeout $((560 - SECONDS)) bin/rn-cuda-tests --gtest_filter='Conv.GenstatsTimes' > $OUT/genstats.log 2>&1
+echo "genstats rc=$? at $((SECONDS - start)) s"
+cd $OUT && tar czf logs.tgz *.log *.txt *.jsonl *.json 2>/dev/null; ls $OUT
+for f in profile-resnet50-256.txt profile-resnet50-256-pad4rpr.txt; do grep -iE "busy|batch-norm|Kernel<|stem|conv" $f | head -40; done
