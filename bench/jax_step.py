@@ -46,6 +46,13 @@ external measurement is bench/peak_memory.py, with one run per process:
 
     python bench/jax_step.py --models resnet18c:256 --h2d
     python bench/jax_step.py --count-params     # trainable parameters of each model, no step
+
+Profile: `--trace DIR` runs `--trace-steps` more steps after the timed windows
+under jax.profiler with a Perfetto trace (DIR/plugins/profile/RUN/
+perfetto_trace.json.gz: CUPTI's kernels, XLA's fusion names);
+bench/xla_trace_summary.py turns it into GPU time per kernel and step, and
+`XLA_FLAGS=--xla_dump_to=D --xla_dump_hlo_as_text` dumps the optimized HLO
+that says what each fusion holds.
 """
 
 from __future__ import annotations
@@ -272,7 +279,8 @@ def _peak(previous: int | None, current: int | None) -> int | None:
 
 
 def measure(name: str, batch: int, dtype: str, h2d: bool, steps: int, warmup: int,
-            memory: DeviceMemory, max_inflight: int = 3) -> dict[str, Any]:
+            memory: DeviceMemory, max_inflight: int = 3, trace_dir: str | None = None,
+            trace_steps: int = 5) -> dict[str, Any]:
     module, shape, classes = MODELS[name]
     rng = np.random.default_rng(0)
     x_host = rng.standard_normal((batch, *shape), dtype=np.float32)
@@ -336,6 +344,10 @@ def measure(name: str, batch: int, dtype: str, h2d: bool, steps: int, warmup: in
         times.append((time.perf_counter() - t) * 1000 / steps)
         peak = _peak(peak, memory.used())
     ms = sorted(times)[1]
+    if trace_dir:
+        # After the timed windows, so that the profiler costs them nothing.
+        with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
+            run(trace_steps)
     assert loss is not None
     stats_now = device.memory_stats() or {}
     return {"framework": "jax", "model": name, "batch": batch, "mode": "jit", "dtype": dtype,
@@ -347,7 +359,8 @@ def measure(name: str, batch: int, dtype: str, h2d: bool, steps: int, warmup: in
             "compile_s": round(compile_s, 3), "warmup_s": round(warm_s, 2),
             "peak_memory_bytes": peak, "memory_method": memory.method,
             "allocator_peak_bytes": stats_now.get("peak_bytes_in_use"),
-            "params": count_params(params), "loss": float(loss)}
+            "params": count_params(params), "loss": float(loss),
+            **({"trace_dir": trace_dir, "trace_steps": trace_steps} if trace_dir else {})}
 
 
 def parameter_counts() -> dict[str, int]:
@@ -376,6 +389,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40, help="steps per timed window")
     parser.add_argument("--warmup", type=int, default=15,
                         help="untimed steps before the windows, the first one included")
+    parser.add_argument("--trace", metavar="DIR",
+                        help="profile --trace-steps more steps into DIR (a Perfetto trace; "
+                             "bench/xla_trace_summary.py reads it); one model per run")
+    parser.add_argument("--trace-steps", type=int, default=5,
+                        help="steps under the profiler with --trace (default 5)")
     parser.add_argument("--count-params", action="store_true",
                         help="print each model's trainable parameter count and exit")
     args = parser.parse_args()
@@ -393,7 +411,7 @@ def main() -> None:
         name, batch = spec.split(":")
         try:
             result = measure(name, int(batch), args.dtype, args.h2d, args.steps, args.warmup,
-                             memory, args.max_inflight)
+                             memory, args.max_inflight, args.trace, args.trace_steps)
         except Exception as error:  # report and go on with the next run
             result = {"framework": "jax", "model": name, "batch": int(batch), "mode": "jit",
                       "dtype": args.dtype, "input": "h2d" if args.h2d else "device",

@@ -20,17 +20,15 @@
 //   intermediates: with f32 ones the H200 (cuDNN 9.19) had no engine for
 //   the prologue graph (runtime fusion takes no two-input pointwise on f32
 //   data and no conv input of another type than its io type).
-// - forward_stats: the plain fprop graph followed by the deterministic
-//   columnSums kernel over the output. The conv + genstats graph
-//   (Options::fuseGenstats, off by default) built and ran on the H200 for
-//   f16, but its sums did not match the output it wrote (sums of squares up
-//   to 2x off) in conv_gemm_test, whose buffers held earlier values.
-//   NVIDIA's genstats test zero-fills its sum buffers before executing:
-//   the sums are accumulated into them, so run() zeroes them before every
-//   execution of a fused graph; with that, they match (run K on the H200).
-//   In the step (cbr_forward, RN_CONV_GENSTATS=1) it paid on ResNet-50
-//   (-1.7%) and ResNet-18 bs1024 (-0.7%) and cost on ResNet-18 bs256
-//   (+1.6%) and VGG-11 bs256 (+5.0%): off until it is chosen per shape.
+// - forward_stats: the conv + genstats graph (unless Options::genstats is
+//   never), else the plain fprop graph followed by the deterministic
+//   columnSums kernel over the output. cuDNN accumulates genstats' sums
+//   into their buffers (NVIDIA's genstats test zero-fills them; without
+//   that, sums of squares came out up to 2x off), so run() zeroes them
+//   before every execution of a fused graph. In the step (cbr_forward,
+//   RN_CONV_GENSTATS=1) genstats paid on ResNet-50 (-1.7%) and ResNet-18
+//   bs1024 (-0.7%) and cost on ResNet-18 bs256 (+1.6%) and VGG-11 bs256
+//   (+5.0%): hence chooseGenstats, per call, by the measured times.
 // - backward_data_drelu_dbn_weight: dgrad, the dReLU of a BN output
 //   recomputed from the BN's input, and cuDNN's dbn_weight node, in the
 //   topology of NVIDIA's sample of the pattern (the mean is added).
@@ -258,14 +256,19 @@ std::vector<int64_t> stridesOf(const std::array<int64_t, 4> &nhwc) {
 }
 int64_t numelOf(const std::array<int64_t, 4> &s) { return s[0] * s[1] * s[2] * s[3]; }
 
-/// RN_CONV_GENSTATS=1: every runner tries conv + genstats for forward_stats
-/// (Options::fuseGenstats; see the file comment).
-bool genstatsForced() {
-  static const bool on = [] {
+/// RN_CONV_GENSTATS=0 or 1: Genstats::never or always for every runner,
+/// overriding Options::genstats (an experiment's switch); else none.
+std::optional<ConvRunner::Options::Genstats> genstatsOverride() {
+  static const std::optional<ConvRunner::Options::Genstats> policy =
+      []() -> std::optional<ConvRunner::Options::Genstats> {
     const char *v = std::getenv("RN_CONV_GENSTATS");
-    return v && std::string(v) == "1";
+    if (v && std::string(v) == "1")
+      return ConvRunner::Options::Genstats::always;
+    if (v && std::string(v) == "0")
+      return ConvRunner::Options::Genstats::never;
+    return std::nullopt;
   }();
-  return on;
+  return policy;
 }
 
 struct CallKey {
@@ -402,8 +405,15 @@ struct ConvRunner::Impl {
       ++untimedCalls;
   }
 
-  /// Whether forward_stats calls try conv + genstats (Options::fuseGenstats).
-  bool triesGenstats() const { return options.fuseGenstats || genstatsForced(); }
+  /// Options::genstats unless RN_CONV_GENSTATS overrides it.
+  Options::Genstats genstatsPolicy() const {
+    return genstatsOverride().value_or(options.genstats);
+  }
+  /// Whether forward_stats calls try conv + genstats.
+  bool triesGenstats() const { return genstatsPolicy() != Options::Genstats::never; }
+  /// chooseGenstats' choices, by the statistics call's cache key.
+  std::unordered_map<std::string, bool> statsChoices;
+  size_t genstatsChosenCount = 0;
 
   std::string cacheKey(const ConvCall &call) const {
     return device + " | " + (options.deterministic ? "det" : "any") +
@@ -919,11 +929,13 @@ Result<std::unique_ptr<ConvRunner>> ConvRunner::create(const Options &options) {
 
 ConvRunner::~ConvRunner() = default;
 
-Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &stream) {
+Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &stream,
+                                   bool countPlanTime) {
   Impl &impl = *impl_;
   CallKey key{call, stream.cudnn};
   if (auto it = impl.entries.find(key); it != impl.entries.end()) {
-    impl.notePlanMs(it->second);
+    if (countPlanTime)
+      impl.notePlanMs(it->second);
     if (it->second.totalWorkspace > stream.workspaceBytes)
       return Error("conv " + describe(call) + " needs " +
                    std::to_string(it->second.totalWorkspace) + " bytes of workspace, stream " +
@@ -993,7 +1005,8 @@ Result<size_t> ConvRunner::prepare(const ConvCall &call, const StreamResources &
   if (!entry.ok())
     return entry.error();
   size_t workspace = entry->totalWorkspace;
-  impl.notePlanMs(*entry);
+  if (countPlanTime)
+    impl.notePlanMs(*entry);
   impl.entries.emplace(key, std::move(entry).value());
   return workspace;
 }
@@ -1082,6 +1095,58 @@ bool ConvRunner::statsFused(const ConvCall &call, const StreamResources &stream)
   auto it = impl_->entries.find(CallKey{call, stream.cudnn});
   return it != impl_->entries.end() && !it->second.statsKernel;
 }
+Result<bool> ConvRunner::chooseGenstats(const ConvCall &statsCall, const ConvCall &plainCall,
+                                        const StreamResources &stream,
+                                        const std::function<Result<StatsPassTimes>()> &time) {
+  Impl &impl = *impl_;
+  const std::string key = impl.cacheKey(statsCall) + " | statistics";
+  auto decide = [&](bool genstats) {
+    auto [it, added] = impl.statsChoices.emplace(key, genstats);
+    if (added && it->second)
+      ++impl.genstatsChosenCount;
+    return it->second;
+  };
+  if (auto it = impl.statsChoices.find(key); it != impl.statsChoices.end())
+    return it->second;
+  const Options::Genstats policy = impl.genstatsPolicy();
+  if (policy == Options::Genstats::never || !statsFused(statsCall, stream))
+    return decide(false);
+  if (policy == Options::Genstats::always)
+    return decide(true);
+  if (auto it = impl.cache.find(key); it != impl.cache.end() && it->is_object() &&
+                                      it->contains("genstats"))
+    return decide(it->value("genstats", false));
+  auto fused = impl.entries.find(CallKey{statsCall, stream.cudnn});
+  auto plain = impl.entries.find(CallKey{plainCall, stream.cudnn});
+  if (fused == impl.entries.end() || plain == impl.entries.end())
+    return Error("conv " + describe(statsCall) +
+                 ": the statistics choice needs both convolutions prepared on stream " +
+                 std::string(stream.name));
+  if (fused->second.planMs < 0 || plain->second.planMs < 0)
+    return decide(false); // autotuning off: no times to compare
+  Result<StatsPassTimes> passes = time();
+  if (!passes.ok())
+    return passes.error();
+  const double genstatsMs = fused->second.planMs + passes->sumsMs;
+  const double plainMs = plain->second.planMs + passes->passMs;
+  const bool genstats = genstatsMs < plainMs;
+  if (planLog())
+    std::fprintf(stderr, "conv-plans: %s: %s (conv + genstats %.4f ms, conv + pass %.4f ms)\n",
+                 key.c_str(), genstats ? "genstats" : "statistics pass", genstatsMs, plainMs);
+  if (!impl.options.cacheFile.empty()) {
+    impl.cache[key] = {{"genstats", genstats}, {"genstats_ms", genstatsMs}, {"plain_ms", plainMs}};
+    if (Status s = impl.storeCache(); !s.ok())
+      return s.error();
+  }
+  return decide(genstats);
+}
+
+bool ConvRunner::genstatsChosen(const ConvCall &statsCall) const {
+  auto it = impl_->statsChoices.find(impl_->cacheKey(statsCall) + " | statistics");
+  return it != impl_->statsChoices.end() && it->second;
+}
+size_t ConvRunner::genstatsChoices() const { return impl_->genstatsChosenCount; }
+size_t ConvRunner::statsChoices() const { return impl_->statsChoices.size(); }
 double ConvRunner::prepareSeconds() const { return impl_->seconds; }
 double ConvRunner::preparedPlanMs() const { return impl_->plannedMs; }
 size_t ConvRunner::untimedPrepares() const { return impl_->untimedCalls; }

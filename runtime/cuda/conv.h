@@ -28,6 +28,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -165,13 +166,17 @@ public:
     /// Where autotuning results are kept across processes (by GPU, cuDNN
     /// version and call); empty: not kept.
     std::string cacheFile;
-    /// forward_stats tries cuDNN's conv + genstats graph first (the sums
-    /// from the convolution's epilogue instead of a pass over y). An
-    /// experiment, off by default: it pays on some models and costs on
-    /// others (docs/benchmarks.md); its sums are right only because run()
-    /// zeroes their buffers first (cuDNN accumulates into them).
-    /// RN_CONV_GENSTATS=1 turns it on for every runner.
-    bool fuseGenstats = false;
+    /// Where cbr_forward's batch statistics come from (genstatsChosen):
+    /// the plain forward and RN's statistics pass, or cuDNN's conv +
+    /// genstats graph (the sums from the convolution's epilogue). Genstats
+    /// pays on some shapes and costs on others (docs/benchmarks.md), so by
+    /// default both are timed at load, per call, and the faster kept. Not
+    /// never, forward_stats calls build the genstats graph first (columnSums
+    /// is their fallback); their sums are right only because run() zeroes
+    /// the buffers first (cuDNN accumulates into them). RN_CONV_GENSTATS=0
+    /// or 1 sets never or always for every runner (an experiment's switch).
+    enum class Genstats : uint8_t { never, faster, always };
+    Genstats genstats = Genstats::faster;
   };
 
   static Result<std::unique_ptr<ConvRunner>> create(const Options &options);
@@ -180,8 +185,12 @@ public:
   /// Builds the graph of `call` and picks its plan (autotuning on
   /// `stream`'s handle and workspace), unless already cached. Returns the
   /// workspace bytes the chosen plan needs (at most stream.workspaceBytes);
-  /// an error names the call when cuDNN has no plan for it.
-  Result<size_t> prepare(const ConvCall &call, const StreamResources &stream);
+  /// an error names the call when cuDNN has no plan for it. A call prepared
+  /// as an alternative that may not run (the genstats twin of a forward)
+  /// passes countPlanTime = false: its plan time stays out of
+  /// preparedPlanMs, the convolutions' floor.
+  Result<size_t> prepare(const ConvCall &call, const StreamResources &stream,
+                         bool countPlanTime = true);
 
   /// Device memory that autotuning may overwrite with its timing buffers
   /// instead of allocating them: memory whose contents nothing needs until
@@ -197,15 +206,38 @@ public:
   /// Runs `call` on `stream`; it must have been prepared.
   Status run(const ConvCall &call, const ConvBuffers &buffers, const StreamResources &stream);
 
-  /// Graphs built with genstats fused (forward_stats with
-  /// Options::fuseGenstats, forward_scale_bias_relu_stats).
+  /// Graphs built with genstats fused (forward_stats unless
+  /// Genstats::never, forward_scale_bias_relu_stats).
   size_t genstatsGraphs() const;
-  /// Whether forward_stats calls try the genstats graph (the option or
-  /// RN_CONV_GENSTATS=1), and whether `call`, prepared on `stream`, got one
-  /// (false when cuDNN had none and its sums come from columnSums; always
-  /// true for a prepared forward_scale_bias_relu_stats).
+  /// Whether forward_stats calls try the genstats graph (Options::genstats
+  /// or RN_CONV_GENSTATS not never), and whether `call`, prepared on
+  /// `stream`, got one (false when cuDNN had none and its sums come from
+  /// columnSums; always true for a prepared forward_scale_bias_relu_stats).
   bool triesGenstats() const;
   bool statsFused(const ConvCall &call, const StreamResources &stream) const;
+
+  /// A forward's statistics choice (cbr_forward, conv_bn_stats): whether
+  /// `statsCall` (forward_stats, prepared on `stream` with a fused graph)
+  /// replaces `plainCall` (its forward, prepared) followed by a statistics
+  /// pass. Genstats::always: yes; never: no; faster: yes when the genstats
+  /// plan's time plus `sumsMs` (turning its sums into statistics) is under
+  /// the forward's plus `passMs` (the statistics pass), both measured by
+  /// `time` only when the choice is not remembered; no when a plan time is
+  /// unknown (autotuning off). Remembered per call in this process and in
+  /// the cache file beside the plans, so that a warm load takes the same
+  /// path (the two paths' statistics differ in the last bits).
+  struct StatsPassTimes {
+    double passMs = 0;
+    double sumsMs = 0;
+  };
+  Result<bool> chooseGenstats(const ConvCall &statsCall, const ConvCall &plainCall,
+                              const StreamResources &stream,
+                              const std::function<Result<StatsPassTimes>()> &time);
+  /// Whether chooseGenstats chose genstats for `statsCall`.
+  bool genstatsChosen(const ConvCall &statsCall) const;
+  /// Statistics choices made so far: with genstats, of all.
+  size_t genstatsChoices() const;
+  size_t statsChoices() const;
 
   /// Graphs built and plans timed so far, and the seconds spent (for the
   /// load summary).

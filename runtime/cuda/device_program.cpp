@@ -313,6 +313,11 @@ std::string DeviceProgram::describePrepare() const {
                 "%zu nodes prepared (%zu convolution graphs, %.2f s building and autotuning",
                 preparedNodes_, conv_->graphs(), conv_->prepareSeconds());
   std::string out = text;
+  if (size_t choices = conv_->statsChoices()) {
+    std::snprintf(text, sizeof text, "; batch statistics from conv + genstats for %zu of %zu convolution shapes",
+                  conv_->genstatsChoices(), choices);
+    out += text;
+  }
   if (size_t bytes = conv_->autotuneAllocatedBytes()) {
     std::snprintf(text, sizeof text, "; %.1f MiB of timing buffers allocated beside the arena",
                   double(bytes) / double(1 << 20));

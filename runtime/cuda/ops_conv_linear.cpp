@@ -52,6 +52,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -518,19 +519,16 @@ Status linearLaunch(const OpLaunch &l) {
 // cbr_forward, conv_bn_stats, cbr_inference
 //===----------------------------------------------------------------------===//
 
-// The convolution runs alone and the batch statistics come from one
-// vectorized Welford pass over its output (bnBatchStats), not from
-// ConvKind::forward_stats: cuDNN's genstats fusion is an experiment
-// (ConvRunner::Options::fuseGenstats, off: it pays on some models and
-// costs on others, see conv.cpp) and forward_stats'
-// fallback, columnSums, is a plain per-element reduction several times
-// slower than the BN statistics pass.
-
-// With ConvRunner::triesGenstats (an experiment, RN_CONV_GENSTATS=1) and
-// a conv + genstats plan for the call, the statistics come from the
-// convolution's epilogue instead: forward_stats writes per-channel sums
-// into the workspace, bnFinalizeStats turns them into mean and inv_std
-// (from sum and sum of squares in f32, not Welford), then the apply.
+// The batch statistics come either from one vectorized Welford pass over
+// the convolution's output (bnBatchStats) or from cuDNN's conv + genstats
+// graph (ConvKind::forward_stats: per-channel sums from the convolution's
+// epilogue, into the workspace; bnFinalizeStats turns them into mean and
+// inv_std, from sum and sum of squares in f32, not Welford), whichever
+// ConvRunner::chooseGenstats found faster for the call at load: genstats
+// pays on some shapes and costs on others (docs/benchmarks.md). The
+// forward_stats path's own fallback, columnSums, is never used here: a
+// plain per-element reduction several times slower than the statistics
+// pass.
 
 // With a prologue (rn-fuse-bn-prologue) the convolution is always
 // forward_scale_bias_relu_stats, NVIDIA's MLPerf pattern: the previous
@@ -550,7 +548,8 @@ struct GenstatsConv {
   StreamResources rest;
 };
 
-/// With the experiment on and room for the sums; else nullopt.
+/// Where genstats may be chosen (the runner tries it) and its sums fit
+/// the stream's workspace; else nullopt.
 std::optional<GenstatsConv> genstatsConv(const OpLaunch &l, const ConvCall &forward) {
   const size_t sumBytes = sumBytesOf(forward);
   if (!l.conv.triesGenstats() || l.stream.workspaceBytes < sumBytes)
@@ -581,6 +580,70 @@ Result<ConvCall> prologueStatsCall(const OpLaunch &l, const StatsConv &sc) {
   return convCall(l, ConvKind::forward_scale_bias_relu_stats, sc.x, sc.w, sc.convOut, DType::f32);
 }
 
+/// Milliseconds per call, on `stream`, of `body` (CUDA events around
+/// kTimedCalls calls after two untimed ones).
+Result<double> streamMs(cudaStream_t stream, const std::function<Status()> &body) {
+  constexpr int kTimedCalls = 10;
+  for (int i = 0; i < 2; ++i)
+    if (Status s = body(); !s.ok())
+      return s.error();
+  cudaEvent_t start = nullptr, stop = nullptr;
+  RN_CUDA_TRY(cudaEventCreate(&start));
+  Status timed = [&]() -> Status {
+    RN_CUDA_TRY(cudaEventCreate(&stop));
+    RN_CUDA_TRY(cudaEventRecord(start, stream));
+    for (int i = 0; i < kTimedCalls; ++i)
+      if (Status s = body(); !s.ok())
+        return s;
+    RN_CUDA_TRY(cudaEventRecord(stop, stream));
+    RN_CUDA_TRY(cudaEventSynchronize(stop));
+    return Status::success();
+  }();
+  float ms = 0;
+  if (timed.ok())
+    timed = RN_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start);
+  if (stop)
+    cudaEventDestroy(stop);
+  if (!timed.ok())
+    return timed.error();
+  return double(ms) / kTimedCalls;
+}
+
+/// chooseGenstats' measurements at load: the statistics pass over the
+/// convolution's output (into the node's mean and inv_std), and turning a
+/// genstats graph's sums into statistics, on the node's stream, with
+/// their scratch allocated here and freed after (load time, not a step).
+Result<ConvRunner::StatsPassTimes> timeStatsPasses(const StatsConv &sc,
+                                                   const StreamResources &stream) {
+  const int64_t channels = sc.convOut.shape.empty() ? 0 : sc.convOut.shape.back();
+  if (!sc.convOut.data || !sc.mean.data || !sc.invStd.data || channels <= 0)
+    return Error("the statistics pass cannot be timed: its buffers are not allocated");
+  const size_t partials = bnStatsWorkspaceBytes(sc.convOut.shape);
+  const size_t sums = 2 * alignUp(size_t(channels) * sizeof(float));
+  void *scratch = nullptr;
+  RN_CUDA_TRY(cudaMalloc(&scratch, partials + sums));
+  float *sum = reinterpret_cast<float *>(static_cast<char *>(scratch) + partials);
+  float *sumSq = sum + sums / (2 * sizeof(float));
+  Result<ConvRunner::StatsPassTimes> times = [&]() -> Result<ConvRunner::StatsPassTimes> {
+    RN_CUDA_TRY(cudaMemsetAsync(sum, 0, sums, stream.stream));
+    Result<double> pass = streamMs(stream.stream, [&] {
+      return bnBatchStats(sc.convOut, 1e-5, sc.mean, sc.invStd, stream.stream, scratch, partials);
+    });
+    if (!pass.ok())
+      return pass.error();
+    Result<double> finalize = streamMs(stream.stream, [&] {
+      return bnFinalizeStats(sum, sumSq, channels, sc.convOut.numel() / channels, 1e-5, sc.mean,
+                             sc.invStd, stream.stream);
+    });
+    if (!finalize.ok())
+      return finalize.error();
+    return ConvRunner::StatsPassTimes{*pass, *finalize};
+  }();
+  cudaFree(scratch);
+  return times;
+}
+
 Result<size_t> statsConvPrepare(const OpLaunch &l, const StatsConv &sc) {
   if (sc.prologue) {
     Result<ConvCall> call = prologueStatsCall(l, sc);
@@ -600,17 +663,25 @@ Result<size_t> statsConvPrepare(const OpLaunch &l, const StatsConv &sc) {
   Result<ConvCall> call = convCall(l, ConvKind::forward, sc.x, sc.w, sc.convOut, DType::f32);
   if (!call.ok())
     return call.error();
-  if (std::optional<GenstatsConv> g = genstatsConv(l, *call)) {
-    Result<size_t> conv = l.conv.prepare(g->call, g->rest);
-    if (conv.ok() && l.conv.statsFused(g->call, g->rest))
-      return g->sumBytes + *conv;
-  }
   size_t scratch = bnStatsWorkspaceBytes(sc.convOut.shape);
   if (l.stream.workspaceBytes < scratch)
     return Error(l.node.op + ": the workspace cannot hold the BN statistics' partials");
   Result<size_t> conv = l.conv.prepare(*call, after(l.stream, scratch));
   if (!conv.ok())
     return conv.error();
+  // The genstats twin: prepared as an alternative (its plan time is not
+  // the convolution's floor), kept where chooseGenstats finds it faster.
+  if (std::optional<GenstatsConv> g = genstatsConv(l, *call)) {
+    Result<size_t> fused = l.conv.prepare(g->call, g->rest, /*countPlanTime=*/false);
+    if (fused.ok() && l.conv.statsFused(g->call, g->rest)) {
+      Result<bool> chosen = l.conv.chooseGenstats(g->call, *call, g->rest,
+                                                  [&] { return timeStatsPasses(sc, l.stream); });
+      if (!chosen.ok())
+        return chosen.error();
+      if (*chosen)
+        return g->sumBytes + *fused;
+    }
+  }
   return scratch + *conv;
 }
 
@@ -649,7 +720,8 @@ Status statsConvLaunch(const OpLaunch &l, const StatsConv &sc) {
   if (!call.ok())
     return call.error();
   std::optional<GenstatsConv> g = genstatsConv(l, *call);
-  if (g && l.stream.workspace && l.conv.statsFused(g->call, g->rest))
+  if (g && l.stream.workspace && l.conv.genstatsChosen(g->call) &&
+      l.conv.statsFused(g->call, g->rest))
     return statsFromSums(l, sc, g->call, b, g->sumBytes, epsilon);
   size_t scratch = bnStatsWorkspaceBytes(sc.convOut.shape);
   if (l.stream.workspaceBytes < scratch || (scratch && !l.stream.workspace))

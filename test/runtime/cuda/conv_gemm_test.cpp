@@ -351,7 +351,7 @@ INSTANTIATE_TEST_SUITE_P(, ConvShapes,
                                   std::string(dtypeName(std::get<1>(info.param)));
                          });
 
-// Options::fuseGenstats: forward_stats with cuDNN's genstats in the
+// Genstats::always: forward_stats with cuDNN's genstats in the
 // convolution's graph. The sums must be those of the output it stored
 // (within f16 rounding: genstats may sum the values before they are
 // rounded), twice in a row, starting from buffers that hold other values
@@ -360,7 +360,7 @@ INSTANTIATE_TEST_SUITE_P(, ConvShapes,
 TEST(Conv, GenstatsSumsMatchTheOutput) {
   RN_SKIP_WITHOUT_CUDA();
   ConvRunner::Options options;
-  options.fuseGenstats = true;
+  options.genstats = ConvRunner::Options::Genstats::always;
   Result<std::unique_ptr<ConvRunner>> created = ConvRunner::create(options);
   ASSERT_TRUE(created.ok()) << created.error().message();
   ConvRunner &conv = **created;
@@ -957,11 +957,11 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
   EXPECT_LE(relativeError(gpu.download(f.results[0]), y.values), tol);
 
   // The same forward with the statistics from a conv + genstats graph
-  // (ConvRunner::Options::fuseGenstats) where cuDNN builds one, else by the
+  // (ConvRunner::Options::Genstats::always) where cuDNN builds one, else by the
   // default path: the same results within the tolerance either way.
   {
     ConvRunner::Options genstatsOptions;
-    genstatsOptions.fuseGenstats = true;
+    genstatsOptions.genstats = ConvRunner::Options::Genstats::always;
     Result<std::unique_ptr<ConvRunner>> genstatsConv = ConvRunner::create(genstatsOptions);
     ASSERT_TRUE(genstatsConv.ok()) << genstatsConv.error().message();
     NodeRun g;
@@ -970,12 +970,56 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
     g.results = {gpu.empty(ys, dtype), gpu.empty(ys, dtype), gpu.empty({32}, DType::f32),
                  gpu.empty({32}, DType::f32)};
     ASSERT_OK(g.run(gpu, **genstatsConv, *gemm));
-    std::printf("cbr_forward with fuseGenstats: %zu genstats graphs built\n",
+    std::printf("cbr_forward with Genstats::always: %zu genstats graphs built\n",
                 (*genstatsConv)->genstatsGraphs());
     EXPECT_LE(relativeError(gpu.download(g.results[1]), convOut.values), tolerance(dtype));
     EXPECT_LE(relativeError(gpu.download(g.results[2]), mean.values), tol);
     EXPECT_LE(relativeError(gpu.download(g.results[3]), invStd.values), tol);
     EXPECT_LE(relativeError(gpu.download(g.results[0]), y.values), tol);
+  }
+
+  // Genstats::faster (the default) with autotuning: the statistics path
+  // is measured at load and chosen for the call (one choice), the results
+  // are the CPU's either way, and a second runner on the same cache file
+  // takes the same path without measuring again.
+  {
+    const std::string cache = (std::filesystem::temp_directory_path() /
+                               ("rn-genstats-choice-" + std::to_string(::getpid()) + "-" +
+                                std::string(dtypeName(dtype)) + ".json"))
+                                  .string();
+    std::remove(cache.c_str());
+    bool chosen[2] = {false, false};
+    for (int load = 0; load < 2; ++load) {
+      auto measured = makeConv(/*autotune=*/true, /*deterministic=*/false, cache);
+      ASSERT_TRUE(measured);
+      NodeRun g;
+      g.node = f.node;
+      g.operands = f.operands;
+      g.results = {gpu.empty(ys, dtype), gpu.empty(ys, dtype), gpu.empty({32}, DType::f32),
+                   gpu.empty({32}, DType::f32)};
+      ASSERT_OK(g.run(gpu, *measured, *gemm));
+      EXPECT_EQ(measured->statsChoices(), 1u);
+      chosen[load] = measured->genstatsChoices() == 1;
+      EXPECT_LE(relativeError(gpu.download(g.results[2]), mean.values), tol);
+      EXPECT_LE(relativeError(gpu.download(g.results[3]), invStd.values), tol);
+      EXPECT_LE(relativeError(gpu.download(g.results[0]), y.values), tol);
+    }
+    EXPECT_EQ(chosen[0], chosen[1]);
+    std::ifstream in(cache);
+    const json cached = json::parse(in);
+    size_t choices = 0;
+    for (const auto &[key, value] : cached.items())
+      if (key.find(" | statistics") != std::string::npos) {
+        ++choices;
+        EXPECT_EQ(value.at("genstats").get<bool>(), chosen[0]) << key;
+        EXPECT_GT(value.at("plain_ms").get<double>(), 0.0) << key;
+      }
+    // f32 has no genstats graph: nothing to choose, nothing remembered.
+    EXPECT_LE(choices, 1u);
+    std::printf("cbr_forward %s with Genstats::faster: %s\n", dtypeName(dtype).data(),
+                choices ? (chosen[0] ? "genstats chosen" : "statistics pass chosen")
+                        : "no genstats graph");
+    std::remove(cache.c_str());
   }
 
   // Backward, from the CPU's forward values, with the ReLU result.
@@ -1634,7 +1678,7 @@ TEST_P(Launchers, ConvBnStatsWithAndWithoutPrologue) {
   auto conv = makeConv();
   auto gemm = makeGemm();
   ConvRunner::Options genstatsOptions;
-  genstatsOptions.fuseGenstats = true;
+  genstatsOptions.genstats = ConvRunner::Options::Genstats::always;
   Result<std::unique_ptr<ConvRunner>> genstats = ConvRunner::create(genstatsOptions);
   ASSERT_TRUE(genstats.ok()) << genstats.error().message();
   std::mt19937 rng(43);
@@ -2159,7 +2203,7 @@ TEST(Conv, GenstatsTimes) {
   ASSERT_TRUE(plain);
   ConvRunner::Options fusedOptions;
   fusedOptions.autotune = true;
-  fusedOptions.fuseGenstats = true;
+  fusedOptions.genstats = ConvRunner::Options::Genstats::always;
   Result<std::unique_ptr<ConvRunner>> fused = ConvRunner::create(fusedOptions);
   ASSERT_TRUE(fused.ok()) << fused.error().message();
   std::vector<BenchConv> shapes = bottleneckAndCifarConvs();
