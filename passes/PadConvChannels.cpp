@@ -76,17 +76,34 @@ struct PadConvChannelsPass
   void runOnOperation() override;
 
 private:
+  /// The input channels `conv` is padded to (its own count: none).
+  int64_t paddedChannels(const ConvOperands &conv) const;
   /// Why `conv` keeps its channels, or nothing when it is padded.
   std::optional<std::string> pad(const ConvOperands &conv);
 };
 
 } // namespace
 
+int64_t PadConvChannelsPass::paddedChannels(const ConvOperands &conv) const {
+  auto input = cast<RankedTensorType>(conv.input.getType());
+  auto filter = cast<RankedTensorType>(conv.filter.getType());
+  const int64_t channels = input.getShape().back();
+  // An ImageNet-style stem: what cuDNN's image first-layer kernels take.
+  ArrayRef<int64_t> strides = cast<DenseI64ArrayAttr>(conv.op->getAttr("strides")).asArrayRef();
+  if (imageStemChannels > 0 && channels <= imageStemChannels && filter.getRank() == 4 &&
+      filter.getDimSize(1) >= 7 && filter.getDimSize(2) >= 7 && strides.size() == 2 &&
+      strides[0] == 2 && strides[1] == 2)
+    return imageStemChannels;
+  if (channelMultiple <= 1)
+    return channels;
+  return llvm::divideCeil(channels, channelMultiple) * channelMultiple;
+}
+
 std::optional<std::string> PadConvChannelsPass::pad(const ConvOperands &conv) {
   auto input = cast<RankedTensorType>(conv.input.getType());
   auto filter = cast<RankedTensorType>(conv.filter.getType());
   int64_t channels = input.getShape().back();
-  int64_t padded = llvm::divideCeil(channels, channelMultiple) * channelMultiple;
+  int64_t padded = paddedChannels(conv);
   if (conv.groups != 1)
     return std::string("it has ") + std::to_string(conv.groups) + " groups";
   for (Value value : {conv.input, conv.filter})
@@ -154,7 +171,7 @@ void PadConvChannelsPass::runOnOperation() {
     auto input = cast<RankedTensorType>(conv->input.getType());
     Type element = input.getElementType();
     if ((element.isF16() || element.isBF16()) && input.hasStaticShape() &&
-        input.getRank() == 4 && input.getShape().back() % channelMultiple != 0)
+        input.getRank() == 4 && paddedChannels(*conv) != input.getShape().back())
       candidates.push_back(*conv);
   });
   for (const ConvOperands &conv : candidates) {

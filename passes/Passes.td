@@ -200,10 +200,20 @@ def PadConvChannels : Pass<"rn-pad-conv-channels", "::mlir::ModuleOp"> {
     `filter_grad_acc` may be narrower than its filter). When the input is
     the f32 batch's f16 cast, the pad converts it directly.
 
+    An ImageNet-style stem (a 7x7 or larger filter at stride 2 over at most
+    `image-stem-channels` input channels) is padded to exactly
+    `image-stem-channels` (4) instead: cuDNN's image first-layer kernels
+    take 4 channels of such a filter and run its forward and filter
+    gradient 2.6x faster than the 8-channel plans (docs/benchmarks.md,
+    "The ImageNet stem at 4 channels"). The runtime lets that convolution
+    take their reduced-precision-reduction plans (ConvRunner's
+    reducedPrecisionStem), which the 8-channel stem does not need.
+
     A convolution qualifies (rn.conv2d, rn.cbr_forward, rn.cbr_inference)
     when its input is f16 or bf16 (f32 programs run no tensor-core kernels),
     it has one group, its input channels are not a multiple of
-    `channel-multiple`, its input gets no gradient (the first layer's, whose
+    `channel-multiple` (or, for an ImageNet-style stem, not
+    `image-stem-channels`), its input gets no gradient (the first layer's, whose
     input is the batch: interior layers are left alone silently), and its
     input and filter are read only by it and by its backward op; a stem that
     fails the last two gets a remark saying why. Runs after
@@ -230,6 +240,11 @@ def PadConvChannels : Pass<"rn-pad-conv-channels", "::mlir::ModuleOp"> {
     Option<"channelMultiple", "channel-multiple", "int64_t", "8",
            "pad input channels to a multiple of this (0 or 1: leave every "
            "convolution as it is)">,
+    Option<"imageStemChannels", "image-stem-channels", "int64_t", "4",
+           "pad an ImageNet-style stem (at most this many input channels, a "
+           "filter of 7x7 or more, stride 2) to exactly this many instead: "
+           "cuDNN's image first-layer kernels take 4 (0: the channel-multiple "
+           "rule for every stem)">,
   ];
   let statistics = [
     Statistic<"numPadded", "num-padded", "convolutions given padded channels">,

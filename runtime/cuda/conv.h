@@ -163,6 +163,14 @@ public:
     /// REDUCED_PRECISION_REDUCTION note) are candidates too; off, every
     /// reduction is f32.
     bool allowReducedPrecisionReduction = false;
+    /// The image stem's convolutions (isImageStem: 4 input channels of
+    /// 16-bit data, what rn-pad-conv-channels makes of an ImageNet stem)
+    /// may take such plans whatever allowReducedPrecisionReduction says:
+    /// cuDNN's image first-layer kernels (engine 63), 2.6x faster there
+    /// than the 8-channel stem's plans, carry the note, and
+    /// Conv.ImageStemReducedPrecisionError bounds their error against the
+    /// CPU at the stem's shape.
+    bool reducedPrecisionStem = true;
     /// Where autotuning results are kept across processes (by GPU, cuDNN
     /// version and call); empty: not kept.
     std::string cacheFile;
@@ -221,8 +229,9 @@ public:
   /// replaces `plainCall` (its forward, prepared) followed by a statistics
   /// pass. Genstats::always: yes; never: no; faster: yes when the genstats
   /// plan's time plus `sumsMs` (turning its sums into statistics) is under
-  /// the forward's plus `passMs` (the statistics pass), both measured by
-  /// `time` only when the choice is not remembered; no when a plan time is
+  /// the forward's plus `passMs` (the statistics pass) by at least 20% and
+  /// 20 us (what its extra graph nodes cost in a step: conv.cpp), both
+  /// measured by `time` only when the choice is not remembered; no when a plan time is
   /// unknown (autotuning off). Remembered per call in this process and in
   /// the cache file beside the plans, so that a warm load takes the same
   /// path (the two paths' statistics differ in the last bits).
@@ -260,6 +269,11 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Whether `call` is an image stem's convolution in the sense of
+/// Options::reducedPrecisionStem: 4 input channels, one group, f16 or bf16
+/// data, a forward (with or without statistics) or a filter gradient.
+bool isImageStem(const ConvCall &call);
 
 /// "forward x[256,32,32,64] w[64,3,3,64] y[...] s1,1 p1,1 d1,1 g1 f16".
 std::string describe(const ConvCall &call);

@@ -1066,14 +1066,19 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   // (maskedOut comes only with reluResult, never with a recomputed mask.)
   const void *dxDy = maskedOut ? maskedData : dy.data;
   const void *dxRelu = maskedOut ? nullptr : reluData;
+  // The dx pass reduces nothing: its rows are chunked like the apply's
+  // (its own grid, whole waves at its own occupancy), not like the sums'.
+  const RowPlan dxPlan = rowPlanOf(x.shape, tuning().applyBlocks);
+  const Geometry dxGeometry = geometryOf(dxPlan, vec);
+  const Tile dxTile = tileOf(dxPlan);
   withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
     using T = typename decltype(variant)::Type;
     constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
-    backwardApplyKernel<T, V, U><<<g.grid, g.block, 0, stream>>>(
+    backwardApplyKernel<T, V, U><<<dxGeometry.grid, dxGeometry.block, 0, stream>>>(
         static_cast<const T *>(dxDy), static_cast<const T *>(dxRelu),
         static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
         static_cast<const float *>(invStd.data), weight.data, weight.dtype, recompute,
-        ws.sumDy, ws.sumDyXhat, static_cast<T *>(dx.data), tile);
+        ws.sumDy, ws.sumDyXhat, static_cast<T *>(dx.data), dxTile);
   });
   RN_CUDA_TRY_LAUNCH();
   return Status::success();

@@ -43,12 +43,20 @@ namespace rn::cuda {
 /// during.
 /// One row per iteration wins everywhere: the registers of wider unrolls
 /// cost more occupancy than their loads in flight give back.
-/// The blocks each family's grid aims for (rows are chunked to about that
-/// many blocks; 1024 is about two waves at 4 blocks per SM on a 132-SM
-/// GPU, 1.55 at the backward statistics pass's 5) are to be measured the
-/// same way (NormKernelsTest.TargetBlocksBandwidth; not measured yet);
-/// RN_BN_TARGET_BLOCKS ("N" or "STATS,APPLY,BACKWARD") overrides the
-/// defaults at start-up for in-step A/B runs.
+/// The blocks each family's grid aims for: rows are chunked to about that
+/// many blocks per tile of 256 channels (fewer where the tensor is small).
+/// Measured on an H100 (docs/benchmarks.md, "The BN kernels", runs E1-E4):
+/// the backward's sums at 1320 (whole waves at their 5 blocks per SM) made
+/// ResNet-50's step 1.2% faster and no CIFAR configuration slower; the
+/// statistics at 528, 5-11% faster alone at ResNet-50's wide shapes, cost
+/// ResNet-18 (CIFAR) bs256's step 0.8%, so they stay at 1024: the count
+/// that pays follows each shape's grid (at 8-byte vectors a tile is 128
+/// channels wide, so wide layers run twice the blocks the target says), a
+/// per-shape choice not made yet. The backward's dx pass takes the apply's
+/// target: it reduces nothing, and its occupancy is the apply's.
+/// NormKernelsTest.TargetBlocksBandwidth sweeps the targets alone;
+/// RN_BN_TARGET_BLOCKS ("N" or "STATS,APPLY,BACKWARD") overrides them at
+/// start-up for in-step A/B runs.
 struct NormKernelTuning {
   int statsRows = 1;
   int statsVecBytes = 8;
@@ -58,7 +66,7 @@ struct NormKernelTuning {
   int backwardVecBytes = 8;
   int statsBlocks = 1024;
   int applyBlocks = 1024;
-  int backwardBlocks = 1024;
+  int backwardBlocks = 1320;
 };
 NormKernelTuning normKernelTuning();
 /// Fails on a value outside the sets above (target blocks: 1 to 65535).

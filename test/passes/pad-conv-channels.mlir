@@ -1,11 +1,16 @@
 // RUN: rn-opt %s --split-input-file --verify-diagnostics --rn-pad-conv-channels | FileCheck %s
 // RUN: rn-opt %s --split-input-file --rn-pad-conv-channels="channel-multiple=0" 2>/dev/null | FileCheck %s --check-prefix=OFF
 // RUN: rn-opt %s --split-input-file --rn-pad-conv-channels="channel-multiple=4" 2>/dev/null | FileCheck %s --check-prefix=FOUR
+// RUN: rn-opt %s --split-input-file --rn-pad-conv-channels="image-stem-channels=0" 2>/dev/null | FileCheck %s --check-prefix=NOSTEM
 
 // The pipeline: the padded stem's pads run in the first layer's subgraph
 // (the batch's, then the filter's), and the schedule verifies.
 // RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 loss-scaling=dynamic" | FileCheck %s --check-prefix=PIPELINE
 // RUN: %python -m rn.models resnet18c --batch 2 | rn-opt --rn-training-pipeline="precision=f16 pad-conv-channels=0" | FileCheck %s --check-prefix=PIPELINE-OFF
+
+// ResNet-50's 7x7/2 stem is padded to 4 channels (cuDNN's image first-layer
+// kernels), the CIFAR models' 3x3/1 stem above to 8.
+// RUN: %python -m rn.models resnet50 --batch 2 | rn-opt --rn-training-pipeline="precision=f16 loss-scaling=dynamic" | FileCheck %s --check-prefix=PIPELINE-R50
 
 // With uint8 images: the normalization folds into the stem's pad under f16,
 // and stays its own op in the first layer (in f32, or without padding).
@@ -175,3 +180,30 @@ func.func @grouped(%x: tensor<2x4x4x6xf16>, %w: tensor<4x3x3x3xf16>) -> tensor<2
 // BYTES-F32:       %[[X:.+]] = rn.normalize_images {{.+}}rn.subgraph = @FIRST_LAYER_FWD} : tensor<2x32x32x3xui8>, tensor<3xf32>, tensor<3xf32> -> tensor<2x32x32x3xf32>
 // BYTES-F32:       rn.cbr_forward %[[X]], {{.+}}rn.subgraph = @FIRST_LAYER_FWD}
 // BYTES-F32:       rn.cbr_backward %{{.+}}, %[[X]], {{.+}}rn.subgraph = @FIRST_LAYER_BWD}
+
+// -----
+
+// Tests an ImageNet-style stem (7x7, stride 2, 3 channels): padded to
+// exactly 4 channels (image-stem-channels), not to a multiple of 8; with
+// image-stem-channels=0 the channel-multiple rule pads it to 8.
+
+func.func @imagenet_stem(%images: tensor<2x16x16x3xf32>, %w: tensor<8x7x7x3xf16>, %g: tensor<8xf32>, %b: tensor<8xf32>,
+                         %gw: tensor<8x7x7x3xf16>, %gg: tensor<8xf32>, %gb: tensor<8xf32>, %dy: tensor<2x8x8x8xf16>)
+    -> (tensor<2x8x8x8xf16>, tensor<8x7x7x3xf16>) {
+  %x = rn.cast %images : tensor<2x16x16x3xf32> -> tensor<2x16x16x3xf16>
+  %y, %c, %mean, %istd = rn.cbr_forward %x, %w, %g, %b stride [2, 2] pad [3, 3] dilation [1, 1] groups 1 eps 1.000000e-05 relu : (tensor<2x16x16x3xf16>, tensor<8x7x7x3xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x8x8xf16>, tensor<2x8x8x8xf16>, tensor<8xf32>, tensor<8xf32>)
+  %dc, %grads:3 = rn.cbr_backward %dy, %x, %w, %c, %g, %mean, %istd, %gw, %gg, %gb relu %y stride [2, 2] pad [3, 3] dilation [1, 1] groups 1 : (tensor<2x8x8x8xf16>, tensor<2x16x16x3xf16>, tensor<8x7x7x3xf16>, tensor<2x8x8x8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x7x7x3xf16>, tensor<8xf32>, tensor<8xf32>, tensor<2x8x8x8xf16>) -> (tensor<2x8x8x8xf16>, tensor<8x7x7x3xf16>, tensor<8xf32>, tensor<8xf32>)
+  return %y, %grads#0 : tensor<2x8x8x8xf16>, tensor<8x7x7x3xf16>
+}
+
+// CHECK-LABEL: func.func @imagenet_stem
+// CHECK-NEXT:    %[[X4:.+]] = rn.pad_channels %{{.+}} : tensor<2x16x16x3xf32> -> tensor<2x16x16x4xf16>
+// CHECK-NEXT:    %[[W4:.+]] = rn.pad_channels %{{.+}} : tensor<8x7x7x3xf16> -> tensor<8x7x7x4xf16>
+// CHECK-NEXT:    rn.cbr_forward %[[X4]], %[[W4]], {{.+}} : (tensor<2x16x16x4xf16>, tensor<8x7x7x4xf16>, {{.+}}
+// CHECK-NEXT:    rn.cbr_backward %{{.+}}, %[[X4]], %[[W4]], {{.+}} -> (tensor<2x8x8x8xf16>, tensor<8x7x7x3xf16>, tensor<8xf32>, tensor<8xf32>)
+
+// NOSTEM-LABEL: func.func @imagenet_stem
+// NOSTEM:         rn.pad_channels %{{.+}} : tensor<2x16x16x3xf32> -> tensor<2x16x16x8xf16>
+
+// PIPELINE-R50:  rn.pad_channels %{{.+}} : tensor<2x224x224x3xf32> -> tensor<2x224x224x4xf16>
+// PIPELINE-R50:  rn.pad_channels %{{.+}} : tensor<64x7x7x3xf16> -> tensor<64x7x7x4xf16>
