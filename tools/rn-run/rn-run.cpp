@@ -114,6 +114,7 @@ void usage(FILE *out) {
       "  --deterministic    deterministic convolution plans and kernels\n"
       "  --allow-tf32       TF32 for f32 convolutions and products (default IEEE f32)\n"
       "  --allow-reduced-precision-reduction  convolution plans that reduce in f16/bf16\n"
+      "                     (the 4-channel image stem may take them always)\n"
       "  --plan-cache FILE  keep convolution autotuning results in FILE (default:\n"
       "                     $XDG_CACHE_HOME/rn/conv-plans.json or ~/.cache/rn/...;\n"
       "                     none: time the plans at every load)\n"
