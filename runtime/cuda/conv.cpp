@@ -282,6 +282,16 @@ std::optional<ConvRunner::Options::Genstats> genstatsOverride() {
 constexpr double kGenstatsMinSaving = 0.2;
 constexpr double kGenstatsMinSavingMs = 0.02;
 
+/// The key of a statistics choice in chooseGenstats' map and the cache
+/// file: the statistics call's, with the margin it was chosen under (a
+/// cache written under another margin is not taken for this one).
+std::string statsChoiceSuffix() {
+  char text[64];
+  std::snprintf(text, sizeof text, " | statistics, margin %g and %g ms", kGenstatsMinSaving,
+                kGenstatsMinSavingMs);
+  return text;
+}
+
 struct CallKey {
   ConvCall call;
   cudnnHandle_t handle;
@@ -1123,7 +1133,7 @@ Result<bool> ConvRunner::chooseGenstats(const ConvCall &statsCall, const ConvCal
                                         const StreamResources &stream,
                                         const std::function<Result<StatsPassTimes>()> &time) {
   Impl &impl = *impl_;
-  const std::string key = impl.cacheKey(statsCall) + " | statistics";
+  const std::string key = impl.cacheKey(statsCall) + statsChoiceSuffix();
   auto decide = [&](bool genstats) {
     auto [it, added] = impl.statsChoices.emplace(key, genstats);
     if (added && it->second)
@@ -1167,7 +1177,7 @@ Result<bool> ConvRunner::chooseGenstats(const ConvCall &statsCall, const ConvCal
 }
 
 bool ConvRunner::genstatsChosen(const ConvCall &statsCall) const {
-  auto it = impl_->statsChoices.find(impl_->cacheKey(statsCall) + " | statistics");
+  auto it = impl_->statsChoices.find(impl_->cacheKey(statsCall) + statsChoiceSuffix());
   return it != impl_->statsChoices.end() && it->second;
 }
 size_t ConvRunner::genstatsChoices() const { return impl_->genstatsChosenCount; }
