@@ -346,6 +346,9 @@ struct Entry {
   DType wgradType = DType::f32;
   /// forward_stats without genstats: columnSums runs after the fprop.
   bool statsKernel = false;
+  /// forward_stats with genstats that chooseGenstats chose for its forward
+  /// (read per launch, so that no key string is built there).
+  bool genstatsChosen = false;
   size_t totalWorkspace = 0;
   /// The chosen plan's time when autotuning measured (or cached) it; < 0
   /// when unknown.
@@ -439,9 +442,9 @@ struct ConvRunner::Impl {
   }
   /// Whether forward_stats calls try conv + genstats.
   bool triesGenstats() const { return genstatsPolicy() != Options::Genstats::never; }
-  /// chooseGenstats' choices, by the statistics call's cache key.
+  /// chooseGenstats' choices, by the statistics call's cache key (one per
+  /// shape, whatever the handles it is prepared on).
   std::unordered_map<std::string, bool> statsChoices;
-  size_t genstatsChosenCount = 0;
 
   /// Whether `call`'s candidates include reduced-precision reductions.
   bool allowsReducedPrecision(const ConvCall &call) const {
@@ -1134,28 +1137,28 @@ Result<bool> ConvRunner::chooseGenstats(const ConvCall &statsCall, const ConvCal
                                         const std::function<Result<StatsPassTimes>()> &time) {
   Impl &impl = *impl_;
   const std::string key = impl.cacheKey(statsCall) + statsChoiceSuffix();
-  auto decide = [&](bool genstats) {
-    auto [it, added] = impl.statsChoices.emplace(key, genstats);
-    if (added && it->second)
-      ++impl.genstatsChosenCount;
-    return it->second;
-  };
-  if (auto it = impl.statsChoices.find(key); it != impl.statsChoices.end())
-    return it->second;
-  const Options::Genstats policy = impl.genstatsPolicy();
-  if (policy == Options::Genstats::never || !statsFused(statsCall, stream))
-    return decide(false);
-  if (policy == Options::Genstats::always)
-    return decide(true);
-  if (auto it = impl.cache.find(key); it != impl.cache.end() && it->is_object() &&
-                                      it->contains("genstats"))
-    return decide(it->value("genstats", false));
   auto fused = impl.entries.find(CallKey{statsCall, stream.cudnn});
   auto plain = impl.entries.find(CallKey{plainCall, stream.cudnn});
   if (fused == impl.entries.end() || plain == impl.entries.end())
     return Error("conv " + describe(statsCall) +
                  ": the statistics choice needs both convolutions prepared on stream " +
                  std::string(stream.name));
+  // The shape's choice, made once; the entry of this handle carries it.
+  auto decide = [&](bool genstats) {
+    const bool chosen = impl.statsChoices.emplace(key, genstats).first->second;
+    fused->second.genstatsChosen = chosen && !fused->second.statsKernel;
+    return fused->second.genstatsChosen;
+  };
+  if (auto it = impl.statsChoices.find(key); it != impl.statsChoices.end())
+    return decide(it->second);
+  const Options::Genstats policy = impl.genstatsPolicy();
+  if (policy == Options::Genstats::never || fused->second.statsKernel)
+    return decide(false);
+  if (policy == Options::Genstats::always)
+    return decide(true);
+  if (auto it = impl.cache.find(key); it != impl.cache.end() && it->is_object() &&
+                                      it->contains("genstats"))
+    return decide(it->value("genstats", false));
   if (fused->second.planMs < 0 || plain->second.planMs < 0)
     return decide(false); // autotuning off: no times to compare
   Result<StatsPassTimes> passes = time();
@@ -1176,11 +1179,14 @@ Result<bool> ConvRunner::chooseGenstats(const ConvCall &statsCall, const ConvCal
   return decide(genstats);
 }
 
-bool ConvRunner::genstatsChosen(const ConvCall &statsCall) const {
-  auto it = impl_->statsChoices.find(impl_->cacheKey(statsCall) + statsChoiceSuffix());
-  return it != impl_->statsChoices.end() && it->second;
+bool ConvRunner::genstatsChosen(const ConvCall &statsCall, const StreamResources &stream) const {
+  auto it = impl_->entries.find(CallKey{statsCall, stream.cudnn});
+  return it != impl_->entries.end() && it->second.genstatsChosen;
 }
-size_t ConvRunner::genstatsChoices() const { return impl_->genstatsChosenCount; }
+size_t ConvRunner::genstatsChoices() const {
+  return size_t(std::count_if(impl_->statsChoices.begin(), impl_->statsChoices.end(),
+                              [](const auto &choice) { return choice.second; }));
+}
 size_t ConvRunner::statsChoices() const { return impl_->statsChoices.size(); }
 double ConvRunner::prepareSeconds() const { return impl_->seconds; }
 double ConvRunner::preparedPlanMs() const { return impl_->plannedMs; }

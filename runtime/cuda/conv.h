@@ -242,8 +242,9 @@ public:
   Result<bool> chooseGenstats(const ConvCall &statsCall, const ConvCall &plainCall,
                               const StreamResources &stream,
                               const std::function<Result<StatsPassTimes>()> &time);
-  /// Whether chooseGenstats chose genstats for `statsCall`.
-  bool genstatsChosen(const ConvCall &statsCall) const;
+  /// Whether chooseGenstats chose genstats for `statsCall` prepared on
+  /// `stream` (then its fused graph is there to run).
+  bool genstatsChosen(const ConvCall &statsCall, const StreamResources &stream) const;
   /// Statistics choices made so far: with genstats, of all.
   size_t genstatsChoices() const;
   size_t statsChoices() const;

@@ -720,8 +720,7 @@ Status statsConvLaunch(const OpLaunch &l, const StatsConv &sc) {
   if (!call.ok())
     return call.error();
   std::optional<GenstatsConv> g = genstatsConv(l, *call);
-  if (g && l.stream.workspace && l.conv.genstatsChosen(g->call) &&
-      l.conv.statsFused(g->call, g->rest))
+  if (g && l.stream.workspace && l.conv.genstatsChosen(g->call, g->rest))
     return statsFromSums(l, sc, g->call, b, g->sumBytes, epsilon);
   size_t scratch = bnStatsWorkspaceBytes(sc.convOut.shape);
   if (l.stream.workspaceBytes < scratch || (scratch && !l.stream.workspace))
