@@ -16,37 +16,18 @@ $python scripts/trace-summary.py /tmp/trace-pad4.json --kernels --top 60 --steps
 echo "pad4 profile done at $((SECONDS - start)) s"
 # In-step A/B: one process per run, rounds interleaved, one plan cache.
 printf '#!/bin/bash\nexec %s/bin/rn-run "$@" --allow-reduced-precision-reduction\n' "$bundle" > /tmp/rn-run-rpr && chmod +x /tmp/rn-run-rpr
-ab() { # ab NAME BINARY ARTIFACT [ENV...]
-  local name=$1 bin=$2 art=$3; shift 3
-  timeout 150 env "$@" $bin models/$art.rnx --benchmark --executor cuda-graph --lr 0.01 --plan-cache /tmp/plans.json \
-    --steps 40 --warmup 15 > /tmp/ab.log 2>&1
-  local rc=$?
-  echo "{\"variant\": \"$name\", \"rc\": $rc, \"run\": $(grep '^{"model"' /tmp/ab.log | tail -1 || echo null)}" >> $OUT/ab.jsonl
-  { echo "== $name"; cat /tmp/ab.log; } >> $OUT/ab-logs.txt
-}
+source diag/ab-lib.sh
 for round in 1 2; do
-  ab base bin/rn-run resnet50.bench256 RN_CONV_GENSTATS=0
-  ab choice bin/rn-run resnet50.bench256
-  ab genstats bin/rn-run resnet50.bench256 RN_CONV_GENSTATS=1
-  ab tb1320 bin/rn-run resnet50.bench256 RN_CONV_GENSTATS=0 RN_BN_TARGET_BLOCKS=1056,1056,1320
-  ab tb2640 bin/rn-run resnet50.bench256 RN_CONV_GENSTATS=0 RN_BN_TARGET_BLOCKS=1056,1056,2640
-  ab rpr /tmp/rn-run-rpr resnet50.bench256 RN_CONV_GENSTATS=0
-  ab pad4rpr /tmp/rn-run-rpr resnet50.bench256.pad4 RN_CONV_GENSTATS=0
+  ab resnet50:256 base bin/rn-run resnet50.bench256 RN_CONV_GENSTATS=0
+  ab resnet50:256 choice bin/rn-run resnet50.bench256
+  ab resnet50:256 genstats bin/rn-run resnet50.bench256 RN_CONV_GENSTATS=1
+  ab resnet50:256 tb1320 bin/rn-run resnet50.bench256 RN_CONV_GENSTATS=0 RN_BN_TARGET_BLOCKS=1056,1056,1320
+  ab resnet50:256 tb2640 bin/rn-run resnet50.bench256 RN_CONV_GENSTATS=0 RN_BN_TARGET_BLOCKS=1056,1056,2640
+  ab resnet50:256 rpr /tmp/rn-run-rpr resnet50.bench256 RN_CONV_GENSTATS=0
+  ab resnet50:256 pad4rpr /tmp/rn-run-rpr resnet50.bench256.pad4 RN_CONV_GENSTATS=0
   echo "A/B round $round done at $((SECONDS - start)) s"
 done
-$python - $OUT/ab.jsonl <<'PY'
-import json, sys, statistics
-rows = [json.loads(l) for l in open(sys.argv[1])]
-by = {}
-for r in rows:
-    ms = (r.get("run") or {}).get("ms_per_step")
-    by.setdefault(r["variant"], []).append(ms)
-base = statistics.median([m for m in by.get("base", []) if m])
-for v, ms in by.items():
-    ok = [m for m in ms if m]
-    med = statistics.median(ok) if ok else None
-    print(f"{v:10s} {ms} median {med} ratio {med / base if med else None:.4f}" if med else f"{v:10s} {ms}")
-PY
+ab_summary
 # The sweeps while the call's time lasts (the logs are packed at 560 s at the latest).
 if (( SECONDS - start < 420 )); then
   RN_CUDA_BENCH=1 timeout $((500 - SECONDS + start)) bin/rn-cuda-tests --gtest_filter='NormKernelsTest.TargetBlocksBandwidth:NormKernelsTest.ResNetSizeBandwidth:NormKernelsTest.KernelsKeepTheirOccupancy' > $OUT/bn-bench.log 2>&1

@@ -5,38 +5,19 @@ start=$SECONDS
 timeout 150 bin/rn-cuda-tests --gtest_filter='*CbrForwardBackwardInference*:Conv.Genstats*:Conv.AutotuneKeeps*:NormKernelsTest.*:Conv.ImageStemReducedPrecisionError' > $OUT/cuda-tests.log 2>&1; echo "rn-cuda-tests rc=$? at $((SECONDS - start)) s"
 grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]|FAILED|Genstats::|^stem ' $OUT/cuda-tests.log | tail -16
 # Before and after, one process per run, rounds interleaved, one plan cache per configuration.
-ab() { # ab CONFIG SIDE ARTIFACT [ENV...]
-  local config=$1 side=$2 art=$3; shift 3
-  timeout 120 env "$@" bin/rn-run models/$art.rnx --benchmark --executor cuda-graph --lr 0.01 \
-    --plan-cache /tmp/plans-${config/:/-}.json --steps 40 --warmup 15 > /tmp/ab.log 2>&1
-  local rc=$?
-  echo "{\"config\": \"$config\", \"side\": \"$side\", \"rc\": $rc, \"run\": $(grep '^{"model"' /tmp/ab.log | tail -1 || echo null)}" >> $OUT/ab.jsonl
-  { echo "== $config $side"; grep -v '^  region' /tmp/ab.log; } >> $OUT/ab-logs.txt
-}
+source diag/ab-lib.sh
 before=(RN_CONV_GENSTATS=0 RN_BN_TARGET_BLOCKS=1024,1024,1024)
 for round in 1 2; do
   for config in mlp:128 resnet18c:256 resnet18c:1024 vgg11c:256 vgg11c:1024 resnet50:256; do
     name=${config%%:*} batch=${config##*:}
     art=$name.bench$batch old=$art
     [ $name = resnet50 ] && old=$art.pad8
-    ab $config before $old "${before[@]}"
-    ab $config after $art
+    ab $config before bin/rn-run $old "${before[@]}"
+    ab $config after bin/rn-run $art
   done
   echo "A/B round $round done at $((SECONDS - start)) s"
 done
-$python - $OUT/ab.jsonl <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-by = {}
-for r in rows:
-    run = r.get("run") or {}
-    by.setdefault(r["config"], {}).setdefault(r["side"], []).append((run.get("ms_per_step"), run.get("conv_floor_ms")))
-for config, sides in by.items():
-    med = {s: statistics.median([m for m, _ in v if m]) if any(m for m, _ in v) else None for s, v in sides.items()}
-    floors = {s: [f for _, f in v] for s, v in sides.items()}
-    b, a = med.get("before"), med.get("after")
-    print(f"{config:16s} before {sides.get('before')} after {sides.get('after')} after/before {a / b if a and b else None}")
-PY
+ab_summary
 # ResNet-50 after: its timeline and BN kernel table.
 RN_PROFILE_MODELS=resnet50:256 RN_PROFILE_VARIANTS=default timeout 150 bash scripts/run-gpu-profile.sh
 echo "profile done at $((SECONDS - start)) s"
