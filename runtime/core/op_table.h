@@ -7,13 +7,16 @@
 //
 // For each op: its operands and results by ODS name, in ODS order, with
 // their arity, and its attributes with their kind and whether a node must
-// carry them; and per op, namespaces `operand` and `result` whose constants
-// name the indices in ODS order (op_table::cbr_backward::operand::relu_output).
+// carry them. The constants that name each op's operand and result indices
+// (op_table::cbr_backward::operand::relu_output) are in op_indices.h,
+// included here.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef RN_RUNTIME_CORE_OP_TABLE_H
 #define RN_RUNTIME_CORE_OP_TABLE_H
+
+#include "runtime/core/op_indices.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -78,22 +81,6 @@ inline constexpr Attr kAdamwUpdateAttributes[] = {
     {"epsilon", AttrKind::real, true},
     {"weight_decay", AttrKind::real, true},
 };
-namespace adamw_update {
-namespace operand {
-inline constexpr size_t param = 0;
-inline constexpr size_t grad = 1;
-inline constexpr size_t exp_avg = 2;
-inline constexpr size_t exp_avg_sq = 3;
-inline constexpr size_t lr = 4;
-inline constexpr size_t step = 5;
-inline constexpr size_t skip_if = 6;
-} // namespace operand
-namespace result {
-inline constexpr size_t new_param = 0;
-inline constexpr size_t new_exp_avg = 1;
-inline constexpr size_t new_exp_avg_sq = 2;
-} // namespace result
-} // namespace adamw_update
 
 // rn.adaptive_avg_pool2d
 inline constexpr Value kAdaptiveAvgPool2dOperands[] = {
@@ -102,14 +89,6 @@ inline constexpr Value kAdaptiveAvgPool2dOperands[] = {
 inline constexpr Value kAdaptiveAvgPool2dResults[] = {
     {"result", Arity::one},
 };
-namespace adaptive_avg_pool2d {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace adaptive_avg_pool2d
 
 // rn.adaptive_avg_pool2d_backward
 inline constexpr Value kAdaptiveAvgPool2dBackwardOperands[] = {
@@ -118,14 +97,6 @@ inline constexpr Value kAdaptiveAvgPool2dBackwardOperands[] = {
 inline constexpr Value kAdaptiveAvgPool2dBackwardResults[] = {
     {"input_grad", Arity::one},
 };
-namespace adaptive_avg_pool2d_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace adaptive_avg_pool2d_backward
 
 // rn.add
 inline constexpr Value kAddOperands[] = {
@@ -135,15 +106,6 @@ inline constexpr Value kAddOperands[] = {
 inline constexpr Value kAddResults[] = {
     {"result", Arity::one},
 };
-namespace add {
-namespace operand {
-inline constexpr size_t lhs = 0;
-inline constexpr size_t rhs = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace add
 
 // rn.all_reduce_mean
 inline constexpr Value kAllReduceMeanOperands[] = {
@@ -152,14 +114,6 @@ inline constexpr Value kAllReduceMeanOperands[] = {
 inline constexpr Value kAllReduceMeanResults[] = {
     {"results", Arity::variadic},
 };
-namespace all_reduce_mean {
-namespace operand {
-inline constexpr size_t inputs = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t results = 0;
-} // namespace result
-} // namespace all_reduce_mean
 
 // rn.avg_pool2d
 inline constexpr Value kAvgPool2dOperands[] = {
@@ -173,14 +127,6 @@ inline constexpr Attr kAvgPool2dAttributes[] = {
     {"strides", AttrKind::integers, true},
     {"padding", AttrKind::integers, true},
 };
-namespace avg_pool2d {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace avg_pool2d
 
 // rn.avg_pool2d_backward
 inline constexpr Value kAvgPool2dBackwardOperands[] = {
@@ -194,14 +140,6 @@ inline constexpr Attr kAvgPool2dBackwardAttributes[] = {
     {"strides", AttrKind::integers, true},
     {"padding", AttrKind::integers, true},
 };
-namespace avg_pool2d_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace avg_pool2d_backward
 
 // rn.batch_norm
 inline constexpr Value kBatchNormOperands[] = {
@@ -218,18 +156,6 @@ inline constexpr Attr kBatchNormAttributes[] = {
     {"epsilon", AttrKind::real, true},
     {"momentum", AttrKind::real, true},
 };
-namespace batch_norm {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t weight = 1;
-inline constexpr size_t bias = 2;
-inline constexpr size_t running_mean = 3;
-inline constexpr size_t running_var = 4;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace batch_norm
 
 // rn.batch_norm_backward
 inline constexpr Value kBatchNormBackwardOperands[] = {
@@ -246,22 +172,6 @@ inline constexpr Value kBatchNormBackwardResults[] = {
     {"weight_grad", Arity::one},
     {"bias_grad", Arity::one},
 };
-namespace batch_norm_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t input = 1;
-inline constexpr size_t weight = 2;
-inline constexpr size_t batch_mean = 3;
-inline constexpr size_t batch_inv_std = 4;
-inline constexpr size_t weight_grad_acc = 5;
-inline constexpr size_t bias_grad_acc = 6;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-inline constexpr size_t weight_grad = 1;
-inline constexpr size_t bias_grad = 2;
-} // namespace result
-} // namespace batch_norm_backward
 
 // rn.batch_norm_inference
 inline constexpr Value kBatchNormInferenceOperands[] = {
@@ -277,18 +187,6 @@ inline constexpr Value kBatchNormInferenceResults[] = {
 inline constexpr Attr kBatchNormInferenceAttributes[] = {
     {"epsilon", AttrKind::real, true},
 };
-namespace batch_norm_inference {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t weight = 1;
-inline constexpr size_t bias = 2;
-inline constexpr size_t running_mean = 3;
-inline constexpr size_t running_var = 4;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace batch_norm_inference
 
 // rn.batch_norm_train
 inline constexpr Value kBatchNormTrainOperands[] = {
@@ -304,18 +202,6 @@ inline constexpr Value kBatchNormTrainResults[] = {
 inline constexpr Attr kBatchNormTrainAttributes[] = {
     {"epsilon", AttrKind::real, true},
 };
-namespace batch_norm_train {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t weight = 1;
-inline constexpr size_t bias = 2;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-inline constexpr size_t batch_mean = 1;
-inline constexpr size_t batch_inv_std = 2;
-} // namespace result
-} // namespace batch_norm_train
 
 // rn.bn_add_relu
 inline constexpr Value kBnAddReluOperands[] = {
@@ -332,19 +218,6 @@ inline constexpr Value kBnAddReluResults[] = {
 inline constexpr Attr kBnAddReluAttributes[] = {
     {"epsilon", AttrKind::real, true},
 };
-namespace bn_add_relu {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t gamma = 1;
-inline constexpr size_t beta = 2;
-inline constexpr size_t shortcut = 3;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-inline constexpr size_t batch_mean = 1;
-inline constexpr size_t batch_inv_std = 2;
-} // namespace result
-} // namespace bn_add_relu
 
 // rn.bn_add_relu_backward
 inline constexpr Value kBnAddReluBackwardOperands[] = {
@@ -363,24 +236,6 @@ inline constexpr Value kBnAddReluBackwardResults[] = {
     {"gamma_grad", Arity::one},
     {"beta_grad", Arity::one},
 };
-namespace bn_add_relu_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t relu_output = 1;
-inline constexpr size_t input = 2;
-inline constexpr size_t gamma = 3;
-inline constexpr size_t batch_mean = 4;
-inline constexpr size_t batch_inv_std = 5;
-inline constexpr size_t gamma_grad_acc = 6;
-inline constexpr size_t beta_grad_acc = 7;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-inline constexpr size_t shortcut_grad = 1;
-inline constexpr size_t gamma_grad = 2;
-inline constexpr size_t beta_grad = 3;
-} // namespace result
-} // namespace bn_add_relu_backward
 
 // rn.bn_add_relu_inference
 inline constexpr Value kBnAddReluInferenceOperands[] = {
@@ -397,19 +252,6 @@ inline constexpr Value kBnAddReluInferenceResults[] = {
 inline constexpr Attr kBnAddReluInferenceAttributes[] = {
     {"epsilon", AttrKind::real, true},
 };
-namespace bn_add_relu_inference {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t gamma = 1;
-inline constexpr size_t beta = 2;
-inline constexpr size_t running_mean = 3;
-inline constexpr size_t running_var = 4;
-inline constexpr size_t shortcut = 5;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace bn_add_relu_inference
 
 // rn.bn_scale_bias
 inline constexpr Value kBnScaleBiasOperands[] = {
@@ -422,18 +264,6 @@ inline constexpr Value kBnScaleBiasResults[] = {
     {"scale", Arity::one},
     {"bias", Arity::one},
 };
-namespace bn_scale_bias {
-namespace operand {
-inline constexpr size_t batch_mean = 0;
-inline constexpr size_t batch_inv_std = 1;
-inline constexpr size_t gamma = 2;
-inline constexpr size_t beta = 3;
-} // namespace operand
-namespace result {
-inline constexpr size_t scale = 0;
-inline constexpr size_t bias = 1;
-} // namespace result
-} // namespace bn_scale_bias
 
 // rn.cast
 inline constexpr Value kCastOperands[] = {
@@ -442,14 +272,6 @@ inline constexpr Value kCastOperands[] = {
 inline constexpr Value kCastResults[] = {
     {"result", Arity::one},
 };
-namespace cast {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace cast
 
 // rn.cbr_backward
 inline constexpr Value kCbrBackwardOperands[] = {
@@ -483,32 +305,6 @@ inline constexpr Attr kCbrBackwardAttributes[] = {
     {"groups", AttrKind::integer, true},
     {"prologue_mask", AttrKind::flag, false},
 };
-namespace cbr_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t input = 1;
-inline constexpr size_t filter = 2;
-inline constexpr size_t conv_output = 3;
-inline constexpr size_t gamma = 4;
-inline constexpr size_t batch_mean = 5;
-inline constexpr size_t batch_inv_std = 6;
-inline constexpr size_t filter_grad_acc = 7;
-inline constexpr size_t gamma_grad_acc = 8;
-inline constexpr size_t beta_grad_acc = 9;
-inline constexpr size_t relu_output = 10;
-inline constexpr size_t relu_beta = 11;
-inline constexpr size_t input_scale = 12;
-inline constexpr size_t input_bias = 13;
-inline constexpr size_t input_grad_addend = 14;
-} // namespace operand
-namespace result {
-inline constexpr size_t conv_output_grad = 0;
-inline constexpr size_t input_grad = 1;
-inline constexpr size_t filter_grad = 2;
-inline constexpr size_t gamma_grad = 3;
-inline constexpr size_t beta_grad = 4;
-} // namespace result
-} // namespace cbr_backward
 
 // rn.cbr_forward
 inline constexpr Value kCbrForwardOperands[] = {
@@ -533,22 +329,6 @@ inline constexpr Attr kCbrForwardAttributes[] = {
     {"epsilon", AttrKind::real, true},
     {"relu", AttrKind::flag, false},
 };
-namespace cbr_forward {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t filter = 1;
-inline constexpr size_t gamma = 2;
-inline constexpr size_t beta = 3;
-inline constexpr size_t prologue_scale = 4;
-inline constexpr size_t prologue_bias = 5;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-inline constexpr size_t conv_output = 1;
-inline constexpr size_t batch_mean = 2;
-inline constexpr size_t batch_inv_std = 3;
-} // namespace result
-} // namespace cbr_forward
 
 // rn.cbr_inference
 inline constexpr Value kCbrInferenceOperands[] = {
@@ -570,19 +350,6 @@ inline constexpr Attr kCbrInferenceAttributes[] = {
     {"epsilon", AttrKind::real, true},
     {"relu", AttrKind::flag, false},
 };
-namespace cbr_inference {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t filter = 1;
-inline constexpr size_t gamma = 2;
-inline constexpr size_t beta = 3;
-inline constexpr size_t running_mean = 4;
-inline constexpr size_t running_var = 5;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace cbr_inference
 
 // rn.channel_mul
 inline constexpr Value kChannelMulOperands[] = {
@@ -592,15 +359,6 @@ inline constexpr Value kChannelMulOperands[] = {
 inline constexpr Value kChannelMulResults[] = {
     {"result", Arity::one},
 };
-namespace channel_mul {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t scale = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace channel_mul
 
 // rn.channel_mul_backward
 inline constexpr Value kChannelMulBackwardOperands[] = {
@@ -612,17 +370,6 @@ inline constexpr Value kChannelMulBackwardResults[] = {
     {"input_grad", Arity::one},
     {"scale_grad", Arity::one},
 };
-namespace channel_mul_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t input = 1;
-inline constexpr size_t scale = 2;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-inline constexpr size_t scale_grad = 1;
-} // namespace result
-} // namespace channel_mul_backward
 
 // rn.check_finite
 inline constexpr Value kCheckFiniteOperands[] = {
@@ -631,14 +378,6 @@ inline constexpr Value kCheckFiniteOperands[] = {
 inline constexpr Value kCheckFiniteResults[] = {
     {"found_non_finite", Arity::one},
 };
-namespace check_finite {
-namespace operand {
-inline constexpr size_t inputs = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t found_non_finite = 0;
-} // namespace result
-} // namespace check_finite
 
 // rn.conv2d
 inline constexpr Value kConv2dOperands[] = {
@@ -655,16 +394,6 @@ inline constexpr Attr kConv2dAttributes[] = {
     {"dilation", AttrKind::integers, true},
     {"groups", AttrKind::integer, true},
 };
-namespace conv2d {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t filter = 1;
-inline constexpr size_t bias = 2;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace conv2d
 
 // rn.conv2d_backward
 inline constexpr Value kConv2dBackwardOperands[] = {
@@ -686,21 +415,6 @@ inline constexpr Attr kConv2dBackwardAttributes[] = {
     {"dilation", AttrKind::integers, true},
     {"groups", AttrKind::integer, true},
 };
-namespace conv2d_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t input = 1;
-inline constexpr size_t filter = 2;
-inline constexpr size_t filter_grad_acc = 3;
-inline constexpr size_t bias_grad_acc = 4;
-inline constexpr size_t input_grad_addend = 5;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-inline constexpr size_t filter_grad = 1;
-inline constexpr size_t bias_grad = 2;
-} // namespace result
-} // namespace conv2d_backward
 
 // rn.conv_bn_stats
 inline constexpr Value kConvBnStatsOperands[] = {
@@ -721,19 +435,6 @@ inline constexpr Attr kConvBnStatsAttributes[] = {
     {"groups", AttrKind::integer, true},
     {"epsilon", AttrKind::real, true},
 };
-namespace conv_bn_stats {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t filter = 1;
-inline constexpr size_t prologue_scale = 2;
-inline constexpr size_t prologue_bias = 3;
-} // namespace operand
-namespace result {
-inline constexpr size_t conv_output = 0;
-inline constexpr size_t batch_mean = 1;
-inline constexpr size_t batch_inv_std = 2;
-} // namespace result
-} // namespace conv_bn_stats
 
 // rn.count_correct
 inline constexpr Value kCountCorrectOperands[] = {
@@ -743,15 +444,6 @@ inline constexpr Value kCountCorrectOperands[] = {
 inline constexpr Value kCountCorrectResults[] = {
     {"correct", Arity::one},
 };
-namespace count_correct {
-namespace operand {
-inline constexpr size_t logits = 0;
-inline constexpr size_t labels = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t correct = 0;
-} // namespace result
-} // namespace count_correct
 
 // rn.dropout_backward
 inline constexpr Value kDropoutBackwardOperands[] = {
@@ -761,15 +453,6 @@ inline constexpr Value kDropoutBackwardOperands[] = {
 inline constexpr Value kDropoutBackwardResults[] = {
     {"input_grad", Arity::one},
 };
-namespace dropout_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t saved = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace dropout_backward
 
 // rn.dropout_train
 inline constexpr Value kDropoutTrainOperands[] = {
@@ -785,16 +468,6 @@ inline constexpr Attr kDropoutTrainAttributes[] = {
     {"index", AttrKind::integer, true},
     {"count", AttrKind::integer, true},
 };
-namespace dropout_train {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t step = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-inline constexpr size_t mask = 1;
-} // namespace result
-} // namespace dropout_train
 
 // rn.ema_update
 inline constexpr Value kEmaUpdateOperands[] = {
@@ -807,15 +480,6 @@ inline constexpr Value kEmaUpdateResults[] = {
 inline constexpr Attr kEmaUpdateAttributes[] = {
     {"decay", AttrKind::real, true},
 };
-namespace ema_update {
-namespace operand {
-inline constexpr size_t average = 0;
-inline constexpr size_t param = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t new_average = 0;
-} // namespace result
-} // namespace ema_update
 
 // rn.flatten
 inline constexpr Value kFlattenOperands[] = {
@@ -824,14 +488,6 @@ inline constexpr Value kFlattenOperands[] = {
 inline constexpr Value kFlattenResults[] = {
     {"result", Arity::one},
 };
-namespace flatten {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace flatten
 
 // rn.global_avg_pool
 inline constexpr Value kGlobalAvgPoolOperands[] = {
@@ -840,14 +496,6 @@ inline constexpr Value kGlobalAvgPoolOperands[] = {
 inline constexpr Value kGlobalAvgPoolResults[] = {
     {"result", Arity::one},
 };
-namespace global_avg_pool {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace global_avg_pool
 
 // rn.global_avg_pool_backward
 inline constexpr Value kGlobalAvgPoolBackwardOperands[] = {
@@ -856,14 +504,6 @@ inline constexpr Value kGlobalAvgPoolBackwardOperands[] = {
 inline constexpr Value kGlobalAvgPoolBackwardResults[] = {
     {"input_grad", Arity::one},
 };
-namespace global_avg_pool_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace global_avg_pool_backward
 
 // rn.hardsigmoid
 inline constexpr Value kHardsigmoidOperands[] = {
@@ -872,14 +512,6 @@ inline constexpr Value kHardsigmoidOperands[] = {
 inline constexpr Value kHardsigmoidResults[] = {
     {"result", Arity::one},
 };
-namespace hardsigmoid {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace hardsigmoid
 
 // rn.hardsigmoid_backward
 inline constexpr Value kHardsigmoidBackwardOperands[] = {
@@ -889,15 +521,6 @@ inline constexpr Value kHardsigmoidBackwardOperands[] = {
 inline constexpr Value kHardsigmoidBackwardResults[] = {
     {"input_grad", Arity::one},
 };
-namespace hardsigmoid_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t saved = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace hardsigmoid_backward
 
 // rn.hardswish
 inline constexpr Value kHardswishOperands[] = {
@@ -906,14 +529,6 @@ inline constexpr Value kHardswishOperands[] = {
 inline constexpr Value kHardswishResults[] = {
     {"result", Arity::one},
 };
-namespace hardswish {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace hardswish
 
 // rn.hardswish_backward
 inline constexpr Value kHardswishBackwardOperands[] = {
@@ -923,15 +538,6 @@ inline constexpr Value kHardswishBackwardOperands[] = {
 inline constexpr Value kHardswishBackwardResults[] = {
     {"input_grad", Arity::one},
 };
-namespace hardswish_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t saved = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace hardswish_backward
 
 // rn.hardtanh
 inline constexpr Value kHardtanhOperands[] = {
@@ -944,14 +550,6 @@ inline constexpr Attr kHardtanhAttributes[] = {
     {"min_val", AttrKind::real, true},
     {"max_val", AttrKind::real, true},
 };
-namespace hardtanh {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace hardtanh
 
 // rn.hardtanh_backward
 inline constexpr Value kHardtanhBackwardOperands[] = {
@@ -965,15 +563,6 @@ inline constexpr Attr kHardtanhBackwardAttributes[] = {
     {"min_val", AttrKind::real, true},
     {"max_val", AttrKind::real, true},
 };
-namespace hardtanh_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t saved = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace hardtanh_backward
 
 // rn.host_to_device
 inline constexpr Value kHostToDeviceOperands[] = {
@@ -982,14 +571,6 @@ inline constexpr Value kHostToDeviceOperands[] = {
 inline constexpr Value kHostToDeviceResults[] = {
     {"result", Arity::one},
 };
-namespace host_to_device {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace host_to_device
 
 // rn.lars_update
 inline constexpr Value kLarsUpdateOperands[] = {
@@ -1009,19 +590,6 @@ inline constexpr Attr kLarsUpdateAttributes[] = {
     {"trust_coefficient", AttrKind::real, true},
     {"epsilon", AttrKind::real, true},
 };
-namespace lars_update {
-namespace operand {
-inline constexpr size_t param = 0;
-inline constexpr size_t grad = 1;
-inline constexpr size_t momentum_buffer = 2;
-inline constexpr size_t lr = 3;
-inline constexpr size_t skip_if = 4;
-} // namespace operand
-namespace result {
-inline constexpr size_t new_param = 0;
-inline constexpr size_t new_momentum_buffer = 1;
-} // namespace result
-} // namespace lars_update
 
 // rn.linear
 inline constexpr Value kLinearOperands[] = {
@@ -1032,16 +600,6 @@ inline constexpr Value kLinearOperands[] = {
 inline constexpr Value kLinearResults[] = {
     {"result", Arity::one},
 };
-namespace linear {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t weight = 1;
-inline constexpr size_t bias = 2;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace linear
 
 // rn.linear_backward
 inline constexpr Value kLinearBackwardOperands[] = {
@@ -1056,20 +614,6 @@ inline constexpr Value kLinearBackwardResults[] = {
     {"weight_grad", Arity::one},
     {"bias_grad", Arity::optional},
 };
-namespace linear_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t input = 1;
-inline constexpr size_t weight = 2;
-inline constexpr size_t weight_grad_acc = 3;
-inline constexpr size_t bias_grad_acc = 4;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-inline constexpr size_t weight_grad = 1;
-inline constexpr size_t bias_grad = 2;
-} // namespace result
-} // namespace linear_backward
 
 // rn.max_pool2d
 inline constexpr Value kMaxPool2dOperands[] = {
@@ -1083,14 +627,6 @@ inline constexpr Attr kMaxPool2dAttributes[] = {
     {"strides", AttrKind::integers, true},
     {"padding", AttrKind::integers, true},
 };
-namespace max_pool2d {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace max_pool2d
 
 // rn.max_pool2d_backward
 inline constexpr Value kMaxPool2dBackwardOperands[] = {
@@ -1105,15 +641,6 @@ inline constexpr Attr kMaxPool2dBackwardAttributes[] = {
     {"strides", AttrKind::integers, true},
     {"padding", AttrKind::integers, true},
 };
-namespace max_pool2d_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t input = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace max_pool2d_backward
 
 // rn.multi_adamw_update
 inline constexpr Value kMultiAdamwUpdateOperands[] = {
@@ -1134,20 +661,6 @@ inline constexpr Attr kMultiAdamwUpdateAttributes[] = {
     {"epsilon", AttrKind::real, true},
     {"weight_decay", AttrKind::real, true},
 };
-namespace multi_adamw_update {
-namespace operand {
-inline constexpr size_t params = 0;
-inline constexpr size_t grads = 1;
-inline constexpr size_t exp_avgs = 2;
-inline constexpr size_t exp_avg_sqs = 3;
-inline constexpr size_t lr = 4;
-inline constexpr size_t step = 5;
-inline constexpr size_t skip_if = 6;
-} // namespace operand
-namespace result {
-inline constexpr size_t new_values = 0;
-} // namespace result
-} // namespace multi_adamw_update
 
 // rn.multi_cast
 inline constexpr Value kMultiCastOperands[] = {
@@ -1156,14 +669,6 @@ inline constexpr Value kMultiCastOperands[] = {
 inline constexpr Value kMultiCastResults[] = {
     {"results", Arity::variadic},
 };
-namespace multi_cast {
-namespace operand {
-inline constexpr size_t inputs = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t results = 0;
-} // namespace result
-} // namespace multi_cast
 
 // rn.multi_ema_update
 inline constexpr Value kMultiEmaUpdateOperands[] = {
@@ -1176,15 +681,6 @@ inline constexpr Value kMultiEmaUpdateResults[] = {
 inline constexpr Attr kMultiEmaUpdateAttributes[] = {
     {"decay", AttrKind::real, true},
 };
-namespace multi_ema_update {
-namespace operand {
-inline constexpr size_t averages = 0;
-inline constexpr size_t params = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t results = 0;
-} // namespace result
-} // namespace multi_ema_update
 
 // rn.multi_lars_update
 inline constexpr Value kMultiLarsUpdateOperands[] = {
@@ -1203,18 +699,6 @@ inline constexpr Attr kMultiLarsUpdateAttributes[] = {
     {"trust_coefficient", AttrKind::real, true},
     {"epsilon", AttrKind::real, true},
 };
-namespace multi_lars_update {
-namespace operand {
-inline constexpr size_t params = 0;
-inline constexpr size_t grads = 1;
-inline constexpr size_t momentum_buffers = 2;
-inline constexpr size_t lr = 3;
-inline constexpr size_t skip_if = 4;
-} // namespace operand
-namespace result {
-inline constexpr size_t new_values = 0;
-} // namespace result
-} // namespace multi_lars_update
 
 // rn.multi_sgd_update
 inline constexpr Value kMultiSgdUpdateOperands[] = {
@@ -1232,18 +716,6 @@ inline constexpr Attr kMultiSgdUpdateAttributes[] = {
     {"weight_decay", AttrKind::real, true},
     {"nesterov", AttrKind::flag, false},
 };
-namespace multi_sgd_update {
-namespace operand {
-inline constexpr size_t params = 0;
-inline constexpr size_t grads = 1;
-inline constexpr size_t momentum_buffers = 2;
-inline constexpr size_t lr = 3;
-inline constexpr size_t skip_if = 4;
-} // namespace operand
-namespace result {
-inline constexpr size_t new_values = 0;
-} // namespace result
-} // namespace multi_sgd_update
 
 // rn.multi_unscale
 inline constexpr Value kMultiUnscaleOperands[] = {
@@ -1253,15 +725,6 @@ inline constexpr Value kMultiUnscaleOperands[] = {
 inline constexpr Value kMultiUnscaleResults[] = {
     {"results", Arity::variadic},
 };
-namespace multi_unscale {
-namespace operand {
-inline constexpr size_t grads = 0;
-inline constexpr size_t scale = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t results = 0;
-} // namespace result
-} // namespace multi_unscale
 
 // rn.multi_zero
 inline constexpr Value kMultiZeroOperands[] = {
@@ -1270,14 +733,6 @@ inline constexpr Value kMultiZeroOperands[] = {
 inline constexpr Value kMultiZeroResults[] = {
     {"results", Arity::variadic},
 };
-namespace multi_zero {
-namespace operand {
-inline constexpr size_t inputs = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t results = 0;
-} // namespace result
-} // namespace multi_zero
 
 // rn.normalize_images
 inline constexpr Value kNormalizeImagesOperands[] = {
@@ -1288,16 +743,6 @@ inline constexpr Value kNormalizeImagesOperands[] = {
 inline constexpr Value kNormalizeImagesResults[] = {
     {"result", Arity::one},
 };
-namespace normalize_images {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t mean = 1;
-inline constexpr size_t std = 2;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace normalize_images
 
 // rn.pad_channels
 inline constexpr Value kPadChannelsOperands[] = {
@@ -1308,16 +753,6 @@ inline constexpr Value kPadChannelsOperands[] = {
 inline constexpr Value kPadChannelsResults[] = {
     {"result", Arity::one},
 };
-namespace pad_channels {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t mean = 1;
-inline constexpr size_t std = 2;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace pad_channels
 
 // rn.relu
 inline constexpr Value kReluOperands[] = {
@@ -1326,14 +761,6 @@ inline constexpr Value kReluOperands[] = {
 inline constexpr Value kReluResults[] = {
     {"result", Arity::one},
 };
-namespace relu {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace relu
 
 // rn.relu_backward
 inline constexpr Value kReluBackwardOperands[] = {
@@ -1343,15 +770,6 @@ inline constexpr Value kReluBackwardOperands[] = {
 inline constexpr Value kReluBackwardResults[] = {
     {"input_grad", Arity::one},
 };
-namespace relu_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t saved = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace relu_backward
 
 // rn.reshape
 inline constexpr Value kReshapeOperands[] = {
@@ -1360,14 +778,6 @@ inline constexpr Value kReshapeOperands[] = {
 inline constexpr Value kReshapeResults[] = {
     {"result", Arity::one},
 };
-namespace reshape {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace reshape
 
 // rn.sgd_update
 inline constexpr Value kSgdUpdateOperands[] = {
@@ -1386,19 +796,6 @@ inline constexpr Attr kSgdUpdateAttributes[] = {
     {"weight_decay", AttrKind::real, true},
     {"nesterov", AttrKind::flag, false},
 };
-namespace sgd_update {
-namespace operand {
-inline constexpr size_t param = 0;
-inline constexpr size_t grad = 1;
-inline constexpr size_t momentum_buffer = 2;
-inline constexpr size_t lr = 3;
-inline constexpr size_t skip_if = 4;
-} // namespace operand
-namespace result {
-inline constexpr size_t new_param = 0;
-inline constexpr size_t new_momentum_buffer = 1;
-} // namespace result
-} // namespace sgd_update
 
 // rn.sigmoid
 inline constexpr Value kSigmoidOperands[] = {
@@ -1407,14 +804,6 @@ inline constexpr Value kSigmoidOperands[] = {
 inline constexpr Value kSigmoidResults[] = {
     {"result", Arity::one},
 };
-namespace sigmoid {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace sigmoid
 
 // rn.sigmoid_backward
 inline constexpr Value kSigmoidBackwardOperands[] = {
@@ -1424,15 +813,6 @@ inline constexpr Value kSigmoidBackwardOperands[] = {
 inline constexpr Value kSigmoidBackwardResults[] = {
     {"input_grad", Arity::one},
 };
-namespace sigmoid_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t saved = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace sigmoid_backward
 
 // rn.silu
 inline constexpr Value kSiluOperands[] = {
@@ -1441,14 +821,6 @@ inline constexpr Value kSiluOperands[] = {
 inline constexpr Value kSiluResults[] = {
     {"result", Arity::one},
 };
-namespace silu {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace silu
 
 // rn.silu_backward
 inline constexpr Value kSiluBackwardOperands[] = {
@@ -1458,15 +830,6 @@ inline constexpr Value kSiluBackwardOperands[] = {
 inline constexpr Value kSiluBackwardResults[] = {
     {"input_grad", Arity::one},
 };
-namespace silu_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t saved = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace silu_backward
 
 // rn.softmax_cross_entropy
 inline constexpr Value kSoftmaxCrossEntropyOperands[] = {
@@ -1479,15 +842,6 @@ inline constexpr Value kSoftmaxCrossEntropyResults[] = {
 inline constexpr Attr kSoftmaxCrossEntropyAttributes[] = {
     {"label_smoothing", AttrKind::real, true},
 };
-namespace softmax_cross_entropy {
-namespace operand {
-inline constexpr size_t logits = 0;
-inline constexpr size_t labels = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t loss = 0;
-} // namespace result
-} // namespace softmax_cross_entropy
 
 // rn.softmax_cross_entropy_backward
 inline constexpr Value kSoftmaxCrossEntropyBackwardOperands[] = {
@@ -1501,16 +855,6 @@ inline constexpr Value kSoftmaxCrossEntropyBackwardResults[] = {
 inline constexpr Attr kSoftmaxCrossEntropyBackwardAttributes[] = {
     {"label_smoothing", AttrKind::real, true},
 };
-namespace softmax_cross_entropy_backward {
-namespace operand {
-inline constexpr size_t logits = 0;
-inline constexpr size_t labels = 1;
-inline constexpr size_t scale = 2;
-} // namespace operand
-namespace result {
-inline constexpr size_t logits_grad = 0;
-} // namespace result
-} // namespace softmax_cross_entropy_backward
 
 // rn.stochastic_depth_backward
 inline constexpr Value kStochasticDepthBackwardOperands[] = {
@@ -1520,15 +864,6 @@ inline constexpr Value kStochasticDepthBackwardOperands[] = {
 inline constexpr Value kStochasticDepthBackwardResults[] = {
     {"input_grad", Arity::one},
 };
-namespace stochastic_depth_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t mask = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace stochastic_depth_backward
 
 // rn.stochastic_depth_train
 inline constexpr Value kStochasticDepthTrainOperands[] = {
@@ -1544,16 +879,6 @@ inline constexpr Attr kStochasticDepthTrainAttributes[] = {
     {"index", AttrKind::integer, true},
     {"count", AttrKind::integer, true},
 };
-namespace stochastic_depth_train {
-namespace operand {
-inline constexpr size_t input = 0;
-inline constexpr size_t step = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-inline constexpr size_t mask = 1;
-} // namespace result
-} // namespace stochastic_depth_train
 
 // rn.tanh
 inline constexpr Value kTanhOperands[] = {
@@ -1562,14 +887,6 @@ inline constexpr Value kTanhOperands[] = {
 inline constexpr Value kTanhResults[] = {
     {"result", Arity::one},
 };
-namespace tanh {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace tanh
 
 // rn.tanh_backward
 inline constexpr Value kTanhBackwardOperands[] = {
@@ -1579,15 +896,6 @@ inline constexpr Value kTanhBackwardOperands[] = {
 inline constexpr Value kTanhBackwardResults[] = {
     {"input_grad", Arity::one},
 };
-namespace tanh_backward {
-namespace operand {
-inline constexpr size_t output_grad = 0;
-inline constexpr size_t saved = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t input_grad = 0;
-} // namespace result
-} // namespace tanh_backward
 
 // rn.unscale
 inline constexpr Value kUnscaleOperands[] = {
@@ -1597,15 +905,6 @@ inline constexpr Value kUnscaleOperands[] = {
 inline constexpr Value kUnscaleResults[] = {
     {"result", Arity::one},
 };
-namespace unscale {
-namespace operand {
-inline constexpr size_t grad = 0;
-inline constexpr size_t scale = 1;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace unscale
 
 // rn.update_loss_scale
 inline constexpr Value kUpdateLossScaleOperands[] = {
@@ -1622,17 +921,6 @@ inline constexpr Attr kUpdateLossScaleAttributes[] = {
     {"backoff", AttrKind::real, true},
     {"growth_interval", AttrKind::integer, true},
 };
-namespace update_loss_scale {
-namespace operand {
-inline constexpr size_t scale = 0;
-inline constexpr size_t good_steps = 1;
-inline constexpr size_t found_non_finite = 2;
-} // namespace operand
-namespace result {
-inline constexpr size_t new_scale = 0;
-inline constexpr size_t new_good_steps = 1;
-} // namespace result
-} // namespace update_loss_scale
 
 // rn.update_running_stats
 inline constexpr Value kUpdateRunningStatsOperands[] = {
@@ -1650,18 +938,6 @@ inline constexpr Attr kUpdateRunningStatsAttributes[] = {
     {"momentum", AttrKind::real, true},
     {"count", AttrKind::integer, true},
 };
-namespace update_running_stats {
-namespace operand {
-inline constexpr size_t running_mean = 0;
-inline constexpr size_t running_var = 1;
-inline constexpr size_t batch_mean = 2;
-inline constexpr size_t batch_inv_std = 3;
-} // namespace operand
-namespace result {
-inline constexpr size_t new_running_mean = 0;
-inline constexpr size_t new_running_var = 1;
-} // namespace result
-} // namespace update_running_stats
 
 // rn.zero
 inline constexpr Value kZeroOperands[] = {
@@ -1670,14 +946,6 @@ inline constexpr Value kZeroOperands[] = {
 inline constexpr Value kZeroResults[] = {
     {"result", Arity::one},
 };
-namespace zero {
-namespace operand {
-inline constexpr size_t input = 0;
-} // namespace operand
-namespace result {
-inline constexpr size_t result = 0;
-} // namespace result
-} // namespace zero
 
 inline constexpr Op kOps[] = {
     {"adamw_update", kAdamwUpdateOperands, 7, kAdamwUpdateResults, 3, kAdamwUpdateAttributes, 4},
