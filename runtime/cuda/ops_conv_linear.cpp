@@ -612,19 +612,20 @@ Result<double> streamMs(cudaStream_t stream, const std::function<Status()> &body
 
 /// chooseGenstats' measurements at load: the statistics pass over the
 /// convolution's output (into the node's mean and inv_std), and turning a
-/// genstats graph's sums into statistics, on the node's stream, with
-/// their scratch allocated here and freed after (load time, not a step).
+/// genstats graph's sums (`sums` bytes, sumBytesOf) into statistics, on
+/// the node's stream, with their scratch allocated here and freed after
+/// (load time, not a step).
 Result<ConvRunner::StatsPassTimes> timeStatsPasses(const StatsConv &sc,
-                                                   const StreamResources &stream) {
+                                                   const StreamResources &stream, size_t sums) {
   const int64_t channels = sc.convOut.shape.empty() ? 0 : sc.convOut.shape.back();
   if (!sc.convOut.data || !sc.mean.data || !sc.invStd.data || channels <= 0)
     return Error("the statistics pass cannot be timed: its buffers are not allocated");
   const size_t partials = bnStatsWorkspaceBytes(sc.convOut.shape);
-  const size_t sums = 2 * alignUp(size_t(channels) * sizeof(float));
   void *scratch = nullptr;
   RN_CUDA_TRY(cudaMalloc(&scratch, partials + sums));
-  float *sum = reinterpret_cast<float *>(static_cast<char *>(scratch) + partials);
-  float *sumSq = sum + sums / (2 * sizeof(float));
+  char *sumBytes = static_cast<char *>(scratch) + partials;
+  float *sum = reinterpret_cast<float *>(sumBytes);
+  float *sumSq = reinterpret_cast<float *>(sumBytes + sums / 2);
   Result<ConvRunner::StatsPassTimes> times = [&]() -> Result<ConvRunner::StatsPassTimes> {
     RN_CUDA_TRY(cudaMemsetAsync(sum, 0, sums, stream.stream));
     Result<double> pass = streamMs(stream.stream, [&] {
@@ -675,7 +676,7 @@ Result<size_t> statsConvPrepare(const OpLaunch &l, const StatsConv &sc) {
     Result<size_t> fused = l.conv.prepare(g->call, g->rest, /*countPlanTime=*/false);
     if (fused.ok() && l.conv.statsFused(g->call, g->rest)) {
       Result<bool> chosen = l.conv.chooseGenstats(g->call, *call, g->rest,
-                                                  [&] { return timeStatsPasses(sc, l.stream); });
+                                                  [&] { return timeStatsPasses(sc, l.stream, g->sumBytes); });
       if (!chosen.ok())
         return chosen.error();
       if (*chosen)
