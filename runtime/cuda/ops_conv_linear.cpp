@@ -675,8 +675,8 @@ Result<size_t> statsConvPrepare(const OpLaunch &l, const StatsConv &sc) {
   if (std::optional<GenstatsConv> g = genstatsConv(l, *call)) {
     Result<size_t> fused = l.conv.prepare(g->call, g->rest, /*countPlanTime=*/false);
     if (fused.ok() && l.conv.statsFused(g->call, g->rest)) {
-      Result<bool> chosen = l.conv.chooseGenstats(g->call, *call, g->rest,
-                                                  [&] { return timeStatsPasses(sc, l.stream, g->sumBytes); });
+      auto time = [&] { return timeStatsPasses(sc, l.stream, g->sumBytes); };
+      Result<bool> chosen = l.conv.chooseGenstats(g->call, *call, g->rest, time);
       if (!chosen.ok())
         return chosen.error();
       if (*chosen)
