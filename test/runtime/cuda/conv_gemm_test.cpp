@@ -164,6 +164,13 @@ std::unique_ptr<GemmRunner> makeGemm() {
   return r.ok() ? std::move(r).value() : nullptr;
 }
 
+/// RN_CONV_AUTOTUNE=0 (the memcheck round sets it): ConvRunner times no
+/// plan and measures no genstats choice, whatever a test asks for.
+bool autotuneOffByEnvironment() {
+  const char *v = std::getenv("RN_CONV_AUTOTUNE");
+  return v && std::string(v) == "0";
+}
+
 #define ASSERT_OK(expr)                                                                        \
   do {                                                                                         \
     auto rn_test_status_ = (expr);                                                             \
@@ -271,7 +278,14 @@ TEST_P(ConvShapes, MatchesTheCpu) {
     Host want(yShape, dtype);
     ASSERT_TRUE(cpu::conv2d(x.view(), w.view(), nullptr, attrs, want.view()).ok());
     EXPECT_LE(relativeError(got, want.values), tol) << describe(call);
-    expectSumsOfOutput(got, gotSum, gotSq, yShape[3], 1e-5, 1e-6);
+    // In f16 the sums may come from cuDNN's conv + genstats graph, which
+    // sums the f32 accumulator before the output is rounded: each term is
+    // then within f16's half ulp (2^-11 relative) of the stored one, so the
+    // bounds are the genstats tests'. The statistics pass sums the stored
+    // output itself, and f32 has no genstats graph: summation order only.
+    const bool sixteenBit = dtype != DType::f32;
+    expectSumsOfOutput(got, gotSum, gotSq, yShape[3], sixteenBit ? 2e-3 : 1e-5,
+                       sixteenBit ? 1e-3 : 1e-6);
   }
   { // backward_data
     call.kind = ConvKind::backward_data;
@@ -506,7 +520,7 @@ TEST(Conv, AutotuneKeepsItsChoiceInTheCacheFile) {
 
 TEST(Conv, AutotuneTimesAtMostItsCandidateCap) {
   RN_SKIP_WITHOUT_CUDA();
-  if (const char *v = std::getenv("RN_CONV_AUTOTUNE"); v && std::string(v) == "0")
+  if (autotuneOffByEnvironment())
     GTEST_SKIP() << "RN_CONV_AUTOTUNE=0: no plan is timed";
   Gpu gpu;
   // A 3x3 f16 forward: cuDNN proposes dozens of plans for it.
@@ -981,8 +995,13 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
   // Genstats::faster (the default) with autotuning: the statistics path
   // is measured at load and chosen for the call (one choice), the results
   // are the CPU's either way, and a second runner on the same cache file
-  // takes the same path without measuring again.
-  {
+  // takes the same path without measuring again. With autotuning off by
+  // the environment nothing is measured or written, so there is no choice
+  // to check.
+  if (autotuneOffByEnvironment()) {
+    std::printf("cbr_forward %s with Genstats::faster: not measured (RN_CONV_AUTOTUNE=0)\n",
+                dtypeName(dtype).data());
+  } else {
     const std::string cache = (std::filesystem::temp_directory_path() /
                                ("rn-genstats-choice-" + std::to_string(::getpid()) + "-" +
                                 std::string(dtypeName(dtype)) + ".json"))
@@ -1157,7 +1176,7 @@ ConvCall f16Call(ConvKind kind, const ConvParams &p, const Shape &xShape, const 
 // that the plan chosen in the scratch runs on the call's own buffers.
 TEST(Conv, AutotuningTimesInTheScratchItIsGiven) {
   RN_SKIP_WITHOUT_CUDA();
-  if (const char *v = std::getenv("RN_CONV_AUTOTUNE"); v && std::string(v) == "0")
+  if (autotuneOffByEnvironment())
     GTEST_SKIP() << "RN_CONV_AUTOTUNE=0: no plan is timed";
   Gpu gpu;
   std::mt19937 rng(41);
