@@ -86,18 +86,6 @@ bool planLog() {
   return on;
 }
 
-/// RN_CONV_AUTOTUNE=0: no plan is timed, whatever the caller asked; each
-/// convolution takes its first candidate. For runs where timing is not
-/// the point and is expensive (compute-sanitizer executes every timed
-/// candidate under instrumentation).
-bool autotuneForbidden() {
-  static const bool off = [] {
-    const char *v = std::getenv("RN_CONV_AUTOTUNE");
-    return v && std::string(v) == "0";
-  }();
-  return off;
-}
-
 /// The cuDNN heuristics that propose candidates: A and the fallback list,
 /// or RN_CONV_HEURISTICS (a comma list of A, B, FALLBACK) to widen the
 /// search when looking at a slow plan.
@@ -937,12 +925,20 @@ Status ConvRunner::Impl::storeCache() {
   return Status::success();
 }
 
+bool ConvRunner::autotuneForbiddenByEnvironment() {
+  static const bool off = [] {
+    const char *v = std::getenv("RN_CONV_AUTOTUNE");
+    return v && std::string(v) == "0";
+  }();
+  return off;
+}
+
 Result<std::unique_ptr<ConvRunner>> ConvRunner::create(const Options &options) {
   std::unique_ptr<ConvRunner> runner(new ConvRunner());
   runner->impl_ = std::make_unique<Impl>();
   Impl &impl = *runner->impl_;
   impl.options = options;
-  if (autotuneForbidden())
+  if (autotuneForbiddenByEnvironment())
     impl.options.autotune = false;
   int device = 0;
   RN_CUDA_TRY(cudaGetDevice(&device));

@@ -188,6 +188,13 @@ public:
   };
 
   static Result<std::unique_ptr<ConvRunner>> create(const Options &options);
+
+  /// RN_CONV_AUTOTUNE=0: no plan is timed and no genstats choice measured,
+  /// whatever Options::autotune says; each convolution takes its first
+  /// candidate. For runs where timing is not the point and is expensive
+  /// (compute-sanitizer executes every timed candidate under
+  /// instrumentation).
+  static bool autotuneForbiddenByEnvironment();
   ~ConvRunner();
 
   /// Builds the graph of `call` and picks its plan (autotuning on

@@ -164,13 +164,6 @@ std::unique_ptr<GemmRunner> makeGemm() {
   return r.ok() ? std::move(r).value() : nullptr;
 }
 
-/// RN_CONV_AUTOTUNE=0 (the memcheck round sets it): ConvRunner times no
-/// plan and measures no genstats choice, whatever a test asks for.
-bool autotuneOffByEnvironment() {
-  const char *v = std::getenv("RN_CONV_AUTOTUNE");
-  return v && std::string(v) == "0";
-}
-
 #define ASSERT_OK(expr)                                                                        \
   do {                                                                                         \
     auto rn_test_status_ = (expr);                                                             \
@@ -520,7 +513,7 @@ TEST(Conv, AutotuneKeepsItsChoiceInTheCacheFile) {
 
 TEST(Conv, AutotuneTimesAtMostItsCandidateCap) {
   RN_SKIP_WITHOUT_CUDA();
-  if (autotuneOffByEnvironment())
+  if (ConvRunner::autotuneForbiddenByEnvironment())
     GTEST_SKIP() << "RN_CONV_AUTOTUNE=0: no plan is timed";
   Gpu gpu;
   // A 3x3 f16 forward: cuDNN proposes dozens of plans for it.
@@ -998,7 +991,7 @@ TEST_P(Launchers, CbrForwardBackwardInference) {
   // takes the same path without measuring again. With autotuning off by
   // the environment nothing is measured or written, so there is no choice
   // to check.
-  if (autotuneOffByEnvironment()) {
+  if (ConvRunner::autotuneForbiddenByEnvironment()) {
     std::printf("cbr_forward %s with Genstats::faster: not measured (RN_CONV_AUTOTUNE=0)\n",
                 dtypeName(dtype).data());
   } else {
@@ -1176,7 +1169,7 @@ ConvCall f16Call(ConvKind kind, const ConvParams &p, const Shape &xShape, const 
 // that the plan chosen in the scratch runs on the call's own buffers.
 TEST(Conv, AutotuningTimesInTheScratchItIsGiven) {
   RN_SKIP_WITHOUT_CUDA();
-  if (autotuneOffByEnvironment())
+  if (ConvRunner::autotuneForbiddenByEnvironment())
     GTEST_SKIP() << "RN_CONV_AUTOTUNE=0: no plan is timed";
   Gpu gpu;
   std::mt19937 rng(41);
