@@ -77,17 +77,32 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
   set(RN_HAVE_CUDA ON PARENT_SCOPE)
   message(STATUS "CUDA runtime on: nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_90, cuDNN ${RN_CUDNN_LIBRARY}, frontend ${RN_CUDNN_FRONTEND_INCLUDE_DIR}")
 
+  # librn_cuda.so: the GPU executors, loaded by librn_runtime.so on the
+  # first request for a GPU (runtime/train/gpu_backend.h). In the wheel it
+  # finds NVIDIA's libraries in the nvidia-* pip wheels that PyTorch
+  # installs, through RPATHs relative to site-packages/rn/lib.
   file(GLOB RN_RUNTIME_CUDA_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/cuda/*.cpp ${CMAKE_CURRENT_SOURCE_DIR}/cuda/*.cu)
-  add_library(rn_runtime_cuda STATIC ${RN_RUNTIME_CUDA_SOURCES})
+  add_library(rn_runtime_cuda SHARED ${RN_RUNTIME_CUDA_SOURCES})
+  set(RN_NVIDIA_WHEEL_RPATH "$ORIGIN")
+  foreach(wheel_dir cu13 cudnn nccl)
+    list(APPEND RN_NVIDIA_WHEEL_RPATH "$ORIGIN/../../nvidia/${wheel_dir}/lib")
+  endforeach()
+  set_target_properties(rn_runtime_cuda PROPERTIES
+    OUTPUT_NAME rn_cuda
+    INSTALL_RPATH "${RN_NVIDIA_WHEEL_RPATH}"
+    CUDA_RUNTIME_LIBRARY Shared)
   target_include_directories(rn_runtime_cuda PUBLIC ${PROJECT_SOURCE_DIR} ${RN_CUDNN_INCLUDE_DIR}
     ${RN_NCCL_INCLUDE_DIR})
   # The frontend's headers are included by conv.cpp only (host C++, g++).
   target_include_directories(rn_runtime_cuda SYSTEM PRIVATE ${RN_CUDNN_FRONTEND_INCLUDE_DIR})
   target_link_libraries(rn_runtime_cuda PUBLIC rn_runtime CUDA::cudart CUDA::cublasLt
     ${RN_CUDNN_LIBRARY} ${RN_NCCL_LIBRARY} CUDA::cupti PRIVATE CUDA::nvrtc)
+  target_link_options(rn_runtime_cuda PRIVATE -Wl,--as-needed)
+  # -fvisibility-inlines-hidden: the cuDNN frontend is header-only, and
+  # PyTorch in the same process carries its own (other) version of it.
   target_compile_options(rn_runtime_cuda PRIVATE
-    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -fvisibility-inlines-hidden>
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
   target_compile_definitions(rn_runtime_cuda PUBLIC RN_HAVE_CUDA=1)
 endif()

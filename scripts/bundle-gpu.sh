@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Collects what a run on the GPU machine needs into one folder (default
-# gpu-bundle/, git-ignored), which the device tool carries over: the GPU
-# machine has no MLIR, no apt and no internet, so everything is built here.
-#   bin.tar.xz  rn-run, rn-data and rn-cuda-tests (unpacked to bin/ by the run
-#             scripts): the runtime half built
-#             with CUDA (sm_90), stripped; cuDNN, cuBLASLt, NVRTC and cudart
-#             are the GPU machine's own (its Python venv has the same
-#             versions, see docs/design.md), OpenBLAS is left out (the CPU
-#             kernels fall back to plain loops there)
+# Collects what a run of the GPU tests and benchmarks needs into one folder
+# (default gpu-bundle/, git-ignored), which the device tool carries over.
+# RN itself goes as its wheel (docs/install.md: pip install --no-index
+# --no-deps, then nothing else to set up); the bundle carries only what a
+# wheel should not hold:
+#   wheel/    RN's cp312-abi3 wheel (scripts/build-wheel.sh with Python
+#             3.12, the GPU machine's), installed there by gpu-env.sh
+#   bin.tar.xz  rn-cuda-tests (unpacked to bin/ with links to the wheel's
+#             tools by gpu-env.sh): a test binary linking the wheel's
+#             librn_runtime.so and librn_cuda.so
 #   models.tar.xz  artifacts (unpacked to models/ by the run scripts, as
 #             zoo.tar.xz to zoo/: the artifacts' JSON packs about 20x), weight-free where they are compiled here (the
 #             runtime samples the parameters: the same values): the unit
@@ -17,51 +18,34 @@
 #             RN_BUNDLE_DATA=0
 #   scripts/  run-gpu-tests.sh, run-gpu-round.sh, run-gpu-bench.sh,
 #             run-gpu-profile.sh and their helpers; bench/ the benchmark
-#             drivers
+#             drivers; python/tests the Python GPU tests
 #   zoo/      the zoo's artifacts and CPU reference digests, unless
 #             RN_BUNDLE_ZOO=0 (packed as zoo.tar.xz)
-# RN_BUNDLE_BIN_ONLY=1 refreshes only the binaries and scripts of an
-# existing bundle (after a runtime change; minutes instead of ten).
+# RN_BUNDLE_BIN_ONLY=1 refreshes only the wheel, the test binary and the
+# scripts of an existing bundle (after a runtime change).
 # Refuses a bundle over 60 MiB (the device tool carries 64 MiB at most).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 bundle=${RN_BUNDLE_DIR:-$RN_ROOT/gpu-bundle}
-gpu_build=${RN_GPU_BUILD_DIR:-$RN_ROOT/build-gpu}
 limit_mib=60
-
-if [ ! -f "$gpu_build/build.ninja" ]; then
-  rn_log "configuring the GPU runtime build in $gpu_build"
-  cmake -G Ninja -S "$RN_ROOT" -B "$gpu_build" -DCMAKE_BUILD_TYPE=Release \
-    -DRN_BUILD_COMPILER=OFF -DRN_ENABLE_CUDA=ON -DRN_WITH_OPENBLAS=OFF \
-    -DPython3_EXECUTABLE="$(command -v python3)" >/dev/null
+gpu_python=${RN_BUNDLE_PYTHON:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")/versions/3.12.1/bin/python3}
+if [ ! -x "$gpu_python" ]; then
+  rn_log "error: no Python 3.12 at $gpu_python to build the wheel for the GPU machine (RN_BUNDLE_PYTHON)"
+  exit 1
 fi
-rn_log "building the GPU runtime (rn-run, rn-cuda-tests, rn-runtime-tests)"
-# A source edited while its object compiles leaves the object newer than
-# the edit, which ninja then takes as current (a bundle once carried a
-# stale norm_kernels.cu that way): sources newer than the build's start
-# are touched and built again until none is.
-build_start=$(mktemp)
-trap 'rm -f "$build_start"' EXIT
-for attempt in 1 2 3; do
-  touch "$build_start"
-  ninja -C "$gpu_build" rn-run rn-data rn-cuda-tests
-  edited=$(find "$RN_ROOT/runtime" "$RN_ROOT/tools" "$RN_ROOT/test/runtime" -type f \
-    \( -name '*.cpp' -o -name '*.cu' -o -name '*.h' -o -name '*.cuh' \) -newer "$build_start")
-  [ -z "$edited" ] && break
-  (( attempt == 3 )) && { rn_log "error: sources keep changing during the build: $edited"; exit 1; }
-  rn_log "sources edited during the build, building again: $(echo $edited)"
-  touch $edited
-done
 
-# pack_binaries: the binaries are mostly sm_90 kernel images and compress
-# well (35 MB -> a few); the run scripts unpack them on the GPU machine.
+# pack_binaries: RN's wheel for the GPU machine's Python, and the CUDA test
+# binary (mostly sm_90 kernel images: it packs well).
 pack_binaries() {
-  rm -rf "$bundle/bin" "$bundle/bin.tar.xz"
-  mkdir -p "$bundle/bin"
-  for b in rn-run rn-data rn-cuda-tests; do
-    strip -o "$bundle/bin/$b" "$gpu_build/bin/$b"
-  done
+  rn_log "building rn-cuda-tests"
+  ninja -C "$RN_BUILD_DIR" rn-cuda-tests
+  rm -rf "$bundle/wheel" "$bundle/bin" "$bundle/bin.tar.xz"
+  mkdir -p "$bundle/wheel" "$bundle/bin"
+  local wheel
+  wheel=$(RN_NO_BUILD=1 RN_WHEEL_PYTHON="$gpu_python" bash "$RN_ROOT/scripts/build-wheel.sh")
+  cp "$wheel" "$bundle/wheel/"
+  strip -o "$bundle/bin/rn-cuda-tests" "$RN_BUILD_DIR/bin/rn-cuda-tests"
   tar cJf "$bundle/bin.tar.xz" -C "$bundle/bin" .
   rm -r "$bundle/bin"
 }
@@ -80,32 +64,12 @@ copy_scripts() {
     "$RN_ROOT/scripts/compare-digests.py" "$RN_ROOT/scripts/run-gpu-profile.sh" \
     "$RN_ROOT/scripts/trace-summary.py" "$bundle/scripts/"
 }
-# pack_python: rn.Trainer for the GPU machine's Python 3.12 (pyenv's 3.12.1
-# here has its ABI; RN_BUNDLE_PYTHON names another): the extension built in
-# the GPU runtime's build folder with the CUDA executors, the pure rn
-# package, its GPU tests and their driver (run-python-gpu.sh), packed into
-# python.tar.xz, which the driver unpacks.
+# pack_python: the Python GPU tests (the rn package comes from the wheel).
 pack_python() {
-  local py=${RN_BUNDLE_PYTHON:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")/versions/3.12.1/bin/python3}
-  if [ ! -x "$py" ]; then
-    rn_log "error: no Python 3.12 at $py to build rn._native for the GPU machine (RN_BUNDLE_PYTHON)"
-    exit 1
-  fi
-  "$py" -c 'import nanobind' 2>/dev/null || "$py" -m pip install -q nanobind
-  rn_log "building rn._native for $("$py" --version)"
-  cmake "$gpu_build" -DRN_BUILD_PYTHON=ON -DPython_EXECUTABLE="$py" >/dev/null
-  ninja -C "$gpu_build" rn_native
   rm -rf "$bundle/python" "$bundle/python.tar.xz"
-  mkdir -p "$bundle/python/rn" "$bundle/python/tests"
-  cp "$RN_ROOT"/python-frontend/rn/*.py "$RN_ROOT/python-frontend/rn/py.typed" "$bundle/python/rn/"
-  for so in "$gpu_build"/python/rn/_native.cpython-312-*.so; do
-    strip --strip-unneeded -o "$bundle/python/rn/$(basename "$so")" "$so"
-  done
+  mkdir -p "$bundle/python/tests" "$bundle/scripts"
   cp "$RN_ROOT/test/python-frontend/test_trainer_gpu.py" \
     "$RN_ROOT/test/python-frontend/test_torch_import_gpu.py" "$bundle/python/tests/"
-  tar cJf "$bundle/python.tar.xz" -C "$bundle/python" .
-  rm -r "$bundle/python"
-  mkdir -p "$bundle/scripts"
   cp "$RN_ROOT/scripts/run-python-gpu.sh" "$bundle/scripts/"
 }
 # RN_BUNDLE_BIN_ONLY=1: refresh the binaries and scripts of an existing

@@ -1,17 +1,13 @@
 #!/usr/bin/env bash
-# rn.Trainer on the GPU machine, from the bundle this script sits in
-# (scripts/bundle-gpu.sh packs the rn package with its extension built for
-# the machine's Python 3.12 into python.tar.xz): the GPU tests of
-# test/python-frontend/test_trainer_gpu.py, then the Python step-rate
-# benchmark (bench/python_step_rate.py). Logs and the summary go to $OUT.
+# rn.Trainer on the GPU machine, from the bundle this script sits in (RN
+# from its wheel, which gpu-env.sh installs into the machine's Python): the
+# GPU tests of test/python-frontend/test_trainer_gpu.py and
+# test_torch_import_gpu.py, then the Python step-rate benchmark
+# (bench/python_step_rate.py). Logs and the summary go to $OUT.
 #   RN_PYTHON_BENCH=0 skips the benchmark.
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-source "$bundle/scripts/gpu-env.sh"   # out, python, binaries, LD_LIBRARY_PATH
-if [ ! -d "$bundle/python" ] && [ -f "$bundle/python.tar.xz" ]; then
-  mkdir -p "$bundle/python" && tar xJf "$bundle/python.tar.xz" -C "$bundle/python"
-fi
-export PYTHONPATH=$bundle/python${PYTHONPATH:+:$PYTHONPATH}
+source "$bundle/scripts/gpu-env.sh"   # out, python, the wheel installed, binaries
 export RN_BUNDLE=$bundle RN_RUN=$bundle/bin/rn-run RN_DATA=$bundle/data
 status=0
 { "$python" -c 'import sys, rn; print("python", sys.version.split()[0]); rn.trainer._native_module(); print("rn._native ok")'; } \

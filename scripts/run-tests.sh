@@ -22,3 +22,11 @@ RN_REQUIRE_TOOLS=1 RN_OPT="$RN_BUILD_DIR/bin/rn-opt" python3 -m pytest -q test/p
 rn_log "pytest (torch import, /usr/bin/python3 with Debian's PyTorch)"
 RN_REQUIRE_TOOLS=1 RN_REQUIRE_TORCH=1 RN_OPT="$RN_BUILD_DIR/bin/rn-opt" \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider test/python-frontend/test_torch_import.py
+
+# The user's path: RN's wheel built from this build folder, its ELF files
+# checked for dependencies outside it (and its size), installed into a fresh
+# venv and run from there with nothing of the checkout on PYTHONPATH.
+rn_log "the wheel: build, check, install into a fresh venv, run"
+wheel=$(RN_NO_BUILD=1 bash "$RN_ROOT/scripts/build-wheel.sh")
+python3 "$RN_ROOT/scripts/check-wheel.py" "$wheel" --max-mib 40
+bash "$RN_ROOT/scripts/wheel-smoke.sh" "$wheel"

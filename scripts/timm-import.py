@@ -1,18 +1,17 @@
 """Which timm models RN imports, and which of those give PyTorch's logits (docs/python.md's table).
 
-timm is installed on the GPU machine only, and the compiler on the
-development machine only, so the check takes three steps:
+Three steps, all where RN's wheel and timm are installed (the GPU machine):
 
-    # GPU machine: import every resnet*, mobilenet*, efficientnet* model with
-    # rn.from_torch at 224x224; write the outcome and, for each model that
-    # imports, its MLIR (batch 4) and its state mapping
+    # import every resnet*, mobilenet*, efficientnet* model with rn.from_torch
+    # at 224x224; write the outcome and, for each model that imports, its MLIR
+    # (batch 4) and its state mapping
     python scripts/timm-import.py survey OUT/timm
-    # development machine: compile those into weight-free artifacts carrying the mapping
-    python3 scripts/timm-import.py compile OUT/timm gpu-bundle/timm
-    # GPU machine: build each model from seed 0, copy its weights in, and compare
-    # RN's evaluation logits (cuda-graph, f32) with PyTorch's eval forward (TF32 off),
+    # compile those (rn.compile, in-process) into weight-free artifacts carrying the mapping
+    python scripts/timm-import.py compile OUT/timm OUT/timm-rnx
+    # build each model from seed 0, copy its weights in, and compare RN's
+    # evaluation logits (cuda-graph, f32) with PyTorch's eval forward (TF32 off),
     # smallest artifacts first, starting no model after --budget-s seconds
-    python scripts/timm-import.py check gpu-bundle/timm OUT/timm-check.jsonl [--budget-s S]
+    python scripts/timm-import.py check OUT/timm-rnx OUT/timm-check.jsonl [--budget-s S]
 
 `check --executor cpu` runs the same comparison with RN's CPU executor and
 PyTorch on the CPU (where timm is installed beside the compiler).
@@ -78,25 +77,22 @@ def survey(out: Path) -> None:
 
 
 def compile_all(source: Path, out: Path) -> None:
-    import subprocess
-
+    import rn
     from rn import _safetensors
-    from rn.compiler import find_rn_compile
     from rn.torch_import import TORCH_METADATA_KEY
 
-    tool = find_rn_compile()
     out.mkdir(parents=True, exist_ok=True)
     for mlir in sorted(source.glob("*.mlir")):
         artifact = out / f"{mlir.stem}.rnx"
-        proc = subprocess.run([tool, str(mlir), "-o", str(artifact), "--quiet", "--no-weights"],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"{mlir.stem}: rn-compile failed: {proc.stderr.strip()[:300]}", file=sys.stderr)
+        try:
+            rn.compile(mlir, artifact, weights=False)
+        except rn.CompileError as e:
+            print(f"{mlir.stem}: compile failed: {str(e)[:300]}", file=sys.stderr)
             continue
         file = _safetensors.read(artifact)
         file.metadata[TORCH_METADATA_KEY] = (source / f"{mlir.stem}.mapping.json").read_text()
         _safetensors.write(artifact, file)
-        print(f"wrote {artifact}")
+        print(f"wrote {artifact}", flush=True)
 
 
 def check(folder: Path, out: Path, executor: str, budget_s: float) -> None:

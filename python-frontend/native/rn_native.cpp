@@ -23,6 +23,7 @@
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/data_source.h"
 #include "runtime/train/executor_factory.h"
+#include "runtime/train/gpu_backend.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/session.h"
 #include "runtime/train/trainer.h"
@@ -36,11 +37,6 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
-#if RN_NATIVE_CUDA
-#include "runtime/cuda/check.h"
-
-#include <cuda_runtime_api.h>
-#endif
 
 #include <chrono>
 #include <cstdlib>
@@ -181,19 +177,23 @@ public:
       throw TrainerFailure(session.error().message());
     session_ = std::move(*session);
     seed_ = seed;
-#if RN_NATIVE_CUDA
     if (kind != "cpu") {
-      if (cudaGetDevice(&device_) != cudaSuccess)
-        throw TrainerFailure("cannot read the trainer's CUDA device");
+      // The session loaded the GPU half; it answers for the inputs' copies.
+      Result<GpuBackend *> backend = gpuBackend();
+      if (!backend)
+        throw TrainerFailure(backend.error().message());
+      gpu_ = *backend;
+      Result<int> device = gpu_->currentDevice();
+      if (!device)
+        throw TrainerFailure("cannot read the trainer's CUDA device: " +
+                             device.error().message());
+      device_ = *device;
     }
-#endif
   }
 
   ~NativeTrainer() {
-#if RN_NATIVE_CUDA
     if (copyStream_)
-      (void)cudaStreamDestroy(copyStream_);
-#endif
+      gpu_->destroyStream(copyStream_);
     if (session_ && failure_.empty()) {
       // Finish what is in flight before the executor goes; a failure here
       // cannot be reported from a destructor.
@@ -288,15 +288,11 @@ public:
   /// The CUDA stream the trainer copies CUDA inputs on: producers make it
   /// wait for their stream (DLPack's `stream` argument of __dlpack__).
   uintptr_t copyStream() {
-#if RN_NATIVE_CUDA
     std::lock_guard<std::mutex> lock(mutex_);
     if (device_ < 0)
       throw nb::value_error(("the " + executorName() + " executor takes no CUDA tensors").c_str());
     ensureCopyStream();
     return reinterpret_cast<uintptr_t>(copyStream_);
-#else
-    throw nb::value_error("this build of rn._native has no CUDA support");
-#endif
   }
 
   /// A step from CUDA tensors given as DLPack capsules made for
@@ -310,7 +306,8 @@ public:
   /// tensors at once.
   int64_t stepCuda(nb::ndarray<nb::ro, nb::device::cuda> images,
                    nb::ndarray<nb::ro, nb::device::cuda> labels, float lr) {
-#if RN_NATIVE_CUDA
+    if (device_ < 0)
+      throw nb::value_error(("the " + executorName() + " executor takes no CUDA tensors").c_str());
     const std::vector<int64_t> &shape = trainer().imageShape();
     checkImages(images.ndim(), [&](size_t i) { return int64_t(images.shape(i)); }, false);
     if (images.dtype() != (pixels() ? nb::dtype<uint8_t>() : nb::dtype<float>()))
@@ -342,20 +339,16 @@ public:
     const size_t imageBytes = size_t(numel(shape)) * elementSize(trainer().imageDType());
     {
       nb::gil_scoped_release released;
-      checkCuda(cudaMemcpyAsync(block->get(), images.data(), imageBytes,
-                                cudaMemcpyDeviceToDevice, copyStream_),
+      checkCuda(gpu_->copyAsync(block->get(), images.data(), imageBytes,
+                                GpuCopy::deviceToDevice, copyStream_),
                 "copying the CUDA images");
-      checkCuda(cudaMemcpyAsync(labelBytes.data(), labels.data(), labelBytes.size(),
-                                cudaMemcpyDeviceToHost, copyStream_),
+      checkCuda(gpu_->copyAsync(labelBytes.data(), labels.data(), labelBytes.size(),
+                                GpuCopy::deviceToHost, copyStream_),
                 "copying the CUDA labels");
-      checkCuda(cudaStreamSynchronize(copyStream_), "waiting for the CUDA input copies");
+      checkCuda(gpu_->synchronize(copyStream_), "waiting for the CUDA input copies");
     }
     std::vector<int32_t> ints = labelsOf(labelBytes.data(), dt, 1, batch(), classes());
     return submit(Trainer::Batch{std::move(*block), std::move(ints), /*imagesOnDevice=*/true}, lr);
-#else
-    (void)images, (void)labels, (void)lr;
-    throw nb::value_error("this build of rn._native has no CUDA support");
-#endif
   }
 
   void flush() {
@@ -600,15 +593,17 @@ private:
     throw TrainerFailure(failure_);
   }
 
-#if RN_NATIVE_CUDA
   void ensureCopyStream() {
-    if (!copyStream_)
-      checkCuda(cudaStreamCreateWithFlags(&copyStream_, cudaStreamNonBlocking),
-                "creating the input copy stream");
+    if (copyStream_)
+      return;
+    Result<void *> stream = gpu_->createStream();
+    if (!stream)
+      fail(Error("creating the input copy stream: " + stream.error().message()));
+    copyStream_ = *stream;
   }
-  void checkCuda(cudaError_t e, const char *what) {
-    if (e != cudaSuccess)
-      fail(Error(std::string(what) + ": " + cudaGetErrorString(e)));
+  void checkCuda(const Status &st, const char *what) {
+    if (!st)
+      fail(Error(std::string(what) + ": " + st.error().message()));
   }
   template <typename A> static bool contiguous(const A &a) {
     int64_t expected = 1;
@@ -619,7 +614,6 @@ private:
     }
     return true;
   }
-#endif
 
   /// Arrays of T are the model's kind of images: uint8 for a model that
   /// normalizes on the device, float32 otherwise.
@@ -738,9 +732,8 @@ private:
   std::string failure_;
   uint64_t seed_ = 0;
   int device_ = -1; ///< the CUDA device of a GPU executor
-#if RN_NATIVE_CUDA
-  cudaStream_t copyStream_ = nullptr;
-#endif
+  GpuBackend *gpu_ = nullptr;  ///< the GPU half, for a GPU executor
+  void *copyStream_ = nullptr; ///< cudaStream_t
 };
 
 } // namespace
@@ -774,15 +767,12 @@ NB_MODULE(_native, m) {
   m.def(
       "inject_cuda_failure_after",
       [](uint64_t calls) {
-#if RN_NATIVE_CUDA
-        // The runtime's checked calls are counted process-wide; a test makes
-        // the one `calls` from now fail, wherever it falls (RN_CUDA_FAIL_CALL
-        // counts from the process's start, which a cold plan cache moves).
-        rn::cuda::injectFailureAt(rn::cuda::checkedCalls() + calls);
-#else
-        (void)calls;
-        throw nb::value_error("this build of rn._native has no CUDA support");
-#endif
+        // Counted from now (RN_CUDA_FAIL_CALL counts from the process's
+        // start, which a cold plan cache moves).
+        Result<GpuBackend *> backend = gpuBackend();
+        if (!backend)
+          throw nb::value_error(backend.error().message().c_str());
+        (*backend)->injectFailureAfter(calls);
       },
       nb::arg("calls"),
       "Tests only: the checked CUDA/cuDNN/cuBLAS call `calls` from now fails as if the library "

@@ -11,6 +11,7 @@ Trainer's engine); only ``rn.Trainer`` needs it, and says how to build it.
 """
 
 from . import data, nn
+from ._version import __version__
 from .compiler import CompileError, compile, find_rn_compile
 from .emitter import (
     DTYPES,
@@ -69,7 +70,6 @@ from .training import (
     find_rn_opt,
 )
 
-__version__ = "0.1.0"
 
 __all__ = [
     "CompileError",

@@ -1,9 +1,11 @@
-"""Finds the native extension ``rn._native`` (runtime/train bound with nanobind).
+"""Finds the native extensions: ``rn._native`` (runtime/train: the trainer)
+and ``rn._compiler`` (the compiler in-process), both bound with nanobind.
 
-The rn package is pure Python and imports without it (emitting and
-compiling models need none); :class:`rn.Trainer` needs it. It is looked for,
-in order: next to the package (an install), in ``$RN_NATIVE_DIR``, and in
-``<repo>/build/python/rn`` where the CMake build puts it.
+The rn package imports without them (emitting models needs neither);
+:class:`rn.Trainer` needs ``_native`` and :func:`rn.compile` ``_compiler``.
+They are looked for, in order: next to the package (the wheel puts them
+there), in ``$RN_NATIVE_DIR``, and in ``<repo>/build/python/rn`` where the
+CMake build of a source checkout puts them.
 """
 
 from __future__ import annotations
@@ -15,21 +17,19 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["NativeUnavailable", "native", "native_search_path"]
-
-_MODULE = "rn._native"
+__all__ = ["NativeUnavailable", "compiler_module", "native", "native_search_path"]
 
 
 class NativeUnavailable(ImportError):
     """The native extension was not found or did not load."""
 
 
-_cached: ModuleType | None = None
-_failure: str | None = None
+_cached: dict[str, ModuleType] = {}
+_failures: dict[str, str] = {}
 
 
 def native_search_path() -> list[Path]:
-    """The folders searched for ``_native.<abi>.so``, in order."""
+    """The folders searched for the extensions (``_native.<abi>.so``, ...), in order."""
     here = Path(__file__).resolve().parent
     folders = [here]
     env = os.environ.get("RN_NATIVE_DIR")
@@ -39,42 +39,50 @@ def native_search_path() -> list[Path]:
     return folders
 
 
-def _find() -> Path | None:
+def _find(name: str) -> Path | None:
     for folder in native_search_path():
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            candidate = folder / f"_native{suffix}"
+            candidate = folder / f"{name}{suffix}"
             if candidate.is_file():
                 return candidate
     return None
 
 
-def native() -> ModuleType:
-    """The extension module, loaded once; :class:`NativeUnavailable` says why not."""
-    global _cached, _failure
-    if _cached is not None:
-        return _cached
-    if _failure is not None:
-        raise NativeUnavailable(_failure)
-    path = _find()
+def _load(name: str, what: str) -> ModuleType:
+    if name in _cached:
+        return _cached[name]
+    if name in _failures:
+        raise NativeUnavailable(_failures[name])
+    path = _find(name)
     if path is None:
         searched = ", ".join(str(p) for p in native_search_path())
-        _failure = (
-            "rn.Trainer needs the native extension rn._native, which was not found for "
+        _failures[name] = (
+            f"{what} needs the native extension rn.{name}, which was not found for "
             f"Python {sys.version_info.major}.{sys.version_info.minor} (searched {searched}). "
-            "Build it with the project's CMake build (scripts/run-main.sh or "
-            "`cmake --build build --target rn_native`; it needs this interpreter's "
-            "development headers and `pip install nanobind`), or set RN_NATIVE_DIR to the "
-            "folder that holds _native.*.so (docs/python.md)"
+            "Install RN's wheel (pip install rn-*.whl, docs/install.md), or in a source "
+            "checkout build it with the project's CMake build (scripts/run-main.sh; it needs "
+            "this interpreter's development headers and `pip install nanobind`), or set "
+            f"RN_NATIVE_DIR to the folder that holds {name}.*.so"
         )
-        raise NativeUnavailable(_failure)
-    spec = importlib.util.spec_from_file_location(_MODULE, path)
+        raise NativeUnavailable(_failures[name])
+    spec = importlib.util.spec_from_file_location(f"rn.{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except ImportError as e:
-        _failure = f"rn._native at {path} did not load: {e}"
-        raise NativeUnavailable(_failure) from e
-    sys.modules[_MODULE] = module
-    _cached = module
+        _failures[name] = f"rn.{name} at {path} did not load: {e}"
+        raise NativeUnavailable(_failures[name]) from e
+    sys.modules[f"rn.{name}"] = module
+    _cached[name] = module
     return module
+
+
+def native() -> ModuleType:
+    """The trainer's extension, loaded once; :class:`NativeUnavailable` says why not."""
+    return _load("_native", "rn.Trainer")
+
+
+def compiler_module() -> ModuleType:
+    """The compiler's extension, loaded once; :class:`NativeUnavailable` says why not."""
+    return _load("_compiler", "rn.compile")

@@ -1,4 +1,4 @@
-"""``rn.compile``: a model to a training artifact, through ``rn-compile``.
+"""``rn.compile``: a model to a training artifact, with the compiler in-process.
 
 >>> import rn
 >>> from rn import nn
@@ -9,18 +9,19 @@
 
 The pipeline string is rn-compile's ``--pipeline`` (``rn-compile
 --pipeline-help`` lists every option); the artifact is what ``rn-run`` and
-:class:`rn.Trainer` load. The compiler needs MLIR, so this runs where the
-compiler is built, not on the GPU machine: compile there, carry the artifact.
+:class:`rn.Trainer` load. The compiler is the extension ``rn._compiler``
+(librn_compiler.so, with LLVM and MLIR linked in): it runs in this process,
+wherever RN's wheel is installed, with nothing else to set up.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ._native_loader import compiler_module
 from .emitter import emit_model
 from .nn import Module
 from .training import find_tool
@@ -29,11 +30,13 @@ __all__ = ["CompileError", "compile", "find_rn_compile"]
 
 
 class CompileError(RuntimeError):
-    """rn-compile rejected the model or the pipeline; the message holds its diagnostics."""
+    """The compiler rejected the model or the pipeline; the message holds its diagnostics
+    (``file:line:col: error: ...`` with the source line)."""
 
 
 def find_rn_compile() -> str | None:
-    """Locate rn-compile: env ``RN_COMPILE``, else ``<repo>/build/bin/rn-compile``, else ``PATH``."""
+    """Locate the rn-compile executable: env ``RN_COMPILE``, else the wheel's
+    ``rn/bin/rn-compile``, else ``<repo>/build/bin/rn-compile``, else ``PATH``."""
     return find_tool("rn-compile", "RN_COMPILE")
 
 
@@ -78,9 +81,14 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
     which rn-run sets from its data and ``Trainer.set_input_normalization``
     from the caller's): a quarter of the bytes of float32 images per step.
 
+    The compiler runs in this process (``rn._compiler``); ``rn_compile``
+    names an rn-compile executable to run instead (another build, say).
+
     Raises ``ValueError`` for arguments that do not fit the model's kind,
-    ``FileNotFoundError`` when rn-compile or the ``.mlir`` file is missing, and
-    :class:`CompileError` with rn-compile's diagnostics when it fails.
+    ``FileNotFoundError`` when the ``.mlir`` file (or the ``rn_compile``
+    executable) is missing, :class:`rn.NativeUnavailable` when the compiler
+    extension is not there, and :class:`CompileError` with the compiler's
+    diagnostics when it fails.
     """
     from .torch_import import ImportedModel, attach_to_artifact, from_torch, is_torch_module
 
@@ -141,16 +149,42 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
             raise ValueError(
                 f"{', '.join(given)} apply to an rn.nn.Module only; MLIR text fixes them"
             )
-    tool = rn_compile if rn_compile is not None else find_rn_compile()
-    if tool is None:
-        raise FileNotFoundError(
-            "rn-compile not found: set RN_COMPILE, build it into build/bin/rn-compile, or put it "
-            "on PATH (the compiler needs MLIR; on a machine without it, compile elsewhere and "
-            "carry the artifact)"
-        )
     out = Path(output)
+    if rn_compile is not None:
+        _compile_with_tool(rn_compile, text, path, out, name, pipeline, weights, seed)
+    else:
+        compiler = compiler_module()
+        args = (str(out), pipeline, seed or 0, weights, "")
+        if path is not None:
+            # A file given is compiled where it is, so diagnostics name it.
+            ok, diagnostics, error = compiler.compile_file(str(path), *args)
+        else:
+            assert text is not None
+            ok, diagnostics, error = compiler.compile_source(text, f"{name}.mlir", *args)
+        if not ok:
+            lines = [diagnostics.strip(), f"error: {error}" if error else ""]
+            raise CompileError(f"compiling to {out} failed:\n" + "\n".join(filter(None, lines)))
+    if imported is not None:
+        # The module's weights become the artifact's initial state; the mapping
+        # lets copy_from/copy_to move them later, weight-free artifacts included.
+        attach_to_artifact(out, imported, imported.torch_state if weights else None)
+    return out
+
+
+def _compile_with_tool(
+    tool: str,
+    text: str | None,
+    path: Path | None,
+    out: Path,
+    name: str,
+    pipeline: str,
+    weights: bool,
+    seed: int | None,
+) -> None:
+    """Runs the rn-compile executable ``tool`` (MLIR text is piped through a file)."""
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="rn-compile-") as tmp:
-        # A file given is compiled where it is, so diagnostics name it.
         source = path if path is not None else Path(tmp) / f"{name}.mlir"
         if text is not None:
             source.write_text(text)
@@ -170,8 +204,3 @@ def compile(  # noqa: A001 - the API's name, as torch.compile
             f"rn-compile failed (exit {proc.returncode}) compiling to {out}:\n"
             f"{(proc.stderr or proc.stdout).strip()}"
         )
-    if imported is not None:
-        # The module's weights become the artifact's initial state; the mapping
-        # lets copy_from/copy_to move them later, weight-free artifacts included.
-        attach_to_artifact(out, imported, imported.torch_state if weights else None)
-    return out

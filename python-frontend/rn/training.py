@@ -145,11 +145,16 @@ def format_option(value: object) -> str:
 
 
 def find_tool(name: str, env_var: str) -> str | None:
-    """Locate an RN tool: env ``env_var``, else ``<repo>/build/bin/<name>``, else ``PATH``."""
+    """Locate an RN tool: env ``env_var``, else the wheel's ``rn/bin/<name>``, else
+    ``<repo>/build/bin/<name>`` (a source checkout), else ``PATH``."""
     env = os.environ.get(env_var)
     if env:
         return shutil.which(env)
-    built = Path(__file__).resolve().parents[2] / "build" / "bin" / name
+    package = Path(__file__).resolve().parent
+    installed = package / "bin" / name
+    if installed.is_file() and os.access(installed, os.X_OK):
+        return str(installed)
+    built = package.parents[1] / "build" / "bin" / name
     if built.is_file() and os.access(built, os.X_OK):
         return str(built)
     return shutil.which(name)

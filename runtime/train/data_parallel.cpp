@@ -3,10 +3,6 @@
 #include "runtime/train/data_parallel.h"
 
 #include "runtime/cpu/replica_group.h"
-#if RN_HAVE_CUDA
-#include "runtime/cuda/communicator.h"
-#include "runtime/cuda/device_executor.h"
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -14,21 +10,6 @@
 #include <thread>
 
 namespace rn::train {
-
-#if RN_HAVE_CUDA
-struct InProcessRanks::NcclId {
-  ncclUniqueId id{};
-};
-#else
-struct InProcessRanks::NcclId {};
-} // namespace rn::train
-namespace rn::cuda {
-/// Never created without CUDA; complete so that RankGroup's member can be
-/// destroyed.
-class Communicator {};
-} // namespace rn::cuda
-namespace rn::train {
-#endif
 
 RankGroup::RankGroup(ProcessGroup group) : group_(std::move(group)) {}
 
@@ -46,27 +27,29 @@ Result<std::unique_ptr<RankGroup>> RankGroup::connectGpu(ProcessGroup group,
                                                          const std::string &artifactPath,
                                                          uint64_t seed,
                                                          const InProcessRanks *shared) {
-#if RN_HAVE_CUDA
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || group.localRank >= devices)
+  Result<GpuBackend *> backend = gpuBackend();
+  if (!backend)
+    return Error(group.describe() + ": data-parallel GPU ranks need the GPU executors: " +
+                 backend.error().message());
+  Result<int> devices = (*backend)->deviceCount();
+  if (!devices)
+    return Error(group.describe() + ": " + devices.error().message());
+  if (group.localRank >= *devices)
     return Error(group.describe() + ": LOCAL_RANK=" + std::to_string(group.localRank) +
-                 " but this machine has " + std::to_string(devices) + " GPU(s)");
-  if (cudaSetDevice(group.localRank) != cudaSuccess)
-    return Error(group.describe() + ": cannot select GPU " + std::to_string(group.localRank));
+                 " but this machine has " + std::to_string(*devices) + " GPU(s)");
   auto start = std::chrono::steady_clock::now();
   const bool threads = shared && shared->ncclId_;
-  Result<std::unique_ptr<cuda::Communicator>> comm =
-      threads ? cuda::Communicator::create(group, shared->ncclId_->id)
-              : cuda::Communicator::create(group);
-  if (!comm)
-    return comm.error();
+  Result<std::unique_ptr<GpuRankLink>> link =
+      (*backend)->connectRank(group, threads ? shared->ncclId_.get() : nullptr);
+  if (!link)
+    return link.error();
   auto ranks = std::make_unique<RankGroup>(group);
-  ranks->communicator_ = std::move(*comm);
+  ranks->link_ = std::move(*link);
   Result<uint64_t> digest = startupDigest(artifactPath, seed);
   if (!digest)
     return digest.error();
-  RN_RETURN_IF_ERROR(ranks->communicator_->checkSameOnEveryRank(
-      *digest, "artifact digest (its bytes and --seed)"));
+  RN_RETURN_IF_ERROR(
+      ranks->link_->checkSameOnEveryRank(*digest, "artifact digest (its bytes and --seed)"));
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string how = threads               ? "one process, a thread per GPU"
@@ -80,19 +63,13 @@ Result<std::unique_ptr<RankGroup>> RankGroup::connectGpu(ProcessGroup group,
                 (unsigned long long)*digest);
   ranks->connectionSummary_ = line;
   return ranks;
-#else
-  (void)artifactPath, (void)seed, (void)shared;
-  return Error(group.describe() + ": data-parallel GPU ranks need a runtime built with CUDA");
-#endif
 }
 
 Status RankGroup::sum(std::vector<double> &values) {
   if (replicas_)
     return replicas_->allReduceSum(group_.rank, values);
-#if RN_HAVE_CUDA
-  if (communicator_ && communicator_->group().distributed())
-    return communicator_->allReduceSumHost(values);
-#endif
+  if (link_ && link_->distributed())
+    return link_->allReduceSumHost(values);
   return Status::success();
 }
 
@@ -124,35 +101,22 @@ Status RankGroup::averageBuffers(Executor &executor) {
     }
     return Status::success();
   }
-#if RN_HAVE_CUDA
-  if (!communicator_ || !communicator_->group().distributed())
+  if (!link_ || !link_->distributed())
     return Status::success();
-  auto *device = dynamic_cast<const cuda::DeviceExecutor *>(&executor);
-  if (!device)
-    return Error("averaging the BN statistics over the ranks needs a GPU executor");
-  const cuda::DeviceContext &ctx = device->deviceProgram().context();
-  std::vector<cuda::Communicator::Buffer> buffers;
-  for (const StateEntry &e : executor.program().state) {
-    if (!averagedBuffer(executor.program(), e))
-      continue;
-    auto *p = static_cast<float *>(ctx.address(*e.slot, Variant::a));
-    buffers.push_back({p, p, size_t(numel(e.shape))});
-  }
-  if (buffers.empty())
+  std::vector<std::string> names;
+  for (const StateEntry &e : executor.program().state)
+    if (averagedBuffer(executor.program(), e))
+      names.push_back(e.name);
+  if (names.empty())
     return Status::success();
-  return communicator_->allReduceMeanNow(buffers);
-#else
-  return Status::success();
-#endif
+  return link_->averageState(executor, names);
 }
 
 void RankGroup::abort() noexcept {
   if (replicas_)
     replicas_->abort(group_.rank);
-#if RN_HAVE_CUDA
-  if (communicator_)
-    communicator_->abort();
-#endif
+  if (link_)
+    link_->abort();
 }
 
 bool compiledDataParallel(const Program &program) {
@@ -181,22 +145,21 @@ InProcessRanks::InProcessRanks() = default;
 InProcessRanks::~InProcessRanks() = default;
 
 Result<std::unique_ptr<InProcessRanks>> InProcessRanks::gpus(int count) {
-#if RN_HAVE_CUDA
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || count > devices)
-    return Error("this machine has " + std::to_string(devices) + " GPU(s)");
-  Result<ncclUniqueId> id = cuda::Communicator::newUniqueId();
+  Result<GpuBackend *> backend = gpuBackend();
+  if (!backend)
+    return backend.error();
+  Result<int> devices = (*backend)->deviceCount();
+  if (!devices)
+    return devices.error();
+  if (count > *devices)
+    return Error("this machine has " + std::to_string(*devices) + " GPU(s)");
+  Result<GpuCommunicatorId> id = (*backend)->newCommunicatorId();
   if (!id)
     return id.error();
   std::unique_ptr<InProcessRanks> ranks(new InProcessRanks());
   ranks->size_ = count;
-  ranks->ncclId_ = std::make_unique<NcclId>();
-  ranks->ncclId_->id = *id;
+  ranks->ncclId_ = std::make_unique<GpuCommunicatorId>(*id);
   return ranks;
-#else
-  (void)count;
-  return Error("this runtime was built without CUDA");
-#endif
 }
 
 std::unique_ptr<InProcessRanks> InProcessRanks::cpuReplicas(int count) {

@@ -26,6 +26,7 @@
 #include "runtime/core/executor.h"
 #include "runtime/core/process_group.h"
 #include "runtime/core/status.h"
+#include "runtime/train/gpu_backend.h"
 
 #include <cstdint>
 #include <functional>
@@ -35,9 +36,6 @@
 
 namespace rn::cpu {
 class ReplicaGroup;
-}
-namespace rn::cuda {
-class Communicator;
 }
 
 namespace rn::train {
@@ -82,7 +80,7 @@ public:
   /// For the executors: the CPU replica group, or null.
   cpu::ReplicaGroup *cpuReplicas() const { return replicas_; }
   /// For the GPU executors: the NCCL communicator, or null.
-  cuda::Communicator *communicator() const { return communicator_.get(); }
+  GpuRankLink *gpuLink() const { return link_.get(); }
   /// After connectGpu: "NCCL communicator: rank 0 of 2 on GPU 0, ..., ready
   /// in S s; artifact digest D on every rank".
   const std::string &connectionSummary() const { return connectionSummary_; }
@@ -93,7 +91,7 @@ public:
 private:
   ProcessGroup group_;
   cpu::ReplicaGroup *replicas_ = nullptr;
-  std::unique_ptr<cuda::Communicator> communicator_;
+  std::unique_ptr<GpuRankLink> link_;
   std::string connectionSummary_;
 };
 
@@ -154,9 +152,8 @@ public:
 private:
   friend class RankGroup;
   InProcessRanks();
-  struct NcclId; ///< ncclUniqueId, defined where NCCL is included
   int size_ = 0;
-  std::unique_ptr<NcclId> ncclId_;
+  std::unique_ptr<GpuCommunicatorId> ncclId_; ///< GPU ranks: their NCCL id
   std::unique_ptr<cpu::ReplicaGroup> replicas_;
 };
 

@@ -5,12 +5,7 @@
 #include "runtime/core/process_group.h"
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/train/data_parallel.h"
-#if RN_HAVE_CUDA
-#include "runtime/cuda/device_context.h"
-#include "runtime/cuda/eager_executor.h"
-#include "runtime/cuda/graph_executor.h"
-#include "runtime/cuda/timeline.h"
-#endif
+#include "runtime/train/gpu_backend.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -19,22 +14,15 @@
 
 namespace rn::train {
 
-#if RN_HAVE_CUDA
 struct GpuTrace::Impl {
-  std::unique_ptr<cuda::Timeline> timeline;
+  std::unique_ptr<GpuTimeline> timeline;
 };
-#else
-struct GpuTrace::Impl {};
-#endif
-
-bool builtWithCuda() { return RN_HAVE_CUDA != 0; }
 
 Status gpuAvailable() {
-#if RN_HAVE_CUDA
-  return cuda::deviceAvailable();
-#else
-  return Error("this runtime was built without CUDA (RN_ENABLE_CUDA)");
-#endif
+  Result<GpuBackend *> backend = gpuBackend();
+  if (!backend)
+    return backend.error();
+  return (*backend)->deviceAvailable();
 }
 
 std::string resolveExecutorKind(const std::string &kind) {
@@ -62,71 +50,41 @@ Result<std::unique_ptr<Executor>> createExecutor(const Artifact &artifact,
   if (config.kind != "cuda-eager" && config.kind != "cuda-graph")
     return Error("unknown executor '" + config.kind +
                  "' (cpu, cuda-eager, cuda-graph or auto)");
-#if RN_HAVE_CUDA
-  cuda::GraphExecutor::Options options;
-  options.trace = config.trace ? config.trace->impl_->timeline->trace() : nullptr;
-  options.seed = seed;
-  options.syncDebug = config.syncDebug;
-  options.deterministic = config.deterministic;
-  options.allowTf32 = config.allowTf32;
-  options.allowReducedPrecisionReduction = config.allowReducedPrecisionReduction;
-  options.planCacheFile = config.planCacheFile;
-  options.autotuneCandidates = config.autotuneCandidates;
-  options.profile = config.profile;
-  options.dumpGraphsDir = config.dumpGraphsDir;
-  options.communicator = config.ranks ? config.ranks->communicator() : nullptr;
-  options.device = config.ranks ? config.ranks->group().localRank : 0;
-  auto adopt = [](auto created) -> Result<std::unique_ptr<Executor>> {
-    if (!created)
-      return created.error();
-    return std::unique_ptr<Executor>(std::move(*created));
-  };
-  if (config.kind == "cuda-eager")
-    return adopt(cuda::EagerExecutor::create(artifact, options));
-  return adopt(cuda::GraphExecutor::create(artifact, options));
-#else
-  (void)artifact;
-  return Error(config.kind + ": this runtime was built without CUDA (RN_ENABLE_CUDA)");
-#endif
+  Result<GpuBackend *> backend = gpuBackend();
+  if (!backend)
+    return Error(config.kind + ": " + backend.error().message());
+  return (*backend)->createExecutor(artifact, config, seed);
 }
 
+// The extras ask the backend only for GPU executors: a CPU run never loads
+// librn_cuda.so for them.
+namespace {
+GpuBackend *backendOf(const Executor &executor) {
+  if (executor.name() == "cpu")
+    return nullptr;
+  Result<GpuBackend *> backend = gpuBackend();
+  return backend ? *backend : nullptr;
+}
+} // namespace
+
 std::string loadSummary(const Executor &executor) {
-#if RN_HAVE_CUDA
-  if (auto *eager = dynamic_cast<const cuda::EagerExecutor *>(&executor))
-    return eager->loadSummary();
-  if (auto *graph = dynamic_cast<const cuda::GraphExecutor *>(&executor))
-    return graph->loadSummary();
-#endif
-  (void)executor;
-  return "";
+  GpuBackend *backend = backendOf(executor);
+  return backend ? backend->loadSummary(executor) : std::string();
 }
 
 Result<std::string> profileReport(Executor &executor) {
-#if RN_HAVE_CUDA
-  if (auto *eager = dynamic_cast<cuda::EagerExecutor *>(&executor))
-    return eager->profileReport();
-#endif
-  (void)executor;
-  return std::string();
+  GpuBackend *backend = backendOf(executor);
+  return backend ? backend->profileReport(executor) : Result<std::string>(std::string());
 }
 
 double convFloorMs(const Executor &executor) {
-#if RN_HAVE_CUDA
-  if (auto *device = dynamic_cast<const cuda::DeviceExecutor *>(&executor))
-    return device->convFloorMs();
-#endif
-  (void)executor;
-  return -1;
+  GpuBackend *backend = backendOf(executor);
+  return backend ? backend->convFloorMs(executor) : -1;
 }
 
 size_t deviceMemoryInUse(const Executor &executor) {
-#if RN_HAVE_CUDA
-  if (executor.name() != "cpu")
-    if (Result<size_t> used = cuda::deviceMemoryInUse(); used)
-      return *used;
-#endif
-  (void)executor;
-  return 0;
+  GpuBackend *backend = backendOf(executor);
+  return backend ? backend->deviceMemoryInUse() : 0;
 }
 
 std::string planCachePath(const std::string &flag) {
@@ -152,46 +110,28 @@ GpuTrace::GpuTrace() : impl_(std::make_unique<Impl>()) {}
 GpuTrace::~GpuTrace() = default;
 
 Result<std::unique_ptr<GpuTrace>> GpuTrace::create(const Program &program) {
-#if RN_HAVE_CUDA
-  Result<std::unique_ptr<cuda::Timeline>> timeline = cuda::Timeline::create(program);
+  Result<GpuBackend *> backend = gpuBackend();
+  if (!backend)
+    return Error("a GPU timeline needs the GPU executors: " + backend.error().message());
+  Result<std::unique_ptr<GpuTimeline>> timeline = (*backend)->createTimeline(program);
   if (!timeline)
     return timeline.error();
   std::unique_ptr<GpuTrace> trace(new GpuTrace());
   trace->impl_->timeline = std::move(*timeline);
   return trace;
-#else
-  (void)program;
-  return Error("a GPU timeline needs a runtime built with CUDA (RN_ENABLE_CUDA)");
-#endif
 }
 
+GpuTimeline *GpuTrace::timeline() const { return impl_->timeline.get(); }
+
 Status GpuTrace::start() {
-#if RN_HAVE_CUDA
   RN_RETURN_IF_ERROR(impl_->timeline->start());
   recording_ = true;
   return Status::success();
-#else
-  return Error("a GPU timeline needs a runtime built with CUDA (RN_ENABLE_CUDA)");
-#endif
 }
 
 Result<GpuTrace::Summary> GpuTrace::write(const std::string &path) {
   recording_ = false;
-#if RN_HAVE_CUDA
-  Result<cuda::Timeline::Summary> s = impl_->timeline->write(path);
-  if (!s)
-    return s.error();
-  Summary summary;
-  summary.gpuRecords = s->gpuRecords;
-  summary.unlabeled = s->unlabeled;
-  summary.windowMs = s->windowMs;
-  summary.busyMs = s->busyMs;
-  summary.dropped = s->dropped;
-  return summary;
-#else
-  (void)path;
-  return Error("a GPU timeline needs a runtime built with CUDA (RN_ENABLE_CUDA)");
-#endif
+  return impl_->timeline->write(path);
 }
 
 void GpuTrace::record(const char *track, std::string name,
@@ -199,11 +139,7 @@ void GpuTrace::record(const char *track, std::string name,
                       std::chrono::steady_clock::time_point end) {
   if (!recording_)
     return;
-#if RN_HAVE_CUDA
   impl_->timeline->hostSpan(track, std::move(name), begin, end);
-#else
-  (void)track, (void)name, (void)begin, (void)end;
-#endif
 }
 
 } // namespace rn::train

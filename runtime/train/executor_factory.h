@@ -16,6 +16,7 @@
 #include "runtime/core/artifact.h"
 #include "runtime/core/executor.h"
 #include "runtime/core/status.h"
+#include "runtime/train/gpu_backend.h"
 #include "runtime/train/host_spans.h"
 
 #include <atomic>
@@ -28,10 +29,9 @@ namespace rn::train {
 class RankGroup;
 class GpuTrace;
 
-/// Whether this runtime was built with the GPU executors.
-bool builtWithCuda();
 /// Success when a CUDA driver and device answer; else why not (also when
-/// built without CUDA).
+/// built without CUDA, or when the GPU half or an NVIDIA library it needs
+/// does not load: gpu_backend.h).
 Status gpuAvailable();
 /// "auto" resolved: cuda-graph when a GPU answers, else cpu; other names
 /// are returned as given.
@@ -98,13 +98,10 @@ public:
   ~GpuTrace() override;
 
   Status start();
-  struct Summary {
-    size_t gpuRecords = 0; ///< kernels, copies, memsets
-    size_t unlabeled = 0;  ///< of those, not issued by a program node
-    double windowMs = 0;   ///< first GPU start to last GPU end
-    double busyMs = 0;     ///< union of the GPU records' intervals
-    uint64_t dropped = 0;  ///< records CUPTI dropped
-  };
+  /// gpuRecords: kernels, copies, memsets; unlabeled: of those, not issued
+  /// by a program node; windowMs: first GPU start to last GPU end; busyMs:
+  /// the union of the GPU records' intervals; dropped: records CUPTI dropped.
+  using Summary = GpuTimeline::Summary;
   /// Stops recording and writes the Chrome trace to `path`.
   Result<Summary> write(const std::string &path);
 
@@ -114,11 +111,12 @@ public:
   GpuTrace(const GpuTrace &) = delete;
   GpuTrace &operator=(const GpuTrace &) = delete;
 
+  /// The backend's timeline, for the GPU executor it follows.
+  GpuTimeline *timeline() const;
+
 private:
-  friend Result<std::unique_ptr<Executor>> createExecutor(const Artifact &,
-                                                          const ExecutorConfig &);
   GpuTrace();
-  struct Impl; ///< the CUDA timeline
+  struct Impl; ///< the backend's timeline
   std::unique_ptr<Impl> impl_;
   std::atomic<bool> recording_{false};
 };

@@ -558,8 +558,11 @@ def test_compile_takes_modules_text_and_paths(tools: dict[str, str], tmp_path: P
         rn.compile(model, tmp_path / "d.rnx")
     with pytest.raises(ValueError, match="apply to an rn.nn.Module only"):
         rn.compile(text, tmp_path / "d.rnx", batch=8)
-    with pytest.raises(rn.CompileError, match="rn-compile failed"):
+    # The compiler's diagnostics, with the source's file:line:col.
+    with pytest.raises(rn.CompileError, match=r"model\.mlir:1:1: error: unknown optimizer 'nope'"):
         rn.compile(text, tmp_path / "d.rnx", pipeline="optimizer=nope")
+    with pytest.raises(rn.CompileError, match="error: bad --pipeline options: no-such-option=1"):
+        rn.compile(text, tmp_path / "d.rnx", pipeline="no-such-option=1")
     with pytest.raises(FileNotFoundError, match="no model file"):
         rn.compile(tmp_path / "none.mlir", tmp_path / "d.rnx")
 

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "rn_version.h"
 #include "runtime/data/augment.h"
 #include "runtime/data/image_folder.h"
 #include "runtime/train/augmented_source.h"
@@ -48,6 +49,7 @@ void usage(FILE *out) {
       "       rn-data show DATA -o GRID.png [options]  augmented samples as a picture\n"
       "       rn-data to-jpeg ROOT OUT [--quality Q] [--short-side S]  an image folder\n"
       "                     re-encoded as JPEG, optionally shrunk to a shorter side of S\n"
+      "       rn-data --version\n"
       "DATA is what rn-run --data takes (docs/rn-run.md).\n"
       "\noptions:\n"
       "  --augment A        none (default), crop-flip or rrc-flip (as rn-run)\n"
@@ -112,6 +114,9 @@ int parse(int argc, char **argv, Options &o) {
     };
     if (arg == "-h" || arg == "--help") {
       usage(stdout);
+      return -1;
+    } else if (arg == "--version") {
+      std::printf("rn-data %s (RN)\n", RN_VERSION_STRING);
       return -1;
     } else if (arg == "--augment") {
       o.augment = value();

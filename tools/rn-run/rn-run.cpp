@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "rn_version.h"
 #include "runtime/core/artifact.h"
 #include "runtime/core/process_group.h"
 #include "runtime/train/benchmark.h"
@@ -65,6 +66,7 @@ void usage(FILE *out) {
       "usage: rn-run MODEL.rnx --data DIR [--epochs N] [--lr LR] [options]\n"
       "       rn-run MODEL.rnx --synthetic --steps N [--lr LR] [options]\n"
       "       rn-run MODEL.rnx --benchmark [--steps N] [--warmup W] [options]\n"
+      "       rn-run --version\n"
       "MODEL.rnx is an artifact from rn-compile (docs/rn-run.md).\n"
       "\ntraining:\n"
       "  --epochs N         epochs (default 1)\n"
@@ -482,6 +484,10 @@ int parse(int argc, char **argv, Options &o) {
     } else if (is("-h") || is("--help")) {
       usage(stdout);
       return -1;
+    } else if (is("--version")) {
+      std::printf("rn-run %s (RN; GPU executors: %s)\n", RN_VERSION_STRING,
+                  builtWithCuda() ? "built" : "not built");
+      return -1;
     } else if (!arg.empty() && arg[0] == '-') {
       usage(stderr);
       return fail("unknown option '" + arg + "'");
@@ -532,8 +538,6 @@ int main(int argc, char **argv) {
   // --executor auto: the GPU when a driver and device answer, else the CPU.
   const std::string kind = resolveExecutorKind(o.executor);
   if (kind != "cpu") {
-    if (!builtWithCuda())
-      return fail("--executor " + kind + ": this rn-run was built without CUDA (RN_ENABLE_CUDA)");
     if (rn::Status gpu = gpuAvailable(); !gpu)
       return fail("--executor " + kind + ": " + gpu.error().message());
   }

@@ -2,7 +2,9 @@
 //
 // The checked-in artifacts Inputs/*.rnx (Inputs/README.md says how they are
 // made), found through RN_TEST_INPUTS_DIR, which test/runtime/CMakeLists.txt
-// defines, and initialized CPU executors for them.
+// defines (the environment variable of that name overrides it: the test
+// binaries run from another checkout on the GPU machine), and initialized CPU
+// executors for them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,7 +25,8 @@ namespace rn::test_inputs {
 
 /// The path of Inputs/`name`.
 inline std::string inputPath(const char *name) {
-  return std::string(RN_TEST_INPUTS_DIR) + "/" + name;
+  const char *dir = std::getenv("RN_TEST_INPUTS_DIR");
+  return std::string(dir && *dir ? dir : RN_TEST_INPUTS_DIR) + "/" + name;
 }
 
 /// Loads Inputs/`name`; a failure is a test failure (and an empty artifact).

@@ -25,6 +25,19 @@
 // RUN: not rn-compile %s 2>&1 | FileCheck %s --check-prefix=USAGE
 // USAGE: rn-compile: error: expected a model and an output: rn-compile <model.mlir> -o <artifact.rnx>
 
+// A compiled artifact, a checkpoint-like file and other binary input given
+// as the model: one line saying what the file is, not its bytes as a
+// "source line".
+// RUN: rn-compile %s -o %t.compiled.rnx --quiet
+// RUN: not rn-compile %t.compiled.rnx -o %t.rnx 2>&1 | FileCheck %s --check-prefix=ARTIFACT
+// ARTIFACT: rn-compile: error: {{.*}}compiled.rnx is an RN artifact (already compiled), not a model: run it with rn-run {{.*}}compiled.rnx
+// ARTIFACT-NOT: rn.program
+// RUN: printf '\x00\x01\x02binary' > %t.binary.mlir
+// RUN: not rn-compile %t.binary.mlir -o %t.rnx 2>&1 | FileCheck %s --check-prefix=BINARY
+// BINARY: rn-compile: error: {{.*}}binary.mlir is a binary file, not a model: rn-compile takes a model in MLIR text (.mlir)
+// RUN: not rn-compile %S -o %t.rnx 2>&1 | FileCheck %s --check-prefix=DIRECTORY
+// DIRECTORY: rn-compile: error: {{.*}} is a directory; expected a model (.mlir)
+
 // RUN: not rn-compile %s -o %t.no-such-dir/out.rnx 2>&1 | FileCheck %s --check-prefix=OUTPUT
 // OUTPUT-NOT: running rn-training-pipeline
 // OUTPUT: rn-compile: error: cannot open output file '{{.*}}out.rnx': no such directory
