@@ -6,8 +6,14 @@ classes; nothing is downloaded). RN imports it with its weights
 back into the same torch module (trainer.copy_to); PyTorch then evaluates
 that module itself, and its accuracy must equal RN's evaluation:
 
-    PYTHONPATH=python-frontend python3 examples/finetune_torchvision.py --epochs 1
-    PYTHONPATH=python-frontend python3 examples/finetune_torchvision.py --limit-train 512 --limit-test 256 --executor cpu
+    PYTHONPATH=python-frontend /usr/bin/python3 examples/finetune_torchvision.py --epochs 1
+    PYTHONPATH=python-frontend /usr/bin/python3 examples/finetune_torchvision.py \
+        --limit-train 512 --limit-test 256 --executor cpu
+
+It needs a Python with torch and torchvision: Debian's /usr/bin/python3 with
+python3-torch and python3-torchvision (apt), or your own Python where they
+are installed. The artifact goes to --out, by default
+$XDG_CACHE_HOME/rn/examples (~/.cache/rn/examples), outside the clone.
 
 On a machine without the compiler (the GPU machine), compile the artifact
 elsewhere with --compile-only, carry it, and pass --artifact: the weight-free
@@ -17,6 +23,7 @@ artifact then takes the module's weights with trainer.copy_from.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -35,6 +42,13 @@ def build_model() -> nn.Module:
     model = torchvision.models.resnet18(num_classes=10)
     model.conv1 = nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
     return model
+
+
+def default_out_dir() -> Path:
+    """Where artifacts go without --out: $XDG_CACHE_HOME/rn/examples, else ~/.cache/rn/examples
+    (beside the trainer's convolution plan cache), outside the clone."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "rn" / "examples"
 
 
 def torch_accuracy(model: nn.Module, images: np.ndarray, labels: np.ndarray, batch: int) -> float:
@@ -58,7 +72,8 @@ def main() -> int:
     p.add_argument("--limit-train", type=int, default=None)
     p.add_argument("--limit-test", type=int, default=None)
     p.add_argument("--data", default=str(data.FASHION_MNIST))
-    p.add_argument("--out", default="build/examples")
+    p.add_argument("--out", default=None,
+                   help=f"folder for the compiled artifact (default: {default_out_dir()})")
     p.add_argument("--artifact", default=None, help="a weight-free artifact compiled elsewhere")
     p.add_argument("--compile-only", action="store_true", help="write the weight-free artifact and stop")
     args = p.parse_args()
@@ -67,10 +82,13 @@ def main() -> int:
     pipeline = "optimizer=sgd momentum=0.9 nesterov=true weight-decay=5e-4"
     if args.precision == "f16":
         pipeline += " precision=f16 loss-scaling=dynamic"
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     if args.artifact is None or args.compile_only:
-        target = Path(args.artifact) if args.artifact else out / f"resnet18-fashion-{args.precision}.rnx"
+        if args.artifact is not None:
+            target = Path(args.artifact)
+        else:
+            out = Path(args.out) if args.out is not None else default_out_dir()
+            out.mkdir(parents=True, exist_ok=True)
+            target = out / f"resnet18-fashion-{args.precision}.rnx"
         artifact = rn.compile(model, target, batch=args.batch, input_shape=(1, 28, 28),
                               num_classes=10, pipeline=pipeline, name="torchvision_resnet18",
                               weights=not args.compile_only)

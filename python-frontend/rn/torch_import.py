@@ -25,7 +25,7 @@ import json
 import math
 import operator
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from . import _safetensors
 from . import emitter as F
 from .emitter import Value
 from .nn import Buffer, Init, Module, Parameter
+from .trainer import IncompatibleKeys
 
 __all__ = [
     "ImportedModel",
@@ -249,44 +250,120 @@ class TorchMapping:
             )
         return TorchMapping.from_json(meta[TORCH_METADATA_KEY])
 
-    def from_torch(self, state_dict: Mapping[str, Any]) -> dict[str, Any]:
-        """RN's state (numpy float32, RN layouts) from a torch ``state_dict``.
+    def from_torch(
+        self,
+        state_dict: Mapping[str, Any],
+        *,
+        strict: bool = True,
+        action: str = "loading a torch state_dict",
+        source: str = "the state_dict",
+    ) -> tuple[dict[str, Any], IncompatibleKeys]:
+        """RN's state (numpy float32, RN layouts) from a torch ``state_dict``; unmatched names.
 
-        Every mapped entry must be present with its shape and a float32 dtype.
+        ``load_state_dict`` semantics: ``missing_keys`` are the mapped entries
+        the dict lacks, ``unexpected_keys`` its names the module the mapping
+        was made from does not have (its batch counters and untouched entries
+        are expected, and ignored). Every entry present must be float32 (a
+        torch tensor or numpy array) of its PyTorch shape. One ``ValueError``
+        lists every shape and dtype mismatch and, with ``strict``, the missing
+        and unexpected names; ``action`` and ``source`` word it. Otherwise
+        returns the converted entries present and the unmatched names.
         """
+        known = {e.name for e in self.entries} | set(self.batch_counters) | set(self.untouched)
         missing = [e.name for e in self.entries if e.name not in state_dict]
-        if missing:
-            raise ValueError(f"the state_dict lacks {', '.join(missing)}")
+        unexpected = [k for k in state_dict if k not in known]
+        mismatched: list[str] = []
+        for e in self.entries:
+            if e.name not in state_dict:
+                continue
+            value = state_dict[e.name]
+            dtype = str(getattr(value, "dtype", "")) or type(value).__name__
+            shape = tuple(getattr(value, "shape", ()))
+            if dtype not in ("torch.float32", "float32"):
+                mismatched.append(f"{e.name}: dtype {dtype}, expected float32")
+            elif shape != e.torch_shape:
+                mismatched.append(f"{e.name}: shape {list(shape)}, expected {list(e.torch_shape)}")
+        floats = (
+            "RN imports float32 weights: convert the module with .float(). "
+            if any(": dtype " in m for m in mismatched) else ""
+        )
+        error = _state_mismatch_error(
+            action, source, "the trainer's model", missing, unexpected, mismatched, strict=strict,
+            hint=floats + "Use the module the artifact was compiled from (or one of its "
+            "architecture), or pass strict=False to load the entries that match and get the "
+            "missing and unexpected names back (shape and dtype mismatches are errors either way).",
+        )
+        if error is not None:
+            raise error
         out: dict[str, Any] = {}
         for e in self.entries:
-            value = state_dict[e.name]
-            dtype = str(getattr(value, "dtype", ""))
-            if dtype not in ("torch.float32", "float32"):
-                raise ValueError(
-                    f"{e.name}: dtype {dtype or type(value).__name__}; RN imports float32 "
-                    "weights (convert the module with .float())"
-                )
-            if hasattr(value, "detach"):
-                value = value.detach().cpu().numpy()
-            out[e.name] = e.to_rn(value)
-        return out
+            if e.name in state_dict:
+                value = state_dict[e.name]
+                if hasattr(value, "detach"):
+                    value = value.detach().cpu().numpy()
+                out[e.name] = e.to_rn(value)
+        return out, IncompatibleKeys(missing, unexpected)
 
     def to_torch(self, state: Mapping[str, Any], steps: int) -> dict[str, Any]:
         """A torch ``state_dict`` (numpy, PyTorch layouts) from RN's parameters and buffers.
 
-        ``num_batches_tracked`` entries are ``steps`` (int64); untouched entries
-        are not included.
+        In the module's ``state_dict`` order; ``num_batches_tracked`` entries
+        are ``steps`` (0-d int64); untouched entries are not included.
         """
         import numpy as np
 
         out: dict[str, Any] = {}
+        counters = {name.rpartition(".")[0]: name for name in self.batch_counters}
+        last = {e.name.rpartition(".")[0]: e.name for e in self.entries}
         for e in self.entries:
             if e.name not in state:
                 raise ValueError(f"RN's state lacks {e.name}")
             out[e.name] = e.to_torch(state[e.name])
-        for name in self.batch_counters:
+            owner = e.name.rpartition(".")[0]
+            if last[owner] == e.name and owner in counters:  # BatchNorm: after running_var
+                out[counters.pop(owner)] = np.array(steps, dtype=np.int64)
+        for name in counters.values():
             out[name] = np.array(steps, dtype=np.int64)
         return out
+
+
+def _state_mismatch_error(
+    action: str,
+    source: str,
+    target: str,
+    missing: Sequence[str],
+    unexpected: Sequence[str],
+    mismatched: Sequence[str],
+    *,
+    strict: bool,
+    hint: str,
+) -> ValueError | None:
+    """One ``ValueError`` that lists everything stopping a state load, or None when nothing does.
+
+    As PyTorch's ``load_state_dict``: ``missing`` (entries of ``target`` that
+    ``source`` has no value for) and ``unexpected`` (entries of ``source`` that
+    ``target`` lacks) count with ``strict`` only, ``mismatched`` (one
+    description per entry of the wrong shape or dtype) always.
+    """
+
+    def count(items: Sequence[str]) -> str:
+        return f"{len(items)} entr{'y' if len(items) == 1 else 'ies'}"
+
+    lines = []
+    if strict and missing:
+        lines.append(f"missing: {count(missing)} of {target} that {source} has no value for: "
+                     + ", ".join(missing))
+    if strict and unexpected:
+        lines.append(f"unexpected: {count(unexpected)} of {source} that {target} does not have: "
+                     + ", ".join(unexpected))
+    if mismatched:
+        lines.append(f"mismatched: {count(mismatched)}: " + "; ".join(mismatched))
+    if not lines:
+        return None
+    return ValueError(
+        f"{action}: {source} does not match {target}; nothing was written.\n  "
+        + "\n  ".join(lines) + "\n" + hint
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -305,6 +382,57 @@ class _Tensor:
     def torch_shape(self) -> tuple[int, ...]:
         s = self.value.shape
         return (s[0], s[3], s[1], s[2]) if len(s) == 4 else s
+
+
+def _trace_error(module: Any, error: BaseException) -> UnsupportedModelError:
+    """The refusal of a module torch.fx could not trace, naming the module whose ``forward`` was
+    being traced (its path and type, as the other refusals name modules; the model's type for
+    the model itself) and the line of the user's code where the error came: the innermost
+    frame outside torch, rn and Python's standard library."""
+    import sysconfig
+    import traceback
+
+    torch = _torch()
+    paths = sysconfig.get_paths()
+
+    def folder(path: str) -> str:
+        return os.path.join(os.path.abspath(path), "")
+
+    library = (folder(os.path.dirname(torch.__file__)), folder(os.path.dirname(__file__)),
+               folder(paths["stdlib"]))
+    installed = (folder(paths["purelib"]), folder(paths["platlib"]))
+
+    def is_library(file: str) -> bool:
+        file = os.path.abspath(file)
+        return file.startswith(library[:2]) or (
+            file.startswith(library[2]) and not file.startswith(installed))
+
+    module_paths = {id(m): name for name, m in module.named_modules()}
+    where, source, owner = "", "", None
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        code = frame.f_code
+        if is_library(code.co_filename):
+            continue
+        where = f'File "{code.co_filename}", line {line}, in {code.co_name}'
+        source = traceback.FrameSummary(code.co_filename, line, code.co_name).line or ""
+        this = frame.f_locals.get("self")
+        if code.co_name == "forward" and id(this) in module_paths:
+            owner = this
+    if owner is None or not module_paths[id(owner)]:  # the model's own forward
+        name = f"{type(module).__name__} ({where})" if where else type(module).__name__
+    else:
+        details = ", ".join(filter(None, (type(owner).__name__, where)))
+        name = f"{module_paths[id(owner)]} ({details})"
+    why = f"{type(error).__name__}: {error}"
+    innermost = traceback.extract_tb(error.__traceback__)[-1:]
+    if innermost and innermost[0].name == "__iter__" and innermost[0].filename.endswith(
+            os.path.join("fx", "proxy.py")):
+        why += "; fx cannot unpack or iterate a traced value"
+    at = f" at `{source}`" if source else ""
+    return UnsupportedModelError(
+        f"{name}: torch.fx cannot trace it symbolically{at} ({why}); RN imports models whose "
+        "forward torch.fx.symbolic_trace can trace"
+    )
 
 
 def _qualname(fn: object) -> str:
@@ -339,10 +467,7 @@ class ImportedModel(Module):
         try:
             graph = tracer.trace(module)
         except Exception as e:  # fx raises several types for untraceable code
-            raise UnsupportedModelError(
-                f"{type(module).__name__}: torch.fx cannot trace it symbolically ({type(e).__name__}: "
-                f"{e}); RN imports models whose forward is traceable by torch.fx.symbolic_trace"
-            ) from e
+            raise _trace_error(module, e) from e
         gm = torch.fx.GraphModule(module, graph)
         object.__setattr__(self, "_graph", gm)
         object.__setattr__(self, "_torch_state", module.state_dict())
@@ -1016,7 +1141,7 @@ def attach_to_artifact(
     file = _safetensors.read(path)
     file.metadata[TORCH_METADATA_KEY] = model.mapping.to_json()
     if state_dict is not None and file.tensors:
-        values = model.mapping.from_torch(state_dict)
+        values, _ = model.mapping.from_torch(state_dict, action="rn.compile")
         for name, array in values.items():
             if name not in file.tensors:
                 raise ValueError(f"{os.fspath(path)}: the artifact has no tensor {name!r}")
@@ -1090,24 +1215,60 @@ def to_torch_state_dict(
     return {k: torch.from_numpy(v) for k, v in mapping.to_torch(state, steps).items()}
 
 
-def load_into_module(module: Any, values: Mapping[str, Any]) -> None:
-    """``module.load_state_dict`` of ``values`` (numpy, torch layouts) with ``strict=True``:
-    the module's untouched entries keep their values, dtypes follow the module's."""
+def load_into_module(
+    module: Any,
+    values: Mapping[str, Any],
+    *,
+    untouched: Iterable[str] = (),
+    strict: bool = True,
+    action: str = "copy_to",
+    source: str = "the trainer",
+) -> IncompatibleKeys:
+    """Write ``values`` (numpy, PyTorch layouts: :meth:`TorchMapping.to_torch`) into ``module``.
+
+    ``torch.nn.Module.load_state_dict`` semantics: ``missing_keys`` are the
+    module's entries without a value (its ``untouched`` ones, which its
+    forward pass does not read, excepted: they keep their values),
+    ``unexpected_keys`` the values' names the module lacks. Each value must
+    have the module entry's shape, and a float value a floating-point entry
+    (converted to its dtype, as PyTorch does). One ``ValueError`` lists every
+    shape and dtype mismatch and, with ``strict``, the missing and unexpected
+    names; nothing is written then. Otherwise the matching entries are
+    written and the unmatched names returned.
+    """
     torch = _torch()
     current = module.state_dict()
-    unknown = [k for k in values if k not in current]
-    if unknown:
-        raise ValueError(f"the module has no state {', '.join(unknown)}: is it the imported module?")
-    merged = {}
-    for name, old in current.items():
-        if name in values:
-            new = torch.from_numpy(values[name]).to(dtype=old.dtype)
-            if tuple(new.shape) != tuple(old.shape):
-                raise ValueError(f"{name}: shape {list(new.shape)}, the module has {list(old.shape)}")
-            merged[name] = new
-        else:
-            merged[name] = old
+    skipped = set(untouched)
+    missing = [k for k in current if k not in values and k not in skipped]
+    unexpected = [k for k in values if k not in current]
+    mismatched: list[str] = []
+    for name, value in values.items():
+        if name not in current:
+            continue
+        old = current[name]
+        if tuple(value.shape) != tuple(old.shape):
+            mismatched.append(
+                f"{name}: shape {list(value.shape)}, the module has {list(old.shape)}")
+        elif value.dtype.kind == "f" and not old.is_floating_point():
+            mismatched.append(f"{name}: the module's {old.dtype} cannot hold {value.dtype} values")
+        elif value.dtype.kind in "iu" and (old.is_floating_point() or old.is_complex()
+                                           or old.dtype == torch.bool):
+            mismatched.append(f"{name}: the module's {old.dtype} for an integer count")
+    target = f"the module ({type(module).__name__})"
+    error = _state_mismatch_error(
+        action, source, target, missing, unexpected, mismatched, strict=strict,
+        hint="Copy into a module of the architecture the artifact was compiled from, or pass "
+        "strict=False to write the entries that match and get the missing and unexpected names "
+        "back (shape and dtype mismatches are errors either way).",
+    )
+    if error is not None:
+        raise error
+    merged = {
+        name: torch.from_numpy(values[name]).to(dtype=old.dtype) if name in values else old
+        for name, old in current.items()
+    }
     module.load_state_dict(merged, strict=True)
+    return IncompatibleKeys(missing, unexpected)
 
 
 def artifact_program_state(artifact: str | os.PathLike[str] | Path) -> list[dict[str, Any]]:

@@ -36,9 +36,13 @@ import os
 import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import _safetensors
 from ._native_loader import NativeUnavailable, native
+
+if TYPE_CHECKING:
+    from .torch_import import TorchMapping
 
 __all__ = [
     "IncompatibleKeys",
@@ -171,6 +175,14 @@ def _is_torch_tensor(x: object) -> bool:
     return kind.__module__.startswith("torch") and hasattr(x, "is_cuda")
 
 
+def _torch_mapping_of(artifact: Path) -> TorchMapping | None:
+    """The torch mapping ``rn.compile`` stored in an artifact compiled from torch, or None."""
+    from .torch_import import TORCH_METADATA_KEY, TorchMapping
+
+    text = _safetensors.read_metadata(artifact).get(TORCH_METADATA_KEY)
+    return TorchMapping.from_json(text) if text is not None else None
+
+
 class Trainer:
     """Trains a compiled artifact (``rn.compile``'s output, or ``rn-compile``'s) step by step.
 
@@ -234,6 +246,7 @@ class Trainer:
         self._handles: weakref.WeakValueDictionary[int, StepHandle] = weakref.WeakValueDictionary()
         self._unreported: list[float] = []
         self._state = {name: (role, dtype, tuple(s)) for name, role, dtype, s in self._native.state_info("")}
+        self._mapping = _torch_mapping_of(path)
 
     # ------------------------------------------------------------------
     # What the artifact is
@@ -554,7 +567,12 @@ class Trainer:
         self._collect()
 
     def losses(self) -> list[float]:
-        """Wait for every step and return the losses not returned before, oldest first."""
+        """Wait for every step and return, oldest first, the losses no earlier call returned.
+
+        Each step's loss comes once (``h.loss()`` does not count as returning
+        it), so calling this once an epoch gives that epoch's losses; a second
+        call with no step in between returns ``[]``.
+        """
         self.synchronize()
         out, self._unreported = self._unreported, []
         return out
@@ -685,16 +703,53 @@ class Trainer:
         # numpy has no bfloat16: those entries come as float32 (exact).
         return {"float16": "float16", "int32": "int32"}.get(dtype, "float32")
 
-    def state_dict(self, roles: str | Iterable[str] | None = None) -> dict[str, Any]:
+    def _require_torch_mapping(self, what: str) -> TorchMapping:
+        """The artifact's torch mapping; ``ValueError`` for an artifact not compiled from torch."""
+        if self._mapping is None:
+            raise ValueError(
+                f"{what}: {self.artifact} was not compiled from a torch module (its metadata "
+                "has no torch mapping): compile it with rn.compile(torch_module, ...)"
+            )
+        return self._mapping
+
+    def _layout(self, layout: str | None, what: str) -> str:
+        """``"torch"`` or ``"rn"``: ``layout`` checked, or the default (torch if imported)."""
+        if layout is None:
+            return "torch" if self._mapping is not None else "rn"
+        if layout not in ("torch", "rn"):
+            raise ValueError(f"{what}: layout must be 'torch' or 'rn', got {layout!r}")
+        if layout == "torch" and self._mapping is None:
+            raise ValueError(
+                f"{what}: layout='torch' needs a model imported from PyTorch, and {self.artifact} "
+                "was not compiled from a torch module: its state has RN's layout only (layout='rn')"
+            )
+        return layout
+
+    def state_dict(
+        self, roles: str | Iterable[str] | None = None, *, layout: str | None = None
+    ) -> dict[str, Any]:
         """``{name: numpy array}`` of the state, in program order.
 
         By default (``roles=None``) parameters and buffers (BatchNorm running
         statistics), what a model is; ``roles="all"`` everything the step keeps (gradients,
         momenta, Adam moments, low-precision copies, EMA, the loss scale, ...),
-        or name roles. f32 entries are float32, f16 float16, i32 int32, bf16
-        float32 (numpy has no bfloat16; the values are exact). Waits for
-        queued steps first.
+        or name roles. Waits for queued steps first.
+
+        ``layout``: ``"torch"`` (the default for a model imported from PyTorch,
+        ``rn.compile(torch_module, ...)``) gives what the module's
+        ``load_state_dict`` takes, as numpy arrays (``torch.from_numpy`` each):
+        the module's names and order, PyTorch's layouts (convolution filters
+        OIHW), float32 parameters and buffers, and each BatchNorm's
+        ``num_batches_tracked`` as the steps taken (0-d int64); the module's
+        entries its forward pass does not read are not in it. It holds roles
+        ``parameter`` and ``buffer`` only. ``"rn"`` (the default, and the only
+        layout, for other models) gives the state as the artifact holds it:
+        RN's names and layouts (filters OHWI, NHWC), f32 entries as float32,
+        f16 as float16, i32 as int32, bf16 as float32 (numpy has no bfloat16;
+        the values are exact).
         """
+        if self._layout(layout, "state_dict") == "torch":
+            return self._torch_state_dict(roles)
         wanted = self._roles(roles)
         out: dict[str, Any] = {}
         for name, values in self._native.state_dict(""):
@@ -704,27 +759,66 @@ class Trainer:
         self._collect()
         return out
 
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
+    def _torch_state_dict(self, roles: str | Iterable[str] | None) -> dict[str, Any]:
+        mapping = self._require_torch_mapping("state_dict")
+        if roles is None:
+            wanted = list(DEFAULT_ROLES)
+        else:
+            wanted = [roles] if isinstance(roles, str) else list(roles)
+        if any(role not in DEFAULT_ROLES for role in wanted):
+            raise ValueError(
+                f"state_dict(roles={roles!r}): PyTorch's layout holds the module's parameters and "
+                "buffers only (roles 'parameter' and 'buffer'); pass layout='rn' for the rest of "
+                "the state"
+            )
+        state = self.state_dict(layout="rn")
+        torch_state = mapping.to_torch(state, self.step_count)
+        roles_of = {e.name: e.role for e in mapping.entries}
+        return {k: v for k, v in torch_state.items() if roles_of.get(k, "buffer") in wanted}
+
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, *, layout: str | None = None
+    ) -> IncompatibleKeys:
         """Write the entries of ``state_dict`` (numpy arrays or torch tensors) into the state.
 
-        Each name must be a state entry, with its shape and the dtype
-        ``state_dict()`` gives it; with ``strict`` (the default) every parameter
-        and buffer must be present too. Everything is checked before anything
-        is written (``ValueError``). Returns the missing and unexpected names
-        (empty with ``strict``), as PyTorch's ``load_state_dict``.
+        ``layout`` is the dict's, as for :meth:`state_dict`: ``"torch"`` (the
+        default for a model imported from PyTorch) takes what that module's
+        ``state_dict()`` or ``state_dict(layout="torch")`` gives, converted by
+        the artifact's mapping (``num_batches_tracked`` and the module's
+        entries its forward does not read are accepted and ignored; float32
+        values of PyTorch's shapes); ``"rn"`` takes RN's names and layouts,
+        each name a state entry with its shape and the dtype ``state_dict()``
+        gives it. A dict in RN's layout must be loaded with ``layout="rn"``.
+
+        As PyTorch's ``load_state_dict``: with ``strict`` (the default) every
+        parameter and buffer must be present and every name known; without it
+        the missing and unexpected names are returned, and the rest is
+        written. Everything is checked before anything is written: one
+        ``ValueError`` lists every shape and dtype mismatch, and with
+        ``strict`` every missing and unexpected name. State derived from a
+        parameter (its low-precision copy, its EMA) follows the parameter's
+        new values unless the dict gives it too. Returns the missing and
+        unexpected names (empty with ``strict``).
         """
+        if self._layout(layout, "load_state_dict") == "torch":
+            mapping = self._require_torch_mapping("load_state_dict")
+            values, keys = mapping.from_torch(state_dict, strict=strict, action="load_state_dict")
+            self._load_rn(values, strict=False)
+            return keys
+        return self._load_rn(state_dict, strict)
+
+    def _load_rn(self, state_dict: Mapping[str, Any], strict: bool) -> IncompatibleKeys:
+        """:meth:`load_state_dict` of a dict in RN's layout."""
         np = _np()
         unexpected = [k for k in state_dict if k not in self._state]
         missing = [
             k for k, (role, _, _) in self._state.items() if role in DEFAULT_ROLES and k not in state_dict
         ]
-        if strict and (unexpected or missing):
-            parts = []
-            if unexpected:
-                parts.append(f"unknown names: {', '.join(unexpected)}")
-            if missing:
-                parts.append(f"missing parameters or buffers: {', '.join(missing)}")
-            raise ValueError("load_state_dict: " + "; ".join(parts))
+        problems = []
+        if strict and unexpected:
+            problems.append(f"unknown names: {', '.join(unexpected)}")
+        if strict and missing:
+            problems.append(f"missing parameters or buffers: {', '.join(missing)}")
         entries = []
         for name, value in state_dict.items():
             if name not in self._state:
@@ -733,59 +827,84 @@ class Trainer:
             if _is_torch_tensor(value):
                 value = value.detach().cpu().numpy()
             if not isinstance(value, np.ndarray):
-                raise ValueError(f"state {name}: expected a numpy array or a torch tensor, got {_describe(value)}")
+                problems.append(f"state {name}: expected a numpy array or a torch tensor, "
+                                f"got {_describe(value)}")
+                continue
             want = self._numpy_dtype(dtype)
             if value.dtype != np.dtype(want):
-                raise ValueError(f"state {name}: dtype {value.dtype}, expected {want}")
-            if tuple(value.shape) != shape:
-                raise ValueError(f"state {name}: shape {list(value.shape)}, expected {list(shape)}")
-            entries.append((name, np.ascontiguousarray(value, dtype=np.float32)))
+                problems.append(f"state {name}: dtype {value.dtype}, expected {want}")
+            elif tuple(value.shape) != shape:
+                problems.append(f"state {name}: shape {list(value.shape)}, expected {list(shape)}")
+            else:
+                entries.append((name, np.ascontiguousarray(value, dtype=np.float32)))
+        if problems:
+            hint = (
+                " (nothing was written; strict=False loads the entries that match and returns "
+                "the missing and unexpected names)"
+                if strict and (unexpected or missing)
+                else " (nothing was written)"
+            )
+            raise ValueError("load_state_dict: " + "; ".join(problems) + hint)
         self._native.load_state_dict(entries)
         self._collect()
         return IncompatibleKeys(missing, unexpected)
 
-    def copy_from(self, module: Any) -> None:
+    def copy_from(self, module: Any, *, strict: bool = True) -> IncompatibleKeys:
         """Load a ``torch.nn.Module``'s parameters and BatchNorm statistics into the state.
 
         The artifact must have been compiled from that module or one of the same
         architecture (``rn.compile(module, ...)``, weight-free or not): its stored
-        mapping converts names and layouts. Every mapped entry must be present,
-        float32, of its shape (``ValueError`` otherwise, nothing written).
+        mapping converts names and layouts. ``module.load_state_dict``
+        semantics, as :meth:`load_state_dict` of ``module.state_dict()``: with
+        ``strict`` (the default) every mapped entry must be in the module and
+        every entry of the module known (its ``num_batches_tracked`` are
+        ignored); every entry must be float32 of its shape. One ``ValueError``
+        lists everything that does not match, and nothing is written. With
+        ``strict=False`` the matching entries are loaded and the missing and
+        unexpected names returned (``rn.IncompatibleKeys``).
         """
-        from .torch_import import TorchMapping
+        mapping = self._require_torch_mapping("copy_from")
+        values, keys = mapping.from_torch(
+            module.state_dict(), strict=strict, action="copy_from",
+            source=f"the module ({type(module).__name__})",
+        )
+        # A uint8 model's input normalization is not the module's (the host's
+        # data pipeline did it): the trainer's stays as it is.
+        self._load_rn(values, strict=False)
+        return keys
 
-        mapping = TorchMapping.from_artifact(self.artifact)
-        values = mapping.from_torch(module.state_dict())
-        if self._pixels:
-            # The module has no input normalization (the host's data pipeline
-            # did it): the trainer's stays as it is.
-            buffers = self.state_dict(roles="buffer")
-            values.update({k: buffers[k] for k in ("input.mean", "input.std") if k in buffers})
-        self.load_state_dict(values, strict=True)
-
-    def copy_to(self, module: Any, *, ema: bool = False) -> None:
+    def copy_to(self, module: Any, *, ema: bool = False, strict: bool = True) -> IncompatibleKeys:
         """Write the trained parameters and BatchNorm statistics into a ``torch.nn.Module``.
 
-        ``load_state_dict(strict=True)`` semantics: every entry of the module is
-        written (its ``num_batches_tracked`` set to the steps taken, entries its
-        forward pass does not read kept), or nothing is. ``ema=True`` writes the
-        EMA weights in place of the parameters (compiled with ``ema-decay``).
-        Waits for queued steps first.
+        ``module.load_state_dict`` semantics: with ``strict`` (the default) the
+        module must have every entry the trainer writes, and every entry of
+        the module gets a value (its ``num_batches_tracked`` the steps taken;
+        entries its forward pass does not read keep theirs), of the module's
+        shape and a floating-point dtype (converted to the module's, as
+        PyTorch does). One ``ValueError`` lists everything that does not
+        match, and nothing is written. With ``strict=False`` the matching
+        entries are written and the missing and unexpected names returned
+        (``rn.IncompatibleKeys``). ``ema=True`` writes the EMA weights in
+        place of the parameters (compiled with ``ema-decay``). Waits for
+        queued steps first.
         """
-        from .torch_import import TorchMapping, artifact_program_state, ema_names, load_into_module
+        from .torch_import import artifact_program_state, ema_names, load_into_module
 
-        mapping = TorchMapping.from_artifact(self.artifact)
-        state = self.state_dict()
+        mapping = self._require_torch_mapping("copy_to")
+        state = self.state_dict(layout="rn")
         if ema:
             swaps = ema_names(artifact_program_state(self.artifact))
             if not swaps:
                 raise ValueError(
                     f"{self.artifact}: no EMA weights (compile with the pipeline option ema-decay)"
                 )
-            averaged = self.state_dict(roles="ema")
+            averaged = self.state_dict(roles="ema", layout="rn")
             for param, name in swaps.items():
                 state[param] = averaged[name]
-        load_into_module(module, mapping.to_torch(state, self.step_count))
+        return load_into_module(
+            module, mapping.to_torch(state, self.step_count), untouched=mapping.untouched,
+            strict=strict,
+        )
 
     def save(
         self,

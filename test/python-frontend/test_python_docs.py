@@ -29,6 +29,19 @@ def test_docs_have_examples() -> None:
     assert len(python_blocks(DOC.read_text())) >= 5
 
 
+def test_torch_commands_name_a_python_with_torch() -> None:
+    """Tests that the commands of docs/python.md (and the example's docstring) that run the
+    torch example name Debian's /usr/bin/python3, which has python3-torch, and not the first
+    python3 on PATH, which has no torch on a fresh machine."""
+    example = REPO / "examples" / "finetune_torchvision.py"
+    blocks = re.findall(r"^```sh\n(.*?)^```", DOC.read_text(), flags=re.S | re.M)
+    lines = [line.strip() for text in [*blocks, example.read_text()] for line in text.splitlines()]
+    commands = [line for line in lines if "finetune_torchvision.py " in line and "python" in line]
+    assert len(commands) >= 3, commands
+    for command in commands:
+        assert "/usr/bin/python3 examples/finetune_torchvision.py" in command, command
+
+
 def test_python_docs_examples_run(tmp_path: Path) -> None:
     sys.path.insert(0, str(REPO / "python-frontend"))
     import rn

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -737,7 +738,7 @@ def test_copy_from_refreshes_low_precision_copies(compiler: str, tmp_path: Path)
     bare = rn.Trainer(_compile(name, m, tmp_path / "..", pipeline=pipeline, weights=False),
                       executor="cpu")
     bare.copy_from(m)
-    want, got = full.state_dict(roles="all"), bare.state_dict(roles="all")
+    want, got = full.state_dict(roles="all", layout="rn"), bare.state_dict(roles="all", layout="rn")
     assert any("f16" in k for k in want), "the test needs low-precision copies"
     for k in want:
         assert np.array_equal(want[k], got[k]), k
@@ -754,12 +755,236 @@ def test_copy_from_refuses_other_artifacts_and_wrong_weights(compiler: str, tmp_
         rn.Trainer(native, executor="cpu").copy_from(mlp())
     trainer = rn.Trainer(_compile("mlp", mlp(), tmp_path), executor="cpu")
     before = trainer.state_dict()
-    with pytest.raises(ValueError, match="lacks 1.weight"):
+    with pytest.raises(ValueError, match=r"the module \(Sequential\) has no value for: 1\.weight"):
         trainer.copy_from(tnn.Sequential(tnn.Flatten()))
     with pytest.raises(ValueError, match="dtype torch.float64"):
         trainer.copy_from(mlp().double())
     after = trainer.state_dict()
     assert all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def test_copy_to_and_copy_from_refuse_another_architecture(compiler: str, tmp_path: Path) -> None:
+    """Tests that a trainer compiled from torchvision's resnet18 neither writes into a resnet34
+    (whose 96 entries of its extra blocks it has no value for) nor loads one, as
+    load_state_dict(strict=True) refuses: one ValueError naming every such entry, and nothing
+    written; strict=False writes the entries that match and returns the others' names."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    r18 = torchvision.models.resnet18(num_classes=10)
+    r34 = torchvision.models.resnet34(num_classes=10)
+    extra = [k for k in r34.state_dict() if k not in r18.state_dict()]
+    assert len(extra) == 96
+    trainer = rn.Trainer(rn.compile(r18, tmp_path / "r18.rnx", batch=2, input_shape=(3, 32, 32)),
+                         executor="cpu")
+    before_module = copy.deepcopy(r34.state_dict())
+    before_trainer = trainer.state_dict()
+
+    with pytest.raises(ValueError) as refused:
+        trainer.copy_to(r34)
+    message = str(refused.value)
+    assert message.startswith("copy_to: the trainer does not match the module (ResNet)"), message
+    assert "missing: 96 entries of the module (ResNet) that the trainer has no value for" in message
+    assert all(k in message for k in extra)
+    _assert_same_state_dict(r34.state_dict(), before_module)
+
+    with pytest.raises(ValueError) as refused:
+        trainer.copy_from(r34)
+    message = str(refused.value)
+    assert message.startswith("copy_from: the module (ResNet) does not match the trainer's model")
+    assert ("unexpected: 96 entries of the module (ResNet) that the trainer's model does not have"
+            in message)
+    assert all(k in message for k in extra)
+    after = trainer.state_dict()
+    assert all(np.array_equal(before_trainer[k], after[k]) for k in before_trainer)
+
+    assert trainer.copy_to(r34, strict=False) == rn.IncompatibleKeys(extra, [])
+    written = r34.state_dict()
+    for k, v in r18.state_dict().items():
+        if not k.endswith("num_batches_tracked"):
+            assert torch.equal(written[k], v), k
+    assert trainer.copy_from(r34, strict=False) == rn.IncompatibleKeys([], extra)
+    assert trainer.copy_to(r18) == rn.IncompatibleKeys([], [])
+    assert trainer.copy_from(r18) == rn.IncompatibleKeys([], [])
+
+
+def _assert_same_state_dict(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert list(a) == list(b)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _small(width: int = 4, classes: int = 10) -> tnn.Module:
+    """A 1x1 convolution (whose OIHW and OHWI filters numpy broadcasting confuses), a 3x3 one,
+    batch norm and a linear layer after a spatial flatten (columns C, H, W in PyTorch, H, W, C
+    in RN), at inputs of 3 x 4 x 4."""
+    return tnn.Sequential(
+        tnn.Conv2d(3, width, 1, bias=False), tnn.BatchNorm2d(width), tnn.ReLU(),
+        tnn.Conv2d(width, 2, 3, padding=1), tnn.Flatten(), tnn.Linear(2 * 4 * 4, classes),
+    )
+
+
+def test_copy_errors_list_every_mismatch(compiler: str, tmp_path: Path) -> None:
+    """Tests that copy_to and copy_from raise one ValueError listing every missing and unexpected
+    name and every shape and dtype mismatch, that strict=False still refuses shape and dtype
+    mismatches (as PyTorch's load_state_dict does), and that nothing is written on a refusal."""
+    torch.manual_seed(0)
+    m = _small()
+    trainer = rn.Trainer(rn.compile(m, tmp_path / "small.rnx", batch=2, input_shape=(3, 4, 4)),
+                         executor="cpu")
+    before = trainer.state_dict()
+
+    other = _small(classes=7)  # fc: [7, 32], [7]
+    other.add_module("extra", tnn.Linear(2, 2))  # extra.weight, extra.bias: without a value
+    other[1].running_var = None  # 1.running_var: the trainer's, not the module's (None: no state)
+    other[1].running_mean = torch.zeros(4, dtype=torch.int32)  # cannot hold float values
+    kept = copy.deepcopy(other.state_dict())
+    with pytest.raises(ValueError) as refused:
+        trainer.copy_to(other)
+    message = str(refused.value)
+    for part in ("unexpected: 1 entry of the trainer that the module (Sequential) does not have: "
+                 "1.running_var",
+                 "missing: 2 entries of the module (Sequential) that the trainer has no value for: "
+                 "extra.weight, extra.bias",
+                 "1.running_mean: the module's torch.int32 cannot hold float32 values",
+                 "5.weight: shape [10, 32], the module has [7, 32]",
+                 "5.bias: shape [10], the module has [7]"):
+        assert part in message, message
+    _assert_same_state_dict(other.state_dict(), kept)
+    with pytest.raises(ValueError, match=r"mismatched: 3 entries") as refused:
+        trainer.copy_to(other, strict=False)
+    assert "missing:" not in str(refused.value) and "unexpected:" not in str(refused.value)
+    _assert_same_state_dict(other.state_dict(), kept)
+
+    source = _small(classes=7).double()
+    source.add_module("extra", tnn.Linear(2, 2).double())
+    with pytest.raises(ValueError) as refused:
+        trainer.copy_from(source)
+    message = str(refused.value)
+    assert ("unexpected: 2 entries of the module (Sequential) that the trainer's model does not "
+            "have: extra.weight, extra.bias") in message, message
+    assert "0.weight: dtype torch.float64, expected float32" in message
+    assert "RN imports float32 weights: convert the module with .float()" in message
+    source = _small(classes=7)
+    with pytest.raises(ValueError, match=r"5.weight: shape \[7, 32\], expected \[10, 32\]"):
+        trainer.copy_from(source, strict=False)
+    after = trainer.state_dict()
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def test_state_dict_of_an_imported_model_is_pytorchs(compiler: str, tmp_path: Path) -> None:
+    """Tests that for a model imported from PyTorch, trainer.state_dict() is what the module's
+    load_state_dict takes (its names, order, layouts and dtypes, as numpy; what copy_to writes,
+    num_batches_tracked the steps taken), that load_state_dict takes it back (or the module's
+    own state_dict), and that RN's layout comes with layout='rn' only."""
+    torch.manual_seed(0)
+    m = _small()
+    artifact = rn.compile(m, tmp_path / "small.rnx", batch=2, input_shape=(3, 4, 4),
+                          pipeline="optimizer=sgd momentum=0.9")
+    trainer = rn.Trainer(artifact, executor="cpu")
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 4)).astype(np.float32)
+    trainer.step(x, np.array([1, 2]), lr=0.1)
+    trained = copy.deepcopy(m)
+    trainer.copy_to(trained)
+
+    state = trainer.state_dict()
+    assert list(state) == list(m.state_dict())
+    assert state["0.weight"].shape == (4, 3, 1, 1) and state["3.weight"].shape == (2, 4, 3, 3)
+    for k, v in trained.state_dict().items():
+        assert isinstance(state[k], np.ndarray), k
+        assert torch.equal(torch.from_numpy(state[k]), v), k
+    assert int(state["1.num_batches_tracked"]) == 1
+    loaded = _small()
+    keys = loaded.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    assert keys.missing_keys == [] and keys.unexpected_keys == []
+    _assert_same_state_dict(loaded.state_dict(), trained.state_dict())
+    assert list(trainer.state_dict(roles="parameter")) == [k for k, _ in m.named_parameters()]
+
+    rn_state = trainer.state_dict(layout="rn")
+    assert rn_state["0.weight"].shape == (4, 1, 1, 3) and rn_state["3.weight"].shape == (2, 3, 3, 4)
+    assert "1.num_batches_tracked" not in rn_state
+    with pytest.raises(ValueError, match="pass layout='rn' for the rest of the state"):
+        trainer.state_dict(roles="all")
+    assert any(k.startswith("momentum.") for k in trainer.state_dict(roles="all", layout="rn"))
+
+    other = rn.Trainer(artifact, executor="cpu")
+    assert other.load_state_dict(state) == rn.IncompatibleKeys([], [])
+    loaded_state = other.state_dict()  # num_batches_tracked: the steps this trainer took
+    assert int(loaded_state.pop("1.num_batches_tracked")) == 0
+    assert all(np.array_equal(loaded_state[k], state[k]) for k in loaded_state)
+    other.load_state_dict(m.state_dict())  # the module's own tensors
+    assert all(torch.equal(torch.from_numpy(other.state_dict()[k]), v)
+               for k, v in m.state_dict().items() if not k.endswith("num_batches_tracked"))
+    other.load_state_dict(rn_state, layout="rn")
+    assert all(np.array_equal(other.state_dict(layout="rn")[k], v) for k, v in rn_state.items())
+    with pytest.raises(ValueError, match=r"0\.weight: shape \[4, 1, 1, 3\], expected \[4, 3, 1, 1"):
+        other.load_state_dict(rn_state)  # RN's layout read as PyTorch's
+    keys = other.load_state_dict({"0.weight": state["0.weight"], "nope": state["0.weight"]},
+                                 strict=False)
+    assert keys.unexpected_keys == ["nope"] and "5.bias" in keys.missing_keys
+
+    native = rn.compile(models.build("mlp"), tmp_path / "native.rnx", batch=BATCH,
+                        input_shape=(1, 28, 28), num_classes=10)
+    with pytest.raises(ValueError, match="layout='torch' needs a model imported from PyTorch"):
+        rn.Trainer(native, executor="cpu").state_dict(layout="torch")
+
+
+class _Lstm(tnn.Module):
+    """An LSTM whose outputs forward unpacks: torch.fx 1.13 under Python 3.11 fails there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = tnn.LSTM(8, 16, batch_first=True)
+        self.fc = tnn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _out, (h, _c) = self.lstm(x.flatten(2).transpose(1, 2))
+        return self.fc(h[-1])
+
+
+class _Branches(tnn.Module):
+    """A forward whose control flow depends on the data: no torch.fx version traces it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = tnn.Linear(8 * 2 * 4, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.mean() > 0:
+            x = -x
+        return self.fc(x.flatten(1))
+
+
+def _line_of(method: Any, text: str) -> str:
+    """``File "...", line N, in forward`` of the line of ``method`` that contains ``text``."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(method)
+    line = first + next(i for i, source in enumerate(lines) if text in source)
+    return rf'File "{re.escape(inspect.getsourcefile(method) or "")}", line {line}, in forward'
+
+
+def test_untraceable_forward_is_refused_with_its_line() -> None:
+    """Tests that an error of torch.fx's tracing is an UnsupportedModelError naming the module
+    whose forward was traced (the model's type, or a submodule's path and type) and the file and
+    line of that forward: data-dependent control flow (fx's TraceError), and the issue's LSTM
+    whose outputs forward unpacks (fx's IndexError under torch 1.13 and Python 3.11; a later
+    torch traces through and refuses the LSTM module itself)."""
+    where = _line_of(_Branches.forward, "if x.mean() > 0")
+    cause = r"torch\.fx cannot trace it symbolically at `if x\.mean\(\) > 0:` \(TraceError: "
+    with pytest.raises(rn.UnsupportedModelError, match=rf"^_Branches \({where}\): {cause}"):
+        rn.from_torch(_Branches(), (8, 2, 4))
+    nested = tnn.Sequential(tnn.Conv2d(8, 8, 1), _Branches())
+    with pytest.raises(rn.UnsupportedModelError, match=rf"^1 \(_Branches, {where}\): {cause}"):
+        rn.from_torch(nested, (8, 2, 4))
+
+    where = _line_of(_Lstm.forward, "self.lstm(")
+    cause = r"torch\.fx cannot trace it symbolically at `_out, \(h, _c\) = self\.lstm\(.*IndexError"
+    nested = tnn.Sequential(tnn.Identity(), _Lstm())
+    for model, name in ((_Lstm(), "_Lstm ("), (nested, "1 (_Lstm, ")):
+        with pytest.raises(rn.UnsupportedModelError) as refused:
+            rn.from_torch(model, (8, 2, 4))
+        message = str(refused.value)
+        traced = re.match(rf"^{re.escape(name)}{where}\): {cause}", message)
+        assert traced or re.match(r"^(1\.)?lstm \(LSTM\): not supported", message), message
 
 
 def test_checkpoint_to_torch_state_dict(compiler: str, tmp_path: Path) -> None:
@@ -800,6 +1025,25 @@ def test_compile_checks_num_classes(compiler: str, tmp_path: Path) -> None:
     """Tests that rn.compile checks num_classes against the module's output."""
     with pytest.raises(ValueError, match="num_classes=7, but the module's output has 10 classes"):
         rn.compile(mlp(), tmp_path / "m.rnx", batch=BATCH, input_shape=(1, 28, 28), num_classes=7)
+
+
+def test_finetune_example_writes_outside_the_clone(compiler: str, tmp_path: Path) -> None:
+    """Tests that examples/finetune_torchvision.py without --out writes its artifact to the user's
+    cache ($XDG_CACHE_HOME/rn/examples), not into the folder it runs in (the clone)."""
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "finetune_torchvision.py"
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    run = subprocess.run([sys.executable, str(example), "--batch", "8", "--compile-only"],
+                         capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    artifact = tmp_path / "cache" / "rn" / "examples" / "resnet18-fashion-f32.rnx"
+    assert f"wrote {artifact} (weight-free)" in run.stdout, run.stdout
+    assert artifact.is_file() and list(work.iterdir()) == []
 
 
 def test_finetune_example_runs(compiler: str, tmp_path: Path) -> None:

@@ -396,6 +396,41 @@ def test_state_dict_roundtrip_and_errors(mlp: rn.Trainer, artifacts: dict[str, P
     assert "1.weight" in missing.missing_keys and missing.unexpected_keys == []
 
 
+def test_load_state_dict_lists_every_problem_and_returns_unmatched_names(
+    mlp: rn.Trainer, artifacts: dict[str, Path]
+) -> None:
+    """Tests that load_state_dict raises one ValueError naming every unknown and missing name and
+    every shape and dtype mismatch, writing nothing; that strict=False returns the unknown and
+    missing names (as PyTorch's load_state_dict) and writes the rest, still refusing a wrong
+    shape; and that layout='torch' is refused for a model not imported from PyTorch."""
+    params = mlp.state_dict()
+    other = rn.Trainer(artifacts["mlp"], executor="cpu", seed=SEED + 1)
+    before = other.state_dict()
+    bad = {k: v for k, v in params.items() if k != "1.bias"}
+    bad.update({"nope": np.zeros(1, np.float32), "3.bias": np.zeros(3, np.float32),
+                "5.bias": np.zeros(10)})
+    with pytest.raises(ValueError) as refused:
+        other.load_state_dict(bad)
+    message = str(refused.value)
+    for part in ("unknown names: nope", "missing parameters or buffers: 1.bias",
+                 "state 3.bias: shape [3], expected [1024]",
+                 "state 5.bias: dtype float64, expected float32", "nothing was written"):
+        assert part in message, message
+    assert_same_state(other.state_dict(), before)
+
+    with pytest.raises(ValueError, match=r"state 3.bias: shape \[3\]") as refused:
+        other.load_state_dict(bad, strict=False)
+    assert "unknown names" not in str(refused.value)
+    keys = other.load_state_dict({"5.bias": params["5.bias"], "nope": params["5.bias"]},
+                                 strict=False)
+    assert keys.unexpected_keys == ["nope"]
+    assert keys.missing_keys == [k for k in params if k != "5.bias"]
+    assert np.array_equal(other.state_dict()["5.bias"], params["5.bias"])
+    assert np.array_equal(other.state_dict()["1.bias"], before["1.bias"])
+    with pytest.raises(ValueError, match="layout='torch' needs a model imported from PyTorch"):
+        other.load_state_dict(params, layout="torch")
+
+
 def test_save_is_atomic_and_load_checks_the_model(
     mlp: rn.Trainer, artifacts: dict[str, Path], fashion: dict[str, Any], tmp_path: Path
 ) -> None:
