@@ -1,7 +1,8 @@
-"""Train a torchvision ResNet-18 on Fashion-MNIST with RN, then evaluate it in PyTorch.
+"""Train a torchvision ResNet-18 or MobileNetV2 on Fashion-MNIST with RN, then evaluate it in PyTorch.
 
-The model is torchvision's, adapted as a user would (one input channel, ten
-classes; nothing is downloaded). RN imports it with its weights
+The model is torchvision's (--model resnet18, the default, or mobilenet_v2),
+adapted as a user would (one input channel, ten classes; nothing is
+downloaded). RN imports it with its weights
 (rn.compile of the torch module), trains it, and copies the trained weights
 back into the same torch module (trainer.copy_to); PyTorch then evaluates
 that module itself, and its accuracy must equal RN's evaluation:
@@ -37,10 +38,20 @@ import rn
 from rn import data
 
 
-def build_model() -> nn.Module:
+MODELS = ("resnet18", "mobilenet_v2")
+
+
+def build_model(name: str) -> nn.Module:
+    """torchvision's `name` for one-channel images and ten classes."""
     torch.manual_seed(0)
-    model = torchvision.models.resnet18(num_classes=10)
-    model.conv1 = nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
+    if name == "resnet18":
+        model = torchvision.models.resnet18(num_classes=10)
+        model.conv1 = nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
+    elif name == "mobilenet_v2":
+        model = torchvision.models.mobilenet_v2(num_classes=10)
+        model.features[0][0] = nn.Conv2d(1, 32, kernel_size=3, stride=2, padding=1, bias=False)
+    else:
+        raise ValueError(f"--model must be one of {', '.join(MODELS)}, got {name!r}")
     return model
 
 
@@ -64,6 +75,7 @@ def torch_accuracy(model: nn.Module, images: np.ndarray, labels: np.ndarray, bat
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="resnet18", choices=MODELS)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--batch", type=int, default=128)
@@ -78,7 +90,7 @@ def main() -> int:
     p.add_argument("--compile-only", action="store_true", help="write the weight-free artifact and stop")
     args = p.parse_args()
 
-    model = build_model()
+    model = build_model(args.model)
     pipeline = "optimizer=sgd momentum=0.9 nesterov=true weight-decay=5e-4"
     if args.precision == "f16":
         pipeline += " precision=f16 loss-scaling=dynamic"
@@ -88,9 +100,9 @@ def main() -> int:
         else:
             out = Path(args.out) if args.out is not None else default_out_dir()
             out.mkdir(parents=True, exist_ok=True)
-            target = out / f"resnet18-fashion-{args.precision}.rnx"
+            target = out / f"{args.model}-fashion-{args.precision}.rnx"
         artifact = rn.compile(model, target, batch=args.batch, input_shape=(1, 28, 28),
-                              num_classes=10, pipeline=pipeline, name="torchvision_resnet18",
+                              num_classes=10, pipeline=pipeline, name=f"torchvision_{args.model}",
                               weights=not args.compile_only)
         if args.compile_only:
             print(f"wrote {artifact} (weight-free)")
