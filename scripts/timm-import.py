@@ -48,51 +48,73 @@ def _build(name: str):  # type: ignore[no-untyped-def]
     return model.eval()
 
 
-def survey(out: Path) -> None:
-    import timm
-
+def _survey_one(name: str, out: Path) -> dict[str, object]:
     import rn
 
-    out.mkdir(parents=True, exist_ok=True)
-    names = sorted({n for f in FAMILIES for n in timm.list_models(f)})
-    results = []
-    for name in names:
-        start = time.perf_counter()
-        row = {"model": name}
-        try:
-            imported = rn.from_torch(_build(name), SHAPE)
-            text = rn.emit_model(imported, batch=BATCH, input_shape=SHAPE,
-                                 num_classes=imported.num_classes, name=name)
-            (out / f"{name}.mlir").write_text(text)
-            (out / f"{name}.mapping.json").write_text(imported.mapping.to_json())
-            row["imports"] = True
-        except rn.UnsupportedModelError as e:
-            row["imports"], row["why"] = False, str(e)[:300]
-        except Exception as e:  # a model timm cannot build here, or a bug to see
-            row["imports"], row["why"] = False, f"{type(e).__name__}: {str(e)[:300]}"
-        row["seconds"] = round(time.perf_counter() - start, 2)
-        print(json.dumps(row), flush=True)
-        results.append(row)
-    (out / "survey.json").write_text(json.dumps(results, indent=1))
+    start = time.perf_counter()
+    row: dict[str, object] = {"model": name}
+    try:
+        imported = rn.from_torch(_build(name), SHAPE)
+        text = rn.emit_model(imported, batch=BATCH, input_shape=SHAPE,
+                             num_classes=imported.num_classes, name=name)
+        (out / f"{name}.mlir").write_text(text)
+        (out / f"{name}.mapping.json").write_text(imported.mapping.to_json())
+        row["imports"] = True
+    except rn.UnsupportedModelError as e:
+        row["imports"], row["why"] = False, str(e)[:300]
+    except Exception as e:  # a model timm cannot build here, or a bug to see
+        row["imports"], row["why"] = False, f"{type(e).__name__}: {str(e)[:300]}"
+    row["seconds"] = round(time.perf_counter() - start, 2)
+    return row
 
 
-def compile_all(source: Path, out: Path) -> None:
+def _compile_one(mlir: Path, out: Path) -> str:
     import rn
     from rn import _safetensors
     from rn.torch_import import TORCH_METADATA_KEY
 
+    artifact = out / f"{mlir.stem}.rnx"
+    try:
+        rn.compile(mlir, artifact, weights=False)
+    except rn.CompileError as e:
+        return f"{mlir.stem}: compile failed: {str(e)[:300]}"
+    file = _safetensors.read(artifact)
+    file.metadata[TORCH_METADATA_KEY] = (mlir.parent / f"{mlir.stem}.mapping.json").read_text()
+    _safetensors.write(artifact, file)
+    return f"wrote {artifact}"
+
+
+def _map(function, items, jobs: int):  # type: ignore[no-untyped-def]
+    """function over items, in `jobs` processes (results as they finish)."""
+    if jobs <= 1:
+        for item in items:
+            yield function(*item)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for future in as_completed([pool.submit(function, *item) for item in items]):
+            yield future.result()
+
+
+def survey(out: Path, jobs: int) -> None:
+    import timm
+
     out.mkdir(parents=True, exist_ok=True)
-    for mlir in sorted(source.glob("*.mlir")):
-        artifact = out / f"{mlir.stem}.rnx"
-        try:
-            rn.compile(mlir, artifact, weights=False)
-        except rn.CompileError as e:
-            print(f"{mlir.stem}: compile failed: {str(e)[:300]}", file=sys.stderr)
-            continue
-        file = _safetensors.read(artifact)
-        file.metadata[TORCH_METADATA_KEY] = (source / f"{mlir.stem}.mapping.json").read_text()
-        _safetensors.write(artifact, file)
-        print(f"wrote {artifact}", flush=True)
+    names = sorted({n for f in FAMILIES for n in timm.list_models(f)})
+    results = []
+    for row in _map(_survey_one, [(name, out) for name in names], jobs):
+        print(json.dumps(row), flush=True)
+        results.append(row)
+    results.sort(key=lambda r: str(r["model"]))
+    (out / "survey.json").write_text(json.dumps(results, indent=1))
+
+
+def compile_all(source: Path, out: Path, jobs: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for line in _map(_compile_one, [(m, out) for m in sorted(source.glob("*.mlir"))], jobs):
+        print(line, flush=True, file=sys.stderr if "failed" in line else sys.stdout)
 
 
 def check(folder: Path, out: Path, executor: str, budget_s: float) -> None:
@@ -144,10 +166,13 @@ def check(folder: Path, out: Path, executor: str, budget_s: float) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("survey").add_argument("out", type=Path)
+    v = sub.add_parser("survey")
+    v.add_argument("out", type=Path)
+    v.add_argument("--jobs", type=int, default=1, help="models imported at once (processes)")
     c = sub.add_parser("compile")
     c.add_argument("source", type=Path)
     c.add_argument("out", type=Path)
+    c.add_argument("--jobs", type=int, default=1, help="models compiled at once (processes)")
     k = sub.add_parser("check")
     k.add_argument("folder", type=Path)
     k.add_argument("out", type=Path)
@@ -156,9 +181,9 @@ def main() -> None:
                    help="start no model after this many seconds (the rest: not checked)")
     args = p.parse_args()
     if args.command == "survey":
-        survey(args.out)
+        survey(args.out, args.jobs)
     elif args.command == "compile":
-        compile_all(args.source, args.out)
+        compile_all(args.source, args.out, args.jobs)
     else:
         check(args.folder, args.out, args.executor, args.budget_s)
 
