@@ -30,6 +30,9 @@ say() { echo "$*" | tee -a "$summary"; }
 has() { [[ " $steps " == *" $1 "* ]]; }
 unset PYTHONPATH LD_LIBRARY_PATH RN_COMPILE RN_OPT RN_RUN RN_NATIVE_DIR
 export PYTHONUNBUFFERED=1
+# pip puts the console scripts (rn-compile, rn-run, ...) in the interpreter's
+# scripts folder: the one a user of that Python has on PATH.
+PATH=$($python -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH
 work=$(mktemp -d /tmp/rn-gpu-wheel.XXXXXX)
 
 say "card: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
@@ -67,7 +70,7 @@ PY
     say "finetune_torchvision.py --model $model: exit $?"
     grep -iE "accuracy|executor|compiled|error" "$out/finetune-$model.log" | tail -6 | sed 's/^/  /' | tee -a "$summary"
   done
-  python3 -m rn.models fashion_cnn --batch 64 -o fashion_cnn.mlir
+  $python -m rn.models fashion_cnn --batch 64 -o fashion_cnn.mlir
   rn-compile fashion_cnn.mlir -o fashion_cnn.rnx --pipeline "precision=f16 loss-scaling=dynamic" \
     > "$out/main-job.log" 2>&1
   rn-run fashion_cnn.rnx --data "$data" --mean 0.2860 --std 0.3530 --epochs 2 --lr 0.1 \
