@@ -8,12 +8,13 @@
 #            (resnet18 and mobilenet_v2, compiled there with that torch's fx),
 #            rn-compile + rn-run training the main job's fashion_cnn on cuda-graph
 #   tests    rn-cuda-tests (the wheel's libraries; the test binary carried
-#            beside it) and the Python GPU tests
+#            beside it)
+#   pytests  the Python GPU tests (test_trainer_gpu.py, test_torch_import_gpu.py)
 #   timm     the importer under that torch: scripts/timm-import.py survey,
 #            compile and check on the GPU within RN_TIMM_BUDGET_S seconds
 # Run from a checkout on the GPU machine:
 #   bash scripts/run-gpu-wheel.sh WHEEL [TEST_BINARIES_DIR]
-# RN_WHEEL_STEPS picks steps (default "install user tests timm"); RN_DATA the
+# RN_WHEEL_STEPS picks steps (default "install user tests pytests timm"); RN_DATA the
 # Fashion-MNIST folder (default: the checkout's gpu-data/, copied to where
 # rn.data looks). Logs and the summary go to $OUT (else ./gpu-results).
 set -uo pipefail
@@ -23,7 +24,7 @@ bins=${2:-}
 out=${OUT:-$root/gpu-results}
 mkdir -p "$out"
 python=${RN_PYTHON:-python3}
-steps=${RN_WHEEL_STEPS:-install user tests timm}
+steps=${RN_WHEEL_STEPS:-install user tests pytests timm}
 summary=$out/summary.txt
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -92,6 +93,10 @@ if has tests; then
     say "rn-cuda-tests: exit $?; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/rn-cuda-tests.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED  \]' "$out/rn-cuda-tests.log" | head -20 | tee -a "$summary"
   fi
+fi
+
+if has pytests; then
+  site=$($python -c 'import rn, os; print(os.path.dirname(os.path.dirname(rn.__file__)))')
   # The Python GPU tests' artifacts, compiled here from the wheel (the
   # imported torchvision models with this machine's torch).
   tb=$work/test-artifacts
@@ -112,7 +117,7 @@ if has tests; then
     > "$out/torch-import-compile.log" 2>&1
   say "test artifacts compiled from the wheel: $(ls "$tb/models" | wc -l) in $tb/models"
   RN_BUNDLE=$tb RN_DATA=$data RN_RUN=$site/rn/bin/rn-run \
-    $python -m pytest -q -p no:cacheprovider "$root/test/python-frontend/test_trainer_gpu.py" \
+    $python -m pytest -q -p no:cacheprovider --noconftest "$root/test/python-frontend/test_trainer_gpu.py" \
     "$root/test/python-frontend/test_torch_import_gpu.py" > "$out/python-gpu.log" 2>&1
   say "python GPU tests: exit $?; $(tail -1 "$out/python-gpu.log")"
   grep -E "^FAILED" "$out/python-gpu.log" | head -10 | tee -a "$summary"
