@@ -87,10 +87,19 @@ Result<CifarSplits> loadCifarSplits(const std::string &dir, CifarLabel label) {
     for (int k = 1; k <= 5; ++k)
       train.push_back((folder / ("data_batch_" + std::to_string(k) + ".bin")).string());
     const fs::path test = folder / "test_batch.bin";
-    bool all = isFile(test);
+    std::vector<std::string> missing, present;
     for (const std::string &p : train)
-      all = all && isFile(p);
-    if (!all)
+      (isFile(p) ? present : missing).push_back(fs::path(p).filename().string());
+    (isFile(test) ? present : missing).push_back("test_batch.bin");
+    // Some of CIFAR-10's six files but not all: a copy cut short.
+    if (!present.empty() && !missing.empty()) {
+      std::string names;
+      for (const std::string &m : missing)
+        names += (names.empty() ? "" : ", ") + m;
+      return Error(folder.string() + ": CIFAR-10 is incomplete: " + names + " missing (" +
+                   std::to_string(present.size()) + " of its 6 files are there)");
+    }
+    if (!missing.empty())
       continue;
     CifarSplits splits;
     splits.format = CifarFormat::cifar10;
@@ -106,7 +115,10 @@ Result<CifarSplits> loadCifarSplits(const std::string &dir, CifarLabel label) {
   }
   for (const fs::path &folder : {root, root / "cifar-100-binary"}) {
     const fs::path train = folder / "train.bin", test = folder / "test.bin";
-    if (!isFile(train) || !isFile(test))
+    if (isFile(train) != isFile(test))
+      return Error(folder.string() + ": CIFAR-100 is incomplete: " +
+                   (isFile(train) ? "test.bin" : "train.bin") + " missing");
+    if (!isFile(train))
       continue;
     CifarSplits splits;
     splits.format = CifarFormat::cifar100;

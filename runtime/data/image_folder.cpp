@@ -175,7 +175,20 @@ void jpegFail(j_common_ptr info) {
   std::longjmp(err->jump, 1);
 }
 
-void jpegWarn(j_common_ptr, int) {} // warnings (corrupt data recovered) are not errors
+/// libjpeg reports a file cut short ("Premature end of JPEG file") or
+/// damaged entropy data ("Corrupt JPEG data: ...") as a warning and goes on
+/// with gray filler: an image that would train on garbage. Every warning
+/// (msg_level -1) is an error here; trace messages (>= 0) are not.
+void jpegWarn(j_common_ptr info, int level) {
+  if (level >= 0)
+    return;
+  JpegError *err = reinterpret_cast<JpegError *>(info->err);
+  char message[JMSG_LENGTH_MAX];
+  (*info->err->format_message)(info, message);
+  std::snprintf(err->message, sizeof err->message, "the data is damaged or cut short (%s)",
+                message);
+  std::longjmp(err->jump, 1);
+}
 
 struct File {
   std::FILE *f = nullptr;
@@ -236,6 +249,17 @@ Result<ImageSize> jpeg(const std::string &path, const ImageSize *want, uint8_t *
   return size;
 }
 
+/// Whether a libpng warning is about the image data itself (IDAT, its
+/// compression, its length or checksum) rather than an ancillary chunk.
+bool pngPixelsDamaged(const char *message) {
+  const std::string text = message;
+  for (const char *sign : {"IDAT", "image data", "CRC", "compressed", "zlib", "inflate",
+                           "Read Error", "end of file", "truncated"})
+    if (text.find(sign) != std::string::npos)
+      return true;
+  return false;
+}
+
 Result<ImageSize> png(const std::string &path, const ImageSize *want, uint8_t *out) {
   png_image image;
   std::memset(&image, 0, sizeof image);
@@ -262,6 +286,13 @@ Result<ImageSize> png(const std::string &path, const ImageSize *want, uint8_t *o
     png_image_free(&image);
     return Error(path + ": the PNG does not decode: " + message);
   }
+  // libpng's simplified API reads past some damage to the pixel data with
+  // only a warning ("Not enough image data", a CRC or zlib error it
+  // tolerated): such an image is as bad as one that fails. Warnings about
+  // ancillary chunks (an sRGB profile, text) leave the pixels whole.
+  if ((image.warning_or_error & PNG_IMAGE_WARNING) && pngPixelsDamaged(image.message))
+    return Error(path + ": the PNG's image data is damaged or cut short: " +
+                 std::string(image.message));
   return size;
 }
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -391,6 +392,24 @@ Result<NpzDataset> split(const std::string &path, std::map<std::string, NpyArray
   else
     return Error(where + " has dtype '" + images.dtype + "'; images are uint8 or float32");
   d.images = std::move(images.data);
+  if (d.pixels == NpzPixels::f32) {
+    // Checked once here: a NaN or an infinity would otherwise surface as a
+    // statistics error ("give --std") or a NaN loss many steps later.
+    const int64_t perImage = d.imageSize();
+    for (int64_t i = 0; i < d.count * perImage; ++i) {
+      float v;
+      std::memcpy(&v, d.images.data() + size_t(i) * sizeof v, sizeof v);
+      if (std::isfinite(v))
+        continue;
+      const int64_t example = i / perImage, at = i % perImage;
+      const int64_t h = at / (d.width * d.channels), w = at / d.channels % d.width,
+                    c = at % d.channels;
+      return Error(where + ": example " + std::to_string(example) + " holds " +
+                   (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") + " (at [" +
+                   std::to_string(h) + ", " + std::to_string(w) + ", " + std::to_string(c) +
+                   "] of its HWC image); images must be finite");
+    }
+  }
   if (labels.shape.size() != 1 || labels.shape[0] != d.count)
     return Error(path + ": " + y + " has shape " + shapeText(labels.shape) + "; expected [" +
                  std::to_string(d.count) + "], one label per image of " + x);

@@ -4,10 +4,12 @@
 
 #include "runtime/core/safetensors.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <sys/stat.h>
 
 namespace rn::train {
 
@@ -25,6 +27,10 @@ bool looksLikeMlirText(std::string_view head) {
 }
 
 Status checkArtifactFile(const std::string &path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+    return Error(path + " is a directory, not an artifact: give the .rnx file rn-compile wrote "
+                        "(a data folder goes to --data)");
   std::ifstream file(path, std::ios::binary);
   if (!file)
     return Status::success(); // the loader names the path and the reason
@@ -40,8 +46,21 @@ Status checkArtifactFile(const std::string &path) {
     uint64_t length = 0;
     for (int i = 7; i >= 0; --i)
       length = length << 8 | static_cast<unsigned char>(head[size_t(i)]);
-    if (length >= 2 && length <= kMaxSafetensorsHeaderBytes)
+    if (length >= 2 && length <= kMaxSafetensorsHeaderBytes) {
+      // rn-run's checkpoints are safetensors files too, with their own
+      // metadata (after the tensors of a large model): the likeliest wrong
+      // safetensors file to be given.
+      std::string header(size_t(length), '\0');
+      file.clear();
+      file.seekg(8);
+      file.read(header.data(), std::streamsize(length));
+      header.resize(size_t(file.gcount()));
+      if (header.find("\"rn.checkpoint\"") != std::string::npos &&
+          header.find("\"rn-program\"") == std::string::npos)
+        return Error(path + " is an rn-run checkpoint, not an artifact: resume it with "
+                            "--resume " + path + " on the artifact it was trained from");
       return Status::success();
+    }
   }
   std::string shown;
   for (size_t i = 0; i < head.size() && i < 8; ++i) {

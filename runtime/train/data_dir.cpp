@@ -122,6 +122,7 @@ Result<DataDir> loadImageFolder(const std::string &dir, const DataDirOptions &op
   images.rank = options.rank;
   images.ranks = options.ranks;
   images.sumOverRanks = options.sumOverRanks;
+  images.skipBadImages = options.skipBadImages;
   if (*given) {
     images.mean = (*given)->mean;
     images.std = (*given)->std;
@@ -143,6 +144,7 @@ Result<DataDir> loadImageFolder(const std::string &dir, const DataDirOptions &op
                  ")"
            : std::string(" (given)"));
   out.sizesVary = sources->sizesDiffer;
+  out.skipped = std::move(sources->skipped);
   out.train = std::move(sources->train);
   out.test = std::move(sources->test);
   return out;
@@ -155,6 +157,9 @@ Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &option
   std::error_code ec;
   if (fs::is_regular_file(dir, ec) && fs::path(dir).extension() == ".npz")
     return loadNpz(dir, options);
+  if (!fs::exists(dir, ec))
+    return Error(dir + ": no such file or folder (--data takes a folder of Fashion-MNIST's IDX "
+                 "files, CIFAR's binary files or images, or an .npz file)");
   if (!fs::is_directory(dir, ec))
     return Error(dir + ": cannot open the data (not a folder of IDX or CIFAR files, nor an .npz "
                  "file)");
@@ -210,9 +215,17 @@ Result<DataDir> loadDataDir(const std::string &dir, const DataDirOptions &option
     cifar.std = *std;
   }
   Result<CifarSources> sources = loadCifarSources(dir, cifar);
-  if (!sources)
-    return Error(sources.error().message() +
-                 "; nor train-images-idx3-ubyte.gz (Fashion-MNIST's IDX files)");
+  if (!sources) {
+    // Only a folder with none of CIFAR's files may have meant another format.
+    const std::string &why = sources.error().message();
+    if (why.find("no CIFAR data") == std::string::npos)
+      return sources.error();
+    return Error(dir + " holds no data rn-run reads: no CIFAR-10 (data_batch_1.bin ... "
+                 "data_batch_5.bin, test_batch.bin) or CIFAR-100 (train.bin, test.bin) files, "
+                 "there or in cifar-10-batches-bin/ or cifar-100-binary/; no Fashion-MNIST "
+                 "(train-images-idx3-ubyte.gz); no image folder (train/<class>/ and val/ or "
+                 "test/)");
+  }
   const bool hundred = sources->format == CifarFormat::cifar100;
   if (!hundred && options.label != "fine")
     return Error("--label is CIFAR-100's; " + dir + " holds CIFAR-10");

@@ -36,6 +36,9 @@ struct DataDirOptions {
   /// (ImageFolderSourceOptions).
   int rank = 0, ranks = 1;
   std::function<Status(std::vector<double> &)> sumOverRanks;
+  /// Image folders: images that do not read at load are left out and
+  /// named in DataDir::skipped (rn-run --skip-bad-images).
+  bool skipBadImages = false;
 };
 
 struct DataDir {
@@ -46,6 +49,8 @@ struct DataDir {
   /// The training images differ in size (an image folder read with
   /// mixedSizes): they need a resizing augmentation.
   bool sizesVary = false;
+  /// DataDirOptions::skipBadImages: the images left out at load ("PATH: why").
+  std::vector<std::string> skipped;
 };
 
 /// The data set in `dir` (a folder, or an .npz file); an error that names the folder and what was

@@ -80,32 +80,42 @@ void keepFirst(std::vector<ImageFile> &files, int64_t limit) {
 }
 
 /// Every file's header (sizes[split][i]); without `mixed`, all must be one
-/// size.
-Result<std::array<std::vector<ImageSize>, 2>> readSizes(const std::vector<ImageFile> &train,
-                                                        const std::vector<ImageFile> &test,
-                                                        bool mixed) {
+/// size. With `skipped`, a file whose header does not read is removed from
+/// its split and named there instead of failing.
+Result<std::array<std::vector<ImageSize>, 2>> readSizes(std::vector<ImageFile> &train,
+                                                        std::vector<ImageFile> &test, bool mixed,
+                                                        std::vector<std::string> *skipped) {
   std::array<std::vector<ImageSize>, 2> sizes;
-  const ImageSize *first = nullptr;
-  const std::string *firstPath = nullptr;
+  std::string first, firstPath;
+  ImageSize firstSize;
   int split = 0;
-  for (const std::vector<ImageFile> *files : {&train, &test}) {
+  for (std::vector<ImageFile> *files : {&train, &test}) {
     std::vector<ImageSize> &out = sizes[size_t(split++)];
     out.reserve(files->size());
-    for (const ImageFile &file : *files) {
+    std::vector<ImageFile> readable;
+    readable.reserve(files->size());
+    for (ImageFile &file : *files) {
       Result<ImageSize> size = readImageSize(file.path);
-      if (!size)
-        return size.error();
+      if (!size) {
+        if (!skipped)
+          return size.error();
+        skipped->push_back(size.error().message());
+        continue;
+      }
       out.push_back(*size);
-      if (!firstPath) {
-        first = &out.back();
-        firstPath = &file.path;
-      } else if (!mixed && !(*size == *first)) {
-        return Error(file.path + ": " + size->str() + " (HxWxC), but " + *firstPath + " is " +
-                     first->str() +
+      readable.push_back(std::move(file));
+      const ImageFile &kept = readable.back();
+      if (firstPath.empty()) {
+        firstSize = *size;
+        firstPath = kept.path;
+      } else if (!mixed && !(*size == firstSize)) {
+        return Error(kept.path + ": " + size->str() + " (HxWxC), but " + firstPath + " is " +
+                     firstSize.str() +
                      ": all images of a folder must have one size (or be resized: --augment "
                      "rrc-flip)");
       }
     }
+    *files = std::move(readable);
   }
   return sizes;
 }
@@ -116,13 +126,22 @@ Result<std::array<std::vector<ImageSize>, 2>> readSizes(const std::vector<ImageF
 /// the files, the ranks' sums added (ImageFolderSourceOptions).
 Status channelStats(const std::vector<ImageFile> &files, const std::vector<ImageSize> &sizes,
                     int64_t channels, const ImageFolderSourceOptions &options,
-                    std::vector<float> &mean, std::vector<float> &std) {
+                    std::vector<float> &mean, std::vector<float> &std,
+                    std::vector<std::string> *skipped) {
   // sums[c], then the squares' sums[channels + c], then the pixel count.
   const size_t c0 = size_t(channels);
   std::vector<double> sums(2 * c0 + 1);
   PixelImage image;
   for (size_t f = size_t(options.rank); f < files.size(); f += size_t(options.ranks)) {
-    RN_RETURN_IF_ERROR(decodeAs(files[f].path, sizes[f], channels, image));
+    // An image that does not decode adds nothing when skipping (its
+    // training steps skip it too, counted per epoch).
+    if (Status st = decodeAs(files[f].path, sizes[f], channels, image); !st) {
+      if (!skipped)
+        return st;
+      skipped->push_back(st.error().message() +
+                         " (left out of the statistics; skipped whenever an epoch reads it)");
+      continue;
+    }
     for (size_t i = 0; i < image.pixels.size(); ++i) {
       const double v = double(image.pixels[i]) / 255.0;
       sums[i % c0] += v;
@@ -156,11 +175,15 @@ Result<ImageFolderSources> loadImageFolderSources(const std::string &root,
     return folder.error();
   keepFirst(folder->train, options.limitTrain);
   keepFirst(folder->test, options.limitTest);
+  ImageFolderSources out;
+  std::vector<std::string> *skipped = options.skipBadImages ? &out.skipped : nullptr;
   Result<std::array<std::vector<ImageSize>, 2>> sizes =
-      readSizes(folder->train, folder->test, options.mixedSizes);
+      readSizes(folder->train, folder->test, options.mixedSizes, skipped);
   if (!sizes)
     return sizes.error();
-  ImageFolderSources out;
+  if ((*sizes)[0].empty() && (*sizes)[1].empty())
+    return Error(root + ": none of its images reads" +
+                 (out.skipped.empty() ? std::string() : ", the first: " + out.skipped.front()));
   out.size = (*sizes)[0].empty() ? (*sizes)[1].front() : (*sizes)[0].front();
   for (const std::vector<ImageSize> &split : *sizes)
     for (const ImageSize &s : split) {
@@ -181,8 +204,8 @@ Result<ImageFolderSources> loadImageFolderSources(const std::string &root,
     if (options.ranks > 1 && !options.sumOverRanks)
       return Error(root + ": computing the statistics over " + std::to_string(options.ranks) +
                    " ranks needs their sum");
-    RN_RETURN_IF_ERROR(
-        channelStats(folder->train, (*sizes)[0], out.size.channels, options, out.mean, out.std));
+    RN_RETURN_IF_ERROR(channelStats(folder->train, (*sizes)[0], out.size.channels, options,
+                                    out.mean, out.std, skipped));
     out.statsComputed = true;
   }
   for (float s : out.std)

@@ -77,6 +77,11 @@ struct ImageFolderSourceOptions {
   /// ranks' sums (a collective every rank calls once).
   int rank = 0, ranks = 1;
   std::function<Status(std::vector<double> &)> sumOverRanks;
+  /// An image whose header does not read, or (computing the statistics)
+  /// whose pixels do not decode, is left out of its split instead of
+  /// failing the load (rn-run --skip-bad-images): a real copy of ImageNet
+  /// has a few files cut short.
+  bool skipBadImages = false;
 };
 
 struct ImageFolderSources {
@@ -87,6 +92,8 @@ struct ImageFolderSources {
   bool sizesDiffer = false;  ///< (mixed sizes allowed) not all images have `size`
   std::vector<float> mean, std;
   bool statsComputed = false;
+  /// skipBadImages: the images left out at load, each "PATH: why".
+  std::vector<std::string> skipped;
 };
 
 /// The image folder at `root` (listImageFolder), every header checked.

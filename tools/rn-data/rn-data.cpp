@@ -21,6 +21,7 @@
 #include "runtime/data/augment.h"
 #include "runtime/data/image_folder.h"
 #include "runtime/train/augmented_source.h"
+#include "runtime/train/command_line.h"
 #include "runtime/train/data_dir.h"
 #include "runtime/train/loader_pool.h"
 
@@ -43,8 +44,7 @@ int fail(const std::string &message) {
   return 1;
 }
 
-void usage(FILE *out) {
-  std::fputs(
+constexpr const char kUsage[] =
       "usage: rn-data bench DATA [options]     images/s of rn-run's loader\n"
       "       rn-data show DATA -o GRID.png [options]  augmented samples as a picture\n"
       "       rn-data to-jpeg ROOT OUT [--quality Q] [--short-side S]  an image folder\n"
@@ -69,9 +69,9 @@ void usage(FILE *out) {
       "  --count N          examples, one row each (default 8)\n"
       "  --draws D          training draws per example, epochs 0..D-1 (default 5)\n"
       "  --scale K          draw every pixel as K x K (default 1)\n"
-      "  -o FILE.png        the grid\n",
-      out);
-}
+      "  -o FILE.png        the grid\n";
+
+void usage(FILE *out) { std::fputs(kUsage, out); }
 
 struct Options {
   std::string command, data, out, augment = "none", mean, std, threads = "1,4,8,16";
@@ -162,8 +162,7 @@ int parse(int argc, char **argv, Options &o) {
       integer(0, s);
       o.seed = uint64_t(s);
     } else if (!arg.empty() && arg[0] == '-') {
-      usage(stderr);
-      return fail("unknown option '" + arg + "'");
+      return fail(unknownOptionMessage(arg, flagsInUsage(kUsage)));
     } else if (o.command.empty()) {
       o.command = arg;
     } else {

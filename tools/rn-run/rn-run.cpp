@@ -18,6 +18,7 @@
 #include "runtime/core/process_group.h"
 #include "runtime/train/benchmark.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/command_line.h"
 #include "runtime/train/data_parallel.h"
 #include "runtime/train/executor_factory.h"
 #include "runtime/train/fit.h"
@@ -61,8 +62,7 @@ struct Options {
   unsigned long long seed = 0, perturbSeed = 0;
 };
 
-void usage(FILE *out) {
-  std::fputs(
+constexpr const char kUsage[] =
       "usage: rn-run MODEL.rnx --data DIR [--epochs N] [--lr LR] [options]\n"
       "       rn-run MODEL.rnx --synthetic --steps N [--lr LR] [options]\n"
       "       rn-run MODEL.rnx --benchmark [--steps N] [--warmup W] [options]\n"
@@ -158,9 +158,9 @@ void usage(FILE *out) {
       "  environment; each rank trains its share of every global batch and NCCL\n"
       "  averages the gradients inside the step. RN_DIST_TIMEOUT_S (default 120)\n"
       "  bounds every wait for a peer: a missing or dead rank ends every other rank\n"
-      "  with an error.\n",
-      out);
-}
+      "  with an error.\n";
+
+void usage(FILE *out) { std::fputs(kUsage, out); }
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "rn-run: error: %s\n", message.c_str());
@@ -200,6 +200,7 @@ int runData(const Options &o, Trainer &trainer, FitPrinter &report) {
   dataOptions.rank = trainer.group().rank;
   dataOptions.ranks = trainer.group().worldSize;
   dataOptions.sumOverRanks = [&](std::vector<double> &sums) { return trainer.sumOverRanks(sums); };
+  dataOptions.skipBadImages = o.skipBadImages;
   rn::Result<DataDir> sources = loadDataDir(o.data, dataOptions);
   if (!sources)
     return fail(sources.error().message());
@@ -212,6 +213,12 @@ int runData(const Options &o, Trainer &trainer, FitPrinter &report) {
                 " takes " + rn::shapeString(input));
   }
   report.line("data: %s\n", sources->description.c_str());
+  if (!sources->skipped.empty()) {
+    report.line("skipped %zu images that did not read at load (--skip-bad-images):\n",
+                sources->skipped.size());
+    for (const std::string &why : sources->skipped)
+      report.line("  %s\n", why.c_str());
+  }
   if (trainer.imageDType() == rn::DType::u8) {
     // fit() sets the normalization; the line says what crosses the wire.
     if (!sources->train->hasPixels())
@@ -489,8 +496,7 @@ int parse(int argc, char **argv, Options &o) {
                   builtWithCuda() ? "built" : "not built");
       return -1;
     } else if (!arg.empty() && arg[0] == '-') {
-      usage(stderr);
-      return fail("unknown option '" + arg + "'");
+      return fail(unknownOptionMessage(arg, flagsInUsage(kUsage)));
     } else if (o.path.empty()) {
       o.path = arg;
     } else {

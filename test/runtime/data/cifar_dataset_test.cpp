@@ -135,6 +135,13 @@ TEST_F(CifarDatasetTest, FindsSplitsInTheArchiveLayouts) {
   EXPECT_EQ(c100->train.classes, 20);
   EXPECT_EQ(c100->train.labels, (std::vector<uint8_t>{1, 2, 3, 4}));
 
+  write("c100-half/train.bin", cifarRecords(4, {1, 2}));
+  rn::Result<rn::CifarSplits> half = rn::loadCifarSplits(dir + "/c100-half");
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.error().message().find("CIFAR-100 is incomplete: test.bin missing"),
+            std::string::npos)
+      << half.error().message();
+
   rn::Result<rn::CifarSplits> none = rn::loadCifarSplits(dir + "/c100/nothing");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message().find("no CIFAR data: looked for data_batch_1.bin"),

@@ -16,6 +16,8 @@
 #include "../temp_dir.h"
 
 #include <gtest/gtest.h>
+
+#include <limits>
 #include <zlib.h>
 
 #include <cstring>
@@ -210,6 +212,25 @@ TEST_F(NpzDatasetTest, Float32ImagesAndNormalization) {
 void expectError(const rn::Result<rn::NpzSplits> &r, const std::string &part) {
   ASSERT_FALSE(r.ok()) << "expected an error containing: " << part;
   EXPECT_NE(r.error().message().find(part), std::string::npos) << r.error().message();
+}
+
+// Tests that a NaN or an infinity in float images is refused at load,
+// naming the array, the example and the element (not a statistics error,
+// nor a NaN loss many steps later).
+TEST_F(NpzDatasetTest, NonFiniteFloatImagesAreNamed) {
+  auto archive = [&](const std::string &name, std::vector<float> train, std::vector<float> test) {
+    return write(name, zip({{"x_train.npy", npy("<f4", {2, 1, 2, 2}, floats(train), 1)},
+                            {"y_train.npy", npy("|u1", {2}, bytes({0, 1}), 1)},
+                            {"x_test.npy", npy("<f4", {1, 1, 2, 2}, floats(test), 1)},
+                            {"y_test.npy", npy("|u1", {1}, bytes({0}), 1)}}));
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  expectError(rn::loadNpzSplits(archive("nan.npz", {0, 1, 2, 3, 4, 5, nan, 7}, {0, 1, 2, 3})),
+              "nan.npz: x_train: example 1 holds NaN (at [0, 1, 0] of its HWC image); images "
+              "must be finite");
+  expectError(rn::loadNpzSplits(archive("inf.npz", {0, 1, 2, 3, 4, 5, 6, 7}, {0, -inf, 2, 3})),
+              "inf.npz: x_test: example 0 holds -inf (at [0, 0, 1] of its HWC image)");
 }
 
 // Tests that damaged archives are errors naming the file and the entry.

@@ -100,7 +100,7 @@ TEST_F(DataDirTest, MistakesAreNamed) {
       {dir, {0, 0, "fine", "0,0,0", "1,0,1"}, "standard deviation is 0.000000"},
       {dir, {0, 0, "coarse", "", ""}, "--label is CIFAR-100's"},
       {dir, {0, 0, "medium", "", ""}, "--label must be fine or coarse"},
-      {dir + "/nothing", {}, "cannot open the data (not a folder of IDX or CIFAR files, nor an .npz file)"},
+      {dir + "/nothing", {}, "/nothing: no such file or folder (--data takes a folder of"},
   };
   for (const Case &c : cases) {
     rn::Result<DataDir> data = loadDataDir(c.dir, c.options);
@@ -111,10 +111,26 @@ TEST_F(DataDirTest, MistakesAreNamed) {
   fs::create_directories(dir + "/empty");
   rn::Result<DataDir> none = loadDataDir(dir + "/empty", {});
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.error().message().find("no CIFAR data"), std::string::npos)
+  EXPECT_NE(none.error().message().find("holds no data rn-run reads: no CIFAR-10"),
+            std::string::npos)
       << none.error().message();
   EXPECT_NE(none.error().message().find("train-images-idx3-ubyte.gz"), std::string::npos)
       << none.error().message();
+}
+
+// A CIFAR folder with files missing names them, and nothing of the other
+// formats.
+TEST_F(DataDirTest, IncompleteCifarNamesTheMissingFiles) {
+  for (const char *name : {"data_batch_1.bin", "data_batch_2.bin", "test_batch.bin"})
+    write(std::string("c10/") + name, std::string(3073, '\0'));
+  rn::Result<DataDir> data = loadDataDir(dir + "/c10", {});
+  ASSERT_FALSE(data.ok());
+  const std::string &message = data.error().message();
+  EXPECT_NE(message.find("CIFAR-10 is incomplete: data_batch_3.bin, data_batch_4.bin, "
+                         "data_batch_5.bin missing (3 of its 6 files are there)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("idx3"), std::string::npos) << message;
 }
 
 } // namespace

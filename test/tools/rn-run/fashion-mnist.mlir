@@ -53,5 +53,5 @@
 // RESUMED: epoch 2/2 train loss
 // RESUMED: epoch 2/2 test loss
 
-// NODIR: rn-run: error: {{.*}}nonexistent: cannot open the data (not a folder of IDX or CIFAR files, nor an .npz file)
+// NODIR: rn-run: error: {{.*}}nonexistent: no such file or folder (--data takes a folder of Fashion-MNIST's IDX files, CIFAR's binary files or images, or an .npz file)
 // UNWRITABLE: rn-run: error: cannot write the checkpoint {{.*}}nodir/ck.safetensors

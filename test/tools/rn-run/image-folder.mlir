@@ -38,3 +38,27 @@
 // NOVAL: rn-run: error: {{.*}}/noval: no val or test folder beside train
 // RUN: not rn-run %t.rnx --data %t/png --mean 0.5,0.5,0.5 --std 0.2,0.2,0.2 --executor cpu 2>&1 | FileCheck %s --check-prefix=CHANNELS
 // CHANNELS: png: its images have 1 channel; give --mean and --std with 1 value each
+
+// Tests JPEGs that libjpeg decodes only with a warning: one cut to half its
+// bytes (its header reads, its pixels end early) and one cut before its
+// scan (its header does not read). Both are bad images: the run stops at
+// load naming the second; --skip-bad-images leaves it out at load (named)
+// and skips the first whenever an epoch reads it (counted); rn-data's show
+// and to-jpeg refuse the first.
+// RUN: rm -rf %t/jpg && rn-data to-jpeg %t/png %t/jpg --quality 90 > /dev/null
+// RUN: %python -c "import glob; p=sorted(glob.glob('%t/jpg/train/0/*.jpg'))[0]; b=open(p,'rb').read(); open(p,'wb').write(b[:len(b) // 2])"
+// RUN: %python -c "import glob; p=sorted(glob.glob('%t/jpg/train/1/*.jpg'))[0]; b=open(p,'rb').read(); open(p,'wb').write(b[:b.find(bytes([0xff, 0xda]))])"
+// RUN: not rn-run %t.rnx --data %t/jpg --mean 0.2860 --std 0.3530 --executor cpu --no-progress 2>&1 | FileCheck %s --check-prefix=JPEGHEADER
+// JPEGHEADER: rn-run: error: {{.*}}/jpg/train/1/{{[0-9]+}}.jpg: not a readable JPEG: the data is damaged or cut short (Premature end of JPEG file)
+// RUN: rn-run %t.rnx --data %t/jpg --mean 0.2860 --std 0.3530 --executor cpu --no-progress --skip-bad-images | FileCheck %s --check-prefix=JPEGSKIP
+// JPEGSKIP: data: image folder {{.*}}/jpg: 63 training and 32 val examples
+// JPEGSKIP: skipped 1 images that did not read at load (--skip-bad-images):
+// JPEGSKIP-NEXT: {{.*}}/jpg/train/1/{{[0-9]+}}.jpg: not a readable JPEG: the data is damaged or cut short
+// JPEGSKIP: epoch 1/1 skipped 1 images that did not read (--skip-bad-images), the first: {{.*}}/jpg/train/0/{{[0-9]+}}.jpg: not a readable JPEG: the data is damaged or cut short (Premature end of JPEG file)
+// RUN: not rn-run %t.rnx --data %t/jpg --executor cpu --no-progress 2>&1 | FileCheck %s --check-prefix=JPEGSTATS
+// JPEGSTATS: rn-run: error: {{.*}}/jpg/train/1/{{[0-9]+}}.jpg: not a readable JPEG
+// RUN: %python -c "import glob, os; os.remove(sorted(glob.glob('%t/jpg/train/1/*.jpg'))[0])"
+// RUN: not rn-run %t.rnx --data %t/jpg --executor cpu --no-progress 2>&1 | FileCheck %s --check-prefix=JPEGDATA
+// JPEGDATA: rn-run: error: {{.*}}/jpg/train/0/{{[0-9]+}}.jpg: not a readable JPEG: the data is damaged or cut short (Premature end of JPEG file)
+// RUN: not rn-data to-jpeg %t/jpg %t/jpg2 2>&1 | FileCheck %s --check-prefix=TOJPEGBAD
+// TOJPEGBAD: rn-data: error: {{.*}}/jpg/train/0/{{[0-9]+}}.jpg: not a readable JPEG: the data is damaged or cut short
