@@ -1069,3 +1069,36 @@ def test_finetune_example_runs(compiler: str, tmp_path: Path) -> None:
                          capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "(within 0.1)" in run.stdout, run.stdout
+
+
+# --------------------------------------------------------------------------- #
+# scripts/torchvision-import.py: every torchvision classification model either
+# matches PyTorch or is refused naming the module (a fast subset here; the
+# whole list in docs/python.md's table)
+# --------------------------------------------------------------------------- #
+
+_SURVEY_SUBSET = {
+    "resnet18": "equal",
+    "mobilenet_v3_small": "equal",
+    "regnet_x_400mf": "equal",
+    "squeezenet1_1": "refused",
+    "googlenet": "refused",
+    "vit_b_32": "refused",
+}
+
+
+@pytest.mark.parametrize(("name", "outcome"), sorted(_SURVEY_SUBSET.items()))
+def test_torchvision_survey_subset(compiler: str, tmp_path: Path, name: str, outcome: str) -> None:
+    import importlib.util
+
+    pytest.importorskip("torchvision")
+    script = Path(__file__).resolve().parents[2] / "scripts" / "torchvision-import.py"
+    spec = importlib.util.spec_from_file_location("torchvision_import", script)
+    assert spec is not None and spec.loader is not None
+    survey = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(survey)
+    row = survey.check_one(name, tmp_path, "cpu")
+    assert row["outcome"] == outcome, row
+    if outcome == "refused":
+        # The refusal names the module or function and where it is.
+        assert re.search(r"\(\w+\)|torch\.\w+|line \d+", str(row["why"])), row
