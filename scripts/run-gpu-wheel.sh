@@ -10,6 +10,7 @@
 #   tests    rn-cuda-tests (the wheel's libraries; the test binary carried
 #            beside it)
 #   pytests  the Python GPU tests (test_trainer_gpu.py, test_torch_import_gpu.py)
+#   f16noise scripts/f16-step-noise.py: RN's f16 step against PyTorch's f16 noise
 #   timm     the importer under that torch: scripts/timm-import.py survey,
 #            compile and check on the GPU within RN_TIMM_BUDGET_S seconds
 # Run from a checkout on the GPU machine:
@@ -121,6 +122,26 @@ if has pytests; then
     "$root/test/python-frontend/test_torch_import_gpu.py" > "$out/python-gpu.log" 2>&1
   say "python GPU tests: exit $?; $(tail -1 "$out/python-gpu.log")"
   grep -E "^FAILED" "$out/python-gpu.log" | head -10 | tee -a "$summary"
+fi
+
+if has f16noise; then
+  # Issue 43's f16 bound question: RN's f16 step against PyTorch's f16 noise.
+  tb=$work/test-artifacts
+  if [ ! -f "$tb/models/torch_vgg11_bn.f16.rnx" ]; then
+    mkdir -p "$tb/models"
+    $python "$root/test/python-frontend/test_torch_import_gpu.py" --compile "$tb/models" \
+      > "$out/torch-import-compile.log" 2>&1
+  fi
+  $python "$root/scripts/f16-step-noise.py" "$tb/models" > "$out/f16-noise.jsonl" 2> "$out/f16-noise.err"
+  say "f16 step noise: exit $?"
+  $python -c "
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    print(f\"  {r['model']}: {r['entries']} entries; over 4x t16 {r['over_4x_t16']}, over 4x max(t16, t16p) {r['over_4x_max_t16_t16p']}, rn32 over 4x t16p {r['rn32_over_4x_t16p']}\")
+    for w in r['worst'][:3]:
+        print('    ' + ', '.join(f'{k} {v:.3g}' if isinstance(v, float) else f'{k} {v}' for k, v in w.items()))
+" "$out/f16-noise.jsonl" | tee -a "$summary"
 fi
 
 if has timm; then
