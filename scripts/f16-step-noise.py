@@ -53,14 +53,7 @@ def main() -> None:
     x, y = torch.randn(t.BATCH, *t.SHAPE, generator=g), torch.randint(0, 1000, (t.BATCH,), generator=g)
 
     def torch_step(module, autocast):  # type: ignore[no-untyped-def]
-        m = copy.deepcopy(module).cuda().train()
-        opt = torch.optim.SGD(m.parameters(), lr=t.LR, momentum=0.9)
-        with torch.autocast("cuda", dtype=torch.float16, enabled=autocast):
-            loss = torch.nn.functional.cross_entropy(m(x.cuda()), y.cuda())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return float(loss), {k: v.detach().float().cpu().numpy() for k, v in m.state_dict().items()}
+        return t._torch_step(copy.deepcopy(module).cuda(), x, y, autocast)
 
     def rn_step(module, precision):  # type: ignore[no-untyped-def]
         trainer = rn.Trainer(args.artifacts / t.artifact_name(name, precision), executor="cuda-graph",
