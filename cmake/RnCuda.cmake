@@ -38,12 +38,21 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
   find_library(RN_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
   find_path(RN_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
   if(NOT RN_CUDNN_FRONTEND_INCLUDE_DIR)
-    # pip puts the wheel's headers into <site-packages>/include.
-    execute_process(
-      COMMAND ${Python3_EXECUTABLE} -c
-        "import importlib.metadata as m, pathlib; d = m.distribution('nvidia-cudnn-frontend'); print(next(pathlib.Path(d.locate_file(f)).parent for f in d.files if f.name == 'cudnn_frontend.h'))"
-      OUTPUT_VARIABLE RN_CUDNN_FRONTEND_INCLUDE_DIR
-      OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    # pip puts the wheel's headers into <site-packages>/include. Asked of
+    # the configuring interpreter, then of python3 on PATH (a wheel built
+    # for another Python need not have the headers installed); kept in the
+    # cache, so that a later configure for another Python finds them too.
+    find_program(RN_PATH_PYTHON3 python3)
+    foreach(python ${Python3_EXECUTABLE} ${RN_PATH_PYTHON3})
+      execute_process(
+        COMMAND ${python} -c
+          "import importlib.metadata as m, pathlib; d = m.distribution('nvidia-cudnn-frontend'); print(next(pathlib.Path(d.locate_file(f)).parent for f in d.files if f.name == 'cudnn_frontend.h'))"
+        OUTPUT_VARIABLE found OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+      if(found)
+        set(RN_CUDNN_FRONTEND_INCLUDE_DIR ${found} CACHE PATH "folder with cudnn_frontend.h")
+        break()
+      endif()
+    endforeach()
   endif()
   if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cublasLt OR NOT TARGET CUDA::nvrtc)
     rn_cuda_missing("the CUDA toolkit (cudart, cuBLASLt, NVRTC) was not found")

@@ -4,7 +4,7 @@
 #
 #   bash scripts/build-wheel.sh                    # for python3 (CI: cp311)
 #   RN_WHEEL_PYTHON=/root/.pyenv/versions/3.12.1/bin/python3 bash scripts/build-wheel.sh
-#                                                  # abi3 for 3.12+ (the GPU machine)
+#                                                  # cp312 (the GPU machine)
 #
 # Sets up and builds as the README's commands do (scripts/setup.sh) first;
 # then only the install step and the Python extensions of another
@@ -21,12 +21,29 @@ fi
 dist="$RN_BUILD_DIR/dist"
 mkdir -p "$dist"
 tag=$("$python" -c 'import sys; v = sys.version_info; print(f"cp{v.major}{v.minor}")')
-rm -f "$dist"/rn-*-"$tag"-*.whl "$dist"/rn-*-cp312-abi3-*.whl
+rm -f "$dist"/rn-*-"$tag"-*.whl
 rn_log "building the wheel for $("$python" --version) in $RN_BUILD_DIR"
+# The build folder's own interpreter, restored afterwards: scikit-build-core
+# leaves its SKBUILD* variables (the extension suffix among them) and its
+# interpreter in the cache, which would name the next plain build's
+# extensions for the wheel's Python.
+cached() { sed -n "s/^$1:[A-Z]*=//p" "$RN_BUILD_DIR/CMakeCache.txt" 2>/dev/null; }
+own_python3=$(cached Python3_EXECUTABLE)
+own_python=$(cached Python_EXECUTABLE)
 # --no-build-isolation: the build folder's configuration stays the test
 # command's (an isolated environment would be another interpreter).
-"$python" -m pip wheel --no-build-isolation --no-deps -q \
-  -Cbuild-dir="$RN_BUILD_DIR" -w "$dist" "$RN_ROOT" >&2
+status=0
+# The interpreter named explicitly: scikit-build-core's own hints do not
+# replace what the folder's cache holds.
+exe=$("$python" -c 'import sys; print(sys.executable)')
+"$python" -m pip wheel --no-build-isolation --no-deps -q -Cbuild-dir="$RN_BUILD_DIR" \
+  -Ccmake.define.Python_EXECUTABLE="$exe" -Ccmake.define.Python3_EXECUTABLE="$exe" \
+  -w "$dist" "$RN_ROOT" >&2 || status=$?
+if [ -n "$own_python3" ]; then
+  cmake -S "$RN_ROOT" -B "$RN_BUILD_DIR" -U 'SKBUILD*' -DPython3_EXECUTABLE="$own_python3" \
+    ${own_python:+-DPython_EXECUTABLE="$own_python"} > /dev/null
+fi
+[ "$status" = 0 ] || exit "$status"
 wheel=$(ls -t "$dist"/rn-*.whl | head -1)
 rn_log "wheel: $wheel ($(du -m "$wheel" | cut -f1) MiB)"
 echo "$wheel"

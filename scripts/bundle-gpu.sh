@@ -4,7 +4,7 @@
 # RN itself goes as its wheel (docs/install.md: pip install --no-index
 # --no-deps, then nothing else to set up); the bundle carries only what a
 # wheel should not hold:
-#   wheel/    RN's cp312-abi3 wheel (scripts/build-wheel.sh with Python
+#   wheel/    RN's cp312 wheel (scripts/build-wheel.sh with Python
 #             3.12, the GPU machine's), installed there by gpu-env.sh
 #   bin.tar.xz  rn-cuda-tests (unpacked to bin/ with links to the wheel's
 #             tools by gpu-env.sh): a test binary linking the wheel's
