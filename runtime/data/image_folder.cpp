@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #if RN_HAVE_IMAGE_CODECS
@@ -199,6 +200,16 @@ struct File {
   }
 };
 
+/// An error naming `path` when an image of `size` has more pixels than
+/// kMaxImagePixels (checked before anything is allocated for them).
+std::optional<Error> tooLarge(const std::string &path, const ImageSize &size) {
+  if (size.height * size.width <= kMaxImagePixels)
+    return std::nullopt;
+  return Error(path + ": " + std::to_string(size.height) + "x" + std::to_string(size.width) +
+               " pixels (HxW), more than the " + std::to_string(kMaxImagePixels) +
+               " an image may have (a damaged header, or an image to shrink first)");
+}
+
 /// Reads the JPEG at `path`: its size, and its pixels to `out` when given
 /// (checked against `want`).
 Result<ImageSize> jpeg(const std::string &path, const ImageSize *want, uint8_t *out) {
@@ -229,6 +240,10 @@ Result<ImageSize> jpeg(const std::string &path, const ImageSize *want, uint8_t *
                  " components (CMYK?): only grayscale and color (YCbCr/RGB) JPEGs are read");
   }
   size.channels = gray ? 1 : 3;
+  if (std::optional<Error> error = tooLarge(path, size)) {
+    jpeg_destroy_decompress(&info);
+    return *error;
+  }
   if (!out) {
     jpeg_destroy_decompress(&info);
     return size;
@@ -270,6 +285,10 @@ Result<ImageSize> png(const std::string &path, const ImageSize *want, uint8_t *o
   size.height = image.height;
   size.width = image.width;
   size.channels = (image.format & PNG_FORMAT_FLAG_COLOR) ? 3 : 1;
+  if (std::optional<Error> error = tooLarge(path, size)) {
+    png_image_free(&image);
+    return *error;
+  }
   if (!out) {
     png_image_free(&image);
     return size;

@@ -60,11 +60,19 @@ struct ImageSize {
   std::string str() const;
 };
 
+/// The most pixels (height x width) an image may have: Pillow's
+/// decompression-bomb limit (Image.MAX_IMAGE_PIXELS, 89,478,485). A header
+/// that promises more is an error before anything is allocated for it: a
+/// file of a few hundred bytes can claim 65,535 x 65,535 pixels (JPEG) or
+/// 2^31 - 1 on a side (PNG).
+inline constexpr int64_t kMaxImagePixels = int64_t(1024) * 1024 * 1024 / 4 / 3;
+
 /// Whether this build decodes images (libpng and libjpeg-turbo linked).
 bool imageCodecsAvailable();
 
 /// The size of the image at `path` from its header only (PNG IHDR, JPEG
-/// SOF); an error naming the file when it is neither or is damaged.
+/// SOF); an error naming the file when it is neither, is damaged or has
+/// more than kMaxImagePixels pixels.
 Result<ImageSize> readImageSize(const std::string &path);
 
 /// Decodes the image at `path` to `out` (size.pixels() bytes, HWC); an

@@ -30,6 +30,7 @@ constexpr uint32_t kZip64EndLocator = 0x07064b50;
 constexpr uint32_t kZip64End = 0x06064b50;
 constexpr uint16_t kZip64ExtraId = 0x0001;
 constexpr uint32_t kSaturated32 = 0xffffffffu;
+constexpr uint64_t kMaxDeflateRatio = 1032;
 
 /// Little-endian reads with bounds checks: a cursor over the archive.
 class Reader {
@@ -194,6 +195,14 @@ Result<std::string> entryData(const std::string &path, const std::string &zip, c
   } else if (e.method == 8) {
     if (e.size > uint64_t(std::numeric_limits<uint32_t>::max()) * 16)
       return Error(where + ": " + std::to_string(e.size) + " bytes uncompressed is too large");
+    // Deflate expands at most 1032:1 (zlib.net/zlib_tech.html): a directory
+    // that announces more than the compressed bytes can hold is damaged,
+    // refused before a buffer of that size is allocated.
+    if (e.size / kMaxDeflateRatio > e.compressedSize)
+      return Error(where + ": " + std::to_string(e.size) + " bytes uncompressed from " +
+                   std::to_string(e.compressedSize) + " deflated, more than deflate's " +
+                   std::to_string(kMaxDeflateRatio) +
+                   ":1 allows (the central directory is damaged)");
     out.resize(size_t(e.size));
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
@@ -326,10 +335,19 @@ Result<NpyArray> parseNpy(const std::string &bytes, const std::string &what) {
     if (at == std::string::npos)
       break;
   }
-  const size_t need = size_t(a.count()) * dtypeSize(a.dtype);
-  if (bytes.size() - r.at() != need)
+  // The byte count is multiplied out with overflow checks: a dimension may
+  // be anything up to 2^63 (a shape of 0 elements needs 0 bytes whatever
+  // its other dimensions).
+  uint64_t need = dtypeSize(a.dtype);
+  bool overflow = false;
+  for (int64_t d : a.shape)
+    overflow |= __builtin_mul_overflow(need, uint64_t(d), &need);
+  if (std::find(a.shape.begin(), a.shape.end(), 0) != a.shape.end())
+    need = 0, overflow = false;
+  if (overflow || bytes.size() - r.at() != need)
     return Error(what + ": " + std::to_string(bytes.size() - r.at()) + " bytes of data for " +
-                 a.dtype + " " + shapeText(a.shape) + ", which needs " + std::to_string(need));
+                 a.dtype + " " + shapeText(a.shape) + ", which needs " +
+                 (overflow ? std::string("more than 2^64") : std::to_string(need)));
   a.data = bytes.substr(r.at());
   return a;
 }

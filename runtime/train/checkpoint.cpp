@@ -129,9 +129,14 @@ Result<int64_t> resumableEpoch(const Checkpoint &checkpoint, const std::string &
     return Error(path + ": saved at step " + step +
                  " without an epoch (rn.Trainer.save without steps_per_epoch); rn-run "
                  "--resume continues only from the end of an epoch");
-  if (!step.empty() &&
-      step != std::to_string(std::strtoll(epochs.c_str(), nullptr, 10) *
-                             std::strtoll(perEpoch.c_str(), nullptr, 10)))
+  // The step at the end of the saved epoch, multiplied with an overflow
+  // check: the metadata may hold any number.
+  long long epochEnd = 0;
+  if (__builtin_mul_overflow(std::strtoll(epochs.c_str(), nullptr, 10),
+                             std::strtoll(perEpoch.c_str(), nullptr, 10), &epochEnd))
+    return Error(path + ": damaged metadata: epoch " + epochs + " times steps_per_epoch " +
+                 perEpoch + " is past the largest step count");
+  if (!step.empty() && step != std::to_string(epochEnd))
     return Error(path + ": saved mid-epoch, at step " + step + " (" + epochs + " epochs of " +
                  perEpoch + " steps and part of the next); rn-run --resume continues only " +
                  "from the end of an epoch: save at an epoch boundary, or continue in Python " +

@@ -6,7 +6,8 @@
 // layout problem named; PNG bytes decoded exactly and JPEGs within their
 // loss; one size for all images, the first that differs named with both
 // sizes; normalization and computed statistics; an image that passes its
-// header check but fails to decode is an error of fillBatch naming it; and
+// header check but fails to decode is an error of fillBatch naming it; a
+// header promising more than kMaxImagePixels is refused; and
 // rn-run --data's detection. The Fashion-MNIST PNG folder that trains as
 // its .npz does bit for bit is test/tools/rn-run/image-folder.mlir.
 //
@@ -19,6 +20,7 @@
 #include "../temp_dir.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -163,6 +165,54 @@ TEST_F(ImageFolderTest, PngDecodesExactlyJpegWithinItsLoss) {
   ASSERT_FALSE(jpg);
   EXPECT_NE(jpg.error().message().find("text.jpg: not a readable JPEG"), std::string::npos)
       << jpg.error().message();
+}
+
+// Tests that a header promising more than kMaxImagePixels pixels is an
+// error naming the file and the size before anything is allocated for it
+// (rn-image-fuzzer found a 300-byte JPEG claiming 65475x23304x3, which the
+// image folder source would have allocated 4.6 GB for; docs/reliability.md).
+TEST_F(ImageFolderTest, HugeHeadersAreRefused) {
+  auto bigEndian = [](std::string &bytes, size_t at, uint32_t v, int width) {
+    for (int i = 0; i < width; ++i)
+      bytes[at + size_t(i)] = char((v >> (8 * (width - 1 - i))) & 0xff);
+  };
+  auto rewrite = [](const std::string &path, auto patch) {
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    patch(bytes);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  };
+  // PNG: IHDR's width and height follow the signature and the chunk's
+  // length and type; its CRC-32 (over type and data) is written again.
+  const std::string png = image("huge.png", ImageSize{8, 8, 3});
+  rewrite(png, [&](std::string &bytes) {
+    bigEndian(bytes, 16, 30000, 4);
+    bigEndian(bytes, 20, 30000, 4);
+    bigEndian(bytes, 29, uint32_t(crc32(0, reinterpret_cast<const Bytef *>(bytes.data() + 12), 17)),
+              4);
+  });
+  // JPEG: the baseline frame header (SOF0): length, precision, height, width.
+  const std::string jpg = image("huge.jpg", ImageSize{8, 8, 3});
+  rewrite(jpg, [&](std::string &bytes) {
+    const size_t sof = bytes.find("\xff\xc0");
+    ASSERT_NE(sof, std::string::npos);
+    bigEndian(bytes, sof + 5, 65475, 2);
+    bigEndian(bytes, sof + 7, 23304, 2);
+  });
+  for (const auto &[path, size] : {std::pair{png, std::string("30000x30000")},
+                                   std::pair{jpg, std::string("65475x23304")}}) {
+    rn::Result<ImageSize> header = rn::readImageSize(path);
+    ASSERT_FALSE(header) << path;
+    EXPECT_NE(header.error().message().find(path + ": " + size + " pixels (HxW), more than the " +
+                                            std::to_string(rn::kMaxImagePixels)),
+              std::string::npos)
+        << header.error().message();
+    std::vector<uint8_t> pixels(3);
+    EXPECT_FALSE(rn::decodeImage(path, ImageSize{1, 1, 3}, pixels.data()).ok()) << path;
+  }
 }
 
 TEST_F(ImageFolderTest, OneSizeForAllImages) {

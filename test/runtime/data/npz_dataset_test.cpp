@@ -254,6 +254,28 @@ TEST_F(NpzDatasetTest, DamagedArchivesAreNamed) {
             std::string::npos);
 }
 
+// Tests that sizes no file could hold are errors before anything is
+// multiplied out or allocated (found by rn-npz-fuzzer, docs/reliability.md):
+// a shape whose element count overflows, and a deflated entry whose
+// directory announces more bytes than deflate's 1032:1 can expand it to.
+TEST_F(NpzDatasetTest, HostileSizesAreRefused) {
+  std::vector<Entry> entries = mnistLike(false, false);
+  entries[0] = {"x_train.npy", npy("|u1", {3, 2, 9223372036854775807}, std::string(12, '\0'))};
+  expectError(rn::loadNpzSplits(write("shape.npz", zip(entries))),
+              "shape.npz: x_train.npy: 12 bytes of data for |u1 [3, 2, 9223372036854775807], "
+              "which needs more than 2^64");
+  std::string bomb = zip(mnistLike(true, false));
+  // The first entry's uncompressed size, 24 bytes into its directory record.
+  const size_t record = bomb.find(std::string("PK\x01\x02", 4));
+  ASSERT_NE(record, std::string::npos);
+  for (int i = 0; i < 4; ++i)
+    bomb[record + 24 + size_t(i)] = char((0x60000000u >> (8 * i)) & 0xff);
+  expectError(rn::loadNpzSplits(write("bomb.npz", bomb)),
+              "bomb.npz: entry x_train.npy: 1610612736 bytes uncompressed from ");
+  expectError(rn::loadNpzSplits(write("bomb.npz", bomb)),
+              "more than deflate's 1032:1 allows");
+}
+
 // Tests that arrays which are not image splits are errors saying why.
 TEST_F(NpzDatasetTest, UnsuitableArraysAreNamed) {
   auto with = [&](size_t index, Entry replacement) {

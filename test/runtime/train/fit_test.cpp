@@ -220,6 +220,33 @@ TEST(Checkpoint, FailedWriteKeepsThePreviousFile) {
   EXPECT_FALSE(checkWritable(dir.path.string()).ok()) << "a folder is no checkpoint path";
 }
 
+// Tests that resumableEpoch answers metadata whose epoch times steps per
+// epoch is past 2^63 with an error naming the file, where it multiplied
+// them as signed integers (undefined behavior; docs/reliability.md).
+TEST(Checkpoint, AnEpochPastTheLargestStepCountIsAnError) {
+  Checkpoint checkpoint;
+  checkpoint.path = "run.ck";
+  CheckpointInfo info;
+  info.model = "m";
+  info.epoch = 2;
+  info.step = 6;
+  info.stepsPerEpoch = 3;
+  info.batch = 4;
+  info.seed = 7;
+  checkpoint.file.metadata = info.metadata();
+  std::string warning;
+  Result<int64_t> epoch = resumableEpoch(checkpoint, "m", 4, 3, 7, &warning);
+  ASSERT_TRUE(epoch.ok()) << epoch.error().message();
+  EXPECT_EQ(*epoch, 2);
+  checkpoint.file.metadata["epoch"] = "3074457345618258603";
+  epoch = resumableEpoch(checkpoint, "m", 4, 3, 7, &warning);
+  ASSERT_FALSE(epoch.ok());
+  EXPECT_NE(epoch.error().message().find("run.ck: damaged metadata: epoch 3074457345618258603 "
+                                         "times steps_per_epoch 3 is past the largest step count"),
+            std::string::npos)
+      << epoch.error().message();
+}
+
 // Tests what checkArtifactFile says: MLIR text is a model to compile, other
 // bytes are not an artifact (shown), an artifact and a missing file are left
 // to the loader.
