@@ -147,9 +147,9 @@ fi
 if has timm; then
   budget=${RN_TIMM_BUDGET_S:-240}
   jobs=${RN_TIMM_JOBS:-8}
-  timeout 240 $python "$root/scripts/timm-import.py" survey "$work/timm" --jobs "$jobs" \
+  timeout "${RN_TIMM_STEP_S:-240}" $python "$root/scripts/timm-import.py" survey "$work/timm" --jobs "$jobs" \
     > "$out/timm-survey.jsonl" 2> "$out/timm-survey.err"
-  timeout 240 $python "$root/scripts/timm-import.py" compile "$work/timm" "$work/timm-rnx" --jobs "$jobs" \
+  timeout "${RN_TIMM_STEP_S:-240}" $python "$root/scripts/timm-import.py" compile "$work/timm" "$work/timm-rnx" --jobs "$jobs" \
     > "$out/timm-compile.log" 2>&1
   say "timm: $(grep -c '^wrote' "$out/timm-compile.log") artifacts compiled, $(grep -c 'compile failed' "$out/timm-compile.log") failed"
   $python "$root/scripts/timm-import.py" check "$work/timm-rnx" "$out/timm-check.jsonl" \
