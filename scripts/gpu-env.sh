@@ -17,15 +17,19 @@ if [ -n "$rn_wheel" ]; then
      [ "${RN_REINSTALL:-0}" = 1 ]; then
     "$python" -m pip install -q --no-index --no-deps --force-reinstall "$rn_wheel" >&2
   fi
+  rn_site=$("$python" -c 'import os, rn; print(os.path.dirname(os.path.dirname(rn.__file__)))')
+  mkdir -p "$bundle/bin"
+  for tool in rn-run rn-data rn-compile rn-opt; do
+    ln -sf "$rn_site/rn/bin/$tool" "$bundle/bin/$tool"
+  done
+else
+  # No wheel in this folder (the scripts run from a checkout): the
+  # machine's PyTorch venv for NVIDIA's libraries.
+  rn_site=/opt/torch/.venv/lib/python3.12/site-packages
 fi
-rn_site=$("$python" -c 'import os, rn; print(os.path.dirname(os.path.dirname(rn.__file__)))')
 if [ ! -x "$bundle/bin/rn-cuda-tests" ] && [ -f "$bundle/bin.tar.xz" ]; then
   mkdir -p "$bundle/bin" && tar xJf "$bundle/bin.tar.xz" -C "$bundle/bin"
 fi
-mkdir -p "$bundle/bin"
-for tool in rn-run rn-data rn-compile rn-opt; do
-  ln -sf "$rn_site/rn/bin/$tool" "$bundle/bin/$tool"
-done
 for packed in models zoo; do
   if [ ! -d "$bundle/$packed" ] && [ -f "$bundle/$packed.tar.xz" ]; then
     mkdir -p "$bundle/$packed" && tar xJf "$bundle/$packed.tar.xz" -C "$bundle/$packed"
@@ -33,4 +37,4 @@ for packed in models zoo; do
 done
 rn_nvidia=$rn_site/nvidia
 export LD_LIBRARY_PATH=$rn_site/rn/lib:$rn_nvidia/cudnn/lib:$rn_nvidia/nccl/lib:$rn_nvidia/cu13/lib:${LD_LIBRARY_PATH:-}
-export RN_TEST_INPUTS_DIR=$bundle/models
+[ -d "$bundle/models" ] && export RN_TEST_INPUTS_DIR=$bundle/models
