@@ -11,6 +11,24 @@
 // RUN: not rn-run %t.missing.rnx --synthetic 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: rn-run: error: {{.*}}missing.rnx
 
+// Tests a folder and an rn-run checkpoint given as the artifact: each is
+// named for what it is.
+// RUN: rm -rf %t.dir && mkdir -p %t.dir
+// RUN: not rn-run %t.dir --synthetic 2>&1 | FileCheck %s --check-prefix=DIRECTORY
+// DIRECTORY: rn-run: error: {{.*}}.dir is a directory, not an artifact: give the .rnx file rn-compile wrote (a data folder goes to --data)
+// RUN: rn-compile %s -o %t.rnx --quiet
+// RUN: %python -c "import rn; rn.Trainer('%t.rnx', executor='cpu').save('%t.ck')"
+// RUN: not rn-run %t.ck --synthetic 2>&1 | FileCheck %s --check-prefix=CHECKPOINT
+// CHECKPOINT: rn-run: error: {{.*}}.ck is an rn-run checkpoint, not an artifact: resume it with --resume {{.*}}.ck on the artifact it was trained from
+
+// Tests a mistyped flag: one line with the closest one, not the whole help.
+// RUN: not rn-run %t.rnx --epoch 2 2>&1 | FileCheck %s --check-prefix=TYPO --implicit-check-not=usage
+// TYPO: rn-run: error: unknown option '--epoch'; did you mean '--epochs'?
+// RUN: not rn-run %t.rnx --frobnicate 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: rn-run: error: unknown option '--frobnicate' (--help lists the options)
+// RUN: not rn-data bench %t.dir --thread 2 2>&1 | FileCheck %s --check-prefix=DATATYPO
+// DATATYPO: rn-data: error: unknown option '--thread'; did you mean '--threads'?
+
 module attributes {rn.model = "tiny"} {
   rn.parameter @fc.weight : tensor<3x4xf32> = #rn.init<uniform, 5.000000e-01>
   func.func @forward(%images: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
