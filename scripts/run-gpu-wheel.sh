@@ -48,6 +48,11 @@ fi
 data=/usr/share/datasets/fashion-mnist
 
 if has install; then
+  if ! $python -m pip --version > /dev/null 2>&1; then
+    say "pip is missing for $python: installing it from Python's own ensurepip (no network)"
+    $python -m ensurepip 2>&1 | tail -1 | tee -a "$summary"
+  fi
+  say "pip: $($python -m pip --version 2>&1)"
   say "install: $python -m pip install --no-index --no-deps $(basename "$wheel")"
   $python -m pip install --no-index --no-deps --force-reinstall "$wheel" 2>&1 | tail -3 | tee -a "$summary"
   site=$($python -c 'import rn, os; print(os.path.dirname(os.path.dirname(rn.__file__)))')
