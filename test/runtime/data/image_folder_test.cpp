@@ -169,7 +169,7 @@ TEST_F(ImageFolderTest, PngDecodesExactlyJpegWithinItsLoss) {
 
 // Tests that a header promising more than kMaxImagePixels pixels is an
 // error naming the file and the size before anything is allocated for it
-// (rn-image-fuzzer found a 300-byte JPEG claiming 65475x23304x3, which the
+// (rn-image-fuzzer found a 223-byte JPEG claiming 65475x23304x3, which the
 // image folder source would have allocated 4.6 GB for; docs/reliability.md).
 TEST_F(ImageFolderTest, HugeHeadersAreRefused) {
   auto bigEndian = [](std::string &bytes, size_t at, uint32_t v, int width) {
