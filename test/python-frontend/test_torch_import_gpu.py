@@ -10,7 +10,9 @@ copied in with ``Trainer.copy_from``, and
 * the evaluation logits (cuda-graph) equal PyTorch's ``model.eval()`` forward
   on the GPU in f32 (TF32 off) within 4x what perturbing PyTorch's parameters
   by a relative 1e-6 moves them; in f16 within 4x the difference between
-  PyTorch's autocast-f16 forward and its f32 forward (f16's own noise);
+  PyTorch's autocast-f16 forward and its f32 forward (f16's own noise; for
+  the step, the larger of two such draws, the second from perturbed
+  parameters);
 * one SGD step with momentum gives PyTorch's loss, parameters and running
   statistics, with the same bounds.
 
@@ -195,17 +197,26 @@ def test_one_training_step_equals_pytorch_on_the_gpu(model: str, precision: str)
     trainer.copy_to(stepped)
     ref_loss, ref = _torch_step(copy.deepcopy(module).cuda(), x, y, autocast=False)
     if precision == "f32":
-        other_loss, other = _torch_step(_perturbed(module.cuda()), x, y, autocast=False)
+        others = [_torch_step(_perturbed(module.cuda()), x, y, autocast=False)]
     else:
-        other_loss, other = _torch_step(copy.deepcopy(module).cuda(), x, y, autocast=True)
+        # f16's noise, two draws: PyTorch's autocast step, and the same from
+        # parameters a rounding apart. One draw alone was too tight: a conv
+        # bias before BN has a zero gradient, so its step is rounding only,
+        # and RN's f16 kernels round differently from PyTorch's (issue 43:
+        # vgg11_bn features.0.bias, mobilenet_v2 features.0.1.weight and
+        # efficientnet_b0's loss were 1.3-2.6x one draw at 12e2c97 and
+        # within it in the next run; scripts/f16-step-noise.py).
+        others = [_torch_step(copy.deepcopy(module).cuda(), x, y, autocast=True),
+                  _torch_step(_perturbed(module.cuda()), x, y, autocast=True)]
     worst = ("", 0.0)
-    assert abs(loss - ref_loss) <= _noise(np.array([ref_loss]), np.array([other_loss])), (loss, ref_loss)
+    loss_bound = max(_noise(np.array([ref_loss]), np.array([o[0]])) for o in others)
+    assert abs(loss - ref_loss) <= loss_bound, (loss, ref_loss, loss_bound)
     ours = stepped.state_dict()
     for k, v in ref.items():
         if k.endswith("num_batches_tracked"):
             continue
         err = float(np.max(np.abs(ours[k].float().numpy() - v)))
-        bound = _noise(v, other[k])
+        bound = max(_noise(v, o[1][k]) for o in others)
         if err / max(bound, 1e-30) > worst[1]:
             worst = (k, err / max(bound, 1e-30))
         assert err <= bound, f"{model} {precision} {k}: max |RN - torch| {err:.3g}, bound {bound:.3g}"
