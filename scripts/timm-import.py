@@ -117,7 +117,8 @@ def compile_all(source: Path, out: Path, jobs: int) -> None:
         print(line, flush=True, file=sys.stderr if "failed" in line else sys.stdout)
 
 
-def check(folder: Path, out: Path, executor: str, budget_s: float) -> None:
+def check(folder: Path, out: Path, executor: str, budget_s: float,
+          skip: tuple[Path, ...] = ()) -> None:
     import numpy as np
     import torch
 
@@ -130,8 +131,12 @@ def check(folder: Path, out: Path, executor: str, budget_s: float) -> None:
     x = torch.randn(BATCH, *SHAPE, generator=g)
     start = time.perf_counter()
     with open(out, "w") as log:
+        done = {json.loads(line)["model"] for path in skip for line in path.read_text().splitlines()
+                if line.strip() and json.loads(line).get("equal") is True}
         for artifact in sorted(folder.glob("*.rnx"), key=lambda p: (p.stat().st_size, p.name)):
             name = artifact.stem
+            if name in done:
+                continue
             row: dict[str, object] = {"model": name, "executor": executor}
             if time.perf_counter() - start > budget_s:
                 row.update(equal=None, why=f"not checked: the {budget_s:.0f} s budget was spent")
@@ -179,13 +184,16 @@ def main() -> None:
     k.add_argument("--executor", default="cuda-graph", choices=("cuda-graph", "cuda-eager", "cpu"))
     k.add_argument("--budget-s", type=float, default=float("inf"),
                    help="start no model after this many seconds (the rest: not checked)")
+    k.add_argument("--skip", type=Path, action="append", default=[],
+                   help="an earlier check's JSON lines: its equal models are not checked again "
+                        "(the budget goes to the unverified ones)")
     args = p.parse_args()
     if args.command == "survey":
         survey(args.out, args.jobs)
     elif args.command == "compile":
         compile_all(args.source, args.out, args.jobs)
     else:
-        check(args.folder, args.out, args.executor, args.budget_s)
+        check(args.folder, args.out, args.executor, args.budget_s, tuple(args.skip))
 
 
 if __name__ == "__main__":
