@@ -158,7 +158,7 @@ if has timm; then
     > "$out/timm-compile.log" 2>&1
   say "timm: $(grep -c '^wrote' "$out/timm-compile.log") artifacts compiled, $(grep -c 'compile failed' "$out/timm-compile.log") failed"
   # Models an earlier GPU check found equal (bench/timm-check-h100*.jsonl)
-  # go last: the budget goes to the unverified ones first.
+  # are not checked again: the budget goes to the unverified ones.
   skip=()
   for f in "$root"/bench/timm-check-h100*.jsonl; do skip+=(--skip "$f"); done
   $python "$root/scripts/timm-import.py" check "$work/timm-rnx" "$out/timm-check.jsonl" \
