@@ -34,7 +34,7 @@ from . import _safetensors
 from . import emitter as F
 from .emitter import Value
 from .nn import Buffer, Init, Module, Parameter
-from .trainer import IncompatibleKeys
+from ._state_dict import IncompatibleKeys
 
 __all__ = [
     "ImportedModel",

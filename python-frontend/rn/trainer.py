@@ -36,10 +36,11 @@ import os
 import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from . import _safetensors
 from ._native_loader import NativeUnavailable, native
+from ._state_dict import IncompatibleKeys
 
 if TYPE_CHECKING:
     from .torch_import import TorchMapping
@@ -96,13 +97,6 @@ def cosine_lr(step: int, *, peak: float, total_steps: int, warmup_steps: int = 0
     if decay <= 0:
         return peak
     return peak * 0.5 * (1 + math.cos(math.pi * float(step - warmup_steps) / float(decay)))
-
-
-class IncompatibleKeys(NamedTuple):
-    """What ``load_state_dict(strict=False)`` did not match (as PyTorch's)."""
-
-    missing_keys: list[str]
-    unexpected_keys: list[str]
 
 
 class StepHandle:
