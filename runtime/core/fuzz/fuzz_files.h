@@ -120,10 +120,34 @@ inline void putLe(std::string &out, uint64_t v, int bytes) {
     out += char(i < 8 ? (v >> (8 * i)) & 0xff : 0);
 }
 
+/// An .npy file: `dtype` ("|u1", "<f4", ...), `shape`, raw `data`, in
+/// format `version` 1 or 2 (a 2- or 4-byte header length).
+inline std::string npyFile(const std::string &dtype, const std::vector<int64_t> &shape,
+                           const std::string &data, int version = 1, bool fortran = false) {
+  std::string dims;
+  for (int64_t d : shape)
+    dims += std::to_string(d) + ", ";
+  if (shape.size() > 1)
+    dims.resize(dims.size() - 2);
+  std::string header = "{'descr': '" + dtype + "', 'fortran_order': " +
+                       (fortran ? "True" : "False") + ", 'shape': (" + dims + "), }";
+  const size_t prefix = version == 1 ? 10 : 12;
+  header.append(63 - (prefix + header.size()) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += char(version);
+  out += char(0);
+  putLe(out, header.size(), version == 1 ? 2 : 4);
+  return out + header + data;
+}
+
 /// One entry of zipArchive.
 struct ZipMember {
   std::string name, data;
   bool deflate = false; ///< else stored
+  /// The sizes saturated in the headers and carried in a zip64 extra
+  /// field, as numpy's force_zip64 writes them.
+  bool zip64 = false;
 };
 
 /// A zip archive as numpy.savez (stored) or numpy.savez_compressed
@@ -147,27 +171,34 @@ inline std::string zipArchive(const std::vector<ZipMember> &members) {
     }
     const uint32_t crc =
         uint32_t(crc32(0, reinterpret_cast<const Bytef *>(m.data.data()), uInt(m.data.size())));
+    std::string extra;
+    if (m.zip64) {
+      putLe(extra, 0x0001, 2);
+      putLe(extra, 16, 2);
+      putLe(extra, m.data.size(), 8);
+      putLe(extra, body.size(), 8);
+    }
     const uint64_t offset = out.size();
     auto common = [&](std::string &h) {
-      putLe(h, 20, 2);                 // version needed
+      putLe(h, m.zip64 ? 45 : 20, 2);  // version needed
       putLe(h, 0, 2);                  // flags
       putLe(h, m.deflate ? 8 : 0, 2);  // method
       putLe(h, 0, 4);                  // time, date
       putLe(h, crc, 4);
-      putLe(h, body.size(), 4);
-      putLe(h, m.data.size(), 4);
+      putLe(h, m.zip64 ? 0xffffffffu : body.size(), 4);
+      putLe(h, m.zip64 ? 0xffffffffu : m.data.size(), 4);
       putLe(h, m.name.size(), 2);
-      putLe(h, 0, 2); // extra
+      putLe(h, extra.size(), 2);
     };
     putLe(out, 0x04034b50, 4);
     common(out);
-    out += m.name + body;
+    out += m.name + extra + body;
     putLe(directory, 0x02014b50, 4);
-    putLe(directory, 20, 2); // version made by
+    putLe(directory, m.zip64 ? 45 : 20, 2); // version made by
     common(directory);
     putLe(directory, 0, 2 + 2 + 2 + 4); // comment, disk, attributes
     putLe(directory, offset, 4);
-    directory += m.name;
+    directory += m.name + extra;
   }
   const uint64_t directoryOffset = out.size();
   out += directory;

@@ -58,24 +58,7 @@ std::string pattern(size_t n, unsigned seed, unsigned modulo = 256) {
 
 // --- .npz ---------------------------------------------------------------
 
-std::string npy(const std::string &dtype, const std::vector<int64_t> &shape,
-                const std::string &data, int version = 1) {
-  std::string dims;
-  for (int64_t d : shape)
-    dims += std::to_string(d) + ", ";
-  if (shape.size() > 1)
-    dims.resize(dims.size() - 2);
-  std::string header = "{'descr': '" + dtype + "', 'fortran_order': False, 'shape': (" + dims +
-                       "), }";
-  const size_t prefix = version == 1 ? 10 : 12;
-  header.append(63 - (prefix + header.size()) % 64, ' ');
-  header += '\n';
-  std::string out = "\x93NUMPY";
-  out += char(version);
-  out += char(0);
-  putLe(out, header.size(), version == 1 ? 2 : 4);
-  return out + header + data;
-}
+using rn::fuzz::npyFile;
 
 std::string labels(const std::vector<int64_t> &values, int width) {
   std::string s;
@@ -98,12 +81,12 @@ std::string floats(size_t n, unsigned seed) {
 void npzSeeds() {
   // 3 training and 2 test 4x4 gray uint8 images (NHW), int64 labels.
   std::vector<std::string> mnist = {
-      npy("|u1", {3, 4, 4}, pattern(48, 1)), npy("<i8", {3}, labels({1, 0, 2}, 8)),
-      npy("|u1", {2, 4, 4}, pattern(32, 2)), npy("<i8", {2}, labels({2, 1}, 8))};
+      npyFile("|u1", {3, 4, 4}, pattern(48, 1)), npyFile("<i8", {3}, labels({1, 0, 2}, 8)),
+      npyFile("|u1", {2, 4, 4}, pattern(32, 2)), npyFile("<i8", {2}, labels({2, 1}, 8))};
   // 2 + 1 RGB 3x2 float32 images (NHWC), uint8 and int32 labels, .npy v2.
   std::vector<std::string> color = {
-      npy("<f4", {2, 3, 2, 3}, floats(36, 3), 2), npy("|u1", {2}, labels({0, 1}, 1), 2),
-      npy("<f4", {1, 3, 2, 3}, floats(18, 4), 2), npy("<i4", {1}, labels({1}, 4), 2)};
+      npyFile("<f4", {2, 3, 2, 3}, floats(36, 3), 2), npyFile("|u1", {2}, labels({0, 1}, 1), 2),
+      npyFile("<f4", {1, 3, 2, 3}, floats(18, 4), 2), npyFile("<i4", {1}, labels({1}, 4), 2)};
   for (bool deflate : {false, true}) {
     for (const auto &[name, arrays] : {std::pair{"mnist", mnist}, std::pair{"color", color}}) {
       std::vector<rn::fuzz::ZipMember> members;

@@ -14,6 +14,7 @@
 #include "runtime/train/npz_source.h"
 
 #include "../temp_dir.h"
+#include "runtime/core/fuzz/fuzz_files.h"
 
 #include <gtest/gtest.h>
 
@@ -28,99 +29,11 @@ namespace {
 
 using NpzDatasetTest = rn::test::TempDirTest;
 
-void put(std::string &out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i)
-    out += char((v >> (8 * i)) & 0xff);
-}
-
-/// An .npy file: `dtype` ("|u1", "<f4", ...), `shape`, raw `data`.
-std::string npy(const std::string &dtype, const std::vector<int64_t> &shape,
-                const std::string &data, int version = 1, bool fortran = false) {
-  std::string dims;
-  for (int64_t d : shape)
-    dims += std::to_string(d) + ", ";
-  if (shape.size() > 1)
-    dims.resize(dims.size() - 2);
-  std::string header = "{'descr': '" + dtype + "', 'fortran_order': " +
-                       (fortran ? "True" : "False") + ", 'shape': (" + dims + "), }";
-  const size_t prefix = version == 1 ? 10 : 12;
-  header.append(63 - (prefix + header.size()) % 64, ' ');
-  header += '\n';
-  std::string out = "\x93NUMPY";
-  out += char(version);
-  out += char(0);
-  put(out, header.size(), version == 1 ? 2 : 4);
-  return out + header + data;
-}
-
-struct Entry {
-  std::string name, data;
-  bool deflate = false, zip64 = false;
-};
-
-/// A zip archive as numpy writes one: each entry's local header, its data,
-/// then the central directory and its end record. With `zip64`, the local
-/// header's sizes are saturated and carried in a zip64 extra field (numpy's
-/// force_zip64), the central directory's too.
-std::string zip(const std::vector<Entry> &entries) {
-  std::string out, directory;
-  for (const Entry &e : entries) {
-    std::string body = e.data;
-    if (e.deflate) {
-      z_stream z{};
-      deflateInit2(&z, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-      std::string packed(deflateBound(&z, uLong(e.data.size())), '\0');
-      z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(e.data.data()));
-      z.avail_in = uInt(e.data.size());
-      z.next_out = reinterpret_cast<Bytef *>(packed.data());
-      z.avail_out = uInt(packed.size());
-      deflate(&z, Z_FINISH);
-      packed.resize(z.total_out);
-      deflateEnd(&z);
-      body = packed;
-    }
-    const uint32_t crc = uint32_t(crc32(0, reinterpret_cast<const Bytef *>(e.data.data()),
-                                        uInt(e.data.size())));
-    std::string extra;
-    if (e.zip64) {
-      put(extra, 0x0001, 2);
-      put(extra, 16, 2);
-      put(extra, e.data.size(), 8);
-      put(extra, body.size(), 8);
-    }
-    const uint64_t offset = out.size();
-    auto common = [&](std::string &h) {
-      put(h, 45, 2);                   // version needed
-      put(h, 0, 2);                    // flags
-      put(h, e.deflate ? 8 : 0, 2);    // method
-      put(h, 0, 4);                    // time, date
-      put(h, crc, 4);
-      put(h, e.zip64 ? 0xffffffffu : body.size(), 4);
-      put(h, e.zip64 ? 0xffffffffu : e.data.size(), 4);
-      put(h, e.name.size(), 2);
-      put(h, extra.size(), 2);
-    };
-    put(out, 0x04034b50, 4);
-    common(out);
-    out += e.name + extra + body;
-    put(directory, 0x02014b50, 4);
-    put(directory, 45, 2); // version made by
-    common(directory);
-    put(directory, 0, 2 + 2 + 2 + 4); // comment, disk, attributes
-    put(directory, offset, 4);
-    directory += e.name + extra;
-  }
-  const uint64_t directoryOffset = out.size();
-  out += directory;
-  put(out, 0x06054b50, 4);
-  put(out, 0, 4);
-  put(out, entries.size(), 2);
-  put(out, entries.size(), 2);
-  put(out, directory.size(), 4);
-  put(out, directoryOffset, 4);
-  put(out, 0, 2);
-  return out;
-}
+// The .npy and zip writers of the fuzz seeds.
+using rn::fuzz::npyFile;
+using rn::fuzz::putLe;
+using rn::fuzz::zipArchive;
+using Entry = rn::fuzz::ZipMember;
 
 std::string bytes(const std::vector<uint8_t> &v) { return std::string(v.begin(), v.end()); }
 
@@ -135,19 +48,19 @@ std::string floats(const std::vector<float> &v) {
 std::vector<Entry> mnistLike(bool deflate, bool zip64) {
   std::string labels;
   for (int64_t v : {1, 0, 2})
-    put(labels, uint64_t(v), 8);
+    putLe(labels, uint64_t(v), 8);
   std::string testLabels;
   for (int64_t v : {2, 2})
-    put(testLabels, uint64_t(v), 8);
+    putLe(testLabels, uint64_t(v), 8);
   std::vector<uint8_t> train(12), test(8);
   for (size_t i = 0; i < train.size(); ++i)
     train[i] = uint8_t(i * 20);
   for (size_t i = 0; i < test.size(); ++i)
     test[i] = uint8_t(255 - i);
-  return {{"x_train.npy", npy("|u1", {3, 2, 2}, bytes(train)), deflate, zip64},
-          {"y_train.npy", npy("<i8", {3}, labels), deflate, zip64},
-          {"x_test.npy", npy("|u1", {2, 2, 2}, bytes(test)), deflate, zip64},
-          {"y_test.npy", npy("<i8", {2}, testLabels), deflate, zip64}};
+  return {{"x_train.npy", npyFile("|u1", {3, 2, 2}, bytes(train)), deflate, zip64},
+          {"y_train.npy", npyFile("<i8", {3}, labels), deflate, zip64},
+          {"x_test.npy", npyFile("|u1", {2, 2, 2}, bytes(test)), deflate, zip64},
+          {"y_test.npy", npyFile("<i8", {2}, testLabels), deflate, zip64}};
 }
 
 // Tests that stored and deflated archives, with and without zip64 fields,
@@ -155,7 +68,7 @@ std::vector<Entry> mnistLike(bool deflate, bool zip64) {
 TEST_F(NpzDatasetTest, ReadsStoredAndDeflatedArchives) {
   for (bool deflate : {false, true})
     for (bool zip64 : {false, true}) {
-      std::string path = write("m.npz", zip(mnistLike(deflate, zip64)));
+      std::string path = write("m.npz", zipArchive(mnistLike(deflate, zip64)));
       rn::Result<rn::NpzSplits> splits = rn::loadNpzSplits(path);
       ASSERT_TRUE(splits.ok()) << splits.error().message();
       EXPECT_EQ(splits->train.count, 3);
@@ -177,10 +90,10 @@ TEST_F(NpzDatasetTest, Float32ImagesAndNormalization) {
   std::vector<float> train = {0.5f, 1.0f, 2.0f, 4.0f}; // 2 images of 1x1x2
   std::vector<float> test = {1.0f, 3.0f};
   std::string path =
-      write("f.npz", zip({{"x_train.npy", npy("<f4", {2, 1, 1, 2}, floats(train), 2)},
-                          {"y_train.npy", npy("|u1", {2}, bytes({4, 1}), 2)},
-                          {"x_test.npy", npy("<f4", {1, 1, 1, 2}, floats(test), 2)},
-                          {"y_test.npy", npy("|u1", {1}, bytes({0}), 2)}}));
+      write("f.npz", zipArchive({{"x_train.npy", npyFile("<f4", {2, 1, 1, 2}, floats(train), 2)},
+                          {"y_train.npy", npyFile("|u1", {2}, bytes({4, 1}), 2)},
+                          {"x_test.npy", npyFile("<f4", {1, 1, 1, 2}, floats(test), 2)},
+                          {"y_test.npy", npyFile("|u1", {1}, bytes({0}), 2)}}));
   rn::train::NpzSourceOptions options;
   options.mean = std::vector<float>{1.0f, 2.0f};
   options.std = std::vector<float>{0.5f, 4.0f};
@@ -201,7 +114,7 @@ TEST_F(NpzDatasetTest, Float32ImagesAndNormalization) {
   EXPECT_FLOAT_EQ(std[1], 1.5f);
   // uint8 pixels are scaled to [0, 1] first, as the IDX source does.
   rn::Result<rn::train::NpzSources> u8 =
-      rn::train::loadNpzSources(write("u.npz", zip(mnistLike(false, false))), {});
+      rn::train::loadNpzSources(write("u.npz", zipArchive(mnistLike(false, false))), {});
   ASSERT_TRUE(u8.ok()) << u8.error().message();
   EXPECT_TRUE(u8->statsComputed);
   float pixels[4];
@@ -219,10 +132,10 @@ void expectError(const rn::Result<rn::NpzSplits> &r, const std::string &part) {
 // nor a NaN loss many steps later).
 TEST_F(NpzDatasetTest, NonFiniteFloatImagesAreNamed) {
   auto archive = [&](const std::string &name, std::vector<float> train, std::vector<float> test) {
-    return write(name, zip({{"x_train.npy", npy("<f4", {2, 1, 2, 2}, floats(train), 1)},
-                            {"y_train.npy", npy("|u1", {2}, bytes({0, 1}), 1)},
-                            {"x_test.npy", npy("<f4", {1, 1, 2, 2}, floats(test), 1)},
-                            {"y_test.npy", npy("|u1", {1}, bytes({0}), 1)}}));
+    return write(name, zipArchive({{"x_train.npy", npyFile("<f4", {2, 1, 2, 2}, floats(train), 1)},
+                            {"y_train.npy", npyFile("|u1", {2}, bytes({0, 1}), 1)},
+                            {"x_test.npy", npyFile("<f4", {1, 1, 2, 2}, floats(test), 1)},
+                            {"y_test.npy", npyFile("|u1", {1}, bytes({0}), 1)}}));
   };
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
@@ -235,7 +148,7 @@ TEST_F(NpzDatasetTest, NonFiniteFloatImagesAreNamed) {
 
 // Tests that damaged archives are errors naming the file and the entry.
 TEST_F(NpzDatasetTest, DamagedArchivesAreNamed) {
-  std::string good = zip(mnistLike(false, true));
+  std::string good = zipArchive(mnistLike(false, true));
   expectError(rn::loadNpzSplits(write("short.npz", good.substr(0, 10))), "short.npz: not a zip");
   expectError(rn::loadNpzSplits(write("none.npz", std::string(100, 'x'))),
               "no end of central directory record");
@@ -243,7 +156,7 @@ TEST_F(NpzDatasetTest, DamagedArchivesAreNamed) {
   flipped[flipped.find("NUMPY") + 80] ^= 1; // a pixel of x_train
   expectError(rn::loadNpzSplits(write("crc.npz", flipped)),
               "crc.npz: entry x_train.npy: CRC-32 mismatch");
-  std::string deflated = zip(mnistLike(true, false));
+  std::string deflated = zipArchive(mnistLike(true, false));
   std::string broken = deflated;
   broken[30 + 11 + 4] ^= 0x55; // inside the first deflate stream (after header and name)
   rn::Result<rn::NpzSplits> r = rn::loadNpzSplits(write("inflate.npz", broken));
@@ -260,11 +173,11 @@ TEST_F(NpzDatasetTest, DamagedArchivesAreNamed) {
 // directory announces more bytes than deflate's 1032:1 can expand it to.
 TEST_F(NpzDatasetTest, HostileSizesAreRefused) {
   std::vector<Entry> entries = mnistLike(false, false);
-  entries[0] = {"x_train.npy", npy("|u1", {3, 2, 9223372036854775807}, std::string(12, '\0'))};
-  expectError(rn::loadNpzSplits(write("shape.npz", zip(entries))),
+  entries[0] = {"x_train.npy", npyFile("|u1", {3, 2, 9223372036854775807}, std::string(12, '\0'))};
+  expectError(rn::loadNpzSplits(write("shape.npz", zipArchive(entries))),
               "shape.npz: x_train.npy: 12 bytes of data for |u1 [3, 2, 9223372036854775807], "
               "which needs more than 2^64");
-  std::string bomb = zip(mnistLike(true, false));
+  std::string bomb = zipArchive(mnistLike(true, false));
   // The first entry's uncompressed size, 24 bytes into its directory record.
   const size_t record = bomb.find(std::string("PK\x01\x02", 4));
   ASSERT_NE(record, std::string::npos);
@@ -281,32 +194,32 @@ TEST_F(NpzDatasetTest, UnsuitableArraysAreNamed) {
   auto with = [&](size_t index, Entry replacement) {
     std::vector<Entry> entries = mnistLike(false, false);
     entries[index] = std::move(replacement);
-    return rn::loadNpzSplits(write("a.npz", zip(entries)));
+    return rn::loadNpzSplits(write("a.npz", zipArchive(entries)));
   };
-  expectError(with(3, {"labels.npy", npy("<i8", {2}, std::string(16, '\0'))}),
+  expectError(with(3, {"labels.npy", npyFile("<i8", {2}, std::string(16, '\0'))}),
               "no array 'y_test' (an image .npz holds x_train, y_train, x_test, y_test as "
               "Keras' mnist.npz; this one holds labels, x_test, x_train, y_train)");
-  expectError(with(0, {"x_train.npy", npy(">f4", {3, 2, 2}, std::string(48, '\0'))}),
+  expectError(with(0, {"x_train.npy", npyFile(">f4", {3, 2, 2}, std::string(48, '\0'))}),
               "x_train.npy: dtype '>f4' is not read (little-endian integers and floats only)");
-  expectError(with(0, {"x_train.npy", npy("<f8", {3, 2, 2}, std::string(96, '\0'))}),
+  expectError(with(0, {"x_train.npy", npyFile("<f8", {3, 2, 2}, std::string(96, '\0'))}),
               "x_train has dtype '<f8'; images are uint8 or float32");
-  expectError(with(0, {"x_train.npy", npy("|u1", {3, 2, 2}, std::string(12, '\0'), 1, true)}),
+  expectError(with(0, {"x_train.npy", npyFile("|u1", {3, 2, 2}, std::string(12, '\0'), 1, true)}),
               "Fortran-order arrays are not read");
-  expectError(with(0, {"x_train.npy", npy("|u1", {3, 2, 2}, std::string(11, '\0'))}),
+  expectError(with(0, {"x_train.npy", npyFile("|u1", {3, 2, 2}, std::string(11, '\0'))}),
               "x_train.npy: 11 bytes of data for |u1 [3, 2, 2], which needs 12");
-  expectError(with(0, {"x_train.npy", npy("|u1", {3, 12}, std::string(36, '\0'))}),
+  expectError(with(0, {"x_train.npy", npyFile("|u1", {3, 12}, std::string(36, '\0'))}),
               "x_train has shape [3, 12]; images are [N, H, W, C] (NHWC) or [N, H, W]");
-  expectError(with(0, {"x_train.npy", npy("|u1", {3, 1, 2, 2}, std::string(12, '\0'))}),
+  expectError(with(0, {"x_train.npy", npyFile("|u1", {3, 1, 2, 2}, std::string(12, '\0'))}),
               "x_train holds 1x2x2 images, x_test 2x2x1: the splits must match");
-  expectError(with(1, {"y_train.npy", npy("<i8", {2}, std::string(16, '\0'))}),
+  expectError(with(1, {"y_train.npy", npyFile("<i8", {2}, std::string(16, '\0'))}),
               "y_train has shape [2]; expected [3], one label per image of x_train");
   std::string negative;
-  put(negative, 1, 4);
-  put(negative, 0xffffffffu, 4);
-  put(negative, 0, 4);
-  expectError(with(1, {"y_train.npy", npy("<i4", {3}, negative)}),
+  putLe(negative, 1, 4);
+  putLe(negative, 0xffffffffu, 4);
+  putLe(negative, 0, 4);
+  expectError(with(1, {"y_train.npy", npyFile("<i4", {3}, negative)}),
               "y_train[1] is -1; labels are class indices 0, 1, ...");
-  expectError(with(1, {"y_train.npy", npy("<f4", {3}, std::string(12, '\0'))}),
+  expectError(with(1, {"y_train.npy", npyFile("<f4", {3}, std::string(12, '\0'))}),
               "y_train has dtype '<f4'; labels are integers");
 }
 
