@@ -212,6 +212,13 @@ inline std::string zipArchive(const std::vector<ZipMember> &members) {
   return out;
 }
 
+/// A property every answer of a reader must have; a violation stops the
+/// fuzzer as a crash (libFuzzer then keeps the input).
+inline void check(bool ok) {
+  if (!ok)
+    __builtin_trap();
+}
+
 /// With RN_FUZZ_VERBOSE set, prints what the reader answered for an input
 /// (`-runs=0` over a corpus then shows what each seed reaches).
 inline void report(const std::string &what) {

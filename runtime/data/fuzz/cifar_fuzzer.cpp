@@ -21,10 +21,7 @@
 
 namespace {
 
-void check(bool ok) {
-  if (!ok)
-    __builtin_trap();
-}
+using rn::fuzz::check;
 
 void checkSet(const rn::CifarDataset &d) {
   check(d.count > 0);

@@ -22,10 +22,7 @@
 
 namespace {
 
-void check(bool ok) {
-  if (!ok)
-    __builtin_trap();
-}
+using rn::fuzz::check;
 
 void checkSet(const rn::IdxDataset &d, bool labels) {
   check(d.count >= 0 && d.rows > 0 && d.cols > 0);

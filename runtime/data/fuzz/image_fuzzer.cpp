@@ -21,14 +21,7 @@
 #include <string_view>
 #include <vector>
 
-namespace {
-
-void check(bool ok) {
-  if (!ok)
-    __builtin_trap();
-}
-
-} // namespace
+using rn::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const bool jpeg = size > 0 && data[0] == 0xFF;

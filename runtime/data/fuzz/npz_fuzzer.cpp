@@ -21,10 +21,7 @@
 
 namespace {
 
-void check(bool ok) {
-  if (!ok)
-    __builtin_trap();
-}
+using rn::fuzz::check;
 
 void checkSplit(const rn::NpzDataset &d) {
   check(d.count > 0 && d.height > 0 && d.width > 0 && d.channels > 0);

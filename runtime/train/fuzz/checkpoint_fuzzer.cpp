@@ -33,14 +33,7 @@ Status Trainer::writeState(std::string_view, const std::vector<float> &) { __bui
 Result<NamedValues> Trainer::stateDict(std::string_view) { __builtin_trap(); }
 } // namespace rn::train
 
-namespace {
-
-void check(bool ok) {
-  if (!ok)
-    __builtin_trap();
-}
-
-} // namespace
+using rn::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view input(reinterpret_cast<const char *>(data), size);
