@@ -15,6 +15,7 @@
 #include "dialects/rn/RNDialect.h"
 #include "passes/Passes.h"
 #include "passes/TrainingPipeline.h"
+#include "runtime/train/artifact_file.h"
 #include "rn_version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -60,20 +61,18 @@ namespace {
 /// is the only input, and printing 44 KB of an artifact as the "source
 /// line" of a parse error helps nobody.
 std::string describeBinaryInput(llvm::StringRef bytes, llvm::StringRef name) {
-  if (bytes.size() >= 9) {
-    uint64_t headerBytes = 0;
-    for (int i = 7; i >= 0; --i)
-      headerBytes = (headerBytes << 8) | uint8_t(bytes[size_t(i)]);
-    if (bytes[8] == '{' && headerBytes < (uint64_t(1) << 30)) {
-      llvm::StringRef header = bytes.substr(8, headerBytes);
-      if (header.contains("\"rn.checkpoint\""))
-        return (name + " is an RN checkpoint, not a model: resume it with "
-                       "rn-run --resume " + name + " on its artifact")
-            .str();
-      if (header.contains("\"rn-program\""))
-        return (name + " is an RN artifact (already compiled), not a model: "
-                       "run it with rn-run " + name)
-            .str();
+  std::string_view view(bytes.data(), bytes.size());
+  if (const uint64_t length = ::rn::train::safetensorsHeaderLength(view)) {
+    switch (::rn::train::rnFileKind(view.substr(8, size_t(length)))) {
+    case ::rn::train::RnFileKind::checkpoint:
+      return (name + " is an RN checkpoint, not a model: resume it with "
+                     "rn-run --resume " + name + " on its artifact")
+          .str();
+    case ::rn::train::RnFileKind::artifact:
+      return (name + " is an RN artifact (already compiled), not a model: "
+                     "run it with rn-run " + name)
+          .str();
+    case ::rn::train::RnFileKind::other:
       return (name + " is a safetensors file, not a model: rn-compile takes "
                      "a model in MLIR text (.mlir)")
           .str();

@@ -4,7 +4,6 @@
 
 #include "runtime/core/safetensors.h"
 
-#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +25,23 @@ bool looksLikeMlirText(std::string_view head) {
   return false;
 }
 
+uint64_t safetensorsHeaderLength(std::string_view head) {
+  if (head.size() < 9 || head[8] != '{')
+    return 0;
+  uint64_t length = 0;
+  for (int i = 7; i >= 0; --i)
+    length = length << 8 | static_cast<unsigned char>(head[size_t(i)]);
+  return length >= 2 && length <= kMaxSafetensorsHeaderBytes ? length : 0;
+}
+
+RnFileKind rnFileKind(std::string_view header) {
+  if (header.find("\"rn-program\"") != std::string_view::npos)
+    return RnFileKind::artifact;
+  if (header.find("\"rn.checkpoint\"") != std::string_view::npos)
+    return RnFileKind::checkpoint;
+  return RnFileKind::other;
+}
+
 Status checkArtifactFile(const std::string &path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
@@ -40,27 +56,20 @@ Status checkArtifactFile(const std::string &path) {
   if (looksLikeMlirText(head))
     return Error(path + ": this is a model (MLIR text), not a compiled artifact; compile it "
                         "with rn-compile first");
-  // A safetensors file: the header's length, then the header's '{'. A
-  // truncated or damaged artifact still starts so; the loader says more.
-  if (head.size() >= 9 && head[8] == '{') {
-    uint64_t length = 0;
-    for (int i = 7; i >= 0; --i)
-      length = length << 8 | static_cast<unsigned char>(head[size_t(i)]);
-    if (length >= 2 && length <= kMaxSafetensorsHeaderBytes) {
-      // rn-run's checkpoints are safetensors files too, with their own
-      // metadata (after the tensors of a large model): the likeliest wrong
-      // safetensors file to be given.
-      std::string header(size_t(length), '\0');
-      file.clear();
-      file.seekg(8);
-      file.read(header.data(), std::streamsize(length));
-      header.resize(size_t(file.gcount()));
-      if (header.find("\"rn.checkpoint\"") != std::string::npos &&
-          header.find("\"rn-program\"") == std::string::npos)
-        return Error(path + " is an rn-run checkpoint, not an artifact: resume it with "
-                            "--resume " + path + " on the artifact it was trained from");
-      return Status::success();
-    }
+  // A safetensors file. A truncated or damaged artifact still starts so;
+  // the loader says more. rn-run's checkpoints are safetensors files too,
+  // with their own metadata (after the tensors of a large model: the whole
+  // header is read): the likeliest wrong safetensors file to be given.
+  if (const uint64_t length = safetensorsHeaderLength(head)) {
+    std::string header(size_t(length), '\0');
+    file.clear();
+    file.seekg(8);
+    file.read(header.data(), std::streamsize(length));
+    header.resize(size_t(file.gcount()));
+    if (rnFileKind(header) == RnFileKind::checkpoint)
+      return Error(path + " is an rn-run checkpoint, not an artifact: resume it with "
+                          "--resume " + path + " on the artifact it was trained from");
+    return Status::success();
   }
   std::string shown;
   for (size_t i = 0; i < head.size() && i < 8; ++i) {

@@ -15,6 +15,7 @@
 
 #include "runtime/core/status.h"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,17 @@ namespace rn::train {
 /// whitespace it starts with `module`, `func.func`, `rn.`,
 /// `"builtin.module"` or a `//` comment.
 bool looksLikeMlirText(std::string_view head);
+
+/// The length of the safetensors header `head` (a file's first bytes)
+/// starts with: 8 little-endian bytes, then the header's '{'. 0 when it
+/// does not start so, or names a length outside [2, kMaxSafetensorsHeaderBytes].
+uint64_t safetensorsHeaderLength(std::string_view head);
+
+/// Which of RN's safetensors files a header (its JSON) belongs to: a
+/// training artifact ("rn-program"), an rn-run checkpoint
+/// ("rn.checkpoint"), or another.
+enum class RnFileKind { artifact, checkpoint, other };
+RnFileKind rnFileKind(std::string_view header);
 
 /// An error saying what `path` is when it cannot be an artifact: MLIR text
 /// ("... a model (MLIR text), not a compiled artifact; compile it with

@@ -14,10 +14,6 @@
 
 namespace rn::train {
 
-struct GpuTrace::Impl {
-  std::unique_ptr<GpuTimeline> timeline;
-};
-
 Status gpuAvailable() {
   Result<GpuBackend *> backend = gpuBackend();
   if (!backend)
@@ -106,7 +102,7 @@ std::string planCachePath(const std::string &flag) {
   return dir + "/conv-plans.json";
 }
 
-GpuTrace::GpuTrace() : impl_(std::make_unique<Impl>()) {}
+GpuTrace::GpuTrace(std::unique_ptr<GpuTimeline> timeline) : timeline_(std::move(timeline)) {}
 GpuTrace::~GpuTrace() = default;
 
 Result<std::unique_ptr<GpuTrace>> GpuTrace::create(const Program &program) {
@@ -116,22 +112,20 @@ Result<std::unique_ptr<GpuTrace>> GpuTrace::create(const Program &program) {
   Result<std::unique_ptr<GpuTimeline>> timeline = (*backend)->createTimeline(program);
   if (!timeline)
     return timeline.error();
-  std::unique_ptr<GpuTrace> trace(new GpuTrace());
-  trace->impl_->timeline = std::move(*timeline);
-  return trace;
+  return std::unique_ptr<GpuTrace>(new GpuTrace(std::move(*timeline)));
 }
 
-GpuTimeline *GpuTrace::timeline() const { return impl_->timeline.get(); }
+GpuTimeline *GpuTrace::timeline() const { return timeline_.get(); }
 
 Status GpuTrace::start() {
-  RN_RETURN_IF_ERROR(impl_->timeline->start());
+  RN_RETURN_IF_ERROR(timeline_->start());
   recording_ = true;
   return Status::success();
 }
 
 Result<GpuTrace::Summary> GpuTrace::write(const std::string &path) {
   recording_ = false;
-  return impl_->timeline->write(path);
+  return timeline_->write(path);
 }
 
 void GpuTrace::record(const char *track, std::string name,
@@ -139,7 +133,7 @@ void GpuTrace::record(const char *track, std::string name,
                       std::chrono::steady_clock::time_point end) {
   if (!recording_)
     return;
-  impl_->timeline->hostSpan(track, std::move(name), begin, end);
+  timeline_->hostSpan(track, std::move(name), begin, end);
 }
 
 } // namespace rn::train

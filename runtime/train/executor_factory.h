@@ -115,9 +115,8 @@ public:
   GpuTimeline *timeline() const;
 
 private:
-  GpuTrace();
-  struct Impl; ///< the backend's timeline
-  std::unique_ptr<Impl> impl_;
+  explicit GpuTrace(std::unique_ptr<GpuTimeline> timeline);
+  std::unique_ptr<GpuTimeline> timeline_;
   std::atomic<bool> recording_{false};
 };
 
