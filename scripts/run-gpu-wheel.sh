@@ -55,8 +55,13 @@ if has install; then
   say "pip: $($python -m pip --version 2>&1)"
   say "install: $python -m pip install --no-index --no-deps $(basename "$wheel")"
   $python -m pip install --no-index --no-deps --force-reinstall "$wheel" 2>&1 | tail -3 | tee -a "$summary"
-  site=$($python -c 'import rn, os; print(os.path.dirname(os.path.dirname(rn.__file__)))')
   say "rn $($python -c 'import rn; print(rn.__version__, rn.__file__)')"
+fi
+
+# Where the installed rn lives (site-packages), for the test binary's
+# library path and the tools' own paths.
+site=$($python -c 'import rn, os; print(os.path.dirname(os.path.dirname(rn.__file__)))' 2>/dev/null)
+if has install; then
   say "NVIDIA's libraries as librn_cuda.so resolves them (no LD_LIBRARY_PATH):"
   ldd "$site/rn/lib/librn_cuda.so" | grep -E "not found|cudnn|nccl|cupti|cudart|cublas|nvrtc|rn_runtime" \
     | sed 's/ (0x.*//' | tee -a "$summary"
@@ -88,7 +93,6 @@ PY
 fi
 
 if has tests; then
-  site=$($python -c 'import rn, os; print(os.path.dirname(os.path.dirname(rn.__file__)))')
   if [ -n "$bins" ] && [ -x "$bins/rn-cuda-tests" ]; then
     # Test binaries are not in the wheel: they link its libraries, which
     # they find here (the wheel's own files find each other by RPATH).
@@ -102,7 +106,6 @@ if has tests; then
 fi
 
 if has pytests; then
-  site=$($python -c 'import rn, os; print(os.path.dirname(os.path.dirname(rn.__file__)))')
   # The Python GPU tests' artifacts, compiled here from the wheel (the
   # imported torchvision models with this machine's torch).
   tb=$work/test-artifacts
