@@ -19,7 +19,6 @@ from .emitter import (
     LayerInfo,
     ParamSpec,
     TensorType,
-    Trace,
     Value,
     adaptive_avg_pool2d,
     add,
@@ -28,7 +27,6 @@ from .emitter import (
     channel_mul,
     conv2d,
     dropout,
-    emit_model,
     flatten,
     global_avg_pool,
     hardsigmoid,
@@ -43,7 +41,6 @@ from .emitter import (
     softmax_cross_entropy,
     stochastic_depth,
     tanh,
-    trace_model,
 )
 from .torch_import import (
     ImportedModel,
@@ -52,6 +49,7 @@ from .torch_import import (
     from_torch,
     to_torch_state_dict,
 )
+from .tracer import Trace, emit_model, trace_model
 from .trainer import (
     IncompatibleKeys,
     InputBuffer,

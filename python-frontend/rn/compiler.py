@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._native_loader import compiler_module
-from .emitter import emit_model
 from .nn import Module
+from .tracer import emit_model
 from .training import find_tool
 
 __all__ = ["CompileError", "compile", "find_rn_compile"]

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from . import emitter as F
-from .emitter import DTYPES, INPUT_DTYPES, Init, Trace, Value, format_table, trace_model
+from .emitter import DTYPES, Init, Value, format_table
 from .nn import (
     AdaptiveAvgPool2d,
     AvgPool2d,
@@ -65,6 +65,7 @@ from .nn import (
     Tanh,
     kaiming_normal,
 )
+from .tracer import INPUT_DTYPES, Trace, trace_model
 from .training import CHOICES, TrainingOptions, build_training, format_option
 
 __all__ = [
