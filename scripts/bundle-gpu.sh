@@ -55,10 +55,6 @@ copy_scripts() {
   cp "$RN_ROOT"/bench/*.py "$RN_ROOT"/bench/*.sh "$bundle/bench/"
   # The loader benchmark writes its CIFAR-format folder with the test suite's writer.
   cp "$RN_ROOT/test/tools/rn-run/Inputs/write_cifar.py" "$bundle/bench/"
-  # The recorded GPU rounds (run from the working tree's root on the GPU
-  # machine: bash gpu-bundle/diag/NAME.sh).
-  mkdir -p "$bundle/diag"
-  cp "$RN_ROOT"/scripts/gpu-rounds/*.sh "$bundle/diag/"
   cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$RN_ROOT/scripts/run-gpu-bench.sh" \
     "$RN_ROOT/scripts/run-gpu-round.sh" "$RN_ROOT/scripts/gpu-env.sh" \
     "$RN_ROOT/scripts/compare-digests.py" "$RN_ROOT/scripts/run-gpu-profile.sh" \
