@@ -208,8 +208,7 @@ LogicalResult UpdateRunningStatsOp::verify() {
   return verifySavedStatistics(diag, mean, getBatchMean(), getBatchInvStd());
 }
 
-/// Distinct indices below one count give every random op of a step its own
-/// random stream (step * count + index).
+/// 0 <= index < count. See Note [Random streams] in runtime/cpu/cpu_kernels.h.
 static LogicalResult verifyRandomStream(const ShapeDiagnostics &diag,
                                         IntegerAttr indexAttr,
                                         IntegerAttr countAttr) {

@@ -213,19 +213,10 @@ def RN_DropoutTrainOp : RN_Op<"dropout_train", [RN_ArtifactOp,
   let description = [{
     `mask` holds 0 or 1 / (1 - p) per element; `result` = input * mask.
 
-    The mask is drawn from Philox4x32-10 with the key
-    {seed, stream = step * count + index} (64-bit, the step sign-extended):
-    `seed` is the run's seed (a
-    load-time constant of the runtime), `step` the train step's step input,
-    read from device memory so that a captured CUDA graph draws a new mask
-    every step, and `index` this op's position among the `count` random ops
-    of its function: its dropouts and stochastic depths, which
-    rn-build-training numbers together in forward order. Every random op of
-    every step of a run therefore gets its own stream, and the same step
-    redraws the same mask. Element i drops when
-    (philox({lo32(i / 4), hi32(i / 4), lo32(stream), hi32(stream)},
-    {lo32(seed), hi32(seed)})[i % 4] >> 8) < ceil(p * 2^24)
-    (docs/cpu-kernels.md).
+    Element i drops when (word(i) >> 8) < ceil(p * 2^24), word(i) being
+    the i-th Philox4x32-10 word of this op's random stream, keyed by the
+    run's seed, `step` and `index` of `count` (see Note [Random streams] in
+    runtime/cpu/cpu_kernels.h).
   }];
   let arguments = (ins
     RN_FloatTensor:$input,
@@ -249,16 +240,10 @@ def RN_StochasticDepthTrainOp : RN_Op<"stochastic_depth_train", [RN_ArtifactOp,
     for a kept one; `result[n, ...]` = input[n, ...] * mask[n]. p = 1
     drops every sample.
 
-    The random stream is dropout's (`rn.dropout_train`): Philox4x32-10 with
-    the key {seed, stream = step * count + index}, where `index` and
-    `count` number this op among all the random ops of its function,
-    dropouts and stochastic depths together, in forward order. One
-    numbering keeps the streams of a step distinct, so no stochastic depth
-    reuses a dropout's random words. Sample n draws word n of the stream,
-    as element n of a dropout would: it drops when
-    (philox({lo32(n / 4), hi32(n / 4), lo32(stream), hi32(stream)},
-    {lo32(seed), hi32(seed)})[n % 4] >> 8) < ceil(p * 2^24)
-    (docs/cpu-kernels.md).
+    Sample n drops when (word(n) >> 8) < ceil(p * 2^24), word(n) being the
+    word element n of an `rn.dropout_train` with the same `step`, `index`
+    and `count` would draw (see Note [Random streams] in
+    runtime/cpu/cpu_kernels.h).
 
     ```mlir
     %y, %mask = rn.stochastic_depth_train %x step %step p 2.000000e-01 index 0 of 3

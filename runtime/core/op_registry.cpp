@@ -355,8 +355,8 @@ Status verifyEpsilon(const OpNodeSignature &node) {
   return c.finish();
 }
 
-/// dropout_train and stochastic_depth_train: the random stream is
-/// step * count + index (RNTrainingOps.td), so index must be below count.
+/// dropout_train and stochastic_depth_train: index must be below count
+/// (see Note [Random streams] in runtime/cpu/cpu_kernels.h).
 /// Dropout's p is below 1, stochastic depth's may be 1 (every sample
 /// dropped), as the dialect's verifiers say.
 template <bool PMayBeOne> Status verifyRandomOp(const OpNodeSignature &node) {

@@ -209,8 +209,8 @@ struct Kernel {
   bool relu = false, nesterov = false;
   /// cbr_backward: the recomputed mask takes the prologue's rounding.
   bool prologueMask = false;
-  /// dropout_train and stochastic_depth_train: the random stream is
-  /// step * randomCount + randomIndex.
+  /// dropout_train and stochastic_depth_train: the attributes count and
+  /// index (see Note [Random streams] in runtime/cpu/cpu_kernels.h).
   uint64_t randomIndex = 0, randomCount = 0;
 };
 
@@ -936,8 +936,7 @@ struct ExecutorAccess {
       return {};
     case OpKind::dropout_train: {
       using namespace op_table::dropout_train;
-      // The step comes from the program's device copy, as on the GPU, where
-      // a captured graph cannot take it from the host.
+      // See Note [Random streams] in runtime/cpu/cpu_kernels.h.
       cpu::RngKey key{ex.options_.seed, uint64_t(int64_t(i(node.operand(operand::step)))) *
                                                 k.randomCount +
                                             k.randomIndex};
@@ -946,7 +945,7 @@ struct ExecutorAccess {
     }
     case OpKind::stochastic_depth_train: {
       using namespace op_table::stochastic_depth_train;
-      // Keyed as dropout_train (one numbering for both).
+      // See Note [Random streams] in runtime/cpu/cpu_kernels.h.
       cpu::RngKey key{ex.options_.seed, uint64_t(int64_t(i(node.operand(operand::step)))) *
                                                 k.randomCount +
                                             k.randomIndex};

@@ -81,8 +81,67 @@ struct Pool2dAttrs {
   std::array<int64_t, 2> padding{0, 0}; // at most half the kernel
 };
 
-/// Key of the dropout random stream: `seed` is the run's seed, `stream` must
-/// differ between dropout executions (e.g. step * number_of_dropouts + index).
+// Note [Random streams]
+// ~~~~~~~~~~~~~~~~~~~~~
+// Every random op of a training step (rn.dropout_train,
+// rn.stochastic_depth_train) draws from Philox4x32-10, a counter-based
+// generator: each 32-bit word is a pure function of a 64-bit key and a
+// 128-bit counter. RN keys a random op's draws as
+//
+//   key     = {lo32(seed), hi32(seed)}
+//   stream  = uint64_t(int64_t(step)) * count + index   (mod 2^64)
+//   counter = {lo32(i / 4), hi32(i / 4), lo32(stream), hi32(stream)}
+//   word(i) = philox4x32(counter, key)[i % 4]
+//
+// - `seed` is the run's seed (RngKey::seed; CpuExecutor::Options::seed,
+//   DeviceProgram::Options::seed, OpLaunch::seed), a load-time constant of
+//   the runtime; data-parallel ranks offset it (dropoutSeedOfRank).
+// - `step` is the train step's i32 `step` input, sign-extended, read from
+//   the program's device copy of it (rn-partition copies the step in
+//   TRANSFER, and the barrier pass orders every random op after that copy),
+//   never from a host value.
+// - `index` and `count` are attributes of the op: rn-build-training numbers
+//   all the random ops of train_step together, dropouts and stochastic
+//   depths alike, in forward order, and gives each the total `count`. The
+//   dialect's verifiers (verifyRandomStream, RNTrainingOps.cpp) and the
+//   runtime's (verifyRandomOp, op_registry.cpp) check 0 <= index < count.
+// - `i` is the element (dropout) or the sample (stochastic depth: sample n
+//   takes the word element n of a dropout on the same stream would).
+//
+// So every random op of every step of a run has its own stream, no two ops
+// of a step share random words (one numbering for both kinds), and the same
+// seed and step redraw the same masks.
+//
+// Why the executors draw the same numbers: nothing in the key depends on
+// where, when or in what order a word is drawn. The CPU executor forms the
+// stream from the node's step operand and attributes (cpu_executor.cpp);
+// the CUDA kernels form the same expression on the device from a pointer
+// to the step (elementwise_kernels.cu). A captured CUDA graph bakes in its
+// kernel arguments, so the step cannot be one: read from device memory, it
+// makes every replay draw that step's masks, and cuda-eager, which issues
+// the same launchers, draws the same. Because the generator is counted, not
+// sequential, the grid layout and the CPU's interleavings change nothing.
+// cuda-graph, cuda-eager and the CPU executor therefore agree bit for bit
+// (test/runtime/cuda checks the kernels and executors against the CPU).
+//
+// A new random op must:
+// 1. take the `step` operand (an i32 scalar) and the I64 attributes `index`
+//    and `count`, verified as above, and read and write RN_RandomGenerator
+//    (MemoryEffects) so that nothing reorders or merges its draws;
+// 2. be numbered by rn-build-training together with the other random ops,
+//    never with a count of its own, so that its streams stay distinct: its
+//    model-level op carries RN_RandomInTraining, and its training form
+//    takes {index, count} from TrainingFormContext::takeRandomStream;
+// 3. form `stream` with exactly the expression above, on the CPU from the
+//    node's step operand, on the GPU inside the kernel from the device step
+//    (never a host scalar in the launch's arguments);
+// 4. draw its words with the counter above (cpu::dropoutRandomWord, and
+//    philox4x32 in elementwise_kernels.cu), and have a test that compares
+//    the GPU's draws with the CPU's bit for bit over several steps,
+//    including a negative step and a stream above 2^32.
+
+/// The key of a random op's draws: `seed` and `stream` of
+/// Note [Random streams] above.
 struct RngKey {
   uint64_t seed = 0;
   uint64_t stream = 0;

@@ -447,15 +447,14 @@ struct DropoutArgs {
   uint32_t threshold = 0; ///< drops when (word >> 8) < threshold
   float keep = 0;         ///< the mask value of kept elements, in mask's dtype
   uint2 key{};
-  /// The stream is step * dropouts + index, formed here from the device step
-  /// so that a captured launch draws a new mask every step.
+  /// See Note [Random streams] in runtime/cpu/cpu_kernels.h.
   const int32_t *step = nullptr;
   uint64_t dropouts = 0, index = 0; ///< of the node: its function's count, its index
 };
 
 /// One thread per Philox block: elements 4 * block .. 4 * block + 3.
 template <bool Vector> __global__ void dropoutKernel(DropoutArgs a) {
-  // The CPU's uint64_t(int64_t(step)) * count + index (cpu_executor.cpp).
+  // See Note [Random streams] in runtime/cpu/cpu_kernels.h.
   const uint64_t stream = uint64_t(int64_t(*a.step)) * a.dropouts + a.index;
   const uint32_t streamLo = uint32_t(stream), streamHi = uint32_t(stream >> 32);
   const int64_t blocks = (a.count + 3) / 4;
@@ -511,7 +510,7 @@ struct SampleMaskArgs {
   uint32_t threshold = 0; ///< drops when (word >> 8) < threshold
   float keep = 0;         ///< the mask value of kept samples, in mask's dtype
   uint2 key{};
-  /// The stream is step * count + index, formed here as dropoutKernel does.
+  /// See Note [Random streams] in runtime/cpu/cpu_kernels.h.
   const int32_t *step = nullptr;
   uint64_t count = 0, index = 0;
 };

@@ -121,20 +121,19 @@ Status zero(const DeviceTensor &result, cudaStream_t stream);
 /// Inverted dropout with the CPU's mask (cpu::dropoutTrain): element i drops
 /// when (dropoutRandomWord(key, i) >> 8) < ceil(p * 2^24), Philox4x32-10
 /// keyed by {seed} and counted by {i / 4, stream}; mask = 0 or
-/// roundTo(mask dtype, 1 / (1 - p)), result = input * mask. The stream is
-/// step * dropouts + index, formed on the device from `step` (an i32
-/// scalar in device memory, so a captured launch follows the step);
-/// `dropouts` and `index` are the node's "count" and "index". `mask` may be
-/// null (no mask stored, as cpu::dropout): the mask value is then rounded
-/// to result's dtype.
+/// roundTo(mask dtype, 1 / (1 - p)), result = input * mask. `step` is the
+/// i32 step in device memory; `dropouts` and `index` are the node's "count"
+/// and "index" (see Note [Random streams] in runtime/cpu/cpu_kernels.h).
+/// `mask` may be null (no mask stored, as cpu::dropout): the mask value is
+/// then rounded to result's dtype.
 Status dropout(const DeviceTensor &input, double p, uint64_t seed, const DeviceTensor &step,
                uint64_t dropouts, uint64_t index, const DeviceTensor &result,
                const DeviceTensor *mask, cudaStream_t cudaStream);
 
 /// Stochastic depth with the CPU's mask (cpu::stochasticDepthTrain): sample
 /// n (dimension 0 of `input`) drops when (dropoutRandomWord(key, n) >> 8) <
-/// ceil(p * 2^24), keyed as dropout with the stream step * count + index
-/// formed on the device from `step`; mask[n] = 0 or roundTo(mask dtype,
+/// ceil(p * 2^24), keyed as dropout (see Note [Random streams] in
+/// runtime/cpu/cpu_kernels.h); mask[n] = 0 or roundTo(mask dtype,
 /// 1 / (1 - p)) (`mask` is [N]), result[n, ...] = input[n, ...] * mask[n].
 /// Two launches on `cudaStream`: the mask, then the scaling, which reads the
 /// stored mask. Bit for bit the CPU's.

@@ -58,9 +58,8 @@ struct OpLaunch {
   const StreamResources &stream; ///< the node's (or the part's) stream
   ConvRunner &conv;
   GemmRunner &gemm;
-  /// The run's dropout and stochastic-depth seed (cpu::RngKey::seed), a
-  /// load-time constant; the stream comes from the node's step operand and
-  /// attributes.
+  /// The run's dropout and stochastic-depth seed (cpu::RngKey::seed). See
+  /// Note [Random streams] in runtime/cpu/cpu_kernels.h.
   uint64_t seed = 0;
   /// The node's (or part's) prepared state, owned by the executor: the same
   /// slot in `prepare` and in every `launch`. Null where the executor keeps

@@ -152,9 +152,9 @@ Status launchZero(const OpLaunch &l) {
   return zero(l.result(op_table::zero::result::result), streamOf(l));
 }
 
-// rn.dropout_train: the mask's stream comes from the attributes (count,
-// index), the input and the step; the kernel forms the stream step * count + index on
-// the device. (The model-level rn.dropout never reaches a program.)
+// rn.dropout_train: the kernel keys the mask by the attributes (count, index)
+// and the device step (see Note [Random streams] in runtime/cpu/cpu_kernels.h).
+// (The model-level rn.dropout never reaches a program.)
 Status launchDropoutTrain(const OpLaunch &l) {
   using namespace op_table::dropout_train;
   RN_RETURN_IF_ERROR(requireWhole(l));

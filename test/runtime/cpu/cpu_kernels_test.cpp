@@ -959,7 +959,7 @@ TEST(Dropout, BackwardAppliesTheMaskAndModelLevelMatches) {
 // Stochastic depth
 //===----------------------------------------------------------------------===//
 
-/// The executor's key of a random op: stream = step * count + index.
+/// The executor's key of a random op (Note [Random streams], cpu_kernels.h).
 RngKey randomOpKey(uint64_t seed, int32_t step, uint64_t count, uint64_t index) {
   return {seed, uint64_t(int64_t(step)) * count + index};
 }

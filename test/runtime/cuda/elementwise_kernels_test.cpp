@@ -563,9 +563,9 @@ TEST(CudaElementwise, DropoutMatchesCpuMaskBitForBit) {
   RN_SKIP_WITHOUT_CUDA();
   TestStream stream;
   std::mt19937 rng(5);
-  // The kernel forms the stream step * dropouts + index from the device
-  // step as the CPU executor does: a stream above 2^32 (2^30 * 4 + 2) and a
-  // negative step (wrapping to a stream near 2^64) check its 64-bit form.
+  // Note [Random streams] (runtime/cpu/cpu_kernels.h): a stream above 2^32
+  // (2^30 * 4 + 2) and a negative step (wrapping to a stream near 2^64)
+  // check the 64-bit form the kernel computes from the device step.
   struct DropoutKey {
     uint64_t seed;
     int32_t step;
