@@ -5,11 +5,13 @@
 // regenerates it and fails when this copy differs; copy the generated file
 // over it (the failure names both paths).
 //
-// For each op: its operands and results by ODS name, in ODS order, with
-// their arity, and its attributes with their kind and whether a node must
-// carry them. The constants that name each op's operand and result indices
-// (op_table::cbr_backward::operand::relu_output) are in op_indices.h,
-// included here.
+// For each op: its kind (op_kinds.h, included here), its operands and
+// results by ODS name, in ODS order, with their arity, and its attributes
+// with their kind and whether a node must carry them. kOps lists the ops in
+// OpKind order. The constants that name each op's operand and result
+// indices (op_table::cbr_backward::operand::relu_output) are in
+// op_indices.h, included here; the typed readers of the attributes are in
+// op_attrs.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,9 +19,12 @@
 #define RN_RUNTIME_CORE_OP_TABLE_H
 
 #include "runtime/core/op_indices.h"
+#include "runtime/core/op_kinds.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <optional>
 #include <string_view>
 
 namespace rn::op_table {
@@ -34,7 +39,7 @@ enum class AttrKind : uint8_t {
   real,        ///< a number
   integers,    ///< an array of integral numbers
   string,      ///< a string
-  enumeration, ///< a string naming an enum case
+  enumeration, ///< an enum case: its name, or its value (an I32EnumAttr's)
   symbol,      ///< a string naming a symbol
   other,       ///< printed MLIR attribute text
 };
@@ -51,6 +56,7 @@ struct Attr {
 };
 
 struct Op {
+  OpKind kind;
   std::string_view name; ///< without "rn."
   const Value *operands;
   size_t numOperands;
@@ -948,85 +954,87 @@ inline constexpr Value kZeroResults[] = {
 };
 
 inline constexpr Op kOps[] = {
-    {"adamw_update", kAdamwUpdateOperands, 7, kAdamwUpdateResults, 3, kAdamwUpdateAttributes, 4},
-    {"adaptive_avg_pool2d", kAdaptiveAvgPool2dOperands, 1, kAdaptiveAvgPool2dResults, 1, nullptr, 0},
-    {"adaptive_avg_pool2d_backward", kAdaptiveAvgPool2dBackwardOperands, 1, kAdaptiveAvgPool2dBackwardResults, 1, nullptr, 0},
-    {"add", kAddOperands, 2, kAddResults, 1, nullptr, 0},
-    {"all_reduce_mean", kAllReduceMeanOperands, 1, kAllReduceMeanResults, 1, nullptr, 0},
-    {"avg_pool2d", kAvgPool2dOperands, 1, kAvgPool2dResults, 1, kAvgPool2dAttributes, 3},
-    {"avg_pool2d_backward", kAvgPool2dBackwardOperands, 1, kAvgPool2dBackwardResults, 1, kAvgPool2dBackwardAttributes, 3},
-    {"batch_norm", kBatchNormOperands, 5, kBatchNormResults, 1, kBatchNormAttributes, 2},
-    {"batch_norm_backward", kBatchNormBackwardOperands, 7, kBatchNormBackwardResults, 3, nullptr, 0},
-    {"batch_norm_inference", kBatchNormInferenceOperands, 5, kBatchNormInferenceResults, 1, kBatchNormInferenceAttributes, 1},
-    {"batch_norm_train", kBatchNormTrainOperands, 3, kBatchNormTrainResults, 3, kBatchNormTrainAttributes, 1},
-    {"bn_add_relu", kBnAddReluOperands, 4, kBnAddReluResults, 3, kBnAddReluAttributes, 1},
-    {"bn_add_relu_backward", kBnAddReluBackwardOperands, 8, kBnAddReluBackwardResults, 4, nullptr, 0},
-    {"bn_add_relu_inference", kBnAddReluInferenceOperands, 6, kBnAddReluInferenceResults, 1, kBnAddReluInferenceAttributes, 1},
-    {"bn_scale_bias", kBnScaleBiasOperands, 4, kBnScaleBiasResults, 2, nullptr, 0},
-    {"cast", kCastOperands, 1, kCastResults, 1, nullptr, 0},
-    {"cbr_backward", kCbrBackwardOperands, 15, kCbrBackwardResults, 5, kCbrBackwardAttributes, 5},
-    {"cbr_forward", kCbrForwardOperands, 6, kCbrForwardResults, 4, kCbrForwardAttributes, 6},
-    {"cbr_inference", kCbrInferenceOperands, 6, kCbrInferenceResults, 1, kCbrInferenceAttributes, 6},
-    {"channel_mul", kChannelMulOperands, 2, kChannelMulResults, 1, nullptr, 0},
-    {"channel_mul_backward", kChannelMulBackwardOperands, 3, kChannelMulBackwardResults, 2, nullptr, 0},
-    {"check_finite", kCheckFiniteOperands, 1, kCheckFiniteResults, 1, nullptr, 0},
-    {"conv2d", kConv2dOperands, 3, kConv2dResults, 1, kConv2dAttributes, 4},
-    {"conv2d_backward", kConv2dBackwardOperands, 6, kConv2dBackwardResults, 3, kConv2dBackwardAttributes, 4},
-    {"conv_bn_stats", kConvBnStatsOperands, 4, kConvBnStatsResults, 3, kConvBnStatsAttributes, 5},
-    {"count_correct", kCountCorrectOperands, 2, kCountCorrectResults, 1, nullptr, 0},
-    {"dropout_backward", kDropoutBackwardOperands, 2, kDropoutBackwardResults, 1, nullptr, 0},
-    {"dropout_train", kDropoutTrainOperands, 2, kDropoutTrainResults, 2, kDropoutTrainAttributes, 3},
-    {"ema_update", kEmaUpdateOperands, 2, kEmaUpdateResults, 1, kEmaUpdateAttributes, 1},
-    {"flatten", kFlattenOperands, 1, kFlattenResults, 1, nullptr, 0},
-    {"global_avg_pool", kGlobalAvgPoolOperands, 1, kGlobalAvgPoolResults, 1, nullptr, 0},
-    {"global_avg_pool_backward", kGlobalAvgPoolBackwardOperands, 1, kGlobalAvgPoolBackwardResults, 1, nullptr, 0},
-    {"hardsigmoid", kHardsigmoidOperands, 1, kHardsigmoidResults, 1, nullptr, 0},
-    {"hardsigmoid_backward", kHardsigmoidBackwardOperands, 2, kHardsigmoidBackwardResults, 1, nullptr, 0},
-    {"hardswish", kHardswishOperands, 1, kHardswishResults, 1, nullptr, 0},
-    {"hardswish_backward", kHardswishBackwardOperands, 2, kHardswishBackwardResults, 1, nullptr, 0},
-    {"hardtanh", kHardtanhOperands, 1, kHardtanhResults, 1, kHardtanhAttributes, 2},
-    {"hardtanh_backward", kHardtanhBackwardOperands, 2, kHardtanhBackwardResults, 1, kHardtanhBackwardAttributes, 2},
-    {"host_to_device", kHostToDeviceOperands, 1, kHostToDeviceResults, 1, nullptr, 0},
-    {"lars_update", kLarsUpdateOperands, 5, kLarsUpdateResults, 2, kLarsUpdateAttributes, 4},
-    {"linear", kLinearOperands, 3, kLinearResults, 1, nullptr, 0},
-    {"linear_backward", kLinearBackwardOperands, 5, kLinearBackwardResults, 3, nullptr, 0},
-    {"max_pool2d", kMaxPool2dOperands, 1, kMaxPool2dResults, 1, kMaxPool2dAttributes, 3},
-    {"max_pool2d_backward", kMaxPool2dBackwardOperands, 2, kMaxPool2dBackwardResults, 1, kMaxPool2dBackwardAttributes, 3},
-    {"multi_adamw_update", kMultiAdamwUpdateOperands, 7, kMultiAdamwUpdateResults, 1, kMultiAdamwUpdateAttributes, 4},
-    {"multi_cast", kMultiCastOperands, 1, kMultiCastResults, 1, nullptr, 0},
-    {"multi_ema_update", kMultiEmaUpdateOperands, 2, kMultiEmaUpdateResults, 1, kMultiEmaUpdateAttributes, 1},
-    {"multi_lars_update", kMultiLarsUpdateOperands, 5, kMultiLarsUpdateResults, 1, kMultiLarsUpdateAttributes, 4},
-    {"multi_sgd_update", kMultiSgdUpdateOperands, 5, kMultiSgdUpdateResults, 1, kMultiSgdUpdateAttributes, 3},
-    {"multi_unscale", kMultiUnscaleOperands, 2, kMultiUnscaleResults, 1, nullptr, 0},
-    {"multi_zero", kMultiZeroOperands, 1, kMultiZeroResults, 1, nullptr, 0},
-    {"normalize_images", kNormalizeImagesOperands, 3, kNormalizeImagesResults, 1, nullptr, 0},
-    {"pad_channels", kPadChannelsOperands, 3, kPadChannelsResults, 1, nullptr, 0},
-    {"relu", kReluOperands, 1, kReluResults, 1, nullptr, 0},
-    {"relu_backward", kReluBackwardOperands, 2, kReluBackwardResults, 1, nullptr, 0},
-    {"reshape", kReshapeOperands, 1, kReshapeResults, 1, nullptr, 0},
-    {"sgd_update", kSgdUpdateOperands, 5, kSgdUpdateResults, 2, kSgdUpdateAttributes, 3},
-    {"sigmoid", kSigmoidOperands, 1, kSigmoidResults, 1, nullptr, 0},
-    {"sigmoid_backward", kSigmoidBackwardOperands, 2, kSigmoidBackwardResults, 1, nullptr, 0},
-    {"silu", kSiluOperands, 1, kSiluResults, 1, nullptr, 0},
-    {"silu_backward", kSiluBackwardOperands, 2, kSiluBackwardResults, 1, nullptr, 0},
-    {"softmax_cross_entropy", kSoftmaxCrossEntropyOperands, 2, kSoftmaxCrossEntropyResults, 1, kSoftmaxCrossEntropyAttributes, 1},
-    {"softmax_cross_entropy_backward", kSoftmaxCrossEntropyBackwardOperands, 3, kSoftmaxCrossEntropyBackwardResults, 1, kSoftmaxCrossEntropyBackwardAttributes, 1},
-    {"stochastic_depth_backward", kStochasticDepthBackwardOperands, 2, kStochasticDepthBackwardResults, 1, nullptr, 0},
-    {"stochastic_depth_train", kStochasticDepthTrainOperands, 2, kStochasticDepthTrainResults, 2, kStochasticDepthTrainAttributes, 3},
-    {"tanh", kTanhOperands, 1, kTanhResults, 1, nullptr, 0},
-    {"tanh_backward", kTanhBackwardOperands, 2, kTanhBackwardResults, 1, nullptr, 0},
-    {"unscale", kUnscaleOperands, 2, kUnscaleResults, 1, nullptr, 0},
-    {"update_loss_scale", kUpdateLossScaleOperands, 3, kUpdateLossScaleResults, 2, kUpdateLossScaleAttributes, 3},
-    {"update_running_stats", kUpdateRunningStatsOperands, 4, kUpdateRunningStatsResults, 2, kUpdateRunningStatsAttributes, 3},
-    {"zero", kZeroOperands, 1, kZeroResults, 1, nullptr, 0},
+    {OpKind::adamw_update, "adamw_update", kAdamwUpdateOperands, 7, kAdamwUpdateResults, 3, kAdamwUpdateAttributes, 4},
+    {OpKind::adaptive_avg_pool2d, "adaptive_avg_pool2d", kAdaptiveAvgPool2dOperands, 1, kAdaptiveAvgPool2dResults, 1, nullptr, 0},
+    {OpKind::adaptive_avg_pool2d_backward, "adaptive_avg_pool2d_backward", kAdaptiveAvgPool2dBackwardOperands, 1, kAdaptiveAvgPool2dBackwardResults, 1, nullptr, 0},
+    {OpKind::add, "add", kAddOperands, 2, kAddResults, 1, nullptr, 0},
+    {OpKind::all_reduce_mean, "all_reduce_mean", kAllReduceMeanOperands, 1, kAllReduceMeanResults, 1, nullptr, 0},
+    {OpKind::avg_pool2d, "avg_pool2d", kAvgPool2dOperands, 1, kAvgPool2dResults, 1, kAvgPool2dAttributes, 3},
+    {OpKind::avg_pool2d_backward, "avg_pool2d_backward", kAvgPool2dBackwardOperands, 1, kAvgPool2dBackwardResults, 1, kAvgPool2dBackwardAttributes, 3},
+    {OpKind::batch_norm, "batch_norm", kBatchNormOperands, 5, kBatchNormResults, 1, kBatchNormAttributes, 2},
+    {OpKind::batch_norm_backward, "batch_norm_backward", kBatchNormBackwardOperands, 7, kBatchNormBackwardResults, 3, nullptr, 0},
+    {OpKind::batch_norm_inference, "batch_norm_inference", kBatchNormInferenceOperands, 5, kBatchNormInferenceResults, 1, kBatchNormInferenceAttributes, 1},
+    {OpKind::batch_norm_train, "batch_norm_train", kBatchNormTrainOperands, 3, kBatchNormTrainResults, 3, kBatchNormTrainAttributes, 1},
+    {OpKind::bn_add_relu, "bn_add_relu", kBnAddReluOperands, 4, kBnAddReluResults, 3, kBnAddReluAttributes, 1},
+    {OpKind::bn_add_relu_backward, "bn_add_relu_backward", kBnAddReluBackwardOperands, 8, kBnAddReluBackwardResults, 4, nullptr, 0},
+    {OpKind::bn_add_relu_inference, "bn_add_relu_inference", kBnAddReluInferenceOperands, 6, kBnAddReluInferenceResults, 1, kBnAddReluInferenceAttributes, 1},
+    {OpKind::bn_scale_bias, "bn_scale_bias", kBnScaleBiasOperands, 4, kBnScaleBiasResults, 2, nullptr, 0},
+    {OpKind::cast, "cast", kCastOperands, 1, kCastResults, 1, nullptr, 0},
+    {OpKind::cbr_backward, "cbr_backward", kCbrBackwardOperands, 15, kCbrBackwardResults, 5, kCbrBackwardAttributes, 5},
+    {OpKind::cbr_forward, "cbr_forward", kCbrForwardOperands, 6, kCbrForwardResults, 4, kCbrForwardAttributes, 6},
+    {OpKind::cbr_inference, "cbr_inference", kCbrInferenceOperands, 6, kCbrInferenceResults, 1, kCbrInferenceAttributes, 6},
+    {OpKind::channel_mul, "channel_mul", kChannelMulOperands, 2, kChannelMulResults, 1, nullptr, 0},
+    {OpKind::channel_mul_backward, "channel_mul_backward", kChannelMulBackwardOperands, 3, kChannelMulBackwardResults, 2, nullptr, 0},
+    {OpKind::check_finite, "check_finite", kCheckFiniteOperands, 1, kCheckFiniteResults, 1, nullptr, 0},
+    {OpKind::conv2d, "conv2d", kConv2dOperands, 3, kConv2dResults, 1, kConv2dAttributes, 4},
+    {OpKind::conv2d_backward, "conv2d_backward", kConv2dBackwardOperands, 6, kConv2dBackwardResults, 3, kConv2dBackwardAttributes, 4},
+    {OpKind::conv_bn_stats, "conv_bn_stats", kConvBnStatsOperands, 4, kConvBnStatsResults, 3, kConvBnStatsAttributes, 5},
+    {OpKind::count_correct, "count_correct", kCountCorrectOperands, 2, kCountCorrectResults, 1, nullptr, 0},
+    {OpKind::dropout_backward, "dropout_backward", kDropoutBackwardOperands, 2, kDropoutBackwardResults, 1, nullptr, 0},
+    {OpKind::dropout_train, "dropout_train", kDropoutTrainOperands, 2, kDropoutTrainResults, 2, kDropoutTrainAttributes, 3},
+    {OpKind::ema_update, "ema_update", kEmaUpdateOperands, 2, kEmaUpdateResults, 1, kEmaUpdateAttributes, 1},
+    {OpKind::flatten, "flatten", kFlattenOperands, 1, kFlattenResults, 1, nullptr, 0},
+    {OpKind::global_avg_pool, "global_avg_pool", kGlobalAvgPoolOperands, 1, kGlobalAvgPoolResults, 1, nullptr, 0},
+    {OpKind::global_avg_pool_backward, "global_avg_pool_backward", kGlobalAvgPoolBackwardOperands, 1, kGlobalAvgPoolBackwardResults, 1, nullptr, 0},
+    {OpKind::hardsigmoid, "hardsigmoid", kHardsigmoidOperands, 1, kHardsigmoidResults, 1, nullptr, 0},
+    {OpKind::hardsigmoid_backward, "hardsigmoid_backward", kHardsigmoidBackwardOperands, 2, kHardsigmoidBackwardResults, 1, nullptr, 0},
+    {OpKind::hardswish, "hardswish", kHardswishOperands, 1, kHardswishResults, 1, nullptr, 0},
+    {OpKind::hardswish_backward, "hardswish_backward", kHardswishBackwardOperands, 2, kHardswishBackwardResults, 1, nullptr, 0},
+    {OpKind::hardtanh, "hardtanh", kHardtanhOperands, 1, kHardtanhResults, 1, kHardtanhAttributes, 2},
+    {OpKind::hardtanh_backward, "hardtanh_backward", kHardtanhBackwardOperands, 2, kHardtanhBackwardResults, 1, kHardtanhBackwardAttributes, 2},
+    {OpKind::host_to_device, "host_to_device", kHostToDeviceOperands, 1, kHostToDeviceResults, 1, nullptr, 0},
+    {OpKind::lars_update, "lars_update", kLarsUpdateOperands, 5, kLarsUpdateResults, 2, kLarsUpdateAttributes, 4},
+    {OpKind::linear, "linear", kLinearOperands, 3, kLinearResults, 1, nullptr, 0},
+    {OpKind::linear_backward, "linear_backward", kLinearBackwardOperands, 5, kLinearBackwardResults, 3, nullptr, 0},
+    {OpKind::max_pool2d, "max_pool2d", kMaxPool2dOperands, 1, kMaxPool2dResults, 1, kMaxPool2dAttributes, 3},
+    {OpKind::max_pool2d_backward, "max_pool2d_backward", kMaxPool2dBackwardOperands, 2, kMaxPool2dBackwardResults, 1, kMaxPool2dBackwardAttributes, 3},
+    {OpKind::multi_adamw_update, "multi_adamw_update", kMultiAdamwUpdateOperands, 7, kMultiAdamwUpdateResults, 1, kMultiAdamwUpdateAttributes, 4},
+    {OpKind::multi_cast, "multi_cast", kMultiCastOperands, 1, kMultiCastResults, 1, nullptr, 0},
+    {OpKind::multi_ema_update, "multi_ema_update", kMultiEmaUpdateOperands, 2, kMultiEmaUpdateResults, 1, kMultiEmaUpdateAttributes, 1},
+    {OpKind::multi_lars_update, "multi_lars_update", kMultiLarsUpdateOperands, 5, kMultiLarsUpdateResults, 1, kMultiLarsUpdateAttributes, 4},
+    {OpKind::multi_sgd_update, "multi_sgd_update", kMultiSgdUpdateOperands, 5, kMultiSgdUpdateResults, 1, kMultiSgdUpdateAttributes, 3},
+    {OpKind::multi_unscale, "multi_unscale", kMultiUnscaleOperands, 2, kMultiUnscaleResults, 1, nullptr, 0},
+    {OpKind::multi_zero, "multi_zero", kMultiZeroOperands, 1, kMultiZeroResults, 1, nullptr, 0},
+    {OpKind::normalize_images, "normalize_images", kNormalizeImagesOperands, 3, kNormalizeImagesResults, 1, nullptr, 0},
+    {OpKind::pad_channels, "pad_channels", kPadChannelsOperands, 3, kPadChannelsResults, 1, nullptr, 0},
+    {OpKind::relu, "relu", kReluOperands, 1, kReluResults, 1, nullptr, 0},
+    {OpKind::relu_backward, "relu_backward", kReluBackwardOperands, 2, kReluBackwardResults, 1, nullptr, 0},
+    {OpKind::reshape, "reshape", kReshapeOperands, 1, kReshapeResults, 1, nullptr, 0},
+    {OpKind::sgd_update, "sgd_update", kSgdUpdateOperands, 5, kSgdUpdateResults, 2, kSgdUpdateAttributes, 3},
+    {OpKind::sigmoid, "sigmoid", kSigmoidOperands, 1, kSigmoidResults, 1, nullptr, 0},
+    {OpKind::sigmoid_backward, "sigmoid_backward", kSigmoidBackwardOperands, 2, kSigmoidBackwardResults, 1, nullptr, 0},
+    {OpKind::silu, "silu", kSiluOperands, 1, kSiluResults, 1, nullptr, 0},
+    {OpKind::silu_backward, "silu_backward", kSiluBackwardOperands, 2, kSiluBackwardResults, 1, nullptr, 0},
+    {OpKind::softmax_cross_entropy, "softmax_cross_entropy", kSoftmaxCrossEntropyOperands, 2, kSoftmaxCrossEntropyResults, 1, kSoftmaxCrossEntropyAttributes, 1},
+    {OpKind::softmax_cross_entropy_backward, "softmax_cross_entropy_backward", kSoftmaxCrossEntropyBackwardOperands, 3, kSoftmaxCrossEntropyBackwardResults, 1, kSoftmaxCrossEntropyBackwardAttributes, 1},
+    {OpKind::stochastic_depth_backward, "stochastic_depth_backward", kStochasticDepthBackwardOperands, 2, kStochasticDepthBackwardResults, 1, nullptr, 0},
+    {OpKind::stochastic_depth_train, "stochastic_depth_train", kStochasticDepthTrainOperands, 2, kStochasticDepthTrainResults, 2, kStochasticDepthTrainAttributes, 3},
+    {OpKind::tanh, "tanh", kTanhOperands, 1, kTanhResults, 1, nullptr, 0},
+    {OpKind::tanh_backward, "tanh_backward", kTanhBackwardOperands, 2, kTanhBackwardResults, 1, nullptr, 0},
+    {OpKind::unscale, "unscale", kUnscaleOperands, 2, kUnscaleResults, 1, nullptr, 0},
+    {OpKind::update_loss_scale, "update_loss_scale", kUpdateLossScaleOperands, 3, kUpdateLossScaleResults, 2, kUpdateLossScaleAttributes, 3},
+    {OpKind::update_running_stats, "update_running_stats", kUpdateRunningStatsOperands, 4, kUpdateRunningStatsResults, 2, kUpdateRunningStatsAttributes, 3},
+    {OpKind::zero, "zero", kZeroOperands, 1, kZeroResults, 1, nullptr, 0},
 };
+static_assert(std::size(kOps) == kNumOpKinds);
+
+/// The entry of the op of kind `kind`.
+constexpr const Op &entry(OpKind kind) { return kOps[static_cast<size_t>(kind)]; }
 
 /// The op named `name` ("conv2d"), or null.
 constexpr const Op *findOp(std::string_view name) {
-  for (const Op &op : kOps)
-    if (op.name == name)
-      return &op;
-  return nullptr;
+  std::optional<OpKind> kind = opKindOf(name);
+  return kind ? &entry(*kind) : nullptr;
 }
 
 } // namespace rn::op_table
