@@ -832,6 +832,8 @@ void ProgramParser::parseOpNode(const json &object, const Function &function,
   OpNodeSignature signature{node.layout, node.attributes};
   if (Status status = node.info->verify(signature); !status.ok())
     cx_.fail(status.error().message());
+  if (Status status = checkAttributes(*node.info->table, node.attributes); !status.ok())
+    cx_.fail(status.error().message());
 
   // Parts: absent (the executor runs the op on its stream), or exactly the
   // op's parts in ForkingOpInterface order.

@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <iterator>
 #include <string>
-#include <unordered_map>
 
 namespace rn {
 
@@ -332,8 +332,8 @@ private:
 // Families
 //===----------------------------------------------------------------------===//
 
-/// Ops whose operands and results the op table settles and that have no
-/// attributes.
+/// Ops the op table settles: their values' names and arities
+/// (readNamedValues) and their attributes' kinds (checkAttributes).
 Status verifyTableOnly(const OpNodeSignature &) { return Status::success(); }
 
 Status verifyConv2d(const OpNodeSignature &node) {
@@ -677,111 +677,160 @@ std::vector<std::string_view> cbrBackwardParts(const OpNodeSignature &node) {
   return parts;
 }
 
+/// What an op's nodes need beyond the op table's checks. Ops not listed
+/// verify by the table alone (readNamedValues and checkAttributes): the
+/// elementwise ops without attributes, linear, flatten, ..., and a new op
+/// until it needs a rule.
+struct Rules {
+  OpKind kind;
+  Status (*verify)(const OpNodeSignature &node);
+  std::vector<std::string_view> (*forkParts)(const OpNodeSignature &node) = nullptr;
+};
+
+constexpr Rules kRules[] = {
+    // RNOps.td
+    {OpKind::conv2d, verifyConv2d},
+    {OpKind::batch_norm, verifyBatchNorm},
+    {OpKind::hardtanh, verifyHardtanh},
+    {OpKind::max_pool2d, verifyPool},
+    {OpKind::avg_pool2d, verifyPool},
+    {OpKind::softmax_cross_entropy, verifySoftmaxCrossEntropy},
+    // RNTrainingOps.td
+    {OpKind::pad_channels, verifyPadChannels},
+    {OpKind::batch_norm_train, verifyEpsilon},
+    {OpKind::batch_norm_inference, verifyEpsilon},
+    {OpKind::update_running_stats, verifyUpdateRunningStats},
+    {OpKind::dropout_train, verifyRandomOp</*PMayBeOne=*/false>},
+    {OpKind::stochastic_depth_train, verifyRandomOp</*PMayBeOne=*/true>},
+    {OpKind::hardtanh_backward, verifyHardtanh},
+    {OpKind::conv2d_backward, verifyWeightedBackward<true>, weightedBackwardParts},
+    {OpKind::linear_backward, verifyWeightedBackward<false>, weightedBackwardParts},
+    {OpKind::max_pool2d_backward, verifyPool},
+    {OpKind::avg_pool2d_backward, verifyPool},
+    {OpKind::softmax_cross_entropy_backward, verifySoftmaxCrossEntropy},
+    {OpKind::multi_zero, verifyOnePerInput},
+    {OpKind::multi_cast, verifyOnePerInput},
+    {OpKind::check_finite, verifyCheckFinite},
+    {OpKind::multi_unscale, verifyMultiUnscale},
+    {OpKind::update_loss_scale, verifyUpdateLossScale},
+    {OpKind::all_reduce_mean, verifyOnePerInput},
+    {OpKind::sgd_update, verifySgdUpdate},
+    {OpKind::multi_sgd_update, verifyMultiSgdUpdate},
+    {OpKind::adamw_update, verifyAdamWUpdate},
+    {OpKind::multi_adamw_update, verifyMultiAdamWUpdate},
+    {OpKind::lars_update, verifyLarsUpdate},
+    {OpKind::multi_lars_update, verifyMultiLarsUpdate},
+    {OpKind::ema_update, verifyEmaUpdate},
+    {OpKind::multi_ema_update, verifyMultiEmaUpdate},
+    // RNFusedOps.td
+    {OpKind::cbr_forward, verifyCbrForward},
+    {OpKind::cbr_backward, verifyCbrBackward, cbrBackwardParts},
+    {OpKind::cbr_inference, verifyCbrInference},
+    {OpKind::bn_add_relu, verifyEpsilon},
+    {OpKind::bn_add_relu_inference, verifyEpsilon},
+    {OpKind::conv_bn_stats, verifyConvBnStats},
+};
+
+constexpr bool eachOpOnce(const Rules (&rules)[std::size(kRules)]) {
+  for (size_t i = 0; i < std::size(kRules); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (rules[i].kind == rules[j].kind)
+        return false;
+  return true;
+}
+static_assert(eachOpOnce(kRules), "an op has two entries in kRules");
+
 std::vector<OpInfo> buildOps() {
-  std::vector<OpInfo> ops = {
-      // RNOps.td
-      {"conv2d", verifyConv2d},
-      {"batch_norm", verifyBatchNorm},
-      {"relu", verifyTableOnly},
-      {"tanh", verifyTableOnly},
-      {"silu", verifyTableOnly},
-      {"sigmoid", verifyTableOnly},
-      {"hardtanh", verifyHardtanh},
-      {"hardswish", verifyTableOnly},
-      {"hardsigmoid", verifyTableOnly},
-      {"add", verifyTableOnly},
-      {"channel_mul", verifyTableOnly},
-      {"normalize_images", verifyTableOnly},
-      // No "dropout" or "stochastic_depth": the model-level ops never reach
-      // a program (rn-build-training makes them dropout_train and
-      // stochastic_depth_train, eval_step drops them) and have no step
-      // operand to key their masks on the device.
-      {"max_pool2d", verifyPool},
-      {"avg_pool2d", verifyPool},
-      {"adaptive_avg_pool2d", verifyTableOnly},
-      {"global_avg_pool", verifyTableOnly},
-      {"flatten", verifyTableOnly},
-      {"linear", verifyTableOnly},
-      {"softmax_cross_entropy", verifySoftmaxCrossEntropy},
-      // RNTrainingOps.td
-      {"cast", verifyTableOnly},
-      {"pad_channels", verifyPadChannels},
-      {"reshape", verifyTableOnly},
-      {"batch_norm_train", verifyEpsilon},
-      {"batch_norm_inference", verifyEpsilon},
-      {"update_running_stats", verifyUpdateRunningStats},
-      {"dropout_train", verifyRandomOp</*PMayBeOne=*/false>},
-      {"stochastic_depth_train", verifyRandomOp</*PMayBeOne=*/true>},
-      {"relu_backward", verifyTableOnly},
-      {"tanh_backward", verifyTableOnly},
-      {"silu_backward", verifyTableOnly},
-      {"sigmoid_backward", verifyTableOnly},
-      {"hardtanh_backward", verifyHardtanh},
-      {"hardswish_backward", verifyTableOnly},
-      {"hardsigmoid_backward", verifyTableOnly},
-      {"dropout_backward", verifyTableOnly},
-      {"stochastic_depth_backward", verifyTableOnly},
-      {"channel_mul_backward", verifyTableOnly},
-      {"conv2d_backward", verifyWeightedBackward<true>, weightedBackwardParts},
-      {"linear_backward", verifyWeightedBackward<false>, weightedBackwardParts},
-      {"batch_norm_backward", verifyTableOnly},
-      {"max_pool2d_backward", verifyPool},
-      {"avg_pool2d_backward", verifyPool},
-      {"adaptive_avg_pool2d_backward", verifyTableOnly},
-      {"global_avg_pool_backward", verifyTableOnly},
-      {"softmax_cross_entropy_backward", verifySoftmaxCrossEntropy},
-      {"zero", verifyTableOnly},
-      {"multi_zero", verifyOnePerInput},
-      {"multi_cast", verifyOnePerInput},
-      {"check_finite", verifyCheckFinite},
-      {"unscale", verifyTableOnly},
-      {"multi_unscale", verifyMultiUnscale},
-      {"update_loss_scale", verifyUpdateLossScale},
-      {"all_reduce_mean", verifyOnePerInput},
-      {"sgd_update", verifySgdUpdate},
-      {"multi_sgd_update", verifyMultiSgdUpdate},
-      {"adamw_update", verifyAdamWUpdate},
-      {"multi_adamw_update", verifyMultiAdamWUpdate},
-      {"lars_update", verifyLarsUpdate},
-      {"multi_lars_update", verifyMultiLarsUpdate},
-      {"ema_update", verifyEmaUpdate},
-      {"multi_ema_update", verifyMultiEmaUpdate},
-      {"count_correct", verifyTableOnly},
-      // RNFusedOps.td
-      {"cbr_forward", verifyCbrForward},
-      {"cbr_backward", verifyCbrBackward, cbrBackwardParts},
-      {"cbr_inference", verifyCbrInference},
-      {"bn_add_relu", verifyEpsilon},
-      {"bn_add_relu_backward", verifyTableOnly},
-      {"bn_add_relu_inference", verifyEpsilon},
-      {"conv_bn_stats", verifyConvBnStats},
-      {"bn_scale_bias", verifyTableOnly},
-      // RNScheduleOps.td
-      {"host_to_device", verifyTableOnly},
-  };
-  // An op the table lacks is caught by op_table_test; such an op cannot
-  // load (the loader needs its names).
-  for (OpInfo &op : ops)
-    op.table = op_table::findOp(op.name);
+  std::vector<OpInfo> ops;
+  for (const op_table::Op &op : op_table::kOps)
+    ops.push_back(OpInfo{op.name, op.kind, verifyTableOnly, nullptr, &op});
+  for (const Rules &rules : kRules) {
+    OpInfo &op = ops[static_cast<size_t>(rules.kind)];
+    op.verify = rules.verify;
+    op.forkParts = rules.forkParts;
+  }
   return ops;
 }
 
+/// What a JSON value of `kind` is, for messages.
+const char *describeKind(op_table::AttrKind kind) {
+  switch (kind) {
+  case op_table::AttrKind::flag:
+  case op_table::AttrKind::boolean:
+    return "a boolean";
+  case op_table::AttrKind::integer:
+    return "an integer";
+  case op_table::AttrKind::real:
+    return "a number";
+  case op_table::AttrKind::integers:
+    return "an array of integers";
+  case op_table::AttrKind::enumeration:
+    return "an enum case (its name or value)";
+  case op_table::AttrKind::string:
+  case op_table::AttrKind::symbol:
+  case op_table::AttrKind::other:
+    return "a string";
+  }
+  return "a value";
+}
+
+bool hasKind(const json &value, op_table::AttrKind kind) {
+  switch (kind) {
+  case op_table::AttrKind::flag:
+  case op_table::AttrKind::boolean:
+    return value.is_boolean();
+  case op_table::AttrKind::integer:
+    return asInt64(value).has_value();
+  case op_table::AttrKind::real:
+    return value.is_number();
+  case op_table::AttrKind::integers:
+    if (!value.is_array())
+      return false;
+    for (const json &element : value)
+      if (!asInt64(element))
+        return false;
+    return true;
+  case op_table::AttrKind::enumeration:
+    return value.is_string() || asInt64(value).has_value();
+  case op_table::AttrKind::string:
+  case op_table::AttrKind::symbol:
+  case op_table::AttrKind::other:
+    return value.is_string();
+  }
+  return false;
+}
+
 } // namespace
+
+Status checkAttributes(const op_table::Op &op, const json &attributes) {
+  for (size_t i = 0; i < op.numAttributes; ++i) {
+    const op_table::Attr &attr = op.attributes[i];
+    const std::string name = "attribute \"" + std::string(attr.name) + "\"";
+    auto it = attributes.find(attr.name);
+    if (it == attributes.end()) {
+      if (attr.required)
+        return Error(name + " is missing (" + describeKind(attr.kind) + ")");
+      continue;
+    }
+    if (!hasKind(*it, attr.kind))
+      return Error(name + " must be " + describeKind(attr.kind) + ", got " +
+                   (it->is_number() || it->is_boolean() ? std::string(it->type_name()) + " " +
+                                                              it->dump()
+                                                        : std::string(it->type_name())));
+  }
+  return Status::success();
+}
 
 const std::vector<OpInfo> &allOps() {
   static const std::vector<OpInfo> ops = buildOps();
   return ops;
 }
 
+const OpInfo &opInfo(OpKind kind) { return allOps()[static_cast<size_t>(kind)]; }
+
 const OpInfo *findOp(std::string_view name) {
-  static const std::unordered_map<std::string_view, const OpInfo *> byName = [] {
-    std::unordered_map<std::string_view, const OpInfo *> map;
-    for (const OpInfo &op : allOps())
-      map.emplace(op.name, &op);
-    return map;
-  }();
-  auto it = byName.find(name);
-  return it == byName.end() ? nullptr : it->second;
+  std::optional<OpKind> kind = opKindOf(name);
+  return kind ? &opInfo(*kind) : nullptr;
 }
 
 std::vector<std::string_view>

@@ -1,22 +1,25 @@
 //===- op_registry.h - The ops the runtime knows ---------------*- C++ -*-===//
 //
-// Every op an artifact's nodes may name (the rn dialect's executable ops
-// without "rn."), with the rules the loader checks before anything runs.
-// A node names its operands and results as the dialect's ODS does; the op
-// table generated from ODS (op_table.h) says which exist, which are
-// optional and which are lists, and readNamedValues holds a node to it.
-// The registry adds what the table cannot say: the attributes each op
-// needs with their JSON types and ranges (positive strides, probabilities
-// in [0, 1), ...), how present operands and results go together (the
-// groups of multi_sgd_update are one size; a bias gradient comes with a
-// bias accumulator), and the parts forking ops split into. The rules
-// mirror the dialect's verifiers; shapes are the executors' business.
+// Every op an artifact's nodes may name (the op table's ops, op_table.h,
+// by OpKind), with the rules the loader checks before anything runs. A
+// node names its operands and results as the dialect's ODS does; the op
+// table generated from ODS says which exist, which are optional and which
+// are lists, and readNamedValues holds a node to it; checkAttributes holds
+// its attributes to the kinds the table gives them. The registry adds
+// what the table cannot say, for the ops that need it: the ranges of
+// attributes (positive strides, probabilities in [0, 1), ...), how present
+// operands and results go together (the groups of multi_sgd_update are one
+// size; a bias gradient comes with a bias accumulator), and the parts
+// forking ops split into. An op without such rules (a new op, until it
+// needs some) verifies by the table alone. The rules mirror the dialect's
+// verifiers; shapes are the executors' business.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef RN_RUNTIME_CORE_OP_REGISTRY_H
 #define RN_RUNTIME_CORE_OP_REGISTRY_H
 
+#include "runtime/core/op_kinds.h"
 #include "runtime/core/status.h"
 
 #include <nlohmann/json.hpp>
@@ -67,6 +70,7 @@ struct OpNodeSignature {
 
 struct OpInfo {
   std::string_view name;
+  OpKind kind{};
   /// Checks what the op table cannot say: attributes, and how the present
   /// operands and results go together (group sizes, an optional result
   /// that comes with an optional operand); messages name no place (the
@@ -105,10 +109,20 @@ ReluMask cbrBackwardReluMask(const NodeLayout &layout);
 /// of rn.bn_scale_bias from the node's statistics, gamma and relu_beta.
 bool cbrBackwardPrologueMask(const nlohmann::json &attributes);
 
+/// Holds a node's `attributes` (an object) to `op`'s attributes in the op
+/// table: each required one present, each present one of the JSON type of
+/// its kind (a number, an integer, a boolean, an array of integers, a
+/// string; an enum case as its name or value). Names no place, like
+/// OpInfo::verify; the loader runs it after the op's verify.
+Status checkAttributes(const op_table::Op &op, const nlohmann::json &attributes);
+
 /// The op named `name` ("conv2d"), or null.
 const OpInfo *findOp(std::string_view name);
 
-/// Every op, in the order of the dialect's .td files.
+/// The op of kind `kind`.
+const OpInfo &opInfo(OpKind kind);
+
+/// Every op, in OpKind order (allOps()[size_t(kind)] is opInfo(kind)).
 const std::vector<OpInfo> &allOps();
 
 /// The ops of the op table (op_table.h: the dialect's RN_ArtifactOp ops)

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/cpu_kernels_detail.h"
+#include "runtime/cpu/cpu_ops.h"
 
 #include <algorithm>
 #include <vector>
@@ -339,6 +340,60 @@ KernelStatus conv2dBackward(const TensorView &outputGrad,
   if (!s.ok() || !biasGrad)
     return s;
   return conv2dBackwardBias(outputGrad, *biasGradAcc, *biasGrad);
+}
+
+//===----------------------------------------------------------------------===//
+// The ops of this family (cpu_ops.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+namespace ot = op_table;
+
+KernelStatus runConv2d(const OpRun &r) {
+  using namespace ot::conv2d;
+  return conv2d(r.in(operand::input), r.in(operand::filter), r.inIfAny(operand::bias),
+                convAttrsOf<attrs>(r.node), r.out(result::result));
+}
+
+KernelStatus runConv2dBackward(const OpRun &r) {
+  using namespace ot::conv2d_backward;
+  if (r.role == "weight_grad")
+    return conv2dBackwardFilter(r.in(operand::output_grad), r.in(operand::input),
+                                r.in(operand::filter_grad_acc), convAttrsOf<attrs>(r.node),
+                                r.out(result::filter_grad));
+  if (r.role == "bias_grad")
+    return conv2dBackwardBias(r.in(operand::output_grad), r.in(operand::bias_grad_acc),
+                              r.out(result::bias_grad));
+  if (r.role == "input_grad")
+    return conv2dBackwardInput(r.in(operand::output_grad), r.in(operand::filter),
+                               convAttrsOf<attrs>(r.node), r.out(result::input_grad),
+                               r.inIfAny(operand::input_grad_addend));
+  return unknownPart(r);
+}
+
+Access conv2dBackwardAccess(const Node &node, std::string_view role) {
+  using namespace ot::conv2d_backward;
+  if (role == "weight_grad")
+    return partAccess(node, {}, {operand::output_grad, operand::input, operand::filter_grad_acc},
+                      {result::filter_grad});
+  if (role == "bias_grad")
+    return partAccess(node, {}, {operand::output_grad, operand::bias_grad_acc},
+                      {result::bias_grad});
+  if (role == "input_grad")
+    return partAccess(node, {}, {operand::output_grad, operand::filter, operand::input_grad_addend},
+                      {result::input_grad});
+  return {};
+}
+
+} // namespace
+
+const std::vector<CpuOp> &convOps() {
+  static const std::vector<CpuOp> ops = {
+      {OpKind::conv2d, runConv2d},
+      {OpKind::conv2d_backward, runConv2dBackward, conv2dBackwardAccess},
+  };
+  return ops;
 }
 
 } // namespace rn::cpu

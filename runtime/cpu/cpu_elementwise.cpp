@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/cpu_kernels_detail.h"
+#include "runtime/cpu/cpu_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -526,6 +527,150 @@ KernelStatus stochasticDepthBackward(const TensorView &outputGrad, const TensorV
     return check.status();
   scaleSamples(outputGrad, mask, inputGrad);
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// The ops of this family (cpu_ops.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+namespace ot = op_table;
+using Unary = KernelStatus (*)(const TensorView &, const TensorView &);
+using Binary = KernelStatus (*)(const TensorView &, const TensorView &, const TensorView &);
+
+/// An op whose kernel maps operand `In` to result `Out`.
+template <Unary Kernel, size_t In, size_t Out> KernelStatus runUnary(const OpRun &r) {
+  return Kernel(r.in(In), r.out(Out));
+}
+/// An op whose kernel maps operands `First` and `Second` to result `Out`.
+template <Binary Kernel, size_t First, size_t Second, size_t Out>
+KernelStatus runBinary(const OpRun &r) {
+  return Kernel(r.in(First), r.in(Second), r.out(Out));
+}
+
+KernelStatus runHardtanh(const OpRun &r) {
+  using namespace ot::hardtanh;
+  return hardtanh(r.in(operand::input), attrs::min_val(r.node), attrs::max_val(r.node),
+                  r.out(result::result));
+}
+KernelStatus runHardtanhBackward(const OpRun &r) {
+  using namespace ot::hardtanh_backward;
+  return hardtanhBackward(r.in(operand::output_grad), r.in(operand::saved),
+                          attrs::min_val(r.node), attrs::max_val(r.node),
+                          r.out(result::input_grad));
+}
+KernelStatus runChannelMulBackward(const OpRun &r) {
+  using namespace ot::channel_mul_backward;
+  return channelMulBackward(r.in(operand::output_grad), r.in(operand::input),
+                            r.in(operand::scale), r.out(result::input_grad),
+                            r.out(result::scale_grad));
+}
+KernelStatus runPadChannels(const OpRun &r) {
+  using namespace ot::pad_channels;
+  return padChannels(r.in(operand::input), r.out(result::result), r.inIfAny(operand::mean),
+                     r.inIfAny(operand::std));
+}
+KernelStatus runNormalizeImages(const OpRun &r) {
+  using namespace ot::normalize_images;
+  return normalizeImages(r.in(operand::input), r.in(operand::mean), r.in(operand::std),
+                         r.out(result::result));
+}
+KernelStatus runMultiCast(const OpRun &r) { // rn.cast of each tensor
+  using namespace ot::multi_cast;
+  const IdList from = r.inIds(operand::inputs), to = r.outIds(result::results);
+  for (size_t q = 0; q < to.size(); ++q)
+    if (KernelStatus s = cast(r.view(from[q]), r.view(to[q])); !s.ok())
+      return s;
+  return {};
+}
+KernelStatus runZero(const OpRun &r) { return zero(r.out(ot::zero::result::result)); }
+KernelStatus runMultiZero(const OpRun &r) { // rn.zero of each tensor
+  for (uint32_t t : r.outIds(ot::multi_zero::result::results))
+    if (KernelStatus s = zero(r.view(t)); !s.ok())
+      return s;
+  return {};
+}
+
+/// The key of a random op's draws from its step operand and its count and
+/// index attributes: see Note [Random streams] in cpu_kernels.h. The step
+/// comes from the program's device copy, as on the GPU.
+template <class Attrs> RngKey randomKey(const OpRun &r, size_t step) {
+  return RngKey{r.seed, uint64_t(int64_t(r.integer(step))) * uint64_t(Attrs::count(r.node)) +
+                            uint64_t(Attrs::index(r.node))};
+}
+KernelStatus runDropoutTrain(const OpRun &r) {
+  using namespace ot::dropout_train;
+  return dropoutTrain(r.in(operand::input), attrs::p(r.node), randomKey<attrs>(r, operand::step),
+                      r.out(result::result), r.out(result::mask));
+}
+KernelStatus runStochasticDepthTrain(const OpRun &r) {
+  using namespace ot::stochastic_depth_train;
+  return stochasticDepthTrain(r.in(operand::input), attrs::p(r.node),
+                              randomKey<attrs>(r, operand::step), r.out(result::result),
+                              r.out(result::mask));
+}
+
+} // namespace
+
+const std::vector<CpuOp> &elementwiseOps() {
+  static const std::vector<CpuOp> ops = {
+      {OpKind::relu, runUnary<relu, ot::relu::operand::input, ot::relu::result::result>},
+      {OpKind::tanh, runUnary<cpu::tanh, ot::tanh::operand::input, ot::tanh::result::result>},
+      {OpKind::silu, runUnary<silu, ot::silu::operand::input, ot::silu::result::result>},
+      {OpKind::sigmoid,
+       runUnary<sigmoid, ot::sigmoid::operand::input, ot::sigmoid::result::result>},
+      {OpKind::hardtanh, runHardtanh},
+      {OpKind::hardswish,
+       runUnary<hardswish, ot::hardswish::operand::input, ot::hardswish::result::result>},
+      {OpKind::hardsigmoid,
+       runUnary<hardsigmoid, ot::hardsigmoid::operand::input, ot::hardsigmoid::result::result>},
+      {OpKind::relu_backward,
+       runBinary<reluBackward, ot::relu_backward::operand::output_grad,
+                 ot::relu_backward::operand::saved, ot::relu_backward::result::input_grad>},
+      {OpKind::tanh_backward,
+       runBinary<tanhBackward, ot::tanh_backward::operand::output_grad,
+                 ot::tanh_backward::operand::saved, ot::tanh_backward::result::input_grad>},
+      {OpKind::silu_backward,
+       runBinary<siluBackward, ot::silu_backward::operand::output_grad,
+                 ot::silu_backward::operand::saved, ot::silu_backward::result::input_grad>},
+      {OpKind::sigmoid_backward,
+       runBinary<sigmoidBackward, ot::sigmoid_backward::operand::output_grad,
+                 ot::sigmoid_backward::operand::saved, ot::sigmoid_backward::result::input_grad>},
+      {OpKind::hardtanh_backward, runHardtanhBackward},
+      {OpKind::hardswish_backward,
+       runBinary<hardswishBackward, ot::hardswish_backward::operand::output_grad,
+                 ot::hardswish_backward::operand::saved,
+                 ot::hardswish_backward::result::input_grad>},
+      {OpKind::hardsigmoid_backward,
+       runBinary<hardsigmoidBackward, ot::hardsigmoid_backward::operand::output_grad,
+                 ot::hardsigmoid_backward::operand::saved,
+                 ot::hardsigmoid_backward::result::input_grad>},
+      {OpKind::dropout_train, runDropoutTrain},
+      {OpKind::dropout_backward,
+       runBinary<dropoutBackward, ot::dropout_backward::operand::output_grad,
+                 ot::dropout_backward::operand::saved, ot::dropout_backward::result::input_grad>},
+      {OpKind::stochastic_depth_train, runStochasticDepthTrain},
+      {OpKind::stochastic_depth_backward,
+       runBinary<stochasticDepthBackward, ot::stochastic_depth_backward::operand::output_grad,
+                 ot::stochastic_depth_backward::operand::mask,
+                 ot::stochastic_depth_backward::result::input_grad>},
+      {OpKind::add,
+       runBinary<add, ot::add::operand::lhs, ot::add::operand::rhs, ot::add::result::result>},
+      {OpKind::channel_mul,
+       runBinary<channelMul, ot::channel_mul::operand::input, ot::channel_mul::operand::scale,
+                 ot::channel_mul::result::result>},
+      {OpKind::channel_mul_backward, runChannelMulBackward},
+      {OpKind::cast, runUnary<cast, ot::cast::operand::input, ot::cast::result::result>},
+      {OpKind::multi_cast, runMultiCast},
+      {OpKind::pad_channels, runPadChannels},
+      {OpKind::normalize_images, runNormalizeImages},
+      {OpKind::reshape, runUnary<reshape, ot::reshape::operand::input, ot::reshape::result::result>},
+      {OpKind::flatten, runUnary<flatten, ot::flatten::operand::input, ot::flatten::result::result>},
+      {OpKind::zero, runZero},
+      {OpKind::multi_zero, runMultiZero},
+  };
+  return ops;
 }
 
 } // namespace rn::cpu

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/cpu_kernels_detail.h"
+#include "runtime/cpu/cpu_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -377,6 +378,134 @@ KernelStatus bnAddReluInference(const TensorView &input,
   if (s.ok())
     s = cpu::relu(result, result);
   return within(op, std::move(s));
+}
+
+//===----------------------------------------------------------------------===//
+// The ops of this family (cpu_ops.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+namespace ot = op_table;
+
+KernelStatus runCbrForward(const OpRun &r) {
+  using namespace ot::cbr_forward;
+  return cbrForward(r.in(operand::input), r.in(operand::filter), r.in(operand::gamma),
+                    r.in(operand::beta), r.inIfAny(operand::prologue_scale),
+                    r.inIfAny(operand::prologue_bias), convAttrsOf<attrs>(r.node),
+                    attrs::epsilon(r.node), attrs::relu(r.node), r.out(result::result),
+                    r.out(result::conv_output), r.out(result::batch_mean),
+                    r.out(result::batch_inv_std));
+}
+
+KernelStatus runConvBnStats(const OpRun &r) {
+  using namespace ot::conv_bn_stats;
+  return convBnStats(r.in(operand::input), r.in(operand::filter),
+                     r.inIfAny(operand::prologue_scale), r.inIfAny(operand::prologue_bias),
+                     convAttrsOf<attrs>(r.node), attrs::epsilon(r.node),
+                     r.out(result::conv_output), r.out(result::batch_mean),
+                     r.out(result::batch_inv_std));
+}
+
+KernelStatus runBnScaleBias(const OpRun &r) {
+  using namespace ot::bn_scale_bias;
+  return bnScaleBias(r.in(operand::batch_mean), r.in(operand::batch_inv_std),
+                     r.in(operand::gamma), r.in(operand::beta), r.out(result::scale),
+                     r.out(result::bias));
+}
+
+KernelStatus runCbrInference(const OpRun &r) {
+  using namespace ot::cbr_inference;
+  return cbrInference(r.in(operand::input), r.in(operand::filter), r.in(operand::gamma),
+                      r.in(operand::beta), r.in(operand::running_mean),
+                      r.in(operand::running_var), convAttrsOf<attrs>(r.node),
+                      attrs::epsilon(r.node), attrs::relu(r.node), r.out(result::result));
+}
+
+KernelStatus runBnAddRelu(const OpRun &r) {
+  using namespace ot::bn_add_relu;
+  return bnAddRelu(r.in(operand::input), r.in(operand::gamma), r.in(operand::beta),
+                   r.in(operand::shortcut), attrs::epsilon(r.node), r.out(result::result),
+                   r.out(result::batch_mean), r.out(result::batch_inv_std));
+}
+
+KernelStatus runBnAddReluBackward(const OpRun &r) {
+  using namespace ot::bn_add_relu_backward;
+  return bnAddReluBackward(r.in(operand::output_grad), r.in(operand::relu_output),
+                           r.in(operand::input), r.in(operand::gamma),
+                           r.in(operand::batch_mean), r.in(operand::batch_inv_std),
+                           r.in(operand::gamma_grad_acc), r.in(operand::beta_grad_acc),
+                           r.out(result::input_grad), r.out(result::shortcut_grad),
+                           r.out(result::gamma_grad), r.out(result::beta_grad));
+}
+
+KernelStatus runBnAddReluInference(const OpRun &r) {
+  using namespace ot::bn_add_relu_inference;
+  return bnAddReluInference(r.in(operand::input), r.in(operand::gamma), r.in(operand::beta),
+                            r.in(operand::running_mean), r.in(operand::running_var),
+                            r.in(operand::shortcut), attrs::epsilon(r.node),
+                            r.out(result::result));
+}
+
+KernelStatus runCbrBackward(const OpRun &r) {
+  using namespace ot::cbr_backward;
+  if (r.role == "bn_grad") {
+    CbrBackwardOptions forms;
+    forms.reluOutput = r.inIfAny(operand::relu_output);
+    forms.reluBeta = r.inIfAny(operand::relu_beta);
+    forms.prologueMask = attrs::prologue_mask(r.node);
+    return cbrBackwardBatchNorm(r.in(operand::output_grad), r.in(operand::conv_output),
+                                r.in(operand::gamma), r.in(operand::batch_mean),
+                                r.in(operand::batch_inv_std), r.in(operand::gamma_grad_acc),
+                                r.in(operand::beta_grad_acc), forms,
+                                r.out(result::conv_output_grad), r.out(result::gamma_grad),
+                                r.out(result::beta_grad));
+  }
+  if (r.role == "weight_grad") // at P(input) with an input prologue
+    return cbrBackwardFilter(r.out(result::conv_output_grad), r.in(operand::input),
+                             r.inIfAny(operand::input_scale), r.inIfAny(operand::input_bias),
+                             r.in(operand::filter_grad_acc), convAttrsOf<attrs>(r.node),
+                             r.out(result::filter_grad));
+  if (r.role == "input_grad")
+    return conv2dBackwardInput(r.out(result::conv_output_grad), r.in(operand::filter),
+                               convAttrsOf<attrs>(r.node), r.out(result::input_grad),
+                               r.inIfAny(operand::input_grad_addend));
+  return unknownPart(r);
+}
+
+Access cbrBackwardAccess(const Node &node, std::string_view role) {
+  using namespace ot::cbr_backward;
+  if (role == "bn_grad")
+    return partAccess(node, {},
+                      {operand::output_grad, operand::conv_output, operand::gamma,
+                       operand::batch_mean, operand::batch_inv_std, operand::gamma_grad_acc,
+                       operand::beta_grad_acc, operand::relu_output, operand::relu_beta},
+                      {result::conv_output_grad, result::gamma_grad, result::beta_grad});
+  if (role == "weight_grad") // at P(input) with an input prologue
+    return partAccess(node, {result::conv_output_grad},
+                      {operand::input, operand::filter_grad_acc, operand::input_scale,
+                       operand::input_bias},
+                      {result::filter_grad});
+  if (role == "input_grad")
+    return partAccess(node, {result::conv_output_grad},
+                      {operand::filter, operand::input_grad_addend}, {result::input_grad});
+  return {};
+}
+
+} // namespace
+
+const std::vector<CpuOp> &fusedOps() {
+  static const std::vector<CpuOp> ops = {
+      {OpKind::cbr_forward, runCbrForward},
+      {OpKind::conv_bn_stats, runConvBnStats},
+      {OpKind::bn_scale_bias, runBnScaleBias},
+      {OpKind::cbr_inference, runCbrInference},
+      {OpKind::bn_add_relu, runBnAddRelu},
+      {OpKind::bn_add_relu_backward, runBnAddReluBackward},
+      {OpKind::bn_add_relu_inference, runBnAddReluInference},
+      {OpKind::cbr_backward, runCbrBackward, cbrBackwardAccess},
+  };
+  return ops;
 }
 
 } // namespace rn::cpu

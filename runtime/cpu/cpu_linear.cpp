@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/cpu_kernels_detail.h"
+#include "runtime/cpu/cpu_ops.h"
 
 #include <algorithm>
 #include <vector>
@@ -144,6 +145,57 @@ KernelStatus linearBackward(const TensorView &outputGrad,
   if (!s.ok() || !biasGrad)
     return s;
   return linearBackwardBias(outputGrad, *biasGradAcc, *biasGrad);
+}
+
+//===----------------------------------------------------------------------===//
+// The ops of this family (cpu_ops.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+namespace ot = op_table;
+
+KernelStatus runLinear(const OpRun &r) {
+  using namespace ot::linear;
+  return linear(r.in(operand::input), r.in(operand::weight), r.inIfAny(operand::bias),
+                r.out(result::result));
+}
+
+KernelStatus runLinearBackward(const OpRun &r) {
+  using namespace ot::linear_backward;
+  if (r.role == "weight_grad")
+    return linearBackwardWeight(r.in(operand::output_grad), r.in(operand::input),
+                                r.in(operand::weight_grad_acc), r.out(result::weight_grad));
+  if (r.role == "bias_grad")
+    return linearBackwardBias(r.in(operand::output_grad), r.in(operand::bias_grad_acc),
+                              r.out(result::bias_grad));
+  if (r.role == "input_grad")
+    return linearBackwardInput(r.in(operand::output_grad), r.in(operand::weight),
+                               r.out(result::input_grad));
+  return unknownPart(r);
+}
+
+Access linearBackwardAccess(const Node &node, std::string_view role) {
+  using namespace ot::linear_backward;
+  if (role == "weight_grad")
+    return partAccess(node, {}, {operand::output_grad, operand::input, operand::weight_grad_acc},
+                      {result::weight_grad});
+  if (role == "bias_grad")
+    return partAccess(node, {}, {operand::output_grad, operand::bias_grad_acc},
+                      {result::bias_grad});
+  if (role == "input_grad")
+    return partAccess(node, {}, {operand::output_grad, operand::weight}, {result::input_grad});
+  return {};
+}
+
+} // namespace
+
+const std::vector<CpuOp> &linearOps() {
+  static const std::vector<CpuOp> ops = {
+      {OpKind::linear, runLinear},
+      {OpKind::linear_backward, runLinearBackward, linearBackwardAccess},
+  };
+  return ops;
 }
 
 } // namespace rn::cpu

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/cpu_kernels_detail.h"
+#include "runtime/cpu/cpu_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -116,6 +117,52 @@ KernelStatus countCorrect(const TensorView &logits, const LabelView &labels,
   }
   correct = static_cast<int32_t>(hits);
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// The ops of this family (cpu_ops.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+namespace ot = op_table;
+
+KernelStatus runSoftmaxCrossEntropy(const OpRun &r) {
+  using namespace ot::softmax_cross_entropy;
+  float loss = 0;
+  KernelStatus s = softmaxCrossEntropy(r.in(operand::logits), r.labels(operand::labels),
+                                       attrs::label_smoothing(r.node), loss);
+  if (s.ok())
+    r.setScalar(result::loss, loss);
+  return s;
+}
+
+KernelStatus runSoftmaxCrossEntropyBackward(const OpRun &r) {
+  using namespace ot::softmax_cross_entropy_backward;
+  return softmaxCrossEntropyBackward(
+      r.in(operand::logits), r.labels(operand::labels),
+      r.node.layout.operands.has(operand::scale) ? r.scalar(operand::scale) : 1.0f,
+      attrs::label_smoothing(r.node), r.out(result::logits_grad));
+}
+
+KernelStatus runCountCorrect(const OpRun &r) {
+  using namespace ot::count_correct;
+  int32_t correct = 0;
+  KernelStatus s = countCorrect(r.in(operand::logits), r.labels(operand::labels), correct);
+  if (s.ok())
+    r.setInteger(result::correct, correct);
+  return s;
+}
+
+} // namespace
+
+const std::vector<CpuOp> &lossOps() {
+  static const std::vector<CpuOp> ops = {
+      {OpKind::softmax_cross_entropy, runSoftmaxCrossEntropy},
+      {OpKind::softmax_cross_entropy_backward, runSoftmaxCrossEntropyBackward},
+      {OpKind::count_correct, runCountCorrect},
+  };
+  return ops;
 }
 
 } // namespace rn::cpu

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/cpu_kernels_detail.h"
+#include "runtime/cpu/cpu_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -262,6 +263,61 @@ KernelStatus updateRunningStats(const TensorView &runningMean,
     newRunningVar.data[k] = store(newRunningVar.dtype, newVar);
   }
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// The ops of this family (cpu_ops.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+namespace ot = op_table;
+
+KernelStatus runBatchNorm(const OpRun &r) {
+  using namespace ot::batch_norm;
+  return batchNorm(r.in(operand::input), r.in(operand::weight), r.in(operand::bias),
+                   attrs::epsilon(r.node), r.out(result::result));
+}
+KernelStatus runBatchNormTrain(const OpRun &r) {
+  using namespace ot::batch_norm_train;
+  return batchNormTrain(r.in(operand::input), r.in(operand::weight), r.in(operand::bias),
+                        attrs::epsilon(r.node), r.out(result::result),
+                        r.out(result::batch_mean), r.out(result::batch_inv_std));
+}
+KernelStatus runBatchNormInference(const OpRun &r) {
+  using namespace ot::batch_norm_inference;
+  return batchNormInference(r.in(operand::input), r.in(operand::weight), r.in(operand::bias),
+                            r.in(operand::running_mean), r.in(operand::running_var),
+                            attrs::epsilon(r.node), r.out(result::result));
+}
+KernelStatus runUpdateRunningStats(const OpRun &r) {
+  using namespace ot::update_running_stats;
+  return updateRunningStats(r.in(operand::running_mean), r.in(operand::running_var),
+                            r.in(operand::batch_mean), r.in(operand::batch_inv_std),
+                            attrs::epsilon(r.node), attrs::momentum(r.node),
+                            attrs::count(r.node), r.out(result::new_running_mean),
+                            r.out(result::new_running_var));
+}
+KernelStatus runBatchNormBackward(const OpRun &r) {
+  using namespace ot::batch_norm_backward;
+  return batchNormBackward(r.in(operand::output_grad), r.in(operand::input),
+                           r.in(operand::weight), r.in(operand::batch_mean),
+                           r.in(operand::batch_inv_std), r.in(operand::weight_grad_acc),
+                           r.in(operand::bias_grad_acc), r.out(result::input_grad),
+                           r.out(result::weight_grad), r.out(result::bias_grad));
+}
+
+} // namespace
+
+const std::vector<CpuOp> &normOps() {
+  static const std::vector<CpuOp> ops = {
+      {OpKind::batch_norm, runBatchNorm},
+      {OpKind::batch_norm_train, runBatchNormTrain},
+      {OpKind::batch_norm_inference, runBatchNormInference},
+      {OpKind::update_running_stats, runUpdateRunningStats},
+      {OpKind::batch_norm_backward, runBatchNormBackward},
+  };
+  return ops;
 }
 
 } // namespace rn::cpu

@@ -1,6 +1,7 @@
 //===- cpu_pool.cpp - Max, average, adaptive and global average pooling ---===//
 
 #include "runtime/cpu/cpu_kernels_detail.h"
+#include "runtime/cpu/cpu_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -313,6 +314,74 @@ KernelStatus globalAvgPoolBackward(const TensorView &outputGrad,
         inputGrad.data[(b * hw + p) * c + k] = store(
             inputGrad.dtype, double(outputGrad.data[b * c + k]) / static_cast<double>(hw));
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// The ops of this family (cpu_ops.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+namespace ot = op_table;
+
+/// The window of a pooling op: `Attrs` is its op_table::<op>::attrs.
+template <class Attrs> Pool2dAttrs poolAttrsOf(const Node &node) {
+  Pool2dAttrs p;
+  p.kernel = op_table::pairOr(Attrs::kernel(node), {1, 1});
+  p.strides = op_table::pairOr(Attrs::strides(node), {1, 1});
+  p.padding = op_table::pairOr(Attrs::padding(node), {0, 0});
+  return p;
+}
+
+KernelStatus runMaxPool2d(const OpRun &r) {
+  using namespace ot::max_pool2d;
+  return maxPool2d(r.in(operand::input), poolAttrsOf<attrs>(r.node), r.out(result::result));
+}
+KernelStatus runAvgPool2d(const OpRun &r) {
+  using namespace ot::avg_pool2d;
+  return avgPool2d(r.in(operand::input), poolAttrsOf<attrs>(r.node), r.out(result::result));
+}
+KernelStatus runMaxPool2dBackward(const OpRun &r) {
+  using namespace ot::max_pool2d_backward;
+  return maxPool2dBackward(r.in(operand::output_grad), r.in(operand::input),
+                           poolAttrsOf<attrs>(r.node), r.out(result::input_grad));
+}
+KernelStatus runAvgPool2dBackward(const OpRun &r) {
+  using namespace ot::avg_pool2d_backward;
+  return avgPool2dBackward(r.in(operand::output_grad), poolAttrsOf<attrs>(r.node),
+                           r.out(result::input_grad));
+}
+KernelStatus runAdaptiveAvgPool2d(const OpRun &r) {
+  using namespace ot::adaptive_avg_pool2d;
+  return adaptiveAvgPool2d(r.in(operand::input), r.out(result::result));
+}
+KernelStatus runAdaptiveAvgPool2dBackward(const OpRun &r) {
+  using namespace ot::adaptive_avg_pool2d_backward;
+  return adaptiveAvgPool2dBackward(r.in(operand::output_grad), r.out(result::input_grad));
+}
+KernelStatus runGlobalAvgPool(const OpRun &r) {
+  using namespace ot::global_avg_pool;
+  return globalAvgPool(r.in(operand::input), r.out(result::result));
+}
+KernelStatus runGlobalAvgPoolBackward(const OpRun &r) {
+  using namespace ot::global_avg_pool_backward;
+  return globalAvgPoolBackward(r.in(operand::output_grad), r.out(result::input_grad));
+}
+
+} // namespace
+
+const std::vector<CpuOp> &poolOps() {
+  static const std::vector<CpuOp> ops = {
+      {OpKind::max_pool2d, runMaxPool2d},
+      {OpKind::avg_pool2d, runAvgPool2d},
+      {OpKind::max_pool2d_backward, runMaxPool2dBackward},
+      {OpKind::avg_pool2d_backward, runAvgPool2dBackward},
+      {OpKind::adaptive_avg_pool2d, runAdaptiveAvgPool2d},
+      {OpKind::adaptive_avg_pool2d_backward, runAdaptiveAvgPool2dBackward},
+      {OpKind::global_avg_pool, runGlobalAvgPool},
+      {OpKind::global_avg_pool_backward, runGlobalAvgPoolBackward},
+  };
+  return ops;
 }
 
 } // namespace rn::cpu

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/cpu_kernels_detail.h"
+#include "runtime/cpu/cpu_ops.h"
 
 #include <cmath>
 
@@ -286,6 +287,160 @@ KernelStatus emaUpdate(const TensorView &average, const TensorView &param,
     newAverage.data[i] = store(newAverage.dtype, decay * average.data[i] +
                                                      (1.0 - decay) * param.data[i]);
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// The ops of this family (cpu_ops.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+namespace ot = op_table;
+
+// The optimizers' attributes, shared by each single-tensor op and its
+// multi-tensor form: `Attrs` is the op's op_table::<op>::attrs.
+template <class Attrs> SgdAttrs sgdAttrsOf(const Node &node) {
+  return {Attrs::momentum(node), Attrs::weight_decay(node), Attrs::nesterov(node)};
+}
+template <class Attrs> AdamWAttrs adamwAttrsOf(const Node &node) {
+  return {Attrs::beta1(node), Attrs::beta2(node), Attrs::epsilon(node),
+          Attrs::weight_decay(node)};
+}
+template <class Attrs> LarsAttrs larsAttrsOf(const Node &node) {
+  return {Attrs::momentum(node), Attrs::weight_decay(node), Attrs::trust_coefficient(node),
+          Attrs::epsilon(node)};
+}
+
+KernelStatus runCheckFinite(const OpRun &r) {
+  using namespace ot::check_finite;
+  *r.out(result::found_non_finite).data = checkFinite(r.inList(operand::inputs)) ? 1.0f : 0.0f;
+  return {};
+}
+
+KernelStatus runUnscale(const OpRun &r) {
+  using namespace ot::unscale;
+  return unscale(r.in(operand::grad), r.scalar(operand::scale), r.out(result::result));
+}
+
+KernelStatus runMultiUnscale(const OpRun &r) { // rn.unscale of each grad by the scale
+  using namespace ot::multi_unscale;
+  const float scale = r.scalar(operand::scale);
+  const IdList grads = r.inIds(operand::grads), to = r.outIds(result::results);
+  for (size_t q = 0; q < to.size(); ++q)
+    if (KernelStatus s = unscale(r.view(grads[q]), scale, r.view(to[q])); !s.ok())
+      return s;
+  return {};
+}
+
+KernelStatus runUpdateLossScale(const OpRun &r) {
+  using namespace ot::update_loss_scale;
+  float scale = 0;
+  int32_t good = 0;
+  KernelStatus s = updateLossScale(r.scalar(operand::scale), r.integer(operand::good_steps),
+                                   r.scalar(operand::found_non_finite) != 0,
+                                   attrs::growth(r.node), attrs::backoff(r.node),
+                                   attrs::growth_interval(r.node), scale, good);
+  if (s.ok()) {
+    r.setScalar(result::new_scale, scale);
+    r.setInteger(result::new_good_steps, good);
+  }
+  return s;
+}
+
+KernelStatus runSgdUpdate(const OpRun &r) {
+  using namespace ot::sgd_update;
+  return sgdUpdate(r.in(operand::param), r.in(operand::grad), r.inIfAny(operand::momentum_buffer),
+                   r.scalar(operand::lr), r.skipIf(operand::skip_if), sgdAttrsOf<attrs>(r.node),
+                   r.out(result::new_param), r.outIfAny(result::new_momentum_buffer));
+}
+
+KernelStatus runMultiSgdUpdate(const OpRun &r) {
+  // new_values: the new params, then (with momentum) the new buffers.
+  using namespace ot::multi_sgd_update;
+  const IdList newValues = r.outIds(result::new_values);
+  const size_t n = r.node.layout.operands.count(operand::params);
+  return multiSgdUpdate(r.inList(operand::params), r.inList(operand::grads),
+                        r.inList(operand::momentum_buffers), r.scalar(operand::lr),
+                        r.skipIf(operand::skip_if), sgdAttrsOf<attrs>(r.node),
+                        r.views(newValues, 0, n), r.views(newValues, n, newValues.size() - n));
+}
+
+KernelStatus runAdamwUpdate(const OpRun &r) {
+  using namespace ot::adamw_update;
+  return adamwUpdate(r.in(operand::param), r.in(operand::grad), r.in(operand::exp_avg),
+                     r.in(operand::exp_avg_sq), r.scalar(operand::lr), r.integer(operand::step),
+                     r.skipIf(operand::skip_if), adamwAttrsOf<attrs>(r.node),
+                     r.out(result::new_param), r.out(result::new_exp_avg),
+                     r.out(result::new_exp_avg_sq));
+}
+
+KernelStatus runMultiAdamwUpdate(const OpRun &r) {
+  // new_values: the new params, exp_avgs, then exp_avg_sqs.
+  using namespace ot::multi_adamw_update;
+  const IdList newValues = r.outIds(result::new_values);
+  const size_t n = r.node.layout.operands.count(operand::params);
+  return multiAdamwUpdate(r.inList(operand::params), r.inList(operand::grads),
+                          r.inList(operand::exp_avgs), r.inList(operand::exp_avg_sqs),
+                          r.scalar(operand::lr), r.integer(operand::step),
+                          r.skipIf(operand::skip_if), adamwAttrsOf<attrs>(r.node),
+                          r.views(newValues, 0, n), r.views(newValues, n, n),
+                          r.views(newValues, 2 * n, n));
+}
+
+KernelStatus runLarsUpdate(const OpRun &r) {
+  using namespace ot::lars_update;
+  return larsUpdate(r.in(operand::param), r.in(operand::grad), r.in(operand::momentum_buffer),
+                    r.scalar(operand::lr), r.skipIf(operand::skip_if), larsAttrsOf<attrs>(r.node),
+                    r.out(result::new_param), r.out(result::new_momentum_buffer));
+}
+
+KernelStatus runMultiLarsUpdate(const OpRun &r) {
+  // new_values: the new params, then the new momentum buffers.
+  using namespace ot::multi_lars_update;
+  const IdList newValues = r.outIds(result::new_values);
+  const size_t n = r.node.layout.operands.count(operand::params);
+  return multiLarsUpdate(r.inList(operand::params), r.inList(operand::grads),
+                         r.inList(operand::momentum_buffers), r.scalar(operand::lr),
+                         r.skipIf(operand::skip_if), larsAttrsOf<attrs>(r.node),
+                         r.views(newValues, 0, n), r.views(newValues, n, n));
+}
+
+KernelStatus runEmaUpdate(const OpRun &r) {
+  using namespace ot::ema_update;
+  return emaUpdate(r.in(operand::average), r.in(operand::param), attrs::decay(r.node),
+                   r.out(result::new_average));
+}
+
+KernelStatus runMultiEmaUpdate(const OpRun &r) { // rn.ema_update of (averages[q], params[q])
+  using namespace ot::multi_ema_update;
+  const IdList averages = r.inIds(operand::averages), params = r.inIds(operand::params),
+               to = r.outIds(result::results);
+  const double decay = attrs::decay(r.node);
+  for (size_t q = 0; q < to.size(); ++q)
+    if (KernelStatus s = emaUpdate(r.view(averages[q]), r.view(params[q]), decay, r.view(to[q]));
+        !s.ok())
+      return s;
+  return {};
+}
+
+} // namespace
+
+const std::vector<CpuOp> &updateOps() {
+  static const std::vector<CpuOp> ops = {
+      {OpKind::check_finite, runCheckFinite},
+      {OpKind::unscale, runUnscale},
+      {OpKind::multi_unscale, runMultiUnscale},
+      {OpKind::update_loss_scale, runUpdateLossScale},
+      {OpKind::sgd_update, runSgdUpdate},
+      {OpKind::multi_sgd_update, runMultiSgdUpdate},
+      {OpKind::adamw_update, runAdamwUpdate},
+      {OpKind::multi_adamw_update, runMultiAdamwUpdate},
+      {OpKind::lars_update, runLarsUpdate},
+      {OpKind::multi_lars_update, runMultiLarsUpdate},
+      {OpKind::ema_update, runEmaUpdate},
+      {OpKind::multi_ema_update, runMultiEmaUpdate},
+  };
+  return ops;
 }
 
 } // namespace rn::cpu
