@@ -32,7 +32,7 @@ struct AssignStreamsPass
 void AssignStreamsPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = module.getContext();
-  StreamPolicy policyTable;
+  StreamPolicy policyTable(ctx);
   std::string errorMessage;
   if (failed(policyTable.applyOverrides(policy, errorMessage))) {
     module.emitError(errorMessage);
@@ -63,7 +63,7 @@ void AssignStreamsPass::runOnOperation() {
     if (!stream) {
       op->emitError("no stream policy for '")
           << op->getName()
-          << "'; add it to the table in passes/StreamPolicy.cpp or pass "
+          << "'; give the op RN_OnStream<\"...\"> in its ODS or pass "
              "policy=...";
       return WalkResult::interrupt();
     }

@@ -298,20 +298,20 @@ LogicalResult BuildTrainingPass::analyzeForward(func::FuncOp forward) {
       continue;
     for (OpOperand &operand : op->getOpOperands()) {
       // Running statistics do not take part in differentiation.
-      if (isa<BatchNormOp>(op) && operand.getOperandNumber() >= 3)
+      if (auto reader = dyn_cast<ParameterOperandsOpInterface>(op);
+          reader && reader.getOperandRole(operand.getOperandNumber()) ==
+                        OperandRole::runningStatistic)
         continue;
       lossCone.insert(operand.get());
     }
   }
 
   for (Operation *op : ops) {
-    // normalize_images reads data and buffers only: no gradient rule.
-    if (!isa<ParamOp, NormalizeImagesOp, Conv2dOp, BatchNormOp, ReluOp, TanhOp,
-             SiluOp, SigmoidOp, HardtanhOp, HardswishOp, HardsigmoidOp, AddOp,
-             ChannelMulOp,
-             DropoutOp, StochasticDepthOp, MaxPool2dOp, AvgPool2dOp,
-             AdaptiveAvgPool2dOp, GlobalAvgPoolOp, FlattenOp,
-             LinearOp, SoftmaxCrossEntropyOp>(op))
+    // An op has a gradient rule, or a training form that has one; besides
+    // those, parameters (state), the loss (seeded by the step) and
+    // normalize_images (reads data and buffers only).
+    if (!isa<ParamOp, NormalizeImagesOp, SoftmaxCrossEntropyOp,
+             GradientOpInterface, TrainingFormOpInterface>(op))
       return op->emitError("rn-build-training has no gradient rule for '")
              << op->getName() << "'";
     if (auto softmax = dyn_cast<SoftmaxCrossEntropyOp>(op);
@@ -335,18 +335,22 @@ LogicalResult BuildTrainingPass::analyzeForward(func::FuncOp forward) {
     for (OpOperand &user : param.getResult().getUses()) {
       Operation *owner = user.getOwner();
       unsigned index = user.getOperandNumber();
-      if (isa<BatchNormOp>(owner) && (index == 1 || index == 2))
+      auto reader = dyn_cast<ParameterOperandsOpInterface>(owner);
+      OperandRole role =
+          reader ? reader.getOperandRole(index) : OperandRole::activation;
+      if (role == OperandRole::normParameter)
         use.isBatchNormParameter = true;
-      if ((isa<Conv2dOp>(owner) || isa<LinearOp>(owner)) && index == 2)
+      if (role == OperandRole::bias)
         use.isBias = true;
-      bool weightOperand =
-          (isa<Conv2dOp, LinearOp>(owner) && index >= 1) ||
-          (isa<BatchNormOp>(owner) && (index == 1 || index == 2));
+      bool weightOperand = role == OperandRole::weight ||
+                           role == OperandRole::bias ||
+                           role == OperandRole::normParameter;
       if (use.declaration.isTrainable() && !weightOperand)
         return owner->emitError("rn-build-training supports trainable "
-                                "parameters only as conv2d/linear weights and "
-                                "biases and batch_norm weight/bias; @")
-               << param.getName() << " is operand #" << index;
+                                "parameters only as weights, biases and "
+                                "normalization parameters; @")
+               << param.getName() << " is operand #" << index << " of '"
+               << owner->getName() << "'";
       if (weightOperand && !use.declaration.isTrainable())
         return owner->emitError("the buffer @")
                << param.getName()
@@ -465,27 +469,54 @@ namespace {
 
 /// Reverse-mode state while the backward pass is emitted: the gradient of
 /// each forward value, and the running gradient accumulator of each
-/// trainable parameter.
-class GradientMap {
+/// trainable parameter, as the ops' gradient rules see them.
+class GradientMap final : public GradientEmitter {
 public:
-  GradientMap(OpBuilder &builder, const llvm::DenseSet<Value> &requiresGrad)
-      : builder(builder), requiresGrad(requiresGrad) {}
+  GradientMap(OpBuilder &builder, const llvm::DenseSet<Value> &requiresGrad,
+              llvm::StringMap<Value> &accumulators,
+              const llvm::DenseMap<Value, StringRef> &parameterOfValue)
+      : builder(builder), requiresGrad(requiresGrad),
+        accumulators(accumulators), parameterOfValue(parameterOfValue) {}
 
-  Value get(Value value) const { return gradients.lookup(value); }
-
+  Value getResultGradient(Value value) override {
+    return gradients.lookup(value);
+  }
+  bool requiresGradient(Value value) override {
+    return requiresGrad.contains(value);
+  }
   /// Adds a contribution to `value`'s gradient (fan-out sums with rn.add).
-  void accumulate(Location loc, Value value, Value gradient) {
+  void accumulate(Location loc, Value value, Value gradient) override {
     if (!requiresGrad.contains(value))
       return;
     Value &slot = gradients[value];
+    if (slot)
+      ++numFanOutSums;
     slot = slot ? AddOp::create(builder, loc, slot, gradient).getResult()
                 : gradient;
   }
+  Value getAccumulator(Value weight) override {
+    return accumulators[parameterOfValue.lookup(weight)];
+  }
+  void setAccumulator(Value weight, Value newValue) override {
+    accumulators[parameterOfValue.lookup(weight)] = newValue;
+  }
+  unsigned getNumFanOutSums() const { return numFanOutSums; }
 
 private:
   OpBuilder &builder;
   const llvm::DenseSet<Value> &requiresGrad;
+  llvm::StringMap<Value> &accumulators;
+  const llvm::DenseMap<Value, StringRef> &parameterOfValue;
   llvm::DenseMap<Value, Value> gradients;
+  unsigned numFanOutSums = 0;
+};
+
+/// Counts the ops a builder inserts.
+struct InsertionCounter final : public OpBuilder::Listener {
+  void notifyOperationInserted(Operation *, OpBuilder::InsertPoint) override {
+    ++count;
+  }
+  unsigned count = 0;
 };
 
 /// A batch normalization of the training forward pass, for the running
@@ -494,6 +525,40 @@ struct BatchNormRecord {
   BatchNormTrainOp op;
   StringRef runningMean, runningVar;
   double momentum;
+};
+
+/// The training step as the ops' training forms see it
+/// (TrainingFormOpInterface).
+class TrainingForms final : public TrainingFormContext {
+public:
+  TrainingForms(IRMapping &mapping, Value step, int64_t numRandomOps,
+                SmallVectorImpl<BatchNormRecord> &batchNorms)
+      : mapping(mapping), step(step), numRandomOps(numRandomOps),
+        batchNorms(batchNorms) {}
+
+  Value lookup(Value forwardValue) override {
+    return mapping.lookup(forwardValue);
+  }
+  void map(Value forwardValue, Value trainingValue) override {
+    mapping.map(forwardValue, trainingValue);
+  }
+  Value getStep() override { return step; }
+  std::pair<int64_t, int64_t> takeRandomStream() override {
+    return {nextRandomIndex++, numRandomOps};
+  }
+  void addRunningStatistics(BatchNormTrainOp train, Value runningMean,
+                            Value runningVar, double momentum) override {
+    auto nameOf = [](Value v) { return v.getDefiningOp<ParamOp>().getName(); };
+    batchNorms.push_back(
+        {train, nameOf(runningMean), nameOf(runningVar), momentum});
+  }
+
+private:
+  IRMapping &mapping;
+  Value step;
+  int64_t numRandomOps;
+  int64_t nextRandomIndex = 0;
+  SmallVectorImpl<BatchNormRecord> &batchNorms;
 };
 
 } // namespace
@@ -556,17 +621,17 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
     SmallVector<Operation *> forwardOps;
     SmallVector<BatchNormRecord> batchNorms;
     Value loss, logits;
-    // The random ops (dropouts and stochastic depths) are numbered together
-    // in forward order; each one's random stream is step * count + its
-    // index: distinct for every random op of every step of a run.
-    int64_t numRandomOps = llvm::count_if(
-        forward.getBody().front().without_terminator(), [](Operation &op) {
-          return isa<DropoutOp, StochasticDepthOp>(op);
-        });
-    int64_t randomIndex = 0;
+    // The random ops are numbered together in forward order: see Note
+    // [Random streams] in runtime/cpu/cpu_kernels.h.
+    TrainingForms forms(
+        mapping, entry.getArgument(stepArg),
+        llvm::count_if(forward.getBody().front().without_terminator(),
+                       [](Operation &op) {
+                         return op.hasTrait<RandomInTraining>();
+                       }),
+        batchNorms);
 
     for (Operation &op : forward.getBody().front().without_terminator()) {
-      Location opLoc = op.getLoc();
       if (auto param = dyn_cast<ParamOp>(op)) {
         TrainableState *state = trainableByName.lookup(param.getName());
         Value value = arg(state && state->lowPrecision
@@ -580,44 +645,8 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
         continue;
       }
       Operation *created;
-      if (auto bn = dyn_cast<BatchNormOp>(op)) {
-        Value input = mapping.lookup(bn.getInput());
-        auto inputType = cast<RankedTensorType>(input.getType());
-        auto statsType = RankedTensorType::get({inputType.getShape().back()},
-                                               b.getF32Type());
-        auto train = BatchNormTrainOp::create(
-            b, opLoc, TypeRange{inputType, statsType, statsType}, input,
-            mapping.lookup(bn.getWeight()), mapping.lookup(bn.getBias()),
-            bn.getEpsilonAttr());
-        auto nameOf = [](Value v) {
-          return v.getDefiningOp<ParamOp>().getName();
-        };
-        batchNorms.push_back({train, nameOf(bn.getRunningMean()),
-                              nameOf(bn.getRunningVar()),
-                              bn.getMomentum().convertToDouble()});
-        mapping.map(bn.getResult(), train.getResult());
-        created = train;
-      } else if (auto dropout = dyn_cast<DropoutOp>(op)) {
-        Value input = mapping.lookup(dropout.getInput());
-        auto train = DropoutTrainOp::create(
-            b, opLoc, TypeRange{input.getType(), input.getType()}, input,
-            entry.getArgument(stepArg), dropout.getPAttr(),
-            b.getI64IntegerAttr(randomIndex++),
-            b.getI64IntegerAttr(numRandomOps));
-        mapping.map(dropout.getResult(), train.getResult());
-        created = train;
-      } else if (auto depth = dyn_cast<StochasticDepthOp>(op)) {
-        Value input = mapping.lookup(depth.getInput());
-        auto inputType = cast<RankedTensorType>(input.getType());
-        auto maskType = RankedTensorType::get({inputType.getDimSize(0)},
-                                              b.getF32Type());
-        auto train = StochasticDepthTrainOp::create(
-            b, opLoc, TypeRange{inputType, maskType}, input,
-            entry.getArgument(stepArg), depth.getPAttr(),
-            b.getI64IntegerAttr(randomIndex++),
-            b.getI64IntegerAttr(numRandomOps));
-        mapping.map(depth.getResult(), train.getResult());
-        created = train;
+      if (auto form = dyn_cast<TrainingFormOpInterface>(op)) {
+        created = form.buildTrainingForm(b, forms);
       } else {
         created = b.clone(op, mapping);
         for (Value result : created->getResults())
@@ -637,7 +666,7 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
     }
 
     // Backward pass, seeded with the (scaled) gradient of the loss.
-    GradientMap grads(b, requiresGrad);
+    GradientMap grads(b, requiresGrad, accumulators, parameterOfValue);
     auto softmax = cast<SoftmaxCrossEntropyOp>(
         mapping.lookup(lossOp.getLoss()).getDefiningOp());
     Value scale = lossScaleState ? arg(lossScaleState.getSymName()) : Value();
@@ -648,155 +677,24 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
                          softmax.getLabelSmoothingAttr()));
     ++numBackwardOps;
 
-    /// The accumulator of the parameter `value` reads, with the new value
-    /// the backward op returns for it.
-    auto accumulatorOf = [&](Value value) {
-      return accumulators[parameterOfValue.lookup(value)];
-    };
-    auto updateAccumulator = [&](Value value, Value newValue) {
-      accumulators[parameterOfValue.lookup(value)] = newValue;
-    };
-
+    // Each op's rule (GradientOpInterface, RNGradients.cpp), last op first.
+    // The statistic counts the ops the rules create, not fan-out sums.
+    InsertionCounter inserted;
+    OpBuilder::Listener *previousListener = b.getListener();
+    b.setListener(&inserted);
     for (Operation *op : llvm::reverse(forwardOps)) {
-      if (isa<SoftmaxCrossEntropyOp>(op))
+      if (isa<SoftmaxCrossEntropyOp>(op) ||
+          !grads.getResultGradient(op->getResult(0)))
         continue;
-      Value dy = grads.get(op->getResult(0));
-      if (!dy)
-        continue;
-      Location opLoc = op->getLoc();
-      ++numBackwardOps;
-      // Conv and linear backward: dX (unless the input is the batch), dW
-      // and dB, the weight gradients accumulated into their accumulators.
-      auto emitWeightedBackward = [&](Value input, Value weight, Value bias,
-                                      auto create) {
-        bool inputGrad = requiresGrad.contains(input);
-        // The op's named results: input_grad, the weight's, bias_grad.
-        auto [inputGradient, weightGradient, biasGradient] =
-            create(inputGrad ? input.getType() : Type(), weight.getType(),
-                   bias ? bias.getType() : Type(), accumulatorOf(weight),
-                   bias ? accumulatorOf(bias) : Value());
-        updateAccumulator(weight, weightGradient);
-        if (bias)
-          updateAccumulator(bias, biasGradient);
-        if (inputGrad)
-          grads.accumulate(opLoc, input, inputGradient);
-      };
-      if (auto conv = dyn_cast<Conv2dOp>(op)) {
-        emitWeightedBackward(
-            conv.getInput(), conv.getFilter(), conv.getBias(),
-            [&](Type inputGrad, Type filterGrad, Type biasGrad,
-                Value filterAcc, Value biasAcc) {
-              auto backward = Conv2dBackwardOp::create(
-                  b, opLoc, inputGrad, filterGrad, biasGrad, dy,
-                  conv.getInput(), conv.getFilter(), filterAcc, biasAcc,
-                  /*input_grad_addend=*/Value(), conv.getStridesAttr(),
-                  conv.getPaddingAttr(), conv.getDilationAttr(),
-                  conv.getGroupsAttr());
-              return std::array<Value, 3>{backward.getInputGrad(),
-                                          backward.getFilterGrad(),
-                                          backward.getBiasGrad()};
-            });
-      } else if (auto linear = dyn_cast<LinearOp>(op)) {
-        emitWeightedBackward(
-            linear.getInput(), linear.getWeight(), linear.getBias(),
-            [&](Type inputGrad, Type weightGrad, Type biasGrad,
-                Value weightAcc, Value biasAcc) {
-              auto backward = LinearBackwardOp::create(
-                  b, opLoc, inputGrad, weightGrad, biasGrad, dy,
-                  linear.getInput(), linear.getWeight(), weightAcc, biasAcc);
-              return std::array<Value, 3>{backward.getInputGrad(),
-                                          backward.getWeightGrad(),
-                                          backward.getBiasGrad()};
-            });
-      } else if (auto bn = dyn_cast<BatchNormTrainOp>(op)) {
-        Value gammaAcc = accumulatorOf(bn.getWeight());
-        Value betaAcc = accumulatorOf(bn.getBias());
-        auto backward = BatchNormBackwardOp::create(
-            b, opLoc,
-            TypeRange{bn.getInput().getType(), gammaAcc.getType(),
-                      betaAcc.getType()},
-            dy, bn.getInput(), bn.getWeight(), bn.getBatchMean(),
-            bn.getBatchInvStd(), gammaAcc, betaAcc);
-        updateAccumulator(bn.getWeight(), backward.getWeightGrad());
-        updateAccumulator(bn.getBias(), backward.getBiasGrad());
-        grads.accumulate(opLoc, bn.getInput(), backward.getInputGrad());
-      } else if (auto relu = dyn_cast<ReluOp>(op)) {
-        grads.accumulate(opLoc, relu.getInput(),
-                         ReluBackwardOp::create(b, opLoc, dy, relu));
-      } else if (auto tanh = dyn_cast<TanhOp>(op)) {
-        grads.accumulate(opLoc, tanh.getInput(),
-                         TanhBackwardOp::create(b, opLoc, dy, tanh));
-      } else if (auto silu = dyn_cast<SiluOp>(op)) {
-        grads.accumulate(
-            opLoc, silu.getInput(),
-            SiluBackwardOp::create(b, opLoc, dy, silu.getInput()));
-      } else if (auto sigmoid = dyn_cast<SigmoidOp>(op)) {
-        grads.accumulate(opLoc, sigmoid.getInput(),
-                         SigmoidBackwardOp::create(b, opLoc, dy, sigmoid));
-      } else if (auto hardtanh = dyn_cast<HardtanhOp>(op)) {
-        // From the result, which the next layer keeps anyway (the input
-        // would be one more saved tensor per ReLU6).
-        grads.accumulate(opLoc, hardtanh.getInput(),
-                         HardtanhBackwardOp::create(
-                             b, opLoc, dy, hardtanh, hardtanh.getMinValAttr(),
-                             hardtanh.getMaxValAttr()));
-      } else if (auto hardswish = dyn_cast<HardswishOp>(op)) {
-        grads.accumulate(opLoc, hardswish.getInput(),
-                         HardswishBackwardOp::create(b, opLoc, dy,
-                                                     hardswish.getInput()));
-      } else if (auto hardsigmoid = dyn_cast<HardsigmoidOp>(op)) {
-        grads.accumulate(opLoc, hardsigmoid.getInput(),
-                         HardsigmoidBackwardOp::create(
-                             b, opLoc, dy, hardsigmoid.getInput()));
-      } else if (auto mul = dyn_cast<ChannelMulOp>(op)) {
-        // Both operands are activations (the scale is computed from the
-        // input); each gets its gradient if it needs one.
-        auto backward = ChannelMulBackwardOp::create(
-            b, opLoc, mul.getInput().getType(), mul.getScale().getType(), dy,
-            mul.getInput(), mul.getScale());
-        grads.accumulate(opLoc, mul.getInput(), backward.getInputGrad());
-        grads.accumulate(opLoc, mul.getScale(), backward.getScaleGrad());
-      } else if (auto add = dyn_cast<AddOp>(op)) {
-        --numBackwardOps; // the gradient fans out unchanged
-        grads.accumulate(opLoc, add.getLhs(), dy);
-        grads.accumulate(opLoc, add.getRhs(), dy);
-      } else if (auto dropout = dyn_cast<DropoutTrainOp>(op)) {
-        grads.accumulate(opLoc, dropout.getInput(),
-                         DropoutBackwardOp::create(b, opLoc, dy,
-                                                   dropout.getMask()));
-      } else if (auto depth = dyn_cast<StochasticDepthTrainOp>(op)) {
-        grads.accumulate(opLoc, depth.getInput(),
-                         StochasticDepthBackwardOp::create(
-                             b, opLoc, dy.getType(), dy, depth.getMask()));
-      } else if (auto pool = dyn_cast<MaxPool2dOp>(op)) {
-        grads.accumulate(opLoc, pool.getInput(),
-                         MaxPool2dBackwardOp::create(
-                             b, opLoc, pool.getInput().getType(), dy,
-                             pool.getInput(), pool.getKernelAttr(),
-                             pool.getStridesAttr(), pool.getPaddingAttr()));
-      } else if (auto pool = dyn_cast<AvgPool2dOp>(op)) {
-        grads.accumulate(opLoc, pool.getInput(),
-                         AvgPool2dBackwardOp::create(
-                             b, opLoc, pool.getInput().getType(), dy,
-                             pool.getKernelAttr(), pool.getStridesAttr(),
-                             pool.getPaddingAttr()));
-      } else if (auto pool = dyn_cast<AdaptiveAvgPool2dOp>(op)) {
-        grads.accumulate(opLoc, pool.getInput(),
-                         AdaptiveAvgPool2dBackwardOp::create(
-                             b, opLoc, pool.getInput().getType(), dy));
-      } else if (auto gap = dyn_cast<GlobalAvgPoolOp>(op)) {
-        grads.accumulate(opLoc, gap.getInput(),
-                         GlobalAvgPoolBackwardOp::create(
-                             b, opLoc, gap.getInput().getType(), dy));
-      } else if (auto flatten = dyn_cast<FlattenOp>(op)) {
-        grads.accumulate(opLoc, flatten.getInput(),
-                         ReshapeOp::create(b, opLoc,
-                                           flatten.getInput().getType(), dy));
-      } else {
+      auto rule = dyn_cast<GradientOpInterface>(op);
+      if (!rule)
         return op->emitError("rn-build-training has no gradient rule for '")
                << op->getName() << "'";
-      }
+      if (failed(rule.buildGradient(b, grads)))
+        return failure();
     }
+    b.setListener(previousListener);
+    numBackwardOps += inserted.count - grads.getNumFanOutSums();
 
     step.addOutput(loss, "loss");
 
@@ -982,19 +880,8 @@ LogicalResult BuildTrainingPass::buildEvalStep(ModuleOp module,
       if (auto param = dyn_cast<ParamOp>(op)) {
         mapping.map(param.getResult(),
                     entry.getArgument(weightArgs.lookup(param.getName())));
-      } else if (auto bn = dyn_cast<BatchNormOp>(op)) {
-        Value input = mapping.lookup(bn.getInput());
-        mapping.map(bn.getResult(),
-                    BatchNormInferenceOp::create(
-                        b, op.getLoc(), input.getType(), input,
-                        mapping.lookup(bn.getWeight()),
-                        mapping.lookup(bn.getBias()),
-                        mapping.lookup(bn.getRunningMean()),
-                        mapping.lookup(bn.getRunningVar()),
-                        bn.getEpsilonAttr()));
-      } else if (isa<DropoutOp, StochasticDepthOp>(op)) {
-        // Inference mode: the identity.
-        mapping.map(op.getResult(0), mapping.lookup(op.getOperand(0)));
+      } else if (auto form = dyn_cast<TrainingFormOpInterface>(op)) {
+        form.buildEvalForm(b, mapping);
       } else {
         Operation *created = b.clone(op, mapping);
         if (&op == lossOp.getOperation()) {

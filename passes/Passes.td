@@ -21,6 +21,16 @@ def BuildTraining : Pass<"rn-build-training", "::mlir::ModuleOp"> {
     - `@eval_step(images, labels, params...) -> (loss, correct, logits)`:
       inference mode (running statistics, no dropout or stochastic depth).
 
+    The pass holds no list of ops: the ops say how they train, through the
+    interfaces of RNInterfaces.td. An op with a training form
+    (TrainingFormOpInterface: batch_norm, dropout, stochastic_depth) is
+    replaced by it in the training step and by its evaluation form in the
+    evaluation step; every other op is cloned into both. The backward pass
+    calls each op's gradient rule (GradientOpInterface, RNGradients.cpp),
+    last op first; ParameterOperandsOpInterface says which operands are
+    weights, biases, normalization parameters or running statistics; ops
+    with RN_RandomInTraining get their random streams in forward order.
+
     State besides the parameters is declared with `rn.state` (gradients,
     optimizer moments, low-precision copies, EMA, loss scale). The learning
     rate and step count are runtime inputs: the host computes the schedule.
@@ -781,7 +791,8 @@ def PlanMemory : Pass<"rn-plan-memory", "::mlir::ModuleOp"> {
 def AssignStreams : Pass<"rn-assign-streams", "::mlir::ModuleOp"> {
   let summary = "Give every op its representative stream from the static policy";
   let description = [{
-    Applies the static policy (the table in passes/StreamPolicy.cpp): host
+    Applies the static policy (each op's RN_OnStream in its ODS, the fork
+    roles' streams in passes/StreamPolicy.cpp): host
     copies on `trans`; convolution, fully connected layers and the loss on
     `comp1`; BatchNorm, pooling, dropout, stochastic depth and accuracy on
     `comp2`; elementwise ops on `comp3`; zero-grad, loss scaling, casts of

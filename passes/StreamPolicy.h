@@ -34,10 +34,12 @@ constexpr llvm::StringLiteral kInference = "INFERENCE";
 StreamKind getPrimaryStream(llvm::StringRef subgraph);
 
 /// The stream policy: op name (without "rn.") or fork role -> stream, with
-/// user overrides applied on top of the built-in table.
+/// user overrides applied on top of the built-in one.
 class StreamPolicy {
 public:
-  StreamPolicy();
+  /// The built-in policy: every registered op's RN_OnStream (ODS) and the
+  /// fork roles' streams.
+  explicit StreamPolicy(MLIRContext *context);
 
   /// Applies "name=stream,..." overrides; fails with a message naming the
   /// bad entry.

@@ -32,7 +32,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Conv + BatchNorm (+ ReLU)
 //===----------------------------------------------------------------------===//
 
-def RN_CbrForwardOp : RN_Op<"cbr_forward", [RN_ArtifactOp, AttrSizedOperandSegments, Pure]> {
+def RN_CbrForwardOp : RN_Op<"cbr_forward", [
+    RN_OnStream<"comp1">, RN_ArtifactOp, AttrSizedOperandSegments, Pure]> {
   let summary = "convolution + training-mode batch normalization (+ ReLU)";
   let description = [{
     Equals, with the same attributes:
@@ -101,7 +102,7 @@ def RN_CbrForwardOp : RN_Op<"cbr_forward", [RN_ArtifactOp, AttrSizedOperandSegme
   let hasVerifier = 1;
 }
 
-def RN_CbrBackwardOp : RN_Op<"cbr_backward", [RN_ArtifactOp, 
+def RN_CbrBackwardOp : RN_Op<"cbr_backward", [RN_ArtifactOp,
     DeclareOpInterfaceMethods<RN_ForkingOpInterface>,
     DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, AttrSizedOperandSegments, Pure]> {
   let summary = "gradients of rn.cbr_forward: ReLU, batch norm and convolution backward";
@@ -216,7 +217,8 @@ def RN_CbrBackwardOp : RN_Op<"cbr_backward", [RN_ArtifactOp,
   let hasVerifier = 1;
 }
 
-def RN_CbrInferenceOp : RN_Op<"cbr_inference", [RN_ArtifactOp, Pure]> {
+def RN_CbrInferenceOp : RN_Op<"cbr_inference", [
+    RN_OnStream<"comp1">, RN_ArtifactOp, Pure]> {
   let summary = "convolution + inference-mode batch normalization (+ ReLU)";
   let description = [{
     Equals, with the same attributes:
@@ -261,7 +263,8 @@ def RN_CbrInferenceOp : RN_Op<"cbr_inference", [RN_ArtifactOp, Pure]> {
 // Residual tail: BatchNorm + add + ReLU
 //===----------------------------------------------------------------------===//
 
-def RN_BnAddReluOp : RN_Op<"bn_add_relu", [RN_ArtifactOp, Pure]> {
+def RN_BnAddReluOp : RN_Op<"bn_add_relu", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "training-mode batch normalization + residual add + ReLU";
   let description = [{
     The tail of a ResNet block. Equals:
@@ -300,7 +303,8 @@ def RN_BnAddReluOp : RN_Op<"bn_add_relu", [RN_ArtifactOp, Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_BnAddReluBackwardOp : RN_Op<"bn_add_relu_backward", [RN_ArtifactOp, 
+def RN_BnAddReluBackwardOp : RN_Op<"bn_add_relu_backward", [
+    RN_OnStream<"comp2">, RN_ArtifactOp,
     DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "gradients of rn.bn_add_relu";
   let description = [{
@@ -347,7 +351,8 @@ def RN_BnAddReluBackwardOp : RN_Op<"bn_add_relu_backward", [RN_ArtifactOp,
   let hasVerifier = 1;
 }
 
-def RN_BnAddReluInferenceOp : RN_Op<"bn_add_relu_inference", [RN_ArtifactOp, Pure]> {
+def RN_BnAddReluInferenceOp : RN_Op<"bn_add_relu_inference", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "inference-mode batch normalization + residual add + ReLU";
   let description = [{
     Equals:
@@ -386,7 +391,8 @@ def RN_BnAddReluInferenceOp : RN_Op<"bn_add_relu_inference", [RN_ArtifactOp, Pur
 // BN apply + ReLU as the next convolution's prologue
 //===----------------------------------------------------------------------===//
 
-def RN_BnScaleBiasOp : RN_Op<"bn_scale_bias", [RN_ArtifactOp, Pure]> {
+def RN_BnScaleBiasOp : RN_Op<"bn_scale_bias", [
+    RN_OnStream<"comp1">, RN_ArtifactOp, Pure]> {
   let summary = "per-channel scale and bias of a training-mode batch norm apply";
   let description = [{
     The batch normalization `(x - batch_mean) * batch_inv_std * gamma + beta`
@@ -423,7 +429,8 @@ def RN_BnScaleBiasOp : RN_Op<"bn_scale_bias", [RN_ArtifactOp, Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_ConvBnStatsOp : RN_Op<"conv_bn_stats", [RN_ArtifactOp, AttrSizedOperandSegments, Pure]> {
+def RN_ConvBnStatsOp : RN_Op<"conv_bn_stats", [
+    RN_OnStream<"comp1">, RN_ArtifactOp, AttrSizedOperandSegments, Pure]> {
   let summary = "convolution + its output's batch statistics (rn.cbr_forward without the apply)";
   let description = [{
     `rn.cbr_forward` without its batch norm apply and ReLU. Equals, with

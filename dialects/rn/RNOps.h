@@ -4,6 +4,7 @@
 #define RN_DIALECTS_RN_RNOPS_H
 
 #include "dialects/rn/RNDialect.h"
+#include "dialects/rn/RNTraining.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"

@@ -11,6 +11,7 @@
 #define RN_DIALECT_RN_OPS_TD
 
 include "dialects/rn/RNBase.td"
+include "dialects/rn/RNInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -77,7 +78,10 @@ def RN_ParamOp : RN_Op<"param", [
 // Convolution and normalization
 //===----------------------------------------------------------------------===//
 
-def RN_Conv2dOp : RN_Op<"conv2d", [RN_ArtifactOp, Pure]> {
+def RN_Conv2dOp : RN_Op<"conv2d", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    DeclareOpInterfaceMethods<RN_ParameterOperandsOpInterface>,
+    RN_OnStream<"comp1">, RN_ArtifactOp, Pure]> {
   let summary = "2-D convolution, NHWC input, OHWI filter";
   let description = [{
     `input` is [N, H, W, C], `filter` is [O, KH, KW, C / groups], the optional
@@ -105,7 +109,10 @@ def RN_Conv2dOp : RN_Op<"conv2d", [RN_ArtifactOp, Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_BatchNormOp : RN_Op<"batch_norm", [RN_ArtifactOp, Pure]> {
+def RN_BatchNormOp : RN_Op<"batch_norm", [
+    DeclareOpInterfaceMethods<RN_TrainingFormOpInterface>,
+    DeclareOpInterfaceMethods<RN_ParameterOperandsOpInterface>,
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "batch normalization over the channel (last) dimension";
   let description = [{
     Training-mode batch normalization of an NHWC (rank 4) or [N, C] (rank 2)
@@ -139,7 +146,8 @@ def RN_BatchNormOp : RN_Op<"batch_norm", [RN_ArtifactOp, Pure]> {
 // Input normalization (uint8 images on the wire)
 //===----------------------------------------------------------------------===//
 
-def RN_NormalizeImagesOp : RN_Op<"normalize_images", [RN_ArtifactOp, Pure]> {
+def RN_NormalizeImagesOp : RN_Op<"normalize_images", [
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure]> {
   let summary = "uint8 NHWC images to normalized floats: (x / 255 - mean) * (1 / std)";
   let description = [{
     Per channel c, in f32 whatever the result type:
@@ -172,7 +180,9 @@ def RN_NormalizeImagesOp : RN_Op<"normalize_images", [RN_ArtifactOp, Pure]> {
 //===----------------------------------------------------------------------===//
 
 class RN_UnaryElementwiseOp<string mnemonic, string what>
-    : RN_Op<mnemonic, [RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
+    : RN_Op<mnemonic, [RN_OnStream<"comp3">,
+                       DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+                       RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
   let summary = what;
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
@@ -196,7 +206,9 @@ def RN_HardsigmoidOp : RN_UnaryElementwiseOp<"hardsigmoid", "relu6(x + 3) / 6"> 
   }];
 }
 
-def RN_HardtanhOp : RN_Op<"hardtanh", [RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
+def RN_HardtanhOp : RN_Op<"hardtanh", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
   let summary = "clamp(x, min_val, max_val)";
   let description = [{
     PyTorch's Hardtanh; ReLU6 is `min 0 max 6`. NaN propagates (as
@@ -215,14 +227,18 @@ def RN_HardtanhOp : RN_Op<"hardtanh", [RN_ArtifactOp, Pure, SameOperandsAndResul
   let hasVerifier = 1;
 }
 
-def RN_AddOp : RN_Op<"add", [RN_ArtifactOp, Pure, Commutative, SameOperandsAndResultType]> {
+def RN_AddOp : RN_Op<"add", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure, Commutative, SameOperandsAndResultType]> {
   let summary = "elementwise sum of two tensors of one type (residual joins)";
   let arguments = (ins RN_FloatTensor:$lhs, RN_FloatTensor:$rhs);
   let results = (outs RN_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def RN_ChannelMulOp : RN_Op<"channel_mul", [RN_ArtifactOp, Pure,
+def RN_ChannelMulOp : RN_Op<"channel_mul", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "y[n, h, w, c] = x[n, h, w, c] * s[n, 0, 0, c]";
   let description = [{
@@ -242,6 +258,8 @@ def RN_ChannelMulOp : RN_Op<"channel_mul", [RN_ArtifactOp, Pure,
 }
 
 def RN_DropoutOp : RN_Op<"dropout", [
+    DeclareOpInterfaceMethods<RN_TrainingFormOpInterface>, RN_RandomInTraining,
+    RN_OnStream<"comp2">,
     SameOperandsAndResultType,
     MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {
   let summary = "inverted dropout: zeroes with probability p, scales by 1/(1-p)";
@@ -252,6 +270,8 @@ def RN_DropoutOp : RN_Op<"dropout", [
 }
 
 def RN_StochasticDepthOp : RN_Op<"stochastic_depth", [
+    DeclareOpInterfaceMethods<RN_TrainingFormOpInterface>, RN_RandomInTraining,
+    RN_OnStream<"comp2">,
     SameOperandsAndResultType,
     MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {
   let summary = "drops whole samples with probability p, scales the kept ones by 1/(1-p)";
@@ -279,7 +299,9 @@ def RN_StochasticDepthOp : RN_Op<"stochastic_depth", [
 //===----------------------------------------------------------------------===//
 
 class RN_Pool2dOp<string mnemonic, string what>
-    : RN_Op<mnemonic, [RN_ArtifactOp, Pure]> {
+    : RN_Op<mnemonic, [RN_OnStream<"comp2">,
+                       DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+                       RN_ArtifactOp, Pure]> {
   let summary = what;
   let arguments = (ins
     RN_FloatTensor:$input,
@@ -307,7 +329,9 @@ def RN_AvgPool2dOp : RN_Pool2dOp<"avg_pool2d", "2-D average pooling over NHWC"> 
   }];
 }
 
-def RN_AdaptiveAvgPool2dOp : RN_Op<"adaptive_avg_pool2d", [RN_ArtifactOp, Pure]> {
+def RN_AdaptiveAvgPool2dOp : RN_Op<"adaptive_avg_pool2d", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "PyTorch's adaptive average pooling over NHWC: [N, H, W, C] -> [N, OH, OW, C]";
   let description = [{
     The output size is the result type's. Output row i averages the input
@@ -327,7 +351,9 @@ def RN_AdaptiveAvgPool2dOp : RN_Op<"adaptive_avg_pool2d", [RN_ArtifactOp, Pure]>
   let hasVerifier = 1;
 }
 
-def RN_GlobalAvgPoolOp : RN_Op<"global_avg_pool", [RN_ArtifactOp, Pure]> {
+def RN_GlobalAvgPoolOp : RN_Op<"global_avg_pool", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "mean over H and W: [N, H, W, C] -> [N, 1, 1, C]";
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
@@ -335,7 +361,9 @@ def RN_GlobalAvgPoolOp : RN_Op<"global_avg_pool", [RN_ArtifactOp, Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_FlattenOp : RN_Op<"flatten", [RN_ArtifactOp, Pure]> {
+def RN_FlattenOp : RN_Op<"flatten", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure]> {
   let summary = "[N, d1, ..., dk] -> [N, d1 * ... * dk]";
   let description = [{
     Flattens in memory (NHWC) order, so for C > 1 and H * W > 1 the feature
@@ -351,7 +379,10 @@ def RN_FlattenOp : RN_Op<"flatten", [RN_ArtifactOp, Pure]> {
 // Fully connected and loss
 //===----------------------------------------------------------------------===//
 
-def RN_LinearOp : RN_Op<"linear", [RN_ArtifactOp, Pure]> {
+def RN_LinearOp : RN_Op<"linear", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    DeclareOpInterfaceMethods<RN_ParameterOperandsOpInterface>,
+    RN_OnStream<"comp1">, RN_ArtifactOp, Pure]> {
   let summary = "y = x * W^T + b with W as [out, in]";
   let arguments = (ins
     RN_FloatTensor:$input,
@@ -364,7 +395,8 @@ def RN_LinearOp : RN_Op<"linear", [RN_ArtifactOp, Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_SoftmaxCrossEntropyOp : RN_Op<"softmax_cross_entropy", [RN_ArtifactOp, 
+def RN_SoftmaxCrossEntropyOp : RN_Op<"softmax_cross_entropy", [
+    RN_OnStream<"comp1">, RN_ArtifactOp,
     Pure]> {
   let summary = "mean softmax cross-entropy of logits [N, C] against labels [N]";
   let description = [{

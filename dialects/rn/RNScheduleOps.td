@@ -91,7 +91,8 @@ def RN_ExtentAttr : AttrDef<RN_Dialect, "Extent"> {
 // Transfer
 //===----------------------------------------------------------------------===//
 
-def RN_HostToDeviceOp : RN_Op<"host_to_device", [RN_ArtifactOp, SameOperandsAndResultType]> {
+def RN_HostToDeviceOp : RN_Op<"host_to_device", [
+    RN_OnStream<"trans">, RN_ArtifactOp, SameOperandsAndResultType]> {
   let summary = "copies a per-step input from pinned host memory to the device";
   let description = [{
     The TRANSFER subgraph: the operand is the host staging buffer (a step

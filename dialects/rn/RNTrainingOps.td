@@ -84,7 +84,8 @@ def RN_StateOp : RN_Op<"state", [
 // Mixed precision and reshaping
 //===----------------------------------------------------------------------===//
 
-def RN_CastOp : RN_Op<"cast", [RN_ArtifactOp, Pure, SameOperandsAndResultShape]> {
+def RN_CastOp : RN_Op<"cast", [
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure, SameOperandsAndResultShape]> {
   let summary = "converts a tensor to another float type (round to nearest even)";
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
@@ -92,7 +93,8 @@ def RN_CastOp : RN_Op<"cast", [RN_ArtifactOp, Pure, SameOperandsAndResultShape]>
   let hasVerifier = 1;
 }
 
-def RN_PadChannelsOp : RN_Op<"pad_channels", [RN_ArtifactOp, Pure, AttrSizedOperandSegments]> {
+def RN_PadChannelsOp : RN_Op<"pad_channels", [
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure, AttrSizedOperandSegments]> {
   let summary = "widens the last (channel) dimension with zeros, converting the element type";
   let description = [{
     `result[..., c]` is `input[..., c]` converted to the result's element
@@ -127,7 +129,8 @@ def RN_PadChannelsOp : RN_Op<"pad_channels", [RN_ArtifactOp, Pure, AttrSizedOper
   let hasVerifier = 1;
 }
 
-def RN_ReshapeOp : RN_Op<"reshape", [RN_ArtifactOp, Pure]> {
+def RN_ReshapeOp : RN_Op<"reshape", [
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure]> {
   let summary = "reinterprets a tensor with another shape of the same size";
   let description = [{
     The backward of `rn.flatten`: the data does not move.
@@ -142,7 +145,9 @@ def RN_ReshapeOp : RN_Op<"reshape", [RN_ArtifactOp, Pure]> {
 // Training-mode forward variants
 //===----------------------------------------------------------------------===//
 
-def RN_BatchNormTrainOp : RN_Op<"batch_norm_train", [RN_ArtifactOp, Pure]> {
+def RN_BatchNormTrainOp : RN_Op<"batch_norm_train", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "batch normalization with batch statistics, saving them";
   let description = [{
     Normalizes with the batch mean and variance and returns them (as mean
@@ -165,7 +170,8 @@ def RN_BatchNormTrainOp : RN_Op<"batch_norm_train", [RN_ArtifactOp, Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_BatchNormInferenceOp : RN_Op<"batch_norm_inference", [RN_ArtifactOp, Pure]> {
+def RN_BatchNormInferenceOp : RN_Op<"batch_norm_inference", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "batch normalization with the running statistics";
   let arguments = (ins
     RN_FloatTensor:$input,
@@ -182,7 +188,9 @@ def RN_BatchNormInferenceOp : RN_Op<"batch_norm_inference", [RN_ArtifactOp, Pure
   let hasVerifier = 1;
 }
 
-def RN_UpdateRunningStatsOp : RN_Op<"update_running_stats", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_UpdateRunningStatsOp : RN_Op<"update_running_stats", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure]> {
   let summary = "folds batch statistics into the running statistics";
   let description = [{
     Updates `running_mean` and `running_var` (PyTorch's convention):
@@ -207,7 +215,9 @@ def RN_UpdateRunningStatsOp : RN_Op<"update_running_stats", [RN_ArtifactOp, Decl
   let hasVerifier = 1;
 }
 
-def RN_DropoutTrainOp : RN_Op<"dropout_train", [RN_ArtifactOp, 
+def RN_DropoutTrainOp : RN_Op<"dropout_train", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp2">, RN_ArtifactOp,
     MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {
   let summary = "inverted dropout that returns its mask for the backward op";
   let description = [{
@@ -232,7 +242,9 @@ def RN_DropoutTrainOp : RN_Op<"dropout_train", [RN_ArtifactOp,
   let hasVerifier = 1;
 }
 
-def RN_StochasticDepthTrainOp : RN_Op<"stochastic_depth_train", [RN_ArtifactOp,
+def RN_StochasticDepthTrainOp : RN_Op<"stochastic_depth_train", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp2">, RN_ArtifactOp,
     MemoryEffects<[MemRead<RN_RandomGenerator>, MemWrite<RN_RandomGenerator>]>]> {
   let summary = "stochastic depth that returns its per-sample mask for the backward op";
   let description = [{
@@ -268,8 +280,10 @@ def RN_StochasticDepthTrainOp : RN_Op<"stochastic_depth_train", [RN_ArtifactOp,
 // Backward ops
 //===----------------------------------------------------------------------===//
 
-class RN_ElementwiseBackwardOp<string mnemonic, string saved, string what>
-    : RN_Op<mnemonic, [RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
+class RN_ElementwiseBackwardOp<string mnemonic, string saved, string what,
+                               string stream = "comp3">
+    : RN_Op<mnemonic, [RN_OnStream<stream>, RN_ArtifactOp, Pure,
+                       SameOperandsAndResultType]> {
   let summary = what;
   let arguments = (ins RN_FloatTensor:$output_grad, RN_FloatTensor:$saved);
   let results = (outs RN_FloatTensor:$input_grad);
@@ -283,8 +297,9 @@ def RN_TanhBackwardOp : RN_ElementwiseBackwardOp<"tanh_backward", "result",
     "dx = dy * (1 - y^2)">;
 def RN_SiluBackwardOp : RN_ElementwiseBackwardOp<"silu_backward", "input",
     "dx = dy * s * (1 + x * (1 - s)), s = sigmoid(x)">;
+// A reduction-stream op as its forward form is (dropout's mask is drawn there).
 def RN_DropoutBackwardOp : RN_ElementwiseBackwardOp<"dropout_backward", "mask",
-    "dx = dy * mask">;
+    "dx = dy * mask", "comp2">;
 def RN_SigmoidBackwardOp : RN_ElementwiseBackwardOp<"sigmoid_backward", "result",
     "dx = dy * y * (1 - y)">;
 def RN_HardswishBackwardOp : RN_ElementwiseBackwardOp<"hardswish_backward", "input",
@@ -303,7 +318,8 @@ def RN_HardsigmoidBackwardOp : RN_ElementwiseBackwardOp<"hardsigmoid_backward", 
   }];
 }
 
-def RN_StochasticDepthBackwardOp : RN_Op<"stochastic_depth_backward", [RN_ArtifactOp, Pure,
+def RN_StochasticDepthBackwardOp : RN_Op<"stochastic_depth_backward", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure,
     AllTypesMatch<["output_grad", "input_grad"]>]> {
   let summary = "dx[n, ...] = dy[n, ...] * mask[n]";
   let description = [{
@@ -323,7 +339,8 @@ def RN_StochasticDepthBackwardOp : RN_Op<"stochastic_depth_backward", [RN_Artifa
   let hasVerifier = 1;
 }
 
-def RN_HardtanhBackwardOp : RN_Op<"hardtanh_backward", [RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
+def RN_HardtanhBackwardOp : RN_Op<"hardtanh_backward", [
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
   let summary = "dx = dy where min_val < y < max_val, else 0";
   let description = [{
     `saved` is the forward op's result y (which the next layer keeps
@@ -346,7 +363,8 @@ def RN_HardtanhBackwardOp : RN_Op<"hardtanh_backward", [RN_ArtifactOp, Pure, Sam
   let hasVerifier = 1;
 }
 
-def RN_ChannelMulBackwardOp : RN_Op<"channel_mul_backward", [RN_ArtifactOp, Pure,
+def RN_ChannelMulBackwardOp : RN_Op<"channel_mul_backward", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure,
     AllTypesMatch<["output_grad", "input", "input_grad"]>,
     AllTypesMatch<["scale", "scale_grad"]>]> {
   let summary = "gradients of rn.channel_mul: dx = dy * s, ds = sum over H, W of dy * x";
@@ -447,7 +465,8 @@ def RN_LinearBackwardOp : RN_Op<"linear_backward", [RN_ArtifactOp, DeclareOpInte
   let hasVerifier = 1;
 }
 
-def RN_BatchNormBackwardOp : RN_Op<"batch_norm_backward", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_BatchNormBackwardOp : RN_Op<"batch_norm_backward", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
   let summary = "gradients of training-mode batch normalization";
   let description = [{
     Uses the batch statistics saved by `rn.batch_norm_train`. Results: the
@@ -470,7 +489,8 @@ def RN_BatchNormBackwardOp : RN_Op<"batch_norm_backward", [RN_ArtifactOp, Declar
   let hasVerifier = 1;
 }
 
-def RN_MaxPool2dBackwardOp : RN_Op<"max_pool2d_backward", [RN_ArtifactOp, Pure]> {
+def RN_MaxPool2dBackwardOp : RN_Op<"max_pool2d_backward", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "routes each output gradient to the max of its window";
   let description = [{
     Ties go to the first maximum in row-major window order, as in PyTorch.
@@ -489,7 +509,8 @@ def RN_MaxPool2dBackwardOp : RN_Op<"max_pool2d_backward", [RN_ArtifactOp, Pure]>
   let hasVerifier = 1;
 }
 
-def RN_AvgPool2dBackwardOp : RN_Op<"avg_pool2d_backward", [RN_ArtifactOp, Pure]> {
+def RN_AvgPool2dBackwardOp : RN_Op<"avg_pool2d_backward", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "spreads each output gradient evenly over its window";
   let arguments = (ins
     RN_FloatTensor:$output_grad,
@@ -504,7 +525,8 @@ def RN_AvgPool2dBackwardOp : RN_Op<"avg_pool2d_backward", [RN_ArtifactOp, Pure]>
   let hasVerifier = 1;
 }
 
-def RN_AdaptiveAvgPool2dBackwardOp : RN_Op<"adaptive_avg_pool2d_backward", [RN_ArtifactOp, Pure]> {
+def RN_AdaptiveAvgPool2dBackwardOp : RN_Op<"adaptive_avg_pool2d_backward", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "spreads each output gradient evenly over its adaptive window";
   let description = [{
     The windows of rn.adaptive_avg_pool2d for the input type `input_grad`
@@ -517,7 +539,8 @@ def RN_AdaptiveAvgPool2dBackwardOp : RN_Op<"adaptive_avg_pool2d_backward", [RN_A
   let hasVerifier = 1;
 }
 
-def RN_GlobalAvgPoolBackwardOp : RN_Op<"global_avg_pool_backward", [RN_ArtifactOp, Pure]> {
+def RN_GlobalAvgPoolBackwardOp : RN_Op<"global_avg_pool_backward", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "spreads [N, 1, 1, C] gradients over [N, H, W, C]";
   let arguments = (ins RN_FloatTensor:$output_grad);
   let results = (outs RN_FloatTensor:$input_grad);
@@ -525,7 +548,8 @@ def RN_GlobalAvgPoolBackwardOp : RN_Op<"global_avg_pool_backward", [RN_ArtifactO
   let hasVerifier = 1;
 }
 
-def RN_SoftmaxCrossEntropyBackwardOp : RN_Op<"softmax_cross_entropy_backward", [RN_ArtifactOp, Pure]> {
+def RN_SoftmaxCrossEntropyBackwardOp : RN_Op<"softmax_cross_entropy_backward", [
+    RN_OnStream<"comp1">, RN_ArtifactOp, Pure]> {
   let summary = "gradient of the mean loss with respect to the logits";
   let description = [{
     (softmax(logits) - target) * scale / N, with the smoothed target of the
@@ -549,14 +573,18 @@ def RN_SoftmaxCrossEntropyBackwardOp : RN_Op<"softmax_cross_entropy_backward", [
 // Zero-grad, loss scaling
 //===----------------------------------------------------------------------===//
 
-def RN_ZeroOp : RN_Op<"zero", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, SameOperandsAndResultType]> {
+def RN_ZeroOp : RN_Op<"zero", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure, SameOperandsAndResultType]> {
   let summary = "zeroes a gradient accumulator (updates `input`)";
   let arguments = (ins RN_FloatTensor:$input);
   let results = (outs RN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def RN_MultiZeroOp : RN_Op<"multi_zero", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_MultiZeroOp : RN_Op<"multi_zero", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure]> {
   let summary = "zeroes several gradient accumulators in one op (updates each input)";
   let description = [{
     The `rn.zero` of every accumulator of a group, one op: result `i` is
@@ -575,7 +603,9 @@ def RN_MultiZeroOp : RN_Op<"multi_zero", [RN_ArtifactOp, DeclareOpInterfaceMetho
   let hasVerifier = 1;
 }
 
-def RN_MultiUnscaleOp : RN_Op<"multi_unscale", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_MultiUnscaleOp : RN_Op<"multi_unscale", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure]> {
   let summary = "divides several gradients by the loss scale in one op (updates each grad)";
   let description = [{
     The `rn.unscale` of every gradient of a group by one scale, one op:
@@ -596,7 +626,8 @@ def RN_MultiUnscaleOp : RN_Op<"multi_unscale", [RN_ArtifactOp, DeclareOpInterfac
   let hasVerifier = 1;
 }
 
-def RN_MultiCastOp : RN_Op<"multi_cast", [RN_ArtifactOp, Pure]> {
+def RN_MultiCastOp : RN_Op<"multi_cast", [
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure]> {
   let summary = "converts several tensors to another float type in one op";
   let description = [{
     The `rn.cast` of every tensor of a group, one op: result `i` is input
@@ -617,7 +648,8 @@ def RN_MultiCastOp : RN_Op<"multi_cast", [RN_ArtifactOp, Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_CheckFiniteOp : RN_Op<"check_finite", [RN_ArtifactOp, Pure]> {
+def RN_CheckFiniteOp : RN_Op<"check_finite", [
+    RN_OnStream<"update">, RN_ArtifactOp, Pure]> {
   let summary = "true when any element of any input is Inf or NaN";
   let arguments = (ins Variadic<RN_FloatTensor>:$inputs);
   let results = (outs RN_ScalarI1Tensor:$found_non_finite);
@@ -625,7 +657,9 @@ def RN_CheckFiniteOp : RN_Op<"check_finite", [RN_ArtifactOp, Pure]> {
   let hasVerifier = 1;
 }
 
-def RN_UnscaleOp : RN_Op<"unscale", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_UnscaleOp : RN_Op<"unscale", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure]> {
   let summary = "divides a gradient by the loss scale (updates `grad`)";
   let arguments = (ins RN_FloatTensor:$grad, RN_ScalarF32Tensor:$scale);
   let results = (outs RN_FloatTensor:$result);
@@ -633,7 +667,9 @@ def RN_UnscaleOp : RN_Op<"unscale", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN
   let hasVerifier = 1;
 }
 
-def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure]> {
   let summary = "dynamic loss scaling: back off on overflow, grow when clean";
   let description = [{
     Updates `scale` and `good_steps`: on a non-finite gradient the scale is
@@ -664,7 +700,8 @@ def RN_UpdateLossScaleOp : RN_Op<"update_loss_scale", [RN_ArtifactOp, DeclareOpI
 // The replicas' gradients: an all-reduce must neither be merged nor dropped.
 def RN_Collective : Resource<"::mlir::rn::CollectiveResource">;
 
-def RN_AllReduceMeanOp : RN_Op<"all_reduce_mean", [RN_ArtifactOp, 
+def RN_AllReduceMeanOp : RN_Op<"all_reduce_mean", [
+    RN_OnStream<"update">, RN_ArtifactOp,
     DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
     MemoryEffects<[MemRead<RN_Collective>, MemWrite<RN_Collective>]>]> {
   let summary = "averages tensors over the data-parallel replicas (updates each input)";
@@ -689,7 +726,9 @@ def RN_AllReduceMeanOp : RN_Op<"all_reduce_mean", [RN_ArtifactOp,
 // Optimizers, EMA, evaluation
 //===----------------------------------------------------------------------===//
 
-def RN_SgdUpdateOp : RN_Op<"sgd_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+def RN_SgdUpdateOp : RN_Op<"sgd_update", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure, AttrSizedOperandSegments]> {
   let summary = "SGD with momentum, Nesterov and weight decay (updates `param`, `momentum_buffer`)";
   let description = [{
     PyTorch's torch.optim.SGD (dampening 0): g = grad + weight_decay * param;
@@ -717,7 +756,9 @@ def RN_SgdUpdateOp : RN_Op<"sgd_update", [RN_ArtifactOp, DeclareOpInterfaceMetho
   let hasVerifier = 1;
 }
 
-def RN_MultiSgdUpdateOp : RN_Op<"multi_sgd_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+def RN_MultiSgdUpdateOp : RN_Op<"multi_sgd_update", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure, AttrSizedOperandSegments]> {
   let summary = "SGD of several parameters in one op (updates each `params`, `momentum_buffers` entry)";
   let description = [{
     The `rn.sgd_update` of every parameter of a group, one op: element for
@@ -764,7 +805,9 @@ def RN_MultiSgdUpdateOp : RN_Op<"multi_sgd_update", [RN_ArtifactOp, DeclareOpInt
   let hasVerifier = 1;
 }
 
-def RN_AdamWUpdateOp : RN_Op<"adamw_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_AdamWUpdateOp : RN_Op<"adamw_update", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure]> {
   let summary = "AdamW with decoupled weight decay (updates `param`, `exp_avg`, `exp_avg_sq`)";
   let description = [{
     PyTorch's torch.optim.AdamW: param *= 1 - lr * weight_decay; m and v
@@ -793,7 +836,9 @@ def RN_AdamWUpdateOp : RN_Op<"adamw_update", [RN_ArtifactOp, DeclareOpInterfaceM
   let hasVerifier = 1;
 }
 
-def RN_MultiAdamWUpdateOp : RN_Op<"multi_adamw_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+def RN_MultiAdamWUpdateOp : RN_Op<"multi_adamw_update", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure, AttrSizedOperandSegments]> {
   let summary = "AdamW of several parameters in one op (updates each `params`, `exp_avgs`, `exp_avg_sqs` entry)";
   let description = [{
     The `rn.adamw_update` of every parameter of a group, one op, as
@@ -840,7 +885,9 @@ def RN_MultiAdamWUpdateOp : RN_Op<"multi_adamw_update", [RN_ArtifactOp, DeclareO
   let hasVerifier = 1;
 }
 
-def RN_LarsUpdateOp : RN_Op<"lars_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+def RN_LarsUpdateOp : RN_Op<"lars_update", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure]> {
   let summary = "LARS: SGD with a layer-wise trust ratio (updates `param`, `momentum_buffer`)";
   let description = [{
     local_lr = trust_coefficient * |param| / (|grad| + weight_decay * |param|
@@ -867,7 +914,9 @@ def RN_LarsUpdateOp : RN_Op<"lars_update", [RN_ArtifactOp, DeclareOpInterfaceMet
   let hasVerifier = 1;
 }
 
-def RN_MultiLarsUpdateOp : RN_Op<"multi_lars_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, AttrSizedOperandSegments]> {
+def RN_MultiLarsUpdateOp : RN_Op<"multi_lars_update", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure, AttrSizedOperandSegments]> {
   let summary = "LARS of several parameters in one op (updates each `params`, `momentum_buffers` entry)";
   let description = [{
     The `rn.lars_update` of every parameter of a group, one op, as
@@ -914,7 +963,8 @@ def RN_MultiLarsUpdateOp : RN_Op<"multi_lars_update", [RN_ArtifactOp, DeclareOpI
   let hasVerifier = 1;
 }
 
-def RN_EmaUpdateOp : RN_Op<"ema_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, 
+def RN_EmaUpdateOp : RN_Op<"ema_update", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
     Pure, AllTypesMatch<["average", "param", "new_average"]>]> {
   let summary = "exponential moving average of a weight (updates `average`)";
   let description = "average = decay * average + (1 - decay) * param.";
@@ -927,7 +977,9 @@ def RN_EmaUpdateOp : RN_Op<"ema_update", [RN_ArtifactOp, DeclareOpInterfaceMetho
   let hasVerifier = 1;
 }
 
-def RN_MultiEmaUpdateOp : RN_Op<"multi_ema_update", [RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure, SameVariadicOperandSize]> {
+def RN_MultiEmaUpdateOp : RN_Op<"multi_ema_update", [
+    RN_OnStream<"update">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>,
+    Pure, SameVariadicOperandSize]> {
   let summary = "exponential moving averages of several weights in one op (updates each `averages` entry)";
   let description = [{
     The `rn.ema_update` of every weight of a group, one op: result `i` is
@@ -951,7 +1003,8 @@ def RN_MultiEmaUpdateOp : RN_Op<"multi_ema_update", [RN_ArtifactOp, DeclareOpInt
   let hasVerifier = 1;
 }
 
-def RN_CountCorrectOp : RN_Op<"count_correct", [RN_ArtifactOp, Pure]> {
+def RN_CountCorrectOp : RN_Op<"count_correct", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "number of rows whose arg-max equals the label (top-1 hits)";
   let arguments = (ins RN_FloatTensor:$logits, RN_LabelTensor:$labels);
   let results = (outs RN_ScalarI32Tensor:$correct);

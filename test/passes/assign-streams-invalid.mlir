@@ -19,7 +19,7 @@ module {
   rn.parameter @w : tensor<4xf32> = #rn.init<zeros>
   rn.subgraph @DEEP in @train_step on #rn.stream<comp1>
   func.func @train_step() -> tensor<4xf32> {
-    // expected-error@+1 {{no stream policy for 'rn.param'; add it to the table in passes/StreamPolicy.cpp or pass policy=...}}
+    // expected-error@+1 {{no stream policy for 'rn.param'; give the op RN_OnStream<"..."> in its ODS or pass policy=...}}
     %0 = rn.param @w {rn.subgraph = @DEEP} : tensor<4xf32>
     return %0 : tensor<4xf32>
   }

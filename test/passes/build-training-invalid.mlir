@@ -102,7 +102,7 @@ module {
   rn.parameter @fc.weight : tensor<10x8xf32> = #rn.init<uniform, 3.535533845e-01>
   func.func @forward(%images: tensor<4x8xf32>, %labels: tensor<4xi32>) -> tensor<f32> {
     %s = rn.param @shift : tensor<4x8xf32>
-    // expected-error@+1 {{rn-build-training supports trainable parameters only as conv2d/linear weights and biases and batch_norm weight/bias; @shift is operand #1}}
+    // expected-error@+1 {{rn-build-training supports trainable parameters only as weights, biases and normalization parameters; @shift is operand #1 of 'rn.add'}}
     %x = rn.add %images, %s : tensor<4x8xf32>
     %0 = rn.param @fc.weight : tensor<10x8xf32>
     %1 = rn.linear %x, %0 : (tensor<4x8xf32>, tensor<10x8xf32>) -> tensor<4x10xf32>
