@@ -149,6 +149,12 @@ struct Node {
   EventKind eventKind = EventKind::internal;
   uint32_t distance = 0; ///< waits: 0, 1 or 2 steps back
 
+  /// The op's kind: its registry entry's, or for a node built without one
+  /// (tests) its name's; nullopt for a name the op table lacks.
+  std::optional<OpKind> opKind() const {
+    return info ? std::optional<OpKind>(info->kind) : opKindOf(op);
+  }
+
   /// The tensor of ODS operand (result) `ods`, a single one present: use
   /// the op table's constants (op_table::conv2d::operand::filter).
   uint32_t operand(size_t ods) const { return operands[layout.operands.index(ods)]; }

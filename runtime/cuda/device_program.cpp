@@ -148,7 +148,7 @@ Status DeviceProgram::create() {
     for (const Subgraph &sg : f.subgraphs)
       for (size_t i = 0; i < sg.nodes.size(); ++i) {
         const Node &n = sg.nodes[i];
-        if (n.kind == Node::Kind::op && !findOpLauncher(n.op))
+        if (n.kind == Node::Kind::op && !(n.opKind() && findOpLauncher(*n.opKind())))
           return Error("function " + f.name + ", subgraph " + sg.name + ", node " +
                        std::to_string(i) + " (" + n.op +
                        "): the GPU runtime has no kernel for this op");
@@ -252,7 +252,7 @@ Status DeviceProgram::create() {
           for (uint32_t t : n.results)
             res[var].push_back(v.tensors[var][t]);
         }
-        if (n.op == "host_to_device") {
+        if (n.opKind() == OpKind::host_to_device) {
           const size_t input =
               n.layout.operands.index(op_table::host_to_device::operand::input);
           if (v.hostInputs[n.operands[input]])
@@ -262,7 +262,7 @@ Status DeviceProgram::create() {
         for (uint32_t t : n.results)
           if (v.outputOf[t] >= 0)
             outputs.push_back(uint32_t(v.outputOf[t]));
-        const OpLauncher *launcher = findOpLauncher(n.op);
+        const OpLauncher *launcher = findOpLauncher(*n.opKind());
         auto &items = ps.itemsOfNode[i];
         auto addItem = [&](int part, Stream stream, std::vector<uint32_t> itemOutputs) {
           PreparedItem &item = items.emplace_back();

@@ -320,7 +320,7 @@ Status GraphExecutor::Impl::captureNodes(const Subgraph &sg, Variant v, cudaStre
         std::vector<cudaGraphNode_t> added;
         if (Status st = mapNewNodes(graph, seen, origin, &added); !st.ok())
           return st.error().withContext(where(it.part, it.stream));
-        if (n.op == "host_to_device")
+        if (n.opKind() == OpKind::host_to_device)
           if (Status st = noteHostCopy(n, ps.viewsOfNode[i], v, added, out); !st.ok())
             return st.error().withContext(where(it.part, it.stream));
       }

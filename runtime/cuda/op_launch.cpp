@@ -2,22 +2,27 @@
 
 #include "runtime/cuda/op_launch.h"
 
-#include <unordered_map>
+#include <array>
 
 namespace rn::cuda {
 
-const OpLauncher *findOpLauncher(std::string_view op) {
-  static const std::unordered_map<std::string_view, const OpLauncher *> table = [] {
-    std::unordered_map<std::string_view, const OpLauncher *> t;
+const OpLauncher *findOpLauncher(OpKind op) {
+  static const std::array<const OpLauncher *, kNumOpKinds> table = [] {
+    std::array<const OpLauncher *, kNumOpKinds> t{};
     for (const std::vector<OpLauncher> *family :
          {&elementwiseLaunchers(), &normLaunchers(), &updateLaunchers(), &convLinearLaunchers(),
           &collectiveLaunchers()})
       for (const OpLauncher &l : *family)
-        t.emplace(l.op, &l);
+        if (!t[static_cast<size_t>(l.op)])
+          t[static_cast<size_t>(l.op)] = &l;
     return t;
   }();
-  auto it = table.find(op);
-  return it == table.end() ? nullptr : it->second;
+  return table[static_cast<size_t>(op)];
+}
+
+const OpLauncher *findOpLauncher(std::string_view op) {
+  std::optional<OpKind> kind = opKindOf(op);
+  return kind ? findOpLauncher(*kind) : nullptr;
 }
 
 Status named(const OpLaunch &launch, Status status) {

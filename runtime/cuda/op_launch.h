@@ -1,6 +1,6 @@
 //===- op_launch.h - How the GPU executors run one op node ------*- C++ -*-===//
 //
-// Each op of the op registry has an OpLauncher: `launch` issues the node's
+// Each op of the op table (op_kinds.h) has an OpLauncher: `launch` issues the node's
 // work (or one part of a forking node) on the given stream, asynchronously,
 // reading every per-step value (learning rate, step, loss scale, skip flag)
 // from device memory so that the same launch can be captured into a CUDA
@@ -15,8 +15,9 @@
 // never merges work with another node (docs/design.md).
 //
 // Launchers live with their kernels, one file per family
-// (ops_elementwise.cpp, ops_norm.cpp, ops_update.cpp, ops_conv_linear.cpp);
-// op_launch.cpp joins their tables.
+// (ops_elementwise.cpp, ops_norm.cpp, ops_update.cpp, ops_conv_linear.cpp,
+// ops_collective.cpp), keyed by OpKind; they read attributes through the
+// typed readers of op_attrs.h. op_launch.cpp joins their tables.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,7 @@
 #define RN_RUNTIME_CUDA_OP_LAUNCH_H
 
 #include "runtime/core/artifact.h"
+#include "runtime/core/op_kinds.h"
 #include "runtime/core/status.h"
 #include "runtime/cuda/device_tensor.h"
 #include "runtime/cuda/stream_resources.h"
@@ -88,13 +90,15 @@ struct OpLaunch {
 };
 
 struct OpLauncher {
-  std::string_view op;
+  OpKind op;
   /// Null when the op needs nothing at load and no workspace.
   Result<size_t> (*prepare)(const OpLaunch &launch) = nullptr;
   Status (*launch)(const OpLaunch &launch) = nullptr;
 };
 
 /// The launcher of `op`, or null when the GPU runtime has none.
+const OpLauncher *findOpLauncher(OpKind op);
+/// The launcher of the op named `op` ("conv2d"), or null.
 const OpLauncher *findOpLauncher(std::string_view op);
 
 /// `status` with the launch's op named in front, for the errors of kernels

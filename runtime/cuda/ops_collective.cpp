@@ -76,7 +76,7 @@ Status launchAllReduceMean(const OpLaunch &l) {
 
 const std::vector<OpLauncher> &collectiveLaunchers() {
   static const std::vector<OpLauncher> launchers = {
-      {"all_reduce_mean", prepareAllReduceMean, launchAllReduceMean},
+      {OpKind::all_reduce_mean, prepareAllReduceMean, launchAllReduceMean},
   };
   return launchers;
 }

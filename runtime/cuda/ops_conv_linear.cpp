@@ -2,8 +2,8 @@
 //
 // conv2d, conv2d_backward, linear, linear_backward, cbr_forward,
 // conv_bn_stats, cbr_backward and cbr_inference, with the operand order
-// and part split of cpu_executor.cpp (ExecutorAccess::run) and
-// cpu_fused.cpp:
+// and part split of the CPU's entries (cpu_conv.cpp, cpu_linear.cpp,
+// cpu_fused.cpp); the attributes through op_attrs.h's readers:
 //
 //   conv2d          x, w[, b] -> y
 //   conv2d_backward dy, x, w, dwAcc[, dbAcc] -> [dx,] dw[, db]
@@ -22,7 +22,7 @@
 // gradient reads its x through (xScale, xBias) likewise. They run on
 // cuDNN's scale-bias-ReLU graphs (conv.h), which take f16 only.
 //
-// dx is there when the attribute input_grad is true. Forking ops run one
+// dx is there when the node has an input_grad result. Forking ops run one
 // part per launch (weight_grad, bias_grad, input_grad, bn_grad); a launch
 // with part -1 runs all the node's parts in order (the roles the operands
 // imply when the node lists none). Nothing fuses across parts or nodes.
@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/align.h"
+#include "runtime/core/op_attrs.h"
 #include "runtime/core/op_registry.h"
 #include "runtime/core/op_table.h"
 #include "runtime/cuda/check.h"
@@ -48,8 +49,6 @@
 #include "runtime/cuda/norm_kernels.h"
 #include "runtime/cuda/op_launch.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <array>
 #include <functional>
@@ -59,32 +58,15 @@
 namespace rn::cuda {
 namespace {
 
-using json = nlohmann::json;
-
-std::array<int64_t, 2> pairAttr(const json &attrs, const char *name,
-                                std::array<int64_t, 2> fallback) {
-  auto it = attrs.find(name);
-  if (it == attrs.end() || !it->is_array() || it->size() != 2 || !(*it)[0].is_number() ||
-      !(*it)[1].is_number())
-    return fallback;
-  return {(*it)[0].get<int64_t>(), (*it)[1].get<int64_t>()};
-}
-double numAttr(const json &attrs, const char *name, double fallback = 0) {
-  auto it = attrs.find(name);
-  return it != attrs.end() && it->is_number() ? it->get<double>() : fallback;
-}
-bool flagAttr(const json &attrs, const char *name) {
-  auto it = attrs.find(name);
-  return it != attrs.end() && it->is_boolean() && it->get<bool>();
-}
-
-/// As cpu_executor.cpp's convAttrs.
-ConvParams convParams(const json &a) {
+/// The convolution geometry of a node of an op with conv2d's attributes,
+/// as the CPU executor reads it (cpu::convAttrsOf): `Attrs` is the op's
+/// op_table::<op>::attrs.
+template <class Attrs> ConvParams convParamsOf(const Node &node) {
   ConvParams p;
-  p.strides = pairAttr(a, "strides", {1, 1});
-  p.padding = pairAttr(a, "padding", {0, 0});
-  p.dilation = pairAttr(a, "dilation", {1, 1});
-  p.groups = static_cast<int64_t>(numAttr(a, "groups", 1));
+  p.strides = op_table::pairOr(Attrs::strides(node), {1, 1});
+  p.padding = op_table::pairOr(Attrs::padding(node), {0, 0});
+  p.dilation = op_table::pairOr(Attrs::dilation(node), {1, 1});
+  p.groups = Attrs::groups(node, 1);
   return p;
 }
 
@@ -112,15 +94,17 @@ std::array<int64_t, 4> shape4(const DeviceTensor &t) {
   return {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
 }
 
-/// The ConvCall of x [N,H,W,C], w [O,KH,KW,C/g] and y (or dy) [N,OH,OW,O].
-Result<ConvCall> convCall(const OpLaunch &l, ConvKind kind, const DeviceTensor &x,
-                          const DeviceTensor &w, const DeviceTensor &y, DType gradType) {
+/// The ConvCall of x [N,H,W,C], w [O,KH,KW,C/g] and y (or dy) [N,OH,OW,O]
+/// with the node's geometry `params`.
+Result<ConvCall> convCall(const OpLaunch &l, const ConvParams &params, ConvKind kind,
+                          const DeviceTensor &x, const DeviceTensor &w, const DeviceTensor &y,
+                          DType gradType) {
   for (const DeviceTensor *t : {&x, &w, &y})
     if (t->rank() != 4)
       return Error(l.node.op + ": convolution operands must have rank 4 (NHWC, OHWI)");
   ConvCall c;
   c.kind = kind;
-  c.params = convParams(l.node.attributes);
+  c.params = params;
   c.x = shape4(x);
   c.w = shape4(w);
   c.y = shape4(y);
@@ -151,8 +135,9 @@ struct Prologue {
 /// An error unless `p` can run on cuDNN's scale-bias-ReLU graphs: x, scale
 /// and bias f16 (the engines take fp16 scale and bias; the dialect allows
 /// other float types, which only the CPU runs), scale and bias [C] of x
-/// [N,H,W,C], groups 1.
-Status checkPrologue(const OpLaunch &l, const DeviceTensor &x, const Prologue &p) {
+/// [N,H,W,C], groups 1 (of the node's geometry `params`).
+Status checkPrologue(const OpLaunch &l, const ConvParams &params, const DeviceTensor &x,
+                     const Prologue &p) {
   if (x.dtype != DType::f16 || p.scale->dtype != DType::f16 || p.bias->dtype != DType::f16)
     return Error(l.node.op + ": needs f16 prologue operands and input on the GPU (cuDNN's " +
                  "scale-bias-ReLU prologue takes fp16), got input " +
@@ -165,7 +150,7 @@ Status checkPrologue(const OpLaunch &l, const DeviceTensor &x, const Prologue &p
                  " and bias " + detail::shapeString(p.bias->shape) +
                  " must have one element per channel of the input " +
                  detail::shapeString(x.shape));
-  if (int64_t groups = convParams(l.node.attributes).groups; groups != 1)
+  if (int64_t groups = params.groups; groups != 1)
     return Error(l.node.op + ": a prologue needs groups 1, got " + std::to_string(groups));
   return Status::success();
 }
@@ -176,8 +161,8 @@ Status checkPrologue(const OpLaunch &l, const DeviceTensor &x, const Prologue &p
 
 Result<ConvCall> conv2dCall(const OpLaunch &l) {
   using namespace op_table::conv2d;
-  return convCall(l, ConvKind::forward, l.operand(operand::input), l.operand(operand::filter),
-                  l.result(result::result), DType::f32);
+  return convCall(l, convParamsOf<attrs>(l.node), ConvKind::forward, l.operand(operand::input),
+                  l.operand(operand::filter), l.result(result::result), DType::f32);
 }
 
 Result<size_t> conv2dPrepare(const OpLaunch &l) {
@@ -246,16 +231,16 @@ Roles rolesOf(const OpLaunch &l) {
 /// w giving the filter's shape; with a prologue, that of a convolution that
 /// read x through it, dw = dwAcc + wgrad(relu(x * scale + bias), dy).
 /// Prepares (returns the workspace bytes) or runs it.
-Result<size_t> filterGradient(const OpLaunch &l, bool launch, const DeviceTensor &x,
-                              const DeviceTensor &w, const DeviceTensor &dy,
-                              const DeviceTensor &dwAcc, const DeviceTensor &dw,
-                              const Prologue &prologue = {}) {
+Result<size_t> filterGradient(const OpLaunch &l, const ConvParams &params, bool launch,
+                              const DeviceTensor &x, const DeviceTensor &w,
+                              const DeviceTensor &dy, const DeviceTensor &dwAcc,
+                              const DeviceTensor &dw, const Prologue &prologue = {}) {
   if (prologue)
-    if (Status s = checkPrologue(l, x, prologue); !s.ok())
+    if (Status s = checkPrologue(l, params, x, prologue); !s.ok())
       return s.error();
-  Result<ConvCall> call =
-      convCall(l, prologue ? ConvKind::backward_filter_scale_bias_relu : ConvKind::backward_filter,
-               x, w, dy, dw.dtype);
+  Result<ConvCall> call = convCall(
+      l, params, prologue ? ConvKind::backward_filter_scale_bias_relu : ConvKind::backward_filter,
+      x, w, dy, dw.dtype);
   if (!call.ok())
     return call.error();
   // A zero-padded filter's gradient goes to its parameter's accumulator,
@@ -294,15 +279,16 @@ Result<size_t> filterGradient(const OpLaunch &l, bool launch, const DeviceTensor
 
 /// The input gradient of a backward part: dx = dgrad(dy, w), plus
 /// `addend` in the dgrad's epilogue when there is one (rn-fold-gradient-adds).
-Result<size_t> dataGradient(const OpLaunch &l, bool launch, const DeviceTensor &dx,
-                            const DeviceTensor &w, const DeviceTensor &dy,
+Result<size_t> dataGradient(const OpLaunch &l, const ConvParams &params, bool launch,
+                            const DeviceTensor &dx, const DeviceTensor &w, const DeviceTensor &dy,
                             const DeviceTensor *addend) {
   if (addend && (addend->shape != dx.shape || addend->dtype != dx.dtype))
     return Error(l.node.op + ": the input gradient addend " + detail::shapeString(addend->shape) +
                  " " + std::string(dtypeName(addend->dtype)) + " must have the input gradient's " +
                  detail::shapeString(dx.shape) + " " + std::string(dtypeName(dx.dtype)));
-  Result<ConvCall> call = convCall(l, addend ? ConvKind::backward_data_add : ConvKind::backward_data,
-                                   dx, w, dy, DType::f32);
+  Result<ConvCall> call =
+      convCall(l, params, addend ? ConvKind::backward_data_add : ConvKind::backward_data, dx, w,
+               dy, DType::f32);
   if (!call.ok())
     return call.error();
   if (!launch)
@@ -322,8 +308,9 @@ Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
   const DeviceTensor &dy = l.operand(operand::output_grad);
   switch (role) {
   case Role::weight_grad:
-    return filterGradient(l, launch, l.operand(operand::input), l.operand(operand::filter), dy,
-                          l.operand(operand::filter_grad_acc), l.result(result::filter_grad));
+    return filterGradient(l, convParamsOf<attrs>(l.node), launch, l.operand(operand::input),
+                          l.operand(operand::filter), dy, l.operand(operand::filter_grad_acc),
+                          l.result(result::filter_grad));
   case Role::bias_grad: {
     const DeviceTensor *biasAcc = l.operandIfAny(operand::bias_grad_acc);
     const DeviceTensor *db = l.resultIfAny(result::bias_grad);
@@ -346,8 +333,8 @@ Result<size_t> conv2dBackwardPart(const OpLaunch &l, Role role, bool launch) {
     const DeviceTensor *dx = l.resultIfAny(result::input_grad);
     if (!dx)
       return Error(l.node.op + ": input_grad part without an input_grad result");
-    return dataGradient(l, launch, *dx, l.operand(operand::filter), dy,
-                        l.operandIfAny(operand::input_grad_addend));
+    return dataGradient(l, convParamsOf<attrs>(l.node), launch, *dx, l.operand(operand::filter),
+                        dy, l.operandIfAny(operand::input_grad_addend));
   }
   default:
     return Error(l.node.op + ": unknown part");
@@ -566,6 +553,8 @@ struct StatsConv {
   const DeviceTensor &x, &w;
   Prologue prologue;
   const DeviceTensor &convOut, &mean, &invStd;
+  ConvParams params; ///< the node's geometry
+  double epsilon;    ///< the statistics' epsilon
 };
 
 /// The node's prologue pair (operands `scale` and `bias`), or none.
@@ -575,9 +564,10 @@ Prologue prologueOf(const OpLaunch &l, size_t scale, size_t bias) {
 
 /// The prologue's call: forward_scale_bias_relu_stats, checked.
 Result<ConvCall> prologueStatsCall(const OpLaunch &l, const StatsConv &sc) {
-  if (Status s = checkPrologue(l, sc.x, sc.prologue); !s.ok())
+  if (Status s = checkPrologue(l, sc.params, sc.x, sc.prologue); !s.ok())
     return s.error();
-  return convCall(l, ConvKind::forward_scale_bias_relu_stats, sc.x, sc.w, sc.convOut, DType::f32);
+  return convCall(l, sc.params, ConvKind::forward_scale_bias_relu_stats, sc.x, sc.w, sc.convOut,
+                  DType::f32);
 }
 
 /// Milliseconds per call, on `stream`, of `body` (CUDA events around
@@ -661,7 +651,8 @@ Result<size_t> statsConvPrepare(const OpLaunch &l, const StatsConv &sc) {
                    "); compile the artifact without fuse-bn-prologue");
     return sumBytes + *conv;
   }
-  Result<ConvCall> call = convCall(l, ConvKind::forward, sc.x, sc.w, sc.convOut, DType::f32);
+  Result<ConvCall> call =
+      convCall(l, sc.params, ConvKind::forward, sc.x, sc.w, sc.convOut, DType::f32);
   if (!call.ok())
     return call.error();
   size_t scratch = bnStatsWorkspaceBytes(sc.convOut.shape);
@@ -704,7 +695,7 @@ Status statsFromSums(const OpLaunch &l, const StatsConv &sc, const ConvCall &cal
 }
 
 Status statsConvLaunch(const OpLaunch &l, const StatsConv &sc) {
-  const double epsilon = numAttr(l.node.attributes, "epsilon");
+  const double epsilon = sc.epsilon;
   ConvBuffers b;
   b.x = sc.x.data;
   b.w = sc.w.data;
@@ -717,7 +708,8 @@ Status statsConvLaunch(const OpLaunch &l, const StatsConv &sc) {
     b.bias = sc.prologue.bias->data;
     return statsFromSums(l, sc, *call, b, sumBytesOf(*call), epsilon);
   }
-  Result<ConvCall> call = convCall(l, ConvKind::forward, sc.x, sc.w, sc.convOut, DType::f32);
+  Result<ConvCall> call =
+      convCall(l, sc.params, ConvKind::forward, sc.x, sc.w, sc.convOut, DType::f32);
   if (!call.ok())
     return call.error();
   std::optional<GenstatsConv> g = genstatsConv(l, *call);
@@ -740,17 +732,23 @@ struct StatsConvNames {
   size_t input, filter, prologueScale, prologueBias, convOutput, mean, invStd;
 };
 
-StatsConv statsConvOf(const OpLaunch &l, const StatsConvNames &n) {
-  return StatsConv{l.operand(n.input), l.operand(n.filter),
-                   prologueOf(l, n.prologueScale, n.prologueBias), l.result(n.convOutput),
-                   l.result(n.mean), l.result(n.invStd)};
+/// `Attrs`: the op's op_table::<op>::attrs (its geometry and epsilon).
+template <class Attrs> StatsConv statsConvOf(const OpLaunch &l, const StatsConvNames &n) {
+  return StatsConv{l.operand(n.input),
+                   l.operand(n.filter),
+                   prologueOf(l, n.prologueScale, n.prologueBias),
+                   l.result(n.convOutput),
+                   l.result(n.mean),
+                   l.result(n.invStd),
+                   convParamsOf<Attrs>(l.node),
+                   Attrs::epsilon(l.node)};
 }
 
 // cbr_forward: the statistics' convolution of x, w [and the prologue],
 // then the apply (with the ReLU when `relu`) of gamma and beta.
 StatsConv cbrForwardStats(const OpLaunch &l) {
   using namespace op_table::cbr_forward;
-  return statsConvOf(l, {operand::input, operand::filter, operand::prologue_scale,
+  return statsConvOf<attrs>(l, {operand::input, operand::filter, operand::prologue_scale,
                          operand::prologue_bias, result::conv_output, result::batch_mean,
                          result::batch_inv_std});
 }
@@ -765,14 +763,14 @@ Status cbrForwardLaunch(const OpLaunch &l) {
     return s;
   return named(l, bnApply(l.result(result::conv_output), l.operand(operand::gamma),
                           l.operand(operand::beta), l.result(result::batch_mean),
-                          l.result(result::batch_inv_std), flagAttr(l.node.attributes, "relu"),
+                          l.result(result::batch_inv_std), attrs::relu(l.node),
                           l.result(result::result), l.stream.stream));
 }
 
 // conv_bn_stats (rn-fuse-bn-prologue): cbr_forward without the apply.
 StatsConv convBnStats(const OpLaunch &l) {
   using namespace op_table::conv_bn_stats;
-  return statsConvOf(l, {operand::input, operand::filter, operand::prologue_scale,
+  return statsConvOf<attrs>(l, {operand::input, operand::filter, operand::prologue_scale,
                          operand::prologue_bias, result::conv_output, result::batch_mean,
                          result::batch_inv_std});
 }
@@ -792,8 +790,8 @@ size_t inferenceScratchBytes(const OpLaunch &l) {
 Result<size_t> cbrInferencePrepare(const OpLaunch &l) {
   using namespace op_table::cbr_inference;
   const DeviceTensor &x = l.operand(operand::input), &y = l.result(result::result);
-  Result<ConvCall> call = convCall(l, ConvKind::forward, x, l.operand(operand::filter), y,
-                                   DType::f32);
+  Result<ConvCall> call = convCall(l, convParamsOf<attrs>(l.node), ConvKind::forward, x,
+                                   l.operand(operand::filter), y, DType::f32);
   if (!call.ok())
     return call.error();
   call->yType = x.dtype;
@@ -811,7 +809,8 @@ Status cbrInferenceLaunch(const OpLaunch &l) {
   using namespace op_table::cbr_inference;
   const DeviceTensor &x = l.operand(operand::input), &w = l.operand(operand::filter);
   const DeviceTensor &y = l.result(result::result);
-  Result<ConvCall> call = convCall(l, ConvKind::forward, x, w, y, DType::f32);
+  Result<ConvCall> call =
+      convCall(l, convParamsOf<attrs>(l.node), ConvKind::forward, x, w, y, DType::f32);
   if (!call.ok())
     return call.error();
   call->yType = x.dtype;
@@ -832,8 +831,7 @@ Status cbrInferenceLaunch(const OpLaunch &l) {
     return s;
   return bnInference(convOutput, l.operand(operand::gamma), l.operand(operand::beta),
                      l.operand(operand::running_mean), l.operand(operand::running_var),
-                     numAttr(l.node.attributes, "epsilon"),
-                     flagAttr(l.node.attributes, "relu"), y, l.stream.stream);
+                     attrs::epsilon(l.node), attrs::relu(l.node), y, l.stream.stream);
 }
 
 //===----------------------------------------------------------------------===//
@@ -848,7 +846,7 @@ Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
   case Role::bn_grad: {
     // prologue_mask: the forward's result was the next convolution's
     // prologue, whose rounding the recomputed mask takes.
-    const bool prologueMask = cbrBackwardPrologueMask(l.node.attributes);
+    const bool prologueMask = attrs::prologue_mask(l.node);
     const DeviceTensor &convOutput = l.operand(operand::conv_output);
     size_t bytes = bnBackwardWorkspaceBytes(convOutput.shape);
     if (!launch)
@@ -869,16 +867,16 @@ Result<size_t> cbrBackwardPart(const OpLaunch &l, Role role, bool launch) {
   case Role::weight_grad:
     // With input_prologue, x is the producer's convolution output, which
     // this convolution read through the producer's BN apply + ReLU.
-    return filterGradient(l, launch, l.operand(operand::input), l.operand(operand::filter),
-                          convOutGrad, l.operand(operand::filter_grad_acc),
-                          l.result(result::filter_grad),
+    return filterGradient(l, convParamsOf<attrs>(l.node), launch, l.operand(operand::input),
+                          l.operand(operand::filter), convOutGrad,
+                          l.operand(operand::filter_grad_acc), l.result(result::filter_grad),
                           prologueOf(l, operand::input_scale, operand::input_bias));
   case Role::input_grad: {
     const DeviceTensor *dx = l.resultIfAny(result::input_grad);
     if (!dx)
       return Error(l.node.op + ": input_grad part without an input_grad result");
-    return dataGradient(l, launch, *dx, l.operand(operand::filter), convOutGrad,
-                        l.operandIfAny(operand::input_grad_addend));
+    return dataGradient(l, convParamsOf<attrs>(l.node), launch, *dx, l.operand(operand::filter),
+                        convOutGrad, l.operandIfAny(operand::input_grad_addend));
   }
   default:
     return Error(l.node.op + ": unknown part");
@@ -898,14 +896,14 @@ Status cbrBackwardLaunch(const OpLaunch &l) {
 
 const std::vector<OpLauncher> &convLinearLaunchers() {
   static const std::vector<OpLauncher> launchers = {
-      {"conv2d", conv2dPrepare, conv2dLaunch},
-      {"conv2d_backward", conv2dBackwardPrepare, conv2dBackwardLaunch},
-      {"linear", linearPrepare, linearLaunch},
-      {"linear_backward", linearBackwardPrepare, linearBackwardLaunch},
-      {"cbr_forward", cbrForwardPrepare, cbrForwardLaunch},
-      {"cbr_backward", cbrBackwardPrepare, cbrBackwardLaunch},
-      {"cbr_inference", cbrInferencePrepare, cbrInferenceLaunch},
-      {"conv_bn_stats", convBnStatsPrepare, convBnStatsLaunch},
+      {OpKind::conv2d, conv2dPrepare, conv2dLaunch},
+      {OpKind::conv2d_backward, conv2dBackwardPrepare, conv2dBackwardLaunch},
+      {OpKind::linear, linearPrepare, linearLaunch},
+      {OpKind::linear_backward, linearBackwardPrepare, linearBackwardLaunch},
+      {OpKind::cbr_forward, cbrForwardPrepare, cbrForwardLaunch},
+      {OpKind::cbr_backward, cbrBackwardPrepare, cbrBackwardLaunch},
+      {OpKind::cbr_inference, cbrInferencePrepare, cbrInferenceLaunch},
+      {OpKind::conv_bn_stats, convBnStatsPrepare, convBnStatsLaunch},
   };
   return launchers;
 }

@@ -1,8 +1,8 @@
 //===- ops_elementwise.cpp - GPU launchers of the elementwise, pool and loss ops -*- C++ -*-===//
 //
 // One OpLauncher per op of this family: each reads the node's attributes
-// the way the CPU executor does (cpu_executor.cpp's kernelOf: absent
-// numbers are 0, absent pairs their defaults) and calls its kernel in
+// through op_attrs.h as the CPU's entries do (absent numbers are 0, absent
+// pairs their defaults) and calls its kernel in
 // kernels.h on the node's stream. Two ops need the stream workspace,
 // sized at load: softmax_cross_entropy for its per-row losses and
 // max_pool2d_backward (overlapping windows) for the window arg-max.
@@ -15,39 +15,23 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/op_attrs.h"
 #include "runtime/core/op_table.h"
 #include "runtime/cuda/kernels.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/op_launch.h"
-
-#include <nlohmann/json.hpp>
 
 #include <string>
 
 namespace rn::cuda {
 namespace {
 
-using json = nlohmann::json;
-
-std::array<int64_t, 2> pairAttr(const json &attrs, const char *name,
-                                std::array<int64_t, 2> fallback) {
-  auto it = attrs.find(name);
-  if (it == attrs.end() || !it->is_array() || it->size() != 2 || !(*it)[0].is_number() ||
-      !(*it)[1].is_number())
-    return fallback;
-  return {(*it)[0].get<int64_t>(), (*it)[1].get<int64_t>()};
-}
-
-double numAttr(const json &attrs, const char *name) {
-  auto it = attrs.find(name);
-  return it != attrs.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-PoolParams poolParams(const json &attrs) {
+/// The window of a pooling op: `Attrs` is its op_table::<op>::attrs.
+template <class Attrs> PoolParams poolParamsOf(const Node &node) {
   PoolParams p;
-  p.kernel = pairAttr(attrs, "kernel", {1, 1});
-  p.strides = pairAttr(attrs, "strides", {1, 1});
-  p.padding = pairAttr(attrs, "padding", {0, 0});
+  p.kernel = op_table::pairOr(Attrs::kernel(node), {1, 1});
+  p.strides = op_table::pairOr(Attrs::strides(node), {1, 1});
+  p.padding = op_table::pairOr(Attrs::padding(node), {0, 0});
   return p;
 }
 
@@ -69,17 +53,15 @@ Status launchBinary(const OpLaunch &l) {
 Status launchHardtanh(const OpLaunch &l) {
   using namespace op_table::hardtanh;
   RN_RETURN_IF_ERROR(requireWhole(l));
-  const json &a = l.node.attributes;
-  return hardtanh(l.operand(operand::input), numAttr(a, "min_val"), numAttr(a, "max_val"),
+  return hardtanh(l.operand(operand::input), attrs::min_val(l.node), attrs::max_val(l.node),
                   l.result(result::result), streamOf(l));
 }
 
 Status launchHardtanhBackward(const OpLaunch &l) {
   using namespace op_table::hardtanh_backward;
   RN_RETURN_IF_ERROR(requireWhole(l));
-  const json &a = l.node.attributes;
   return hardtanhBackward(l.operand(operand::output_grad), l.operand(operand::saved),
-                          numAttr(a, "min_val"), numAttr(a, "max_val"),
+                          attrs::min_val(l.node), attrs::max_val(l.node),
                           l.result(result::input_grad), streamOf(l));
 }
 
@@ -158,9 +140,8 @@ Status launchZero(const OpLaunch &l) {
 Status launchDropoutTrain(const OpLaunch &l) {
   using namespace op_table::dropout_train;
   RN_RETURN_IF_ERROR(requireWhole(l));
-  const json &a = l.node.attributes;
-  return dropout(l.operand(operand::input), numAttr(a, "p"), l.seed, l.operand(operand::step),
-                 uint64_t(numAttr(a, "count")), uint64_t(numAttr(a, "index")),
+  return dropout(l.operand(operand::input), attrs::p(l.node), l.seed, l.operand(operand::step),
+                 uint64_t(attrs::count(l.node)), uint64_t(attrs::index(l.node)),
                  l.result(result::result), &l.result(result::mask), streamOf(l));
 }
 
@@ -169,10 +150,9 @@ Status launchDropoutTrain(const OpLaunch &l) {
 Status launchStochasticDepthTrain(const OpLaunch &l) {
   using namespace op_table::stochastic_depth_train;
   RN_RETURN_IF_ERROR(requireWhole(l));
-  const json &a = l.node.attributes;
-  return stochasticDepth(l.operand(operand::input), numAttr(a, "p"), l.seed,
-                         l.operand(operand::step), uint64_t(numAttr(a, "count")),
-                         uint64_t(numAttr(a, "index")), l.result(result::result),
+  return stochasticDepth(l.operand(operand::input), attrs::p(l.node), l.seed,
+                         l.operand(operand::step), uint64_t(attrs::count(l.node)),
+                         uint64_t(attrs::index(l.node)), l.result(result::result),
                          l.result(result::mask), streamOf(l));
 }
 
@@ -186,14 +166,14 @@ Status launchStochasticDepthBackward(const OpLaunch &l) {
 Status launchMaxPool(const OpLaunch &l) {
   using namespace op_table::max_pool2d;
   RN_RETURN_IF_ERROR(requireWhole(l));
-  return maxPool2d(l.operand(operand::input), poolParams(l.node.attributes),
+  return maxPool2d(l.operand(operand::input), poolParamsOf<attrs>(l.node),
                    l.result(result::result), streamOf(l));
 }
 
 Status launchAvgPool(const OpLaunch &l) {
   using namespace op_table::avg_pool2d;
   RN_RETURN_IF_ERROR(requireWhole(l));
-  return avgPool2d(l.operand(operand::input), poolParams(l.node.attributes),
+  return avgPool2d(l.operand(operand::input), poolParamsOf<attrs>(l.node),
                    l.result(result::result), streamOf(l));
 }
 
@@ -202,23 +182,23 @@ Status launchAvgPool(const OpLaunch &l) {
 /// whole images at a time (disjoint windows need none).
 Result<size_t> prepareMaxPoolBackward(const OpLaunch &l) {
   RN_RETURN_IF_ERROR(requireWhole(l));
-  return maxPool2dBackwardWorkspaceBytes(
-      l.operand(op_table::max_pool2d_backward::operand::input).shape,
-      poolParams(l.node.attributes), l.stream.workspaceBytes);
+  using namespace op_table::max_pool2d_backward;
+  return maxPool2dBackwardWorkspaceBytes(l.operand(operand::input).shape,
+                                         poolParamsOf<attrs>(l.node), l.stream.workspaceBytes);
 }
 
 Status launchMaxPoolBackward(const OpLaunch &l) {
   using namespace op_table::max_pool2d_backward;
   RN_RETURN_IF_ERROR(requireWhole(l));
   return maxPool2dBackward(l.operand(operand::output_grad), l.operand(operand::input),
-                           poolParams(l.node.attributes), l.result(result::input_grad),
+                           poolParamsOf<attrs>(l.node), l.result(result::input_grad),
                            l.stream.workspace, l.stream.workspaceBytes, streamOf(l));
 }
 
 Status launchAvgPoolBackward(const OpLaunch &l) {
   using namespace op_table::avg_pool2d_backward;
   RN_RETURN_IF_ERROR(requireWhole(l));
-  return avgPool2dBackward(l.operand(operand::output_grad), poolParams(l.node.attributes),
+  return avgPool2dBackward(l.operand(operand::output_grad), poolParamsOf<attrs>(l.node),
                            l.result(result::input_grad), streamOf(l));
 }
 
@@ -261,7 +241,7 @@ Status launchSoftmaxCrossEntropy(const OpLaunch &l) {
   using namespace op_table::softmax_cross_entropy;
   RN_RETURN_IF_ERROR(requireWhole(l));
   return softmaxCrossEntropy(l.operand(operand::logits), l.operand(operand::labels),
-                             numAttr(l.node.attributes, "label_smoothing"),
+                             attrs::label_smoothing(l.node),
                              l.result(result::loss), l.stream.workspace, l.stream.workspaceBytes,
                              streamOf(l));
 }
@@ -271,7 +251,7 @@ Status launchSoftmaxCrossEntropyBackward(const OpLaunch &l) {
   RN_RETURN_IF_ERROR(requireWhole(l));
   return softmaxCrossEntropyBackward(l.operand(operand::logits), l.operand(operand::labels),
                                      l.operandIfAny(operand::scale),
-                                     numAttr(l.node.attributes, "label_smoothing"),
+                                     attrs::label_smoothing(l.node),
                                      l.result(result::logits_grad), streamOf(l));
 }
 
@@ -309,70 +289,70 @@ Status launchHostToDevice(const OpLaunch &l) {
 
 const std::vector<OpLauncher> &elementwiseLaunchers() {
   static const std::vector<OpLauncher> launchers = {
-      {"relu", nullptr, launchUnary<UnaryOp::relu, op_table::relu::operand::input, op_table::relu::result::result>},
-      {"tanh", nullptr, launchUnary<UnaryOp::tanh, op_table::tanh::operand::input, op_table::tanh::result::result>},
-      {"silu", nullptr, launchUnary<UnaryOp::silu, op_table::silu::operand::input, op_table::silu::result::result>},
-      {"sigmoid", nullptr,
+      {OpKind::relu, nullptr, launchUnary<UnaryOp::relu, op_table::relu::operand::input, op_table::relu::result::result>},
+      {OpKind::tanh, nullptr, launchUnary<UnaryOp::tanh, op_table::tanh::operand::input, op_table::tanh::result::result>},
+      {OpKind::silu, nullptr, launchUnary<UnaryOp::silu, op_table::silu::operand::input, op_table::silu::result::result>},
+      {OpKind::sigmoid, nullptr,
        launchUnary<UnaryOp::sigmoid, op_table::sigmoid::operand::input, op_table::sigmoid::result::result>},
-      {"hardswish", nullptr,
+      {OpKind::hardswish, nullptr,
        launchUnary<UnaryOp::hardswish, op_table::hardswish::operand::input,
                    op_table::hardswish::result::result>},
-      {"hardsigmoid", nullptr,
+      {OpKind::hardsigmoid, nullptr,
        launchUnary<UnaryOp::hardsigmoid, op_table::hardsigmoid::operand::input,
                    op_table::hardsigmoid::result::result>},
-      {"hardtanh", nullptr, launchHardtanh},
-      {"relu_backward", nullptr,
+      {OpKind::hardtanh, nullptr, launchHardtanh},
+      {OpKind::relu_backward, nullptr,
        launchBinary<BinaryOp::relu_backward, op_table::relu_backward::operand::output_grad,
                     op_table::relu_backward::operand::saved, op_table::relu_backward::result::input_grad>},
-      {"tanh_backward", nullptr,
+      {OpKind::tanh_backward, nullptr,
        launchBinary<BinaryOp::tanh_backward, op_table::tanh_backward::operand::output_grad,
                     op_table::tanh_backward::operand::saved, op_table::tanh_backward::result::input_grad>},
-      {"silu_backward", nullptr,
+      {OpKind::silu_backward, nullptr,
        launchBinary<BinaryOp::silu_backward, op_table::silu_backward::operand::output_grad,
                     op_table::silu_backward::operand::saved, op_table::silu_backward::result::input_grad>},
-      {"dropout_backward", nullptr,
+      {OpKind::dropout_backward, nullptr,
        launchBinary<BinaryOp::dropout_backward, op_table::dropout_backward::operand::output_grad,
                     op_table::dropout_backward::operand::saved, op_table::dropout_backward::result::input_grad>},
-      {"sigmoid_backward", nullptr,
+      {OpKind::sigmoid_backward, nullptr,
        launchBinary<BinaryOp::sigmoid_backward, op_table::sigmoid_backward::operand::output_grad,
                     op_table::sigmoid_backward::operand::saved,
                     op_table::sigmoid_backward::result::input_grad>},
-      {"hardswish_backward", nullptr,
+      {OpKind::hardswish_backward, nullptr,
        launchBinary<BinaryOp::hardswish_backward, op_table::hardswish_backward::operand::output_grad,
                     op_table::hardswish_backward::operand::saved,
                     op_table::hardswish_backward::result::input_grad>},
-      {"hardsigmoid_backward", nullptr,
+      {OpKind::hardsigmoid_backward, nullptr,
        launchBinary<BinaryOp::hardsigmoid_backward,
                     op_table::hardsigmoid_backward::operand::output_grad,
                     op_table::hardsigmoid_backward::operand::saved,
                     op_table::hardsigmoid_backward::result::input_grad>},
-      {"hardtanh_backward", nullptr, launchHardtanhBackward},
-      {"add", nullptr,
+      {OpKind::hardtanh_backward, nullptr, launchHardtanhBackward},
+      {OpKind::add, nullptr,
        launchBinary<BinaryOp::add, op_table::add::operand::lhs, op_table::add::operand::rhs,
                     op_table::add::result::result>},
-      {"channel_mul", nullptr, launchChannelMul},
-      {"channel_mul_backward", nullptr, launchChannelMulBackward},
-      {"cast", nullptr, launchCast},
-      {"pad_channels", nullptr, launchPadChannels},
-      {"normalize_images", nullptr, launchNormalizeImages},
-      {"reshape", nullptr, launchReshape},
-      {"flatten", nullptr, launchFlatten},
-      {"zero", nullptr, launchZero},
-      {"dropout_train", nullptr, launchDropoutTrain},
-      {"stochastic_depth_train", nullptr, launchStochasticDepthTrain},
-      {"stochastic_depth_backward", nullptr, launchStochasticDepthBackward},
-      {"max_pool2d", nullptr, launchMaxPool},
-      {"avg_pool2d", nullptr, launchAvgPool},
-      {"max_pool2d_backward", prepareMaxPoolBackward, launchMaxPoolBackward},
-      {"avg_pool2d_backward", nullptr, launchAvgPoolBackward},
-      {"adaptive_avg_pool2d", nullptr, launchAdaptiveAvgPool},
-      {"adaptive_avg_pool2d_backward", nullptr, launchAdaptiveAvgPoolBackward},
-      {"global_avg_pool", nullptr, launchGlobalAvgPool},
-      {"global_avg_pool_backward", nullptr, launchGlobalAvgPoolBackward},
-      {"softmax_cross_entropy", prepareSoftmaxCrossEntropy, launchSoftmaxCrossEntropy},
-      {"softmax_cross_entropy_backward", nullptr, launchSoftmaxCrossEntropyBackward},
-      {"count_correct", nullptr, launchCountCorrect},
-      {"host_to_device", nullptr, launchHostToDevice},
+      {OpKind::channel_mul, nullptr, launchChannelMul},
+      {OpKind::channel_mul_backward, nullptr, launchChannelMulBackward},
+      {OpKind::cast, nullptr, launchCast},
+      {OpKind::pad_channels, nullptr, launchPadChannels},
+      {OpKind::normalize_images, nullptr, launchNormalizeImages},
+      {OpKind::reshape, nullptr, launchReshape},
+      {OpKind::flatten, nullptr, launchFlatten},
+      {OpKind::zero, nullptr, launchZero},
+      {OpKind::dropout_train, nullptr, launchDropoutTrain},
+      {OpKind::stochastic_depth_train, nullptr, launchStochasticDepthTrain},
+      {OpKind::stochastic_depth_backward, nullptr, launchStochasticDepthBackward},
+      {OpKind::max_pool2d, nullptr, launchMaxPool},
+      {OpKind::avg_pool2d, nullptr, launchAvgPool},
+      {OpKind::max_pool2d_backward, prepareMaxPoolBackward, launchMaxPoolBackward},
+      {OpKind::avg_pool2d_backward, nullptr, launchAvgPoolBackward},
+      {OpKind::adaptive_avg_pool2d, nullptr, launchAdaptiveAvgPool},
+      {OpKind::adaptive_avg_pool2d_backward, nullptr, launchAdaptiveAvgPoolBackward},
+      {OpKind::global_avg_pool, nullptr, launchGlobalAvgPool},
+      {OpKind::global_avg_pool_backward, nullptr, launchGlobalAvgPoolBackward},
+      {OpKind::softmax_cross_entropy, prepareSoftmaxCrossEntropy, launchSoftmaxCrossEntropy},
+      {OpKind::softmax_cross_entropy_backward, nullptr, launchSoftmaxCrossEntropyBackward},
+      {OpKind::count_correct, nullptr, launchCountCorrect},
+      {OpKind::host_to_device, nullptr, launchHostToDevice},
   };
   return launchers;
 }

@@ -10,19 +10,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/align.h"
-#include "runtime/cuda/norm_kernels.h"
+#include "runtime/core/op_attrs.h"
 #include "runtime/core/op_table.h"
+#include "runtime/cuda/norm_kernels.h"
 #include "runtime/cuda/op_launch.h"
 
 #include <string>
 
 namespace rn::cuda {
 namespace {
-
-double numAttr(const OpLaunch &l, const char *name) {
-  auto it = l.node.attributes.find(name);
-  return it != l.node.attributes.end() && it->is_number() ? it->get<double>() : 0.0;
-}
 
 // batch_norm (model level): the statistics live in the workspace, after
 // the partials.
@@ -50,7 +46,7 @@ Status launchBatchNorm(const OpLaunch &l) {
   DeviceTensor mean{base + statsBytes, DType::f32, {channels}};
   DeviceTensor invStd{base + statsBytes + alignUp(size_t(channels) * sizeof(float)), DType::f32,
                       {channels}};
-  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), mean, invStd, l.stream.stream,
+  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, attrs::epsilon(l.node), mean, invStd, l.stream.stream,
                                       l.stream.workspace, statsBytes)));
   return named(l, bnApply(x, l.operand(operand::weight), l.operand(operand::bias), mean, invStd,
                           false, l.result(result::result), l.stream.stream));
@@ -66,7 +62,7 @@ Status launchBatchNormTrain(const OpLaunch &l) {
   RN_RETURN_IF_ERROR(requireWhole(l));
   const DeviceTensor &x = l.operand(operand::input);
   const DeviceTensor &mean = l.result(result::batch_mean), &invStd = l.result(result::batch_inv_std);
-  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), mean, invStd,
+  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, attrs::epsilon(l.node), mean, invStd,
                                       l.stream.stream, l.stream.workspace,
                                       l.stream.workspaceBytes)));
   return named(l, bnApply(x, l.operand(operand::weight), l.operand(operand::bias), mean, invStd,
@@ -78,7 +74,7 @@ Status launchBatchNormInference(const OpLaunch &l) {
   RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, bnInference(l.operand(operand::input), l.operand(operand::weight),
                               l.operand(operand::bias), l.operand(operand::running_mean),
-                              l.operand(operand::running_var), numAttr(l, "epsilon"), false,
+                              l.operand(operand::running_var), attrs::epsilon(l.node), false,
                               l.result(result::result), l.stream.stream));
 }
 
@@ -105,8 +101,7 @@ Status launchUpdateRunningStats(const OpLaunch &l) {
   return named(l, bnUpdateRunningStats(
                       l.operand(operand::running_mean), l.operand(operand::running_var),
                       l.operand(operand::batch_mean), l.operand(operand::batch_inv_std),
-                      numAttr(l, "epsilon"), numAttr(l, "momentum"),
-                      static_cast<int64_t>(numAttr(l, "count")),
+                      attrs::epsilon(l.node), attrs::momentum(l.node), attrs::count(l.node),
                       l.result(result::new_running_mean), l.result(result::new_running_var),
                       l.stream.stream));
 }
@@ -121,7 +116,7 @@ Status launchBnAddRelu(const OpLaunch &l) {
   RN_RETURN_IF_ERROR(requireWhole(l));
   const DeviceTensor &x = l.operand(operand::input);
   const DeviceTensor &mean = l.result(result::batch_mean), &invStd = l.result(result::batch_inv_std);
-  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, numAttr(l, "epsilon"), mean, invStd, l.stream.stream,
+  RN_RETURN_IF_ERROR(named(l, bnBatchStats(x, attrs::epsilon(l.node), mean, invStd, l.stream.stream,
                                       l.stream.workspace, l.stream.workspaceBytes)));
   return named(l, bnApplyAddRelu(x, l.operand(operand::gamma), l.operand(operand::beta), mean,
                                  invStd, l.operand(operand::shortcut), l.result(result::result),
@@ -152,7 +147,7 @@ Status launchBnAddReluInference(const OpLaunch &l) {
   return named(l, bnInferenceAddRelu(l.operand(operand::input), l.operand(operand::gamma),
                                      l.operand(operand::beta), l.operand(operand::running_mean),
                                      l.operand(operand::running_var), l.operand(operand::shortcut),
-                                     numAttr(l, "epsilon"), l.result(result::result),
+                                     attrs::epsilon(l.node), l.result(result::result),
                                      l.stream.stream));
 }
 
@@ -168,15 +163,15 @@ Status launchBnScaleBias(const OpLaunch &l) {
 
 const std::vector<OpLauncher> &normLaunchers() {
   static const std::vector<OpLauncher> launchers = {
-      {"batch_norm", prepareBatchNorm, launchBatchNorm},
-      {"batch_norm_train", prepareBatchNormTrain, launchBatchNormTrain},
-      {"batch_norm_inference", nullptr, launchBatchNormInference},
-      {"batch_norm_backward", prepareBatchNormBackward, launchBatchNormBackward},
-      {"update_running_stats", nullptr, launchUpdateRunningStats},
-      {"bn_add_relu", prepareBnAddRelu, launchBnAddRelu},
-      {"bn_add_relu_backward", prepareBnAddReluBackward, launchBnAddReluBackward},
-      {"bn_add_relu_inference", nullptr, launchBnAddReluInference},
-      {"bn_scale_bias", nullptr, launchBnScaleBias},
+      {OpKind::batch_norm, prepareBatchNorm, launchBatchNorm},
+      {OpKind::batch_norm_train, prepareBatchNormTrain, launchBatchNormTrain},
+      {OpKind::batch_norm_inference, nullptr, launchBatchNormInference},
+      {OpKind::batch_norm_backward, prepareBatchNormBackward, launchBatchNormBackward},
+      {OpKind::update_running_stats, nullptr, launchUpdateRunningStats},
+      {OpKind::bn_add_relu, prepareBnAddRelu, launchBnAddRelu},
+      {OpKind::bn_add_relu_backward, prepareBnAddReluBackward, launchBnAddReluBackward},
+      {OpKind::bn_add_relu_inference, nullptr, launchBnAddReluInference},
+      {OpKind::bn_scale_bias, nullptr, launchBnScaleBias},
   };
   return launchers;
 }

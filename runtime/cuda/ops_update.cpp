@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/op_attrs.h"
 #include "runtime/core/op_table.h"
 #include "runtime/cuda/op_launch.h"
 #include "runtime/cuda/update_kernels.h"
@@ -23,14 +24,19 @@
 namespace rn::cuda {
 namespace {
 
-double numAttr(const OpLaunch &l, const char *name) {
-  auto it = l.node.attributes.find(name);
-  return it != l.node.attributes.end() && it->is_number() ? it->get<double>() : 0.0;
+// The optimizers' attributes, shared by each single-tensor op and its
+// multi-tensor form: `Attrs` is the op's op_table::<op>::attrs.
+template <class Attrs> SgdOptions sgdOptions(const OpLaunch &l) {
+  return SgdOptions{Attrs::momentum(l.node), Attrs::weight_decay(l.node),
+                    Attrs::nesterov(l.node)};
 }
-
-bool flagAttr(const OpLaunch &l, const char *name) {
-  auto it = l.node.attributes.find(name);
-  return it != l.node.attributes.end() && it->is_boolean() && it->get<bool>();
+template <class Attrs> LarsOptions larsOptions(const OpLaunch &l) {
+  return LarsOptions{Attrs::momentum(l.node), Attrs::weight_decay(l.node),
+                     Attrs::trust_coefficient(l.node), Attrs::epsilon(l.node)};
+}
+template <class Attrs> AdamWOptions adamwOptions(const OpLaunch &l) {
+  return AdamWOptions{Attrs::beta1(l.node), Attrs::beta2(l.node), Attrs::epsilon(l.node),
+                      Attrs::weight_decay(l.node)};
 }
 
 Status launchCheckFinite(const OpLaunch &l) {
@@ -51,9 +57,8 @@ Status launchUpdateLossScale(const OpLaunch &l) {
   using namespace op_table::update_loss_scale;
   RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, updateLossScale(l.operand(operand::scale), l.operand(operand::good_steps),
-                                  l.operand(operand::found_non_finite), numAttr(l, "growth"),
-                                  numAttr(l, "backoff"),
-                                  static_cast<int64_t>(numAttr(l, "growth_interval")),
+                                  l.operand(operand::found_non_finite), attrs::growth(l.node),
+                                  attrs::backoff(l.node), attrs::growth_interval(l.node),
                                   l.result(result::new_scale), l.result(result::new_good_steps),
                                   l.stream.stream));
 }
@@ -61,11 +66,9 @@ Status launchUpdateLossScale(const OpLaunch &l) {
 Status launchSgdUpdate(const OpLaunch &l) {
   using namespace op_table::sgd_update;
   RN_RETURN_IF_ERROR(requireWhole(l));
-  SgdOptions options{numAttr(l, "momentum"), numAttr(l, "weight_decay"),
-                     flagAttr(l, "nesterov")};
   return named(l, sgdUpdate(l.operand(operand::param), l.operand(operand::grad),
                             l.operandIfAny(operand::momentum_buffer), l.operand(operand::lr),
-                            l.operandIfAny(operand::skip_if), options,
+                            l.operandIfAny(operand::skip_if), sgdOptions<attrs>(l),
                             l.result(result::new_param),
                             l.resultIfAny(result::new_momentum_buffer), l.stream.stream));
 }
@@ -76,27 +79,14 @@ struct MultiTensorState final : PreparedState {
   std::unique_ptr<MultiTensorUpdate> update;
 };
 
-SgdOptions sgdOptions(const OpLaunch &l) {
-  return SgdOptions{numAttr(l, "momentum"), numAttr(l, "weight_decay"), flagAttr(l, "nesterov")};
-}
-
-LarsOptions larsOptions(const OpLaunch &l) {
-  return LarsOptions{numAttr(l, "momentum"), numAttr(l, "weight_decay"),
-                     numAttr(l, "trust_coefficient"), numAttr(l, "epsilon")};
-}
-
-AdamWOptions adamwOptions(const OpLaunch &l) {
-  return AdamWOptions{numAttr(l, "beta1"), numAttr(l, "beta2"), numAttr(l, "epsilon"),
-                      numAttr(l, "weight_decay")};
-}
-
 /// MultiTensorUpdate takes a node's operands (results) as one list: the
 /// per-tensor lists, then the scalars, then skip_if, in the order given
 /// here by the op table's names. The node's flat lists hold them in ODS
 /// order; this checks, by name, that the two agree (an ODS reorder fails at
 /// prepare, naming the value, rather than feeding the kernel the wrong
 /// tensors), so launches pass the node's lists as they are.
-Status checkKernelOrder(const OpLaunch &l, std::initializer_list<size_t> operands,
+Status checkKernelOrder(const OpLaunch &l, const op_table::Op &op,
+                        std::initializer_list<size_t> operands,
                         std::initializer_list<size_t> results) {
   auto check = [&](const ValueLayout &layout, std::initializer_list<size_t> order,
                    const op_table::Value *table, const char *what) -> Status {
@@ -115,78 +105,82 @@ Status checkKernelOrder(const OpLaunch &l, std::initializer_list<size_t> operand
       return Error(l.node.op + ": " + what + "s the multi-tensor kernel does not read");
     return Status::success();
   };
-  const op_table::Op *op = op_table::findOp(l.node.op);
-  if (!op)
-    return Error(l.node.op + ": not in the op table");
-  RN_RETURN_IF_ERROR(check(l.node.layout.operands, operands, op->operands, "operand"));
-  return check(l.node.layout.results, results, op->results, "result");
+  RN_RETURN_IF_ERROR(check(l.node.layout.operands, operands, op.operands, "operand"));
+  return check(l.node.layout.results, results, op.results, "result");
 }
 
-/// checkKernelOrder for each multi-tensor op.
-Status checkMultiTensorOrder(const OpLaunch &l) {
+/// checkKernelOrder for the multi-tensor op `Kind`.
+template <OpKind Kind> Status checkMultiTensorOrder(const OpLaunch &l) {
   namespace ot = op_table;
-  const std::string &op = l.node.op;
-  if (op == "multi_sgd_update") {
+  const ot::Op &op = ot::entry(Kind);
+  if constexpr (Kind == OpKind::multi_sgd_update) {
     using namespace ot::multi_sgd_update;
-    return checkKernelOrder(
-        l, {operand::params, operand::grads, operand::momentum_buffers, operand::lr, operand::skip_if},
-        {result::new_values});
-  }
-  if (op == "multi_lars_update") {
+    return checkKernelOrder(l, op,
+                            {operand::params, operand::grads, operand::momentum_buffers,
+                             operand::lr, operand::skip_if},
+                            {result::new_values});
+  } else if constexpr (Kind == OpKind::multi_lars_update) {
     using namespace ot::multi_lars_update;
-    return checkKernelOrder(
-        l, {operand::params, operand::grads, operand::momentum_buffers, operand::lr, operand::skip_if},
-        {result::new_values});
-  }
-  if (op == "multi_adamw_update") {
+    return checkKernelOrder(l, op,
+                            {operand::params, operand::grads, operand::momentum_buffers,
+                             operand::lr, operand::skip_if},
+                            {result::new_values});
+  } else if constexpr (Kind == OpKind::multi_adamw_update) {
     using namespace ot::multi_adamw_update;
-    return checkKernelOrder(l,
+    return checkKernelOrder(l, op,
                             {operand::params, operand::grads, operand::exp_avgs,
                              operand::exp_avg_sqs, operand::lr, operand::step, operand::skip_if},
                             {result::new_values});
-  }
-  if (op == "multi_unscale") {
+  } else if constexpr (Kind == OpKind::multi_unscale) {
     using namespace ot::multi_unscale;
-    return checkKernelOrder(l, {operand::grads, operand::scale}, {result::results});
-  }
-  if (op == "multi_zero") {
+    return checkKernelOrder(l, op, {operand::grads, operand::scale}, {result::results});
+  } else if constexpr (Kind == OpKind::multi_zero) {
     using namespace ot::multi_zero;
-    return checkKernelOrder(l, {operand::inputs}, {result::results});
-  }
-  if (op == "multi_cast") {
+    return checkKernelOrder(l, op, {operand::inputs}, {result::results});
+  } else if constexpr (Kind == OpKind::multi_cast) {
     using namespace ot::multi_cast;
-    return checkKernelOrder(l, {operand::inputs}, {result::results});
-  }
-  if (op == "multi_ema_update") {
+    return checkKernelOrder(l, op, {operand::inputs}, {result::results});
+  } else {
+    static_assert(Kind == OpKind::multi_ema_update, "not a multi-tensor op");
     using namespace ot::multi_ema_update;
-    return checkKernelOrder(l, {operand::averages, operand::params}, {result::results});
+    return checkKernelOrder(l, op, {operand::averages, operand::params}, {result::results});
   }
-  return Error(op + ": not a multi-tensor op");
 }
 
 /// Builds the node's table of tensors and chunks in device memory, once;
 /// returns the workspace its launch writes (multi_lars_update's partial
 /// norms).
-Result<size_t> prepareMultiTensor(const OpLaunch &l) {
+template <OpKind Kind> Result<size_t> prepareMultiTensor(const OpLaunch &l) {
   if (l.part >= 0)
     return Error(l.node.op + ": has no parts, got part " + std::to_string(l.part));
   if (!l.prepared)
     return Error(l.node.op + ": the executor keeps no prepared state for its device table");
-  RN_RETURN_IF_ERROR(checkMultiTensorOrder(l));
-  Result<std::unique_ptr<MultiTensorUpdate>> update =
-      l.node.op == "multi_sgd_update"
-          ? MultiTensorUpdate::sgd(l.operands, l.results, sgdOptions(l), l.stream.stream)
-      : l.node.op == "multi_unscale"
-          ? MultiTensorUpdate::unscale(l.operands, l.results, l.stream.stream)
-      : l.node.op == "multi_zero"
-          ? MultiTensorUpdate::zero(l.operands, l.results, l.stream.stream)
-      : l.node.op == "multi_cast"
-          ? MultiTensorUpdate::cast(l.operands, l.results, l.stream.stream)
-      : l.node.op == "multi_ema_update"
-          ? MultiTensorUpdate::ema(l.operands, l.results, numAttr(l, "decay"), l.stream.stream)
-      : l.node.op == "multi_lars_update"
-          ? MultiTensorUpdate::lars(l.operands, l.results, larsOptions(l), l.stream.stream)
-          : MultiTensorUpdate::adamw(l.operands, l.results, adamwOptions(l), l.stream.stream);
+  RN_RETURN_IF_ERROR(checkMultiTensorOrder<Kind>(l));
+  namespace ot = op_table;
+  Result<std::unique_ptr<MultiTensorUpdate>> update = [&] {
+    if constexpr (Kind == OpKind::multi_sgd_update)
+      return MultiTensorUpdate::sgd(l.operands, l.results,
+                                    sgdOptions<ot::multi_sgd_update::attrs>(l), l.stream.stream);
+    else if constexpr (Kind == OpKind::multi_unscale)
+      return MultiTensorUpdate::unscale(l.operands, l.results, l.stream.stream);
+    else if constexpr (Kind == OpKind::multi_zero)
+      return MultiTensorUpdate::zero(l.operands, l.results, l.stream.stream);
+    else if constexpr (Kind == OpKind::multi_cast)
+      return MultiTensorUpdate::cast(l.operands, l.results, l.stream.stream);
+    else if constexpr (Kind == OpKind::multi_ema_update)
+      return MultiTensorUpdate::ema(l.operands, l.results,
+                                    ot::multi_ema_update::attrs::decay(l.node), l.stream.stream);
+    else if constexpr (Kind == OpKind::multi_lars_update)
+      return MultiTensorUpdate::lars(l.operands, l.results,
+                                     larsOptions<ot::multi_lars_update::attrs>(l),
+                                     l.stream.stream);
+    else {
+      static_assert(Kind == OpKind::multi_adamw_update, "not a multi-tensor op");
+      return MultiTensorUpdate::adamw(l.operands, l.results,
+                                      adamwOptions<ot::multi_adamw_update::attrs>(l),
+                                      l.stream.stream);
+    }
+  }();
   if (!update.ok())
     return update.error();
   const size_t workspace = (*update)->workspaceBytes();
@@ -212,7 +206,7 @@ Status launchAdamWUpdate(const OpLaunch &l) {
   return named(l, adamwUpdate(l.operand(operand::param), l.operand(operand::grad),
                               l.operand(operand::exp_avg), l.operand(operand::exp_avg_sq),
                               l.operand(operand::lr), l.operand(operand::step),
-                              l.operandIfAny(operand::skip_if), adamwOptions(l),
+                              l.operandIfAny(operand::skip_if), adamwOptions<attrs>(l),
                               l.result(result::new_param), l.result(result::new_exp_avg),
                               l.result(result::new_exp_avg_sq), l.stream.stream));
 }
@@ -227,7 +221,7 @@ Status launchLarsUpdate(const OpLaunch &l) {
   RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, larsUpdate(l.operand(operand::param), l.operand(operand::grad),
                              l.operand(operand::momentum_buffer), l.operand(operand::lr),
-                             l.operandIfAny(operand::skip_if), larsOptions(l),
+                             l.operandIfAny(operand::skip_if), larsOptions<attrs>(l),
                              l.result(result::new_param), l.result(result::new_momentum_buffer),
                              l.stream.stream, l.stream.workspace, l.stream.workspaceBytes));
 }
@@ -236,27 +230,29 @@ Status launchEmaUpdate(const OpLaunch &l) {
   using namespace op_table::ema_update;
   RN_RETURN_IF_ERROR(requireWhole(l));
   return named(l, emaUpdate(l.operand(operand::average), l.operand(operand::param),
-                            numAttr(l, "decay"), l.result(result::new_average), l.stream.stream));
+                            attrs::decay(l.node), l.result(result::new_average),
+                            l.stream.stream));
 }
 
 } // namespace
 
 const std::vector<OpLauncher> &updateLaunchers() {
   static const std::vector<OpLauncher> launchers = {
-      {"check_finite", nullptr, launchCheckFinite},
-      {"unscale", nullptr, launchUnscale},
-      {"multi_unscale", prepareMultiTensor, launchMultiTensor},
-      {"multi_zero", prepareMultiTensor, launchMultiTensor},
-      {"multi_cast", prepareMultiTensor, launchMultiTensor},
-      {"update_loss_scale", nullptr, launchUpdateLossScale},
-      {"sgd_update", nullptr, launchSgdUpdate},
-      {"multi_sgd_update", prepareMultiTensor, launchMultiTensor},
-      {"adamw_update", nullptr, launchAdamWUpdate},
-      {"multi_adamw_update", prepareMultiTensor, launchMultiTensor},
-      {"lars_update", prepareLarsUpdate, launchLarsUpdate},
-      {"multi_lars_update", prepareMultiTensor, launchMultiTensor},
-      {"ema_update", nullptr, launchEmaUpdate},
-      {"multi_ema_update", prepareMultiTensor, launchMultiTensor},
+      {OpKind::check_finite, nullptr, launchCheckFinite},
+      {OpKind::unscale, nullptr, launchUnscale},
+      {OpKind::multi_unscale, prepareMultiTensor<OpKind::multi_unscale>, launchMultiTensor},
+      {OpKind::multi_zero, prepareMultiTensor<OpKind::multi_zero>, launchMultiTensor},
+      {OpKind::multi_cast, prepareMultiTensor<OpKind::multi_cast>, launchMultiTensor},
+      {OpKind::update_loss_scale, nullptr, launchUpdateLossScale},
+      {OpKind::sgd_update, nullptr, launchSgdUpdate},
+      {OpKind::multi_sgd_update, prepareMultiTensor<OpKind::multi_sgd_update>, launchMultiTensor},
+      {OpKind::adamw_update, nullptr, launchAdamWUpdate},
+      {OpKind::multi_adamw_update, prepareMultiTensor<OpKind::multi_adamw_update>,
+       launchMultiTensor},
+      {OpKind::lars_update, prepareLarsUpdate, launchLarsUpdate},
+      {OpKind::multi_lars_update, prepareMultiTensor<OpKind::multi_lars_update>, launchMultiTensor},
+      {OpKind::ema_update, nullptr, launchEmaUpdate},
+      {OpKind::multi_ema_update, prepareMultiTensor<OpKind::multi_ema_update>, launchMultiTensor},
   };
   return launchers;
 }

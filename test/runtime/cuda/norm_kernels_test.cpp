@@ -103,7 +103,7 @@ private:
 
 const OpLauncher *normLauncher(const std::string &op) {
   for (const OpLauncher &l : normLaunchers())
-    if (l.op == op)
+    if (opName(l.op) == op)
       return &l;
   return nullptr;
 }

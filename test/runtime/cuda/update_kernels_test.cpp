@@ -85,7 +85,7 @@ Status runOp(const std::string &op, const nlohmann::json &attributes,
              TestStream &stream) {
   const OpLauncher *launcher = nullptr;
   for (const OpLauncher &l : updateLaunchers())
-    if (l.op == op)
+    if (opName(l.op) == op)
       launcher = &l;
   if (!launcher)
     return Error("no launcher for " + op);
