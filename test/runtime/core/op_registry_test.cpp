@@ -13,6 +13,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -594,7 +596,59 @@ TEST(OpRegistry, ChecksCountsAndAttributes) {
             "operand \"mean\" is present without operand \"std\"");
   EXPECT_EQ(check("normalize_images", named({"input", "mean", "std"}), result, json::object()),
             "");
-  EXPECT_EQ(allOps().size(), 71u);
+}
+
+/// checkAttributes holds a node's attributes to the kinds of the op table:
+/// each required one present, each present one of its kind's JSON type.
+/// Today's ops' verifiers check their attributes first, so the messages
+/// here come from an op entry of every kind, made up for the test.
+TEST(OpRegistry, ChecksAttributeKinds) {
+  using op_table::AttrKind;
+  static constexpr op_table::Attr kAttrs[] = {
+      {"flag", AttrKind::flag, false},        {"on", AttrKind::boolean, true},
+      {"n", AttrKind::integer, true},         {"x", AttrKind::real, true},
+      {"pair", AttrKind::integers, true},     {"label", AttrKind::string, false},
+      {"mode", AttrKind::enumeration, false}, {"callee", AttrKind::symbol, false},
+  };
+  const op_table::Op op{OpKind::relu, "made_up", nullptr, 0,
+                        nullptr,      0,         kAttrs,  std::size(kAttrs)};
+  const json valid = {{"on", false}, {"n", 3}, {"x", 1}, {"pair", {1, 2}}};
+  auto check = [&](const json &attributes) {
+    Status status = checkAttributes(op, attributes);
+    return status.ok() ? std::string() : status.error().message();
+  };
+  EXPECT_EQ(check(valid), "");
+  json all = valid;
+  all.update({{"flag", true}, {"label", "a"}, {"mode", "tanh"}, {"callee", "f"}});
+  EXPECT_EQ(check(all), "");
+  all["mode"] = 1; // an enum case by its value, as rn-compile writes an I32EnumAttr
+  EXPECT_EQ(check(all), "");
+  json bad = valid;
+  bad.erase("n");
+  EXPECT_EQ(check(bad), "attribute \"n\" is missing (an integer)");
+  bad = valid;
+  bad["x"] = "1";
+  EXPECT_EQ(check(bad), "attribute \"x\" must be a number, got string");
+  bad = valid;
+  bad["n"] = 2.5;
+  EXPECT_EQ(check(bad), "attribute \"n\" must be an integer, got number 2.5");
+  bad = valid;
+  bad["pair"] = {1, "2"};
+  EXPECT_EQ(check(bad), "attribute \"pair\" must be an array of integers, got array");
+  bad = valid;
+  bad["flag"] = 1;
+  EXPECT_EQ(check(bad), "attribute \"flag\" must be a boolean, got number 1");
+  bad = valid;
+  bad["mode"] = true;
+  EXPECT_EQ(check(bad), "attribute \"mode\" must be an enum case (its name or value), got "
+                        "boolean true");
+  // No attributes at all: only the ops with a required one fail.
+  for (const OpInfo &info : allOps())
+    EXPECT_EQ(checkAttributes(*info.table, json::object()).ok(),
+              std::none_of(info.table->attributes,
+                           info.table->attributes + info.table->numAttributes,
+                           [](const op_table::Attr &a) { return a.required; }))
+        << info.name;
 }
 
 /// rn-fuse-bn-prologue's forms: cbr_forward and conv_bn_stats with or
