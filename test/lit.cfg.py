@@ -8,7 +8,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "RN"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".td"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.rn_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
@@ -25,9 +25,14 @@ config.substitutions.append(("%python", config.python_executable))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.rn_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    [ToolSubst("rn-opt", unresolved="fatal"), ToolSubst("rn-compile", unresolved="fatal")],
+    [ToolSubst("rn-opt", unresolved="fatal"), ToolSubst("rn-compile", unresolved="fatal"),
+     ToolSubst("rn-tblgen", unresolved="fatal")],
     tool_dirs,
 )
+# rn-tblgen's tests read the dialect's and MLIR's .td files.
+config.substitutions.append(
+    ("%tblgen_includes", " ".join("-I " + d for d in
+                                  [config.rn_src_root] + config.mlir_include_dirs.split(";") if d)))
 # rn-run belongs to the runtime half (absent with -DRN_BUILD_RUNTIME=OFF).
 if os.path.exists(os.path.join(config.rn_tools_dir, "rn-run")):
     config.available_features.add("rn-run")
