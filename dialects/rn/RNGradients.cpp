@@ -187,6 +187,15 @@ LogicalResult SigmoidOp::buildGradient(OpBuilder &builder,
                                                getResult());
 }
 
+LogicalResult GeluOp::buildGradient(OpBuilder &builder,
+                                    GradientEmitter &emitter) {
+  Value dy = emitter.getResultGradient(getResult());
+  emitter.accumulate(getLoc(), getInput(),
+                     GeluBackwardOp::create(builder, getLoc(), dy, getInput(),
+                                            getApproximateAttr()));
+  return success();
+}
+
 LogicalResult HardswishOp::buildGradient(OpBuilder &builder,
                                          GradientEmitter &emitter) {
   return buildUnaryGradient<HardswishBackwardOp>(*this, builder, emitter,

@@ -193,6 +193,33 @@ def RN_ReluOp : RN_UnaryElementwiseOp<"relu", "max(x, 0)">;
 def RN_TanhOp : RN_UnaryElementwiseOp<"tanh", "hyperbolic tangent">;
 def RN_SiluOp : RN_UnaryElementwiseOp<"silu", "x * sigmoid(x)">;
 def RN_SigmoidOp : RN_UnaryElementwiseOp<"sigmoid", "1 / (1 + exp(-x))">;
+
+def RN_GeluExact : I32EnumAttrCase<"none", 0>;
+def RN_GeluTanh : I32EnumAttrCase<"tanh", 1>;
+def RN_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "GELU's form: exact (erf) or its tanh approximation",
+    [RN_GeluExact, RN_GeluTanh]> {
+  let cppNamespace = "::mlir::rn";
+}
+
+def RN_GeluOp : RN_Op<"gelu", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
+  let summary = "x * Phi(x), Phi the standard normal CDF (PyTorch's GELU)";
+  let description = [{
+    `torch.nn.GELU(approximate=...)`: with `none`,
+    x / 2 * (1 + erf(x / sqrt(2))); with `tanh`,
+    x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))).
+    Its backward (`rn.gelu_backward`) reads the input.
+
+    ```mlir
+    %y = rn.gelu %x approximate none : tensor<8x14x14x96xf16>
+    ```
+  }];
+  let arguments = (ins RN_FloatTensor:$input, RN_GeluApproximation:$approximate);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input `approximate` $approximate attr-dict `:` type($result)";
+}
 def RN_HardswishOp : RN_UnaryElementwiseOp<"hardswish", "x * relu6(x + 3) / 6"> {
   let description = [{
     PyTorch's Hardswish: 0 for x <= -3, x for x >= 3, x * (x + 3) / 6 in

@@ -302,6 +302,17 @@ def RN_DropoutBackwardOp : RN_ElementwiseBackwardOp<"dropout_backward", "mask",
     "dx = dy * mask", "comp2">;
 def RN_SigmoidBackwardOp : RN_ElementwiseBackwardOp<"sigmoid_backward", "result",
     "dx = dy * y * (1 - y)">;
+def RN_GeluBackwardOp : RN_Op<"gelu_backward", [
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
+  let summary = "dx = dy * gelu'(x), in the form of the forward rn.gelu";
+  let description = "`saved` is the forward op's input.";
+  let arguments = (ins RN_FloatTensor:$output_grad, RN_FloatTensor:$saved,
+                       RN_GeluApproximation:$approximate);
+  let results = (outs RN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $saved `approximate` $approximate attr-dict `:` type($input_grad)
+  }];
+}
 def RN_HardswishBackwardOp : RN_ElementwiseBackwardOp<"hardswish_backward", "input",
     "dx = 0 for x < -3, dy for x > 3, dy * (2x + 3) / 6 in between"> {
   let description = [{

@@ -28,6 +28,7 @@ from .emitter import (
     conv2d,
     dropout,
     flatten,
+    gelu,
     global_avg_pool,
     hardsigmoid,
     hardswish,

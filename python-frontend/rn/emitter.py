@@ -33,6 +33,7 @@ __all__ = [
     "flatten",
     "format_float",
     "format_table",
+    "gelu",
     "global_avg_pool",
     "hardsigmoid",
     "hardswish",
@@ -525,6 +526,18 @@ def silu(x: Value) -> Value:
 def sigmoid(x: Value) -> Value:
     """Elementwise 1 / (1 + exp(-x))."""
     return _unary("sigmoid", x)
+
+
+GELU_APPROXIMATIONS: tuple[str, ...] = ("none", "tanh")
+
+
+def gelu(x: Value, approximate: str = "none") -> Value:
+    """Elementwise x * Phi(x), Phi the standard normal CDF (PyTorch's ``gelu``):
+    exact with ``approximate="none"``, the tanh form with ``"tanh"``."""
+    e = _emitter_of(x, "gelu")
+    if approximate not in GELU_APPROXIMATIONS:
+        raise e.error(f"gelu approximate must be one of {GELU_APPROXIMATIONS}, got {approximate!r}")
+    return e.op(f"rn.gelu {x.name} approximate {approximate} : {x.type}", x.type)
 
 
 def hardtanh(x: Value, min_val: float = -1.0, max_val: float = 1.0) -> Value:

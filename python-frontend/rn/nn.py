@@ -37,6 +37,7 @@ __all__ = [
     "CrossEntropyLoss",
     "Dropout",
     "Flatten",
+    "GELU",
     "Hardsigmoid",
     "Hardswish",
     "Hardtanh",
@@ -595,6 +596,25 @@ class Sigmoid(Module):
 
     def forward(self, x: Value) -> Value:
         return F.sigmoid(x)
+
+
+class GELU(Module):
+    """x * Phi(x), exact (``approximate="none"``) or its tanh form (``"tanh"``), as
+    ``torch.nn.GELU``."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        if approximate not in F.GELU_APPROXIMATIONS:
+            raise ValueError(
+                f"GELU approximate must be one of {F.GELU_APPROXIMATIONS}, got {approximate!r}"
+            )
+        self.approximate = approximate
+
+    def forward(self, x: Value) -> Value:
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
 
 
 class Hardtanh(Module):

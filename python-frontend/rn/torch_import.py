@@ -50,10 +50,10 @@ TORCH_METADATA_KEY = "rn.torch"
 """The artifact metadata key that holds the :class:`TorchMapping` as JSON."""
 
 SUPPORTED = (
-    "modules Conv2d, BatchNorm2d, Linear, ReLU, ReLU6, Hardtanh, Tanh, SiLU, Sigmoid, Hardswish, "
+    "modules Conv2d, BatchNorm2d, Linear, ReLU, ReLU6, Hardtanh, Tanh, SiLU, Sigmoid, GELU, Hardswish, "
     "Hardsigmoid, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout, Identity, "
     "torchvision's StochasticDepth, timm's DropPath, BatchNormAct2d and Linear; functions "
-    "and methods +, torch.add, x * scale (squeeze-and-excitation), relu, relu6, hardtanh, tanh, silu, sigmoid, hardswish, "
+    "and methods +, torch.add, x * scale (squeeze-and-excitation), relu, relu6, hardtanh, tanh, silu, sigmoid, gelu, hardswish, "
     "hardsigmoid, torch.flatten / flatten, view / reshape to [N, -1], mean over H and W, "
     "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout, torchvision's stochastic_depth, "
     "timm's drop_path, size() / shape, contiguous()"
@@ -720,6 +720,8 @@ class ImportedModel(Module):
             return _Tensor(unary[type(m)](x.value), x.chw)
         if type(m) is nn.Hardtanh:
             return _Tensor(F.hardtanh(x.value, float(m.min_val), float(m.max_val)), x.chw)
+        if type(m) is nn.GELU:
+            return _Tensor(F.gelu(x.value, m.approximate), x.chw)
         if type(m) is nn.Identity:
             return x
         return None
@@ -922,6 +924,12 @@ class ImportedModel(Module):
 
             return apply
 
+        def gelu(node: Any, x: Any, approximate: str = "none") -> _Tensor:
+            t = self._tensor(node, x)
+            if approximate not in F.GELU_APPROXIMATIONS:
+                raise self._fail(node, f"gelu approximate={approximate!r} is not supported")
+            return _Tensor(F.gelu(t.value, approximate), t.chw)
+
         def hardtanh(node: Any, x: Any, min_val: float = -1.0, max_val: float = 1.0,
                      inplace: bool = False) -> _Tensor:
             t = self._tensor(node, x)
@@ -990,6 +998,7 @@ class ImportedModel(Module):
             tf.hardswish: unary(F.hardswish),
             tf.hardsigmoid: unary(F.hardsigmoid),
             tf.hardtanh: hardtanh,
+            tf.gelu: gelu,
             torch.flatten: flatten,
             tf.adaptive_avg_pool2d: adaptive,
             tf.avg_pool2d: avg,

@@ -108,6 +108,16 @@ inline std::array<int64_t, 2> pairOr(const std::vector<int64_t> &values,
   return values.size() == 2 ? std::array<int64_t, 2>{values[0], values[1]} : otherwise;
 }
 
+/// GELU's form: exact (erf) or its tanh approximation
+enum class GeluApproximation : int64_t {
+  none = 0,
+  tanh = 1,
+};
+inline constexpr detail::EnumCase<GeluApproximation> kGeluApproximationCases[] = {
+    {"none", GeluApproximation::none},
+    {"tanh", GeluApproximation::tanh},
+};
+
 namespace adamw_update {
 struct attrs {
   static double beta1(const Node &node, double absent = 0) {
@@ -337,6 +347,22 @@ struct attrs {
   }
 };
 } // namespace ema_update
+
+namespace gelu {
+struct attrs {
+  static GeluApproximation approximate(const Node &node, GeluApproximation absent = GeluApproximation::none) {
+    return detail::enumeration(node, "approximate", kGeluApproximationCases).value_or(absent);
+  }
+};
+} // namespace gelu
+
+namespace gelu_backward {
+struct attrs {
+  static GeluApproximation approximate(const Node &node, GeluApproximation absent = GeluApproximation::none) {
+    return detail::enumeration(node, "approximate", kGeluApproximationCases).value_or(absent);
+  }
+};
+} // namespace gelu_backward
 
 namespace hardtanh {
 struct attrs {

@@ -395,6 +395,25 @@ inline constexpr size_t result = 0;
 } // namespace result
 } // namespace flatten
 
+namespace gelu {
+namespace operand {
+inline constexpr size_t input = 0;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace gelu
+
+namespace gelu_backward {
+namespace operand {
+inline constexpr size_t output_grad = 0;
+inline constexpr size_t saved = 1;
+} // namespace operand
+namespace result {
+inline constexpr size_t input_grad = 0;
+} // namespace result
+} // namespace gelu_backward
+
 namespace global_avg_pool {
 namespace operand {
 inline constexpr size_t input = 0;

@@ -54,6 +54,8 @@ enum class OpKind : uint16_t {
   dropout_train,
   ema_update,
   flatten,
+  gelu,
+  gelu_backward,
   global_avg_pool,
   global_avg_pool_backward,
   hardsigmoid,
@@ -98,7 +100,7 @@ enum class OpKind : uint16_t {
 };
 
 /// How many ops an artifact may hold.
-inline constexpr size_t kNumOpKinds = 71;
+inline constexpr size_t kNumOpKinds = 73;
 
 namespace op_table::detail {
 /// The names, sorted (opKindOf searches them).
@@ -133,6 +135,8 @@ inline constexpr std::string_view kOpNames[kNumOpKinds] = {
     "dropout_train",
     "ema_update",
     "flatten",
+    "gelu",
+    "gelu_backward",
     "global_avg_pool",
     "global_avg_pool_backward",
     "hardsigmoid",

@@ -495,6 +495,29 @@ inline constexpr Value kFlattenResults[] = {
     {"result", Arity::one},
 };
 
+// rn.gelu
+inline constexpr Value kGeluOperands[] = {
+    {"input", Arity::one},
+};
+inline constexpr Value kGeluResults[] = {
+    {"result", Arity::one},
+};
+inline constexpr Attr kGeluAttributes[] = {
+    {"approximate", AttrKind::enumeration, true},
+};
+
+// rn.gelu_backward
+inline constexpr Value kGeluBackwardOperands[] = {
+    {"output_grad", Arity::one},
+    {"saved", Arity::one},
+};
+inline constexpr Value kGeluBackwardResults[] = {
+    {"input_grad", Arity::one},
+};
+inline constexpr Attr kGeluBackwardAttributes[] = {
+    {"approximate", AttrKind::enumeration, true},
+};
+
 // rn.global_avg_pool
 inline constexpr Value kGlobalAvgPoolOperands[] = {
     {"input", Arity::one},
@@ -984,6 +1007,8 @@ inline constexpr Op kOps[] = {
     {OpKind::dropout_train, "dropout_train", kDropoutTrainOperands, 2, kDropoutTrainResults, 2, kDropoutTrainAttributes, 3},
     {OpKind::ema_update, "ema_update", kEmaUpdateOperands, 2, kEmaUpdateResults, 1, kEmaUpdateAttributes, 1},
     {OpKind::flatten, "flatten", kFlattenOperands, 1, kFlattenResults, 1, nullptr, 0},
+    {OpKind::gelu, "gelu", kGeluOperands, 1, kGeluResults, 1, kGeluAttributes, 1},
+    {OpKind::gelu_backward, "gelu_backward", kGeluBackwardOperands, 2, kGeluBackwardResults, 1, kGeluBackwardAttributes, 1},
     {OpKind::global_avg_pool, "global_avg_pool", kGlobalAvgPoolOperands, 1, kGlobalAvgPoolResults, 1, nullptr, 0},
     {OpKind::global_avg_pool_backward, "global_avg_pool_backward", kGlobalAvgPoolBackwardOperands, 1, kGlobalAvgPoolBackwardResults, 1, nullptr, 0},
     {OpKind::hardsigmoid, "hardsigmoid", kHardsigmoidOperands, 1, kHardsigmoidResults, 1, nullptr, 0},

@@ -83,6 +83,45 @@ KernelStatus sigmoid(const TensorView &input, const TensorView &result) {
                   [](double x) { return logistic(x); });
 }
 
+namespace {
+constexpr double kSqrtHalf = 0.70710678118654752440;   // 1 / sqrt(2)
+constexpr double kSqrtTwoOverPi = 0.79788456080286535588; // sqrt(2 / pi)
+constexpr double kInvSqrtTwoPi = 0.39894228040143267794; // 1 / sqrt(2 pi)
+constexpr double kGeluCubic = 0.044715;
+} // namespace
+
+KernelStatus gelu(const TensorView &input, bool tanhForm,
+                  const TensorView &result) {
+  if (tanhForm)
+    return unaryMap("gelu", "input", input, result, [](double x) {
+      return 0.5 * x *
+             (1.0 + std::tanh(kSqrtTwoOverPi * (x + kGeluCubic * x * x * x)));
+    });
+  return unaryMap("gelu", "input", input, result, [](double x) {
+    return 0.5 * x * (1.0 + std::erf(x * kSqrtHalf));
+  });
+}
+
+KernelStatus geluBackward(const TensorView &outputGrad, const TensorView &input,
+                          bool tanhForm, const TensorView &inputGrad) {
+  if (tanhForm)
+    return binaryMap("gelu_backward", "output_grad", outputGrad, "input", input,
+                     "input_grad", inputGrad, [](double dy, double x) {
+                       double t = std::tanh(kSqrtTwoOverPi *
+                                            (x + kGeluCubic * x * x * x));
+                       double du = kSqrtTwoOverPi *
+                                   (1.0 + 3.0 * kGeluCubic * x * x);
+                       return dy * (0.5 * (1.0 + t) +
+                                    0.5 * x * (1.0 - t * t) * du);
+                     });
+  return binaryMap("gelu_backward", "output_grad", outputGrad, "input", input,
+                   "input_grad", inputGrad, [](double dy, double x) {
+                     double cdf = 0.5 * (1.0 + std::erf(x * kSqrtHalf));
+                     double pdf = kInvSqrtTwoPi * std::exp(-0.5 * x * x);
+                     return dy * (cdf + x * pdf);
+                   });
+}
+
 KernelStatus hardtanh(const TensorView &input, double minVal, double maxVal,
                       const TensorView &result) {
   // The bounds as f32 values (PyTorch's scalar for f32, its f32 arithmetic
@@ -549,6 +588,18 @@ KernelStatus runBinary(const OpRun &r) {
   return Kernel(r.in(First), r.in(Second), r.out(Out));
 }
 
+KernelStatus runGelu(const OpRun &r) {
+  using namespace ot::gelu;
+  return gelu(r.in(operand::input),
+              attrs::approximate(r.node) == op_table::GeluApproximation::tanh,
+              r.out(result::result));
+}
+KernelStatus runGeluBackward(const OpRun &r) {
+  using namespace ot::gelu_backward;
+  return geluBackward(r.in(operand::output_grad), r.in(operand::saved),
+                      attrs::approximate(r.node) == op_table::GeluApproximation::tanh,
+                      r.out(result::input_grad));
+}
 KernelStatus runHardtanh(const OpRun &r) {
   using namespace ot::hardtanh;
   return hardtanh(r.in(operand::input), attrs::min_val(r.node), attrs::max_val(r.node),
@@ -620,6 +671,8 @@ const std::vector<CpuOp> &elementwiseOps() {
       {OpKind::silu, runUnary<silu, ot::silu::operand::input, ot::silu::result::result>},
       {OpKind::sigmoid,
        runUnary<sigmoid, ot::sigmoid::operand::input, ot::sigmoid::result::result>},
+      {OpKind::gelu, runGelu},
+      {OpKind::gelu_backward, runGeluBackward},
       {OpKind::hardtanh, runHardtanh},
       {OpKind::hardswish,
        runUnary<hardswish, ot::hardswish::operand::input, ot::hardswish::result::result>},
@@ -665,8 +718,10 @@ const std::vector<CpuOp> &elementwiseOps() {
       {OpKind::multi_cast, runMultiCast},
       {OpKind::pad_channels, runPadChannels},
       {OpKind::normalize_images, runNormalizeImages},
-      {OpKind::reshape, runUnary<reshape, ot::reshape::operand::input, ot::reshape::result::result>},
-      {OpKind::flatten, runUnary<flatten, ot::flatten::operand::input, ot::flatten::result::result>},
+      {OpKind::reshape,
+       runUnary<reshape, ot::reshape::operand::input, ot::reshape::result::result>},
+      {OpKind::flatten,
+       runUnary<flatten, ot::flatten::operand::input, ot::flatten::result::result>},
       {OpKind::zero, runZero},
       {OpKind::multi_zero, runMultiZero},
   };

@@ -330,6 +330,13 @@ KernelStatus tanh(const TensorView &input, const TensorView &result);
 KernelStatus silu(const TensorView &input, const TensorView &result);
 /// 1 / (1 + exp(-x)).
 KernelStatus sigmoid(const TensorView &input, const TensorView &result);
+/// x * Phi(x): x / 2 * (1 + erf(x / sqrt(2))), or with `tanhForm`
+/// x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) (PyTorch's GELU).
+KernelStatus gelu(const TensorView &input, bool tanhForm,
+                  const TensorView &result);
+/// dx = dy * gelu'(x) in the same form (`input` is gelu's input).
+KernelStatus geluBackward(const TensorView &outputGrad, const TensorView &input,
+                          bool tanhForm, const TensorView &inputGrad);
 /// clamp(x, min_val, max_val), the bounds as f32 values; NaN propagates.
 KernelStatus hardtanh(const TensorView &input, double minVal, double maxVal,
                       const TensorView &result);

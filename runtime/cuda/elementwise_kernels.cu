@@ -113,6 +113,35 @@ struct Silu {
 struct Sigmoid {
   __device__ float operator()(float x, float) const { return 1.0f / (1.0f + expf(-x)); }
 };
+// GELU in f32 as PyTorch's CUDA kernels compute it (erff, tanhf).
+constexpr float kSqrtHalf = 0.70710678118654752440f;
+constexpr float kSqrtTwoOverPi = 0.79788456080286535588f;
+constexpr float kInvSqrtTwoPi = 0.39894228040143267794f;
+constexpr float kGeluCubic = 0.044715f;
+struct Gelu {
+  __device__ float operator()(float x, float) const {
+    return 0.5f * x * (1.0f + erff(x * kSqrtHalf));
+  }
+};
+struct GeluTanh {
+  __device__ float operator()(float x, float) const {
+    return 0.5f * x * (1.0f + tanhf(kSqrtTwoOverPi * (x + kGeluCubic * x * x * x)));
+  }
+};
+struct GeluBackward {
+  __device__ float operator()(float dy, float x) const {
+    float cdf = 0.5f * (1.0f + erff(x * kSqrtHalf));
+    float pdf = kInvSqrtTwoPi * expf(-0.5f * x * x);
+    return dy * (cdf + x * pdf);
+  }
+};
+struct GeluTanhBackward {
+  __device__ float operator()(float dy, float x) const {
+    float t = tanhf(kSqrtTwoOverPi * (x + kGeluCubic * x * x * x));
+    float du = kSqrtTwoOverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+    return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+  }
+};
 // The piecewise ops compare rather than clamp with fminf/fmaxf, which would
 // drop a NaN (the CPU's comparisons propagate it).
 struct Hardswish {
@@ -580,6 +609,9 @@ const char *unaryOpName(UnaryOp op) {
     return "hardswish";
   case UnaryOp::hardsigmoid:
     return "hardsigmoid";
+  case UnaryOp::gelu:
+  case UnaryOp::gelu_tanh:
+    return "gelu";
   }
   return "?";
 }
@@ -602,6 +634,9 @@ const char *binaryOpName(BinaryOp op) {
     return "hardswish_backward";
   case BinaryOp::hardsigmoid_backward:
     return "hardsigmoid_backward";
+  case BinaryOp::gelu_backward:
+  case BinaryOp::gelu_tanh_backward:
+    return "gelu_backward";
   }
   return "?";
 }
@@ -619,6 +654,8 @@ const char *rhsNameOf(BinaryOp op) {
   case BinaryOp::silu_backward:
   case BinaryOp::hardswish_backward:
   case BinaryOp::hardsigmoid_backward:
+  case BinaryOp::gelu_backward:
+  case BinaryOp::gelu_tanh_backward:
     return "input";
   case BinaryOp::dropout_backward:
     return "mask";
@@ -660,6 +697,10 @@ Status unary(UnaryOp op, const DeviceTensor &input, const DeviceTensor &result,
     return launchMap(args, Hardswish{}, stream);
   case UnaryOp::hardsigmoid:
     return launchMap(args, Hardsigmoid{}, stream);
+  case UnaryOp::gelu:
+    return launchMap(args, Gelu{}, stream);
+  case UnaryOp::gelu_tanh:
+    return launchMap(args, GeluTanh{}, stream);
   }
   return Error(std::string("unary: unknown op"));
 }
@@ -690,6 +731,10 @@ Status binary(BinaryOp op, const DeviceTensor &lhs, const DeviceTensor &rhs,
     return launchMap(args, HardswishBackward{}, stream);
   case BinaryOp::hardsigmoid_backward:
     return launchMap(args, HardsigmoidBackward{}, stream);
+  case BinaryOp::gelu_backward:
+    return launchMap(args, GeluBackward{}, stream);
+  case BinaryOp::gelu_tanh_backward:
+    return launchMap(args, GeluTanhBackward{}, stream);
   }
   return Error(std::string("binary: unknown op"));
 }

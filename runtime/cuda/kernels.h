@@ -36,7 +36,16 @@ namespace rn::cuda {
 // Elementwise (elementwise_kernels.cu)
 //===----------------------------------------------------------------------===//
 
-enum class UnaryOp : uint8_t { relu, tanh, silu, sigmoid, hardswish, hardsigmoid };
+enum class UnaryOp : uint8_t {
+  relu,
+  tanh,
+  silu,
+  sigmoid,
+  hardswish,
+  hardsigmoid,
+  gelu,      ///< x / 2 * (1 + erf(x / sqrt(2)))
+  gelu_tanh, ///< x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+};
 /// The op registry's name ("relu", ...).
 const char *unaryOpName(UnaryOp op);
 
@@ -56,6 +65,8 @@ enum class BinaryOp : uint8_t {
   hardswish_backward,
   /// lhs = dy, rhs = hardsigmoid's input: dy / 6 for -3 < x < 3, else 0
   hardsigmoid_backward,
+  gelu_backward,      ///< lhs = dy, rhs = gelu's input: dy * (Phi(x) + x phi(x))
+  gelu_tanh_backward, ///< lhs = dy, rhs = gelu's input: the tanh form's derivative
 };
 const char *binaryOpName(BinaryOp op);
 

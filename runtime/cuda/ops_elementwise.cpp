@@ -50,6 +50,23 @@ Status launchBinary(const OpLaunch &l) {
   return binary(Op, l.operand(First), l.operand(Second), l.result(Output), streamOf(l));
 }
 
+Status launchGelu(const OpLaunch &l) {
+  using namespace op_table::gelu;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  bool tanhForm = attrs::approximate(l.node) == op_table::GeluApproximation::tanh;
+  return unary(tanhForm ? UnaryOp::gelu_tanh : UnaryOp::gelu, l.operand(operand::input),
+               l.result(result::result), streamOf(l));
+}
+
+Status launchGeluBackward(const OpLaunch &l) {
+  using namespace op_table::gelu_backward;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  bool tanhForm = attrs::approximate(l.node) == op_table::GeluApproximation::tanh;
+  return binary(tanhForm ? BinaryOp::gelu_tanh_backward : BinaryOp::gelu_backward,
+                l.operand(operand::output_grad), l.operand(operand::saved),
+                l.result(result::input_grad), streamOf(l));
+}
+
 Status launchHardtanh(const OpLaunch &l) {
   using namespace op_table::hardtanh;
   RN_RETURN_IF_ERROR(requireWhole(l));
@@ -300,6 +317,8 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {OpKind::hardsigmoid, nullptr,
        launchUnary<UnaryOp::hardsigmoid, op_table::hardsigmoid::operand::input,
                    op_table::hardsigmoid::result::result>},
+      {OpKind::gelu, nullptr, launchGelu},
+      {OpKind::gelu_backward, nullptr, launchGeluBackward},
       {OpKind::hardtanh, nullptr, launchHardtanh},
       {OpKind::relu_backward, nullptr,
        launchBinary<BinaryOp::relu_backward, op_table::relu_backward::operand::output_grad,

@@ -1,7 +1,7 @@
 // RUN: not rn-opt %s --rn-assign-streams="policy=relu=comp9" 2>&1 | FileCheck %s --check-prefix=STREAM
 // STREAM: error: policy entry 'relu=comp9' needs name=stream with stream one of trans, comp1, comp2, comp3, update
-// RUN: not rn-opt %s --rn-assign-streams="policy=gelu=comp1" 2>&1 | FileCheck %s --check-prefix=NAME
-// NAME: error: policy entry 'gelu=comp1' names no op or fork role of the table
+// RUN: not rn-opt %s --rn-assign-streams="policy=softplus=comp1" 2>&1 | FileCheck %s --check-prefix=NAME
+// NAME: error: policy entry 'softplus=comp1' names no op or fork role of the table
 // RUN: rn-opt %s --split-input-file --verify-diagnostics --rn-assign-streams
 
 // Tests that streams are assigned after partitioning.

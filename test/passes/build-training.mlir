@@ -411,6 +411,39 @@ module attributes {rn.model = "mobile_activations"} {
 
 // -----
 
+// Tests GELU's gradient rule: rn.gelu_backward reads the forward input and
+// keeps the form (exact or tanh); the evaluation step keeps the op as is.
+
+module attributes {rn.model = "gelu"} {
+  rn.parameter @fc1.weight : tensor<8x4xf32> = #rn.init<uniform, 5.000000e-01>
+  rn.parameter @fc2.weight : tensor<3x8xf32> = #rn.init<uniform, 3.535533845e-01>
+  func.func @forward(%images: tensor<2x4xf32>, %labels: tensor<2xi32>) -> tensor<f32> {
+    %0 = rn.param @fc1.weight : tensor<8x4xf32>
+    %1 = rn.linear %images, %0 : (tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+    %2 = rn.gelu %1 approximate none : tensor<2x8xf32>
+    %3 = rn.gelu %2 approximate tanh : tensor<2x8xf32>
+    %4 = rn.param @fc2.weight : tensor<3x8xf32>
+    %5 = rn.linear %3, %4 : (tensor<2x8xf32>, tensor<3x8xf32>) -> tensor<2x3xf32>
+    %6 = rn.softmax_cross_entropy %5, %labels label_smoothing 0.000000e+00 : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+    return %6 : tensor<f32>
+  }
+}
+
+// CHECK-LABEL: rn.model = "gelu"
+// CHECK:       func.func @train_step
+// CHECK:       %[[L:.+]] = rn.linear
+// CHECK:       %[[G:.+]] = rn.gelu %[[L]] approximate none : tensor<2x8xf32>
+// CHECK:       %[[GT:.+]] = rn.gelu %[[G]] approximate tanh : tensor<2x8xf32>
+// CHECK:       %[[D:.+]], %{{.+}} = rn.linear_backward %{{.+}}, %[[GT]],
+// CHECK:       %[[DGT:.+]] = rn.gelu_backward %[[D]], %[[G]] approximate tanh : tensor<2x8xf32>
+// CHECK:       %[[DG:.+]] = rn.gelu_backward %[[DGT]], %[[L]] approximate none : tensor<2x8xf32>
+// CHECK:       rn.linear_backward %[[DG]], %{{.+}}, %{{.+}}, %{{.+}} :
+// CHECK-LABEL: func.func @eval_step
+// CHECK:       rn.gelu %{{.+}} approximate none
+// CHECK:       rn.gelu %{{.+}} approximate tanh
+
+// -----
+
 // Tests the gradient rule of a squeeze-and-excitation gate: channel_mul's
 // backward takes the input and the scale and returns both gradients; the
 // input's gradient sums with the one through the gate's global average pool.

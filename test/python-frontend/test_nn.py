@@ -188,6 +188,14 @@ def test_activation_modules_match_pytorch_defaults() -> None:
         assert module.num_parameters() == 0 and not list(module.named_buffers())
 
 
+def test_gelu_module_mirrors_pytorch() -> None:
+    # torch.nn.GELU's default is the exact form; "tanh" selects the approximation.
+    assert nn.GELU().approximate == "none" and nn.GELU("tanh").approximate == "tanh"
+    assert "approximate='tanh'" in repr(nn.GELU("tanh"))
+    with pytest.raises(ValueError, match="approximate must be one of"):
+        nn.GELU("erf")
+
+
 def test_basic_block_downsample_rule() -> None:
     assert nn.BasicBlock(64, 64).downsample is None
     down = nn.BasicBlock(64, 128, stride=2).downsample

@@ -48,7 +48,8 @@ def test_every_op_form_verifies(run_rn_opt: RunOpt) -> None:
             self.tanh = nn.Tanh()
             self.silu = nn.SiLU()
             self.mobile = nn.Sequential(
-                nn.ReLU6(), nn.Hardtanh(-0.5, 4), nn.Hardswish(), nn.Hardsigmoid(), nn.Sigmoid()
+                nn.ReLU6(), nn.Hardtanh(-0.5, 4), nn.Hardswish(), nn.Hardsigmoid(), nn.Sigmoid(),
+                nn.GELU(), nn.GELU("tanh"),
             )
             self.avg = nn.AvgPool2d(3, 1, 1)
             self.max = nn.MaxPool2d((2, 3), (2, 1), (0, 1))

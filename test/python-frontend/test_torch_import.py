@@ -134,16 +134,17 @@ class Activations(tnn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.convs = tnn.ModuleList(tnn.Conv2d(c, 8, 3, padding=1) for c in (1, 8, 8, 8, 8))
+        self.convs = tnn.ModuleList(tnn.Conv2d(c, 8, 3, padding=1) for c in (1, 8, 8, 8, 8, 8, 8))
         self.acts = tnn.ModuleList([tnn.Hardswish(), tnn.Hardsigmoid(), tnn.Sigmoid(),
-                                    tnn.Hardtanh(-0.5, 0.25), tnn.ReLU6()])
+                                    tnn.Hardtanh(-0.5, 0.25), tnn.ReLU6(), tnn.GELU(),
+                                    tnn.GELU(approximate="tanh")])
         self.fc = tnn.Linear(8 * 7 * 7, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for conv, act in zip(self.convs, self.acts):
             x = act(conv(x))
         x = tf.relu6(tf.hardswish(x)) + tf.hardtanh(torch.sigmoid(x), -0.2, 0.6)
-        x = tf.hardsigmoid(x).sigmoid()
+        x = tf.hardsigmoid(tf.gelu(x, approximate="tanh") + tf.gelu(x)).sigmoid()
         return self.fc(tf.max_pool2d(x, 4).flatten(1))
 
 

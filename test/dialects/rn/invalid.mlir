@@ -726,7 +726,7 @@ module attributes {rn.modle = "mlp"} {
 
 // Tests that unknown rn ops are rejected.
 func.func @unknown_op(%x: tensor<2x8xf32>) {
-  // expected-error@+1 {{custom op 'rn.gelu' is unknown}}
-  %0 = rn.gelu %x : tensor<2x8xf32>
+  // expected-error@+1 {{custom op 'rn.softplus' is unknown}}
+  %0 = rn.softplus %x : tensor<2x8xf32>
   return
 }

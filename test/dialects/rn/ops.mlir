@@ -81,7 +81,8 @@ func.func @batch_norm(%x: tensor<2x8x8x4xf16>, %v: tensor<4xf16>, %y: tensor<2x4
 
 // -----
 
-// Tests the elementwise ops, add, dropout and stochastic depth in bf16.
+// Tests the elementwise ops (GELU in both forms), add, dropout and
+// stochastic depth in bf16.
 
 // CHECK-LABEL: func.func @elementwise
 func.func @elementwise(%x: tensor<2x8xbf16>) -> tensor<2x8xbf16> {
@@ -91,8 +92,12 @@ func.func @elementwise(%x: tensor<2x8xbf16>) -> tensor<2x8xbf16> {
   %1 = rn.tanh %0 : tensor<2x8xbf16>
   // CHECK: %[[S:.+]] = rn.silu %[[T]] : tensor<2x8xbf16>
   %2 = rn.silu %1 : tensor<2x8xbf16>
-  // CHECK: %[[A:.+]] = rn.add %[[S]], %[[R]] : tensor<2x8xbf16>
-  %3 = rn.add %2, %0 : tensor<2x8xbf16>
+  // CHECK: %[[G:.+]] = rn.gelu %[[S]] approximate none : tensor<2x8xbf16>
+  %g = rn.gelu %2 approximate none : tensor<2x8xbf16>
+  // CHECK: %[[GT:.+]] = rn.gelu %[[G]] approximate tanh : tensor<2x8xbf16>
+  %gt = rn.gelu %g approximate tanh : tensor<2x8xbf16>
+  // CHECK: %[[A:.+]] = rn.add %[[GT]], %[[R]] : tensor<2x8xbf16>
+  %3 = rn.add %gt, %0 : tensor<2x8xbf16>
   // CHECK: %[[D:.+]] = rn.dropout %[[A]] p 5.000000e-01 : tensor<2x8xbf16>
   %4 = rn.dropout %3 p 5.000000e-01 : tensor<2x8xbf16>
   // CHECK: rn.stochastic_depth %[[D]] p 1.000000e+00 : tensor<2x8xbf16>
@@ -271,6 +276,8 @@ func.func @backward(%x: tensor<2x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor
   %t = rn.tanh_backward %y, %y : tensor<2x8x8x4xf32>
   // CHECK: rn.silu_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>
   %s = rn.silu_backward %y, %y : tensor<2x8x8x4xf32>
+  // CHECK: rn.gelu_backward %{{.+}}, %{{.+}} approximate tanh : tensor<2x8x8x4xf32>
+  %gb = rn.gelu_backward %y, %y approximate tanh : tensor<2x8x8x4xf32>
   // CHECK: rn.dropout_backward %{{.+}}, %{{.+}} : tensor<2x16xf32>
   %d = rn.dropout_backward %h, %h : tensor<2x16xf32>
   // CHECK: rn.stochastic_depth_backward %{{.+}}, %{{.+}} : tensor<2x8x8x4xf32>, tensor<2xf32>

@@ -622,6 +622,21 @@ TEST(Elementwise, Activations) {
   EXPECT_TRUE(std::isnan(n[0]));
 }
 
+TEST(Elementwise, Gelu) {
+  // PyTorch's torch.nn.functional.gelu in f64, both forms.
+  Buffer x({5});
+  x.data = {-2.0f, -0.5f, 0.0f, 0.25f, 3.0f};
+  Buffer y({5});
+  RN_ASSERT_OK(gelu(x.view(), /*tanhForm=*/false, y.view()));
+  std::vector<double> exact = {-0.0455002639, -0.154268769, 0, 0.149676581, 2.99595031};
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_NEAR(y[i], exact[i], 1e-6) << i;
+  RN_ASSERT_OK(gelu(x.view(), /*tanhForm=*/true, y.view()));
+  std::vector<double> tanhForm = {-0.0454023059, -0.15428599, 0, 0.149675351, 2.99636261};
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_NEAR(y[i], tanhForm[i], 1e-6) << i;
+}
+
 TEST(Elementwise, MobileActivations) {
   // The kinks and both sides of each, a NaN and a value off every grid.
   Buffer x({9});

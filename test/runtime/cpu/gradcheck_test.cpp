@@ -323,6 +323,20 @@ TEST(ElementwiseGrad, ReluTanhSilu) {
   expectGradient("silu dX", wide, dx.data, siluLoss, kSmooth);
 }
 
+TEST(ElementwiseGrad, Gelu) {
+  std::mt19937 rng(131);
+  Buffer x = randomBuffer({3, 4, 5}, rng, -4.0f, 4.0f);
+  Buffer g = randomBuffer(x.shape, rng), y(x.shape), dx(x.shape);
+  for (bool tanhForm : {false, true}) {
+    auto loss = [&] {
+      EXPECT_TRUE(gelu(x.view(), tanhForm, y.view()).ok());
+      return dot(g, y);
+    };
+    RN_ASSERT_OK(geluBackward(g.view(), x.view(), tanhForm, dx.view()));
+    expectGradient(tanhForm ? "gelu (tanh) dX" : "gelu dX", x, dx.data, loss, kSmooth);
+  }
+}
+
 TEST(ElementwiseGrad, MobileActivations) {
   std::mt19937 rng(137);
   // x in [-5, 8], at least 0.1 from every kink (-3, 3 of hardswish and

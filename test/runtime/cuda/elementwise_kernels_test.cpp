@@ -136,6 +136,22 @@ const Shape kElementwiseShapes[] = {{1}, {7}, {3, 5, 7}, {2, 9, 11, 13}, {8 * 40
 // Activations, add, backward maps
 //===----------------------------------------------------------------------===//
 
+// The CPU's GELU in each form, with the signatures of the tables below.
+cpu::KernelStatus cpuGelu(const cpu::TensorView &x, const cpu::TensorView &y) {
+  return cpu::gelu(x, /*tanhForm=*/false, y);
+}
+cpu::KernelStatus cpuGeluTanh(const cpu::TensorView &x, const cpu::TensorView &y) {
+  return cpu::gelu(x, /*tanhForm=*/true, y);
+}
+cpu::KernelStatus cpuGeluBackward(const cpu::TensorView &dy, const cpu::TensorView &x,
+                                  const cpu::TensorView &dx) {
+  return cpu::geluBackward(dy, x, /*tanhForm=*/false, dx);
+}
+cpu::KernelStatus cpuGeluTanhBackward(const cpu::TensorView &dy, const cpu::TensorView &x,
+                                      const cpu::TensorView &dx) {
+  return cpu::geluBackward(dy, x, /*tanhForm=*/true, dx);
+}
+
 struct UnaryCase {
   UnaryOp op;
   cpu::KernelStatus (*reference)(const cpu::TensorView &, const cpu::TensorView &);
@@ -151,7 +167,9 @@ TEST(CudaElementwise, UnaryMatchesCpu) {
                              {UnaryOp::silu, cpu::silu, false},
                              {UnaryOp::sigmoid, cpu::sigmoid, false},
                              {UnaryOp::hardswish, cpu::hardswish, false},
-                             {UnaryOp::hardsigmoid, cpu::hardsigmoid, false}};
+                             {UnaryOp::hardsigmoid, cpu::hardsigmoid, false},
+                             {UnaryOp::gelu, cpuGelu, false},
+                             {UnaryOp::gelu_tanh, cpuGeluTanh, false}};
   for (const UnaryCase &c : cases)
     for (DType in : kFloatTypes)
       for (DType out : kFloatTypes)
@@ -197,7 +215,9 @@ TEST(CudaElementwise, BinaryMatchesCpu) {
                               {BinaryOp::dropout_backward, cpu::dropoutBackward, true},
                               {BinaryOp::sigmoid_backward, cpu::sigmoidBackward, false},
                               {BinaryOp::hardswish_backward, cpu::hardswishBackward, false},
-                              {BinaryOp::hardsigmoid_backward, cpu::hardsigmoidBackward, true}};
+                              {BinaryOp::hardsigmoid_backward, cpu::hardsigmoidBackward, true},
+                              {BinaryOp::gelu_backward, cpuGeluBackward, false},
+                              {BinaryOp::gelu_tanh_backward, cpuGeluTanhBackward, false}};
   // (lhs, rhs, result) dtypes: uniform, and the mixes a program makes.
   const DType combos[][3] = {{DType::f32, DType::f32, DType::f32},
                              {DType::f16, DType::f16, DType::f16},
