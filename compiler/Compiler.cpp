@@ -205,10 +205,14 @@ std::string pipelineOptionsJson() {
   json::Array options;
   for (const mlir::rn::PipelineOption &option :
        mlir::rn::trainingPipelineOptions())
-    options.push_back(json::Object{{"name", option.name},
-                                   {"default", option.defaultValue},
-                                   {"pass", option.pass},
-                                   {"pass_option", option.passOption}});
+    options.push_back(json::Object{
+        {"name", option.name},
+        {"default", option.defaultValue},
+        {"pass", option.pass},
+        {"pass_option", option.passOption},
+        {"type", option.type},
+        {"help", option.help},
+        {"choices", json::Array(option.choices)}});
   return llvm::formatv("{0:2}", json::Value(std::move(options))).str();
 }
 

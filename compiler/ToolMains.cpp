@@ -72,7 +72,7 @@ int compileToolMain(int argc, char **argv) {
   llvm::cl::opt<bool> listPipelineOptions(
       "list-pipeline-options",
       llvm::cl::desc("print every --pipeline option as JSON (name, default, "
-                     "pass, pass_option) and exit"),
+                     "pass, pass_option, type, help, choices) and exit"),
       llvm::cl::init(false), llvm::cl::cat(category));
   llvm::cl::opt<std::string> stepOutput(
       "step-output",

@@ -33,6 +33,46 @@ using namespace mlir;
 using namespace mlir::rn;
 
 namespace {
+/// MLIR keeps a pass's option objects to itself (Pass::passOptions,
+/// PassOptions::options and OptionBase::getOption are private or
+/// protected), so their declared order, descriptions and value
+/// descriptions have no accessor. An explicit instantiation may name
+/// private members ([temp.spec.general]), which is how `declaredOptions`
+/// reaches them: a renaming in MLIR fails to compile here.
+template <typename Tag, auto Member> struct Expose {
+  friend auto member(Tag) { return Member; }
+};
+struct PassOptionsOfPass {
+  friend auto member(PassOptionsOfPass);
+};
+struct OptionsOfPassOptions {
+  friend auto member(OptionsOfPassOptions);
+};
+struct ClOptionOfOption {
+  friend auto member(ClOptionOfOption);
+};
+} // namespace
+
+template struct Expose<PassOptionsOfPass, &Pass::passOptions>;
+template struct Expose<OptionsOfPassOptions,
+                       &mlir::detail::PassOptions::options>;
+template struct Expose<ClOptionOfOption,
+                       &mlir::detail::PassOptions::OptionBase::getOption>;
+
+namespace {
+/// The options `options` declares, in their declaration order.
+SmallVector<const llvm::cl::Option *>
+declaredOptions(const mlir::detail::PassOptions &options) {
+  SmallVector<const llvm::cl::Option *> declared;
+  for (auto *option : options.*member(OptionsOfPassOptions{}))
+    declared.push_back((option->*member(ClOptionOfOption{}))());
+  return declared;
+}
+
+SmallVector<const llvm::cl::Option *> declaredOptions(Pass &pass) {
+  return declaredOptions(pass.*member(PassOptionsOfPass{}));
+}
+
 struct TrainingPipelineSwitches
     : public PassPipelineOptions<TrainingPipelineSwitches> {
   Option<bool> recomputeReluMask{
@@ -282,16 +322,53 @@ buildPipeline(OpPassManager &pm, StringRef optionText,
 }
 } // namespace
 
+namespace {
+/// `option` described, with `printed` its default as MLIR prints it.
+PipelineOption describe(const llvm::cl::Option &option, StringRef pass,
+                        StringRef printed) {
+  PipelineOption out;
+  out.name = pipelineName(pass, option.ArgStr);
+  out.defaultValue = printed.str();
+  out.pass = pass.str();
+  out.passOption = option.ArgStr.str();
+  out.help = option.HelpStr.str();
+  // The type as MLIR's printing tells it: a bool is the option that needs
+  // no value (llvm::cl's parser<bool>), raw_ostream prints an integer as
+  // digits and a double with an exponent (9.000000e-01).
+  int64_t integer = 0;
+  double number = 0;
+  if (option.getValueExpectedFlag() == llvm::cl::ValueOptional)
+    out.type = "bool";
+  else if (!printed.getAsInteger(10, integer))
+    out.type = "int";
+  else if (printed.contains_insensitive("e") && !printed.getAsDouble(number))
+    out.type = "float";
+  else
+    out.type = "string";
+  if (option.ValueStr.contains('|')) {
+    SmallVector<StringRef> choices;
+    option.ValueStr.split(choices, '|');
+    for (StringRef choice : choices)
+      out.choices.push_back(choice.str());
+  }
+  return out;
+}
+} // namespace
+
 std::vector<PipelineOption> mlir::rn::trainingPipelineOptions() {
   std::vector<PipelineOption> options;
+  auto add = [&](ArrayRef<const llvm::cl::Option *> declared, StringRef pass,
+                 ArrayRef<std::pair<std::string, std::string>> printed) {
+    for (const llvm::cl::Option *option : declared)
+      for (auto &[name, value] : printed)
+        if (name == option->ArgStr)
+          options.push_back(describe(*option, pass, value));
+  };
   TrainingPipelineSwitches switches;
-  for (auto &[name, value] : switchDefaults(switches))
-    options.push_back({name, value, "", ""});
-  for (Stage &stage : createStages()) {
-    StringRef pass = stage.pass->getArgument();
-    for (auto &[name, value] : optionValues(*stage.pass))
-      options.push_back({pipelineName(pass, name), value, pass.str(), name});
-  }
+  add(declaredOptions(switches), "", switchDefaults(switches));
+  for (Stage &stage : createStages())
+    add(declaredOptions(*stage.pass), stage.pass->getArgument(),
+        optionValues(*stage.pass));
   return options;
 }
 

@@ -19,10 +19,18 @@ struct PipelineOption {
   std::string defaultValue; ///< as MLIR prints it, e.g. "9.000000e-01"
   std::string pass;         ///< the pass it sets, "" for a pipeline switch
   std::string passOption;   ///< its name in that pass (differs for aliases)
+  /// "bool", "int", "float" or "string": a bool is a switch; a float's
+  /// default prints with an exponent, an int's as digits.
+  std::string type;
+  std::string help;         ///< its description
+  /// The values it takes, when its declaration lists them as its value
+  /// description (`llvm::cl::value_desc("sgd|adamw|lars")`); else empty.
+  std::vector<std::string> choices;
 };
 
 /// Every option of the pipeline: its switches, then each stage's options in
-/// stage order (an option several passes declare is listed once per pass).
+/// stage order, each in the order its pass declares them (an option several
+/// passes declare is listed once per pass).
 std::vector<PipelineOption> trainingPipelineOptions();
 
 /// Prints the options with their defaults and descriptions to stdout

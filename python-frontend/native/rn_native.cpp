@@ -807,7 +807,7 @@ NB_MODULE(_native, m) {
         return WarmupCosineLr(peak, warmupSteps, totalSteps).lr(step);
       },
       nb::arg("peak"), nb::arg("warmup_steps"), nb::arg("total_steps"), nb::arg("step"),
-      "rn-run's schedule (runtime/train/lr_schedule.h), to check rn.cosine_lr against.");
+      "rn-run's schedule (runtime/train/lr_schedule.h): rn.cosine_lr.");
 
   nb::class_<HostBlock>(m, "HostBlock")
       .def_prop_ro(

@@ -60,14 +60,21 @@ from .trainer import (
     TrainerError,
     cosine_lr,
 )
-from .training import (
-    LOSS_SCALINGS,
-    OPTIMIZERS,
-    PRECISIONS,
-    TrainingOptions,
-    build_training,
-    find_rn_opt,
-)
+from .training import build_training, find_rn_opt
+
+# Made from the compiler's option list when first used (rn.training), so
+# that importing rn needs no compiler.
+_FROM_THE_COMPILER = ("LOSS_SCALINGS", "OPTIMIZERS", "PRECISIONS", "TrainingOptions")
+
+
+def __getattr__(name: str) -> object:
+    if name in _FROM_THE_COMPILER:
+        from . import training
+
+        value = getattr(training, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

@@ -45,6 +45,8 @@ from pathlib import Path
 from typing import TypeAlias
 
 from . import emitter as F
+from . import training
+from ._native_loader import NativeUnavailable
 from .emitter import DTYPES, Init, Value, format_table
 from .nn import (
     AdaptiveAvgPool2d,
@@ -66,7 +68,7 @@ from .nn import (
     kaiming_normal,
 )
 from .tracer import INPUT_DTYPES, Trace, trace_model
-from .training import CHOICES, TrainingOptions, build_training, format_option
+from .training import build_training, format_option
 
 __all__ = [
     "MODELS",
@@ -559,16 +561,22 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the rn-opt pass argument and exit",
     )
-    # One flag per TrainingOptions field, with its help and default. None
-    # means "not given": main() rejects given options without
-    # --train/--print-pass-options.
-    for f in fields(TrainingOptions):
+    # One flag per TrainingOptions field (the compiler's option list), with
+    # its help and default. None means "not given": main() rejects given
+    # options without --train/--print-pass-options. Without a compiler to
+    # list them, models are still emitted and --train says why it cannot be.
+    try:
+        option_fields = fields(training.TrainingOptions)
+    except NativeUnavailable as e:
+        option_fields = ()
+        p.set_defaults(no_training_options=str(e))
+    for f in option_fields:
         flag = "--" + f.name.replace("_", "-")
         help_text = f"{f.metadata['help']} (default {format_option(f.default)})"
         if isinstance(f.default, bool):
             t.add_argument(flag, action="store_const", const=True, help=help_text)
-        elif f.name in CHOICES:
-            t.add_argument(flag, choices=CHOICES[f.name], help=help_text)
+        elif f.metadata["choices"]:
+            t.add_argument(flag, choices=f.metadata["choices"], help=help_text)
         else:
             t.add_argument(flag, type=type(f.default), help=help_text)
     return p
@@ -576,11 +584,15 @@ def _parser() -> argparse.ArgumentParser:
 
 def _training_options(
     parser: argparse.ArgumentParser, args: argparse.Namespace
-) -> TrainingOptions | None:
+) -> training.TrainingOptions | None:
     """The TrainingOptions given on the command line (None without --train/--print-pass-options)."""
+    if hasattr(args, "no_training_options"):  # no compiler to list them
+        if args.train or args.print_pass_options:
+            parser.error(args.no_training_options)
+        return None
     given = {
         f.name: getattr(args, f.name)
-        for f in fields(TrainingOptions)
+        for f in fields(training.TrainingOptions)
         if getattr(args, f.name) is not None
     }
     if not (args.train or args.print_pass_options):
@@ -589,7 +601,7 @@ def _training_options(
             parser.error(f"{flag} needs --train or --print-pass-options")
         return None
     try:
-        return TrainingOptions(**given)
+        return training.TrainingOptions(**given)
     except ValueError as e:
         parser.error(str(e))
 

@@ -80,10 +80,10 @@ def _native_module() -> Any:
 def cosine_lr(step: int, *, peak: float, total_steps: int, warmup_steps: int = 0) -> float:
     """rn-run's learning rate for 0-based step ``step``: linear warmup, then cosine to 0.
 
-    The same arithmetic as ``runtime/train/lr_schedule.h`` (``WarmupCosineLr``),
-    so a Python loop gets rn-run's rates to the bit: warmup steps
-    ``peak * (step + 1) / warmup_steps``, then
-    ``peak * 0.5 * (1 + cos(pi * (step - warmup_steps) / (total_steps - warmup_steps)))``.
+    The runtime's schedule itself (``runtime/train/lr_schedule.h``,
+    ``WarmupCosineLr``, through the native extension), so a Python loop gets
+    rn-run's rates to the bit: warmup steps ``peak * (step + 1) / warmup_steps``,
+    then ``peak * 0.5 * (1 + cos(pi * (step - warmup_steps) / (total_steps - warmup_steps)))``.
     rn-run's ``--warmup-epochs W`` is ``warmup_steps=round(W * steps_per_epoch)``.
 
     >>> cosine_lr(0, peak=0.1, total_steps=100)
@@ -91,12 +91,7 @@ def cosine_lr(step: int, *, peak: float, total_steps: int, warmup_steps: int = 0
     >>> round(cosine_lr(50, peak=0.1, total_steps=100), 6)
     0.05
     """
-    if step < warmup_steps:
-        return peak * float(step + 1) / float(warmup_steps)
-    decay = total_steps - warmup_steps
-    if decay <= 0:
-        return peak
-    return peak * 0.5 * (1 + math.cos(math.pi * float(step - warmup_steps) / float(decay)))
+    return float(_native_module().warmup_cosine_lr(peak, warmup_steps, total_steps, step))
 
 
 class StepHandle:

@@ -7,17 +7,26 @@
 The pass argument is one argv element (no shell quoting when given to
 ``subprocess``); the pass itself checks combinations of options (e.g. loss
 scaling with bf16) and :func:`build_training` reports its errors.
+
+``TrainingOptions`` is made from the compiler's list of the pass's options
+(``passes/Passes.td``: name, type, default, help and choices, as
+``rn._compiler.pipeline_options_json()`` or ``rn-compile
+--list-pipeline-options`` give them) the first time it, ``CHOICES`` or one of
+the choice tuples is used: ``import rn`` does not need the compiler.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 __all__ = [
     "CHOICES",
@@ -29,74 +38,82 @@ __all__ = [
     "build_training",
     "find_rn_opt",
     "format_option",
+    "pass_option_list",
 ]
 
-Optimizer: TypeAlias = Literal["sgd", "adamw", "lars"]
-Precision: TypeAlias = Literal["f32", "f16", "bf16"]
-LossScaling: TypeAlias = Literal["none", "static", "dynamic"]
-
-OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
-PRECISIONS: tuple[str, ...] = get_args(Precision)
-LOSS_SCALINGS: tuple[str, ...] = get_args(LossScaling)
 PASS_NAME = "rn-build-training"
-
-CHOICES: dict[str, tuple[str, ...]] = {
-    "optimizer": OPTIMIZERS,
-    "precision": PRECISIONS,
-    "loss_scaling": LOSS_SCALINGS,
-}
+# The pass's options that are no TrainingOptions field: the name of the
+# function it derives the steps from (always @forward here).
+_NOT_FIELDS = ("forward",)
 
 
-def _option(default: object, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
+def pass_option_list() -> list[dict[str, Any]]:
+    """The options of ``rn-build-training`` as the compiler declares them, in
+    declaration order: dicts with ``name``, ``type`` (``bool``, ``int``,
+    ``float`` or ``string``), ``default`` (as MLIR prints it), ``help`` and
+    ``choices``. From the in-process compiler ``rn._compiler``, else from the
+    ``rn-compile`` executable (:func:`rn.find_rn_compile`); raises
+    :class:`rn.NativeUnavailable` when there is neither."""
+    return [dict(o) for o in _pipeline_options() if o["pass"] == PASS_NAME]
 
 
-@dataclass(frozen=True)
-class TrainingOptions:
-    """Options of ``--rn-build-training``; the defaults are the pass's.
+@cache
+def _pipeline_options() -> tuple[dict[str, Any], ...]:
+    from ._native_loader import NativeUnavailable, compiler_module
 
-    Field ``foo_bar`` is pass option ``foo-bar``. Ints given for float fields
-    are stored as floats. The pass declares them in ``passes/Passes.td``;
-    ``test_training_options_match_the_pass`` fails when a field is missing,
-    extra or has another default. ``python -m rn.models``'s flags are made
-    from these fields.
-    """
+    try:
+        text = compiler_module().pipeline_options_json()
+    except NativeUnavailable as e:
+        tool = find_tool("rn-compile", "RN_COMPILE")
+        if tool is None:
+            raise NativeUnavailable(
+                f"rn.TrainingOptions is made from the compiler's option list, and there is no "
+                f"compiler: {e}; nor an rn-compile executable (env RN_COMPILE, build/bin or "
+                "PATH)"
+            ) from e
+        proc = subprocess.run(
+            [tool, "--list-pipeline-options"], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise NativeUnavailable(
+                f"{tool} --list-pipeline-options failed: {proc.stderr.strip()}"
+            ) from e
+        text = proc.stdout
+    return tuple(json.loads(text))
 
-    optimizer: Optimizer = _option("sgd", "optimizer: " + ", ".join(OPTIMIZERS))
-    momentum: float = _option(0.9, "SGD/LARS momentum")
-    nesterov: bool = _option(False, "Nesterov momentum (SGD)")
-    weight_decay: float = _option(0.0, "weight decay")
-    no_decay_bn_bias: bool = _option(
-        False, "exclude BatchNorm parameters and biases from weight decay"
-    )
-    beta1: float = _option(0.9, "AdamW beta1")
-    beta2: float = _option(0.999, "AdamW beta2")
-    adam_eps: float = _option(1e-8, "AdamW epsilon")
-    lars_trust: float = _option(0.001, "LARS trust coefficient")
-    lars_eps: float = _option(1e-9, "LARS epsilon")
-    precision: Precision = _option(
-        "f32",
-        "compute precision; f16/bf16 are mixed precision with f32 master weights",
-    )
-    loss_scaling: LossScaling = _option("none", "loss scaling: " + ", ".join(LOSS_SCALINGS))
-    loss_scale: float = _option(65536.0, "static or initial dynamic loss scale")
-    growth_interval: int = _option(
-        2000, "dynamic scaling: clean steps before the scale grows"
-    )
-    growth_factor: float = _option(2.0, "dynamic scaling: growth factor")
-    backoff_factor: float = _option(0.5, "dynamic scaling: factor on overflow")
-    ema_decay: float = _option(0.0, "weight EMA decay (0: off)")
-    data_parallel: bool = _option(False, "average gradients over data-parallel replicas")
+
+_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "string": str}
+
+
+def _parse_default(text: str, kind: str) -> object:
+    """A default as the compiler prints it ("9.000000e-01", "true", "2000"), as a value."""
+    if kind == "bool":
+        return text in ("true", "1")
+    return _TYPES[kind](float(text) if kind == "float" else text)
+
+
+class _TrainingOptionsBase:
+    """The methods of :class:`TrainingOptions`, whose fields come from the compiler."""
+
+    if TYPE_CHECKING:
+
+        def __init__(self, **options: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
 
     def __post_init__(self) -> None:
-        for f in fields(self):
+        for f in fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             kind = type(f.default)
-            if kind is str:
-                if value not in CHOICES[f.name]:
+            choices = f.metadata["choices"]
+            if choices:
+                if value not in choices:
                     raise ValueError(
-                        f"{f.name} must be one of {', '.join(CHOICES[f.name])}, got {value!r}"
+                        f"{f.name} must be one of {', '.join(choices)}, got {value!r}"
                     )
+            elif kind is str:
+                if not isinstance(value, str):
+                    raise ValueError(f"{f.name} must be a str, got {value!r}")
             elif kind is bool:
                 if not isinstance(value, bool):
                     raise ValueError(f"{f.name} must be a bool, got {value!r}")
@@ -123,16 +140,78 @@ class TrainingOptions:
     def pass_options(self) -> str:
         """The pass's option string: non-default values only, in field order."""
         parts: list[str] = []
-        for f in fields(self):
+        for f in fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             if value != f.default:
-                parts.append(f"{f.name.replace('_', '-')}={format_option(value)}")
+                parts.append(f"{f.metadata['pass_option']}={format_option(value)}")
         return " ".join(parts)
 
     def pass_argument(self) -> str:
         """The ``rn-opt`` argument (one argv element), e.g. ``--rn-build-training=optimizer=lars``."""
         options = self.pass_options()
         return f"--{PASS_NAME}={options}" if options else f"--{PASS_NAME}"
+
+
+_TRAINING_OPTIONS_DOC = """Options of ``--rn-build-training``; the fields, types, defaults,
+    help and choices are the pass's.
+
+    Field ``foo_bar`` is pass option ``foo-bar``; each field's metadata holds
+    its ``help``, ``choices`` and ``pass_option``. Ints given for float fields
+    are stored as floats. The class is made from the compiler's declaration of
+    the pass (``passes/Passes.td``, :func:`pass_option_list`) when first used;
+    ``python -m rn.models``'s flags are made from its fields.
+    """
+
+
+def _make_training_options() -> type[_TrainingOptionsBase]:
+    specs = []
+    for option in pass_option_list():
+        if option["pass_option"] in _NOT_FIELDS:
+            continue
+        kind = option["type"]
+        choices = tuple(option["choices"])
+        annotation: Any = Literal.__getitem__(choices) if choices else _TYPES[kind]
+        metadata = {"help": option["help"], "choices": choices, "pass_option": option["name"]}
+        default = _parse_default(option["default"], kind)
+        name = option["pass_option"].replace("-", "_")
+        specs.append((name, annotation, field(default=default, metadata=metadata)))
+    cls = dataclasses.make_dataclass(
+        "TrainingOptions", specs, bases=(_TrainingOptionsBase,), frozen=True
+    )
+    cls.__module__ = __name__  # pickle finds it here (make_dataclass's module= is 3.12's)
+    cls.__doc__ = _TRAINING_OPTIONS_DOC
+    return cls
+
+
+@cache
+def _derived() -> dict[str, Any]:
+    cls = _make_training_options()
+    choices = {f.name: f.metadata["choices"] for f in fields(cls) if f.metadata["choices"]}
+    return {
+        "TrainingOptions": cls,
+        "CHOICES": choices,
+        "OPTIMIZERS": choices["optimizer"],
+        "PRECISIONS": choices["precision"],
+        "LOSS_SCALINGS": choices["loss_scaling"],
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """``TrainingOptions``, ``CHOICES``, ``OPTIMIZERS``, ``PRECISIONS`` and
+    ``LOSS_SCALINGS``, made from the compiler's option list on first use."""
+    if name in ("TrainingOptions", "CHOICES", "OPTIMIZERS", "PRECISIONS", "LOSS_SCALINGS"):
+        value = _derived()[name]
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    TrainingOptions = _TrainingOptionsBase
+    CHOICES: dict[str, tuple[str, ...]]
+    OPTIMIZERS: tuple[str, ...]
+    PRECISIONS: tuple[str, ...]
+    LOSS_SCALINGS: tuple[str, ...]
 
 
 def format_option(value: object) -> str:

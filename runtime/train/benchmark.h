@@ -14,6 +14,7 @@
 #define RN_RUNTIME_TRAIN_BENCHMARK_H
 
 #include "runtime/core/status.h"
+#include "runtime/train/run_options.h"
 #include "runtime/train/trainer.h"
 
 #include <chrono>
@@ -22,11 +23,13 @@
 
 namespace rn::train {
 
+/// The defaults are rn-run's (run_options.h).
 struct BenchmarkConfig {
-  int64_t warmup = 10; ///< steps before the timed ones (the first runs alone)
-  int64_t steps = 10;  ///< steps per timed repetition
-  double lr = 0.1;
-  uint64_t seed = 0;   ///< the random batch's
+  /// Steps before the timed ones (the first runs alone).
+  int64_t warmup = runDefaults().warmup;
+  int64_t steps = runDefaults().steps; ///< steps per timed repetition
+  double lr = runDefaults().lr;
+  uint64_t seed = runDefaults().seed; ///< the random batch's
   /// For the time to the first step: when the process started, and the
   /// seconds its load took (artifact, executor with autotuning and capture,
   /// initialization).

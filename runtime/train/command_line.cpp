@@ -1,11 +1,183 @@
-//===- command_line.cpp - What the tools say about a mistyped flag --------===//
+//===- command_line.cpp - Flag tables and what the tools say about them ---===//
 
 #include "runtime/train/command_line.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 namespace rn::train {
+
+namespace {
+
+Error badValue(const std::string &flag, const std::string &must, const std::string &got) {
+  return Error(flag + " must be " + must + ", got '" + got + "'");
+}
+
+/// The words of `text` ("EPS SEED": two).
+std::vector<std::string> words(const std::string &text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t end = text.find(' ', i);
+    end = end == std::string::npos ? text.size() : end;
+    if (end > i)
+      out.push_back(text.substr(i, end - i));
+    i = end + 1;
+  }
+  return out;
+}
+
+} // namespace
+
+FlagSetter switchFlag(bool &target) {
+  return [&target](const std::string &, const std::vector<std::string> &) {
+    target = true;
+    return Status::success();
+  };
+}
+
+FlagSetter textFlag(std::string &target, std::vector<std::string> choices) {
+  return [&target, choices](const std::string &flag,
+                            const std::vector<std::string> &values) -> Status {
+    if (!choices.empty() && std::find(choices.begin(), choices.end(), values[0]) == choices.end()) {
+      std::string listed;
+      for (size_t i = 0; i < choices.size(); ++i)
+        listed += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+      return badValue(flag, listed, values[0]);
+    }
+    target = values[0];
+    return Status::success();
+  };
+}
+
+FlagSetter integerFlag(int64_t &target, int64_t min) {
+  return [&target, min](const std::string &flag,
+                        const std::vector<std::string> &values) -> Status {
+    const char *v = values[0].c_str();
+    char *end = nullptr;
+    errno = 0;
+    long long parsed = std::strtoll(v, &end, 10);
+    if (!*v || *end || errno || parsed < min)
+      return badValue(flag, "an integer >= " + std::to_string(min), v);
+    target = parsed;
+    return Status::success();
+  };
+}
+
+FlagSetter unsignedFlag(uint64_t &target) {
+  return [&target](const std::string &flag, const std::vector<std::string> &values) -> Status {
+    const char *v = values[0].c_str();
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long parsed = std::strtoull(v, &end, 10);
+    if (!std::isdigit(static_cast<unsigned char>(*v)) || *end || errno)
+      return badValue(flag, "an integer >= 0", v);
+    target = parsed;
+    return Status::success();
+  };
+}
+
+FlagSetter numberFlag(double &target, double min, double below) {
+  return [&target, min, below](const std::string &flag,
+                               const std::vector<std::string> &values) -> Status {
+    const char *v = values[0].c_str();
+    char *end = nullptr;
+    double parsed = std::strtod(v, &end);
+    if (!*v || *end || !std::isfinite(parsed) || parsed < min || parsed >= below) {
+      char range[64];
+      if (std::isinf(below))
+        std::snprintf(range, sizeof range, "a number >= %g", min);
+      else
+        std::snprintf(range, sizeof range, "a number in [%g, %g)", min, below);
+      return badValue(flag, range, v);
+    }
+    target = parsed;
+    return Status::success();
+  };
+}
+
+Status applyFlagDefaults(const std::vector<Flag> &flags) {
+  for (const Flag &flag : flags)
+    if (!flag.defaultValue.empty())
+      if (Status s = flag.set(flag.name, words(flag.defaultValue)); !s)
+        return Error("the default of " + flag.name + " is refused: " + s.error().message());
+  return Status::success();
+}
+
+Status parseFlags(int argc, const char *const *argv, const std::vector<Flag> &flags,
+                  ParsedFlags &parsed) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto flag = std::find_if(flags.begin(), flags.end(),
+                             [&](const Flag &f) { return f.name == arg; });
+    if (flag == flags.end()) {
+      if (arg.empty() || arg[0] != '-') {
+        parsed.positional.push_back(arg);
+        continue;
+      }
+      std::vector<std::string> known;
+      for (const Flag &f : flags)
+        known.push_back(f.name);
+      return Error(unknownOptionMessage(arg, known));
+    }
+    std::vector<std::string> values;
+    for (size_t k = 0, n = words(flag->value).size(); k < n; ++k) {
+      if (i + 1 >= argc) {
+        parsed.missingValue = true;
+        return Error(arg + " needs a value");
+      }
+      values.push_back(argv[++i]);
+    }
+    if (Status s = flag->set(arg, values); !s)
+      return s;
+    if (flag->ends) {
+      parsed.endedAt = arg;
+      return Status::success();
+    }
+  }
+  return Status::success();
+}
+
+std::string flagUsage(const std::vector<Flag> &flags, std::string_view header,
+                      std::string_view footer) {
+  constexpr size_t kHelpColumn = 21, kWidth = 80;
+  std::string out(header);
+  std::vector<std::string> groups;
+  for (const Flag &flag : flags)
+    if (!flag.group.empty() &&
+        std::find(groups.begin(), groups.end(), flag.group) == groups.end())
+      groups.push_back(flag.group);
+  for (const std::string &group : groups) {
+    out += "\n" + group + ":\n";
+    for (const Flag &flag : flags) {
+      if (flag.group != group)
+        continue;
+      std::string line = "  " + flag.name + (flag.value.empty() ? "" : " " + flag.value);
+      line += line.size() + 1 < kHelpColumn ? std::string(kHelpColumn - line.size(), ' ') : "  ";
+      std::vector<std::string> help = words(flag.help);
+      if (!flag.defaultValue.empty()) // kept on one line
+        help.push_back("(default " + flag.defaultValue + ")");
+      size_t column = line.size();
+      bool first = true;
+      for (const std::string &word : help) {
+        if (!first && column + 1 + word.size() > kWidth) {
+          out += line + "\n";
+          line = std::string(kHelpColumn, ' ') + word;
+        } else {
+          line += (first ? "" : " ") + word;
+        }
+        column = line.size();
+        first = false;
+      }
+      out += line + "\n";
+    }
+  }
+  return out + std::string(footer);
+}
 
 std::vector<std::string> flagsInUsage(std::string_view usage) {
   std::vector<std::string> flags;

@@ -14,6 +14,7 @@
 #include "runtime/data/augment.h"
 #include "runtime/train/cifar_source.h"
 #include "runtime/train/data_source.h"
+#include "runtime/train/run_options.h"
 
 #include <functional>
 #include <memory>
@@ -27,7 +28,7 @@ struct DataDirOptions {
   /// CIFAR: "fine" or "coarse" (CIFAR-100's label). CIFAR and NPZ:
   /// "m0,m1,..." / "s0,s1,..." one value per channel (both or neither;
   /// empty: the training split's).
-  std::string label = "fine", mean, std;
+  std::string label = runDefaults().label, mean, std;
   /// Image folders: the images may differ in size (the augmentation
   /// resizes them).
   bool mixedSizes = false;

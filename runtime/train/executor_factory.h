@@ -18,6 +18,7 @@
 #include "runtime/core/status.h"
 #include "runtime/train/gpu_backend.h"
 #include "runtime/train/host_spans.h"
+#include "runtime/train/run_options.h"
 
 #include <atomic>
 #include <cstdint>
@@ -41,8 +42,9 @@ struct ExecutorConfig {
   /// cpu, cuda-eager or cuda-graph.
   std::string kind = "cpu";
   /// The run's seed; each rank draws its dropout masks from
-  /// dropoutSeedOfRank(seed, rank).
-  uint64_t seed = 0;
+  /// dropoutSeedOfRank(seed, rank). The defaults are rn-run's
+  /// (run_options.h).
+  uint64_t seed = runDefaults().seed;
   /// The data-parallel rank's links (CPU replicas or NCCL), or null.
   RankGroup *ranks = nullptr;
   /// cpu: randomized interleaving with hazard checks.
@@ -55,7 +57,7 @@ struct ExecutorConfig {
   /// Where convolution autotuning results are kept (planCachePath); empty:
   /// nowhere.
   std::string planCacheFile;
-  int autotuneCandidates = 16;
+  int autotuneCandidates = int(runDefaults().autotuneCandidates);
   /// cuda-eager: timing events around every node (profileReport).
   bool profile = false;
   /// cuda-graph: Graphviz of every captured graph in this folder.

@@ -31,6 +31,7 @@
 #include "runtime/train/data_source.h"
 #include "runtime/train/loader_pool.h"
 #include "runtime/train/lr_schedule.h"
+#include "runtime/train/run_options.h"
 #include "runtime/train/trainer.h"
 
 #include <cstdint>
@@ -81,11 +82,12 @@ Result<EpochResult> trainEpoch(Trainer &trainer, const DataSource &train,
 /// the ranks).
 int64_t stepsPerEpoch(const Trainer &trainer, const DataSource &train);
 
+/// The defaults are rn-run's (run_options.h).
 struct FitConfig {
-  int64_t epochs = 1;
-  double lr = 0.1;           ///< the peak of the schedule
-  double warmupEpochs = 0;   ///< linear warmup, then cosine decay to 0
-  uint64_t seed = 0;         ///< shuffling (and the checkpoint's metadata)
+  int64_t epochs = runDefaults().epochs;
+  double lr = runDefaults().lr;                     ///< the peak of the schedule
+  double warmupEpochs = runDefaults().warmupEpochs; ///< linear warmup, then cosine decay to 0
+  uint64_t seed = runDefaults().seed; ///< shuffling (and the checkpoint's metadata)
   std::string checkpoint;    ///< saved after each epoch when set
   std::string resume;        ///< a checkpoint to continue from
   int64_t stopAfterEpoch = 0; ///< stop after this epoch (1-based) when > 0

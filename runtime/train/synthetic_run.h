@@ -16,6 +16,7 @@
 #define RN_RUNTIME_TRAIN_SYNTHETIC_RUN_H
 
 #include "runtime/core/status.h"
+#include "runtime/train/run_options.h"
 #include "runtime/train/trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -25,10 +26,11 @@
 
 namespace rn::train {
 
+/// The defaults are rn-run's (run_options.h).
 struct SyntheticRunConfig {
-  int64_t steps = 10;
-  double lr = 0.1;
-  uint64_t seed = 0;        ///< the dataset's
+  int64_t steps = runDefaults().steps;
+  double lr = runDefaults().lr;
+  uint64_t seed = runDefaults().seed; ///< the dataset's
   int64_t digestEvery = 0;  ///< > 0: a state digest after every K steps and the last
 };
 

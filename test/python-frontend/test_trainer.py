@@ -15,6 +15,7 @@ import re
 import shutil
 import struct
 import json
+import math
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -263,12 +264,18 @@ def test_evaluate_and_predict_agree_with_rn_run(
 
 
 def test_cosine_lr_is_rn_runs_schedule(tools: dict[str, str]) -> None:
+    """rn.cosine_lr is the runtime's WarmupCosineLr, which rn-run's
+    --warmup-epochs uses, and follows the formula its docstring gives."""
     native = rn.trainer._native_module()
     for peak, warmup, total in [(0.1, 0, 100), (0.05, 7, 40), (1.0, 10, 10), (0.3, 3, 937 * 2)]:
         for step in range(total):
-            assert rn.cosine_lr(step, peak=peak, total_steps=total, warmup_steps=warmup) == (
-                native.warmup_cosine_lr(peak, warmup, total, step)
-            )
+            rate = rn.cosine_lr(step, peak=peak, total_steps=total, warmup_steps=warmup)
+            assert rate == native.warmup_cosine_lr(peak, warmup, total, step)
+            if step < warmup:
+                formula = peak * (step + 1) / warmup
+            else:
+                formula = peak * 0.5 * (1 + math.cos(math.pi * (step - warmup) / (total - warmup)))
+            assert rate == pytest.approx(formula, rel=1e-12, abs=1e-15)
 
 
 def test_fashion_mnist_loader_is_rn_runs(fashion: dict[str, Any], tools: dict[str, str]) -> None:

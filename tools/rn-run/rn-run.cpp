@@ -4,10 +4,11 @@
 //   rn-run MODEL.rnx --synthetic --steps N ...                 synthetic data
 //   rn-run MODEL.rnx --benchmark --steps N ...                 ms per step
 //
-// The command line of the training library (runtime/train): it parses the
-// flags, builds the library's objects (rank group, executor, trainer, data
-// sources) and prints what they report; the loop, the schedule,
-// evaluation, checkpoints and the data-parallel ranks are the library's.
+// The command line of the training library (runtime/train): it reads the
+// flags (the table of run_options.h, which --help prints), builds the
+// library's objects (rank group, executor, trainer, data sources) and
+// prints what they report; the loop, the schedule, evaluation, checkpoints
+// and the data-parallel ranks are the library's.
 // docs/rn-run.md describes the flags and every output line, which scripts
 // and tests read: keep them stable.
 //
@@ -18,28 +19,24 @@
 #include "runtime/core/process_group.h"
 #include "runtime/train/benchmark.h"
 #include "runtime/train/checkpoint.h"
-#include "runtime/train/command_line.h"
+#include "runtime/train/data_dir.h"
 #include "runtime/train/data_parallel.h"
 #include "runtime/train/executor_factory.h"
 #include "runtime/train/fit.h"
 #include "runtime/train/fit_printer.h"
-#include "runtime/train/data_dir.h"
+#include "runtime/train/run_options.h"
 #include "runtime/train/session.h"
 #include "runtime/train/state_digest.h"
 #include "runtime/train/synthetic_run.h"
 #include "runtime/train/trainer.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <iterator>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -48,119 +45,13 @@ namespace {
 using namespace rn::train;
 using Clock = std::chrono::steady_clock;
 
-struct Options {
-  std::string path, executor = "auto", data, checkpoint, resume, planCache, dumpGraphs, trace,
-      stateDigest, label = "fine", mean, std, augment = "none";
+/// The flags (run_options.h) and this rank of the run.
+struct Options : RunOptions {
   rn::ProcessGroup group; ///< RANK / WORLD_SIZE / ...: rank 0 of 1 unless data-parallel
-  bool synthetic = false, interleave = false, progress = true, benchmark = false, profile = false;
-  bool syncDebug = false, deterministic = false, allowTf32 = false, allowRpr = false;
-  bool skipBadImages = false;
-  long long loaderThreads = 0; ///< 0: min(8, the host's threads / ranks)
-  long long steps = 10, epochs = 1, autotuneCandidates = 16, stateDigestEvery = 0, warmup = 10;
-  long long gpus = 0, cpuReplicas = 0, limitTrain = 0, limitTest = 0, stopAfterEpoch = 0;
-  double lr = 0.1, warmupEpochs = 0, perturbEps = 0;
-  unsigned long long seed = 0, perturbSeed = 0;
+  bool progress{}; ///< no --no-progress, and rank 0 of a data-parallel run
 };
 
-constexpr const char kUsage[] =
-      "usage: rn-run MODEL.rnx --data DIR [--epochs N] [--lr LR] [options]\n"
-      "       rn-run MODEL.rnx --synthetic --steps N [--lr LR] [options]\n"
-      "       rn-run MODEL.rnx --benchmark [--steps N] [--warmup W] [options]\n"
-      "       rn-run --version\n"
-      "MODEL.rnx is an artifact from rn-compile (docs/rn-run.md).\n"
-      "\ntraining:\n"
-      "  --epochs N         epochs (default 1)\n"
-      "  --lr LR            (peak) learning rate (default 0.1)\n"
-      "  --warmup-epochs W  linear warmup epochs, then cosine decay to 0 (default 0)\n"
-      "  --seed S           shuffling, dropout and interleaving seed (default 0)\n"
-      "  --checkpoint PATH  save all state after each epoch (safetensors)\n"
-      "  --resume PATH      restore a checkpoint and continue with its next epoch\n"
-      "  --stop-after-epoch E  stop after epoch E (the schedule still spans\n"
-      "                     --epochs; to resume later from --checkpoint)\n"
-      "  --no-progress      no progress lines on stderr\n"
-      "\ndata:\n"
-      "  --data DIR         train on the data set in DIR: Fashion-MNIST's IDX files\n"
-      "                     (train-images-idx3-ubyte.gz, ...) or CIFAR-10/100's binary\n"
-      "                     files (data_batch_1.bin ... or train.bin, test.bin)\n"
-      "  --data FILE.npz    or a NumPy archive with x_train, y_train, x_test, y_test\n"
-      "                     (uint8 or float32 images, NHWC or NHW)\n"
-      "  --data ROOT        or an image folder: ROOT/train/<class>/*.png|jpg|jpeg and\n"
-      "                     ROOT/val/<class>/... (or test/); classes in sorted order,\n"
-      "                     all images one size unless --augment rrc-flip resizes them\n"
-      "  --mean M,... --std S,...  per-channel normalization (default: IDX,\n"
-      "                     Fashion-MNIST's 0.2860/0.3530; CIFAR, NPZ and image\n"
-      "                     folders, the training split's, computed and printed)\n"
-      "  --label fine|coarse  CIFAR-100's label (default fine)\n"
-      "  --augment A        training augmentation, drawn by (seed, epoch, example):\n"
-      "                     none (default), crop-flip (CIFAR: 4-pixel zero padding,\n"
-      "                     random crop, horizontal flip) or rrc-flip (ImageNet:\n"
-      "                     random-resized crop to the model's input size + flip;\n"
-      "                     evaluation resizes and takes the center crop)\n"
-      "  --loader-threads N threads that read, decode and augment examples\n"
-      "                     (default: min(8, host threads / ranks)); batches do not\n"
-      "                     depend on it\n"
-      "  --skip-bad-images  an image that does not decode is skipped (its batch slot\n"
-      "                     takes another example of the batch) and counted, instead\n"
-      "                     of stopping the run\n"
-      "  --limit-train K    use only the first K training examples\n"
-      "  --limit-test K     use only the first K test examples\n"
-      "  --synthetic        train on a fixed synthetic dataset (random images,\n"
-      "                     labels from a random linear teacher)\n"
-      "  --steps N          synthetic or benchmark steps (default 10)\n"
-      "\nGPU:\n"
-      "  --executor E       cpu (reference kernels), cuda-eager (each node launched\n"
-      "                     on its stream), cuda-graph (each subgraph captured once\n"
-      "                     as a CUDA graph and replayed) or auto (default:\n"
-      "                     cuda-graph when a GPU answers, else cpu); the first\n"
-      "                     line says which\n"
-      "  --deterministic    deterministic convolution plans and kernels\n"
-      "  --allow-tf32       TF32 for f32 convolutions and products (default IEEE f32)\n"
-      "  --allow-reduced-precision-reduction  convolution plans that reduce in f16/bf16\n"
-      "                     (the 4-channel image stem may take them always)\n"
-      "  --plan-cache FILE  keep convolution autotuning results in FILE (default:\n"
-      "                     $XDG_CACHE_HOME/rn/conv-plans.json or ~/.cache/rn/...;\n"
-      "                     none: time the plans at every load)\n"
-      "  --autotune-candidates N  time the first N convolution plans that build,\n"
-      "                     in cuDNN's heuristic order (default 16; 0: all)\n"
-      "\ndiagnostics:\n"
-      "  --benchmark        time training steps on random data: --warmup W steps\n"
-      "                     (default 10), then 3 x --steps N; prints one JSON line:\n"
-      "                     median ms/step, images/s, host ms/step, load time,\n"
-      "                     time to first step, peak device memory in use\n"
-      "  --state-digest F   after --synthetic training, write a digest of every state\n"
-      "                     entry to F (JSON: L2 norm, 16 sampled elements and a hash\n"
-      "                     of its bits), to compare executors across machines\n"
-      "  --state-digest-every K  with --state-digest: a digest after every K\n"
-      "                     steps ({\"steps\": [{\"step\", \"state\"}, ...]})\n"
-      "  --perturb-state EPS SEED  after initialization, multiply every element of\n"
-      "                     every parameter by (1 + EPS*u), u uniform in [-1, 1]\n"
-      "                     from SEED (the noise digest of scripts/zoo-digests.sh)\n"
-      "  --interleave       run the streams interleaved at random and check\n"
-      "                     for hazards (slow; cpu executor)\n"
-      "  --sync-debug       cuda-eager: synchronize after every node, so that an\n"
-      "                     asynchronous fault names its node; cuda-graph: after\n"
-      "                     every graph launch\n"
-      "  --profile          cuda-eager: GPU time per op of the last step (stderr)\n"
-      "  --dump-graphs DIR  cuda-graph: write every captured graph to DIR as\n"
-      "                     Graphviz (one .dot per subgraph and variant)\n"
-      "  --trace FILE       GPU executors: a timeline of the training steps\n"
-      "                     (Chrome trace / Perfetto JSON: one track per program\n"
-      "                     stream, kernels named by node and op, host spans) and\n"
-      "                     the GPU's busy and idle time over them\n"
-      "\ndata-parallel:\n"
-      "  --gpus N           N GPUs of this machine from this one process (a host\n"
-      "                     thread and a stream set per GPU; the artifact compiled\n"
-      "                     data-parallel, its batch per GPU)\n"
-      "  --cpu-replicas N   the same with N CPU executors (the reference of --gpus:\n"
-      "                     gradients averaged in memory; not with --interleave)\n"
-      "  One process per GPU, as torchrun starts them: RANK, WORLD_SIZE, LOCAL_RANK\n"
-      "  (the GPU), MASTER_ADDR and MASTER_PORT (rank 0's NCCL bootstrap) in the\n"
-      "  environment; each rank trains its share of every global batch and NCCL\n"
-      "  averages the gradients inside the step. RN_DIST_TIMEOUT_S (default 120)\n"
-      "  bounds every wait for a peer: a missing or dead rank ends every other rank\n"
-      "  with an error.\n";
-
-void usage(FILE *out) { std::fputs(kUsage, out); }
+void usage(FILE *out) { std::fputs(runUsage().c_str(), out); }
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "rn-run: error: %s\n", message.c_str());
@@ -250,7 +141,8 @@ int runSynthetic(const Options &o, Trainer &trainer, FitPrinter &report) {
               trainer.program().model.c_str(), (long long)trainer.batch(),
               (long long)trainer.imageSize(),
               trainer.imageDType() == rn::DType::u8 ? " (uint8, normalized on the device)" : "",
-              (long long)trainer.classes(), o.steps, o.lr, o.interleave ? ", interleaved" : "");
+              (long long)trainer.classes(), (long long)o.steps, o.lr,
+              o.interleave ? ", interleaved" : "");
   rn::Result<SyntheticRunResult> run = trainSynthetic(
       trainer, SyntheticRunConfig{o.steps, o.lr, o.seed, o.stateDigestEvery},
       [&](int64_t step, float loss) {
@@ -261,7 +153,7 @@ int runSynthetic(const Options &o, Trainer &trainer, FitPrinter &report) {
     return fail(run.error().message());
   report.line("loss first %.6f last %.6f\n", run->firstLoss, run->lastLoss);
   report.line("%.2f steps/s (%.3f s for %lld steps)\n", o.steps / run->seconds, run->seconds,
-              o.steps);
+              (long long)o.steps);
   if (o.stateDigest.empty() || o.group.rank != 0) // every rank holds the same state
     return 0;
   nlohmann::json value = nlohmann::json{{"steps", std::move(run->digests)}};
@@ -307,7 +199,7 @@ int runRank(Options o, std::shared_ptr<const rn::Artifact> artifact, const std::
   config.executor.syncDebug = o.syncDebug;
   config.executor.deterministic = o.deterministic;
   config.executor.allowTf32 = o.allowTf32;
-  config.executor.allowReducedPrecisionReduction = o.allowRpr;
+  config.executor.allowReducedPrecisionReduction = o.allowReducedPrecisionReduction;
   config.executor.planCacheFile = kind == "cpu" ? "" : planCachePath(o.planCache);
   config.executor.autotuneCandidates = int(o.autotuneCandidates);
   config.executor.profile = o.profile;
@@ -331,7 +223,7 @@ int runRank(Options o, std::shared_ptr<const rn::Artifact> artifact, const std::
   };
   events.perturbed = [&] {
     report.line("parameters perturbed by a relative %g (seed %llu)\n", o.perturbEps,
-                o.perturbSeed);
+                (unsigned long long)o.perturbSeed);
   };
   rn::Result<std::unique_ptr<Session>> session = Session::open(artifact, config, events);
   if (!session)
@@ -375,8 +267,9 @@ int runRank(Options o, std::shared_ptr<const rn::Artifact> artifact, const std::
 
 /// --gpus N / --cpu-replicas N: rank r in a host thread of its own, each
 /// with its executor; rank 0 reports.
-int runThreadedRanks(const Options &o, std::shared_ptr<const rn::Artifact> artifact, const std::string &kind,
-                     Clock::time_point processStart, Clock::time_point loadStart) {
+int runThreadedRanks(const Options &o, std::shared_ptr<const rn::Artifact> artifact,
+                     const std::string &kind, Clock::time_point processStart,
+                     Clock::time_point loadStart) {
   const bool cpuRun = o.cpuReplicas > 0;
   const int count = int(cpuRun ? o.cpuReplicas : o.gpus);
   const std::string flag = cpuRun ? "--cpu-replicas" : "--gpus";
@@ -414,101 +307,21 @@ int runThreadedRanks(const Options &o, std::shared_ptr<const rn::Artifact> artif
   return ok ? 0 : 1;
 }
 
-/// Parses the flags into `o`: 0 to go on, -1 after --help, else the exit
-/// code (a flag without its value exits with 2).
+/// Parses the flags into `o`: 0 to go on, -1 after --help or --version,
+/// else the exit code (a flag without its value exits with 2).
 int parse(int argc, char **argv, Options &o) {
-  const std::pair<const char *, bool *> switches[] = {
-      {"--synthetic", &o.synthetic}, {"--interleave", &o.interleave},
-      {"--sync-debug", &o.syncDebug}, {"--deterministic", &o.deterministic},
-      {"--allow-tf32", &o.allowTf32}, {"--allow-reduced-precision-reduction", &o.allowRpr},
-      {"--profile", &o.profile}, {"--benchmark", &o.benchmark},
-      {"--skip-bad-images", &o.skipBadImages}};
-  const std::pair<const char *, std::string *> texts[] = {
-      {"--plan-cache", &o.planCache}, {"--state-digest", &o.stateDigest}, {"--trace", &o.trace},
-      {"--dump-graphs", &o.dumpGraphs}, {"--data", &o.data}, {"--checkpoint", &o.checkpoint},
-      {"--resume", &o.resume}, {"--executor", &o.executor}, {"--label", &o.label},
-      {"--mean", &o.mean}, {"--std", &o.std}, {"--augment", &o.augment}};
-  const std::tuple<const char *, long long, long long *> integers[] = {
-      {"--autotune-candidates", 0, &o.autotuneCandidates}, {"--warmup", 0, &o.warmup},
-      {"--state-digest-every", 1, &o.stateDigestEvery}, {"--gpus", 1, &o.gpus},
-      {"--cpu-replicas", 1, &o.cpuReplicas}, {"--epochs", 1, &o.epochs},
-      {"--limit-train", 1, &o.limitTrain}, {"--limit-test", 1, &o.limitTest},
-      {"--stop-after-epoch", 1, &o.stopAfterEpoch}, {"--loader-threads", 1, &o.loaderThreads}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "rn-run: error: %s needs a value\n", arg.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    auto is = [&](const char *name) { return arg == name; };
-    char *end = nullptr;
-    if (auto b = std::find_if(std::begin(switches), std::end(switches), [&](auto &f) { return is(f.first); });
-        b != std::end(switches)) {
-      *b->second = true;
-    } else if (auto t = std::find_if(std::begin(texts), std::end(texts), [&](auto &f) { return is(f.first); });
-               t != std::end(texts)) {
-      *t->second = value();
-    } else if (auto n = std::find_if(std::begin(integers), std::end(integers),
-                                     [&](auto &f) { return is(std::get<0>(f)); });
-               n != std::end(integers)) {
-      const char *v = value();
-      errno = 0;
-      *std::get<2>(*n) = std::strtoll(v, &end, 10);
-      if (!*v || *end || errno || *std::get<2>(*n) < std::get<1>(*n))
-        return fail(arg + " must be an integer >= " + std::to_string(std::get<1>(*n)) +
-                    ", got '" + v + "'");
-    } else if (is("--no-progress")) {
-      o.progress = false;
-    } else if (is("--steps")) {
-      const char *v = value();
-      o.steps = std::strtol(v, &end, 10);
-      if (*end || o.steps < 1)
-        return fail(std::string("--steps must be a positive integer, got '") + v + "'");
-    } else if (is("--lr") || is("--warmup-epochs")) {
-      const char *v = value();
-      double &out = is("--lr") ? o.lr : o.warmupEpochs;
-      out = std::strtod(v, &end);
-      if ((!*v && is("--warmup-epochs")) || *end || !(out >= 0))
-        return fail(arg + " must be a non-negative number, got '" + v + "'");
-    } else if (is("--seed")) {
-      const char *v = value();
-      o.seed = std::strtoull(v, &end, 10);
-      if (*end)
-        return fail(std::string("--seed must be an integer, got '") + v + "'");
-    } else if (is("--perturb-state")) {
-      const char *v = value();
-      o.perturbEps = std::strtod(v, &end);
-      if (!*v || *end || !std::isfinite(o.perturbEps) || o.perturbEps < 0 || o.perturbEps >= 1)
-        return fail(std::string("--perturb-state EPS must be a number in [0, 1), got '") + v + "'");
-      const char *seed = value();
-      errno = 0;
-      o.perturbSeed = std::strtoull(seed, &end, 10);
-      if (!*seed || *end || errno || *seed == '-')
-        return fail(std::string("--perturb-state SEED must be an integer >= 0, got '") + seed + "'");
-    } else if (is("-h") || is("--help")) {
-      usage(stdout);
-      return -1;
-    } else if (is("--version")) {
-      std::printf("rn-run %s (RN; GPU executors: %s)\n", RN_VERSION_STRING,
-                  builtWithCuda() ? "built" : "not built");
-      return -1;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return fail(unknownOptionMessage(arg, flagsInUsage(kUsage)));
-    } else if (o.path.empty()) {
-      o.path = arg;
-    } else {
-      return fail("more than one artifact given ('" + o.path + "', '" + arg + "')");
-    }
-    if (is("--executor") && o.executor != "cpu" && o.executor != "cuda-eager" &&
-        o.executor != "cuda-graph" && o.executor != "auto")
-      return fail("--executor must be cpu, cuda-eager, cuda-graph or auto, got '" + o.executor +
-                  "'");
+  ParsedFlags parsed;
+  if (rn::Status s = parseRunOptions(argc, argv, o, parsed); !s) {
+    fail(s.error().message());
+    return parsed.missingValue ? 2 : 1;
   }
-  o.autotuneCandidates = std::min<long long>(o.autotuneCandidates, 1 << 20);
-  return 0;
+  o.progress = !o.noProgress;
+  if (o.help)
+    usage(stdout);
+  else if (o.version)
+    std::printf("rn-run %s (RN; GPU executors: %s)\n", RN_VERSION_STRING,
+                builtWithCuda() ? "built" : "not built");
+  return o.help || o.version ? -1 : 0;
 }
 
 } // namespace

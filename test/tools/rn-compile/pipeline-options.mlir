@@ -28,14 +28,34 @@
 // ONE-STREAM-NOT: #rn.stream<comp3>
 // ONE-STREAM-NOT: #rn.stream<update>
 
-// The list rn-compile --pipeline-help documents is the one it takes.
+// The list rn-compile --pipeline-help documents is the one it takes, in
+// declaration order, with each option's type, help and (where its
+// declaration's value description lists them) choices: rn.TrainingOptions
+// is made from it.
 // RUN: rn-compile --list-pipeline-options | FileCheck %s --check-prefix=LIST
-// LIST: "name": "beta1"
-// LIST-NEXT: "pass": "rn-build-training"
-// LIST: "default": "1"
-// LIST-NEXT: "name": "fold-gradient-adds-max-stride"
-// LIST-NEXT: "pass": "rn-fold-gradient-adds"
-// LIST-NEXT: "pass_option": "max-stride"
+// LIST: "choices": [{{$}}
+// LIST-NEXT: "sgd",
+// LIST-NEXT: "adamw",
+// LIST-NEXT: "lars"
+// LIST-NEXT: ],
+// LIST-NEXT: "default": "sgd",
+// LIST-NEXT: "help": "sgd, adamw or lars",
+// LIST-NEXT: "name": "optimizer",
+// LIST-NEXT: "pass": "rn-build-training",
+// LIST-NEXT: "pass_option": "optimizer",
+// LIST-NEXT: "type": "string"
+// LIST: "default": "9.000000e-01",
+// LIST-NEXT: "help": "SGD/LARS momentum {{.*}}",
+// LIST-NEXT: "name": "momentum",
+// LIST: "type": "float"
+// LIST: "name": "beta1",
+// LIST-NEXT: "pass": "rn-build-training",
+// LIST: "default": "1",
+// LIST-NEXT: "help": "fold only into data gradients {{.*}}",
+// LIST-NEXT: "name": "fold-gradient-adds-max-stride",
+// LIST-NEXT: "pass": "rn-fold-gradient-adds",
+// LIST-NEXT: "pass_option": "max-stride",
+// LIST-NEXT: "type": "int"
 
 module attributes {rn.model = "tiny"} {
   rn.parameter @fc.weight : tensor<3x4xf32> = #rn.init<uniform, 5.000000e-01>
