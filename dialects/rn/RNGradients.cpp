@@ -159,6 +159,26 @@ LogicalResult BatchNormTrainOp::buildGradient(OpBuilder &builder,
   return success();
 }
 
+LogicalResult LayerNormOp::buildGradient(OpBuilder &builder,
+                                         GradientEmitter &emitter) {
+  Value dy = emitter.getResultGradient(getResult());
+  Value weightAcc = emitter.getAccumulator(getWeight());
+  Value biasAcc = emitter.getAccumulator(getBias());
+  auto backward = LayerNormBackwardOp::create(
+      builder, getLoc(),
+      TypeRange{getInput().getType(), weightAcc.getType(), biasAcc.getType()},
+      dy, getInput(), getWeight(), weightAcc, biasAcc, getEpsilonAttr());
+  emitter.setAccumulator(getWeight(), backward.getWeightGrad());
+  emitter.setAccumulator(getBias(), backward.getBiasGrad());
+  if (emitter.requiresGradient(getInput()))
+    emitter.accumulate(getLoc(), getInput(), backward.getInputGrad());
+  return success();
+}
+
+OperandRole LayerNormOp::getOperandRole(unsigned index) {
+  return index == 0 ? OperandRole::activation : OperandRole::normParameter;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
@@ -218,6 +238,23 @@ LogicalResult HardtanhOp::buildGradient(OpBuilder &builder,
                                                 getResult(), getMinValAttr(),
                                                 getMaxValAttr()));
   return success();
+}
+
+LogicalResult ChannelScaleOp::buildGradient(OpBuilder &builder,
+                                            GradientEmitter &emitter) {
+  Value dy = emitter.getResultGradient(getResult());
+  Value scaleAcc = emitter.getAccumulator(getScale());
+  auto backward = ChannelScaleBackwardOp::create(
+      builder, getLoc(), TypeRange{getInput().getType(), scaleAcc.getType()},
+      dy, getInput(), getScale(), scaleAcc);
+  emitter.setAccumulator(getScale(), backward.getScaleGrad());
+  if (emitter.requiresGradient(getInput()))
+    emitter.accumulate(getLoc(), getInput(), backward.getInputGrad());
+  return success();
+}
+
+OperandRole ChannelScaleOp::getOperandRole(unsigned index) {
+  return index == 0 ? OperandRole::activation : OperandRole::weight;
 }
 
 LogicalResult ChannelMulOp::buildGradient(OpBuilder &builder,

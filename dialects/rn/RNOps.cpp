@@ -95,6 +95,24 @@ LogicalResult BatchNormOp::verify() {
   return verifyResultType(*this, getInput().getType());
 }
 
+LogicalResult LayerNormOp::verify() {
+  ShapeDiagnostics diag(*this);
+  std::pair<StringRef, Type> vectors[] = {{"weight", getWeight().getType()},
+                                          {"bias", getBias().getType()}};
+  if (failed(verifyBatchNormOperands(diag, getInput().getType(), vectors,
+                                     /*allowF32Vectors=*/true)) ||
+      failed(verifyBatchNormAttributes(diag, getEpsilon().convertToDouble(),
+                                       std::nullopt)))
+    return failure();
+  return verifyResultType(*this, getInput().getType());
+}
+
+LogicalResult ChannelScaleOp::verify() {
+  std::pair<StringRef, Type> vectors[] = {{"scale", getScale().getType()}};
+  return verifyBatchNormOperands(ShapeDiagnostics(*this), getInput().getType(),
+                                 vectors, /*allowF32Vectors=*/false);
+}
+
 LogicalResult NormalizeImagesOp::verify() {
   ShapeDiagnostics diag(*this);
   RankedTensorType input = getInput().getType();

@@ -142,6 +142,37 @@ def RN_BatchNormOp : RN_Op<"batch_norm", [
   let hasVerifier = 1;
 }
 
+def RN_LayerNormOp : RN_Op<"layer_norm", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    DeclareOpInterfaceMethods<RN_ParameterOperandsOpInterface>,
+    RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
+  let summary = "layer normalization over the channel (last) dimension";
+  let description = [{
+    `torch.nn.LayerNorm(C)` applied to each row of C channels of an NHWC
+    (rank 4) or [N, C] (rank 2) tensor: y = (x - mean) / sqrt(var + eps) *
+    weight + bias, with the row's mean and biased variance. The same in
+    training and evaluation. `weight` and `bias` are [C] of the input's
+    element type or f32 (mixed precision keeps normalization parameters
+    f32). Its backward (`rn.layer_norm_backward`) recomputes the row
+    statistics from the input.
+
+    ```mlir
+    %y = rn.layer_norm %x, %gamma, %beta eps 1.000000e-06
+        : (tensor<8x14x14x96xf32>, tensor<96xf32>, tensor<96xf32>) -> tensor<8x14x14x96xf32>
+    ```
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$weight,
+    RN_FloatTensor:$bias,
+    F64Attr:$epsilon);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Input normalization (uint8 images on the wire)
 //===----------------------------------------------------------------------===//
@@ -276,6 +307,28 @@ def RN_ChannelMulOp : RN_Op<"channel_mul", [
 
     ```mlir
     %y = rn.channel_mul %x, %s : tensor<8x14x14x96xf16>, tensor<8x1x1x96xf16>
+    ```
+  }];
+  let arguments = (ins RN_FloatTensor:$input, RN_FloatTensor:$scale);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $scale attr-dict `:` type($input) `,` type($scale)";
+  let hasVerifier = 1;
+}
+
+def RN_ChannelScaleOp : RN_Op<"channel_scale", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    DeclareOpInterfaceMethods<RN_ParameterOperandsOpInterface>,
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "y[..., c] = x[..., c] * s[c]: a trainable per-channel scale";
+  let description = [{
+    Multiplies each channel (the last dimension) of an NHWC (rank 4) or
+    [N, C] (rank 2) tensor by a weight: ConvNeXt's layer scale
+    (`gamma * x` with gamma [C, 1, 1] in PyTorch's NCHW). `scale` is [C]
+    of the input's element type.
+
+    ```mlir
+    %y = rn.channel_scale %x, %gamma : tensor<8x14x14x96xf32>, tensor<96xf32>
     ```
   }];
   let arguments = (ins RN_FloatTensor:$input, RN_FloatTensor:$scale);

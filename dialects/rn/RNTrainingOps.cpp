@@ -336,6 +336,34 @@ LogicalResult BatchNormBackwardOp::verify() {
   return verifyBackwardResults(diag, getOperation()->getResults(), expected);
 }
 
+LogicalResult LayerNormBackwardOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  NamedType vectors[] = {{"weight", getWeight().getType()},
+                         {"weight_grad_acc", getWeightGradAcc().getType()},
+                         {"bias_grad_acc", getBiasGradAcc().getType()}};
+  if (failed(verifyBatchNormOperands(diag, input, vectors,
+                                     /*allowF32Vectors=*/true)) ||
+      failed(verifyBatchNormAttributes(diag, getEpsilon().convertToDouble(),
+                                       std::nullopt)) ||
+      failed(diag.requireType("output_grad", getOutputGrad().getType(),
+                              input)) ||
+      failed(diag.requireType("weight_grad_acc", getWeightGradAcc().getType(),
+                              getWeight().getType())))
+    return failure();
+  std::optional<NamedType> expected[] = {
+      NamedType{"input_grad", input},
+      NamedType{"weight_grad", getWeightGradAcc().getType()},
+      NamedType{"bias_grad", getBiasGradAcc().getType()}};
+  return verifyBackwardResults(diag, getOperation()->getResults(), expected);
+}
+
+LogicalResult ChannelScaleBackwardOp::verify() {
+  NamedType vectors[] = {{"scale", getScale().getType()}};
+  return verifyBatchNormOperands(ShapeDiagnostics(*this), getInput().getType(),
+                                 vectors, /*allowF32Vectors=*/false);
+}
+
 LogicalResult HardtanhBackwardOp::verify() {
   return verifyClampBounds(ShapeDiagnostics(*this),
                            getMinVal().convertToDouble(),
@@ -888,6 +916,22 @@ BatchNormBackwardOp::getUpdatedOperand(unsigned resultIndex) {
     return getWeightGradAccMutable().getOperandNumber();
   if (resultIndex == 2)
     return getBiasGradAccMutable().getOperandNumber();
+  return std::nullopt;
+}
+
+std::optional<unsigned>
+LayerNormBackwardOp::getUpdatedOperand(unsigned resultIndex) {
+  if (resultIndex == 1)
+    return getWeightGradAccMutable().getOperandNumber();
+  if (resultIndex == 2)
+    return getBiasGradAccMutable().getOperandNumber();
+  return std::nullopt;
+}
+
+std::optional<unsigned>
+ChannelScaleBackwardOp::getUpdatedOperand(unsigned resultIndex) {
+  if (resultIndex == 1)
+    return getScaleGradAccMutable().getOperandNumber();
   return std::nullopt;
 }
 

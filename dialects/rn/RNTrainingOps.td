@@ -500,6 +500,66 @@ def RN_BatchNormBackwardOp : RN_Op<"batch_norm_backward", [
   let hasVerifier = 1;
 }
 
+def RN_LayerNormBackwardOp : RN_Op<"layer_norm_backward", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure]> {
+  let summary = "gradients of rn.layer_norm";
+  let description = [{
+    Recomputes each row's mean and rstd = 1 / sqrt(var + eps) from the input
+    (a row is C values, read once for the statistics and the gradients), so
+    the forward op saves nothing. With xhat = (x - mean) * rstd and
+    g = dy * weight: dx = rstd * (g - mean_c(g) - xhat * mean_c(g * xhat));
+    results `weight_grad_acc + sum over rows of dy * xhat` and
+    `bias_grad_acc + sum over rows of dy`.
+
+    ```mlir
+    %dx, %dw, %db = rn.layer_norm_backward %dy, %x, %gamma, %gacc, %bacc eps 1.000000e-06
+        : (tensor<8x14x14x96xf16>, tensor<8x14x14x96xf16>, tensor<96xf32>, tensor<96xf32>, tensor<96xf32>)
+        -> (tensor<8x14x14x96xf16>, tensor<96xf32>, tensor<96xf32>)
+    ```
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$output_grad,
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$weight,
+    RN_FloatTensor:$weight_grad_acc,
+    RN_FloatTensor:$bias_grad_acc,
+    F64Attr:$epsilon);
+  let results = (outs RN_FloatTensor:$input_grad, RN_FloatTensor:$weight_grad,
+                      RN_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $input `,` $weight `,` $weight_grad_acc `,` $bias_grad_acc
+    `eps` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def RN_ChannelScaleBackwardOp : RN_Op<"channel_scale_backward", [
+    RN_OnStream<"comp2">, RN_ArtifactOp, DeclareOpInterfaceMethods<RN_InPlaceOpInterface>, Pure,
+    AllTypesMatch<["output_grad", "input", "input_grad"]>,
+    AllTypesMatch<["scale", "scale_grad_acc", "scale_grad"]>]> {
+  let summary = "gradients of rn.channel_scale: dx = dy * s, ds = acc + sum of dy * x";
+  let description = [{
+    `input` and `scale` are the forward op's operands. `input_grad[..., c] =
+    output_grad[..., c] * scale[c]`; `scale_grad[c] = scale_grad_acc[c] +`
+    the sum over all rows of `output_grad * input`, accumulated in a wide
+    type and rounded once.
+
+    ```mlir
+    %dx, %ds = rn.channel_scale_backward %dy, %x, %gamma, %acc : tensor<8x14x14x96xf32>, tensor<96xf32>
+    ```
+  }];
+  let arguments = (ins
+    RN_FloatTensor:$output_grad,
+    RN_FloatTensor:$input,
+    RN_FloatTensor:$scale,
+    RN_FloatTensor:$scale_grad_acc);
+  let results = (outs RN_FloatTensor:$input_grad, RN_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $input `,` $scale `,` $scale_grad_acc attr-dict `:` type($input) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
 def RN_MaxPool2dBackwardOp : RN_Op<"max_pool2d_backward", [
     RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "routes each output gradient to the max of its window";

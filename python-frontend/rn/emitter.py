@@ -28,6 +28,7 @@ __all__ = [
     "avg_pool2d",
     "batch_norm",
     "channel_mul",
+    "channel_scale",
     "conv2d",
     "dropout",
     "flatten",
@@ -38,6 +39,7 @@ __all__ = [
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "layer_norm",
     "linear",
     "max_pool2d",
     "relu",
@@ -501,6 +503,37 @@ def batch_norm(
         f"momentum {format_float(momentum)} : {types} -> {x.type}",
         x.type,
     )
+
+
+def layer_norm(x: Value, weight: TensorLike, bias: TensorLike, eps: float = 1e-5) -> Value:
+    """Layer normalization over the channel (last) dimension of an NHWC or [N, C] tensor:
+    PyTorch's ``LayerNorm(C)`` of channels-last data (ConvNeXt's)."""
+    e = _emitter_of(x, "layer_norm")
+    if x.ndim not in (2, 4):
+        raise e.error(f"layer_norm expects an NHWC or [N, C] input, got shape {_shape(x.shape)}")
+    c = x.shape[-1]
+    for t, what in ((weight, "weight"), (bias, "bias")):
+        if tuple(t.shape) != (c,):
+            raise e.error(f"layer_norm {what} must have shape [{c}], got {_shape(t.shape)}")
+    if not eps > 0:
+        raise e.error(f"layer_norm eps must be positive, got {eps!r}")
+    names, types = _operands(
+        [x, e.param(weight, "layer_norm weight"), e.param(bias, "layer_norm bias")]
+    )
+    return e.op(f"rn.layer_norm {names} eps {format_float(eps)} : {types} -> {x.type}", x.type)
+
+
+def channel_scale(x: Value, scale: TensorLike) -> Value:
+    """``x * scale`` with ``x`` NHWC (or [N, C]) and ``scale`` a trainable ``[C]`` parameter:
+    ConvNeXt's layer scale (PyTorch's ``gamma * x`` with gamma ``[C, 1, 1]``)."""
+    e = _emitter_of(x, "channel_scale")
+    if x.ndim not in (2, 4):
+        raise e.error(f"channel_scale expects an NHWC or [N, C] input, got shape {_shape(x.shape)}")
+    c = x.shape[-1]
+    if tuple(scale.shape) != (c,):
+        raise e.error(f"channel_scale scale must have shape [{c}], got {_shape(scale.shape)}")
+    s = e.param(scale, "channel_scale scale")
+    return e.op(f"rn.channel_scale {x.name}, {s.name} : {x.type}, {s.type}", x.type)
 
 
 def _unary(op: str, x: Value) -> Value:

@@ -403,6 +403,22 @@ struct attrs {
 };
 } // namespace lars_update
 
+namespace layer_norm {
+struct attrs {
+  static double epsilon(const Node &node, double absent = 0) {
+    return detail::real(node, "epsilon").value_or(absent);
+  }
+};
+} // namespace layer_norm
+
+namespace layer_norm_backward {
+struct attrs {
+  static double epsilon(const Node &node, double absent = 0) {
+    return detail::real(node, "epsilon").value_or(absent);
+  }
+};
+} // namespace layer_norm_backward
+
 namespace max_pool2d {
 struct attrs {
   static std::vector<int64_t> kernel(const Node &node) {

@@ -295,6 +295,29 @@ inline constexpr size_t scale_grad = 1;
 } // namespace result
 } // namespace channel_mul_backward
 
+namespace channel_scale {
+namespace operand {
+inline constexpr size_t input = 0;
+inline constexpr size_t scale = 1;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace channel_scale
+
+namespace channel_scale_backward {
+namespace operand {
+inline constexpr size_t output_grad = 0;
+inline constexpr size_t input = 1;
+inline constexpr size_t scale = 2;
+inline constexpr size_t scale_grad_acc = 3;
+} // namespace operand
+namespace result {
+inline constexpr size_t input_grad = 0;
+inline constexpr size_t scale_grad = 1;
+} // namespace result
+} // namespace channel_scale_backward
+
 namespace check_finite {
 namespace operand {
 inline constexpr size_t inputs = 0;
@@ -511,6 +534,32 @@ inline constexpr size_t new_param = 0;
 inline constexpr size_t new_momentum_buffer = 1;
 } // namespace result
 } // namespace lars_update
+
+namespace layer_norm {
+namespace operand {
+inline constexpr size_t input = 0;
+inline constexpr size_t weight = 1;
+inline constexpr size_t bias = 2;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace layer_norm
+
+namespace layer_norm_backward {
+namespace operand {
+inline constexpr size_t output_grad = 0;
+inline constexpr size_t input = 1;
+inline constexpr size_t weight = 2;
+inline constexpr size_t weight_grad_acc = 3;
+inline constexpr size_t bias_grad_acc = 4;
+} // namespace operand
+namespace result {
+inline constexpr size_t input_grad = 0;
+inline constexpr size_t weight_grad = 1;
+inline constexpr size_t bias_grad = 2;
+} // namespace result
+} // namespace layer_norm_backward
 
 namespace linear {
 namespace operand {

@@ -45,6 +45,8 @@ enum class OpKind : uint16_t {
   cbr_inference,
   channel_mul,
   channel_mul_backward,
+  channel_scale,
+  channel_scale_backward,
   check_finite,
   conv2d,
   conv2d_backward,
@@ -66,6 +68,8 @@ enum class OpKind : uint16_t {
   hardtanh_backward,
   host_to_device,
   lars_update,
+  layer_norm,
+  layer_norm_backward,
   linear,
   linear_backward,
   max_pool2d,
@@ -100,7 +104,7 @@ enum class OpKind : uint16_t {
 };
 
 /// How many ops an artifact may hold.
-inline constexpr size_t kNumOpKinds = 73;
+inline constexpr size_t kNumOpKinds = 77;
 
 namespace op_table::detail {
 /// The names, sorted (opKindOf searches them).
@@ -126,6 +130,8 @@ inline constexpr std::string_view kOpNames[kNumOpKinds] = {
     "cbr_inference",
     "channel_mul",
     "channel_mul_backward",
+    "channel_scale",
+    "channel_scale_backward",
     "check_finite",
     "conv2d",
     "conv2d_backward",
@@ -147,6 +153,8 @@ inline constexpr std::string_view kOpNames[kNumOpKinds] = {
     "hardtanh_backward",
     "host_to_device",
     "lars_update",
+    "layer_norm",
+    "layer_norm_backward",
     "linear",
     "linear_backward",
     "max_pool2d",

@@ -377,6 +377,27 @@ inline constexpr Value kChannelMulBackwardResults[] = {
     {"scale_grad", Arity::one},
 };
 
+// rn.channel_scale
+inline constexpr Value kChannelScaleOperands[] = {
+    {"input", Arity::one},
+    {"scale", Arity::one},
+};
+inline constexpr Value kChannelScaleResults[] = {
+    {"result", Arity::one},
+};
+
+// rn.channel_scale_backward
+inline constexpr Value kChannelScaleBackwardOperands[] = {
+    {"output_grad", Arity::one},
+    {"input", Arity::one},
+    {"scale", Arity::one},
+    {"scale_grad_acc", Arity::one},
+};
+inline constexpr Value kChannelScaleBackwardResults[] = {
+    {"input_grad", Arity::one},
+    {"scale_grad", Arity::one},
+};
+
 // rn.check_finite
 inline constexpr Value kCheckFiniteOperands[] = {
     {"inputs", Arity::variadic},
@@ -617,6 +638,36 @@ inline constexpr Attr kLarsUpdateAttributes[] = {
     {"momentum", AttrKind::real, true},
     {"weight_decay", AttrKind::real, true},
     {"trust_coefficient", AttrKind::real, true},
+    {"epsilon", AttrKind::real, true},
+};
+
+// rn.layer_norm
+inline constexpr Value kLayerNormOperands[] = {
+    {"input", Arity::one},
+    {"weight", Arity::one},
+    {"bias", Arity::one},
+};
+inline constexpr Value kLayerNormResults[] = {
+    {"result", Arity::one},
+};
+inline constexpr Attr kLayerNormAttributes[] = {
+    {"epsilon", AttrKind::real, true},
+};
+
+// rn.layer_norm_backward
+inline constexpr Value kLayerNormBackwardOperands[] = {
+    {"output_grad", Arity::one},
+    {"input", Arity::one},
+    {"weight", Arity::one},
+    {"weight_grad_acc", Arity::one},
+    {"bias_grad_acc", Arity::one},
+};
+inline constexpr Value kLayerNormBackwardResults[] = {
+    {"input_grad", Arity::one},
+    {"weight_grad", Arity::one},
+    {"bias_grad", Arity::one},
+};
+inline constexpr Attr kLayerNormBackwardAttributes[] = {
     {"epsilon", AttrKind::real, true},
 };
 
@@ -998,6 +1049,8 @@ inline constexpr Op kOps[] = {
     {OpKind::cbr_inference, "cbr_inference", kCbrInferenceOperands, 6, kCbrInferenceResults, 1, kCbrInferenceAttributes, 6},
     {OpKind::channel_mul, "channel_mul", kChannelMulOperands, 2, kChannelMulResults, 1, nullptr, 0},
     {OpKind::channel_mul_backward, "channel_mul_backward", kChannelMulBackwardOperands, 3, kChannelMulBackwardResults, 2, nullptr, 0},
+    {OpKind::channel_scale, "channel_scale", kChannelScaleOperands, 2, kChannelScaleResults, 1, nullptr, 0},
+    {OpKind::channel_scale_backward, "channel_scale_backward", kChannelScaleBackwardOperands, 4, kChannelScaleBackwardResults, 2, nullptr, 0},
     {OpKind::check_finite, "check_finite", kCheckFiniteOperands, 1, kCheckFiniteResults, 1, nullptr, 0},
     {OpKind::conv2d, "conv2d", kConv2dOperands, 3, kConv2dResults, 1, kConv2dAttributes, 4},
     {OpKind::conv2d_backward, "conv2d_backward", kConv2dBackwardOperands, 6, kConv2dBackwardResults, 3, kConv2dBackwardAttributes, 4},
@@ -1019,6 +1072,8 @@ inline constexpr Op kOps[] = {
     {OpKind::hardtanh_backward, "hardtanh_backward", kHardtanhBackwardOperands, 2, kHardtanhBackwardResults, 1, kHardtanhBackwardAttributes, 2},
     {OpKind::host_to_device, "host_to_device", kHostToDeviceOperands, 1, kHostToDeviceResults, 1, nullptr, 0},
     {OpKind::lars_update, "lars_update", kLarsUpdateOperands, 5, kLarsUpdateResults, 2, kLarsUpdateAttributes, 4},
+    {OpKind::layer_norm, "layer_norm", kLayerNormOperands, 3, kLayerNormResults, 1, kLayerNormAttributes, 1},
+    {OpKind::layer_norm_backward, "layer_norm_backward", kLayerNormBackwardOperands, 5, kLayerNormBackwardResults, 3, kLayerNormBackwardAttributes, 1},
     {OpKind::linear, "linear", kLinearOperands, 3, kLinearResults, 1, nullptr, 0},
     {OpKind::linear_backward, "linear_backward", kLinearBackwardOperands, 5, kLinearBackwardResults, 3, nullptr, 0},
     {OpKind::max_pool2d, "max_pool2d", kMaxPool2dOperands, 1, kMaxPool2dResults, 1, kMaxPool2dAttributes, 3},

@@ -258,6 +258,34 @@ KernelStatus batchNormBackward(const TensorView &outputGrad,
                                const TensorView &inputGrad,
                                const TensorView &weightGrad,
                                const TensorView &biasGrad);
+/// Layer normalization of each row of C (the last dimension) of an NHWC or
+/// [N, C] input: y = (x - mean) * rstd * weight + bias, rstd = 1 /
+/// sqrt(biased var + eps), the row's statistics two-pass in double.
+KernelStatus layerNorm(const TensorView &input, const TensorView &weight,
+                       const TensorView &bias, double epsilon,
+                       const TensorView &result);
+/// layer_norm's gradients, the row statistics recomputed from `input`: with
+/// xhat = (x - mean) * rstd and g = dy * weight, dx = rstd * (g - mean(g) -
+/// xhat * mean(g * xhat)) over the row; weightGrad = acc + sum over rows of
+/// dy * xhat, biasGrad = acc + sum of dy (in double, rounded once).
+KernelStatus layerNormBackward(const TensorView &outputGrad,
+                               const TensorView &input,
+                               const TensorView &weight,
+                               const TensorView &weightGradAcc,
+                               const TensorView &biasGradAcc, double epsilon,
+                               const TensorView &inputGrad,
+                               const TensorView &weightGrad,
+                               const TensorView &biasGrad);
+/// y[..., c] = x[..., c] * scale[c] (channel_scale: ConvNeXt's layer scale).
+KernelStatus channelScale(const TensorView &input, const TensorView &scale,
+                          const TensorView &result);
+/// dx = dy * scale[c]; scaleGrad[c] = acc[c] + sum over rows of dy * x.
+KernelStatus channelScaleBackward(const TensorView &outputGrad,
+                                  const TensorView &input,
+                                  const TensorView &scale,
+                                  const TensorView &scaleGradAcc,
+                                  const TensorView &inputGrad,
+                                  const TensorView &scaleGrad);
 /// cbr_backward's `relu_recompute` mask: inputGrad = outputGrad where
 /// round(fma(x - mean, inv_std * gamma, beta)) > 0, else 0, in f32 (the
 /// subtraction and the product rounded to f32, then one fused

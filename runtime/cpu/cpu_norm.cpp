@@ -1,7 +1,10 @@
-//===- cpu_norm.cpp - Batch normalization ---------------------------------===//
+//===- cpu_norm.cpp - Batch and layer normalization, channel scale --------===//
 //
-// Statistics per channel (the last dimension) over the M = N * H * W (or N)
-// other positions, two-pass in double.
+// Batch normalization: statistics per channel (the last dimension) over the
+// M = N * H * W (or N) other positions, two-pass in double. Layer
+// normalization: statistics per row of C channels, two-pass in double. The
+// per-channel layer scale (channel_scale) reduces its weight gradient over
+// the same rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -202,6 +205,141 @@ KernelStatus batchNormBackward(const TensorView &outputGrad,
   return {};
 }
 
+namespace {
+/// A row's mean and rstd = 1 / sqrt(biased var + eps), two-pass in double.
+void rowStatistics(const float *row, int64_t channels, double epsilon, double &mean,
+                   double &rstd) {
+  double sum = 0.0;
+  for (int64_t k = 0; k < channels; ++k)
+    sum += row[k];
+  mean = sum / static_cast<double>(channels);
+  double var = 0.0;
+  for (int64_t k = 0; k < channels; ++k) {
+    double d = row[k] - mean;
+    var += d * d;
+  }
+  rstd = 1.0 / std::sqrt(var / static_cast<double>(channels) + epsilon);
+}
+} // namespace
+
+KernelStatus layerNorm(const TensorView &input, const TensorView &weight,
+                       const TensorView &bias, double epsilon,
+                       const TensorView &result) {
+  Check check("layer_norm");
+  int64_t channels, count;
+  if (checkBatchNormInput(check, input, channels, count).failed())
+    return check.status();
+  check.vector("weight", weight, channels)
+      .vector("bias", bias, channels)
+      .shape("result", result, input.shape)
+      .require(epsilon >= 0, "epsilon must be non-negative");
+  if (check.failed())
+    return check.status();
+  for (int64_t r = 0; r < count; ++r) {
+    const float *row = input.data + r * channels;
+    double mean, rstd;
+    rowStatistics(row, channels, epsilon, mean, rstd);
+    for (int64_t k = 0; k < channels; ++k)
+      result.data[r * channels + k] =
+          store(result.dtype, (row[k] - mean) * rstd * weight.data[k] + bias.data[k]);
+  }
+  return {};
+}
+
+KernelStatus layerNormBackward(const TensorView &outputGrad, const TensorView &input,
+                               const TensorView &weight, const TensorView &weightGradAcc,
+                               const TensorView &biasGradAcc, double epsilon,
+                               const TensorView &inputGrad, const TensorView &weightGrad,
+                               const TensorView &biasGrad) {
+  Check check("layer_norm_backward");
+  int64_t channels, count;
+  if (checkBatchNormInput(check, input, channels, count).failed())
+    return check.status();
+  check.shape("output_grad", outputGrad, input.shape)
+      .vector("weight", weight, channels)
+      .vector("weight_grad_acc", weightGradAcc, channels)
+      .vector("bias_grad_acc", biasGradAcc, channels)
+      .shape("input_grad", inputGrad, input.shape)
+      .vector("weight_grad", weightGrad, channels)
+      .vector("bias_grad", biasGrad, channels)
+      .require(epsilon >= 0, "epsilon must be non-negative");
+  if (check.failed())
+    return check.status();
+  const size_t c = static_cast<size_t>(channels);
+  std::vector<double> sumDyXhat(c, 0.0), sumDy(c, 0.0), xhat(c);
+  for (int64_t r = 0; r < count; ++r) {
+    const float *row = input.data + r * channels;
+    const float *dy = outputGrad.data + r * channels;
+    double mean, rstd;
+    rowStatistics(row, channels, epsilon, mean, rstd);
+    double meanG = 0.0, meanGXhat = 0.0;
+    for (size_t k = 0; k < c; ++k) {
+      xhat[k] = (row[k] - mean) * rstd;
+      double g = double(dy[k]) * weight.data[k];
+      meanG += g;
+      meanGXhat += g * xhat[k];
+      sumDyXhat[k] += double(dy[k]) * xhat[k];
+      sumDy[k] += dy[k];
+    }
+    meanG /= static_cast<double>(channels);
+    meanGXhat /= static_cast<double>(channels);
+    for (size_t k = 0; k < c; ++k) {
+      double g = double(dy[k]) * weight.data[k];
+      inputGrad.data[r * channels + int64_t(k)] =
+          store(inputGrad.dtype, rstd * (g - meanG - xhat[k] * meanGXhat));
+    }
+  }
+  for (size_t k = 0; k < c; ++k) {
+    weightGrad.data[k] = store(weightGrad.dtype, double(weightGradAcc.data[k]) + sumDyXhat[k]);
+    biasGrad.data[k] = store(biasGrad.dtype, double(biasGradAcc.data[k]) + sumDy[k]);
+  }
+  return {};
+}
+
+KernelStatus channelScale(const TensorView &input, const TensorView &scale,
+                          const TensorView &result) {
+  Check check("channel_scale");
+  int64_t channels, count;
+  if (checkBatchNormInput(check, input, channels, count).failed())
+    return check.status();
+  check.vector("scale", scale, channels).shape("result", result, input.shape);
+  if (check.failed())
+    return check.status();
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t k = 0; k < channels; ++k) {
+      const int64_t i = r * channels + k;
+      result.data[i] = store(result.dtype, double(input.data[i]) * scale.data[k]);
+    }
+  return {};
+}
+
+KernelStatus channelScaleBackward(const TensorView &outputGrad, const TensorView &input,
+                                  const TensorView &scale, const TensorView &scaleGradAcc,
+                                  const TensorView &inputGrad, const TensorView &scaleGrad) {
+  Check check("channel_scale_backward");
+  int64_t channels, count;
+  if (checkBatchNormInput(check, input, channels, count).failed())
+    return check.status();
+  check.shape("output_grad", outputGrad, input.shape)
+      .vector("scale", scale, channels)
+      .vector("scale_grad_acc", scaleGradAcc, channels)
+      .shape("input_grad", inputGrad, input.shape)
+      .vector("scale_grad", scaleGrad, channels);
+  if (check.failed())
+    return check.status();
+  std::vector<double> acc(static_cast<size_t>(channels), 0.0);
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t k = 0; k < channels; ++k) {
+      const int64_t i = r * channels + k;
+      const double dy = outputGrad.data[i];
+      acc[size_t(k)] += dy * input.data[i];
+      inputGrad.data[i] = store(inputGrad.dtype, dy * scale.data[k]);
+    }
+  for (int64_t k = 0; k < channels; ++k)
+    scaleGrad.data[k] = store(scaleGrad.dtype, double(scaleGradAcc.data[k]) + acc[size_t(k)]);
+  return {};
+}
+
 KernelStatus reluBackwardRecomputed(const TensorView &outputGrad,
                                     const TensorView &input,
                                     const TensorView &gamma,
@@ -307,6 +445,30 @@ KernelStatus runBatchNormBackward(const OpRun &r) {
                            r.out(result::weight_grad), r.out(result::bias_grad));
 }
 
+KernelStatus runLayerNorm(const OpRun &r) {
+  using namespace ot::layer_norm;
+  return layerNorm(r.in(operand::input), r.in(operand::weight), r.in(operand::bias),
+                   attrs::epsilon(r.node), r.out(result::result));
+}
+KernelStatus runLayerNormBackward(const OpRun &r) {
+  using namespace ot::layer_norm_backward;
+  return layerNormBackward(r.in(operand::output_grad), r.in(operand::input),
+                           r.in(operand::weight), r.in(operand::weight_grad_acc),
+                           r.in(operand::bias_grad_acc), attrs::epsilon(r.node),
+                           r.out(result::input_grad), r.out(result::weight_grad),
+                           r.out(result::bias_grad));
+}
+KernelStatus runChannelScale(const OpRun &r) {
+  using namespace ot::channel_scale;
+  return channelScale(r.in(operand::input), r.in(operand::scale), r.out(result::result));
+}
+KernelStatus runChannelScaleBackward(const OpRun &r) {
+  using namespace ot::channel_scale_backward;
+  return channelScaleBackward(r.in(operand::output_grad), r.in(operand::input),
+                              r.in(operand::scale), r.in(operand::scale_grad_acc),
+                              r.out(result::input_grad), r.out(result::scale_grad));
+}
+
 } // namespace
 
 const std::vector<CpuOp> &normOps() {
@@ -316,6 +478,10 @@ const std::vector<CpuOp> &normOps() {
       {OpKind::batch_norm_inference, runBatchNormInference},
       {OpKind::update_running_stats, runUpdateRunningStats},
       {OpKind::batch_norm_backward, runBatchNormBackward},
+      {OpKind::layer_norm, runLayerNorm},
+      {OpKind::layer_norm_backward, runLayerNormBackward},
+      {OpKind::channel_scale, runChannelScale},
+      {OpKind::channel_scale_backward, runChannelScaleBackward},
   };
   return ops;
 }

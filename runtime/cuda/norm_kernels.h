@@ -184,6 +184,40 @@ Status bnUpdateRunningStats(const DeviceTensor &runningMean, const DeviceTensor 
                             const DeviceTensor &newRunningMean,
                             const DeviceTensor &newRunningVar, cudaStream_t stream);
 
+/// rn.layer_norm over each row of C (the last dimension) of an NHWC or
+/// [N, C] x: a warp per row, its statistics in f32 (mean, then the biased
+/// variance from the mean); weight and bias [C] f32 or x's dtype.
+Status layerNorm(const DeviceTensor &x, const DeviceTensor &weight, const DeviceTensor &bias,
+                 double epsilon, const DeviceTensor &y, cudaStream_t stream);
+
+/// Workspace bytes layerNormBackward needs for x's shape (per-warp column
+/// sums); channelScaleBackward's likewise.
+size_t layerNormBackwardWorkspaceBytes(const std::vector<int64_t> &xShape);
+size_t channelScaleBackwardWorkspaceBytes(const std::vector<int64_t> &xShape);
+
+/// rn.layer_norm_backward: a warp per row recomputes the row's statistics
+/// and writes dx; dgamma and dbeta are column sums over fixed chunks of
+/// rows merged in a fixed order (deterministic), added to the accumulators
+/// (which the gradients may alias). C at most 6144.
+Status layerNormBackward(const DeviceTensor &dy, const DeviceTensor &x,
+                         const DeviceTensor &weight, const DeviceTensor &weightGradAcc,
+                         const DeviceTensor &biasGradAcc, double epsilon,
+                         const DeviceTensor &dx, const DeviceTensor &weightGrad,
+                         const DeviceTensor &biasGrad, cudaStream_t stream, void *workspace,
+                         size_t workspaceBytes);
+
+/// rn.channel_scale: y[..., c] = x[..., c] * scale[c], scale of x's dtype.
+Status channelScale(const DeviceTensor &x, const DeviceTensor &scale, const DeviceTensor &y,
+                    cudaStream_t stream);
+
+/// rn.channel_scale_backward: dx = dy * scale[c]; scaleGrad = acc + the
+/// column sums of dy * x, as layerNormBackward sums. Scale, accumulator and
+/// gradient have x's dtype.
+Status channelScaleBackward(const DeviceTensor &dy, const DeviceTensor &x,
+                            const DeviceTensor &scale, const DeviceTensor &scaleGradAcc,
+                            const DeviceTensor &dx, const DeviceTensor &scaleGrad,
+                            cudaStream_t stream, void *workspace, size_t workspaceBytes);
+
 } // namespace rn::cuda
 
 #endif // RN_RUNTIME_CUDA_NORM_KERNELS_H

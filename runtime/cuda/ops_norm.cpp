@@ -1,7 +1,7 @@
 //===- ops_norm.cpp - GPU launchers of the batch-norm ops -----------------===//
 //
 // batch_norm, batch_norm_train, batch_norm_inference, batch_norm_backward,
-// update_running_stats, the bn_add_relu family and bn_scale_bias (the
+// update_running_stats, layer_norm(_backward), channel_scale(_backward), the bn_add_relu family and bn_scale_bias (the
 // prologue's scale and bias, rn-fuse-bn-prologue), mapped onto the kernels
 // of norm_kernels.h with the operand order of the op definitions (the same
 // the CPU executor uses). Reductions use the stream's workspace; `prepare`
@@ -159,6 +159,56 @@ Status launchBnScaleBias(const OpLaunch &l) {
                               l.result(result::scale), l.result(result::bias), l.stream.stream));
 }
 
+Status launchLayerNorm(const OpLaunch &l) {
+  using namespace op_table::layer_norm;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return named(l, layerNorm(l.operand(operand::input), l.operand(operand::weight),
+                            l.operand(operand::bias), attrs::epsilon(l.node),
+                            l.result(result::result), l.stream.stream));
+}
+
+Result<size_t> prepareLayerNormBackward(const OpLaunch &l) {
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return layerNormBackwardWorkspaceBytes(
+      l.operand(op_table::layer_norm_backward::operand::input).shape);
+}
+
+Status launchLayerNormBackward(const OpLaunch &l) {
+  using namespace op_table::layer_norm_backward;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return named(l, layerNormBackward(l.operand(operand::output_grad), l.operand(operand::input),
+                                    l.operand(operand::weight),
+                                    l.operand(operand::weight_grad_acc),
+                                    l.operand(operand::bias_grad_acc), attrs::epsilon(l.node),
+                                    l.result(result::input_grad), l.result(result::weight_grad),
+                                    l.result(result::bias_grad), l.stream.stream,
+                                    l.stream.workspace, l.stream.workspaceBytes));
+}
+
+Status launchChannelScale(const OpLaunch &l) {
+  using namespace op_table::channel_scale;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return named(l, channelScale(l.operand(operand::input), l.operand(operand::scale),
+                               l.result(result::result), l.stream.stream));
+}
+
+Result<size_t> prepareChannelScaleBackward(const OpLaunch &l) {
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return channelScaleBackwardWorkspaceBytes(
+      l.operand(op_table::channel_scale_backward::operand::input).shape);
+}
+
+Status launchChannelScaleBackward(const OpLaunch &l) {
+  using namespace op_table::channel_scale_backward;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return named(l, channelScaleBackward(l.operand(operand::output_grad), l.operand(operand::input),
+                                       l.operand(operand::scale),
+                                       l.operand(operand::scale_grad_acc),
+                                       l.result(result::input_grad), l.result(result::scale_grad),
+                                       l.stream.stream, l.stream.workspace,
+                                       l.stream.workspaceBytes));
+}
+
 } // namespace
 
 const std::vector<OpLauncher> &normLaunchers() {
@@ -172,6 +222,10 @@ const std::vector<OpLauncher> &normLaunchers() {
       {OpKind::bn_add_relu_backward, prepareBnAddReluBackward, launchBnAddReluBackward},
       {OpKind::bn_add_relu_inference, nullptr, launchBnAddReluInference},
       {OpKind::bn_scale_bias, nullptr, launchBnScaleBias},
+      {OpKind::layer_norm, nullptr, launchLayerNorm},
+      {OpKind::layer_norm_backward, prepareLayerNormBackward, launchLayerNormBackward},
+      {OpKind::channel_scale, nullptr, launchChannelScale},
+      {OpKind::channel_scale_backward, prepareChannelScaleBackward, launchChannelScaleBackward},
   };
   return launchers;
 }

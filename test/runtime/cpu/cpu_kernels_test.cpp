@@ -545,6 +545,60 @@ TEST(BatchNorm, MixedPrecisionRoundsTheResult) {
     EXPECT_EQ(ybf[i], roundTo(DType::bf16, y32[i]));
 }
 
+TEST(LayerNorm, MatchesPyTorch) {
+  // torch.nn.functional.layer_norm(x, (4,), w, b, 1e-6) and its backward in
+  // f64, dy given.
+  Buffer x({2, 4}), w({4}), b({4}), dy({2, 4});
+  x.data = {1.0f, -2.0f, 0.5f, 3.0f, 0.25f, 0.0f, -1.5f, 2.0f};
+  w.data = {1.5f, -0.5f, 2.0f, 0.25f};
+  b.data = {0.1f, 0.2f, -0.3f, 0.0f};
+  dy.data = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f, 1.5f, 0.5f, -0.25f};
+  Buffer y({2, 4});
+  RN_ASSERT_OK(layerNorm(x.view(), w.view(), b.view(), 1e-6, y.view()));
+  const double expected[] = {0.415838033, 0.936955410, -0.440372459, 0.333384590,
+                             0.175473166, 0.275473166, -3.01703399, 0.364786971};
+  for (size_t i = 0; i < 8; ++i)
+    EXPECT_NEAR(y[i], expected[i], 1e-6) << i;
+  Buffer acc({4}, 0.0f), accB({4}, 1.0f), dx({2, 4}), dw({4}), db({4});
+  RN_ASSERT_OK(layerNormBackward(dy.view(), x.view(), w.view(), acc.view(), accB.view(), 1e-6,
+                                 dx.view(), dw.view(), db.view()));
+  const double dxExpected[] = {0.103723492, -0.0242021516, -0.0345744975, -0.0449468434,
+                               -0.702887658, -0.457424682, 0.612829620, 0.547482721};
+  const double dwExpected[] = {0.0675427612, 1.24749132, -0.696805055, 2.30228975};
+  const double dbExpected[] = {-0.25, 0.5, 0.75, 1.75};
+  for (size_t i = 0; i < 8; ++i)
+    EXPECT_NEAR(dx[i], dxExpected[i], 1e-6) << i;
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_NEAR(dw[k], dwExpected[k], 1e-6) << k;
+    EXPECT_NEAR(db[k], 1.0 + dbExpected[k], 1e-6) << k;
+  }
+}
+
+TEST(LayerNorm, MixedPrecisionKeepsF32Parameters) {
+  // bf16 activations, f32 weight and bias (mixed precision's norm
+  // parameters): the result is the f32 one rounded once.
+  std::mt19937 rng(23);
+  Buffer x = randomBuffer({3, 8}, rng), g = randomBuffer({8}, rng), b = randomBuffer({8}, rng);
+  for (float &v : x.data)
+    v = roundTo(DType::bf16, v);
+  x.dtype = DType::bf16;
+  Buffer y32({3, 8}), ybf({3, 8}, 0.0f, DType::bf16);
+  RN_ASSERT_OK(layerNorm(x.view(), g.view(), b.view(), 1e-6, y32.view()));
+  RN_ASSERT_OK(layerNorm(x.view(), g.view(), b.view(), 1e-6, ybf.view()));
+  for (size_t i = 0; i < y32.size(); ++i)
+    EXPECT_EQ(ybf[i], roundTo(DType::bf16, y32[i]));
+}
+
+TEST(ChannelScale, ScalesTheLastDimension) {
+  Buffer x({2, 1, 1, 3}), s({3}), y({2, 1, 1, 3});
+  x.data = {1, 2, 3, 4, 5, 6};
+  s.data = {0.5f, -1.0f, 2.0f};
+  RN_ASSERT_OK(channelScale(x.view(), s.view(), y.view()));
+  EXPECT_EQ(y.data, (std::vector<float>{0.5f, -2, 6, 2, -5, 12}));
+  Buffer bad({2});
+  EXPECT_FALSE(channelScale(x.view(), bad.view(), y.view()).ok());
+}
+
 //===----------------------------------------------------------------------===//
 // Loss
 //===----------------------------------------------------------------------===//

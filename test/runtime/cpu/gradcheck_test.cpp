@@ -197,6 +197,67 @@ INSTANTIATE_TEST_SUITE_P(Layouts, BatchNormGrad,
                          ::testing::Values(Shape{2, 3, 3, 4}, Shape{7, 3}));
 
 //===----------------------------------------------------------------------===//
+// Layer normalization and the per-channel layer scale
+//===----------------------------------------------------------------------===//
+
+class LayerNormGrad : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(LayerNormGrad, MatchesFiniteDifferences) {
+  Shape shape = GetParam();
+  int64_t c = shape.back();
+  std::mt19937 rng(151);
+  Buffer x = randomBuffer(shape, rng, -1.0f, 2.0f);
+  Buffer gamma = randomBuffer({c}, rng, 0.5f, 1.5f), beta = randomBuffer({c}, rng);
+  Buffer g = randomBuffer(shape, rng);
+  const double eps = 1e-6;
+  auto loss = [&] {
+    Buffer y(shape);
+    EXPECT_TRUE(layerNorm(x.view(), gamma.view(), beta.view(), eps, y.view()).ok());
+    return dot(g, y);
+  };
+  Buffer accG = randomBuffer({c}, rng), accB = randomBuffer({c}, rng);
+  Buffer dx(shape), dGamma({c}), dBeta({c});
+  RN_ASSERT_OK(layerNormBackward(g.view(), x.view(), gamma.view(), accG.view(), accB.view(),
+                                 eps, dx.view(), dGamma.view(), dBeta.view()));
+  std::vector<float> dg(c), dbeta(c);
+  for (int64_t k = 0; k < c; ++k) {
+    dg[k] = dGamma[k] - accG[k];
+    dbeta[k] = dBeta[k] - accB[k];
+  }
+  expectGradient("layer_norm dX", x, dx.data, loss, kSmooth);
+  expectGradient("layer_norm dgamma", gamma, dg, loss, kExact);
+  expectGradient("layer_norm dbeta", beta, dbeta, loss, kExact);
+
+  // In place on the accumulators.
+  RN_ASSERT_OK(layerNormBackward(g.view(), x.view(), gamma.view(), accG.view(), accB.view(),
+                                 eps, dx.view(), accG.view(), accB.view()));
+  EXPECT_EQ(accG.data, dGamma.data);
+  EXPECT_EQ(accB.data, dBeta.data);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, LayerNormGrad,
+                         ::testing::Values(Shape{2, 3, 3, 8}, Shape{5, 6}));
+
+TEST(ChannelScaleGrad, MatchesFiniteDifferences) {
+  std::mt19937 rng(157);
+  Shape shape{2, 3, 2, 5};
+  Buffer x = randomBuffer(shape, rng), s = randomBuffer({5}, rng), g = randomBuffer(shape, rng);
+  auto loss = [&] {
+    Buffer y(shape);
+    EXPECT_TRUE(channelScale(x.view(), s.view(), y.view()).ok());
+    return dot(g, y);
+  };
+  Buffer acc = randomBuffer({5}, rng), dx(shape), ds({5});
+  RN_ASSERT_OK(channelScaleBackward(g.view(), x.view(), s.view(), acc.view(), dx.view(),
+                                    ds.view()));
+  std::vector<float> dscale(5);
+  for (int64_t k = 0; k < 5; ++k)
+    dscale[k] = ds[k] - acc[k];
+  expectGradient("channel_scale dX", x, dx.data, loss, kExact);
+  expectGradient("channel_scale dscale", s, dscale, loss, kExact);
+}
+
+//===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//
 
