@@ -50,13 +50,14 @@ TORCH_METADATA_KEY = "rn.torch"
 """The artifact metadata key that holds the :class:`TorchMapping` as JSON."""
 
 SUPPORTED = (
-    "modules Conv2d, BatchNorm2d, Linear, ReLU, ReLU6, Hardtanh, Tanh, SiLU, Sigmoid, GELU, Hardswish, "
+    "modules Conv2d, BatchNorm2d, LayerNorm (over channels-last data), Linear, ReLU, ReLU6, Hardtanh, Tanh, SiLU, Sigmoid, GELU, Hardswish, "
     "Hardsigmoid, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout, Identity, "
     "torchvision's StochasticDepth, timm's DropPath, BatchNormAct2d and Linear; functions "
     "and methods +, torch.add, x * scale (squeeze-and-excitation), relu, relu6, hardtanh, tanh, silu, sigmoid, gelu, hardswish, "
     "hardsigmoid, torch.flatten / flatten, view / reshape to [N, -1], mean over H and W, "
     "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout, torchvision's stochastic_depth, "
-    "timm's drop_path, size() / shape, contiguous()"
+    "timm's drop_path, size() / shape, contiguous(), permute to channels-last and back "
+    "(torch.permute, Permute), layer_norm, a [C, 1, 1] parameter * x (ConvNeXt's layer scale)"
 )
 
 
@@ -126,7 +127,7 @@ def is_torch_module(obj: object) -> bool:
 # The state mapping
 # --------------------------------------------------------------------------- #
 
-LAYOUTS = ("same", "oihw_to_ohwi", "linear_chw_to_hwc")
+LAYOUTS = ("same", "oihw_to_ohwi", "linear_chw_to_hwc", "linear_as_1x1", "channel_scale")
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,10 @@ class StateMap:
     ``layout`` is ``same``, ``oihw_to_ohwi`` (a convolution filter) or
     ``linear_chw_to_hwc`` (a linear weight whose input is a flattened
     ``chw`` = (C, H, W) tensor: PyTorch's columns run over C, H, W, RN's
-    over H, W, C). Conversions are permutations, so a round trip is exact.
+    over H, W, C), ``linear_as_1x1`` (a linear weight [O, I] applied to
+    channels-last data: RN's 1x1 convolution filter [O, 1, 1, I]) or
+    ``channel_scale`` (a [C, 1, 1] layer scale: RN's [C]). Conversions are
+    permutations and reshapes, so a round trip is exact.
     """
 
     name: str
@@ -150,6 +154,11 @@ class StateMap:
         if self.layout == "oihw_to_ohwi":
             o, i, kh, kw = self.torch_shape
             return (o, kh, kw, i)
+        if self.layout == "linear_as_1x1":
+            o, i = self.torch_shape
+            return (o, 1, 1, i)
+        if self.layout == "channel_scale":
+            return (self.torch_shape[0],)
         return self.torch_shape
 
     def to_rn(self, array: Any) -> Any:
@@ -165,6 +174,8 @@ class StateMap:
             assert self.chw is not None
             c, h, w = self.chw
             a = a.reshape(a.shape[0], c, h, w).transpose(0, 2, 3, 1).reshape(a.shape[0], -1)
+        elif self.layout in ("linear_as_1x1", "channel_scale"):
+            a = a.reshape(self.rn_shape)
         return np.ascontiguousarray(a)
 
     def to_torch(self, array: Any) -> Any:
@@ -180,6 +191,8 @@ class StateMap:
             assert self.chw is not None
             c, h, w = self.chw
             a = a.reshape(a.shape[0], h, w, c).transpose(0, 3, 1, 2).reshape(a.shape[0], -1)
+        elif self.layout in ("linear_as_1x1", "channel_scale"):
+            a = a.reshape(self.torch_shape)
         return np.ascontiguousarray(a)
 
     def to_json(self) -> dict[str, Any]:
@@ -374,14 +387,48 @@ def _state_mismatch_error(
 @dataclass
 class _Tensor:
     """A traced tensor; ``chw`` is set on a flattened [N, C*H*W] value with H*W > 1 and C > 1,
-    whose features RN holds in H, W, C order."""
+    whose features RN holds in H, W, C order. A 4-D value is NHWC in RN; PyTorch sees it as
+    NCHW, or as NHWC when ``channels_last`` (after ``permute(0, 2, 3, 1)``, which moves no
+    data in RN)."""
 
     value: Value
     chw: tuple[int, int, int] | None = None
+    channels_last: bool = False
 
     def torch_shape(self) -> tuple[int, ...]:
         s = self.value.shape
-        return (s[0], s[3], s[1], s[2]) if len(s) == 4 else s
+        return (s[0], s[3], s[1], s[2]) if len(s) == 4 and not self.channels_last else s
+
+    def like(self, value: Value) -> _Tensor:
+        """``value``, an elementwise result of this tensor, with its layout."""
+        return _Tensor(value, self.chw, self.channels_last)
+
+
+@dataclass(frozen=True)
+class _Attr:
+    """A parameter the graph reads directly (``get_attr``): a LayerNorm2d's weight and bias in
+    ``F.layer_norm``, ConvNeXt's layer scale in ``gamma * x``."""
+
+    name: str
+
+
+_CHANNELS_LAST = (0, 2, 3, 1)
+_CHANNELS_FIRST = (0, 3, 1, 2)
+
+
+def _permute_dims(node: Any) -> tuple[int, ...] | None:
+    """The dims of an fx ``torch.permute`` / ``x.permute`` node, else None."""
+    torch = _torch()
+    if node.op == "call_function" and node.target is torch.permute:
+        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dims")
+    elif node.op == "call_method" and node.target == "permute":
+        rest = node.args[1:]
+        dims = rest[0] if len(rest) == 1 and isinstance(rest[0], (tuple, list)) else rest
+    else:
+        return None
+    if not isinstance(dims, (tuple, list)) or not all(isinstance(d, int) for d in dims):
+        return None
+    return tuple(d % 4 if len(dims) == 4 else d for d in dims)
 
 
 def _trace_error(module: Any, error: BaseException) -> UnsupportedModelError:
@@ -473,6 +520,7 @@ class ImportedModel(Module):
         object.__setattr__(self, "_torch_state", module.state_dict())
         object.__setattr__(self, "_tensors", {})  # state name -> Parameter/Buffer
         object.__setattr__(self, "_layouts", {})  # linear weight name -> (C, H, W)
+        object.__setattr__(self, "_linear_1x1", set())  # linear weights applied channels-last
         self._register_state(module)
         # One trace at batch 1 checks every node and fixes the output shape and the layouts.
         emitter = F.Emitter("f32", list(self.named_state()), {id(self): ""}, self._torch_type)
@@ -495,12 +543,34 @@ class ImportedModel(Module):
         torch = _torch()
         inits: dict[str, tuple[str, Init]] = {}  # state name -> (role, initializer)
         calls: dict[str, int] = {}
+        # Which values PyTorch sees channels-last: after permute(0, 2, 3, 1), until
+        # permute(0, 3, 1, 2). A Linear of such a value is RN's 1x1 convolution, whose filter
+        # is [O, 1, 1, I].
+        channels_last: set[Any] = set()
         for node in self._graph.graph.nodes:
+            dims = _permute_dims(node)
+            if dims == _CHANNELS_LAST:
+                channels_last.add(node)
+            elif dims is None and any(a in channels_last for a in node.all_input_nodes):
+                channels_last.add(node)
+        direct = self._direct_parameters()
+        for node in self._graph.graph.nodes:
+            if node.op == "get_attr" and node.target in direct:
+                if node.target in inits:
+                    raise UnsupportedModelError(
+                        f"{node.target}: read more than once; RN imports one use of each parameter"
+                    )
+                inits[node.target] = ("parameter", direct[node.target])
+                continue
             if node.op != "call_module":
                 continue
             sub = self._graph.get_submodule(node.target)
             own = dict(sub.named_parameters(recurse=False))
-            if isinstance(sub, torch.nn.modules.batchnorm._BatchNorm):
+            if isinstance(sub, torch.nn.Linear) and node.args and node.args[0] in channels_last:
+                self._linear_1x1.add(f"{node.target}.weight")
+            if isinstance(sub, torch.nn.LayerNorm):
+                defaults = {"weight": Init.ones(), "bias": Init.zeros()}
+            elif isinstance(sub, torch.nn.modules.batchnorm._BatchNorm):
                 defaults = {"weight": Init.ones(), "bias": Init.zeros(),
                             "running_mean": Init.zeros(), "running_var": Init.ones()}
                 own.update({k: getattr(sub, k) for k in ("running_mean", "running_var")})
@@ -528,9 +598,36 @@ class ImportedModel(Module):
             shape = tuple(value.shape)
             if len(shape) == 4:  # OIHW -> OHWI
                 shape = (shape[0], shape[2], shape[3], shape[1])
+            elif name in self._linear_1x1:  # [O, I] -> a 1x1 filter [O, 1, 1, I]
+                shape = (shape[0], 1, 1, shape[1])
+            elif len(shape) == 3 and shape[1:] == (1, 1):  # a layer scale [C, 1, 1] -> [C]
+                shape = (shape[0],)
             tensor: Parameter | Buffer = (Buffer if role == "buffer" else Parameter)(shape, init)
             self._tensors[name] = tensor
             self._place(name, tensor)
+
+    def _direct_parameters(self) -> dict[str, Init]:
+        """The parameters the graph reads directly that RN imports, with their initializers:
+        those only ``F.layer_norm`` reads (its weight: ones, bias: zeros) and [C, 1, 1] ones
+        only a multiplication reads (a layer scale: its values)."""
+        torch = _torch()
+        muls = (operator.mul, torch.mul)
+        found: dict[str, Init] = {}
+        for node in self._graph.graph.nodes:
+            if node.op != "get_attr" or node.target not in self._torch_state:
+                continue
+            users = list(node.users)
+            value = self._torch_state[node.target]
+            if users and all(u.op == "call_function" and u.target is torch.nn.functional.layer_norm
+                             for u in users):
+                weight = any(len(u.args) > 2 and u.args[2] is node or u.kwargs.get("weight") is node
+                             for u in users)
+                found[node.target] = Init.ones() if weight else Init.zeros()
+            elif (len(users) == 1 and value.ndim == 3 and tuple(value.shape[1:]) == (1, 1)
+                  and ((users[0].op == "call_function" and users[0].target in muls)
+                       or (users[0].op == "call_method" and users[0].target == "mul"))):
+                found[node.target] = Init.explicit(value.detach().flatten().tolist())
+        return found
 
     def _place(self, name: str, tensor: Parameter | Buffer) -> None:
         """Register ``tensor`` under the dotted ``name``, creating holder modules on the way."""
@@ -554,6 +651,10 @@ class ImportedModel(Module):
             role = "buffer" if isinstance(tensor, Buffer) else "parameter"
             if len(torch_shape) == 4:
                 entries.append(StateMap(name, role, "oihw_to_ohwi", torch_shape))
+            elif name in self._linear_1x1:
+                entries.append(StateMap(name, role, "linear_as_1x1", torch_shape))
+            elif len(torch_shape) == 3:
+                entries.append(StateMap(name, role, "channel_scale", torch_shape))
             elif name in self._layouts:
                 entries.append(StateMap(name, role, "linear_chw_to_hwc", torch_shape, self._layouts[name]))
             else:
@@ -599,6 +700,11 @@ class ImportedModel(Module):
                 f"{self._torch_type}: forward returns {type(result).__name__}; RN imports models "
                 "that return one logits tensor [N, classes]"
             )
+        if result.channels_last and result.value.ndim == 4:
+            raise UnsupportedModelError(
+                f"{self._torch_type}: the output is a channels-last 4-D tensor; RN imports models "
+                "that return logits [N, classes]"
+            )
         if result.chw is not None:
             raise UnsupportedModelError(
                 f"{self._torch_type}: the output is a flattened C x H x W tensor (RN orders its "
@@ -634,12 +740,15 @@ class ImportedModel(Module):
         args = self._arg(env, node.args)
         kwargs = self._arg(env, node.kwargs)
         try:
+            self._check_layout(node, args, kwargs)
             if node.op == "call_module":
                 return self._call_module(node, self._graph.get_submodule(node.target), args, kwargs)
             if node.op == "call_function":
                 return self._call_function(node, node.target, args, kwargs)
             if node.op == "call_method":
                 return self._call_method(node, node.target, args, kwargs)
+            if node.op == "get_attr" and node.target in self._tensors:
+                return _Attr(node.target)
             if node.op == "get_attr":
                 raise self._fail(
                     node,
@@ -651,6 +760,31 @@ class ImportedModel(Module):
         except ValueError as e:  # an emitter check: same message, with the module path
             raise self._fail(node, str(e)) from e
         raise self._fail(node, f"graph node kind {node.op!r} is not supported")
+
+    def _check_layout(self, node: Any, args: tuple, kwargs: dict) -> None:
+        """Refuse a channels-last tensor where an op reads the layout (convolution, pooling,
+        batch norm, flatten, mean, reshape): only permutes, LayerNorm, Linear and the
+        elementwise ops take it."""
+        import torch.fx
+
+        flat: list[Any] = []
+        torch.fx.node.map_aggregate((args, kwargs), lambda a: flat.append(a))
+        if not any(isinstance(a, _Tensor) and a.channels_last and a.value.ndim == 4 for a in flat):
+            return
+        nn = _torch().nn
+        tf = nn.functional
+        if node.op == "call_module":
+            m = self._graph.get_submodule(node.target)
+            ok = (isinstance(m, (nn.LayerNorm, nn.Linear, nn.Dropout, nn.Identity))
+                  or _is_stochastic_depth_module(m) or type(m) in _activation_types())
+        elif node.op == "call_function":
+            ok = node.target not in (_torch().flatten, tf.adaptive_avg_pool2d, tf.avg_pool2d,
+                                     tf.max_pool2d, _torch().mean)
+        else:
+            ok = node.target not in ("flatten", "view", "reshape", "mean")
+        if not ok:
+            raise self._fail(node, "reads a channels-last tensor (after permute(0, 2, 3, 1)); "
+                                   "permute it back to NCHW first")
 
     # -- modules --------------------------------------------------------------
 
@@ -679,6 +813,10 @@ class ImportedModel(Module):
             return self._batch_norm(node, m, path, x)
         if isinstance(m, nn.Linear):
             return self._linear(node, m, path, x)
+        if isinstance(m, nn.LayerNorm):
+            weight = _Attr(f"{path}.weight") if m.weight is not None else None
+            bias = _Attr(f"{path}.bias") if m.bias is not None else None
+            return self._layer_norm(node, x, m.normalized_shape, weight, bias, m.eps)
         activated = self._activation(m, x)
         if activated is not None:
             return activated
@@ -717,11 +855,11 @@ class ImportedModel(Module):
         unary = {nn.ReLU: F.relu, nn.ReLU6: F.relu6, nn.Tanh: F.tanh, nn.SiLU: F.silu,
                  nn.Sigmoid: F.sigmoid, nn.Hardswish: F.hardswish, nn.Hardsigmoid: F.hardsigmoid}
         if type(m) in unary:
-            return _Tensor(unary[type(m)](x.value), x.chw)
+            return x.like(unary[type(m)](x.value))
         if type(m) is nn.Hardtanh:
-            return _Tensor(F.hardtanh(x.value, float(m.min_val), float(m.max_val)), x.chw)
+            return x.like(F.hardtanh(x.value, float(m.min_val), float(m.max_val)))
         if type(m) is nn.GELU:
-            return _Tensor(F.gelu(x.value, m.approximate), x.chw)
+            return x.like(F.gelu(x.value, m.approximate))
         if type(m) is nn.Identity:
             return x
         return None
@@ -771,14 +909,52 @@ class ImportedModel(Module):
         )
 
     def _linear(self, node: Any, m: Any, path: str, x: _Tensor) -> _Tensor:
+        bias = self._param(f"{path}.bias") if m.bias is not None else None
+        if x.channels_last and x.value.ndim == 4:
+            # On channels-last data a Linear is a 1x1 convolution of RN's NHWC tensor.
+            weight = self._param(f"{path}.weight")
+            if len(weight.shape) != 4:
+                raise self._fail(node, "applied to a channels-last tensor that the import's "
+                                       "layout scan did not see")
+            return _Tensor(F.conv2d(x.value, weight, bias), channels_last=True)
         if x.value.ndim != 2:
             raise self._fail(
                 node, f"input of shape {list(x.torch_shape())}; RN's linear takes [N, features]"
             )
         if x.chw is not None:
             self._layouts[f"{path}.weight"] = x.chw
-        bias = self._param(f"{path}.bias") if m.bias is not None else None
         return _Tensor(F.linear(x.value, self._param(f"{path}.weight"), bias))
+
+    def _layer_norm(self, node: Any, x: _Tensor, shape: Any, weight: Any, bias: Any,
+                    eps: float) -> _Tensor:
+        """LayerNorm over the channels: of channels-last 4-D data (ConvNeXt's blocks, its
+        LayerNorm2d between permutes) or of [N, C]."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        torch_shape = x.torch_shape()
+        if x.value.ndim == 4 and not x.channels_last:
+            raise self._fail(node, f"layer norm over {list(shape)} of an NCHW tensor "
+                                   f"{list(torch_shape)}; RN normalizes over the channels of "
+                                   "channels-last data (permute(0, 2, 3, 1) first) or of [N, C]")
+        if shape != (torch_shape[-1],):
+            raise self._fail(node, f"layer norm over {list(shape)} of {list(torch_shape)}; RN "
+                                   "normalizes over the last dimension (the channels) only")
+        if not isinstance(weight, _Attr) or not isinstance(bias, _Attr):
+            raise self._fail(node, "layer norm without weight and bias (elementwise_affine=False) "
+                                   "is not supported")
+        return x.like(F.layer_norm(x.value, self._param(weight.name), self._param(bias.name),
+                                   float(eps)))
+
+    def _permute(self, node: Any, x: _Tensor, dims: Any) -> _Tensor:
+        """permute(0, 2, 3, 1) and back: RN's tensor is NHWC already, so these move no data."""
+        dims = tuple(d % 4 for d in dims) if len(dims) == 4 else tuple(dims)
+        if x.value.ndim == 4 and dims == _CHANNELS_LAST and not x.channels_last:
+            return _Tensor(x.value, channels_last=True)
+        if x.value.ndim == 4 and dims == _CHANNELS_FIRST and x.channels_last:
+            return _Tensor(x.value)
+        if dims == tuple(range(len(dims))):
+            return x
+        raise self._fail(node, f"permute {list(dims)} of {list(x.torch_shape())}; RN imports "
+                               "permute(0, 2, 3, 1) of NCHW and permute(0, 3, 1, 2) back only")
 
     def _check_pool(self, node: Any, x: _Tensor, kernel: Any, stride: Any, padding: Any,
                     ceil_mode: bool) -> None:
@@ -857,7 +1033,7 @@ class ImportedModel(Module):
     def _dropout(x: _Tensor, p: float, training: bool) -> _Tensor:
         if not training or p == 0.0:
             return x  # the identity, exactly
-        return _Tensor(F.dropout(x.value, float(p)), x.chw)
+        return x.like(F.dropout(x.value, float(p)))
 
     def _add(self, node: Any, a: Any, b: Any, alpha: Any = 1) -> _Tensor:
         if not isinstance(a, _Tensor) or not isinstance(b, _Tensor):
@@ -872,10 +1048,22 @@ class ImportedModel(Module):
             )
         if a.chw != b.chw:
             raise self._fail(node, "adds a flattened spatial tensor to another tensor")
-        return _Tensor(F.add(a.value, b.value), a.chw)
+        if a.channels_last != b.channels_last:
+            raise self._fail(node, "adds a channels-last tensor to an NCHW one")
+        return a.like(F.add(a.value, b.value))
 
     def _mul(self, node: Any, a: Any, b: Any) -> _Tensor:
-        """Squeeze-and-excitation's ``x * scale``: [N, C, H, W] times [N, C, 1, 1], either order."""
+        """Squeeze-and-excitation's ``x * scale``: [N, C, H, W] times [N, C, 1, 1], either order;
+        or a layer scale: a [C, 1, 1] parameter times [N, C, H, W] (ConvNeXt)."""
+        if isinstance(a, _Attr) or isinstance(b, _Attr):
+            attr, x = (a, b) if isinstance(a, _Attr) else (b, a)
+            scale = self._param(attr.name)
+            if (not isinstance(x, _Tensor) or x.value.ndim != 4 or x.channels_last
+                    or tuple(scale.shape) != (x.torch_shape()[1],)):
+                shape = list(x.torch_shape()) if isinstance(x, _Tensor) else type(x).__name__
+                raise self._fail(node, f"a parameter times {shape}: RN multiplies an NCHW tensor "
+                                       "by a [C, 1, 1] layer scale only")
+            return x.like(F.channel_scale(x.value, scale))
         if not isinstance(a, _Tensor) or not isinstance(b, _Tensor):
             raise self._fail(node, "multiplying by a number is not supported (tensor * tensor only)")
         sa, sb = a.torch_shape(), b.torch_shape()
@@ -920,7 +1108,7 @@ class ImportedModel(Module):
 
         def unary(fn: Callable[[Value], Value]) -> Callable[..., Any]:
             def apply(node: Any, x: Any, *rest: Any, **kw: Any) -> _Tensor:
-                return _Tensor(fn(self._tensor(node, x).value), x.chw)
+                return self._tensor(node, x).like(fn(x.value))
 
             return apply
 
@@ -928,12 +1116,20 @@ class ImportedModel(Module):
             t = self._tensor(node, x)
             if approximate not in F.GELU_APPROXIMATIONS:
                 raise self._fail(node, f"gelu approximate={approximate!r} is not supported")
-            return _Tensor(F.gelu(t.value, approximate), t.chw)
+            return t.like(F.gelu(t.value, approximate))
 
         def hardtanh(node: Any, x: Any, min_val: float = -1.0, max_val: float = 1.0,
                      inplace: bool = False) -> _Tensor:
             t = self._tensor(node, x)
-            return _Tensor(F.hardtanh(t.value, float(min_val), float(max_val)), t.chw)
+            return t.like(F.hardtanh(t.value, float(min_val), float(max_val)))
+
+        def layer_norm(node: Any, x: Any, normalized_shape: Any, weight: Any = None,
+                       bias: Any = None, eps: float = 1e-5) -> _Tensor:
+            return self._layer_norm(node, self._tensor(node, x), normalized_shape, weight, bias,
+                                    eps)
+
+        def permute(node: Any, x: Any, dims: Any) -> _Tensor:
+            return self._permute(node, self._tensor(node, x), dims)
 
         def flatten(node: Any, x: Any, start_dim: int = 0, end_dim: int = -1) -> _Tensor:
             return self._flatten(node, self._tensor(node, x), start_dim, end_dim)
@@ -999,6 +1195,8 @@ class ImportedModel(Module):
             tf.hardsigmoid: unary(F.hardsigmoid),
             tf.hardtanh: hardtanh,
             tf.gelu: gelu,
+            tf.layer_norm: layer_norm,
+            torch.permute: permute,
             torch.flatten: flatten,
             tf.adaptive_avg_pool2d: adaptive,
             tf.avg_pool2d: avg,
@@ -1057,7 +1255,7 @@ class ImportedModel(Module):
                 f"stochastic depth with mode='batch' (one draw for the whole batch) and p={p} is "
                 "not supported; RN implements mode='row' (a draw per sample)",
             )
-        return _Tensor(F.stochastic_depth(t.value, float(p)), t.chw)
+        return t.like(F.stochastic_depth(t.value, float(p)))
 
     def _drop_path(
         self, node: Any, x: Any, drop_prob: float = 0.0, training: bool = False,
@@ -1087,11 +1285,14 @@ class ImportedModel(Module):
         if name in ("contiguous", "float"):
             return x
         if name in ("relu", "relu_"):
-            return _Tensor(F.relu(x.value), x.chw)
+            return x.like(F.relu(x.value))
         if name in ("tanh", "tanh_"):
-            return _Tensor(F.tanh(x.value), x.chw)
+            return x.like(F.tanh(x.value))
         if name in ("sigmoid", "sigmoid_"):
-            return _Tensor(F.sigmoid(x.value), x.chw)
+            return x.like(F.sigmoid(x.value))
+        if name == "permute":
+            dims = rest[0] if len(rest) == 1 and isinstance(rest[0], (tuple, list)) else rest
+            return self._permute(node, x, kwargs.get("dims", dims))
         if name in ("mul", "mul_"):
             return self._mul(node, x, rest[0] if rest else kwargs.get("other"))
         if name in ("add", "add_"):
@@ -1109,6 +1310,12 @@ class ImportedModel(Module):
                 raise self._fail(node, "mean over every dim is not supported")
             return self._mean(node, x, dim, keepdim)
         raise self._fail(node, f"not supported; RN imports {SUPPORTED}")
+
+
+def _activation_types() -> tuple[type, ...]:
+    nn = _torch().nn
+    return (nn.ReLU, nn.ReLU6, nn.Tanh, nn.SiLU, nn.Sigmoid, nn.Hardswish, nn.Hardsigmoid,
+            nn.Hardtanh, nn.GELU)
 
 
 def _pair_of(v: Any) -> tuple[int, int]:

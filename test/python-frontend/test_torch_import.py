@@ -174,6 +174,44 @@ def torchvision_efficientnet_b0() -> tnn.Module:
     return _torchvision("efficientnet_b0")
 
 
+def torchvision_convnext_tiny() -> tnn.Module:
+    m = _torchvision("convnext_tiny")
+    g = torch.Generator().manual_seed(7)
+    with torch.no_grad():  # a visible layer scale: its default 1e-6 hides the blocks
+        for name, p in m.named_parameters():
+            if name.endswith("layer_scale"):
+                p.copy_(0.1 + 0.05 * torch.randn(p.shape, generator=g))
+    return m
+
+
+def convnext_blocks() -> tnn.Module:
+    """torchvision's ConvNeXt with two small stages (widths 8 and 16, one block each): its
+    CNBlock (depthwise 7x7, Permute to channels-last, LayerNorm, Linear, GELU, Linear, Permute
+    back, the [C, 1, 1] layer scale, StochasticDepth at 0) and LayerNorm2d (a LayerNorm between
+    permutes) in the stem, the downsampling and the head. Layer scale and LayerNorm parameters
+    are random, so that each one's mapping matters."""
+    convnext = pytest.importorskip("torchvision.models.convnext")
+    m = convnext.ConvNeXt(
+        [convnext.CNBlockConfig(8, 16, 1), convnext.CNBlockConfig(16, None, 1)],
+        stochastic_depth_prob=0.0, layer_scale=0.5, num_classes=10,
+    )
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.endswith("layer_scale"):
+                p.copy_(0.5 + 0.3 * torch.randn(p.shape, generator=g))
+        for mod in m.modules():
+            if isinstance(mod, tnn.LayerNorm):
+                mod.weight.copy_(1 + 0.2 * torch.randn(mod.weight.shape, generator=g))
+                mod.bias.copy_(0.1 * torch.randn(mod.bias.shape, generator=g))
+            if isinstance(mod, (tnn.Linear, tnn.Conv2d)):  # ConvNeXt's std 0.02 is too quiet
+                mod.weight.copy_(torch.randn(mod.weight.shape, generator=g)
+                                 / float(np.sqrt(mod.weight[0].numel())))
+                if mod.bias is not None:
+                    mod.bias.copy_(0.1 * torch.randn(mod.bias.shape, generator=g))
+    return m
+
+
 # timm's BatchNormAct2d (timm/layers/norm_act.py) and Linear (timm/layers/linear.py) as timm
 # writes them, in a module named like timm's (timm is not installed here): a BatchNorm2d
 # subclass whose forward reads x.ndim and then applies its drop and act members, and a Linear
@@ -233,6 +271,8 @@ MODELS: dict[str, tuple[Any, tuple[int, int, int]]] = {
     "torchvision_mobilenet_v2": (torchvision_mobilenet_v2, (3, 64, 64)),
     "torchvision_mobilenet_v3_small": (torchvision_mobilenet_v3_small, (3, 64, 64)),
     "torchvision_efficientnet_b0": (torchvision_efficientnet_b0, (3, 64, 64)),
+    "convnext_blocks": (convnext_blocks, (3, 32, 32)),
+    "torchvision_convnext_tiny": (torchvision_convnext_tiny, (3, 64, 64)),
 }
 BATCH = 4
 
@@ -1103,3 +1143,69 @@ def test_torchvision_survey_subset(compiler: str, tmp_path: Path, name: str, out
     if outcome == "refused":
         # The refusal names the module or function and where it is.
         assert re.search(r"\(\w+\)|torch\.\w+|line \d+", str(row["why"])), row
+
+
+# --------------------------------------------------------------------------- #
+# ConvNeXt: permutes to channels-last and back, LayerNorm, the layer scale
+# --------------------------------------------------------------------------- #
+
+
+def test_convnext_layouts_are_reshapes() -> None:
+    """Tests that a Linear on channels-last data (RN's 1x1 filter) and a [C, 1, 1] layer scale
+    (RN's [C]) convert by reshapes, exactly both ways."""
+    rng = np.random.default_rng(1)
+    lin = torch_import.StateMap("b.3.weight", "parameter", "linear_as_1x1", (12, 4))
+    w = rng.standard_normal((12, 4)).astype(np.float32)
+    assert lin.rn_shape == (12, 1, 1, 4) and lin.to_rn(w).shape == (12, 1, 1, 4)
+    assert np.array_equal(lin.to_rn(w)[5, 0, 0, 3], w[5, 3])
+    assert np.array_equal(lin.to_torch(lin.to_rn(w)), w)
+    scale = torch_import.StateMap("layer_scale", "parameter", "channel_scale", (4, 1, 1))
+    s = rng.standard_normal((4, 1, 1)).astype(np.float32)
+    assert np.array_equal(scale.to_rn(s), s.reshape(4))
+    assert np.array_equal(scale.to_torch(scale.to_rn(s)), s)
+    mapping = torch_import.TorchMapping((lin, scale), (), ())
+    assert torch_import.TorchMapping.from_json(mapping.to_json()) == mapping
+
+
+def test_convnext_block_imports_permutes_as_no_ops() -> None:
+    """Tests that ConvNeXt's permutes move no data (no op in the IR), its LayerNorm is
+    rn.layer_norm, its Linears 1x1 convolutions and its layer scale rn.channel_scale."""
+    m = rn.from_torch(convnext_blocks(), (3, 32, 32))
+    text = rn.emit_model(m, batch=2, input_shape=(3, 32, 32), num_classes=10)
+    assert text.count("rn.layer_norm ") == 5  # stem, a block each stage, downsampling, head
+    assert text.count("rn.channel_scale ") == 2
+    assert "rn.linear " in text and "transpose" not in text and "permute" not in text
+    kinds = {e.name: e.layout for e in m.mapping.entries}
+    assert kinds["features.1.0.block.3.weight"] == "linear_as_1x1"
+    assert kinds["features.1.0.layer_scale"] == "channel_scale"
+    assert kinds["classifier.2.weight"] == "same"
+
+
+class _NormOverWidth(tnn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = tnn.LayerNorm(8)
+        self.fc = tnn.Linear(3, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(tf.adaptive_avg_pool2d(self.norm(x), 1).flatten(1))
+
+
+class _ConvOfChannelsLast(tnn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = tnn.Conv2d(8, 3, 1)
+        self.fc = tnn.Linear(3, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x.permute(0, 2, 3, 1))
+        return self.fc(tf.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+@pytest.mark.parametrize(("module", "message"), [
+    (_NormOverWidth(), r"^norm \(LayerNorm\): layer norm over \[8\] of an NCHW tensor"),
+    (_ConvOfChannelsLast(), r"^conv \(Conv2d\): reads a channels-last tensor"),
+], ids=["norm_over_width", "conv_of_channels_last"])
+def test_channels_last_misuse_is_refused(module: tnn.Module, message: str) -> None:
+    with pytest.raises(rn.UnsupportedModelError, match=message):
+        rn.from_torch(module, (3, 8, 8) if isinstance(module, _NormOverWidth) else (8, 8, 8))
