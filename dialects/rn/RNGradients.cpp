@@ -343,7 +343,7 @@ LogicalResult MaxPool2dOp::buildGradient(OpBuilder &builder,
                      MaxPool2dBackwardOp::create(
                          builder, getLoc(), getInput().getType(), dy,
                          getInput(), getKernelAttr(), getStridesAttr(),
-                         getPaddingAttr()));
+                         getPaddingAttr(), getCeilModeAttr()));
   return success();
 }
 
@@ -353,7 +353,8 @@ LogicalResult AvgPool2dOp::buildGradient(OpBuilder &builder,
   emitter.accumulate(getLoc(), getInput(),
                      AvgPool2dBackwardOp::create(
                          builder, getLoc(), getInput().getType(), dy,
-                         getKernelAttr(), getStridesAttr(), getPaddingAttr()));
+                         getKernelAttr(), getStridesAttr(), getPaddingAttr(),
+                         getCeilModeAttr(), getExcludePadAttr()));
   return success();
 }
 

@@ -153,13 +153,15 @@ LogicalResult StochasticDepthOp::verify() {
 LogicalResult MaxPool2dOp::verify() {
   return verifyResultType(
       *this, inferPool2d(ShapeDiagnostics(*this), getInput().getType(),
-                         getKernel(), getStrides(), getPadding()));
+                         getKernel(), getStrides(), getPadding(),
+                         getCeilMode()));
 }
 
 LogicalResult AvgPool2dOp::verify() {
   return verifyResultType(
       *this, inferPool2d(ShapeDiagnostics(*this), getInput().getType(),
-                         getKernel(), getStrides(), getPadding()));
+                         getKernel(), getStrides(), getPadding(),
+                         getCeilMode()));
 }
 
 LogicalResult AdaptiveAvgPool2dOp::verify() {

@@ -378,35 +378,54 @@ def RN_StochasticDepthOp : RN_Op<"stochastic_depth", [
 // Pooling and reshaping
 //===----------------------------------------------------------------------===//
 
-class RN_Pool2dOp<string mnemonic, string what>
-    : RN_Op<mnemonic, [RN_OnStream<"comp2">,
-                       DeclareOpInterfaceMethods<RN_GradientOpInterface>,
-                       RN_ArtifactOp, Pure]> {
-  let summary = what;
+def RN_MaxPool2dOp : RN_Op<"max_pool2d", [RN_OnStream<"comp2">,
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>, RN_ArtifactOp, Pure]> {
+  let summary = "2-D max pooling over NHWC";
+  let description = [{
+    Padding is at most half the kernel, as in PyTorch; padded positions never
+    win the max. With `ceil_mode` (PyTorch's ceil_mode=True) the output size
+    is ceil((H + 2p - k) / s) + 1, less one when the last window would start
+    past the input and its left padding; the last window may then be
+    partial and only its positions inside the input count.
+  }];
   let arguments = (ins
     RN_FloatTensor:$input,
     DenseI64ArrayAttr:$kernel,
     DenseI64ArrayAttr:$strides,
-    DenseI64ArrayAttr:$padding);
+    DenseI64ArrayAttr:$padding,
+    UnitAttr:$ceil_mode);
   let results = (outs RN_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `kernel` $kernel `stride` $strides `pad` $padding attr-dict
-    `:` type($input) `->` type($result)
+    $input `kernel` $kernel `stride` $strides `pad` $padding
+    (`ceil_mode` $ceil_mode^)? attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
 }
 
-def RN_MaxPool2dOp : RN_Pool2dOp<"max_pool2d", "2-D max pooling over NHWC"> {
+def RN_AvgPool2dOp : RN_Op<"avg_pool2d", [RN_OnStream<"comp2">,
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>, RN_ArtifactOp, Pure]> {
+  let summary = "2-D average pooling over NHWC";
   let description = [{
-    Padding is at most half the kernel, as in PyTorch; padded positions never
-    win the max.
+    PyTorch's divisor: the window clipped to the padded input, padded
+    positions counting (count_include_pad=True), or with `exclude_pad`
+    (count_include_pad=False) the window clipped to the input. Without
+    `ceil_mode` and with `exclude_pad` absent every window divides by
+    KH * KW. `ceil_mode` sizes the output as rn.max_pool2d's does.
   }];
-}
-
-def RN_AvgPool2dOp : RN_Pool2dOp<"avg_pool2d", "2-D average pooling over NHWC"> {
-  let description = [{
-    Padded positions count in the divisor (PyTorch's count_include_pad=True).
+  let arguments = (ins
+    RN_FloatTensor:$input,
+    DenseI64ArrayAttr:$kernel,
+    DenseI64ArrayAttr:$strides,
+    DenseI64ArrayAttr:$padding,
+    UnitAttr:$ceil_mode,
+    UnitAttr:$exclude_pad);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` $kernel `stride` $strides `pad` $padding
+    (`ceil_mode` $ceil_mode^)? (`exclude_pad` $exclude_pad^)? attr-dict
+    `:` type($input) `->` type($result)
   }];
+  let hasVerifier = 1;
 }
 
 def RN_AdaptiveAvgPool2dOp : RN_Op<"adaptive_avg_pool2d", [

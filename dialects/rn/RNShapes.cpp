@@ -225,7 +225,7 @@ LogicalResult mlir::rn::shapes::verifyImageNormalization(
 FailureOr<RankedTensorType> mlir::rn::shapes::inferPool2d(
     const ShapeDiagnostics &diag, RankedTensorType input,
     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
-    ArrayRef<int64_t> padding) {
+    ArrayRef<int64_t> padding, bool ceilMode) {
   if (failed(diag.requireRank("input", input, 4, "NHWC")))
     return failure();
   static constexpr int64_t noDilation[] = {1, 1};
@@ -240,6 +240,17 @@ FailureOr<RankedTensorType> mlir::rn::shapes::inferPool2d(
     if (padding[dim] * 2 > kernel[dim])
       return diag.fail("padding ", padding[dim],
                        " exceeds half the kernel size ", kernel[dim]);
+  // PyTorch's ceil_mode (pooling_output_shape): round up, then drop a last
+  // window that would start past the input and its left padding.
+  if (ceilMode)
+    for (int dim = 0; dim < 2; ++dim) {
+      int64_t size = input.getDimSize(1 + dim);
+      int64_t span = size + 2 * padding[dim] - kernel[dim];
+      int64_t out = (span + strides[dim] - 1) / strides[dim] + 1;
+      if ((out - 1) * strides[dim] >= size + padding[dim])
+        --out;
+      (*spatial)[dim] = out;
+    }
   return RankedTensorType::get(
       {input.getDimSize(0), (*spatial)[0], (*spatial)[1], input.getDimSize(3)},
       input.getElementType());

@@ -111,12 +111,15 @@ LogicalResult verifyFilterGradAcc(const ShapeDiagnostics &diag,
 /// `input_grad`, and of the input's type.
 LogicalResult verifyInputGradAddend(const ShapeDiagnostics &diag, Value addend,
                                     RankedTensorType input, bool inputGrad);
-/// Result of max or average pooling.
+/// Result of max or average pooling; `ceilMode` is PyTorch's ceil_mode
+/// (the output size rounds up, the last window starting inside the input
+/// or its left padding).
 FailureOr<RankedTensorType> inferPool2d(const ShapeDiagnostics &diag,
                                         RankedTensorType input,
                                         ArrayRef<int64_t> kernel,
                                         ArrayRef<int64_t> strides,
-                                        ArrayRef<int64_t> padding);
+                                        ArrayRef<int64_t> padding,
+                                        bool ceilMode);
 
 /// The types of an adaptive average pooling: `input` [N, H, W, C] and
 /// `output` [N, OH, OW, C] of its element type, OH and OW positive.

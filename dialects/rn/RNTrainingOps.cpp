@@ -384,7 +384,8 @@ LogicalResult MaxPool2dBackwardOp::verify() {
   ShapeDiagnostics diag(*this);
   RankedTensorType input = getInput().getType();
   FailureOr<RankedTensorType> output =
-      inferPool2d(diag, input, getKernel(), getStrides(), getPadding());
+      inferPool2d(diag, input, getKernel(), getStrides(), getPadding(),
+                  getCeilMode());
   if (failed(output) ||
       failed(diag.requireType("output_grad", getOutputGrad().getType(),
                               *output)))
@@ -396,7 +397,7 @@ LogicalResult AvgPool2dBackwardOp::verify() {
   ShapeDiagnostics diag(*this);
   FailureOr<RankedTensorType> output =
       inferPool2d(diag, getInputGrad().getType(), getKernel(), getStrides(),
-                  getPadding());
+                  getPadding(), getCeilMode());
   if (failed(output))
     return failure();
   return diag.requireType("output_grad", getOutputGrad().getType(), *output);

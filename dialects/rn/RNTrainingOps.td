@@ -571,11 +571,12 @@ def RN_MaxPool2dBackwardOp : RN_Op<"max_pool2d_backward", [
     RN_FloatTensor:$input,
     DenseI64ArrayAttr:$kernel,
     DenseI64ArrayAttr:$strides,
-    DenseI64ArrayAttr:$padding);
+    DenseI64ArrayAttr:$padding,
+    UnitAttr:$ceil_mode);
   let results = (outs RN_FloatTensor:$input_grad);
   let assemblyFormat = [{
     $output_grad `,` $input `kernel` $kernel `stride` $strides `pad` $padding
-    attr-dict `:` functional-type(operands, results)
+    (`ceil_mode` $ceil_mode^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -583,14 +584,21 @@ def RN_MaxPool2dBackwardOp : RN_Op<"max_pool2d_backward", [
 def RN_AvgPool2dBackwardOp : RN_Op<"avg_pool2d_backward", [
     RN_OnStream<"comp2">, RN_ArtifactOp, Pure]> {
   let summary = "spreads each output gradient evenly over its window";
+  let description = [{
+    Each input position of a window gets the window's output gradient over
+    rn.avg_pool2d's divisor (`ceil_mode`, `exclude_pad` as there).
+  }];
   let arguments = (ins
     RN_FloatTensor:$output_grad,
     DenseI64ArrayAttr:$kernel,
     DenseI64ArrayAttr:$strides,
-    DenseI64ArrayAttr:$padding);
+    DenseI64ArrayAttr:$padding,
+    UnitAttr:$ceil_mode,
+    UnitAttr:$exclude_pad);
   let results = (outs RN_FloatTensor:$input_grad);
   let assemblyFormat = [{
-    $output_grad `kernel` $kernel `stride` $strides `pad` $padding attr-dict
+    $output_grad `kernel` $kernel `stride` $strides `pad` $padding
+    (`ceil_mode` $ceil_mode^)? (`exclude_pad` $exclude_pad^)? attr-dict
     `:` type($output_grad) `->` type($input_grad)
   }];
   let hasVerifier = 1;

@@ -630,7 +630,22 @@ def channel_mul(x: Value, scale: Value) -> Value:
     return e.op(f"rn.channel_mul {x.name}, {scale.name} : {x.type}, {scale.type}", x.type)
 
 
-def _pool(op: str, x: Value, kernel: IntPair, stride: IntPair | None, padding: IntPair) -> Value:
+def _ceil_pool_out(size: int, k: int, s: int, p: int) -> int:
+    """PyTorch's ceil_mode output size: rounded up, less a last window that would start
+    past the input and its left padding."""
+    out = -(-(size + 2 * p - k) // s) + 1
+    return out - 1 if (out - 1) * s >= size + p else out
+
+
+def _pool(
+    op: str,
+    x: Value,
+    kernel: IntPair,
+    stride: IntPair | None,
+    padding: IntPair,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Value:
     e = _nhwc_emitter_of(x, op)
     k = _pair(kernel, "kernel_size")
     s = k if stride is None else _pair(stride, "stride")
@@ -639,25 +654,39 @@ def _pool(op: str, x: Value, kernel: IntPair, stride: IntPair | None, padding: I
         raise e.error(f"{op} padding {_list(p)} must be at most half the kernel {_list(k)}")
     n, h, w, c = x.shape
     oh, ow = _window_out(e, op, (h, w), k, s, p)
+    if ceil_mode:
+        oh, ow = _ceil_pool_out(h, k[0], s[0], p[0]), _ceil_pool_out(w, k[1], s[1], p[1])
+    flags = (" ceil_mode" if ceil_mode else "") + ("" if count_include_pad else " exclude_pad")
     ty = e.type((n, oh, ow, c))
     return e.op(
-        f"rn.{op} {x.name} kernel {_list(k)} stride {_list(s)} pad {_list(p)} : {x.type} -> {ty}",
+        f"rn.{op} {x.name} kernel {_list(k)} stride {_list(s)} pad {_list(p)}{flags} : "
+        f"{x.type} -> {ty}",
         ty,
     )
 
 
 def max_pool2d(
-    x: Value, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0
+    x: Value,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    ceil_mode: bool = False,
 ) -> Value:
-    """Max pooling (floor mode)."""
-    return _pool("max_pool2d", x, kernel_size, stride, padding)
+    """Max pooling (floor mode, or PyTorch's ceil_mode: partial last windows)."""
+    return _pool("max_pool2d", x, kernel_size, stride, padding, ceil_mode)
 
 
 def avg_pool2d(
-    x: Value, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0
+    x: Value,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
 ) -> Value:
-    """Average pooling (floor mode; padding counts in the divisor)."""
-    return _pool("avg_pool2d", x, kernel_size, stride, padding)
+    """Average pooling with PyTorch's divisor: the window clipped to the padded input
+    (count_include_pad=True, the default) or to the input; floor mode or ceil_mode."""
+    return _pool("avg_pool2d", x, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
 def global_avg_pool(x: Value) -> Value:

@@ -821,12 +821,13 @@ class ImportedModel(Module):
         if activated is not None:
             return activated
         if isinstance(m, nn.MaxPool2d):
-            self._check_pool(node, x, m.kernel_size, m.stride, m.padding, m.ceil_mode)
             if m.return_indices:
                 raise self._fail(node, "return_indices=True is not supported")
             if _pair_of(m.dilation) != (1, 1):
                 raise self._fail(node, f"dilation {m.dilation} is not supported (only 1)")
-            return _Tensor(F.max_pool2d(x.value, m.kernel_size, m.stride, m.padding))
+            return _Tensor(
+                F.max_pool2d(x.value, m.kernel_size, m.stride, m.padding, bool(m.ceil_mode))
+            )
         if isinstance(m, nn.AvgPool2d):
             return self._avg_pool(
                 node, x, m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad,
@@ -956,29 +957,6 @@ class ImportedModel(Module):
         raise self._fail(node, f"permute {list(dims)} of {list(x.torch_shape())}; RN imports "
                                "permute(0, 2, 3, 1) of NCHW and permute(0, 3, 1, 2) back only")
 
-    def _check_pool(self, node: Any, x: _Tensor, kernel: Any, stride: Any, padding: Any,
-                    ceil_mode: bool) -> None:
-        """RN pools in floor mode. ceil_mode=True differs from it only where a last, partial
-        window starts inside the input: at an input size where every window is whole (timm's
-        avg_down at even sizes) the two are the same pooling, which RN imports."""
-        if not ceil_mode:
-            return
-        kernel, padding = _pair_of(kernel), _pair_of(padding)
-        stride = _pair_of(stride) if stride else kernel
-        size = tuple(x.value.shape[1:3])
-        for extent, k, s, p in zip(size, kernel, stride, padding):
-            floor_out = (extent + 2 * p - k) // s + 1
-            ceil_out = -(-(extent + 2 * p - k) // s) + 1
-            if (ceil_out - 1) * s >= extent + p:  # PyTorch drops a window that starts in the padding
-                ceil_out -= 1
-            if ceil_out != floor_out:
-                raise self._fail(
-                    node,
-                    f"ceil_mode=True is not supported at input {size[0]}x{size[1]}: it adds a "
-                    "partial window (RN pools in floor mode; it imports ceil_mode where every "
-                    "window is whole)",
-                )
-
     def _avg_pool(
         self,
         node: Any,
@@ -990,16 +968,12 @@ class ImportedModel(Module):
         count_include_pad: bool,
         divisor_override: Any,
     ) -> _Tensor:
-        self._check_pool(node, x, kernel, stride, padding, ceil_mode)
         if divisor_override is not None:
             raise self._fail(node, "divisor_override is not supported")
-        if not count_include_pad and _pair_of(padding) != (0, 0):
-            raise self._fail(
-                node,
-                "count_include_pad=False with padding is not supported (RN's average counts the "
-                "padding, PyTorch's default)",
-            )
-        return _Tensor(F.avg_pool2d(x.value, kernel, stride if stride else None, padding))
+        return _Tensor(
+            F.avg_pool2d(x.value, kernel, stride if stride else None, padding, bool(ceil_mode),
+                         bool(count_include_pad))
+        )
 
     def _adaptive_avg_pool(self, node: Any, x: _Tensor, output_size: Any) -> _Tensor:
         if x.value.ndim != 4:
@@ -1147,11 +1121,10 @@ class ImportedModel(Module):
                      dilation: Any = 1, ceil_mode: bool = False,
                      return_indices: bool = False) -> _Tensor:
             tensor = self._tensor(node, x)
-            self._check_pool(node, tensor, kernel_size, stride, padding, ceil_mode)
             if return_indices or _pair_of(dilation) != (1, 1):
                 raise self._fail(node, "return_indices and dilation other than 1 are not supported")
             return _Tensor(F.max_pool2d(tensor.value, kernel_size, stride if stride else None,
-                                        padding))
+                                        padding, bool(ceil_mode)))
 
         def dropout(node: Any, x: Any, p: float = 0.5, training: bool = True,
                     inplace: bool = False) -> _Tensor:

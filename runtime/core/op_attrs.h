@@ -146,6 +146,12 @@ struct attrs {
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
   }
+  static bool ceil_mode(const Node &node) {
+    return detail::boolean(node, "ceil_mode").value_or(false);
+  }
+  static bool exclude_pad(const Node &node) {
+    return detail::boolean(node, "exclude_pad").value_or(false);
+  }
 };
 } // namespace avg_pool2d
 
@@ -159,6 +165,12 @@ struct attrs {
   }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
+  }
+  static bool ceil_mode(const Node &node) {
+    return detail::boolean(node, "ceil_mode").value_or(false);
+  }
+  static bool exclude_pad(const Node &node) {
+    return detail::boolean(node, "exclude_pad").value_or(false);
   }
 };
 } // namespace avg_pool2d_backward
@@ -430,6 +442,9 @@ struct attrs {
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
   }
+  static bool ceil_mode(const Node &node) {
+    return detail::boolean(node, "ceil_mode").value_or(false);
+  }
 };
 } // namespace max_pool2d
 
@@ -443,6 +458,9 @@ struct attrs {
   }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
+  }
+  static bool ceil_mode(const Node &node) {
+    return detail::boolean(node, "ceil_mode").value_or(false);
   }
 };
 } // namespace max_pool2d_backward

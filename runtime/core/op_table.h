@@ -132,6 +132,8 @@ inline constexpr Attr kAvgPool2dAttributes[] = {
     {"kernel", AttrKind::integers, true},
     {"strides", AttrKind::integers, true},
     {"padding", AttrKind::integers, true},
+    {"ceil_mode", AttrKind::flag, false},
+    {"exclude_pad", AttrKind::flag, false},
 };
 
 // rn.avg_pool2d_backward
@@ -145,6 +147,8 @@ inline constexpr Attr kAvgPool2dBackwardAttributes[] = {
     {"kernel", AttrKind::integers, true},
     {"strides", AttrKind::integers, true},
     {"padding", AttrKind::integers, true},
+    {"ceil_mode", AttrKind::flag, false},
+    {"exclude_pad", AttrKind::flag, false},
 };
 
 // rn.batch_norm
@@ -706,6 +710,7 @@ inline constexpr Attr kMaxPool2dAttributes[] = {
     {"kernel", AttrKind::integers, true},
     {"strides", AttrKind::integers, true},
     {"padding", AttrKind::integers, true},
+    {"ceil_mode", AttrKind::flag, false},
 };
 
 // rn.max_pool2d_backward
@@ -720,6 +725,7 @@ inline constexpr Attr kMaxPool2dBackwardAttributes[] = {
     {"kernel", AttrKind::integers, true},
     {"strides", AttrKind::integers, true},
     {"padding", AttrKind::integers, true},
+    {"ceil_mode", AttrKind::flag, false},
 };
 
 // rn.multi_adamw_update
@@ -1033,8 +1039,8 @@ inline constexpr Op kOps[] = {
     {OpKind::adaptive_avg_pool2d_backward, "adaptive_avg_pool2d_backward", kAdaptiveAvgPool2dBackwardOperands, 1, kAdaptiveAvgPool2dBackwardResults, 1, nullptr, 0},
     {OpKind::add, "add", kAddOperands, 2, kAddResults, 1, nullptr, 0},
     {OpKind::all_reduce_mean, "all_reduce_mean", kAllReduceMeanOperands, 1, kAllReduceMeanResults, 1, nullptr, 0},
-    {OpKind::avg_pool2d, "avg_pool2d", kAvgPool2dOperands, 1, kAvgPool2dResults, 1, kAvgPool2dAttributes, 3},
-    {OpKind::avg_pool2d_backward, "avg_pool2d_backward", kAvgPool2dBackwardOperands, 1, kAvgPool2dBackwardResults, 1, kAvgPool2dBackwardAttributes, 3},
+    {OpKind::avg_pool2d, "avg_pool2d", kAvgPool2dOperands, 1, kAvgPool2dResults, 1, kAvgPool2dAttributes, 5},
+    {OpKind::avg_pool2d_backward, "avg_pool2d_backward", kAvgPool2dBackwardOperands, 1, kAvgPool2dBackwardResults, 1, kAvgPool2dBackwardAttributes, 5},
     {OpKind::batch_norm, "batch_norm", kBatchNormOperands, 5, kBatchNormResults, 1, kBatchNormAttributes, 2},
     {OpKind::batch_norm_backward, "batch_norm_backward", kBatchNormBackwardOperands, 7, kBatchNormBackwardResults, 3, nullptr, 0},
     {OpKind::batch_norm_inference, "batch_norm_inference", kBatchNormInferenceOperands, 5, kBatchNormInferenceResults, 1, kBatchNormInferenceAttributes, 1},
@@ -1076,8 +1082,8 @@ inline constexpr Op kOps[] = {
     {OpKind::layer_norm_backward, "layer_norm_backward", kLayerNormBackwardOperands, 5, kLayerNormBackwardResults, 3, kLayerNormBackwardAttributes, 1},
     {OpKind::linear, "linear", kLinearOperands, 3, kLinearResults, 1, nullptr, 0},
     {OpKind::linear_backward, "linear_backward", kLinearBackwardOperands, 5, kLinearBackwardResults, 3, nullptr, 0},
-    {OpKind::max_pool2d, "max_pool2d", kMaxPool2dOperands, 1, kMaxPool2dResults, 1, kMaxPool2dAttributes, 3},
-    {OpKind::max_pool2d_backward, "max_pool2d_backward", kMaxPool2dBackwardOperands, 2, kMaxPool2dBackwardResults, 1, kMaxPool2dBackwardAttributes, 3},
+    {OpKind::max_pool2d, "max_pool2d", kMaxPool2dOperands, 1, kMaxPool2dResults, 1, kMaxPool2dAttributes, 4},
+    {OpKind::max_pool2d_backward, "max_pool2d_backward", kMaxPool2dBackwardOperands, 2, kMaxPool2dBackwardResults, 1, kMaxPool2dBackwardAttributes, 4},
     {OpKind::multi_adamw_update, "multi_adamw_update", kMultiAdamwUpdateOperands, 7, kMultiAdamwUpdateResults, 1, kMultiAdamwUpdateAttributes, 4},
     {OpKind::multi_cast, "multi_cast", kMultiCastOperands, 1, kMultiCastResults, 1, nullptr, 0},
     {OpKind::multi_ema_update, "multi_ema_update", kMultiEmaUpdateOperands, 2, kMultiEmaUpdateResults, 1, kMultiEmaUpdateAttributes, 1},

@@ -79,6 +79,12 @@ struct Pool2dAttrs {
   std::array<int64_t, 2> kernel{1, 1};
   std::array<int64_t, 2> strides{1, 1};
   std::array<int64_t, 2> padding{0, 0}; // at most half the kernel
+  /// PyTorch's ceil_mode: the output size rounds up; the last window may be
+  /// partial (clipped to the input and its right padding).
+  bool ceilMode = false;
+  /// Average pooling only: PyTorch's count_include_pad=False, the divisor
+  /// counts the window's positions inside the input only.
+  bool excludePad = false;
 };
 
 // Note [Random streams]
@@ -174,7 +180,9 @@ struct LarsAttrs {
 /// [N, OH, OW, O] of a convolution, OH = floor((H + 2p - d(KH-1) - 1) / s) + 1.
 KernelStatus conv2dOutputShape(const Shape &input, const Shape &filter,
                                const Conv2dAttrs &attrs, Shape &result);
-/// [N, OH, OW, C] of a 2-D pooling, OH = floor((H + 2p - KH) / s) + 1.
+/// [N, OH, OW, C] of a 2-D pooling, OH = floor((H + 2p - KH) / s) + 1, or
+/// with ceilMode rounded up, less one when that last window would start at
+/// or past H + p (PyTorch's pooling_output_shape).
 KernelStatus pool2dOutputShape(const Shape &input, const Pool2dAttrs &attrs,
                                Shape &result);
 
@@ -322,10 +330,13 @@ KernelStatus maxPool2dBackward(const TensorView &outputGrad,
                                const TensorView &input,
                                const Pool2dAttrs &attrs,
                                const TensorView &inputGrad);
-/// Window sum / (KH * KW): padding counts in the divisor.
+/// Window sum / divisor, PyTorch's: the window clipped to the padded input
+/// (KH * KW but for a ceil-mode partial window), or with excludePad to the
+/// input.
 KernelStatus avgPool2d(const TensorView &input, const Pool2dAttrs &attrs,
                        const TensorView &result);
-/// Spreads dy / (KH * KW) over each window's non-padded positions.
+/// Spreads dy / divisor (avgPool2d's) over each window's non-padded
+/// positions.
 KernelStatus avgPool2dBackward(const TensorView &outputGrad,
                                const Pool2dAttrs &attrs,
                                const TensorView &inputGrad);

@@ -18,7 +18,32 @@ using detail::store;
 struct PoolGeometry {
   int64_t n, h, w, c, oh, ow;
   int64_t kh, kw, sh, sw, ph, pw;
+  bool excludePad;
+
+  /// Average pooling's divisor for window (oy, ox), PyTorch's: the window
+  /// clipped to the padded input (KH * KW unless a ceil-mode window runs
+  /// past it), or with excludePad clipped to the input.
+  double divisor(int64_t oy, int64_t ox) const {
+    int64_t y0 = oy * sh - ph, x0 = ox * sw - pw;
+    int64_t y1 = std::min(y0 + kh, h + ph), x1 = std::min(x0 + kw, w + pw);
+    if (excludePad) {
+      y0 = std::max<int64_t>(y0, 0);
+      x0 = std::max<int64_t>(x0, 0);
+      y1 = std::min(y1, h);
+      x1 = std::min(x1, w);
+    }
+    return static_cast<double>((y1 - y0) * (x1 - x0));
+  }
 };
+
+/// One output size of a pooling (PyTorch's pooling_output_shape).
+int64_t pooledSize(int64_t size, int64_t kernel, int64_t stride, int64_t pad, bool ceilMode) {
+  int64_t span = size + 2 * pad - kernel;
+  if (!ceilMode)
+    return span / stride + 1;
+  int64_t out = (span + stride - 1) / stride + 1;
+  return (out - 1) * stride >= size + pad ? out - 1 : out;
+}
 
 Check &checkPool(Check &check, const Shape &input, const Pool2dAttrs &attrs,
                  PoolGeometry &geo) {
@@ -37,28 +62,30 @@ Check &checkPool(Check &check, const Shape &input, const Pool2dAttrs &attrs,
     return check;
   geo = PoolGeometry{input[0], input[1], input[2], input[3], 0, 0,
                      attrs.kernel[0], attrs.kernel[1], attrs.strides[0],
-                     attrs.strides[1], attrs.padding[0], attrs.padding[1]};
+                     attrs.strides[1], attrs.padding[0], attrs.padding[1],
+                     attrs.excludePad};
   check.require(geo.h + 2 * geo.ph >= geo.kh && geo.w + 2 * geo.pw >= geo.kw,
                 "the window does not fit in the padded input ",
                 shapeString(input));
-  geo.oh = (geo.h + 2 * geo.ph - geo.kh) / geo.sh + 1;
-  geo.ow = (geo.w + 2 * geo.pw - geo.kw) / geo.sw + 1;
+  geo.oh = pooledSize(geo.h, geo.kh, geo.sh, geo.ph, attrs.ceilMode);
+  geo.ow = pooledSize(geo.w, geo.kw, geo.sw, geo.pw, attrs.ceilMode);
   return check;
 }
 
 Shape outputShape(const PoolGeometry &g) { return {g.n, g.oh, g.ow, g.c}; }
 
 /// Walks every output pixel (element offset `outBase` of its first channel):
-/// begin(outBase), then visit(outBase, inBase) for each input pixel of its
-/// window inside the input (padding is skipped), in row-major window order,
-/// then end(outBase).
+/// begin(outBase, oy, ox), then visit(outBase, inBase) for each input pixel
+/// of its window inside the input (padding and the part of a ceil-mode
+/// window past the input are skipped), in row-major window order, then
+/// end(outBase).
 template <typename Begin, typename Visit, typename End>
 void forEachWindow(const PoolGeometry &g, Begin begin, Visit visit, End end) {
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t oy = 0; oy < g.oh; ++oy)
       for (int64_t ox = 0; ox < g.ow; ++ox) {
         int64_t outBase = ((n * g.oh + oy) * g.ow + ox) * g.c;
-        begin(outBase);
+        begin(outBase, oy, ox);
         for (int64_t ky = 0; ky < g.kh; ++ky) {
           int64_t iy = oy * g.sh - g.ph + ky;
           if (iy < 0 || iy >= g.h)
@@ -83,7 +110,7 @@ void forEachArgMax(const float *x, const PoolGeometry &g, Visit visit) {
   std::vector<int64_t> arg(static_cast<size_t>(g.c));
   bool any = false;
   forEachWindow(
-      g, [&](int64_t) { any = false; },
+      g, [&](int64_t, int64_t, int64_t) { any = false; },
       [&](int64_t, int64_t base) {
         for (int64_t c = 0; c < g.c; ++c) {
           float v = x[base + c];
@@ -157,10 +184,14 @@ KernelStatus avgPool2d(const TensorView &input, const Pool2dAttrs &attrs,
       checkPool(check, input.shape, attrs, g).failed() ||
       check.shape("result", result, outputShape(g)).failed())
     return check.status();
-  const double divisor = static_cast<double>(g.kh * g.kw);
+  double divisor = 1;
   std::vector<double> acc(static_cast<size_t>(g.c));
   forEachWindow(
-      g, [&](int64_t) { std::fill(acc.begin(), acc.end(), 0.0); },
+      g,
+      [&](int64_t, int64_t oy, int64_t ox) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        divisor = g.divisor(oy, ox);
+      },
       [&](int64_t, int64_t inBase) {
         const float *xp = input.data + inBase;
         for (int64_t c = 0; c < g.c; ++c)
@@ -183,10 +214,10 @@ KernelStatus avgPool2dBackward(const TensorView &outputGrad,
       checkPool(check, inputGrad.shape, attrs, g).failed() ||
       check.shape("output_grad", outputGrad, outputShape(g)).failed())
     return check.status();
-  const double divisor = static_cast<double>(g.kh * g.kw);
+  double divisor = 1;
   std::vector<double> acc(static_cast<size_t>(inputGrad.numel()), 0.0);
   forEachWindow(
-      g, [](int64_t) {},
+      g, [&](int64_t, int64_t oy, int64_t ox) { divisor = g.divisor(oy, ox); },
       [&](int64_t outBase, int64_t inBase) {
         const float *dyp = outputGrad.data + outBase;
         double *a = acc.data() + inBase;
@@ -330,6 +361,7 @@ template <class Attrs> Pool2dAttrs poolAttrsOf(const Node &node) {
   p.kernel = op_table::pairOr(Attrs::kernel(node), {1, 1});
   p.strides = op_table::pairOr(Attrs::strides(node), {1, 1});
   p.padding = op_table::pairOr(Attrs::padding(node), {0, 0});
+  p.ceilMode = Attrs::ceil_mode(node);
   return p;
 }
 
@@ -339,7 +371,9 @@ KernelStatus runMaxPool2d(const OpRun &r) {
 }
 KernelStatus runAvgPool2d(const OpRun &r) {
   using namespace ot::avg_pool2d;
-  return avgPool2d(r.in(operand::input), poolAttrsOf<attrs>(r.node), r.out(result::result));
+  Pool2dAttrs a = poolAttrsOf<attrs>(r.node);
+  a.excludePad = attrs::exclude_pad(r.node);
+  return avgPool2d(r.in(operand::input), a, r.out(result::result));
 }
 KernelStatus runMaxPool2dBackward(const OpRun &r) {
   using namespace ot::max_pool2d_backward;
@@ -348,8 +382,9 @@ KernelStatus runMaxPool2dBackward(const OpRun &r) {
 }
 KernelStatus runAvgPool2dBackward(const OpRun &r) {
   using namespace ot::avg_pool2d_backward;
-  return avgPool2dBackward(r.in(operand::output_grad), poolAttrsOf<attrs>(r.node),
-                           r.out(result::input_grad));
+  Pool2dAttrs a = poolAttrsOf<attrs>(r.node);
+  a.excludePad = attrs::exclude_pad(r.node);
+  return avgPool2dBackward(r.in(operand::output_grad), a, r.out(result::input_grad));
 }
 KernelStatus runAdaptiveAvgPool2d(const OpRun &r) {
   using namespace ot::adaptive_avg_pool2d;

@@ -164,6 +164,8 @@ struct PoolParams {
   std::array<int64_t, 2> kernel{1, 1};
   std::array<int64_t, 2> strides{1, 1};
   std::array<int64_t, 2> padding{0, 0}; ///< symmetric, at most half the kernel
+  bool ceilMode = false;   ///< PyTorch's ceil_mode (cpu::Pool2dAttrs::ceilMode)
+  bool excludePad = false; ///< avg pool: count_include_pad=False
 };
 
 /// The window maximum (padding never wins, ties to the first maximum in
@@ -187,12 +189,12 @@ Result<size_t> maxPool2dBackwardWorkspaceBytes(const std::vector<int64_t> &input
 Status maxPool2dBackward(const DeviceTensor &outputGrad, const DeviceTensor &input,
                          const PoolParams &params, const DeviceTensor &inputGrad,
                          void *workspace, size_t workspaceBytes, cudaStream_t stream);
-/// Window sum (double, row-major) / (KH * KW), padding counted in the
-/// divisor.
+/// Window sum (double, row-major) / PyTorch's divisor (cpu::avgPool2d's:
+/// KH * KW but for ceil-mode partial windows or with excludePad).
 Status avgPool2d(const DeviceTensor &input, const PoolParams &params,
                  const DeviceTensor &result, cudaStream_t stream);
-/// dx = sum over the windows holding x of dy / (KH * KW), gathered per
-/// input element in output order (double, as on the CPU).
+/// dx = sum over the windows holding x of dy / divisor (avgPool2d's),
+/// gathered per input element in output order (double, as on the CPU).
 Status avgPool2dBackward(const DeviceTensor &outputGrad, const PoolParams &params,
                          const DeviceTensor &inputGrad, cudaStream_t stream);
 /// [N, H, W, C] -> [N, OH, OW, C] (the result's shape), PyTorch's adaptive

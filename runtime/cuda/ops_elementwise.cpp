@@ -32,6 +32,14 @@ template <class Attrs> PoolParams poolParamsOf(const Node &node) {
   p.kernel = op_table::pairOr(Attrs::kernel(node), {1, 1});
   p.strides = op_table::pairOr(Attrs::strides(node), {1, 1});
   p.padding = op_table::pairOr(Attrs::padding(node), {0, 0});
+  p.ceilMode = Attrs::ceil_mode(node);
+  return p;
+}
+
+/// An average pooling's window: poolParamsOf's and exclude_pad.
+template <class Attrs> PoolParams avgPoolParamsOf(const Node &node) {
+  PoolParams p = poolParamsOf<Attrs>(node);
+  p.excludePad = Attrs::exclude_pad(node);
   return p;
 }
 
@@ -190,7 +198,7 @@ Status launchMaxPool(const OpLaunch &l) {
 Status launchAvgPool(const OpLaunch &l) {
   using namespace op_table::avg_pool2d;
   RN_RETURN_IF_ERROR(requireWhole(l));
-  return avgPool2d(l.operand(operand::input), poolParamsOf<attrs>(l.node),
+  return avgPool2d(l.operand(operand::input), avgPoolParamsOf<attrs>(l.node),
                    l.result(result::result), streamOf(l));
 }
 
@@ -215,7 +223,7 @@ Status launchMaxPoolBackward(const OpLaunch &l) {
 Status launchAvgPoolBackward(const OpLaunch &l) {
   using namespace op_table::avg_pool2d_backward;
   RN_RETURN_IF_ERROR(requireWhole(l));
-  return avgPool2dBackward(l.operand(operand::output_grad), poolParamsOf<attrs>(l.node),
+  return avgPool2dBackward(l.operand(operand::output_grad), avgPoolParamsOf<attrs>(l.node),
                            l.result(result::input_grad), streamOf(l));
 }
 

@@ -18,7 +18,9 @@
 //   the CPU's order: the window sum, then / (KH * KW); the backward sums
 //   dy / (KH * KW) over the covering windows in output order, gathered per
 //   input element (no atomics). A power-of-two divisor multiplies by its
-//   reciprocal instead, which is the same double result.
+//   reciprocal instead, which is the same double result. With ceil_mode or
+//   exclude_pad each window computes its own divisor (the CPU's
+//   PoolGeometry::divisor).
 // - max_pool2d_backward has no saved indices (the op takes the input).
 //   Pass 1, one thread per output element, writes its window's arg-max as
 //   an offset within the window (one byte; two for windows of more than
@@ -79,6 +81,16 @@ struct PoolGeometry {
   int64_t kh, kw, sh, sw, ph, pw;
 };
 
+/// One output size of a pooling (cpu_pool.cpp's pooledSize, PyTorch's
+/// pooling_output_shape).
+int64_t pooledSize(int64_t size, int64_t kernel, int64_t stride, int64_t pad, bool ceilMode) {
+  int64_t span = size + 2 * pad - kernel;
+  if (!ceilMode)
+    return span / stride + 1;
+  int64_t out = (span + stride - 1) / stride + 1;
+  return (out - 1) * stride >= size + pad ? out - 1 : out;
+}
+
 /// cpu_pool.cpp's checkPool, with its messages.
 Status checkPool(const char *op, const std::vector<int64_t> &input, const PoolParams &params,
                  PoolGeometry &g) {
@@ -102,8 +114,8 @@ Status checkPool(const char *op, const std::vector<int64_t> &input, const PoolPa
                    params.strides[1], params.padding[0], params.padding[1]};
   if (!(g.h + 2 * g.ph >= g.kh && g.w + 2 * g.pw >= g.kw))
     return fail("the window does not fit in the padded input " + shapeString(input));
-  g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
-  g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  g.oh = pooledSize(g.h, g.kh, g.sh, g.ph, params.ceilMode);
+  g.ow = pooledSize(g.w, g.kw, g.sw, g.pw, params.ceilMode);
   return Status::success();
 }
 
@@ -215,6 +227,8 @@ struct PoolArgs {
   double divisor = 1;     ///< avg pool: KH * KW
   double reciprocal = 1;  ///< 1 / divisor, used when exact (a power of two)
   bool divideByReciprocal = false;
+  bool windowDivisor = false; ///< avg pool: each window's own divisor
+  bool excludePad = false;    ///< avg pool: the divisor counts no padding
 };
 
 /// Thread `t` of a grid over pixels x channel groups: the group's first
@@ -482,7 +496,23 @@ __global__ void __launch_bounds__(kThreads) maxPoolDisjointBackwardKernel(PoolAr
   }
 }
 
-__device__ __forceinline__ double divideByWindow(const PoolArgs &a, double value) {
+/// `value` over window (oy, ox)'s divisor: KH * KW, or with
+/// windowDivisor the CPU's PoolGeometry::divisor (the window clipped to
+/// the padded input, or with excludePad to the input).
+__device__ __forceinline__ double divideByWindow(const PoolArgs &a, int oy, int ox,
+                                                 double value) {
+  if (a.windowDivisor) {
+    const Window &g = a.g;
+    int y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+    int y1 = min(y0 + g.kh, g.h + g.ph), x1 = min(x0 + g.kw, g.w + g.pw);
+    if (a.excludePad) {
+      y0 = max(y0, 0);
+      x0 = max(x0, 0);
+      y1 = min(y1, g.h);
+      x1 = min(x1, g.w);
+    }
+    return value / double(int64_t(y1 - y0) * int64_t(x1 - x0));
+  }
   return a.divideByReciprocal ? value * a.reciprocal : value / a.divisor;
 }
 
@@ -509,7 +539,7 @@ __global__ void __launch_bounds__(kThreads) avgPoolKernel(PoolArgs a) {
     float out[V];
 #pragma unroll
     for (int v = 0; v < V; ++v)
-      out[v] = __double2float_rn(divideByWindow(a, acc[v]));
+      out[v] = __double2float_rn(divideByWindow(a, p.y, p.x, acc[v]));
     storePack<S, V>(a.out, a.outType, t * V, out);
   }
 }
@@ -531,7 +561,7 @@ __global__ void __launch_bounds__(kThreads) avgPoolBackwardKernel(PoolArgs a) {
       loadPack<S, V>(a.dy, a.dyType, elementIndex(p.image, oy, ox, p.c0, g.oh, g.ow, g.c), dy);
 #pragma unroll
       for (int v = 0; v < V; ++v)
-        acc[v] += divideByWindow(a, double(dy[v]));
+        acc[v] += divideByWindow(a, oy, ox, double(dy[v]));
     });
     float out[V];
 #pragma unroll
@@ -782,7 +812,9 @@ Status forEachChunk(const PoolArgs &base, const PoolGeometry &g, int64_t maxImag
 }
 
 /// avg pool's divisor, and its reciprocal when multiplying by it is exact.
-void setDivisor(PoolArgs &a, const PoolGeometry &g) {
+void setDivisor(PoolArgs &a, const PoolGeometry &g, const PoolParams &params) {
+  a.windowDivisor = params.ceilMode || params.excludePad;
+  a.excludePad = params.excludePad;
   const int64_t area = g.kh * g.kw;
   a.divisor = double(area);
   a.reciprocal = 1.0 / double(area);
@@ -950,7 +982,7 @@ Status avgPool2d(const DeviceTensor &input, const PoolParams &params, const Devi
   base.out = result.data;
   base.xType = input.dtype;
   base.outType = result.dtype;
-  setDivisor(base, g);
+  setDivisor(base, g, params);
   return dispatch(s, width, [&](auto variant) {
     using V = decltype(variant);
     return withCompileTimeSize<2, 3>(variant, squareKernel(g), [&](auto size) {
@@ -982,7 +1014,7 @@ Status avgPool2dBackward(const DeviceTensor &outputGrad, const PoolParams &param
   base.out = inputGrad.data;
   base.dyType = outputGrad.dtype;
   base.outType = inputGrad.dtype;
-  setDivisor(base, g);
+  setDivisor(base, g, params);
   return dispatch(s, width, [&](auto variant) {
     using V = decltype(variant);
     return withCompileTimeSize<2>(variant, coveringBound(g), [&](auto cover) {

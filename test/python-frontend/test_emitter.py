@@ -334,6 +334,24 @@ def test_adaptive_avg_pool_non_divisible_emits_the_adaptive_op() -> None:
     assert ops[0].startswith("%0 = rn.avg_pool2d %images kernel [2, 4] stride [2, 4] pad [0, 0]")
 
 
+def test_pool_ceil_mode_and_exclude_pad() -> None:
+    class M(nn.Module):
+        def forward(self, x: rn.Value) -> rn.Value:
+            x = rn.max_pool2d(x, 3, 2, ceil_mode=True)  # 8 -> 4 (floor mode: 3)
+            x = rn.avg_pool2d(x, 2, 2, 1, ceil_mode=True, count_include_pad=False)  # 4 -> 3
+            return rn.flatten(x)
+
+    ops = body(emit(M(), classes=27))
+    assert ops[0] == (
+        "%0 = rn.max_pool2d %images kernel [3, 3] stride [2, 2] pad [0, 0] ceil_mode : "
+        "tensor<2x8x8x3xf32> -> tensor<2x4x4x3xf32>"
+    )
+    assert ops[1] == (
+        "%1 = rn.avg_pool2d %0 kernel [2, 2] stride [2, 2] pad [1, 1] ceil_mode exclude_pad : "
+        "tensor<2x4x4x3xf32> -> tensor<2x3x3x3xf32>"
+    )
+
+
 def test_adaptive_avg_pool_rejects_empty_output() -> None:
     model = nn.Sequential(nn.AdaptiveAvgPool2d((0, 3)), nn.Flatten(), nn.Linear(27, 10))
     with pytest.raises(ValueError, match=r"^0: adaptive_avg_pool2d output size must be positive"):

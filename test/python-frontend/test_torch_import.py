@@ -148,6 +148,27 @@ class Activations(tnn.Module):
         return self.fc(tf.max_pool2d(x, 4).flatten(1))
 
 
+class PartialPools(tnn.Module):
+    """PyTorch's partial windows: ceil_mode=True max and average pooling (GoogLeNet's
+    MaxPool2d(3, 2, ceil_mode=True): 16 -> 8, floor mode 7) and count_include_pad=False,
+    as modules and as functions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = tnn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = tnn.Conv2d(8, 8, 3, padding=1)
+        self.excl = tnn.AvgPool2d(3, 1, 1, count_include_pad=False)  # 8 -> 8
+        self.ceil_excl = tnn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False)  # 8 -> 5
+        self.ceil_max = tnn.MaxPool2d(2, ceil_mode=True)  # 5 -> 3
+        self.fc = tnn.Linear(8 * 2 * 2, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = tf.max_pool2d(tf.relu(self.conv1(x)), 3, 2, ceil_mode=True)  # 16 -> 8
+        x = self.ceil_excl(tf.relu(self.conv2(self.excl(x))))
+        x = tf.avg_pool2d(self.ceil_max(x), 2, ceil_mode=True)  # 3 -> 2, windows of 2 and 1
+        return self.fc(x.flatten(1))
+
+
 def torchvision_resnet18() -> tnn.Module:
     torchvision = pytest.importorskip("torchvision")
     return torchvision.models.resnet18(num_classes=10)
@@ -267,6 +288,7 @@ MODELS: dict[str, tuple[Any, tuple[int, int, int]]] = {
     "resnet18c": (resnet18c, (3, 32, 32)),
     "vgg11c": (vgg11c, (3, 32, 32)),
     "timm_norm_act": (timm_norm_act, (3, 16, 16)),
+    "partial_pools": (PartialPools, (3, 16, 16)),
     "torchvision_resnet18": (torchvision_resnet18, (3, 64, 64)),
     "torchvision_mobilenet_v2": (torchvision_mobilenet_v2, (3, 64, 64)),
     "torchvision_mobilenet_v3_small": (torchvision_mobilenet_v3_small, (3, 64, 64)),
@@ -381,11 +403,6 @@ def _head(*layers: tnn.Module, channels: int = 3) -> tnn.Module:
 
 
 REFUSALS = [
-    (_head(tnn.MaxPool2d(3, 2, ceil_mode=True)),
-     r"^0\.0 \(MaxPool2d\): ceil_mode=True is not supported at input 8x8: it adds a partial window"),
-    (_head(tnn.AvgPool2d(3, 2, ceil_mode=True, count_include_pad=False)),
-     r"^0\.0 \(AvgPool2d\): ceil_mode=True is not supported at input 8x8"),
-    (_head(tnn.AvgPool2d(3, 1, 1, count_include_pad=False)), r"^0\.0 \(AvgPool2d\): count_include_pad"),
     (_head(tnn.AvgPool2d(2, divisor_override=3)), r"^0\.0 \(AvgPool2d\): divisor_override"),
     (_head(tnn.Conv2d(3, 3, 3, padding=1, padding_mode="reflect")), r"^0\.0 \(Conv2d\): padding_mode='reflect'"),
     (_head(tnn.BatchNorm2d(3, affine=False)), r"^0\.0 \(BatchNorm2d\): affine=False"),

@@ -129,6 +129,24 @@ func.func @max_pool_backward_dx(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x8x8x4xf32
 
 // -----
 
+// Tests that max_pool2d_backward sizes the output by ceil_mode.
+func.func @max_pool_backward_ceil(%dy: tensor<2x3x3x4xf32>, %x: tensor<2x7x7x4xf32>) {
+  // expected-error@+1 {{output_grad type 'tensor<2x3x3x4xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %g = rn.max_pool2d_backward %dy, %x kernel [2, 2] stride [2, 2] pad [0, 0] ceil_mode : (tensor<2x3x3x4xf32>, tensor<2x7x7x4xf32>) -> tensor<2x7x7x4xf32>
+  return
+}
+
+// -----
+
+// Tests that avg_pool2d_backward sizes the output by ceil_mode.
+func.func @avg_pool_backward_ceil(%dy: tensor<2x3x3x4xf32>) {
+  // expected-error@+1 {{output_grad type 'tensor<2x3x3x4xf32>' differs from the expected type 'tensor<2x4x4x4xf32>'}}
+  %g = rn.avg_pool2d_backward %dy kernel [2, 2] stride [2, 2] pad [0, 0] ceil_mode exclude_pad : tensor<2x3x3x4xf32> -> tensor<2x7x7x4xf32>
+  return
+}
+
+// -----
+
 // Tests that avg_pool2d_backward checks the forward shapes.
 func.func @avg_pool_backward(%dy: tensor<2x4x4x4xf32>) {
   // expected-error@+1 {{output_grad type 'tensor<2x4x4x4xf32>' differs from the expected type 'tensor<2x3x3x4xf32>'}}

@@ -423,6 +423,26 @@ func.func @pool_kernel_count(%x: tensor<2x8x8x4xf32>) {
 
 // -----
 
+// Tests that ceil_mode sizes the result by PyTorch's rule: 2x2/2 with pad 1
+// over 5 rounds up to 4 windows, and the last, starting in the right
+// padding, is dropped.
+func.func @pool_ceil_mode(%x: tensor<2x5x5x4xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x4x4x4xf32>' differs from the inferred type 'tensor<2x3x3x4xf32>'}}
+  %0 = rn.max_pool2d %x kernel [2, 2] stride [2, 2] pad [1, 1] ceil_mode : tensor<2x5x5x4xf32> -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that without ceil_mode the result is floor mode's.
+func.func @pool_floor_mode(%x: tensor<2x7x7x4xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x4x4x4xf32>' differs from the inferred type 'tensor<2x3x3x4xf32>'}}
+  %0 = rn.avg_pool2d %x kernel [2, 2] stride [2, 2] pad [0, 0] exclude_pad : tensor<2x7x7x4xf32> -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
 // Tests PyTorch's rule that pool padding is at most half the kernel.
 func.func @pool_padding(%x: tensor<2x8x8x4xf32>) {
   // expected-error@+1 {{padding 2 exceeds half the kernel size 3}}

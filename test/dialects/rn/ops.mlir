@@ -149,6 +149,31 @@ func.func @pooling(%x: tensor<2x112x112x64xf32>) -> tensor<2x64xf32> {
 
 // -----
 
+// Tests PyTorch's ceil_mode (GoogLeNet's 3x3/2 pools: 112 -> 56, where floor
+// mode gives 55; 5x5 2x2/2 pad 1 drops the window starting in the right
+// padding: 3, not 4) and count_include_pad=False average pooling.
+
+// CHECK-LABEL: func.func @pooling_ceil_mode
+func.func @pooling_ceil_mode(%x: tensor<2x112x112x64xf32>, %s: tensor<2x5x5x4xf32>) {
+  // CHECK: rn.max_pool2d %{{.+}} kernel [3, 3] stride [2, 2] pad [0, 0] ceil_mode : tensor<2x112x112x64xf32> -> tensor<2x56x56x64xf32>
+  %0 = rn.max_pool2d %x kernel [3, 3] stride [2, 2] pad [0, 0] ceil_mode : tensor<2x112x112x64xf32> -> tensor<2x56x56x64xf32>
+  // CHECK: rn.max_pool2d %{{.+}} kernel [3, 3] stride [2, 2] pad [0, 0] : tensor<2x112x112x64xf32> -> tensor<2x55x55x64xf32>
+  %1 = rn.max_pool2d %x kernel [3, 3] stride [2, 2] pad [0, 0] : tensor<2x112x112x64xf32> -> tensor<2x55x55x64xf32>
+  // CHECK: rn.avg_pool2d %{{.+}} kernel [2, 2] stride [2, 2] pad [1, 1] ceil_mode : tensor<2x5x5x4xf32> -> tensor<2x3x3x4xf32>
+  %2 = rn.avg_pool2d %s kernel [2, 2] stride [2, 2] pad [1, 1] ceil_mode : tensor<2x5x5x4xf32> -> tensor<2x3x3x4xf32>
+  // CHECK: rn.avg_pool2d %{{.+}} kernel [3, 3] stride [1, 1] pad [1, 1] exclude_pad : tensor<2x5x5x4xf32> -> tensor<2x5x5x4xf32>
+  %3 = rn.avg_pool2d %s kernel [3, 3] stride [1, 1] pad [1, 1] exclude_pad : tensor<2x5x5x4xf32> -> tensor<2x5x5x4xf32>
+  // CHECK: rn.avg_pool2d %{{.+}} kernel [3, 3] stride [2, 2] pad [1, 1] ceil_mode exclude_pad : tensor<2x5x5x4xf32> -> tensor<2x3x3x4xf32>
+  %4 = rn.avg_pool2d %s kernel [3, 3] stride [2, 2] pad [1, 1] ceil_mode exclude_pad : tensor<2x5x5x4xf32> -> tensor<2x3x3x4xf32>
+  // CHECK: rn.max_pool2d_backward %{{.+}}, %{{.+}} kernel [2, 2] stride [2, 2] pad [1, 1] ceil_mode : (tensor<2x3x3x4xf32>, tensor<2x5x5x4xf32>) -> tensor<2x5x5x4xf32>
+  %5 = rn.max_pool2d_backward %2, %s kernel [2, 2] stride [2, 2] pad [1, 1] ceil_mode : (tensor<2x3x3x4xf32>, tensor<2x5x5x4xf32>) -> tensor<2x5x5x4xf32>
+  // CHECK: rn.avg_pool2d_backward %{{.+}} kernel [3, 3] stride [2, 2] pad [1, 1] ceil_mode exclude_pad : tensor<2x3x3x4xf32> -> tensor<2x5x5x4xf32>
+  %6 = rn.avg_pool2d_backward %4 kernel [3, 3] stride [2, 2] pad [1, 1] ceil_mode exclude_pad : tensor<2x3x3x4xf32> -> tensor<2x5x5x4xf32>
+  return
+}
+
+// -----
+
 // Tests adaptive average pooling to an output that does not divide the
 // input, and to a larger output.
 

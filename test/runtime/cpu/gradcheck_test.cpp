@@ -279,7 +279,8 @@ struct PoolCase {
 
 void PrintTo(const PoolCase &c, std::ostream *os) {
   *os << "kernel " << testing::str(c.attrs.kernel) << " stride "
-      << testing::str(c.attrs.strides) << " pad " << testing::str(c.attrs.padding);
+      << testing::str(c.attrs.strides) << " pad " << testing::str(c.attrs.padding)
+      << (c.attrs.ceilMode ? " ceil_mode" : "") << (c.attrs.excludePad ? " exclude_pad" : "");
 }
 
 class PoolGrad : public ::testing::TestWithParam<PoolCase> {};
@@ -313,7 +314,13 @@ TEST_P(PoolGrad, MaxAndAverageMatchFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Windows, PoolGrad,
                          ::testing::Values(PoolCase{{{2, 2}, {2, 2}, {0, 0}}},
                                            PoolCase{{{3, 3}, {2, 2}, {1, 1}}},
-                                           PoolCase{{{2, 3}, {1, 2}, {1, 1}}}));
+                                           PoolCase{{{2, 3}, {1, 2}, {1, 1}}},
+                                           // ceil_mode: partial last windows
+                                           // (5x6 -> 3x3), both divisors.
+                                           PoolCase{{{3, 3}, {2, 2}, {0, 0}, true}},
+                                           PoolCase{{{2, 2}, {2, 2}, {1, 1}, true}},
+                                           PoolCase{{{3, 2}, {2, 2}, {1, 1}, true, true}},
+                                           PoolCase{{{3, 3}, {2, 2}, {1, 1}, false, true}}));
 
 TEST(AdaptiveAvgPoolGrad, MatchesFiniteDifferences) {
   std::mt19937 rng(117);

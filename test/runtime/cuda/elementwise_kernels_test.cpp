@@ -774,15 +774,26 @@ const PoolCase kPoolCases[] = {
     {{2, 10, 10, 12}, {{3, 3}, {2, 2}, {1, 1}}}, // 4 f16 / f32 channels per thread
     // Windows of more than 256 positions (two-byte arg-max offsets).
     {{1, 18, 18, 2}, {{17, 17}, {1, 1}, {0, 0}}},
+    // ceil_mode: partial last windows (GoogLeNet's 3x3/2: 14 -> 7, floor
+    // mode 6), disjoint ones (2x2/2 pad 1, 3x3/3 pad 1), and the divisor
+    // without padding (count_include_pad=False), with and without ceil_mode.
+    {{2, 14, 14, 8}, {{3, 3}, {2, 2}, {0, 0}, true}},
+    {{2, 7, 9, 16}, {{2, 2}, {2, 2}, {1, 1}, true}},
+    {{1, 12, 12, 3}, {{3, 3}, {3, 3}, {1, 1}, true}},
+    {{2, 9, 10, 4}, {{3, 3}, {2, 2}, {1, 1}, true, true}},
+    {{1, 8, 8, 6}, {{3, 3}, {1, 1}, {1, 1}, false, true}},
 };
 
 std::string str(const PoolCase &c) {
   return str(c.input) + " kernel " + str({c.params.kernel[0], c.params.kernel[1]}) +
          " strides " + str({c.params.strides[0], c.params.strides[1]}) + " padding " +
-         str({c.params.padding[0], c.params.padding[1]});
+         str({c.params.padding[0], c.params.padding[1]}) +
+         (c.params.ceilMode ? " ceil_mode" : "") + (c.params.excludePad ? " exclude_pad" : "");
 }
 
-cpu::Pool2dAttrs cpuAttrs(const PoolParams &p) { return {p.kernel, p.strides, p.padding}; }
+cpu::Pool2dAttrs cpuAttrs(const PoolParams &p) {
+  return {p.kernel, p.strides, p.padding, p.ceilMode, p.excludePad};
+}
 
 /// The stream workspace of the max pool backward in these tests (the
 /// executor's is 64 MiB; these shapes need a few KiB).
