@@ -112,9 +112,10 @@ double tolerance(DType type) {
   }
 }
 
-/// ||gpu - cpu||_2 <= tol * ||cpu||_2, NaNs in the same places.
+/// ||gpu - cpu||_2 <= tol * ||scale||_2 (by default ||cpu||_2), NaNs in the
+/// same places.
 void expectClose(const std::vector<float> &gpu, const std::vector<float> &cpu, double tol,
-                 const std::string &what) {
+                 const std::string &what, const std::vector<float> *scale = nullptr) {
   ASSERT_EQ(gpu.size(), cpu.size()) << what;
   double diff = 0, norm = 0;
   for (size_t i = 0; i < gpu.size(); ++i) {
@@ -124,7 +125,8 @@ void expectClose(const std::vector<float> &gpu, const std::vector<float> &cpu, d
     }
     double d = double(gpu[i]) - double(cpu[i]);
     diff += d * d;
-    norm += double(cpu[i]) * cpu[i];
+    double n = scale ? (*scale)[i] : cpu[i];
+    norm += n * n;
   }
   EXPECT_LE(std::sqrt(diff), tol * std::sqrt(norm) + 1e-30)
       << what << ": relative L2 error " << std::sqrt(diff) / std::sqrt(norm);
@@ -256,10 +258,14 @@ TEST(CudaElementwise, BinaryMatchesCpu) {
           ASSERT_TRUE(c.reference(cpuView(a, shape, types[0]), cpuView(b, shape, types[1]),
                                   cpuView(ref, shape, types[2]))
                           .ok());
+          // GELU's derivative Phi(x) + x phi(x) cancels near x = -0.75: the
+          // f32 kernel's error there is a rounding of its terms, which
+          // scale with dy, not of their small sum.
+          bool gelu = c.op == BinaryOp::gelu_backward || c.op == BinaryOp::gelu_tanh_backward;
           if (c.exact)
             expectExact(download(dr.view), ref, what);
           else
-            expectClose(download(dr.view), ref, tolerance(types[2]), what);
+            expectClose(download(dr.view), ref, tolerance(types[2]), what, gelu ? &a : nullptr);
         }
 }
 
