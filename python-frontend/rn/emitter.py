@@ -27,8 +27,12 @@ __all__ = [
     "add",
     "avg_pool2d",
     "batch_norm",
+    "cat",
     "channel_mul",
     "channel_scale",
+    "channel_shuffle",
+    "chunk",
+    "concat",
     "conv2d",
     "dropout",
     "flatten",
@@ -47,6 +51,7 @@ __all__ = [
     "sigmoid",
     "silu",
     "softmax_cross_entropy",
+    "split",
     "stochastic_depth",
     "symbol",
     "tanh",
@@ -356,6 +361,15 @@ class Emitter:
         self.lines.append(f"{v.name} = {rhs}")
         return v
 
+    def ops(self, rhs: str, types: Sequence[TensorType]) -> list[Value]:
+        """Append ``%n:k = rhs`` (an op of ``k`` results) and return its results ``%n#0`` ..
+        ``%n#(k-1)``, of ``types``; one type is :meth:`op`."""
+        if len(types) == 1:
+            return [self.op(rhs, types[0])]
+        name = self.fresh()
+        self.lines.append(f"{name}:{len(types)} = {rhs}")
+        return [Value(self, f"{name}#{i}", ty) for i, ty in enumerate(types)]
+
     def param(self, tensor: TensorLike, what: str) -> Value:
         """Emit ``rn.param`` for a registered parameter or buffer."""
         spec = self._specs.get(id(tensor))
@@ -628,6 +642,118 @@ def channel_mul(x: Value, scale: Value) -> Value:
             f"got {scale.type}"
         )
     return e.op(f"rn.channel_mul {x.name}, {scale.name} : {x.type}, {scale.type}", x.type)
+
+
+def _channel_dim(e: Emitter, op: str, x: Value, dim: object) -> None:
+    """Check that ``x`` is NHWC or [N, C] and ``dim`` names its channels (the last dimension)."""
+    if x.ndim not in (2, 4):
+        raise e.error(f"{op} expects NHWC or [N, C] values, got shape {_shape(x.shape)}")
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -x.ndim <= dim < x.ndim:
+        raise e.error(f"{op} dim must be an int in [{-x.ndim}, {x.ndim - 1}], got {dim!r}")
+    if dim % x.ndim != x.ndim - 1:
+        raise e.error(
+            f"{op} along dim {dim} of {x.type}: RN {op}s along the channels only, the last "
+            "dimension of its NHWC and [N, C] values (dim=-1; PyTorch's dim 1 of NCHW)"
+        )
+
+
+def concat(values: Sequence[Value]) -> Value:
+    """Concatenation along the channel (last) dimension of NHWC or [N, C] values of one element
+    type and the same other dimensions: ``torch.cat(tensors, dim=1)`` of NCHW tensors. One
+    value is returned as it is (nothing emitted)."""
+    if isinstance(values, Value) or not isinstance(values, Sequence) or not values:
+        raise ValueError(
+            f"concat: expected a non-empty list of traced tensor values, got {values!r}"
+        )
+    e = _emitter_of(values[0], "concat")
+    x = values[0]
+    if x.ndim not in (2, 4):
+        raise e.error(f"concat expects NHWC or [N, C] values, got shape {_shape(x.shape)}")
+    for v in values[1:]:
+        if not isinstance(v, Value) or v.emitter is not e:
+            raise e.error("concat expects traced tensor values of the same trace")
+        if v.ndim != x.ndim or v.shape[:-1] != x.shape[:-1] or v.dtype != x.dtype:
+            raise e.error(
+                f"concat operands differ in more than their channels: {x.type} vs {v.type}"
+            )
+    if len(values) == 1:
+        return x
+    ty = e.type((*x.shape[:-1], sum(v.shape[-1] for v in values)), x.dtype)
+    names, types = _operands(values)
+    return e.op(f"rn.concat {names} : {types} -> {ty}", ty)
+
+
+def cat(tensors: Sequence[Value], dim: int = -1) -> Value:
+    """``torch.cat`` along RN's channels: :func:`concat`, with ``dim`` checked to be the channel
+    (last) dimension of the NHWC or [N, C] values."""
+    if isinstance(tensors, Sequence) and tensors and isinstance(tensors[0], Value):
+        _channel_dim(tensors[0].emitter, "cat", tensors[0], dim)
+    return concat(tensors)
+
+
+def _split(e: Emitter, x: Value, sizes: Sequence[int]) -> list[Value]:
+    if len(sizes) == 1:
+        return [x]
+    types = [e.type((*x.shape[:-1], k), x.dtype) for k in sizes]
+    return e.ops(f"rn.split {x.name} : {x.type} -> " + ", ".join(map(str, types)), types)
+
+
+def split(x: Value, split_size_or_sections: int | Sequence[int], dim: int = -1) -> list[Value]:
+    """Slices of the channel (last) dimension of an NHWC or [N, C] value, as ``torch.split``:
+    an int is every slice's size but a smaller last one, a list each slice's size (positive,
+    adding up to the channels). ``rn.split``; one slice is the value itself (nothing emitted).
+
+    Every slice must reach the loss: the compiler refuses a split whose slice the loss does
+    not depend on (the gradient of ``rn.split`` is the concatenation of its slices')."""
+    e = _emitter_of(x, "split")
+    _channel_dim(e, "split", x, dim)
+    c = x.shape[-1]
+    s = split_size_or_sections
+    if isinstance(s, int) and not isinstance(s, bool):
+        if s < 1:
+            raise e.error(f"split size must be positive, got {s}")
+        sizes = [s] * (c // s) + ([c % s] if c % s else [])
+    elif (
+        isinstance(s, Sequence)
+        and not isinstance(s, str)
+        and all(isinstance(k, int) and not isinstance(k, bool) for k in s)
+    ):
+        sizes = list(s)
+        if not sizes or min(sizes) < 1 or sum(sizes) != c:
+            raise e.error(
+                f"split sizes {sizes} must be positive and add up to the {c} channels of {x.type}"
+            )
+    else:
+        raise e.error(f"split size must be an int or a list of ints, got {s!r}")
+    return _split(e, x, sizes)
+
+
+def chunk(x: Value, chunks: int, dim: int = -1) -> list[Value]:
+    """``torch.chunk`` along the channel (last) dimension: slices of ceil(C / chunks) channels,
+    the last one smaller (fewer than ``chunks`` slices when C is not divisible enough, as in
+    PyTorch); :func:`split`."""
+    e = _emitter_of(x, "chunk")
+    _channel_dim(e, "chunk", x, dim)
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise e.error(f"chunk expects a positive number of chunks, got {chunks!r}")
+    c = x.shape[-1]
+    return split(x, -(-c // chunks), dim)
+
+
+def channel_shuffle(x: Value, groups: int) -> Value:
+    """ShuffleNet's channel shuffle of an NHWC value: output channel ``j * groups + i`` is input
+    channel ``i * (C / groups) + j`` (torchvision's ``channel_shuffle``,
+    ``torch.nn.ChannelShuffle``). One group, or C groups, is the identity (nothing emitted)."""
+    e = _nhwc_emitter_of(x, "channel_shuffle")
+    c = x.shape[-1]
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1 or c % groups:
+        raise e.error(
+            f"channel_shuffle groups must be a positive int that divides the {c} channels, "
+            f"got {groups!r}"
+        )
+    if groups in (1, c):
+        return x
+    return e.op(f"rn.channel_shuffle {x.name} groups {groups} : {x.type}", x.type)
 
 
 def _ceil_pool_out(size: int, k: int, s: int, p: int) -> int:

@@ -33,6 +33,7 @@ __all__ = [
     "BatchNorm2d",
     "Bottleneck",
     "Buffer",
+    "ChannelShuffle",
     "Conv2d",
     "CrossEntropyLoss",
     "Dropout",
@@ -669,29 +670,76 @@ class Hardsigmoid(Module):
 
 class _Pool2d(Module):
     def __init__(
-        self, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0
+        self,
+        kernel_size: IntPair,
+        stride: IntPair | None = None,
+        padding: IntPair = 0,
+        ceil_mode: bool = False,
     ) -> None:
         super().__init__()
         self.kernel_size = F._pair(kernel_size, "kernel_size")
         self.stride = self.kernel_size if stride is None else F._pair(stride, "stride")
         self.padding = F._pair(padding, "padding")
+        self.ceil_mode = bool(ceil_mode)
 
     def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+            + (", ceil_mode=True" if self.ceil_mode else "")
+        )
 
 
 class MaxPool2d(_Pool2d):
-    """Max pooling (``stride`` defaults to ``kernel_size``)."""
+    """Max pooling (``stride`` defaults to ``kernel_size``), ``torch.nn.MaxPool2d``'s arguments:
+    ``ceil_mode=True`` keeps PyTorch's partial last windows; ``dilation`` must be 1 and
+    ``return_indices`` False (RN implements neither)."""
+
+    def __init__(
+        self,
+        kernel_size: IntPair,
+        stride: IntPair | None = None,
+        padding: IntPair = 0,
+        dilation: IntPair = 1,
+        return_indices: bool = False,
+        ceil_mode: bool = False,
+    ) -> None:
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        if F._pair(dilation, "dilation") != (1, 1):
+            raise ValueError(f"MaxPool2d dilation {dilation!r} is not supported (only 1)")
+        if return_indices:
+            raise ValueError("MaxPool2d return_indices=True is not supported")
 
     def forward(self, x: Value) -> Value:
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
 
 
 class AvgPool2d(_Pool2d):
-    """Average pooling; padding counts in the divisor (``count_include_pad=True``)."""
+    """Average pooling, ``torch.nn.AvgPool2d``'s arguments: padding counts in the divisor unless
+    ``count_include_pad=False``; ``ceil_mode=True`` keeps PyTorch's partial last windows;
+    ``divisor_override`` must be None (not implemented)."""
+
+    def __init__(
+        self,
+        kernel_size: IntPair,
+        stride: IntPair | None = None,
+        padding: IntPair = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> None:
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        if divisor_override is not None:
+            raise ValueError("AvgPool2d divisor_override is not supported")
+        self.count_include_pad = bool(count_include_pad)
 
     def forward(self, x: Value) -> Value:
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return F.avg_pool2d(
+            x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad
+        )
+
+    def extra_repr(self) -> str:
+        excluded = "" if self.count_include_pad else ", count_include_pad=False"
+        return super().extra_repr() + excluded
 
 
 class AdaptiveAvgPool2d(Module):
@@ -719,6 +767,24 @@ class Flatten(Module):
 
     def forward(self, x: Value) -> Value:
         return F.flatten(x)
+
+
+class ChannelShuffle(Module):
+    """ShuffleNet's channel shuffle into ``groups`` groups, as ``torch.nn.ChannelShuffle``:
+    ``rn.channel_shuffle`` of the NHWC input (output channel ``j * groups + i`` is input channel
+    ``i * (C / groups) + j``)."""
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+            raise ValueError(f"ChannelShuffle groups must be a positive int, got {groups!r}")
+        self.groups = groups
+
+    def forward(self, x: Value) -> Value:
+        return F.channel_shuffle(x, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
 
 
 class Dropout(Module):

@@ -589,3 +589,146 @@ def test_trace_summary() -> None:
     assert trace.layers[-1].output_shape == ()
     assert "trainable parameters: 312" in trace.summary()
     assert re.search(r"^loss +CrossEntropyLoss +scalar +0$", trace.summary(), re.M)
+
+
+class Dense(nn.Module):
+    """A DenseNet-like unit in NHWC: a branch concatenated to its input, split again into an
+    uneven pair (torch.split's rule), shuffled, and pooled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1, bias=False)
+        self.shuffle = nn.ChannelShuffle(7)
+
+    def forward(self, x: rn.Value) -> rn.Value:
+        y = rn.cat([x, self.conv(x)])  # 3 + 4 = 7 channels
+        a, b = rn.split(y, 4)  # 4 and 3
+        y = self.shuffle(rn.concat([b, a, a, b]))  # 14 channels, 7 groups
+        return rn.flatten(rn.global_avg_pool(y))
+
+
+def test_concat_split_and_channel_shuffle_text() -> None:
+    """Tests the text of rn.concat (its operand list and signature), rn.split (one op of
+    several results, ``%n:k``, used as ``%n#i``) and rn.channel_shuffle."""
+    ops = body(emit(Dense(), classes=14))
+    t = "tensor<2x8x8x{}xf32>".format
+    assert ops[1] == f"%2 = rn.concat %images, %1 : ({t(3)}, {t(4)}) -> {t(7)}"
+    assert ops[2] == f"%3:2 = rn.split %2 : {t(7)} -> {t(4)}, {t(3)}"
+    assert ops[3] == (
+        f"%4 = rn.concat %3#1, %3#0, %3#0, %3#1 : ({t(3)}, {t(4)}, {t(4)}, {t(3)}) -> {t(14)}"
+    )
+    assert ops[4] == f"%5 = rn.channel_shuffle %4 groups 7 : {t(14)}"
+    assert ops[5] == f"%6 = rn.global_avg_pool %5 : {t(14)} -> tensor<2x1x1x14xf32>"
+    assert repr(Dense().shuffle) == "ChannelShuffle(groups=7)"
+
+
+def test_split_and_chunk_sizes_follow_pytorch() -> None:
+    """Tests torch's slice sizes: split by a size (the last slice smaller), by a list, chunk
+    into ceil(C / chunks) channels (fewer slices than asked when C is small), and on [N, C]
+    values; one slice, one value, one group and C groups emit nothing."""
+
+    def sizes(fn: object, shape: tuple[int, int, int] = (10, 2, 2)) -> list[list[int]]:
+        found: list[list[int]] = []
+
+        class M(nn.Module):
+            def forward(self, x: rn.Value) -> rn.Value:
+                parts = fn(x)  # type: ignore[operator]
+                found.append([p.shape[-1] for p in parts])
+                y = rn.concat(parts)
+                return rn.flatten(rn.global_avg_pool(y)) if y.ndim == 4 else y
+
+        emit(M(), shape=shape, classes=shape[0])
+        return found
+
+    assert sizes(lambda x: rn.split(x, 4)) == [[4, 4, 2]]
+    assert sizes(lambda x: rn.split(x, [1, 6, 3], dim=3)) == [[1, 6, 3]]
+    assert sizes(lambda x: rn.chunk(x, 3)) == [[4, 4, 2]]
+    assert sizes(lambda x: rn.chunk(x, 4), (6, 2, 2)) == [[2, 2, 2]]  # as torch.chunk(6, 4)
+    assert sizes(lambda x: rn.chunk(x, 1)) == [[10]]
+    assert sizes(lambda x: rn.split(rn.flatten(rn.global_avg_pool(x)), [3, 7])) == [[3, 7]]
+
+    class Identities(nn.Module):
+        def forward(self, x: rn.Value) -> rn.Value:
+            y = rn.concat([rn.split(x, 3)[0]])
+            y = rn.channel_shuffle(rn.channel_shuffle(y, 1), 3)
+            return rn.flatten(y)
+
+    ops = body(emit(Identities(), classes=12, shape=(3, 2, 2)))
+    assert ops[0].startswith("%0 = rn.flatten %images")
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (lambda x: rn.cat([x, x], dim=1),
+         r"^M: cat along dim 1 of tensor<2x8x8x3xf32>: RN cats along the channels only, the "
+         r"last dimension of its NHWC and \[N, C\] values \(dim=-1; PyTorch's dim 1 of NCHW\)$"),
+        (lambda x: rn.concat([x, rn.max_pool2d(x, 2)]),
+         r"^M: concat operands differ in more than their channels: tensor<2x8x8x3xf32> vs "
+         r"tensor<2x4x4x3xf32>$"),
+        (lambda x: rn.concat([x, 2.0]),
+         r"^M: concat expects traced tensor values of the same trace$"),
+        (lambda x: rn.concat([]), r"^concat: expected a non-empty list of traced tensor values"),
+        (lambda x: rn.concat(x), r"^concat: expected a non-empty list of traced tensor values"),
+        (lambda x: rn.split(x, [1, 1]),
+         r"^M: split sizes \[1, 1\] must be positive and add up to the 3 channels of "
+         r"tensor<2x8x8x3xf32>$"),
+        (lambda x: rn.split(x, [0, 3]), r"^M: split sizes \[0, 3\] must be positive"),
+        (lambda x: rn.split(x, 0), r"^M: split size must be positive, got 0$"),
+        (lambda x: rn.split(x, 1.5), r"^M: split size must be an int or a list of ints, got 1.5$"),
+        (lambda x: rn.split(x, 1, dim=0), r"^M: split along dim 0 of tensor<2x8x8x3xf32>"),
+        (lambda x: rn.split(x, 1, dim=4), r"^M: split dim must be an int in \[-4, 3\], got 4$"),
+        (lambda x: rn.chunk(x, 0), r"^M: chunk expects a positive number of chunks, got 0$"),
+        (lambda x: rn.channel_shuffle(x, 2),
+         r"^M: channel_shuffle groups must be a positive int that divides the 3 channels, got 2$"),
+        (lambda x: rn.channel_shuffle(rn.flatten(x), 3),
+         r"^M: channel_shuffle expects a 4-D NHWC input, got shape \[2, 192\]$"),
+    ],
+    ids=["cat_dim", "concat_shapes", "concat_number", "concat_empty", "concat_value",
+         "split_sum", "split_zero", "split_size", "split_float", "split_dim", "split_dim_range",
+         "chunk_zero", "shuffle_groups", "shuffle_rank"],
+)
+def test_concat_split_and_shuffle_checks(fn: object, message: str) -> None:
+    """Tests each argument check of concat, cat, split, chunk and channel_shuffle: one
+    ValueError naming the module, as the other ops' checks do."""
+
+    class M(nn.Module):
+        def forward(self, x: rn.Value) -> rn.Value:
+            out = fn(x)  # type: ignore[operator]
+            return rn.flatten(out if isinstance(out, rn.Value) else out[0])
+
+    with pytest.raises(ValueError, match=message):
+        emit(M(), classes=192)
+
+
+def test_pool_modules_take_pytorchs_arguments() -> None:
+    """Tests that nn.MaxPool2d and nn.AvgPool2d take torch.nn's arguments (ceil_mode,
+    count_include_pad, in torch's positional order) and emit them, and refuse the ones RN does
+    not implement (dilation, return_indices, divisor_override)."""
+    model = nn.Sequential(
+        nn.MaxPool2d(3, 2, 0, 1, False, True),  # 8 -> 4 (floor mode: 3)
+        nn.AvgPool2d(2, 2, 1, True, False),  # 4 -> 3
+        nn.Flatten(),
+    )
+    ops = body(emit(model, classes=27))
+    assert ops[0] == (
+        "%0 = rn.max_pool2d %images kernel [3, 3] stride [2, 2] pad [0, 0] ceil_mode : "
+        "tensor<2x8x8x3xf32> -> tensor<2x4x4x3xf32>"
+    )
+    assert ops[1] == (
+        "%1 = rn.avg_pool2d %0 kernel [2, 2] stride [2, 2] pad [1, 1] ceil_mode exclude_pad : "
+        "tensor<2x4x4x3xf32> -> tensor<2x3x3x3xf32>"
+    )
+    assert repr(model[1]) == (
+        "AvgPool2d(kernel_size=(2, 2), stride=(2, 2), padding=(1, 1), ceil_mode=True, "
+        "count_include_pad=False)"
+    )
+    assert repr(nn.MaxPool2d(2)) == "MaxPool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))"
+    with pytest.raises(ValueError, match=r"MaxPool2d dilation 2 is not supported \(only 1\)"):
+        nn.MaxPool2d(3, dilation=2)
+    with pytest.raises(ValueError, match=r"MaxPool2d return_indices=True is not supported"):
+        nn.MaxPool2d(3, return_indices=True)
+    with pytest.raises(ValueError, match=r"AvgPool2d divisor_override is not supported"):
+        nn.AvgPool2d(3, divisor_override=2)
+    with pytest.raises(ValueError, match=r"ChannelShuffle groups must be a positive int, got 0"):
+        nn.ChannelShuffle(0)
