@@ -57,7 +57,9 @@ SUPPORTED = (
     "hardsigmoid, torch.flatten / flatten, view / reshape to [N, -1], mean over H and W, "
     "adaptive_avg_pool2d, avg_pool2d, max_pool2d, dropout, torchvision's stochastic_depth, "
     "timm's drop_path, size() / shape, contiguous(), permute to channels-last and back "
-    "(torch.permute, Permute), layer_norm, a [C, 1, 1] parameter * x (ConvNeXt's layer scale)"
+    "(torch.permute, Permute), layer_norm, a [C, 1, 1] parameter * x (ConvNeXt's layer scale), "
+    "torch.cat / torch.concat, torch.chunk / chunk and torch.split / split along the channels, "
+    "ShuffleNet's channel shuffle (view(N, g, C // g, H, W), transpose(1, 2), view(N, C, H, W))"
 )
 
 
@@ -113,6 +115,176 @@ def _tracer() -> Any:
                     or _is_timm_linear(m) or super().is_leaf_module(m, qualname))
 
     return Tracer()
+
+
+class _Batch(int):
+    """The batch size of a shape-specialized trace (:func:`_shape_tracer`), as ``x.size(0)`` or
+    ``x.shape[0]`` gives it there: an int that the graph keeps where forward passes it on (a
+    ``view(batchsize, ...)``), so that the importer reads it as RN's batch, whatever the batch
+    it emits for. Arithmetic on it gives plain ints (not the batch any more)."""
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+
+_TRACE_BATCH = 2
+"""The batch of a shape-specialized trace: 2 rather than 1, so that nothing of the trace sees a
+degenerate batch (a squeeze, a batch norm of one sample)."""
+
+
+def _shape_tracer(input_shape: tuple[int, int, int]) -> Any:
+    """A tracer like :func:`_tracer`'s whose proxies also carry the values forward computes for
+    a batch of zeros of ``input_shape`` (batch :data:`_TRACE_BATCH`), so that ``x.size()``,
+    ``x.shape``, ``x.dim()``, ``x.ndim`` and ``len(x)`` are numbers and a tuple a function
+    returns (``x.chunk(2, 1)``) can be unpacked: what torchvision's ``channel_shuffle`` does
+    (``batchsize, num_channels, height, width = x.size()``), which symbolic tracing refuses.
+
+    The graph is then specialized to ``input_shape``, as RN's import is anyway (C, H and W are
+    fixed; Python code that branches on them is traced for them); the batch is not fixed: the
+    batch the trace sees is a :class:`_Batch`, which a view or reshape takes as RN's batch. Only
+    shapes are read from the values: a branch on a value (``if x.mean() > 0``) still fails.
+    Leaf modules run on the values in eval mode, parameters read directly are copies, and
+    nothing runs with gradients: the module's state is left as it was."""
+    torch = _torch()
+    base = type(_tracer())
+
+    class ShapeProxy(torch.fx.Proxy):  # type: ignore[misc]
+        _value: Any = None
+        _batched = False
+
+        def _shape(self) -> tuple[int, ...] | None:
+            v = self._value
+            if not isinstance(v, torch.Tensor):
+                return None
+            dims = tuple(int(d) for d in v.shape)
+            if self._batched and dims:
+                return (_Batch(dims[0]), *dims[1:])
+            return dims
+
+        def size(self, dim: int | None = None) -> Any:
+            shape = self._shape()
+            if shape is None:
+                args = (self,) if dim is None else (self, dim)
+                return self.tracer.create_proxy("call_method", "size", args, {})
+            return shape if dim is None else shape[dim]
+
+        def dim(self) -> Any:
+            shape = self._shape()
+            if shape is None:
+                return self.tracer.create_proxy("call_method", "dim", (self,), {})
+            return len(shape)
+
+        @property
+        def shape(self) -> Any:
+            shape = self._shape()
+            if shape is None:
+                return self.tracer.create_proxy("call_function", getattr, (self, "shape"), {})
+            return shape
+
+        @property
+        def ndim(self) -> Any:
+            shape = self._shape()
+            if shape is None:
+                return self.tracer.create_proxy("call_function", getattr, (self, "ndim"), {})
+            return len(shape)
+
+        def __len__(self) -> int:
+            shape = self._shape()
+            if shape:
+                return shape[0]
+            if isinstance(self._value, (tuple, list)):
+                return len(self._value)
+            return super().__len__()  # type: ignore[no-any-return]
+
+        def __iter__(self) -> Any:
+            if isinstance(self._value, (tuple, list)):
+                return iter([self[i] for i in range(len(self._value))])
+            return self.tracer.iter(self)  # fx's refusal (a tensor is not unpacked)
+
+    class ShapeTracer(base):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__()
+            self._concrete = False  # a leaf module runs on values: its calls are not traced
+            self._forward: Any = None
+
+        def proxy(self, node: Any) -> Any:
+            return ShapeProxy(node, self)
+
+        def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: Any) -> Any:
+            if self._concrete:
+                return attr_val
+            return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+        def call_module(self, m: Any, forward: Any, args: Any, kwargs: Any) -> Any:
+            if self._concrete:
+                return forward(*args, **kwargs)
+            self._forward = forward
+            return super().call_module(m, forward, args, kwargs)
+
+        def create_proxy(self, kind: str, target: Any, args: Any, kwargs: Any, *rest: Any,
+                         **kw: Any) -> Any:
+            proxy = super().create_proxy(kind, target, args, kwargs, *rest, **kw)
+            if isinstance(proxy, ShapeProxy):
+                try:
+                    proxy._value, proxy._batched = self._evaluate(kind, target, args, kwargs)
+                except Exception:  # no value: shape queries on it are traced as usual
+                    proxy._value, proxy._batched = None, False
+            return proxy
+
+        def _evaluate(self, kind: str, target: Any, args: Any, kwargs: Any) -> tuple[Any, bool]:
+            if kind == "placeholder":
+                c, h, w = input_shape
+                return torch.zeros(_TRACE_BATCH, c, h, w), True
+            batched = False
+            missing = False
+
+            def value(a: Any) -> Any:
+                nonlocal batched, missing
+                if isinstance(a, ShapeProxy):
+                    batched = batched or a._batched
+                    missing = missing or a._value is None
+                    return a._value
+                if isinstance(a, torch.fx.Proxy):
+                    missing = True
+                return a
+
+            cargs = torch.fx.node.map_aggregate(args, value)
+            ckwargs = torch.fx.node.map_aggregate(kwargs, value)
+            if missing:
+                return None, False
+            self._concrete = True
+            modes: list[tuple[Any, bool]] = []
+            try:
+                with torch.no_grad():
+                    if kind == "get_attr":
+                        out: Any = self.root
+                        for part in target.split("."):
+                            out = getattr(out, part)
+                        out = out.detach().clone() if isinstance(out, torch.Tensor) else out
+                    elif kind == "call_function":
+                        out = target(*cargs, **ckwargs)
+                    elif kind == "call_method":
+                        out = getattr(cargs[0], target)(*cargs[1:], **ckwargs)
+                    elif kind == "call_module":
+                        module = self.root.get_submodule(target)
+                        modes = [(m, m.training) for m in module.modules()]
+                        module.eval()
+                        out = self._forward(*cargs, **ckwargs)
+                    else:
+                        return None, False
+            finally:
+                self._concrete = False
+                for m, mode in modes:
+                    m.training = mode
+
+            def keeps_batch(v: Any) -> bool:
+                return isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == _TRACE_BATCH
+
+            if isinstance(out, (tuple, list)):
+                return out, batched and all(keeps_batch(v) for v in out)
+            return out, batched and keeps_batch(out)
+
+    return ShapeTracer()
 
 
 def is_torch_module(obj: object) -> bool:
@@ -412,6 +584,33 @@ class _Attr:
     name: str
 
 
+@dataclass(frozen=True)
+class _Grouped:
+    """An NCHW tensor viewed as [N, a, b, H, W] (a * b = C), on its way to a channel shuffle:
+    ``view(N, g, C // g, H, W)``, ``transpose(1, 2)`` (then ``swapped``: [N, b, a, H, W]),
+    ``contiguous()`` and a view back to 4-D is ``rn.channel_shuffle`` with ``a`` groups
+    (torchvision's ``channel_shuffle``); a view back without the transpose is the tensor itself.
+    Nothing else takes it."""
+
+    source: _Tensor
+    a: int
+    b: int
+    swapped: bool = False
+
+    def torch_shape(self) -> tuple[int, ...]:
+        n, _, h, w = self.source.torch_shape()
+        return (n, self.b, self.a, h, w) if self.swapped else (n, self.a, self.b, h, w)
+
+
+_SHUFFLE = ("RN imports a 5-D view only as ShuffleNet's channel shuffle: view(N, g, C // g, H, "
+            "W), transpose(1, 2), contiguous(), view(N, C, H, W) (or flatten(1, 2))")
+
+_ARITHMETIC = frozenset({operator.add, operator.sub, operator.mul, operator.floordiv,
+                         operator.truediv, operator.mod, operator.neg})
+"""Operators that the graph may apply to numbers (sizes, under symbolic tracing:
+``x.size(1) // groups``); computed as they are when no tensor is among their arguments."""
+
+
 _CHANNELS_LAST = (0, 2, 3, 1)
 _CHANNELS_FIRST = (0, 3, 1, 2)
 
@@ -478,7 +677,8 @@ def _trace_error(module: Any, error: BaseException) -> UnsupportedModelError:
     at = f" at `{source}`" if source else ""
     return UnsupportedModelError(
         f"{name}: torch.fx cannot trace it symbolically{at} ({why}); RN imports models whose "
-        "forward torch.fx.symbolic_trace can trace"
+        "forward torch.fx.symbolic_trace can trace, or can with the shapes of the import's input "
+        "fixed"
     )
 
 
@@ -509,12 +709,22 @@ class ImportedModel(Module):
         torch = _torch()
         object.__setattr__(self, "_torch_type", type(module).__name__)
         object.__setattr__(self, "_input_shape", tuple(input_shape))
+        # Symbolic tracing first: its graph holds for any input shape and computes nothing.
+        # Where it fails (forward unpacks x.size(), as torchvision's channel_shuffle does, or a
+        # tuple, which fx cannot under Python 3.11 and torch 1.13), a trace with the shapes of
+        # this import's input (_shape_tracer) often gets through; its error, if it fails too,
+        # is the refusal (it gets at least as far as the symbolic one).
         tracer = _tracer()
         tracer.record_stack_traces = True
         try:
             graph = tracer.trace(module)
-        except Exception as e:  # fx raises several types for untraceable code
-            raise _trace_error(module, e) from e
+        except Exception:  # fx raises several types for untraceable code
+            tracer = _shape_tracer(self._input_shape)
+            tracer.record_stack_traces = True
+            try:
+                graph = tracer.trace(module)
+            except Exception as e:
+                raise _trace_error(module, e) from e
         gm = torch.fx.GraphModule(module, graph)
         object.__setattr__(self, "_graph", gm)
         object.__setattr__(self, "_torch_state", module.state_dict())
@@ -727,7 +937,11 @@ class ImportedModel(Module):
         line = ""
         trace = getattr(node, "stack_trace", None)
         if trace:
-            frames = [t.strip() for t in trace.strip().splitlines() if t.strip().startswith("File")]
+            # Innermost first; fx's and the shape tracer's own frames (_shape_tracer) skipped.
+            ours = tuple(f'File "{os.path.join(os.path.dirname(os.path.abspath(f)), "")}'
+                         for f in (__file__, _torch().__file__))
+            frames = [t.strip() for t in trace.strip().splitlines()
+                      if t.strip().startswith("File") and not t.strip().startswith(ours)]
             if frames:  # innermost first: the line of the user's forward
                 line = f", {frames[0]}"
         kind = "method" if node.op == "call_method" else "function"
@@ -741,6 +955,7 @@ class ImportedModel(Module):
         kwargs = self._arg(env, node.kwargs)
         try:
             self._check_layout(node, args, kwargs)
+            self._check_grouped(node, args, kwargs)
             if node.op == "call_module":
                 return self._call_module(node, self._graph.get_submodule(node.target), args, kwargs)
             if node.op == "call_function":
@@ -785,6 +1000,31 @@ class ImportedModel(Module):
         if not ok:
             raise self._fail(node, "reads a channels-last tensor (after permute(0, 2, 3, 1)); "
                                    "permute it back to NCHW first")
+
+    _GROUPED_METHODS = ("view", "reshape", "transpose", "swapaxes", "swapdims", "permute",
+                        "contiguous", "flatten")
+
+    def _grouped_functions(self) -> dict[Any, str]:
+        """The functions that take a channel shuffle's 5-D view, as the methods they are."""
+        torch = _torch()
+        names = ("transpose", "swapaxes", "swapdims", "permute", "flatten", "reshape")
+        return {getattr(torch, n): n for n in names if hasattr(torch, n)}
+
+    def _check_grouped(self, node: Any, args: tuple, kwargs: dict) -> None:
+        """Refuse a channel shuffle's 5-D view (:class:`_Grouped`) anywhere but as the first
+        argument of the view, transpose and flatten that make the shuffle."""
+        import torch.fx
+
+        flat: list[Any] = []
+        torch.fx.node.map_aggregate((args, kwargs), lambda a: flat.append(a))
+        grouped = [a for a in flat if isinstance(a, _Grouped)]
+        if not grouped:
+            return
+        takes = (node.op == "call_method" and node.target in self._GROUPED_METHODS) or (
+            node.op == "call_function" and node.target in self._grouped_functions())
+        if not takes or not args or args[0] is not grouped[0] or len(grouped) > 1:
+            raise self._fail(node, f"takes a 5-D view {list(grouped[0].torch_shape())}; "
+                                   f"{_SHUFFLE}")
 
     # -- modules --------------------------------------------------------------
 
@@ -1061,18 +1301,174 @@ class ImportedModel(Module):
         pooled = _Tensor(F.global_avg_pool(x.value))
         return pooled if keepdim else self._flat(pooled)
 
-    def _reshape(self, node: Any, x: _Tensor, shape: Any) -> _Tensor:
+    @staticmethod
+    def _shape_arg(shape: Any, batch: int) -> tuple[Any, ...]:
+        """A view's or reshape's sizes, given as ints or one sequence; a :class:`_Batch` (the
+        batch of a shape-specialized trace) first among them is ``batch``, RN's."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        shape = tuple(shape)
+        if shape and isinstance(shape[0], _Batch):
+            shape = (batch, *shape[1:])
+        return shape
+
+    def _reshape(self, node: Any, x: _Tensor, shape: Any) -> _Tensor | _Grouped:
+        """A reshape to [N, -1] (a flatten), to the same shape, or, of an NCHW tensor, to
+        [N, a, b, H, W] with a * b = C (a channel shuffle's first view: :class:`_Grouped`). The
+        first size is RN's batch when it is the input's (under symbolic tracing,
+        ``x.size(0)`` is the batch RN emits for), -1, or the batch that a shape-specialized
+        trace saw (:class:`_Batch`)."""
         current = x.torch_shape()
+        shape = self._shape_arg(shape, current[0])
         total = math.prod(current)
+        if len(shape) == 5:
+            return self._group(node, x, shape)
         if len(shape) == 2 and shape[0] in (current[0], -1) and shape[1] in (total // current[0], -1):
             return self._flat(x)
         if tuple(shape) == current:
             return x
         raise self._fail(
-            node, f"reshape of {list(current)} to {list(shape)}; RN reshapes to [N, -1] only"
+            node, f"reshape of {list(current)} to {list(shape)}; RN reshapes to [N, -1] only "
+            "(and to [N, g, C // g, H, W] for a channel shuffle)"
         )
+
+    def _group(self, node: Any, x: _Tensor, shape: tuple[Any, ...]) -> _Grouped:
+        """``view(N, a, b, H, W)`` of an NCHW tensor with a * b = C (one of a, b may be -1)."""
+        current = x.torch_shape()
+        if x.value.ndim == 4 and not x.channels_last and all(isinstance(d, int) for d in shape):
+            n, c, h, w = current
+            sizes = [n if shape[0] == -1 else shape[0], *shape[1:]]
+            if sizes[1:3].count(-1) == 1 and all(d > 0 for d in sizes[1:3] if d != -1):
+                known = sizes[2] if sizes[1] == -1 else sizes[1]
+                if c % known == 0:
+                    sizes[sizes.index(-1, 1, 3)] = c // known
+            if (sizes[0] == n and tuple(sizes[3:]) == (h, w) and min(sizes[1:3]) > 0
+                    and sizes[1] * sizes[2] == c):
+                return _Grouped(x, sizes[1], sizes[2])
+        raise self._fail(node, f"reshape of {list(current)} to {list(shape)}; {_SHUFFLE}")
+
+    def _grouped(self, node: Any, name: str, g: _Grouped, rest: tuple, kwargs: dict) -> Any:
+        """A method (or the function of that name) of a channel shuffle's 5-D view."""
+        n, c, h, w = g.source.torch_shape()
+        if name == "contiguous":
+            return g
+        if name in ("transpose", "swapaxes", "swapdims"):
+            dims = [*rest, *(kwargs[k] for k in ("dim0", "dim1", "axis0", "axis1") if k in kwargs)]
+            if (len(dims) == 2 and all(isinstance(d, int) for d in dims)
+                    and sorted(d % 5 for d in dims) == [1, 2]):
+                return _Grouped(g.source, g.a, g.b, not g.swapped)
+        elif name == "permute":
+            dims = rest[0] if len(rest) == 1 and isinstance(rest[0], (tuple, list)) else rest
+            dims = tuple(kwargs.get("dims", dims))
+            if all(isinstance(d, int) for d in dims) and len(dims) == 5:
+                dims = tuple(d % 5 for d in dims)
+                if dims == (0, 1, 2, 3, 4):
+                    return g
+                if dims == (0, 2, 1, 3, 4):
+                    return _Grouped(g.source, g.a, g.b, not g.swapped)
+        elif name in ("view", "reshape"):
+            shape = self._shape_arg(rest if rest else kwargs.get("shape", ()), n)
+            if (len(shape) == 4 and shape[0] in (n, -1) and shape[1] in (c, -1)
+                    and tuple(shape[2:]) == (h, w) and shape[:2] != (-1, -1)):
+                return self._shuffled(g)
+        elif name == "flatten":
+            start = rest[0] if rest else kwargs.get("start_dim", 0)
+            end = rest[1] if len(rest) > 1 else kwargs.get("end_dim", -1)
+            if isinstance(start, int) and isinstance(end, int) and (start % 5, end % 5) == (1, 2):
+                return self._shuffled(g)
+        raise self._fail(node, f"{name} of a 5-D view {list(g.torch_shape())}; {_SHUFFLE}")
+
+    @staticmethod
+    def _shuffled(g: _Grouped) -> _Tensor:
+        """The 4-D tensor a channel shuffle's 5-D view is viewed back as: ``rn.channel_shuffle``
+        with ``a`` groups if its dims 1 and 2 were swapped (PyTorch's ``view(N, a, b, H, W)``,
+        ``transpose(1, 2)``, ``view(N, C, H, W)``: output channel j * a + i is input channel
+        i * b + j), else the tensor itself."""
+        if not g.swapped:
+            return g.source
+        return _Tensor(F.channel_shuffle(g.source.value, g.a))
+
+    def _channels(self, node: Any, t: _Tensor, dim: Any, what: str) -> None:
+        """Check that ``dim`` is the channel dimension of ``t`` as PyTorch sees it: 1 of NCHW
+        and [N, C] tensors, 3 (or -1) of channels-last ones."""
+        nd = t.value.ndim
+        if t.chw is not None:
+            raise self._fail(node, f"{what} of a flattened C x H x W tensor (RN orders its "
+                                   "features H, W, C); pool or flatten after it")
+        if isinstance(dim, bool) or not isinstance(dim, int) or not -nd <= dim < nd:
+            raise self._fail(node, f"{what} along dim {dim!r} of {list(t.torch_shape())}")
+        channel = 3 if nd == 4 and t.channels_last else 1
+        if nd not in (2, 4) or dim % nd != channel:
+            raise self._fail(
+                node, f"{what} along dim {dim} of {list(t.torch_shape())}; RN {what}s along the "
+                "channels only (dim 1 of NCHW and [N, C] tensors, dim 3 of channels-last ones)")
+
+    def _cat(self, node: Any, tensors: Any, dim: Any = 0) -> _Tensor:
+        """``torch.cat`` along the channels: ``rn.concat`` (one tensor: itself)."""
+        if not isinstance(tensors, (tuple, list)) or not tensors:
+            raise self._fail(node, f"expects a non-empty list of tensors, got {tensors!r}")
+        ts = [self._tensor(node, t) for t in tensors]
+        for t in ts:
+            self._channels(node, t, dim, "concatenate")
+        if len({t.channels_last for t in ts if t.value.ndim == 4}) > 1:
+            raise self._fail(node, "concatenates a channels-last tensor and an NCHW one")
+        if len(ts) == 1:
+            return ts[0]
+        return _Tensor(F.concat([t.value for t in ts]), channels_last=ts[0].channels_last)
+
+    def _split(self, node: Any, x: Any, size: Any, dim: Any = 0, *, chunks: bool = False
+               ) -> tuple[_Tensor, ...]:
+        """``torch.split`` / ``torch.chunk`` along the channels, PyTorch's sizes (an uneven last
+        slice): ``rn.split``, whose slices must all be used (one slice: the tensor itself)."""
+        t = self._tensor(node, x)
+        what = "chunk" if chunks else "split"
+        self._channels(node, t, dim, what)
+        c = t.value.shape[-1]
+        if chunks:
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise self._fail(node, f"chunk expects a positive number of chunks, got {size!r}")
+            size = -(-c // size)
+        if isinstance(size, int) and not isinstance(size, bool):
+            if size < 1:
+                raise self._fail(node, f"split size must be positive, got {size}")
+            sizes = [size] * (c // size) + ([c % size] if c % size else [])
+        elif isinstance(size, (tuple, list)) and all(
+                isinstance(k, int) and not isinstance(k, bool) for k in size):
+            sizes = list(size)
+            if sum(sizes) != c or min(sizes, default=0) < 0:
+                raise self._fail(node, f"split sizes {sizes} do not add up to the {c} channels "
+                                       f"of {list(t.torch_shape())}")
+            if 0 in sizes:
+                raise self._fail(node, f"split sizes {sizes}: RN has no empty tensors")
+        else:
+            raise self._fail(node, f"split size must be an int or a list of ints, got {size!r}")
+        if len(sizes) == 1:
+            return (t,)
+        unused = self._unused_slices(node, len(sizes))
+        if unused:
+            many = len(unused) > 1
+            raise self._fail(node, f"slice{'s' if many else ''} {unused} of the {len(sizes)} "
+                                   f"{what} slices {'are' if many else 'is'} not used; RN's "
+                                   "rn.split needs every slice to reach the loss")
+        return tuple(_Tensor(v, channels_last=t.channels_last)
+                     for v in F.split(t.value, sizes))
+
+    @staticmethod
+    def _unused_slices(node: Any, count: int) -> list[int]:
+        """The slices of a split node that no node reads (by ``operator.getitem``); none when
+        the tuple is used whole."""
+        used: set[int] = set()
+        for user in node.users:
+            if user.op != "call_function" or user.target is not operator.getitem:
+                return []
+            index = user.args[1]
+            if isinstance(index, slice):
+                used.update(range(count)[index])
+            elif isinstance(index, int) and user.users:
+                used.add(index % count)
+            elif not isinstance(index, int):
+                return []
+        return [i for i in range(count) if i not in used]
 
     # -- functions and methods -------------------------------------------------
 
@@ -1144,7 +1540,24 @@ class ImportedModel(Module):
         def getattr_(node: Any, x: Any, name: str) -> Any:
             if isinstance(x, _Tensor) and name == "shape":
                 return x.torch_shape()
-            raise self._fail(node, f"reads attribute {name!r}; RN supports .shape only")
+            if isinstance(x, _Tensor) and name == "ndim":
+                return len(x.torch_shape())
+            raise self._fail(node, f"reads attribute {name!r}; RN supports .shape and .ndim only")
+
+        def cat(node: Any, tensors: Any, dim: Any = 0, **kw: Any) -> _Tensor:
+            if kw.get("out") is not None:
+                raise self._fail(node, "out= is not supported")
+            return self._cat(node, tensors, dim)
+
+        def chunk(node: Any, x: Any, chunks: Any, dim: Any = 0) -> tuple[_Tensor, ...]:
+            return self._split(node, x, chunks, dim, chunks=True)
+
+        def split(node: Any, x: Any, split_size_or_sections: Any, dim: Any = 0
+                  ) -> tuple[_Tensor, ...]:
+            return self._split(node, x, split_size_or_sections, dim)
+
+        def reshape(node: Any, x: Any, shape: Any) -> Any:
+            return self._reshape(node, self._tensor(node, x), shape)
 
         def getitem(node: Any, x: Any, index: Any) -> Any:
             if isinstance(x, (tuple, list)):
@@ -1178,7 +1591,14 @@ class ImportedModel(Module):
             torch.mean: mean,
             getattr: getattr_,
             operator.getitem: getitem,
+            torch.cat: cat,
+            torch.chunk: chunk,
+            torch.split: split,
+            torch.reshape: reshape,
         }
+        for alias in ("concat", "concatenate"):  # torch.concat: 1.10; concatenate: 2.x
+            if hasattr(torch, alias):
+                table[getattr(torch, alias)] = cat
         relu_ = getattr(torch, "relu_", None)
         if relu_ is not None:
             table[relu_] = unary(F.relu)
@@ -1190,6 +1610,11 @@ class ImportedModel(Module):
         return x
 
     def _call_function(self, node: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if fn in _ARITHMETIC and not any(isinstance(a, (_Tensor, _Attr, _Grouped))
+                                         for a in (*args, *kwargs.values())):
+            return fn(*args, **kwargs)  # sizes: x.size(1) // groups
+        if args and isinstance(args[0], _Grouped):  # _check_grouped let only these through
+            return self._grouped(node, self._grouped_functions()[fn], args[0], args[1:], kwargs)
         table = getattr(self, "_functions", None)
         if table is None:
             table = self._function_table()
@@ -1245,6 +1670,8 @@ class ImportedModel(Module):
         return self._stochastic_depth(node, x, drop_prob, "row", training)
 
     def _call_method(self, node: Any, name: str, args: tuple, kwargs: dict) -> Any:
+        if args and isinstance(args[0], _Grouped):
+            return self._grouped(node, name, args[0], args[1:], kwargs)
         if not args or not isinstance(args[0], _Tensor):
             raise self._fail(node, "called on something other than a tensor")
         x: _Tensor = args[0]
@@ -1276,6 +1703,13 @@ class ImportedModel(Module):
             return self._flatten(node, x, start, end)
         if name in ("view", "reshape"):
             return self._reshape(node, x, rest if rest else kwargs.get("shape", ()))
+        if name == "chunk":
+            return self._split(node, x, rest[0] if rest else kwargs.get("chunks"),
+                               rest[1] if len(rest) > 1 else kwargs.get("dim", 0), chunks=True)
+        if name == "split":
+            size = rest[0] if rest else kwargs.get("split_size",
+                                                    kwargs.get("split_size_or_sections"))
+            return self._split(node, x, size, rest[1] if len(rest) > 1 else kwargs.get("dim", 0))
         if name == "mean":
             dim = rest[0] if rest else kwargs.get("dim")
             keepdim = rest[1] if len(rest) > 1 else kwargs.get("keepdim", False)
