@@ -684,7 +684,9 @@ LogicalResult BuildTrainingPass::buildTrainStep(ModuleOp module,
     b.setListener(&inserted);
     for (Operation *op : llvm::reverse(forwardOps)) {
       if (isa<SoftmaxCrossEntropyOp>(op) ||
-          !grads.getResultGradient(op->getResult(0)))
+          llvm::none_of(op->getResults(), [&](Value result) {
+            return grads.getResultGradient(result);
+          }))
         continue;
       auto rule = dyn_cast<GradientOpInterface>(op);
       if (!rule)

@@ -278,6 +278,48 @@ LogicalResult AddOp::buildGradient(OpBuilder &, GradientEmitter &emitter) {
   return success();
 }
 
+LogicalResult ConcatOp::buildGradient(OpBuilder &builder,
+                                      GradientEmitter &emitter) {
+  // The result's gradient cut back into the inputs' channel slices.
+  Value dy = emitter.getResultGradient(getResult());
+  auto split = SplitOp::create(builder, getLoc(), getInputs().getTypes(), dy);
+  for (auto [input, slice] : llvm::zip(getInputs(), split.getResults()))
+    emitter.accumulate(getLoc(), input, slice);
+  return success();
+}
+
+LogicalResult SplitOp::buildGradient(OpBuilder &builder,
+                                     GradientEmitter &emitter) {
+  // The slices' gradients joined; a slice the loss does not read would need
+  // a zero block, which RN has no op for.
+  SmallVector<Value> slices;
+  for (auto [index, result] : llvm::enumerate(getResults())) {
+    Value slice = emitter.getResultGradient(result);
+    if (!slice)
+      return emitOpError("result #")
+             << index
+             << " does not reach the loss; RN differentiates a split whose "
+                "every slice the loss depends on";
+    slices.push_back(slice);
+  }
+  emitter.accumulate(
+      getLoc(), getInput(),
+      ConcatOp::create(builder, getLoc(), getInput().getType(), slices));
+  return success();
+}
+
+LogicalResult ChannelShuffleOp::buildGradient(OpBuilder &builder,
+                                              GradientEmitter &emitter) {
+  // The inverse permutation is the shuffle with C / groups groups.
+  Value dy = emitter.getResultGradient(getResult());
+  int64_t channels = getInput().getType().getDimSize(3);
+  emitter.accumulate(getLoc(), getInput(),
+                     ChannelShuffleOp::create(
+                         builder, getLoc(), dy.getType(), dy,
+                         builder.getI64IntegerAttr(channels / getGroups())));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Random ops: training forms draw masks, evaluation is the identity
 //===----------------------------------------------------------------------===//

@@ -113,6 +113,30 @@ LogicalResult ChannelScaleOp::verify() {
                                  vectors, /*allowF32Vectors=*/false);
 }
 
+LogicalResult ConcatOp::verify() {
+  return verifyChannelSlices(ShapeDiagnostics(*this), "result",
+                             getResult().getType(), "input",
+                             getInputs().getTypes());
+}
+
+LogicalResult SplitOp::verify() {
+  return verifyChannelSlices(ShapeDiagnostics(*this), "input",
+                             getInput().getType(), "result",
+                             getResults().getTypes());
+}
+
+LogicalResult ChannelShuffleOp::verify() {
+  ShapeDiagnostics diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(diag.requireRank("input", input, 4, "NHWC")))
+    return failure();
+  int64_t groups = getGroups(), channels = input.getDimSize(3);
+  if (groups < 1 || channels % groups != 0)
+    return diag.fail("groups ", groups, " must be positive and divide the ",
+                     channels, " channels of ", input);
+  return success();
+}
+
 LogicalResult NormalizeImagesOp::verify() {
   ShapeDiagnostics diag(*this);
   RankedTensorType input = getInput().getType();

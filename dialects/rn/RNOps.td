@@ -337,6 +337,73 @@ def RN_ChannelScaleOp : RN_Op<"channel_scale", [
   let hasVerifier = 1;
 }
 
+def RN_ConcatOp : RN_Op<"concat", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure]> {
+  let summary = "concatenation along the channel (last) dimension";
+  let description = [{
+    Joins two or more NHWC (rank 4) or [N, C] (rank 2) tensors of one
+    element type and equal leading dimensions along the last dimension, in
+    operand order: PyTorch's `torch.cat(xs, dim=1)` of NCHW tensors
+    (DenseNet, Inception, GoogLeNet, SqueezeNet, ShuffleNet). The result is a
+    new buffer: each input is copied into its channel slice. Its gradient is
+    `rn.split` of the result's gradient.
+
+    ```mlir
+    %y = rn.concat %a, %b : (tensor<8x28x28x64xf16>, tensor<8x28x28x32xf16>)
+                            -> tensor<8x28x28x96xf16>
+    ```
+  }];
+  let arguments = (ins Variadic<RN_FloatTensor>:$inputs);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+def RN_SplitOp : RN_Op<"split", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure]> {
+  let summary = "slices of the channel (last) dimension: the inverse of concat";
+  let description = [{
+    Cuts an NHWC (rank 4) or [N, C] (rank 2) tensor into two or more
+    consecutive slices of its last dimension, whose sizes are the results'
+    last dimensions: PyTorch's `torch.split` / `torch.chunk` along NCHW's
+    channels (ShuffleNet v2), and the backward of `rn.concat`. Each result
+    is a new buffer. Its gradient is `rn.concat` of the slices' gradients,
+    so the loss must depend on every slice.
+
+    ```mlir
+    %halves:2 = rn.split %x : tensor<8x28x28x116xf16>
+                              -> tensor<8x28x28x58xf16>, tensor<8x28x28x58xf16>
+    ```
+  }];
+  let arguments = (ins RN_FloatTensor:$input);
+  let results = (outs Variadic<RN_FloatTensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def RN_ChannelShuffleOp : RN_Op<"channel_shuffle", [
+    DeclareOpInterfaceMethods<RN_GradientOpInterface>,
+    RN_OnStream<"comp3">, RN_ArtifactOp, Pure, SameOperandsAndResultType]> {
+  let summary = "ShuffleNet's channel shuffle: C = g x (C/g) transposed";
+  let description = [{
+    Permutes the channels (last dimension) of an NHWC tensor: output channel
+    `j * groups + i` is input channel `i * (C / groups) + j`, PyTorch's
+    `x.view(N, g, C/g, H, W).transpose(1, 2).reshape(N, C, H, W)` and
+    `torch.nn.ChannelShuffle(g)`. Its gradient is the shuffle with
+    `C / groups` groups, the inverse permutation.
+
+    ```mlir
+    %y = rn.channel_shuffle %x groups 2 : tensor<8x28x28x116xf16>
+    ```
+  }];
+  let arguments = (ins RN_FloatTensor:$input, I64Attr:$groups);
+  let results = (outs RN_FloatTensor:$result);
+  let assemblyFormat = "$input `groups` $groups attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def RN_DropoutOp : RN_Op<"dropout", [
     DeclareOpInterfaceMethods<RN_TrainingFormOpInterface>, RN_RandomInTraining,
     RN_OnStream<"comp2">,

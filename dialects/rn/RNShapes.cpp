@@ -203,6 +203,43 @@ LogicalResult mlir::rn::shapes::verifyChannelScale(const ShapeDiagnostics &diag,
   return success();
 }
 
+LogicalResult mlir::rn::shapes::verifyChannelSlices(
+    const ShapeDiagnostics &diag, StringRef wholeWhat, RankedTensorType whole,
+    StringRef sliceWhat, TypeRange slices) {
+  int64_t rank = whole.getRank();
+  if (rank != 2 && rank != 4)
+    return diag.fail(wholeWhat, " must be NHWC (rank 4) or [N, C] (rank 2), got ",
+                     whole);
+  if (failed(diag.requireStatic(wholeWhat, whole)))
+    return failure();
+  if (slices.size() < 2)
+    return diag.fail("expects at least 2 ", sliceWhat, "s, got ",
+                     slices.size());
+  int64_t channels = 0;
+  for (auto [index, type] : llvm::enumerate(slices)) {
+    auto slice = cast<RankedTensorType>(type);
+    std::string what = (sliceWhat + " #" + Twine(index)).str();
+    if (slice.getRank() != rank)
+      return diag.fail(what, " must have rank ", rank, " as ", wholeWhat,
+                       " ", whole, ", got ", slice);
+    if (failed(diag.requireStatic(what, slice)) ||
+        failed(diag.requireSameElementType(what, slice, wholeWhat, whole)))
+      return failure();
+    if (slice.getShape().drop_back() != whole.getShape().drop_back())
+      return diag.fail(what, " ", slice,
+                       " must match all but the last dimension of ", wholeWhat,
+                       " ", whole);
+    if (slice.getShape().back() < 1)
+      return diag.fail(what, " must have at least one channel, got ", slice);
+    channels += slice.getShape().back();
+  }
+  if (channels != whole.getShape().back())
+    return diag.fail("the ", sliceWhat, "s' channels add up to ", channels,
+                     ", but ", wholeWhat, " ", whole, " has ",
+                     whole.getShape().back());
+  return success();
+}
+
 LogicalResult mlir::rn::shapes::verifyImageNormalization(
     const ShapeDiagnostics &diag, RankedTensorType input, RankedTensorType mean,
     RankedTensorType std) {

@@ -150,6 +150,15 @@ LogicalResult verifySavedStatistics(const ShapeDiagnostics &diag,
                                     RankedTensorType normalized,
                                     Value batchMean, Value batchInvStd);
 
+/// A concatenation along the last dimension: `whole` (NHWC or [N, C]) is
+/// the slices joined in order. Two or more slices, each of `whole`'s rank,
+/// element type and leading dimensions, with at least one channel; their
+/// channels add up to `whole`'s. `sliceWhat` names a slice in messages
+/// ("input", "result"), with its index appended.
+LogicalResult verifyChannelSlices(const ShapeDiagnostics &diag,
+                                  StringRef wholeWhat, RankedTensorType whole,
+                                  StringRef sliceWhat, TypeRange slices);
+
 /// logits [N, classes] with labels [N].
 LogicalResult verifyLogitsAndLabels(const ShapeDiagnostics &diag,
                                     RankedTensorType logits,

@@ -284,6 +284,14 @@ struct attrs {
 };
 } // namespace cbr_inference
 
+namespace channel_shuffle {
+struct attrs {
+  static int64_t groups(const Node &node, int64_t absent = 0) {
+    return detail::integer(node, "groups").value_or(absent);
+  }
+};
+} // namespace channel_shuffle
+
 namespace conv2d {
 struct attrs {
   static std::vector<int64_t> strides(const Node &node) {

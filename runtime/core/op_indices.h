@@ -318,6 +318,15 @@ inline constexpr size_t scale_grad = 1;
 } // namespace result
 } // namespace channel_scale_backward
 
+namespace channel_shuffle {
+namespace operand {
+inline constexpr size_t input = 0;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace channel_shuffle
+
 namespace check_finite {
 namespace operand {
 inline constexpr size_t inputs = 0;
@@ -326,6 +335,15 @@ namespace result {
 inline constexpr size_t found_non_finite = 0;
 } // namespace result
 } // namespace check_finite
+
+namespace concat {
+namespace operand {
+inline constexpr size_t inputs = 0;
+} // namespace operand
+namespace result {
+inline constexpr size_t result = 0;
+} // namespace result
+} // namespace concat
 
 namespace conv2d {
 namespace operand {
@@ -807,6 +825,15 @@ namespace result {
 inline constexpr size_t logits_grad = 0;
 } // namespace result
 } // namespace softmax_cross_entropy_backward
+
+namespace split {
+namespace operand {
+inline constexpr size_t input = 0;
+} // namespace operand
+namespace result {
+inline constexpr size_t results = 0;
+} // namespace result
+} // namespace split
 
 namespace stochastic_depth_backward {
 namespace operand {

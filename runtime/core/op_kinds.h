@@ -47,7 +47,9 @@ enum class OpKind : uint16_t {
   channel_mul_backward,
   channel_scale,
   channel_scale_backward,
+  channel_shuffle,
   check_finite,
+  concat,
   conv2d,
   conv2d_backward,
   conv_bn_stats,
@@ -93,6 +95,7 @@ enum class OpKind : uint16_t {
   silu_backward,
   softmax_cross_entropy,
   softmax_cross_entropy_backward,
+  split,
   stochastic_depth_backward,
   stochastic_depth_train,
   tanh,
@@ -104,7 +107,7 @@ enum class OpKind : uint16_t {
 };
 
 /// How many ops an artifact may hold.
-inline constexpr size_t kNumOpKinds = 77;
+inline constexpr size_t kNumOpKinds = 80;
 
 namespace op_table::detail {
 /// The names, sorted (opKindOf searches them).
@@ -132,7 +135,9 @@ inline constexpr std::string_view kOpNames[kNumOpKinds] = {
     "channel_mul_backward",
     "channel_scale",
     "channel_scale_backward",
+    "channel_shuffle",
     "check_finite",
+    "concat",
     "conv2d",
     "conv2d_backward",
     "conv_bn_stats",
@@ -178,6 +183,7 @@ inline constexpr std::string_view kOpNames[kNumOpKinds] = {
     "silu_backward",
     "softmax_cross_entropy",
     "softmax_cross_entropy_backward",
+    "split",
     "stochastic_depth_backward",
     "stochastic_depth_train",
     "tanh",

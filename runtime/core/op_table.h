@@ -402,12 +402,31 @@ inline constexpr Value kChannelScaleBackwardResults[] = {
     {"scale_grad", Arity::one},
 };
 
+// rn.channel_shuffle
+inline constexpr Value kChannelShuffleOperands[] = {
+    {"input", Arity::one},
+};
+inline constexpr Value kChannelShuffleResults[] = {
+    {"result", Arity::one},
+};
+inline constexpr Attr kChannelShuffleAttributes[] = {
+    {"groups", AttrKind::integer, true},
+};
+
 // rn.check_finite
 inline constexpr Value kCheckFiniteOperands[] = {
     {"inputs", Arity::variadic},
 };
 inline constexpr Value kCheckFiniteResults[] = {
     {"found_non_finite", Arity::one},
+};
+
+// rn.concat
+inline constexpr Value kConcatOperands[] = {
+    {"inputs", Arity::variadic},
+};
+inline constexpr Value kConcatResults[] = {
+    {"result", Arity::one},
 };
 
 // rn.conv2d
@@ -942,6 +961,14 @@ inline constexpr Attr kSoftmaxCrossEntropyBackwardAttributes[] = {
     {"label_smoothing", AttrKind::real, true},
 };
 
+// rn.split
+inline constexpr Value kSplitOperands[] = {
+    {"input", Arity::one},
+};
+inline constexpr Value kSplitResults[] = {
+    {"results", Arity::variadic},
+};
+
 // rn.stochastic_depth_backward
 inline constexpr Value kStochasticDepthBackwardOperands[] = {
     {"output_grad", Arity::one},
@@ -1057,7 +1084,9 @@ inline constexpr Op kOps[] = {
     {OpKind::channel_mul_backward, "channel_mul_backward", kChannelMulBackwardOperands, 3, kChannelMulBackwardResults, 2, nullptr, 0},
     {OpKind::channel_scale, "channel_scale", kChannelScaleOperands, 2, kChannelScaleResults, 1, nullptr, 0},
     {OpKind::channel_scale_backward, "channel_scale_backward", kChannelScaleBackwardOperands, 4, kChannelScaleBackwardResults, 2, nullptr, 0},
+    {OpKind::channel_shuffle, "channel_shuffle", kChannelShuffleOperands, 1, kChannelShuffleResults, 1, kChannelShuffleAttributes, 1},
     {OpKind::check_finite, "check_finite", kCheckFiniteOperands, 1, kCheckFiniteResults, 1, nullptr, 0},
+    {OpKind::concat, "concat", kConcatOperands, 1, kConcatResults, 1, nullptr, 0},
     {OpKind::conv2d, "conv2d", kConv2dOperands, 3, kConv2dResults, 1, kConv2dAttributes, 4},
     {OpKind::conv2d_backward, "conv2d_backward", kConv2dBackwardOperands, 6, kConv2dBackwardResults, 3, kConv2dBackwardAttributes, 4},
     {OpKind::conv_bn_stats, "conv_bn_stats", kConvBnStatsOperands, 4, kConvBnStatsResults, 3, kConvBnStatsAttributes, 5},
@@ -1103,6 +1132,7 @@ inline constexpr Op kOps[] = {
     {OpKind::silu_backward, "silu_backward", kSiluBackwardOperands, 2, kSiluBackwardResults, 1, nullptr, 0},
     {OpKind::softmax_cross_entropy, "softmax_cross_entropy", kSoftmaxCrossEntropyOperands, 2, kSoftmaxCrossEntropyResults, 1, kSoftmaxCrossEntropyAttributes, 1},
     {OpKind::softmax_cross_entropy_backward, "softmax_cross_entropy_backward", kSoftmaxCrossEntropyBackwardOperands, 3, kSoftmaxCrossEntropyBackwardResults, 1, kSoftmaxCrossEntropyBackwardAttributes, 1},
+    {OpKind::split, "split", kSplitOperands, 1, kSplitResults, 1, nullptr, 0},
     {OpKind::stochastic_depth_backward, "stochastic_depth_backward", kStochasticDepthBackwardOperands, 2, kStochasticDepthBackwardResults, 1, nullptr, 0},
     {OpKind::stochastic_depth_train, "stochastic_depth_train", kStochasticDepthTrainOperands, 2, kStochasticDepthTrainResults, 2, kStochasticDepthTrainAttributes, 3},
     {OpKind::tanh, "tanh", kTanhOperands, 1, kTanhResults, 1, nullptr, 0},

@@ -448,6 +448,20 @@ KernelStatus flatten(const TensorView &input, const TensorView &result);
 /// Sets every element to zero.
 KernelStatus zero(const TensorView &result);
 
+//===----------------------------------------------------------------------===//
+// Channel layout: concatenation, split, channel shuffle (cpu_layout.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Joins `inputs` (two or more, NHWC or [N, C], equal leading dimensions)
+/// along the last dimension, in order.
+KernelStatus concat(const std::vector<TensorView> &inputs, const TensorView &result);
+/// The inverse of concat: `results` are consecutive slices of the input's
+/// last dimension, each as wide as its own last dimension.
+KernelStatus split(const TensorView &input, const std::vector<TensorView> &results);
+/// NHWC channel shuffle: result channel j * groups + i is input channel
+/// i * (C / groups) + j (PyTorch's view / transpose(1, 2) / view).
+KernelStatus channelShuffle(const TensorView &input, int64_t groups, const TensorView &result);
+
 /// Philox4x32-10 (Random123): four random words of `counter` under `key`.
 std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter,
                                    std::array<uint32_t, 2> key);

@@ -72,7 +72,7 @@ const Joined &joined() {
     Joined t;
     for (const std::vector<CpuOp> *family :
          {&elementwiseOps(), &normOps(), &poolOps(), &convOps(), &linearOps(), &lossOps(),
-          &updateOps(), &fusedOps(), &transferOps()})
+          &updateOps(), &fusedOps(), &transferOps(), &layoutOps()})
       for (const CpuOp &op : *family) {
         const size_t k = static_cast<size_t>(op.kind);
         if (!t.op[k])

@@ -171,6 +171,7 @@ const std::vector<CpuOp> &lossOps();
 const std::vector<CpuOp> &updateOps();
 const std::vector<CpuOp> &fusedOps();
 const std::vector<CpuOp> &transferOps();
+const std::vector<CpuOp> &layoutOps();
 
 } // namespace rn::cpu
 

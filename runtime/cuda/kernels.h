@@ -244,6 +244,23 @@ Status countCorrect(const DeviceTensor &logits, const DeviceTensor &labels,
                     const DeviceTensor &correct, cudaStream_t stream);
 
 //===----------------------------------------------------------------------===//
+// Channel layout (layout_kernels.cu)
+//===----------------------------------------------------------------------===//
+
+/// rn.concat (`toWhole`: the slices copied into `whole`) or rn.split (the
+/// reverse): `slices` are consecutive runs of `whole`'s last dimension,
+/// NHWC or [N, C], one dtype. One launch per 32 slices; each thread moves
+/// the widest unit (16, 8, 4 or 2 bytes) that every slice's row divides.
+Status channelSlices(const char *op, const DeviceTensor &whole,
+                     const std::vector<DeviceTensor> &slices, bool toWhole,
+                     cudaStream_t stream);
+
+/// rn.channel_shuffle: result channel j * groups + i = input channel
+/// i * (C / groups) + j of NHWC tensors of one dtype.
+Status channelShuffle(const DeviceTensor &input, int64_t groups, const DeviceTensor &result,
+                      cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
 // Helpers shared by the kernel files (not part of the launch API)
 //===----------------------------------------------------------------------===//
 

@@ -1,4 +1,4 @@
-//===- ops_elementwise.cpp - GPU launchers of the elementwise, pool and loss ops -*- C++ -*-===//
+//===- ops_elementwise.cpp - GPU launchers: elementwise, layout, pool, loss -===//
 //
 // One OpLauncher per op of this family: each reads the node's attributes
 // through op_attrs.h as the CPU's entries do (absent numbers are 0, absent
@@ -151,6 +151,27 @@ Status launchFlatten(const OpLaunch &l) {
     return Error("flatten: result must have shape " + detail::shapeString(expected) + ", got " +
                  detail::shapeString(output.shape));
   return convert("flatten", input, output, /*requireSameShape=*/false, streamOf(l));
+}
+
+// rn.concat's operands are its inputs and rn.split's results its slices,
+// in order: the node's lists are the kernel's.
+Status launchConcat(const OpLaunch &l) {
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return channelSlices("concat", l.result(op_table::concat::result::result), l.operands,
+                       /*toWhole=*/true, streamOf(l));
+}
+
+Status launchSplit(const OpLaunch &l) {
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return channelSlices("split", l.operand(op_table::split::operand::input), l.results,
+                       /*toWhole=*/false, streamOf(l));
+}
+
+Status launchChannelShuffle(const OpLaunch &l) {
+  using namespace op_table::channel_shuffle;
+  RN_RETURN_IF_ERROR(requireWhole(l));
+  return channelShuffle(l.operand(operand::input), attrs::groups(l.node),
+                        l.result(result::result), streamOf(l));
 }
 
 Status launchZero(const OpLaunch &l) {
@@ -365,6 +386,9 @@ const std::vector<OpLauncher> &elementwiseLaunchers() {
       {OpKind::reshape, nullptr, launchReshape},
       {OpKind::flatten, nullptr, launchFlatten},
       {OpKind::zero, nullptr, launchZero},
+      {OpKind::concat, nullptr, launchConcat},
+      {OpKind::split, nullptr, launchSplit},
+      {OpKind::channel_shuffle, nullptr, launchChannelShuffle},
       {OpKind::dropout_train, nullptr, launchDropoutTrain},
       {OpKind::stochastic_depth_train, nullptr, launchStochasticDepthTrain},
       {OpKind::stochastic_depth_backward, nullptr, launchStochasticDepthBackward},
