@@ -91,3 +91,26 @@ def test_reference_example_verifies(run_rn_opt: RunOpt) -> None:
 
     out = check(run_rn_opt, EXAMPLE)
     assert "rn.parameter @fc.weight : tensor<10x8xf32>" in out
+
+
+def test_concat_split_and_channel_shuffle_verify(run_rn_opt: RunOpt) -> None:
+    """Tests that rn-opt verifies and round-trips rn.concat, rn.split (several results, used
+    as %n#i) and rn.channel_shuffle as the frontend emits them, on NHWC and [N, C] values."""
+
+    class Shuffled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 9, 1)
+            self.shuffle = nn.ChannelShuffle(3)
+            self.fc = nn.Linear(12, 10)
+
+        def forward(self, x: rn.Value) -> rn.Value:
+            a, b = rn.split(self.shuffle(self.conv(x)), [4, 5])
+            y = rn.cat([b, x, a])  # 12 channels
+            p, q, r = rn.chunk(rn.flatten(rn.global_avg_pool(y)), 3)
+            return self.fc(rn.concat([r, q, p]))
+
+    out = check(run_rn_opt, rn.emit_model(Shuffled(), batch=2, input_shape=(3, 4, 4),
+                                          num_classes=10))
+    counts = op_counts(out)
+    assert (counts["rn.concat"], counts["rn.split"], counts["rn.channel_shuffle"]) == (2, 2, 1)

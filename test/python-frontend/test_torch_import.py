@@ -205,6 +205,35 @@ def torchvision_convnext_tiny() -> tnn.Module:
     return m
 
 
+def _he_init(m: tnn.Module, seed: int = 7) -> tnn.Module:
+    """He-normal convolution and linear weights (std sqrt(2 / fan_in)): with torchvision's own
+    initialization GoogLeNet's activations vanish (its logits are its classifier's bias, to the
+    last bit) and ShuffleNet's nearly do, so a comparison would not see their bodies."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, (tnn.Conv2d, tnn.Linear)):
+                fan_in = mod.weight[0].numel()
+                mod.weight.copy_(torch.randn(mod.weight.shape, generator=g)
+                                 * float(np.sqrt(2.0 / fan_in)))
+    return m
+
+
+def torchvision_googlenet() -> tnn.Module:
+    """GoogLeNet without its auxiliary classifiers (as the survey builds it): torch.cat of four
+    branches, ceil-mode pools."""
+    torchvision = pytest.importorskip("torchvision")
+    m = torchvision.models.googlenet(num_classes=10, aux_logits=False, init_weights=True,
+                                     dropout=0.0)
+    return _he_init(m)
+
+
+def torchvision_shufflenet_v2_x0_5() -> tnn.Module:
+    """ShuffleNet v2: x.chunk(2, dim=1) unpacked, torch.cat, torchvision's channel_shuffle,
+    traced with the input's shapes fixed (at batch 2; compared at batch 4)."""
+    return _he_init(_torchvision("shufflenet_v2_x0_5"))
+
+
 def convnext_blocks() -> tnn.Module:
     """torchvision's ConvNeXt with two small stages (widths 8 and 16, one block each): its
     CNBlock (depthwise 7x7, Permute to channels-last, LayerNorm, Linear, GELU, Linear, Permute
@@ -400,6 +429,8 @@ MODELS: dict[str, tuple[Any, tuple[int, int, int]]] = {
     "dense_unit": (DenseUnit, (3, 16, 16)),
     "fire_net": (fire_net, (3, 32, 32)),
     "shuffle_unit": (ShuffleUnit, (3, 16, 16)),
+    "torchvision_googlenet": (torchvision_googlenet, (3, 64, 64)),
+    "torchvision_shufflenet_v2_x0_5": (torchvision_shufflenet_v2_x0_5, (3, 64, 64)),
 }
 BATCH = 4
 
@@ -752,7 +783,13 @@ def test_evaluation_logits_equal_pytorch(name: str, compiler: str, tmp_path: Pat
     assert err <= _bound(ref, moved), f"{name}: max |RN - torch| = {err:.3g}"
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+# Logits only: ShuffleNet's train-mode step in f32 is outside the zoo bound for PyTorch itself
+# (its batch statistics over 4 x 2 x 2 values at the last stage): its loss is 1.0e-5 from
+# PyTorch's float64 one, RN's 4.5e-6, the bound 4.9e-6. shuffle_unit checks the step.
+_LOGITS_ONLY = ("torchvision_shufflenet_v2_x0_5",)
+
+
+@pytest.mark.parametrize("name", [n for n in MODELS if n not in _LOGITS_ONLY])
 def test_one_training_step_equals_pytorch(name: str, compiler: str, tmp_path: Path) -> None:
     """Tests that one train-mode step (SGD, momentum 0.9) gives PyTorch's loss, updated parameters
     and running statistics; dropout is at p=0 for the comparison."""
