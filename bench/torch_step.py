@@ -114,13 +114,14 @@ def resnet50(classes: int = 1000) -> nn.Module:
     return torchvision.models.resnet50(num_classes=classes)
 
 
-def torchvision_model(name: str) -> Callable[[int], nn.Module]:
-    """A torchvision model by name (the imported models RN benchmarks: docs/python.md)."""
+def torchvision_model(name: str, **kwargs: Any) -> Callable[[int], nn.Module]:
+    """A torchvision model by name (the imported models RN benchmarks: docs/python.md), built
+    with `kwargs` as RN's artifact of it is (scripts/bundle-gpu.sh)."""
 
     def build(classes: int = 1000) -> nn.Module:
         import torchvision
 
-        return getattr(torchvision.models, name)(num_classes=classes)
+        return getattr(torchvision.models, name)(num_classes=classes, **kwargs)
 
     return build
 
@@ -132,6 +133,12 @@ MODELS = {
     "resnet50": (resnet50, (3, 224, 224), 1000),
     "mobilenet_v2": (torchvision_model("mobilenet_v2"), (3, 224, 224), 1000),
     "efficientnet_b0": (torchvision_model("efficientnet_b0"), (3, 224, 224), 1000),
+    "densenet121": (torchvision_model("densenet121"), (3, 224, 224), 1000),
+    # Without the auxiliary classifier, whose logits a training step would also need.
+    "inception_v3": (torchvision_model("inception_v3", aux_logits=False, init_weights=True),
+                     (3, 224, 224), 1000),
+    "shufflenet_v2_x1_0": (torchvision_model("shufflenet_v2_x1_0"), (3, 224, 224), 1000),
+    "convnext_tiny": (torchvision_model("convnext_tiny"), (3, 224, 224), 1000),
 }
 
 

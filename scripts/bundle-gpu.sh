@@ -17,7 +17,8 @@
 #   data/     Fashion-MNIST (the Debian package's IDX files), unless
 #             RN_BUNDLE_DATA=0
 #   scripts/  run-gpu-tests.sh, run-gpu-round.sh, run-gpu-bench.sh,
-#             run-gpu-profile.sh and their helpers; bench/ the benchmark
+#             run-gpu-profile.sh and their helpers, torchvision-import.py
+#             (the survey, run with --executor cuda-graph); bench/ the benchmark
 #             drivers; python/tests the Python GPU tests
 #   zoo/      the zoo's artifacts and CPU reference digests, unless
 #             RN_BUNDLE_ZOO=0 (packed as zoo.tar.xz)
@@ -58,7 +59,8 @@ copy_scripts() {
   cp "$RN_ROOT/scripts/run-gpu-tests.sh" "$RN_ROOT/scripts/run-gpu-bench.sh" \
     "$RN_ROOT/scripts/run-gpu-round.sh" "$RN_ROOT/scripts/gpu-env.sh" \
     "$RN_ROOT/scripts/compare-digests.py" "$RN_ROOT/scripts/run-gpu-profile.sh" \
-    "$RN_ROOT/scripts/trace-summary.py" "$bundle/scripts/"
+    "$RN_ROOT/scripts/trace-summary.py" "$RN_ROOT/scripts/torchvision-import.py" \
+    "$RN_ROOT/scripts/timm-import.py" "$bundle/scripts/"
 }
 # pack_python: the Python GPU tests (the rn package comes from the wheel).
 pack_python() {
@@ -117,17 +119,23 @@ fi
 bash "$RN_ROOT/scripts/bench-artifacts.sh" "$bundle/models"
 # Imported torchvision models (Debian's PyTorch under /usr/bin/python3, as
 # the CI's torch tests): the GPU equality tests' artifacts at 224x224, and
-# torchvision's resnet50, mobilenet_v2 and efficientnet_b0 with the
-# benchmark recipe at batch 256 (resnet50 timed against the zoo's
-# resnet50.bench256.rnx, the other two against PyTorch: run-python-gpu.sh).
+# torchvision's resnet50, mobilenet_v2, efficientnet_b0, densenet121,
+# inception_v3 (no auxiliary classifier), shufflenet_v2_x1_0 and
+# convnext_tiny with the benchmark recipe at batch 256, 224x224 (resnet50
+# timed against the zoo's resnet50.bench256.rnx, the others against
+# PyTorch: run-python-gpu.sh, bench/torch_step.py builds them alike).
 if /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null; then
   PYTHONPATH="$RN_ROOT/python-frontend" /usr/bin/python3 \
     "$RN_ROOT/test/python-frontend/test_torch_import_gpu.py" --compile "$bundle/models"
   PYTHONPATH="$RN_ROOT/python-frontend" /usr/bin/python3 - "$bundle/models" <<'PY'
 import sys, torchvision, rn
 recipe = "precision=f16 loss-scaling=dynamic nesterov=true weight-decay=5e-4 momentum=0.9"
-for name in ("resnet50", "mobilenet_v2", "efficientnet_b0"):
-    model = getattr(torchvision.models, name)()  # efficientnet with its stochastic depth
+models = {"resnet50": {}, "mobilenet_v2": {}, "efficientnet_b0": {}, "densenet121": {},
+          "inception_v3": {"aux_logits": False, "init_weights": True},
+          "shufflenet_v2_x1_0": {}, "convnext_tiny": {}}
+for name, kwargs in models.items():
+    # efficientnet and convnext with their stochastic depth
+    model = getattr(torchvision.models, name)(**kwargs)
     rn.compile(model, f"{sys.argv[1]}/torch_{name}.bench256.rnx",
                batch=256, input_shape=(3, 224, 224), pipeline=recipe, weights=False,
                name=f"torch_{name}")
