@@ -102,7 +102,7 @@ int64_t PadConvChannelsPass::paddedChannels(const ConvOperands &conv) const {
 std::optional<std::string> PadConvChannelsPass::pad(const ConvOperands &conv) {
   auto input = cast<RankedTensorType>(conv.input.getType());
   auto filter = cast<RankedTensorType>(conv.filter.getType());
-  int64_t channels = input.getShape().back();
+  [[maybe_unused]] int64_t channels = input.getShape().back(); // debug output
   int64_t padded = paddedChannels(conv);
   if (conv.groups != 1)
     return std::string("it has ") + std::to_string(conv.groups) + " groups";

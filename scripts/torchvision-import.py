@@ -10,10 +10,18 @@ perturbing PyTorch's parameters by a relative 1e-6 moves them, as
 scripts/timm-import.py judges) or is refused with a message that names the
 module; anything else (a crash, a wrong answer) is a finding.
 
+Each model that matches is then compiled again for training (SGD with
+momentum, its dropout and stochastic depth at p = 0: their masks are
+random) and the loss of RN's first training step on a random labelled
+batch is compared with PyTorch's train-mode forward loss (batch
+statistics), judged the same way: ``train`` is equal or wrong, with its
+error and bound (``--no-train`` leaves it out).
+
     /usr/bin/python3 scripts/torchvision-import.py OUT.jsonl [--models a,b] [--markdown TABLE.md]
 
 One JSON line per model (model, outcome: equal | refused | wrong | failed |
-not run, error and bound or why, seconds), then a summary line on stderr.
+not run, error and bound or why, train, train_error and train_bound,
+seconds), then a summary line on stderr.
 Each model is checked in a child process: one that runs out of memory (a
 2.6 GB regnet_y_128gf on a small machine) is "not run", and the rest go on.
 """
@@ -44,7 +52,50 @@ def build(name: str):  # type: ignore[no-untyped-def]
     return torchvision.models.get_model(name, **kwargs).eval()
 
 
-def check_one(name: str, workdir: Path, executor: str) -> dict[str, object]:
+def without_randomness(model):  # type: ignore[no-untyped-def]
+    """``model`` with every dropout and stochastic depth at p = 0 (in place)."""
+    import torch
+    from torchvision.ops import StochasticDepth
+
+    for m in model.modules():
+        if isinstance(m, (torch.nn.Dropout, StochasticDepth)):
+            m.p = 0.0
+    return model
+
+
+def train_step(name: str, model, workdir: Path, executor: str,  # type: ignore[no-untyped-def]
+               size: int) -> dict[str, object]:
+    """The loss of RN's first training step against PyTorch's train-mode forward loss."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    import rn
+
+    model = without_randomness(copy.deepcopy(model))
+    artifact = rn.compile(model, workdir / f"{name}.train.rnx", batch=BATCH,
+                          input_shape=(3, size, size), name=f"torchvision_{name}",
+                          pipeline="optimizer=sgd momentum=0.9")
+    trainer = rn.Trainer(artifact, executor=executor)
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(BATCH, 3, size, size, generator=g)
+    y = torch.randint(0, 10, (BATCH,), generator=g)
+    ours = trainer.step(x.numpy(), y.numpy(), lr=0.0).loss()
+    artifact.unlink()
+    perturbed = copy.deepcopy(model)
+    sign = torch.Generator().manual_seed(11)
+    with torch.no_grad():
+        for t in perturbed.parameters():
+            t.mul_(1 + 1e-6 * (torch.randint(0, 2, t.shape, generator=sign).float() * 2 - 1))
+        ref = float(F.cross_entropy(copy.deepcopy(model).train()(x), y))
+        moved = float(F.cross_entropy(perturbed.train()(x), y))
+    err = abs(ours - ref)
+    bound = 4 * abs(ref - moved) + 4 * 1.2e-7 * abs(ref)
+    return {"train": "equal" if err <= bound else "wrong", "train_error": err,
+            "train_bound": bound}
+
+
+def check_one(name: str, workdir: Path, executor: str, train: bool = True) -> dict[str, object]:
     import numpy as np
     import torch
 
@@ -72,6 +123,8 @@ def check_one(name: str, workdir: Path, executor: str) -> dict[str, object]:
         bound = 4 * float(np.max(np.abs(ref - moved))) + 4 * 1.2e-7 * float(np.max(np.abs(ref)))
         row.update(outcome="equal" if err <= bound else "wrong", error=err, bound=bound)
         artifact.unlink()
+        if train and row["outcome"] == "equal":
+            row.update(train_step(name, model, workdir, executor, size))
     except rn.UnsupportedModelError as e:
         row.update(outcome="refused", why=str(e).splitlines()[0][:400])
     except Exception as e:  # a finding: the importer or the compiler broke
@@ -80,11 +133,12 @@ def check_one(name: str, workdir: Path, executor: str) -> dict[str, object]:
     return row
 
 
-def _in_child(name: str, workdir: Path, executor: str) -> dict[str, object]:
+def _in_child(name: str, workdir: Path, executor: str, train: bool) -> dict[str, object]:
     import subprocess
 
     proc = subprocess.run([sys.executable, __file__, "--one", name, "--executor", executor,
-                           str(workdir / "one.jsonl")], capture_output=True, text=True)
+                           *([] if train else ["--no-train"]), str(workdir / "one.jsonl")],
+                          capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode == 0 and lines:
         return json.loads(lines[-1])
@@ -112,10 +166,11 @@ def main() -> int:
     p.add_argument("--models", default="", help="comma-separated names (default: every one)")
     p.add_argument("--executor", default="cpu", choices=("cpu", "cuda-graph", "cuda-eager"))
     p.add_argument("--markdown", type=Path, default=None, help="also write the table here")
+    p.add_argument("--no-train", action="store_true", help="evaluation logits only")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a child: one model
     args = p.parse_args()
     if args.one:
-        print(json.dumps(check_one(args.one, args.out.parent, args.executor)))
+        print(json.dumps(check_one(args.one, args.out.parent, args.executor, not args.no_train)))
         return 0
     names = args.models.split(",") if args.models else torchvision.models.list_models(
         module=torchvision.models)
@@ -124,18 +179,21 @@ def main() -> int:
     rows = []
     with args.out.open("w") as log:
         for name in names:
-            row = _in_child(name, workdir, args.executor)
+            row = _in_child(name, workdir, args.executor, not args.no_train)
             print(json.dumps(row), flush=True)
             log.write(json.dumps(row) + "\n")
             log.flush()
             rows.append(row)
     counts = {k: sum(r["outcome"] == k for r in rows)
               for k in ("equal", "refused", "wrong", "failed", "not run")}
+    trained = {k: sum(r.get("train") == k for r in rows) for k in ("equal", "wrong")}
     print(f"torchvision {torchvision.__version__}: {len(rows)} models: " +
-          ", ".join(f"{v} {k}" for k, v in counts.items()), file=sys.stderr)
+          ", ".join(f"{v} {k}" for k, v in counts.items()) +
+          f"; training step loss: {trained['equal']} equal, {trained['wrong']} wrong",
+          file=sys.stderr)
     if args.markdown:
         args.markdown.write_text(markdown(rows))
-    return 0 if counts["wrong"] == 0 and counts["failed"] == 0 else 1
+    return 0 if counts["wrong"] == 0 and counts["failed"] == 0 and trained["wrong"] == 0 else 1
 
 
 if __name__ == "__main__":
