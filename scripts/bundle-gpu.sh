@@ -17,8 +17,9 @@
 #   data/     Fashion-MNIST (the Debian package's IDX files), unless
 #             RN_BUNDLE_DATA=0
 #   scripts/  run-gpu-tests.sh, run-gpu-round.sh, run-gpu-bench.sh,
-#             run-gpu-profile.sh and their helpers, torchvision-import.py
-#             (the survey, run with --executor cuda-graph); bench/ the benchmark
+#             run-gpu-profile.sh, run-gpu-coverage.sh (the imported CNNs:
+#             torchvision-import.py and timm-import.py's surveys, and the
+#             benchmark against PyTorch) and their helpers; bench/ the benchmark
 #             drivers; python/tests the Python GPU tests
 #   zoo/      the zoo's artifacts and CPU reference digests, unless
 #             RN_BUNDLE_ZOO=0 (packed as zoo.tar.xz)
@@ -60,7 +61,8 @@ copy_scripts() {
     "$RN_ROOT/scripts/run-gpu-round.sh" "$RN_ROOT/scripts/gpu-env.sh" \
     "$RN_ROOT/scripts/compare-digests.py" "$RN_ROOT/scripts/run-gpu-profile.sh" \
     "$RN_ROOT/scripts/trace-summary.py" "$RN_ROOT/scripts/torchvision-import.py" \
-    "$RN_ROOT/scripts/timm-import.py" "$bundle/scripts/"
+    "$RN_ROOT/scripts/timm-import.py" "$RN_ROOT/scripts/run-gpu-coverage.sh" \
+    "$bundle/scripts/"
 }
 # pack_python: the Python GPU tests (the rn package comes from the wheel).
 pack_python() {

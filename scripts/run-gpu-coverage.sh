@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The imported CNNs on the GPU machine, from a bundle (scripts/bundle-gpu.sh).
+# Logs, JSON lines and a summary go to $OUT (or ./gpu-results).
+#   survey  the layout, pool and norm kernel tests (memcheck of the layout
+#           ones); every torchvision classifier through
+#           scripts/torchvision-import.py --executor cuda-graph (evaluation
+#           logits and one training step's loss against PyTorch's), the
+#           concatenating and shuffling families first, the transformers
+#           left out; and the timm survey (imports only: CPU work)
+#   bench   densenet121, inception_v3, shufflenet_v2_x1_0 and convnext_tiny
+#           at batch 256, 224x224, the benchmark recipe: rn-run --benchmark
+#           on the bundle's torch_NAME.bench256.rnx, then bench/torch_step.py
+#           eager and graph for all four, then compile (the slowest to start)
+# Usage: run-gpu-coverage.sh survey|bench (each fits one 10-minute call).
+set -uo pipefail
+bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$bundle/scripts/gpu-env.sh"
+summary=$out/summary.txt
+: > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+start=$SECONDS
+left() { echo $(($1 - (SECONDS - start))); }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+"$python" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)' \
+  | tee -a "$out/gpu.txt"
+
+case "${1:-survey}" in
+survey)
+  if "$python" -c 'import timm' 2>/dev/null; then
+    ( timeout "$(left 570)" "$python" "$bundle/scripts/timm-import.py" survey "$out/timm" --jobs 6 \
+        > "$out/timm-survey.jsonl" 2> "$out/timm.err"; echo $? > "$out/timm.exit" ) &
+  fi
+  "$bundle/bin/rn-cuda-tests" --gtest_filter='LayoutKernelsTest.*:LayerNormKernelsTest.*:CudaPool.*:CudaElementwise.*' \
+    > "$out/unit.log" 2>&1
+  say "kernel tests: exit $?; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/unit.log" | tr '\n' ' ')"
+  compute-sanitizer --tool memcheck "$bundle/bin/rn-cuda-tests" --gtest_filter='LayoutKernelsTest.*' \
+    > "$out/memcheck.log" 2>&1
+  say "memcheck of the layout kernels: exit $?; $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)"
+  first=densenet121,googlenet,inception_v3,squeezenet1_0,squeezenet1_1,shufflenet_v2_x0_5,shufflenet_v2_x1_0
+  first=$first,shufflenet_v2_x1_5,shufflenet_v2_x2_0,convnext_tiny,densenet161,densenet169,densenet201
+  rest=$("$python" - "$first" <<'PY'
+import sys, torchvision
+first = set(sys.argv[1].split(","))
+transformers = ("vit_", "swin", "maxvit")
+print(",".join(m for m in torchvision.models.list_models(module=torchvision.models)
+               if m not in first and not m.startswith(transformers)))
+PY
+)
+  timeout "$(left 540)" "$python" "$bundle/scripts/torchvision-import.py" "$out/torchvision-gpu.jsonl" \
+    --executor cuda-graph --models "$first,$rest" > "$out/survey.log" 2>&1
+  say "torchvision survey (cuda-graph): exit $? after $((SECONDS - start)) s; $(tail -1 "$out/survey.log")"
+  "$python" - "$out/torchvision-gpu.jsonl" <<'PY' | tee -a "$summary"
+import collections, json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+print(len(rows), "models:", dict(collections.Counter(r["outcome"] for r in rows)),
+      "training step:", dict(collections.Counter(r.get("train", "-") for r in rows)))
+for r in rows:
+    if r["outcome"] != "equal" or r.get("train") != "equal":
+        print(" ", r["model"], r["outcome"], r.get("train", "-"), str(r.get("why", ""))[:160])
+PY
+  wait
+  [ -f "$out/timm.exit" ] && say "timm survey: exit $(cat "$out/timm.exit"), $(grep -c '^{' "$out/timm-survey.jsonl") models"
+  ;;
+bench)
+  for m in densenet121 inception_v3 shufflenet_v2_x1_0 convnext_tiny; do
+    "$bundle/bin/rn-run" "$bundle/models/torch_$m.bench256.rnx" --benchmark --steps 30 --warmup 10 \
+      --executor cuda-graph 2>> "$out/rn.err" | tail -1 >> "$out/rn.jsonl"
+  done
+  say "RN (rn-run --benchmark, cuda-graph):"; tee -a "$summary" < "$out/rn.jsonl"
+  models=densenet121:256,inception_v3:256,shufflenet_v2_x1_0:256,convnext_tiny:256
+  cd "$bundle/bench"
+  timeout "$(left 380)" "$python" torch_step.py --models $models --modes eager,graph --steps 30 \
+    --warmup 10 > "$out/torch.jsonl" 2> "$out/torch.err"
+  say "PyTorch eager and graph: exit $?"
+  timeout "$(left 585)" "$python" torch_step.py --models $models --modes compile --steps 30 \
+    --warmup 10 >> "$out/torch.jsonl" 2>> "$out/torch.err"
+  say "PyTorch compile: exit $? after $((SECONDS - start)) s"
+  cut -c1-240 "$out/torch.jsonl" | tee -a "$summary"
+  ;;
+*)
+  echo "usage: run-gpu-coverage.sh survey|bench" >&2; exit 2 ;;
+esac
