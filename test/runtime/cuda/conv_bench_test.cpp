@@ -315,28 +315,6 @@ TEST(Conv, ImageStemReducedPrecisionError) {
   }
 }
 
-/// Milliseconds per call of `body` on `stream` (CUDA events around 20
-/// calls after 3 untimed ones), or -1 when a call fails.
-double streamMs(cudaStream_t stream, const std::function<Status()> &body) {
-  for (int i = 0; i < 3; ++i)
-    if (!body().ok())
-      return -1;
-  cudaEvent_t start, stop;
-  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)
-    return -1;
-  constexpr int kCalls = 20;
-  bool ok = cudaEventRecord(start, stream) == cudaSuccess;
-  for (int i = 0; ok && i < kCalls; ++i)
-    ok = body().ok();
-  float ms = -1;
-  ok = ok && cudaEventRecord(stop, stream) == cudaSuccess &&
-       cudaEventSynchronize(stop) == cudaSuccess &&
-       cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ok ? double(ms) / kCalls : -1;
-}
-
 /// cbr_forward's two ways to its batch statistics, end to end per shape
 /// (set RN_CUDA_BENCH=1 to run; no timing asserted): the plain forward then
 /// the Welford pass (bnBatchStats), against the forward with cuDNN's

@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -223,6 +224,28 @@ inline double autotunedMs(ConvRunner &conv, const ConvCall &call, Gpu &gpu) {
     return -1;
   }
   return conv.preparedPlanMs() - before;
+}
+
+/// Milliseconds per call of `body` on `stream` (CUDA events around 20
+/// calls after 3 untimed ones), or -1 when a call fails.
+inline double streamMs(cudaStream_t stream, const std::function<Status()> &body) {
+  for (int i = 0; i < 3; ++i)
+    if (!body().ok())
+      return -1;
+  cudaEvent_t start, stop;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)
+    return -1;
+  constexpr int kCalls = 20;
+  bool ok = cudaEventRecord(start, stream) == cudaSuccess;
+  for (int i = 0; ok && i < kCalls; ++i)
+    ok = body().ok();
+  float ms = -1;
+  ok = ok && cudaEventRecord(stop, stream) == cudaSuccess &&
+       cudaEventSynchronize(stop) == cudaSuccess &&
+       cudaEventElapsedTime(&ms, start, stop) == cudaSuccess;
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ok ? double(ms) / kCalls : -1;
 }
 
 /// An autotunedMs result for the benches' lines: "0.123 ms", or "no plan".
