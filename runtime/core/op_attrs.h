@@ -12,7 +12,10 @@
 //   boolean                   bool
 //   integer                   int64_t
 //   real                      double
-//   integers (an array attr)  std::vector<int64_t>, empty when absent
+//   integers (an array attr)  std::vector<int64_t>, empty when absent; and
+//                             NAME_pair(node, otherwise): a (height, width)
+//                             pair read without allocating, `otherwise`
+//                             unless it holds two integers
 //   enumeration               the enum below (the case by name or value)
 //   string, symbol, other     std::string_view into the node's JSON
 //
@@ -75,6 +78,16 @@ inline std::optional<std::vector<int64_t>> integers(const Node &node, const char
   }
   return result;
 }
+/// An integer array attribute of exactly two values (strides, padding, a
+/// window) read in place, without the vector integers() builds: what a
+/// launch reads every step. nullopt when absent or of another shape.
+inline std::optional<std::array<int64_t, 2>> integerPair(const Node &node, const char *name) {
+  const nlohmann::json *value = attribute(node, name);
+  if (!value || !value->is_array() || value->size() != 2 || !(*value)[0].is_number_integer() ||
+      !(*value)[1].is_number_integer())
+    return std::nullopt;
+  return std::array<int64_t, 2>{(*value)[0].get<int64_t>(), (*value)[1].get<int64_t>()};
+}
 inline std::optional<std::string_view> text(const Node &node, const char *name) {
   const nlohmann::json *value = attribute(node, name);
   if (!value || !value->is_string())
@@ -100,13 +113,6 @@ std::optional<Enum> enumeration(const Node &node, const char *name,
 }
 
 } // namespace detail
-
-/// `values` (strides, padding, ...) as a (height, width) pair, or
-/// `otherwise` when they are not two.
-inline std::array<int64_t, 2> pairOr(const std::vector<int64_t> &values,
-                                     std::array<int64_t, 2> otherwise) {
-  return values.size() == 2 ? std::array<int64_t, 2>{values[0], values[1]} : otherwise;
-}
 
 /// GELU's form: exact (erf) or its tanh approximation
 enum class GeluApproximation : int64_t {
@@ -140,11 +146,23 @@ struct attrs {
   static std::vector<int64_t> kernel(const Node &node) {
     return detail::integers(node, "kernel").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> kernel_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "kernel").value_or(otherwise);
+  }
   static std::vector<int64_t> strides(const Node &node) {
     return detail::integers(node, "strides").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> strides_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "strides").value_or(otherwise);
+  }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
+  }
+  static std::array<int64_t, 2> padding_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "padding").value_or(otherwise);
   }
   static bool ceil_mode(const Node &node) {
     return detail::boolean(node, "ceil_mode").value_or(false);
@@ -160,11 +178,23 @@ struct attrs {
   static std::vector<int64_t> kernel(const Node &node) {
     return detail::integers(node, "kernel").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> kernel_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "kernel").value_or(otherwise);
+  }
   static std::vector<int64_t> strides(const Node &node) {
     return detail::integers(node, "strides").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> strides_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "strides").value_or(otherwise);
+  }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
+  }
+  static std::array<int64_t, 2> padding_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "padding").value_or(otherwise);
   }
   static bool ceil_mode(const Node &node) {
     return detail::boolean(node, "ceil_mode").value_or(false);
@@ -223,11 +253,23 @@ struct attrs {
   static std::vector<int64_t> strides(const Node &node) {
     return detail::integers(node, "strides").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> strides_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "strides").value_or(otherwise);
+  }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> padding_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "padding").value_or(otherwise);
+  }
   static std::vector<int64_t> dilation(const Node &node) {
     return detail::integers(node, "dilation").value_or(std::vector<int64_t>{});
+  }
+  static std::array<int64_t, 2> dilation_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "dilation").value_or(otherwise);
   }
   static int64_t groups(const Node &node, int64_t absent = 0) {
     return detail::integer(node, "groups").value_or(absent);
@@ -243,11 +285,23 @@ struct attrs {
   static std::vector<int64_t> strides(const Node &node) {
     return detail::integers(node, "strides").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> strides_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "strides").value_or(otherwise);
+  }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> padding_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "padding").value_or(otherwise);
+  }
   static std::vector<int64_t> dilation(const Node &node) {
     return detail::integers(node, "dilation").value_or(std::vector<int64_t>{});
+  }
+  static std::array<int64_t, 2> dilation_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "dilation").value_or(otherwise);
   }
   static int64_t groups(const Node &node, int64_t absent = 0) {
     return detail::integer(node, "groups").value_or(absent);
@@ -266,11 +320,23 @@ struct attrs {
   static std::vector<int64_t> strides(const Node &node) {
     return detail::integers(node, "strides").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> strides_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "strides").value_or(otherwise);
+  }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> padding_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "padding").value_or(otherwise);
+  }
   static std::vector<int64_t> dilation(const Node &node) {
     return detail::integers(node, "dilation").value_or(std::vector<int64_t>{});
+  }
+  static std::array<int64_t, 2> dilation_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "dilation").value_or(otherwise);
   }
   static int64_t groups(const Node &node, int64_t absent = 0) {
     return detail::integer(node, "groups").value_or(absent);
@@ -297,11 +363,23 @@ struct attrs {
   static std::vector<int64_t> strides(const Node &node) {
     return detail::integers(node, "strides").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> strides_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "strides").value_or(otherwise);
+  }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> padding_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "padding").value_or(otherwise);
+  }
   static std::vector<int64_t> dilation(const Node &node) {
     return detail::integers(node, "dilation").value_or(std::vector<int64_t>{});
+  }
+  static std::array<int64_t, 2> dilation_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "dilation").value_or(otherwise);
   }
   static int64_t groups(const Node &node, int64_t absent = 0) {
     return detail::integer(node, "groups").value_or(absent);
@@ -314,11 +392,23 @@ struct attrs {
   static std::vector<int64_t> strides(const Node &node) {
     return detail::integers(node, "strides").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> strides_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "strides").value_or(otherwise);
+  }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> padding_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "padding").value_or(otherwise);
+  }
   static std::vector<int64_t> dilation(const Node &node) {
     return detail::integers(node, "dilation").value_or(std::vector<int64_t>{});
+  }
+  static std::array<int64_t, 2> dilation_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "dilation").value_or(otherwise);
   }
   static int64_t groups(const Node &node, int64_t absent = 0) {
     return detail::integer(node, "groups").value_or(absent);
@@ -331,11 +421,23 @@ struct attrs {
   static std::vector<int64_t> strides(const Node &node) {
     return detail::integers(node, "strides").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> strides_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "strides").value_or(otherwise);
+  }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> padding_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "padding").value_or(otherwise);
+  }
   static std::vector<int64_t> dilation(const Node &node) {
     return detail::integers(node, "dilation").value_or(std::vector<int64_t>{});
+  }
+  static std::array<int64_t, 2> dilation_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "dilation").value_or(otherwise);
   }
   static int64_t groups(const Node &node, int64_t absent = 0) {
     return detail::integer(node, "groups").value_or(absent);
@@ -444,11 +546,23 @@ struct attrs {
   static std::vector<int64_t> kernel(const Node &node) {
     return detail::integers(node, "kernel").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> kernel_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "kernel").value_or(otherwise);
+  }
   static std::vector<int64_t> strides(const Node &node) {
     return detail::integers(node, "strides").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> strides_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "strides").value_or(otherwise);
+  }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
+  }
+  static std::array<int64_t, 2> padding_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "padding").value_or(otherwise);
   }
   static bool ceil_mode(const Node &node) {
     return detail::boolean(node, "ceil_mode").value_or(false);
@@ -461,11 +575,23 @@ struct attrs {
   static std::vector<int64_t> kernel(const Node &node) {
     return detail::integers(node, "kernel").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> kernel_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "kernel").value_or(otherwise);
+  }
   static std::vector<int64_t> strides(const Node &node) {
     return detail::integers(node, "strides").value_or(std::vector<int64_t>{});
   }
+  static std::array<int64_t, 2> strides_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "strides").value_or(otherwise);
+  }
   static std::vector<int64_t> padding(const Node &node) {
     return detail::integers(node, "padding").value_or(std::vector<int64_t>{});
+  }
+  static std::array<int64_t, 2> padding_pair(const Node &node,
+      std::array<int64_t, 2> otherwise) {
+    return detail::integerPair(node, "padding").value_or(otherwise);
   }
   static bool ceil_mode(const Node &node) {
     return detail::boolean(node, "ceil_mode").value_or(false);

@@ -132,9 +132,9 @@ Status checkCpuOps();
 /// op_table::<op>::attrs.
 template <class Attrs> Conv2dAttrs convAttrsOf(const Node &node) {
   Conv2dAttrs c;
-  c.strides = op_table::pairOr(Attrs::strides(node), {1, 1});
-  c.padding = op_table::pairOr(Attrs::padding(node), {0, 0});
-  c.dilation = op_table::pairOr(Attrs::dilation(node), {1, 1});
+  c.strides = Attrs::strides_pair(node, {1, 1});
+  c.padding = Attrs::padding_pair(node, {0, 0});
+  c.dilation = Attrs::dilation_pair(node, {1, 1});
   c.groups = Attrs::groups(node, 1);
   return c;
 }

@@ -358,9 +358,9 @@ namespace ot = op_table;
 /// The window of a pooling op: `Attrs` is its op_table::<op>::attrs.
 template <class Attrs> Pool2dAttrs poolAttrsOf(const Node &node) {
   Pool2dAttrs p;
-  p.kernel = op_table::pairOr(Attrs::kernel(node), {1, 1});
-  p.strides = op_table::pairOr(Attrs::strides(node), {1, 1});
-  p.padding = op_table::pairOr(Attrs::padding(node), {0, 0});
+  p.kernel = Attrs::kernel_pair(node, {1, 1});
+  p.strides = Attrs::strides_pair(node, {1, 1});
+  p.padding = Attrs::padding_pair(node, {0, 0});
   p.ceilMode = Attrs::ceil_mode(node);
   return p;
 }

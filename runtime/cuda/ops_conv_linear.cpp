@@ -63,9 +63,9 @@ namespace {
 /// op_table::<op>::attrs.
 template <class Attrs> ConvParams convParamsOf(const Node &node) {
   ConvParams p;
-  p.strides = op_table::pairOr(Attrs::strides(node), {1, 1});
-  p.padding = op_table::pairOr(Attrs::padding(node), {0, 0});
-  p.dilation = op_table::pairOr(Attrs::dilation(node), {1, 1});
+  p.strides = Attrs::strides_pair(node, {1, 1});
+  p.padding = Attrs::padding_pair(node, {0, 0});
+  p.dilation = Attrs::dilation_pair(node, {1, 1});
   p.groups = Attrs::groups(node, 1);
   return p;
 }

@@ -545,7 +545,10 @@ bool emitOpAttrs(const llvm::RecordKeeper &records, llvm::raw_ostream &os) {
 //   boolean                   bool
 //   integer                   int64_t
 //   real                      double
-//   integers (an array attr)  std::vector<int64_t>, empty when absent
+//   integers (an array attr)  std::vector<int64_t>, empty when absent; and
+//                             NAME_pair(node, otherwise): a (height, width)
+//                             pair read without allocating, `otherwise`
+//                             unless it holds two integers
 //   enumeration               the enum below (the case by name or value)
 //   string, symbol, other     std::string_view into the node's JSON
 //
@@ -608,6 +611,16 @@ inline std::optional<std::vector<int64_t>> integers(const Node &node, const char
   }
   return result;
 }
+/// An integer array attribute of exactly two values (strides, padding, a
+/// window) read in place, without the vector integers() builds: what a
+/// launch reads every step. nullopt when absent or of another shape.
+inline std::optional<std::array<int64_t, 2>> integerPair(const Node &node, const char *name) {
+  const nlohmann::json *value = attribute(node, name);
+  if (!value || !value->is_array() || value->size() != 2 || !(*value)[0].is_number_integer() ||
+      !(*value)[1].is_number_integer())
+    return std::nullopt;
+  return std::array<int64_t, 2>{(*value)[0].get<int64_t>(), (*value)[1].get<int64_t>()};
+}
 inline std::optional<std::string_view> text(const Node &node, const char *name) {
   const nlohmann::json *value = attribute(node, name);
   if (!value || !value->is_string())
@@ -633,13 +646,6 @@ std::optional<Enum> enumeration(const Node &node, const char *name,
 }
 
 } // namespace detail
-
-/// `values` (strides, padding, ...) as a (height, width) pair, or
-/// `otherwise` when they are not two.
-inline std::array<int64_t, 2> pairOr(const std::vector<int64_t> &values,
-                                     std::array<int64_t, 2> otherwise) {
-  return values.size() == 2 ? std::array<int64_t, 2>{values[0], values[1]} : otherwise;
-}
 
 )";
   // The enums of enum attributes, once each.
@@ -691,6 +697,12 @@ inline std::array<int64_t, 2> pairOr(const std::vector<int64_t> &values,
         os << llvm::formatv("  static {0} {1}(const Node &node) {{\n"
                             "    return {2}.value_or({3});\n  }\n",
                             r.type, reader, r.read, r.absent);
+      if (r.type == "std::vector<int64_t>" && !r.optional)
+        os << llvm::formatv("  static std::array<int64_t, 2> {0}_pair(const Node &node,\n"
+                            "      std::array<int64_t, 2> otherwise) {{\n"
+                            "    return detail::integerPair(node, \"{1}\").value_or(otherwise);\n"
+                            "  }\n",
+                            reader, r.name);
     }
     os << "};\n} // namespace " << mnemonic << "\n\n";
   }

@@ -171,7 +171,11 @@ TEST(OpAttrs, ReadTheKindsTheOdsDeclares) {
   EXPECT_EQ(cbr::attrs::groups(node), 0);
   EXPECT_EQ(cbr::attrs::groups(node, 1), 1);
   EXPECT_EQ(cpu::convAttrsOf<cbr::attrs>(node).dilation, (std::array<int64_t, 2>{1, 1}));
-  EXPECT_EQ(op_table::pairOr({3}, {1, 1}), (std::array<int64_t, 2>{1, 1}));
+  // A pair reader takes exactly two integers, else its `otherwise`.
+  node.attributes = {{"strides", {2, 1}}, {"padding", {3}}};
+  EXPECT_EQ(cbr::attrs::strides_pair(node, {1, 1}), (std::array<int64_t, 2>{2, 1}));
+  EXPECT_EQ(cbr::attrs::padding_pair(node, {0, 0}), (std::array<int64_t, 2>{0, 0}));
+  EXPECT_EQ(cbr::attrs::dilation_pair(node, {1, 1}), (std::array<int64_t, 2>{1, 1}));
 
   // Mistyped: read as absent, never a throw.
   node.attributes = {{"groups", "4"}, {"epsilon", "small"}, {"relu", 1}, {"strides", {1, "x"}},
@@ -181,6 +185,8 @@ TEST(OpAttrs, ReadTheKindsTheOdsDeclares) {
   EXPECT_FALSE(cbr::attrs::relu(node));
   EXPECT_TRUE(cbr::attrs::strides(node).empty());
   EXPECT_TRUE(cbr::attrs::padding(node).empty());
+  EXPECT_EQ(cbr::attrs::strides_pair(node, {1, 1}), (std::array<int64_t, 2>{1, 1}));
+  EXPECT_EQ(cbr::attrs::padding_pair(node, {0, 0}), (std::array<int64_t, 2>{0, 0}));
 
   // An integer attribute is an int64_t, a real one a double (an integral
   // JSON number reads as one).
