@@ -1289,6 +1289,8 @@ _SURVEY_SUBSET = {
 
 @pytest.mark.parametrize(("name", "outcome"), sorted(_SURVEY_SUBSET.items()))
 def test_torchvision_survey_subset(compiler: str, tmp_path: Path, name: str, outcome: str) -> None:
+    """Tests a few torchvision models as scripts/torchvision-import.py judges them: evaluation
+    logits and the first training step's loss equal PyTorch's, or a refusal that names where."""
     import importlib.util
 
     pytest.importorskip("torchvision")
@@ -1299,6 +1301,8 @@ def test_torchvision_survey_subset(compiler: str, tmp_path: Path, name: str, out
     spec.loader.exec_module(survey)
     row = survey.check_one(name, tmp_path, "cpu")
     assert row["outcome"] == outcome, row
+    if outcome == "equal":
+        assert row["train"] == "equal", row
     if outcome == "refused":
         # The refusal names the module or function and where it is.
         assert re.search(r"\(\w+\)|torch\.\w+|line \d+", str(row["why"])), row
