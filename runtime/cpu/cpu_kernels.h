@@ -56,6 +56,57 @@ struct TensorView {
   int64_t dim(int64_t i) const { return shape[static_cast<size_t>(i)]; }
 };
 
+/// A list of views it does not own, for the kernels of list operands: a
+/// vector's views (tests, callers with their own), or the executor's tensor
+/// table picked by a node's ids, so that running a node with list operands
+/// copies no view and allocates nothing.
+class TensorList {
+public:
+  TensorList() = default;
+  // Implicit: a vector of views is a list of them (while the vector lives).
+  TensorList(const std::vector<TensorView> &views) : direct(views.data()), count(views.size()) {}
+  /// table[ids[0]], ..., table[ids[count - 1]].
+  TensorList(const TensorView *table, const uint32_t *ids, size_t count)
+      : table(table), ids(ids), count(count) {}
+
+  size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+  const TensorView &operator[](size_t i) const { return ids ? table[ids[i]] : direct[i]; }
+  /// Entries [from, from + n).
+  TensorList slice(size_t from, size_t n) const {
+    TensorList part = *this;
+    if (ids)
+      part.ids += from;
+    else
+      part.direct += from;
+    part.count = n;
+    return part;
+  }
+
+  class iterator {
+  public:
+    iterator(const TensorList *list, size_t i) : list(list), i(i) {}
+    const TensorView &operator*() const { return (*list)[i]; }
+    iterator &operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator!=(const iterator &other) const { return i != other.i; }
+
+  private:
+    const TensorList *list;
+    size_t i;
+  };
+  iterator begin() const { return iterator(this, 0); }
+  iterator end() const { return iterator(this, count); }
+
+private:
+  const TensorView *direct = nullptr;
+  const TensorView *table = nullptr;
+  const uint32_t *ids = nullptr;
+  size_t count = 0;
+};
+
 /// A non-owning view of int32 labels, shape [N].
 struct LabelView {
   const int32_t *data = nullptr;
@@ -454,10 +505,10 @@ KernelStatus zero(const TensorView &result);
 
 /// Joins `inputs` (two or more, NHWC or [N, C], equal leading dimensions)
 /// along the last dimension, in order.
-KernelStatus concat(const std::vector<TensorView> &inputs, const TensorView &result);
+KernelStatus concat(TensorList inputs, const TensorView &result);
 /// The inverse of concat: `results` are consecutive slices of the input's
 /// last dimension, each as wide as its own last dimension.
-KernelStatus split(const TensorView &input, const std::vector<TensorView> &results);
+KernelStatus split(const TensorView &input, TensorList results);
 /// NHWC channel shuffle: result channel j * groups + i is input channel
 /// i * (C / groups) + j (PyTorch's view / transpose(1, 2) / view).
 KernelStatus channelShuffle(const TensorView &input, int64_t groups, const TensorView &result);
@@ -555,7 +606,7 @@ KernelStatus countCorrect(const TensorView &logits, const LabelView &labels,
 //===----------------------------------------------------------------------===//
 
 /// True when any element of any input is Inf or NaN.
-bool checkFinite(const std::vector<TensorView> &inputs);
+bool checkFinite(TensorList inputs);
 /// result = grad / scale.
 KernelStatus unscale(const TensorView &grad, float scale,
                      const TensorView &result);
@@ -581,12 +632,12 @@ KernelStatus sgdUpdate(const TensorView &param, const TensorView &grad,
 /// lists are empty exactly when momentum is 0. Every element is computed
 /// by the same code as sgdUpdate's, so the results are bit for bit those of
 /// the per-parameter updates.
-KernelStatus multiSgdUpdate(const std::vector<TensorView> &params,
-                            const std::vector<TensorView> &grads,
-                            const std::vector<TensorView> &momentumBuffers, float lr,
+KernelStatus multiSgdUpdate(TensorList params,
+                            TensorList grads,
+                            TensorList momentumBuffers, float lr,
                             bool skip, const SgdAttrs &attrs,
-                            const std::vector<TensorView> &newParams,
-                            const std::vector<TensorView> &newMomentumBuffers);
+                            TensorList newParams,
+                            TensorList newMomentumBuffers);
 /// torch.optim.AdamW: param *= 1 - lr * wd; m = b1 * m + (1 - b1) * g;
 /// v = b2 * v + (1 - b2) * g^2; param -= lr / (1 - b1^step) * m /
 /// (sqrt(v) / sqrt(1 - b2^step) + eps). `step` >= 1.
@@ -599,14 +650,14 @@ KernelStatus adamwUpdate(const TensorView &param, const TensorView &grad,
 /// multi_adamw_update: adamwUpdate on every tensor i of the group, in
 /// order (one lr, step, skip and set of attributes), so the results are bit
 /// for bit those of the per-parameter updates.
-KernelStatus multiAdamwUpdate(const std::vector<TensorView> &params,
-                              const std::vector<TensorView> &grads,
-                              const std::vector<TensorView> &expAvgs,
-                              const std::vector<TensorView> &expAvgSqs, float lr, int32_t step,
+KernelStatus multiAdamwUpdate(TensorList params,
+                              TensorList grads,
+                              TensorList expAvgs,
+                              TensorList expAvgSqs, float lr, int32_t step,
                               bool skip, const AdamWAttrs &attrs,
-                              const std::vector<TensorView> &newParams,
-                              const std::vector<TensorView> &newExpAvgs,
-                              const std::vector<TensorView> &newExpAvgSqs);
+                              TensorList newParams,
+                              TensorList newExpAvgs,
+                              TensorList newExpAvgSqs);
 /// LARS: local_lr = trust * |param| / (|grad| + wd * |param| + eps), 1 when
 /// either norm is zero; buf = momentum * buf + local_lr * (grad + wd * param);
 /// param -= lr * buf.
@@ -618,11 +669,11 @@ KernelStatus larsUpdate(const TensorView &param, const TensorView &grad,
 /// (each with the trust ratio of its own norms; one lr, skip and set of
 /// attributes), so the results are bit for bit those of the per-parameter
 /// updates.
-KernelStatus multiLarsUpdate(const std::vector<TensorView> &params,
-                             const std::vector<TensorView> &grads,
-                             const std::vector<TensorView> &momentumBuffers, float lr, bool skip,
-                             const LarsAttrs &attrs, const std::vector<TensorView> &newParams,
-                             const std::vector<TensorView> &newMomentumBuffers);
+KernelStatus multiLarsUpdate(TensorList params,
+                             TensorList grads,
+                             TensorList momentumBuffers, float lr, bool skip,
+                             const LarsAttrs &attrs, TensorList newParams,
+                             TensorList newMomentumBuffers);
 /// average = decay * average + (1 - decay) * param.
 KernelStatus emaUpdate(const TensorView &average, const TensorView &param,
                        double decay, const TensorView &newAverage);

@@ -23,7 +23,7 @@ using detail::shapeString;
 /// more, each of the whole's rank and dtype with its leading dimensions,
 /// the last dimensions adding up to the whole's. Returns the row count.
 int64_t checkSlices(Check &check, const char *wholeWhat, const TensorView &whole,
-                    const char *sliceWhat, const std::vector<TensorView> &slices) {
+                    const char *sliceWhat, TensorList slices) {
   if (check.view(wholeWhat, whole)
           .require(whole.rank() == 2 || whole.rank() == 4, wholeWhat,
                    " must be NHWC or [N, C], got ", shapeString(whole.shape))
@@ -59,7 +59,7 @@ int64_t checkSlices(Check &check, const char *wholeWhat, const TensorView &whole
 
 } // namespace
 
-KernelStatus concat(const std::vector<TensorView> &inputs, const TensorView &result) {
+KernelStatus concat(TensorList inputs, const TensorView &result) {
   Check check("concat");
   const int64_t rows = checkSlices(check, "result", result, "input", inputs);
   if (check.failed())
@@ -76,7 +76,7 @@ KernelStatus concat(const std::vector<TensorView> &inputs, const TensorView &res
   return {};
 }
 
-KernelStatus split(const TensorView &input, const std::vector<TensorView> &results) {
+KernelStatus split(const TensorView &input, TensorList results) {
   Check check("split");
   const int64_t rows = checkSlices(check, "input", input, "result", results);
   if (check.failed())

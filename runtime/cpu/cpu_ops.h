@@ -79,14 +79,11 @@ struct OpRun {
   IdList outIds(size_t ods) const {
     return {node.results.data() + node.layout.results.index(ods), node.layout.results.count(ods)};
   }
-  /// Views of ids[from, from + count).
-  std::vector<TensorView> views(IdList ids, size_t from, size_t count) const {
-    std::vector<TensorView> result;
-    for (size_t q = from; q < from + count; ++q)
-      result.push_back(view(ids[q]));
-    return result;
+  /// Views of ids[from, from + count), in place (nothing is copied).
+  TensorList views(IdList ids, size_t from, size_t count) const {
+    return TensorList(tensors.data(), ids.first + from, count);
   }
-  std::vector<TensorView> inList(size_t ods) const {
+  TensorList inList(size_t ods) const {
     IdList ids = inIds(ods);
     return views(ids, 0, ids.size());
   }

@@ -29,7 +29,7 @@ void copyInto(const TensorView &from, const TensorView &to) {
 
 } // namespace
 
-bool checkFinite(const std::vector<TensorView> &inputs) {
+bool checkFinite(TensorList inputs) {
   for (const TensorView &v : inputs)
     for (int64_t i = 0, e = v.numel(); i < e; ++i)
       if (!std::isfinite(v.data[i]))
@@ -115,12 +115,12 @@ KernelStatus sgdUpdate(const TensorView &param, const TensorView &grad,
   return {};
 }
 
-KernelStatus multiSgdUpdate(const std::vector<TensorView> &params,
-                            const std::vector<TensorView> &grads,
-                            const std::vector<TensorView> &momentumBuffers, float lr,
+KernelStatus multiSgdUpdate(TensorList params,
+                            TensorList grads,
+                            TensorList momentumBuffers, float lr,
                             bool skip, const SgdAttrs &attrs,
-                            const std::vector<TensorView> &newParams,
-                            const std::vector<TensorView> &newMomentumBuffers) {
+                            TensorList newParams,
+                            TensorList newMomentumBuffers) {
   Check check("multi_sgd_update");
   const bool hasMomentum = attrs.momentum != 0;
   const size_t count = params.size();
@@ -185,14 +185,14 @@ KernelStatus adamwUpdate(const TensorView &param, const TensorView &grad,
   return {};
 }
 
-KernelStatus multiAdamwUpdate(const std::vector<TensorView> &params,
-                              const std::vector<TensorView> &grads,
-                              const std::vector<TensorView> &expAvgs,
-                              const std::vector<TensorView> &expAvgSqs, float lr, int32_t step,
+KernelStatus multiAdamwUpdate(TensorList params,
+                              TensorList grads,
+                              TensorList expAvgs,
+                              TensorList expAvgSqs, float lr, int32_t step,
                               bool skip, const AdamWAttrs &attrs,
-                              const std::vector<TensorView> &newParams,
-                              const std::vector<TensorView> &newExpAvgs,
-                              const std::vector<TensorView> &newExpAvgSqs) {
+                              TensorList newParams,
+                              TensorList newExpAvgs,
+                              TensorList newExpAvgSqs) {
   Check check("multi_adamw_update");
   const size_t count = params.size();
   check.require(count > 0, "needs at least one tensor")
@@ -252,11 +252,11 @@ KernelStatus larsUpdate(const TensorView &param, const TensorView &grad,
   return {};
 }
 
-KernelStatus multiLarsUpdate(const std::vector<TensorView> &params,
-                             const std::vector<TensorView> &grads,
-                             const std::vector<TensorView> &momentumBuffers, float lr, bool skip,
-                             const LarsAttrs &attrs, const std::vector<TensorView> &newParams,
-                             const std::vector<TensorView> &newMomentumBuffers) {
+KernelStatus multiLarsUpdate(TensorList params,
+                             TensorList grads,
+                             TensorList momentumBuffers, float lr, bool skip,
+                             const LarsAttrs &attrs, TensorList newParams,
+                             TensorList newMomentumBuffers) {
   Check check("multi_lars_update");
   const size_t count = params.size();
   check.require(count > 0, "needs at least one tensor")

@@ -19,6 +19,7 @@
 namespace rn::cpu {
 namespace {
 
+using testing::Views;
 using testing::Buffer;
 using testing::expectClose;
 using testing::randomBuffer;
@@ -1007,9 +1008,11 @@ TEST(InputNormalization, PadChannelsNormalizesAndPads) {
   TensorView m = mean.view(), s = deviation.view();
   RN_ASSERT_OK(padChannels(pixels.view(), fused.view(), &m, &s));
   EXPECT_EQ(fused.data, twoPasses.data);
-  for (size_t i = 0; i < fused.size(); ++i)
-    if (i % 8 >= 3)
+  for (size_t i = 0; i < fused.size(); ++i) {
+    if (i % 8 >= 3) {
       ASSERT_EQ(fused[i], 0.0f) << i;
+    }
+  }
 }
 
 TEST(InputNormalization, ShapeErrors) {
@@ -1265,15 +1268,15 @@ TEST(StochasticDepth, BackwardScalesEachSampleAndModelLevelMatches) {
 
 TEST(LossScaling, CheckFinite) {
   Buffer a({3}, 1.0f), b({2}, -2.0f);
-  EXPECT_FALSE(checkFinite({a.view(), b.view()}));
+  EXPECT_FALSE(checkFinite(Views{a.view(), b.view()}));
   b[1] = std::numeric_limits<float>::infinity();
-  EXPECT_TRUE(checkFinite({a.view(), b.view()}));
+  EXPECT_TRUE(checkFinite(Views{a.view(), b.view()}));
   b[1] = 0.0f;
   a[0] = std::nanf("");
-  EXPECT_TRUE(checkFinite({a.view(), b.view()}));
+  EXPECT_TRUE(checkFinite(Views{a.view(), b.view()}));
   a[0] = -std::numeric_limits<float>::infinity();
-  EXPECT_TRUE(checkFinite({a.view()}));
-  EXPECT_FALSE(checkFinite({}));
+  EXPECT_TRUE(checkFinite(Views{a.view()}));
+  EXPECT_FALSE(checkFinite(Views{}));
 }
 
 TEST(LossScaling, Unscale) {

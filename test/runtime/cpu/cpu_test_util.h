@@ -17,6 +17,9 @@
 
 namespace rn::cpu::testing {
 
+/// A list operand built in place (TensorList takes a vector of views).
+using Views = std::vector<TensorView>;
+
 /// An owning tensor of floats with a view on it.
 struct Buffer {
   Shape shape;

@@ -244,8 +244,8 @@ TEST(GroupUpdates, MultiLarsKernelMatchesPerTensorLars) {
   EXPECT_NE(cpu::multiLarsUpdate(two, one, two, 0.5f, false, attrs, two, two)
                 .error.find("one grad, momentum buffer and their results per param"),
             std::string::npos);
-  std::string error =
-      cpu::multiLarsUpdate(two, {q.view(), q.view()}, two, 0.5f, false, attrs, two, two).error;
+  const std::vector<TensorView> twice = {q.view(), q.view()};
+  std::string error = cpu::multiLarsUpdate(two, twice, two, 0.5f, false, attrs, two, two).error;
   EXPECT_NE(error.find("multi_lars_update: tensor 1: lars_update"), std::string::npos) << error;
 }
 
