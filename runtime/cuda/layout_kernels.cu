@@ -12,6 +12,7 @@
 
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels.h"
+#include "runtime/cuda/layout_index.h"
 
 #include <cstdint>
 #include <string>
@@ -24,36 +25,20 @@ using detail::shapeString;
 namespace {
 
 constexpr int kThreads = 256;
-/// Slices per launch: the kernel parameter holds their pointers and bounds.
-constexpr int kMaxSlicesPerLaunch = 32;
-
-/// A batch of up to kMaxSlicesPerLaunch consecutive slices: slice s covers
-/// units [begin[s], begin[s + 1]) of each whole row.
-struct SliceBatch {
-  void *data[kMaxSlicesPerLaunch];
-  int64_t begin[kMaxSlicesPerLaunch + 1];
-  int count;
-};
+using layout::SliceBatch;
 
 template <typename Unit, bool ToWhole>
 __global__ void channelSlicesKernel(Unit *whole, int64_t wholeUnits, int64_t rows,
                                     SliceBatch batch) {
-  const int64_t first = batch.begin[0];
-  const int64_t units = batch.begin[batch.count] - first;
-  const int64_t total = rows * units;
+  const int64_t total = rows * (batch.begin[batch.count] - batch.begin[0]);
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
-    const int64_t row = i / units, u = first + i % units;
-    int s = 0;
-    while (u >= batch.begin[s + 1])
-      ++s;
-    const int64_t width = batch.begin[s + 1] - batch.begin[s];
-    Unit *slice = static_cast<Unit *>(batch.data[s]) + row * width + (u - batch.begin[s]);
-    Unit *joined = whole + row * wholeUnits + u;
+    const layout::SliceUnit at = layout::locateSliceUnit(batch, wholeUnits, i);
+    Unit *slice = static_cast<Unit *>(batch.data[at.slice]) + at.inSlice;
     if constexpr (ToWhole)
-      *joined = *slice;
+      whole[at.inWhole] = *slice;
     else
-      *slice = *joined;
+      *slice = whole[at.inWhole];
   }
 }
 
@@ -62,39 +47,32 @@ Status launchSlices(const DeviceTensor &whole, const std::vector<DeviceTensor> &
                     bool toWhole, int64_t rows, cudaStream_t stream) {
   const int64_t unitElements = int64_t(sizeof(Unit) / elementSize(whole.dtype));
   const int64_t wholeUnits = whole.shape.back() / unitElements;
-  int64_t begin = 0;
-  for (size_t from = 0; from < slices.size(); from += kMaxSlicesPerLaunch) {
-    SliceBatch batch{};
-    batch.count = int(std::min<size_t>(kMaxSlicesPerLaunch, slices.size() - from));
-    batch.begin[0] = begin;
-    for (int s = 0; s < batch.count; ++s) {
-      batch.data[s] = slices[from + size_t(s)].data;
-      begin += slices[from + size_t(s)].shape.back() / unitElements;
-      batch.begin[s + 1] = begin;
-    }
-    const int64_t work = rows * (batch.begin[batch.count] - batch.begin[0]);
-    if (work == 0)
-      continue;
-    Unit *data = static_cast<Unit *>(whole.data);
-    if (toWhole)
-      channelSlicesKernel<Unit, true>
-          <<<gridFor(work, kThreads), kThreads, 0, stream>>>(data, wholeUnits, rows, batch);
-    else
-      channelSlicesKernel<Unit, false>
-          <<<gridFor(work, kThreads), kThreads, 0, stream>>>(data, wholeUnits, rows, batch);
-    RN_CUDA_TRY_LAUNCH();
-  }
-  return Status::success();
+  Unit *data = static_cast<Unit *>(whole.data);
+  return layout::forEachSliceBatch(
+      slices.size(), [&](size_t s) { return slices[s].data; },
+      [&](size_t s) { return slices[s].shape.back() / unitElements; },
+      [&](const SliceBatch &batch) -> Status {
+        const int64_t work = rows * (batch.begin[batch.count] - batch.begin[0]);
+        if (work == 0)
+          return Status::success();
+        if (toWhole)
+          channelSlicesKernel<Unit, true>
+              <<<gridFor(work, kThreads), kThreads, 0, stream>>>(data, wholeUnits, rows, batch);
+        else
+          channelSlicesKernel<Unit, false>
+              <<<gridFor(work, kThreads), kThreads, 0, stream>>>(data, wholeUnits, rows, batch);
+        RN_CUDA_TRY_LAUNCH();
+        return Status::success();
+      });
 }
 
 template <typename Element>
 __global__ void channelShuffleKernel(const Element *in, Element *out, int64_t channels,
                                      int64_t groups, int64_t total) {
-  const int64_t perGroup = channels / groups;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < total; o += stride) {
     const int64_t row = o / channels, k = o % channels;
-    out[o] = in[row * channels + (k % groups) * perGroup + k / groups];
+    out[o] = in[row * channels + layout::shuffleSource(k, channels, groups)];
   }
 }
 
@@ -114,10 +92,7 @@ Status channelSlices(const char *op, const DeviceTensor &whole,
                  std::to_string(slices.size()));
   const size_t elementBytes = elementSize(whole.dtype);
   size_t unit = 16;
-  auto narrowTo = [&unit](uint64_t bytes) {
-    while (bytes % unit)
-      unit /= 2;
-  };
+  auto narrowTo = [&unit](uint64_t bytes) { unit = layout::narrowUnit(unit, bytes); };
   narrowTo(reinterpret_cast<uintptr_t>(whole.data));
   narrowTo(uint64_t(whole.shape.back()) * elementBytes);
   int64_t channels = 0;
