@@ -33,7 +33,9 @@ BATCH = 8
 SHAPE = (3, 224, 224)
 LR = 0.01
 MODELS = ["resnet18", "resnet50", "vgg11_bn"]
-OPTIONAL_MODELS = ["mobilenet_v2", "efficientnet_b0"]  # need ops not every build has
+# Need ops not every build has (squeeze-and-excitation, stochastic depth, and
+# DenseNet's concatenations and ShuffleNet's splits and shuffles).
+OPTIONAL_MODELS = ["mobilenet_v2", "efficientnet_b0", "densenet121", "shufflenet_v2_x1_0"]
 PIPELINES = {
     "f32": "optimizer=sgd momentum=0.9",
     "f16": "optimizer=sgd momentum=0.9 precision=f16",
