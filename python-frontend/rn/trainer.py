@@ -43,7 +43,7 @@ from ._native_loader import NativeUnavailable, native
 from ._state_dict import IncompatibleKeys
 
 if TYPE_CHECKING:
-    from .torch_import import TorchMapping
+    from .torch_state import TorchMapping
 
 __all__ = [
     "IncompatibleKeys",
@@ -166,7 +166,7 @@ def _is_torch_tensor(x: object) -> bool:
 
 def _torch_mapping_of(artifact: Path) -> TorchMapping | None:
     """The torch mapping ``rn.compile`` stored in an artifact compiled from torch, or None."""
-    from .torch_import import TORCH_METADATA_KEY, TorchMapping
+    from .torch_state import TORCH_METADATA_KEY, TorchMapping
 
     text = _safetensors.read_metadata(artifact).get(TORCH_METADATA_KEY)
     return TorchMapping.from_json(text) if text is not None else None
@@ -877,7 +877,7 @@ class Trainer:
         place of the parameters (compiled with ``ema-decay``). Waits for
         queued steps first.
         """
-        from .torch_import import artifact_program_state, ema_names, load_into_module
+        from .torch_state import artifact_program_state, ema_names, load_into_module
 
         mapping = self._require_torch_mapping("copy_to")
         state = self.state_dict(layout="rn")
