@@ -147,8 +147,6 @@ std::string cudnnText(double oursMs, const PlanTime &t) {
   return timeText(t.ms) + ratioText(oursMs, t.ms) + " [" + t.engine + "]";
 }
 
-void *deviceOf(const DeviceTensor &t) { return t.data; }
-
 /// The forward: RN's statistics pass + apply (+ add) + ReLU against
 /// cuDNN's batchnorm (+ add) + ReLU, with the running statistics.
 TEST(BnEngines, ForwardTimes) {
@@ -210,12 +208,12 @@ TEST(BnEngines, ForwardTimes) {
           preRelu, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD));
       Y->set_output(true).set_data_type(fe::DataType_t::HALF);
       std::unordered_map<FeTensor, void *> pack = {
-          {X, deviceOf(x)},           {scale, deviceOf(weight)},   {beta, deviceOf(bias)},
-          {prevMean, deviceOf(runningMean)}, {prevVar, deviceOf(runningVar)},
-          {savedMean, deviceOf(mean)}, {savedInvVar, deviceOf(invStd)},
-          {runMean, deviceOf(nextMean)}, {runVar, deviceOf(nextVar)}, {Y, deviceOf(y)}};
+          {X, x.data},           {scale, weight.data},   {beta, bias.data},
+          {prevMean, runningMean.data}, {prevVar, runningVar.data},
+          {savedMean, mean.data}, {savedInvVar, invStd.data},
+          {runMean, nextMean.data}, {runVar, nextVar.data}, {Y, y.data}};
       if (withAdd)
-        pack[A] = deviceOf(shortcut);
+        pack[A] = shortcut.data;
       cudnn[withAdd] = fastestPlan(graph, pack, gpu);
     }
     std::printf("%s forward: BN + ReLU: RN %s, cuDNN %s; BN + add + ReLU: RN %s, cuDNN %s\n",
@@ -293,13 +291,13 @@ TEST(BnEngines, BackwardTimes) {
       dScale->set_output(true).set_data_type(fe::DataType_t::FLOAT);
       dBias->set_output(true).set_data_type(fe::DataType_t::FLOAT);
       std::unordered_map<FeTensor, void *> pack = {
-          {DY, deviceOf(dy)},         {X, deviceOf(x)},
-          {scale, deviceOf(weight)},  {savedMean, deviceOf(mean)},
-          {savedInvVar, deviceOf(invStd)}, {M, variant == booleanMask ? mask : deviceOf(reluResult)},
-          {DX, deviceOf(dx)},         {dScale, deviceOf(weightGrad)},
-          {dBias, deviceOf(biasGrad)}};
+          {DY, dy.data},         {X, x.data},
+          {scale, weight.data},  {savedMean, mean.data},
+          {savedInvVar, invStd.data}, {M, variant == booleanMask ? mask : reluResult.data},
+          {DX, dx.data},         {dScale, weightGrad.data},
+          {dBias, biasGrad.data}};
       if (variant == withShortcut)
-        pack[masked] = deviceOf(shortcutGrad);
+        pack[masked] = shortcutGrad.data;
       cudnn[variant] = fastestPlan(graph, pack, gpu);
     }
     std::printf("%s backward: dReLU + dBN: RN %s, cuDNN from the ReLU result %s, from a "
