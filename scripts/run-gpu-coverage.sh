@@ -11,7 +11,10 @@
 #           at batch 256, 224x224, the benchmark recipe: rn-run --benchmark
 #           on the bundle's torch_NAME.bench256.rnx, then bench/torch_step.py
 #           eager and graph for all four, then compile (the slowest to start)
-# Usage: run-gpu-coverage.sh survey|bench (each fits one 10-minute call).
+#   engines issue 46's cuDNN norm engines against RN's BN passes
+#           (BnEngines.*, RN_CUDA_BENCH=1), then every rn-cuda-tests test
+# Usage: run-gpu-coverage.sh survey|bench|engines (each fits one 10-minute
+# call).
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$bundle/scripts/gpu-env.sh"
@@ -77,6 +80,16 @@ bench)
   say "PyTorch compile: exit $? after $((SECONDS - start)) s"
   cut -c1-240 "$out/torch.jsonl" | tee -a "$summary"
   ;;
+engines)
+  RN_CUDA_BENCH=1 timeout "$(left 300)" "$bundle/bin/rn-cuda-tests" --gtest_filter='BnEngines.*' \
+    > "$out/bn-engines.log" 2>&1
+  say "BnEngines: exit $? after $((SECONDS - start)) s"
+  grep -E '(forward|backward):' "$out/bn-engines.log" | tee -a "$summary"
+  timeout "$(left 580)" "$bundle/bin/rn-cuda-tests" --gtest_output=json:"$out/rn-cuda-tests.json" \
+    > "$out/rn-cuda-tests.log" 2>&1
+  say "rn-cuda-tests: exit $? after $((SECONDS - start)) s; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/rn-cuda-tests.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]' "$out/rn-cuda-tests.log" | head -40 | tee -a "$summary"
+  ;;
 *)
-  echo "usage: run-gpu-coverage.sh survey|bench" >&2; exit 2 ;;
+  echo "usage: run-gpu-coverage.sh survey|bench|engines" >&2; exit 2 ;;
 esac
