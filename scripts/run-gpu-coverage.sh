@@ -13,8 +13,12 @@
 #           eager and graph for all four, then compile (the slowest to start)
 #   engines issue 46's cuDNN norm engines against RN's BN passes
 #           (BnEngines.*, RN_CUDA_BENCH=1), then every rn-cuda-tests test
-# Usage: run-gpu-coverage.sh survey|bench|engines (each fits one 10-minute
-# call).
+#   first   the most of the three in one call, for a session that may get
+#           only one: the kernel tests and memcheck, the survey of the
+#           concatenating, shuffling and ConvNeXt families, RN and PyTorch
+#           eager/graph on the four batch-256 models, then BnEngines
+# Usage: run-gpu-coverage.sh survey|bench|engines|first (each fits one
+# 10-minute call).
 set -uo pipefail
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$bundle/scripts/gpu-env.sh"
@@ -27,30 +31,23 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 "$python" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)' \
   | tee -a "$out/gpu.txt"
 
-case "${1:-survey}" in
-survey)
-  if "$python" -c 'import timm' 2>/dev/null; then
-    ( timeout "$(left 570)" "$python" "$bundle/scripts/timm-import.py" survey "$out/timm" --jobs 6 \
-        > "$out/timm-survey.jsonl" 2> "$out/timm.err"; echo $? > "$out/timm.exit" ) &
-  fi
+first=densenet121,googlenet,inception_v3,squeezenet1_0,squeezenet1_1,shufflenet_v2_x0_5,shufflenet_v2_x1_0
+first=$first,shufflenet_v2_x1_5,shufflenet_v2_x2_0,convnext_tiny,densenet161,densenet169,densenet201
+bench_models=densenet121:256,inception_v3:256,shufflenet_v2_x1_0:256,convnext_tiny:256
+
+kernel_tests() {
   "$bundle/bin/rn-cuda-tests" --gtest_filter='LayoutKernelsTest.*:LayerNormKernelsTest.*:CudaPool.*:CudaElementwise.*' \
     > "$out/unit.log" 2>&1
   say "kernel tests: exit $?; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/unit.log" | tr '\n' ' ')"
   compute-sanitizer --tool memcheck "$bundle/bin/rn-cuda-tests" --gtest_filter='LayoutKernelsTest.*' \
     > "$out/memcheck.log" 2>&1
   say "memcheck of the layout kernels: exit $?; $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)"
-  first=densenet121,googlenet,inception_v3,squeezenet1_0,squeezenet1_1,shufflenet_v2_x0_5,shufflenet_v2_x1_0
-  first=$first,shufflenet_v2_x1_5,shufflenet_v2_x2_0,convnext_tiny,densenet161,densenet169,densenet201
-  rest=$("$python" - "$first" <<'PY'
-import sys, torchvision
-first = set(sys.argv[1].split(","))
-transformers = ("vit_", "swin", "maxvit")
-print(",".join(m for m in torchvision.models.list_models(module=torchvision.models)
-               if m not in first and not m.startswith(transformers)))
-PY
-)
-  timeout "$(left 540)" "$python" "$bundle/scripts/torchvision-import.py" "$out/torchvision-gpu.jsonl" \
-    --executor cuda-graph --models "$first,$rest" > "$out/survey.log" 2>&1
+}
+# survey SECONDS MODELS: torchvision-import.py on cuda-graph, then its counts
+# and every model not equal.
+survey() {
+  timeout "$1" "$python" "$bundle/scripts/torchvision-import.py" "$out/torchvision-gpu.jsonl" \
+    --executor cuda-graph --models "$2" > "$out/survey.log" 2>&1
   say "torchvision survey (cuda-graph): exit $? after $((SECONDS - start)) s; $(tail -1 "$out/survey.log")"
   "$python" - "$out/torchvision-gpu.jsonl" <<'PY' | tee -a "$summary"
 import collections, json, sys
@@ -61,35 +58,69 @@ for r in rows:
     if r["outcome"] != "equal" or r.get("train") != "equal":
         print(" ", r["model"], r["outcome"], r.get("train", "-"), str(r.get("why", ""))[:160])
 PY
-  wait
-  [ -f "$out/timm.exit" ] && say "timm survey: exit $(cat "$out/timm.exit"), $(grep -c '^{' "$out/timm-survey.jsonl") models"
-  ;;
-bench)
+}
+# rn_bench: rn-run --benchmark on the four batch-256 models.
+rn_bench() {
   for m in densenet121 inception_v3 shufflenet_v2_x1_0 convnext_tiny; do
     "$bundle/bin/rn-run" "$bundle/models/torch_$m.bench256.rnx" --benchmark --steps 30 --warmup 10 \
       --executor cuda-graph 2>> "$out/rn.err" | tail -1 >> "$out/rn.jsonl"
   done
   say "RN (rn-run --benchmark, cuda-graph):"; tee -a "$summary" < "$out/rn.jsonl"
-  models=densenet121:256,inception_v3:256,shufflenet_v2_x1_0:256,convnext_tiny:256
-  cd "$bundle/bench"
-  timeout "$(left 380)" "$python" torch_step.py --models $models --modes eager,graph --steps 30 \
-    --warmup 10 > "$out/torch.jsonl" 2> "$out/torch.err"
-  say "PyTorch eager and graph: exit $?"
-  timeout "$(left 585)" "$python" torch_step.py --models $models --modes compile --steps 30 \
-    --warmup 10 >> "$out/torch.jsonl" 2>> "$out/torch.err"
-  say "PyTorch compile: exit $? after $((SECONDS - start)) s"
-  cut -c1-240 "$out/torch.jsonl" | tee -a "$summary"
-  ;;
-engines)
-  RN_CUDA_BENCH=1 timeout "$(left 300)" "$bundle/bin/rn-cuda-tests" --gtest_filter='BnEngines.*' \
+}
+# torch_bench SECONDS MODES: bench/torch_step.py on the same four.
+torch_bench() {
+  ( cd "$bundle/bench" && timeout "$1" "$python" torch_step.py --models $bench_models --modes "$2" \
+      --steps 30 --warmup 10 >> "$out/torch.jsonl" 2>> "$out/torch.err" )
+  say "PyTorch $2: exit $? after $((SECONDS - start)) s"
+}
+# bn_engines SECONDS: issue 46's BnEngines.* timings.
+bn_engines() {
+  RN_CUDA_BENCH=1 timeout "$1" "$bundle/bin/rn-cuda-tests" --gtest_filter='BnEngines.*' \
     > "$out/bn-engines.log" 2>&1
   say "BnEngines: exit $? after $((SECONDS - start)) s"
   grep -E '(forward|backward):' "$out/bn-engines.log" | tee -a "$summary"
+}
+
+case "${1:-survey}" in
+survey)
+  if "$python" -c 'import timm' 2>/dev/null; then
+    ( timeout "$(left 570)" "$python" "$bundle/scripts/timm-import.py" survey "$out/timm" --jobs 6 \
+        > "$out/timm-survey.jsonl" 2> "$out/timm.err"; echo $? > "$out/timm.exit" ) &
+  fi
+  kernel_tests
+  rest=$("$python" - "$first" <<'PY'
+import sys, torchvision
+first = set(sys.argv[1].split(","))
+transformers = ("vit_", "swin", "maxvit")
+print(",".join(m for m in torchvision.models.list_models(module=torchvision.models)
+               if m not in first and not m.startswith(transformers)))
+PY
+)
+  survey "$(left 540)" "$first,$rest"
+  wait
+  [ -f "$out/timm.exit" ] && say "timm survey: exit $(cat "$out/timm.exit"), $(grep -c '^{' "$out/timm-survey.jsonl") models"
+  ;;
+bench)
+  rn_bench
+  torch_bench "$(left 380)" eager,graph
+  torch_bench "$(left 585)" compile
+  cut -c1-240 "$out/torch.jsonl" | tee -a "$summary"
+  ;;
+engines)
+  bn_engines "$(left 300)"
   timeout "$(left 580)" "$bundle/bin/rn-cuda-tests" --gtest_output=json:"$out/rn-cuda-tests.json" \
     > "$out/rn-cuda-tests.log" 2>&1
   say "rn-cuda-tests: exit $? after $((SECONDS - start)) s; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/rn-cuda-tests.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \]' "$out/rn-cuda-tests.log" | head -40 | tee -a "$summary"
   ;;
+first)
+  kernel_tests
+  survey "$(left 300)" "$first"
+  rn_bench
+  torch_bench "$(left 480)" eager,graph
+  cut -c1-240 "$out/torch.jsonl" | tee -a "$summary"
+  bn_engines "$(left 585)"
+  ;;
 *)
-  echo "usage: run-gpu-coverage.sh survey|bench|engines" >&2; exit 2 ;;
+  echo "usage: run-gpu-coverage.sh survey|bench|engines|first" >&2; exit 2 ;;
 esac
