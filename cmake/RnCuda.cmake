@@ -2,10 +2,12 @@
 #
 #   RN_ENABLE_CUDA       AUTO (default: on when everything is found: nvcc,
 #                        cudart, cuBLASLt, NVRTC, CUPTI, cuDNN and its frontend,
-#                        NCCL), ON
+#                        NCCL, CUTLASS's headers), ON
 #                        (fail when something is missing) or OFF
 #   RN_CUDNN_FRONTEND_INCLUDE_DIR   folder with cudnn_frontend.h; found from
 #                        the nvidia-cudnn-frontend wheel (pip) by default
+#   RN_CUTLASS_INCLUDE_DIR   folder with cutlass/cutlass.h; found from the
+#                        nvidia-cutlass wheel (pip) by default
 #
 # Sets RN_HAVE_CUDA (ON/OFF) for the rest of the build.
 
@@ -54,6 +56,20 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
       endif()
     endforeach()
   endif()
+  if(NOT RN_CUTLASS_INCLUDE_DIR)
+    # The nvidia-cutlass wheel keeps CUTLASS's headers under
+    # cutlass_library/source: include/ and tools/util/include/.
+    foreach(python ${Python3_EXECUTABLE} ${RN_PATH_PYTHON3})
+      execute_process(
+        COMMAND ${python} -c
+          "import importlib.metadata as m, pathlib; d = m.distribution('nvidia-cutlass'); print(next(pathlib.Path(d.locate_file(f)).parent.parent for f in d.files if str(f).endswith('include/cutlass/cutlass.h')))"
+        OUTPUT_VARIABLE found OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+      if(found)
+        set(RN_CUTLASS_INCLUDE_DIR ${found} CACHE PATH "folder with cutlass/cutlass.h")
+        break()
+      endif()
+    endforeach()
+  endif()
   if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cublasLt OR NOT TARGET CUDA::nvrtc)
     rn_cuda_missing("the CUDA toolkit (cudart, cuBLASLt, NVRTC) was not found")
     return()
@@ -76,6 +92,12 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
     rn_cuda_missing("the cuDNN frontend headers were not found (pip install nvidia-cudnn-frontend)")
     return()
   endif()
+
+  if(NOT RN_CUTLASS_INCLUDE_DIR OR NOT EXISTS "${RN_CUTLASS_INCLUDE_DIR}/cutlass/cutlass.h")
+    rn_cuda_missing("the CUTLASS headers were not found (pip install --no-deps nvidia-cutlass)")
+    return()
+  endif()
+  get_filename_component(RN_CUTLASS_UTIL_INCLUDE_DIR "${RN_CUTLASS_INCLUDE_DIR}/../tools/util/include" ABSOLUTE)
 
   set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   set(CMAKE_CUDA_ARCHITECTURES 90)
@@ -114,4 +136,19 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -fvisibility-inlines-hidden>
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
   target_compile_definitions(rn_runtime_cuda PUBLIC RN_HAVE_CUDA=1)
+
+  # CUTLASS's Hopper kernels (runtime/cuda/cutlass): a few translation units
+  # of explicit instantiations, built for sm_90a only (warpgroup MMA and
+  # TMA need the architecture-specific target) and linked into
+  # librn_cuda.so.
+  file(GLOB RN_RUNTIME_CUTLASS_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cutlass/*.cu)
+  add_library(rn_runtime_cutlass OBJECT ${RN_RUNTIME_CUTLASS_SOURCES})
+  set_target_properties(rn_runtime_cutlass PROPERTIES
+    CUDA_ARCHITECTURES OFF POSITION_INDEPENDENT_CODE ON CUDA_RUNTIME_LIBRARY Shared)
+  target_compile_options(rn_runtime_cutlass PRIVATE
+    --generate-code=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo)
+  target_include_directories(rn_runtime_cutlass PRIVATE ${PROJECT_SOURCE_DIR})
+  target_include_directories(rn_runtime_cutlass SYSTEM PRIVATE ${RN_CUTLASS_INCLUDE_DIR}
+    ${RN_CUTLASS_UTIL_INCLUDE_DIR})
+  target_sources(rn_runtime_cuda PRIVATE $<TARGET_OBJECTS:rn_runtime_cutlass>)
 endif()

@@ -11,12 +11,15 @@
 #           at batch 256, 224x224, the benchmark recipe: rn-run --benchmark
 #           on the bundle's torch_NAME.bench256.rnx, then bench/torch_step.py
 #           eager and graph for all four, then compile (the slowest to start)
-#   engines issue 46's cuDNN norm engines against RN's BN passes
-#           (BnEngines.*, RN_CUDA_BENCH=1), then every rn-cuda-tests test
+#   engines issue 46's kernels: CUTLASS's dgrad with the BN sums
+#           (CutlassDgrad.*) and cuDNN's norm engines against RN's BN
+#           passes (BnEngines.*), RN_CUDA_BENCH=1; then every rn-cuda-tests
+#           test
 #   first   the most of the three in one call, for a session that may get
 #           only one: the kernel tests and memcheck, the survey of the
 #           concatenating, shuffling and ConvNeXt families, RN and PyTorch
-#           eager/graph on the four batch-256 models, then BnEngines
+#           eager/graph on the four batch-256 models, then issue 46's
+#           kernels (as engines)
 # Usage: run-gpu-coverage.sh survey|bench|engines|first (each fits one
 # 10-minute call).
 set -uo pipefail
@@ -73,9 +76,15 @@ torch_bench() {
       --steps 30 --warmup 10 >> "$out/torch.jsonl" 2>> "$out/torch.err" )
   say "PyTorch $2: exit $? after $((SECONDS - start)) s"
 }
-# bn_engines SECONDS: issue 46's BnEngines.* timings.
+# bn_engines END: issue 46's kernels: CUTLASS's dgrad with the BN sums in
+# its epilogue (checked against the CPU, then timed at ResNet-50's shapes),
+# then cuDNN's norm engines (BnEngines.*) until END seconds after the start.
 bn_engines() {
-  RN_CUDA_BENCH=1 timeout "$1" "$bundle/bin/rn-cuda-tests" --gtest_filter='BnEngines.*' \
+  RN_CUDA_BENCH=1 timeout 150 "$bundle/bin/rn-cuda-tests" --gtest_filter='CutlassDgrad.*' \
+    > "$out/cutlass-dgrad.log" 2>&1
+  say "CutlassDgrad: exit $? after $((SECONDS - start)) s; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/cutlass-dgrad.log" | tr '\n' ' ')"
+  grep -E 'cuDNN dgrad|Failure|error' "$out/cutlass-dgrad.log" | head -40 | tee -a "$summary"
+  RN_CUDA_BENCH=1 timeout "$(left "$1")" "$bundle/bin/rn-cuda-tests" --gtest_filter='BnEngines.*' \
     > "$out/bn-engines.log" 2>&1
   say "BnEngines: exit $? after $((SECONDS - start)) s"
   grep -E '(forward|backward):' "$out/bn-engines.log" | tee -a "$summary"
@@ -107,7 +116,7 @@ bench)
   cut -c1-240 "$out/torch.jsonl" | tee -a "$summary"
   ;;
 engines)
-  bn_engines "$(left 300)"
+  bn_engines 300
   timeout "$(left 580)" "$bundle/bin/rn-cuda-tests" --gtest_output=json:"$out/rn-cuda-tests.json" \
     > "$out/rn-cuda-tests.log" 2>&1
   say "rn-cuda-tests: exit $? after $((SECONDS - start)) s; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/rn-cuda-tests.log" | tr '\n' ' ')"
@@ -119,7 +128,7 @@ first)
   rn_bench
   torch_bench "$(left 480)" eager,graph
   cut -c1-240 "$out/torch.jsonl" | tee -a "$summary"
-  bn_engines "$(left 585)"
+  bn_engines 585
   ;;
 *)
   echo "usage: run-gpu-coverage.sh survey|bench|engines|first" >&2; exit 2 ;;

@@ -51,6 +51,14 @@ rn_install_packages() {
     rn_log "installing the cuDNN frontend headers (pip: nvidia-cudnn-frontend)"
     python3 -m pip install -q nvidia-cudnn-frontend
   fi
+  # CUTLASS's headers for the Hopper kernels of runtime/cuda/cutlass: its
+  # PyPI wheel carries them; --no-deps, since its Python half (and what that
+  # pulls in) is not used.
+  if { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; } &&
+     ! python3 -m pip show -q nvidia-cutlass >/dev/null 2>&1; then
+    rn_log "installing the CUTLASS headers (pip: nvidia-cutlass, without its dependencies)"
+    python3 -m pip install -q --no-deps nvidia-cutlass==4.2.0.0
+  fi
 }
 
 rn_build() {
