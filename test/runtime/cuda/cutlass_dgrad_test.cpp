@@ -247,5 +247,16 @@ TEST(CutlassDgrad, Resnet50Times) {
               totals[0], totals[1], totals[2], totals[3]);
 }
 
+/// Host-side: CUTLASS's can_implement takes every shape the tests use.
+TEST(CutlassDgrad, TakesResnetShapes) {
+  std::vector<DgradShape> shapes = resnet50Dgrads();
+  shapes.insert(shapes.end(), std::begin(kShapes), std::end(kShapes));
+  for (const DgradShape &s : shapes)
+    for (bool withBnSums : {false, true}) {
+      Status supported = cutlassDgradSupports(s, withBnSums);
+      EXPECT_TRUE(supported.ok()) << supported.error().message();
+    }
+}
+
 } // namespace
 } // namespace rn::cuda
