@@ -39,37 +39,35 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
   # libnccl.so.2 comes from the PyTorch venv (scripts/gpu-env.sh).
   find_library(RN_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
   find_path(RN_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-  if(NOT RN_CUDNN_FRONTEND_INCLUDE_DIR)
-    # pip puts the wheel's headers into <site-packages>/include. Asked of
-    # the configuring interpreter, then of python3 on PATH (a wheel built
-    # for another Python need not have the headers installed); kept in the
-    # cache, so that a later configure for another Python finds them too.
-    find_program(RN_PATH_PYTHON3 python3)
+  # Header folders of pip wheels, asked of the configuring interpreter,
+  # then of python3 on PATH (a wheel built for another Python need not have
+  # the headers installed); kept in the cache, so that a later configure for
+  # another Python finds them too. rn_find_wheel_headers(VAR DISTRIBUTION
+  # HEADER LEVELS DOC): VAR is the folder LEVELS folders above the wheel's
+  # file whose path ends in HEADER.
+  find_program(RN_PATH_PYTHON3 python3)
+  function(rn_find_wheel_headers var distribution header levels doc)
+    if(${var})
+      return()
+    endif()
     foreach(python ${Python3_EXECUTABLE} ${RN_PATH_PYTHON3})
       execute_process(
         COMMAND ${python} -c
-          "import importlib.metadata as m, pathlib; d = m.distribution('nvidia-cudnn-frontend'); print(next(pathlib.Path(d.locate_file(f)).parent for f in d.files if f.name == 'cudnn_frontend.h'))"
+          "import importlib.metadata as m, pathlib; d = m.distribution('${distribution}'); print(next(pathlib.Path(d.locate_file(f)).parents[${levels}] for f in d.files if str(f).endswith('${header}')))"
         OUTPUT_VARIABLE found OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
       if(found)
-        set(RN_CUDNN_FRONTEND_INCLUDE_DIR ${found} CACHE PATH "folder with cudnn_frontend.h")
-        break()
+        set(${var} ${found} CACHE PATH "${doc}")
+        return()
       endif()
     endforeach()
-  endif()
-  if(NOT RN_CUTLASS_INCLUDE_DIR)
-    # The nvidia-cutlass wheel keeps CUTLASS's headers under
-    # cutlass_library/source: include/ and tools/util/include/.
-    foreach(python ${Python3_EXECUTABLE} ${RN_PATH_PYTHON3})
-      execute_process(
-        COMMAND ${python} -c
-          "import importlib.metadata as m, pathlib; d = m.distribution('nvidia-cutlass'); print(next(pathlib.Path(d.locate_file(f)).parent.parent for f in d.files if str(f).endswith('include/cutlass/cutlass.h')))"
-        OUTPUT_VARIABLE found OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-      if(found)
-        set(RN_CUTLASS_INCLUDE_DIR ${found} CACHE PATH "folder with cutlass/cutlass.h")
-        break()
-      endif()
-    endforeach()
-  endif()
+  endfunction()
+  # pip puts the frontend's headers into <site-packages>/include; the
+  # nvidia-cutlass wheel keeps CUTLASS's under cutlass_library/source
+  # (include/ and tools/util/include/).
+  rn_find_wheel_headers(RN_CUDNN_FRONTEND_INCLUDE_DIR nvidia-cudnn-frontend
+    /cudnn_frontend.h 0 "folder with cudnn_frontend.h")
+  rn_find_wheel_headers(RN_CUTLASS_INCLUDE_DIR nvidia-cutlass
+    include/cutlass/cutlass.h 1 "folder with cutlass/cutlass.h")
   if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cublasLt OR NOT TARGET CUDA::nvrtc)
     rn_cuda_missing("the CUDA toolkit (cudart, cuBLASLt, NVRTC) was not found")
     return()
@@ -106,7 +104,7 @@ if(NOT RN_ENABLE_CUDA STREQUAL "OFF")
   enable_language(CUDA)
   set(RN_HAVE_CUDA ON)
   set(RN_HAVE_CUDA ON PARENT_SCOPE)
-  message(STATUS "CUDA runtime on: nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_90, cuDNN ${RN_CUDNN_LIBRARY}, frontend ${RN_CUDNN_FRONTEND_INCLUDE_DIR}")
+  message(STATUS "CUDA runtime on: nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_90 (CUTLASS sm_90a), cuDNN ${RN_CUDNN_LIBRARY}, frontend ${RN_CUDNN_FRONTEND_INCLUDE_DIR}, CUTLASS ${RN_CUTLASS_INCLUDE_DIR}")
 
   # librn_cuda.so: the GPU executors, loaded by librn_runtime.so on the
   # first request for a GPU (runtime/train/gpu_backend.h). In the wheel it
