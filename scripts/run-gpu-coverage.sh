@@ -123,12 +123,15 @@ engines)
   grep -E '^\[  FAILED  \]' "$out/rn-cuda-tests.log" | head -40 | tee -a "$summary"
   ;;
 first)
+  # RN_COVERAGE_SECONDS: the call's length, for a device call given less
+  # than 10 minutes; the stages end at fixed shares of it.
+  total=${RN_COVERAGE_SECONDS:-585}
   kernel_tests
-  survey "$(left 300)" "$first"
+  survey "$(left $((total * 51 / 100)))" "$first"
   rn_bench
-  torch_bench "$(left 480)" eager,graph
+  torch_bench "$(left $((total * 82 / 100)))" eager,graph
   cut -c1-240 "$out/torch.jsonl" | tee -a "$summary"
-  bn_engines 585
+  bn_engines "$total"
   ;;
 *)
   echo "usage: run-gpu-coverage.sh survey|bench|engines|first" >&2; exit 2 ;;
