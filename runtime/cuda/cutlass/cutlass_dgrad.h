@@ -1,4 +1,5 @@
-//===- cutlass_dgrad.h - Hopper dgrad with the BN backward's sums -*- C++ -*-===//
+//===- cutlass_dgrad.h - Hopper dgrad with the BN backward's sums -*- C++
+//-*-===//
 //
 // Issue 46's second step, a prototype not yet used by any op: the data
 // gradient of a convolution whose input was relu(bn(x)), computed by
@@ -13,7 +14,9 @@
 //
 // f16 NHWC data, f32 accumulation and sums; filters KRSC (RN's OHWI).
 // Callers check cutlassDgradSupports first. No CUTLASS type leaks out of
-// this header: the kernels are instantiated once, in cutlass_dgrad.cu.
+// this header: the kernels are instantiated once per tile width
+// (cutlass_dgrad_kernels.cuh, cutlass_dgrad_n64.cu and _n128.cu), and
+// cutlass_dgrad.cu holds the shape rules and the choice of width.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,22 +54,32 @@ struct BnSumsEpilogue {
   float *sumGXhat = nullptr;
 };
 
-/// Whether the kernels take `shape` (channels multiples of 8, unit
-/// dilation, a CUTLASS can_implement check), or why not.
-Status cutlassDgradSupports(const DgradShape &shape, bool withBnSums);
+/// The CTA tile's width in dx's channels (its height is 128 pixels, its
+/// depth 64 of the reduction). automatic: 64 for dx of at most 64
+/// channels, where a 128-wide tile leaves half its columns idle, else 128.
+enum class DgradTile { automatic, n64, n128 };
+const char *dgradTileName(DgradTile tile);
 
-/// Workspace bytes a call needs (the sums' per-tile partials and counters).
-size_t cutlassDgradWorkspaceBytes(const DgradShape &shape, bool withBnSums);
+/// Whether the kernels take `shape` (channels multiples of 8, a non-empty
+/// output, CUTLASS's can_implement), or why not.
+Status cutlassDgradSupports(const DgradShape &shape, bool withBnSums,
+                            DgradTile tile = DgradTile::automatic);
+
+/// Workspace bytes a call needs (the sums' per-tile partials and counters);
+/// 0 for a shape the kernels do not take.
+size_t cutlassDgradWorkspaceBytes(const DgradShape &shape, bool withBnSums,
+                                  DgradTile tile = DgradTile::automatic);
 
 /// dx = dgrad(dy, filter).
 Status cutlassDgrad(const DgradShape &shape, const void *dy, const void *filter, void *dx,
-                    void *workspace, size_t workspaceBytes, cudaStream_t stream);
+                    void *workspace, size_t workspaceBytes, cudaStream_t stream,
+                    DgradTile tile = DgradTile::automatic);
 
 /// g = dgrad(dy, filter) * (reluResult > 0), and the BN backward's sums of
 /// g (see BnSumsEpilogue).
 Status cutlassDgradBnSums(const DgradShape &shape, const void *dy, const void *filter, void *g,
                           const BnSumsEpilogue &bn, void *workspace, size_t workspaceBytes,
-                          cudaStream_t stream);
+                          cudaStream_t stream, DgradTile tile = DgradTile::automatic);
 
 } // namespace rn::cuda
 

@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "conv_test_util.h"
 #include "runtime/cuda/cutlass/cutlass_dgrad.h"
 #include "runtime/cuda/norm_kernels.h"
-#include "conv_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -47,7 +47,8 @@ ConvParams paramsOf(const DgradShape &s) { return params(s.strideH, s.padH); }
 
 TEST(CutlassDgrad, RefusesWhatItCannotRun) {
   // Host-side checks: no GPU needed.
-  Status narrow = cutlassDgradSupports(dgradShape(4, 8, 3, 16, 3, 1, 1), /*withBnSums=*/false);
+  Status narrow = cutlassDgradSupports(dgradShape(4, 8, 3, 16, 3, 1, 1),
+                                       /*withBnSums=*/false);
   ASSERT_FALSE(narrow.ok());
   EXPECT_NE(narrow.error().message().find("multiples of 8"), std::string::npos)
       << narrow.error().message();
@@ -64,105 +65,114 @@ TEST(CutlassDgrad, RefusesWhatItCannotRun) {
 }
 
 /// 3x3 and 1x1 convolutions, stride 1 and 2, as ResNet's.
-const DgradShape kShapes[] = {
-    dgradShape(4, 12, 16, 32, 3, 1, 1), dgradShape(4, 8, 32, 64, 1, 1, 0),
-    dgradShape(2, 12, 32, 64, 1, 2, 0), dgradShape(2, 13, 24, 16, 3, 2, 1),
-    dgradShape(3, 20, 64, 136, 3, 1, 1)};
+const DgradShape kShapes[] = {dgradShape(4, 12, 16, 32, 3, 1, 1), dgradShape(4, 8, 32, 64, 1, 1, 0),
+                              dgradShape(2, 12, 32, 64, 1, 2, 0),
+                              dgradShape(2, 13, 24, 16, 3, 2, 1),
+                              dgradShape(3, 20, 64, 136, 3, 1, 1)};
 
 /// dx = conv2dBackwardInput(dy, w) in f32 on the CPU.
 Host dgradOnTheCpu(Host dy, Host w, const DgradShape &s) {
   Host dx(dxShape(s), DType::f32);
-  EXPECT_TRUE(
-      cpu::conv2dBackwardInput(dy.view(), w.view(), attrsOf(paramsOf(s)), dx.view()).ok());
+  EXPECT_TRUE(cpu::conv2dBackwardInput(dy.view(), w.view(), attrsOf(paramsOf(s)), dx.view()).ok());
   return dx;
+}
+
+/// Both tile widths are checked at every shape.
+const DgradTile kTiles[] = {DgradTile::n64, DgradTile::n128};
+
+std::string traceOf(const DgradShape &s, DgradTile tile) {
+  return ::testing::PrintToString(dxShape(s)) + " r" + std::to_string(s.r) + " stride " +
+         std::to_string(s.strideH) + " tile " + dgradTileName(tile);
 }
 
 TEST(CutlassDgrad, PlainMatchesTheCpu) {
   RN_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(46);
-  for (const DgradShape &s : kShapes) {
-    SCOPED_TRACE(::testing::PrintToString(dxShape(s)) + " r" + std::to_string(s.r) + " stride " +
-                 std::to_string(s.strideH));
-    Gpu gpu;
-    Host dy = randomHost(dyShape(s), DType::f16, rng), w = randomHost(filterShape(s), DType::f16, rng);
-    DeviceTensor dyDev = gpu.upload(dy), wDev = gpu.upload(w);
-    DeviceTensor dx = gpu.empty(dxShape(s), DType::f16);
-    const size_t bytes = cutlassDgradWorkspaceBytes(s, false);
-    void *workspace = gpu.allocate(bytes);
-    ASSERT_OK(cutlassDgrad(s, dyDev.data, wDev.data, dx.data, workspace, bytes,
-                           gpu.resources.stream));
-    Host want = dgradOnTheCpu(dy, w, s);
-    for (float &v : want.values)
-      v = roundTo(DType::f16, v);
-    EXPECT_LE(relativeError(gpu.download(dx), want.values), 4e-3);
-  }
+  for (const DgradShape &s : kShapes)
+    for (DgradTile tile : kTiles) {
+      SCOPED_TRACE(traceOf(s, tile));
+      Gpu gpu;
+      Host dy = randomHost(dyShape(s), DType::f16, rng),
+           w = randomHost(filterShape(s), DType::f16, rng);
+      DeviceTensor dyDev = gpu.upload(dy), wDev = gpu.upload(w);
+      DeviceTensor dx = gpu.empty(dxShape(s), DType::f16);
+      const size_t bytes = cutlassDgradWorkspaceBytes(s, false, tile);
+      void *workspace = gpu.allocate(bytes);
+      ASSERT_OK(cutlassDgrad(s, dyDev.data, wDev.data, dx.data, workspace, bytes,
+                             gpu.resources.stream, tile));
+      Host want = dgradOnTheCpu(dy, w, s);
+      for (float &v : want.values)
+        v = roundTo(DType::f16, v);
+      EXPECT_LE(relativeError(gpu.download(dx), want.values), 4e-3);
+    }
 }
 
 TEST(CutlassDgrad, BnSumsMatchTheCpu) {
   RN_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(4646);
-  for (const DgradShape &s : kShapes) {
-    SCOPED_TRACE(::testing::PrintToString(dxShape(s)) + " r" + std::to_string(s.r) + " stride " +
-                 std::to_string(s.strideH));
-    Gpu gpu;
-    const int64_t c = s.c;
-    Host dy = randomHost(dyShape(s), DType::f16, rng), w = randomHost(filterShape(s), DType::f16, rng);
-    Host x = randomHost(dxShape(s), DType::f16, rng, -2, 3);
-    // A ReLU's result: about half of it zero.
-    Host relu = randomHost(dxShape(s), DType::f16, rng);
-    for (float &v : relu.values)
-      v = std::max(v, 0.f);
-    Host mean = randomHost({c}, DType::f32, rng, -0.5f, 1.f);
-    Host invStd = randomHost({c}, DType::f32, rng, 0.5f, 2.f);
-    DeviceTensor dyDev = gpu.upload(dy), wDev = gpu.upload(w), xDev = gpu.upload(x);
-    DeviceTensor reluDev = gpu.upload(relu), meanDev = gpu.upload(mean);
-    DeviceTensor invStdDev = gpu.upload(invStd);
-    DeviceTensor g = gpu.empty(dxShape(s), DType::f16);
-    DeviceTensor sumG = gpu.empty({c}, DType::f32), sumGXhat = gpu.empty({c}, DType::f32);
-    BnSumsEpilogue bn;
-    bn.reluResult = reluDev.data;
-    bn.x = xDev.data;
-    bn.mean = static_cast<const float *>(meanDev.data);
-    bn.invStd = static_cast<const float *>(invStdDev.data);
-    bn.sumG = static_cast<float *>(sumG.data);
-    bn.sumGXhat = static_cast<float *>(sumGXhat.data);
-    const size_t bytes = cutlassDgradWorkspaceBytes(s, true);
-    void *workspace = gpu.allocate(bytes);
-    ASSERT_OK(cutlassDgradBnSums(s, dyDev.data, wDev.data, g.data, bn, workspace, bytes,
-                                 gpu.resources.stream));
+  for (const DgradShape &s : kShapes)
+    for (DgradTile tile : kTiles) {
+      SCOPED_TRACE(traceOf(s, tile));
+      Gpu gpu;
+      const int64_t c = s.c;
+      Host dy = randomHost(dyShape(s), DType::f16, rng),
+           w = randomHost(filterShape(s), DType::f16, rng);
+      Host x = randomHost(dxShape(s), DType::f16, rng, -2, 3);
+      // A ReLU's result: about half of it zero.
+      Host relu = randomHost(dxShape(s), DType::f16, rng);
+      for (float &v : relu.values)
+        v = std::max(v, 0.f);
+      Host mean = randomHost({c}, DType::f32, rng, -0.5f, 1.f);
+      Host invStd = randomHost({c}, DType::f32, rng, 0.5f, 2.f);
+      DeviceTensor dyDev = gpu.upload(dy), wDev = gpu.upload(w), xDev = gpu.upload(x);
+      DeviceTensor reluDev = gpu.upload(relu), meanDev = gpu.upload(mean);
+      DeviceTensor invStdDev = gpu.upload(invStd);
+      DeviceTensor g = gpu.empty(dxShape(s), DType::f16);
+      DeviceTensor sumG = gpu.empty({c}, DType::f32), sumGXhat = gpu.empty({c}, DType::f32);
+      BnSumsEpilogue bn;
+      bn.reluResult = reluDev.data;
+      bn.x = xDev.data;
+      bn.mean = static_cast<const float *>(meanDev.data);
+      bn.invStd = static_cast<const float *>(invStdDev.data);
+      bn.sumG = static_cast<float *>(sumG.data);
+      bn.sumGXhat = static_cast<float *>(sumGXhat.data);
+      const size_t bytes = cutlassDgradWorkspaceBytes(s, true, tile);
+      void *workspace = gpu.allocate(bytes);
+      ASSERT_OK(cutlassDgradBnSums(s, dyDev.data, wDev.data, g.data, bn, workspace, bytes,
+                                   gpu.resources.stream, tile));
 
-    Host dgrad = dgradOnTheCpu(dy, w, s);
-    std::vector<float> wantG(dgrad.values.size());
-    const size_t channels = static_cast<size_t>(c);
-    std::vector<double> wantSum(channels), wantSumXhat(channels), scale(channels),
-        scaleXhat(channels);
-    for (size_t i = 0; i < dgrad.values.size(); ++i) {
-      const size_t ch = i % size_t(c);
-      const double gi = relu.values[i] > 0.f ? dgrad.values[i] : 0.;
-      const double xhat = (double(x.values[i]) - mean.values[ch]) * invStd.values[ch];
-      wantG[i] = roundTo(DType::f16, float(gi));
-      wantSum[ch] += gi;
-      wantSumXhat[ch] += gi * xhat;
-      scale[ch] += std::fabs(gi);
-      scaleXhat[ch] += std::fabs(gi * xhat);
+      Host dgrad = dgradOnTheCpu(dy, w, s);
+      std::vector<float> wantG(dgrad.values.size());
+      const size_t channels = static_cast<size_t>(c);
+      std::vector<double> wantSum(channels), wantSumXhat(channels), scale(channels),
+          scaleXhat(channels);
+      for (size_t i = 0; i < dgrad.values.size(); ++i) {
+        const size_t ch = i % size_t(c);
+        const double gi = relu.values[i] > 0.f ? dgrad.values[i] : 0.;
+        const double xhat = (double(x.values[i]) - mean.values[ch]) * invStd.values[ch];
+        wantG[i] = roundTo(DType::f16, float(gi));
+        wantSum[ch] += gi;
+        wantSumXhat[ch] += gi * xhat;
+        scale[ch] += std::fabs(gi);
+        scaleXhat[ch] += std::fabs(gi * xhat);
+      }
+      EXPECT_LE(relativeError(gpu.download(g), wantG), 4e-3);
+      const std::vector<float> gotSum = gpu.download(sumG), gotSumXhat = gpu.download(sumGXhat);
+      for (int64_t ch = 0; ch < c; ++ch) {
+        // f32 sums of f32 terms whose dgrad the tensor cores accumulated in
+        // f32: well within 1e-3 of the terms' magnitude.
+        EXPECT_NEAR(gotSum[size_t(ch)], wantSum[size_t(ch)], 1e-3 * scale[size_t(ch)] + 1e-4)
+            << "channel " << ch;
+        EXPECT_NEAR(gotSumXhat[size_t(ch)], wantSumXhat[size_t(ch)],
+                    1e-3 * scaleXhat[size_t(ch)] + 1e-4)
+            << "channel " << ch;
+      }
+      // A second call overwrites the sums (no accumulation across calls).
+      ASSERT_OK(cutlassDgradBnSums(s, dyDev.data, wDev.data, g.data, bn, workspace, bytes,
+                                   gpu.resources.stream, tile));
+      EXPECT_EQ(gpu.download(sumG), gotSum);
+      EXPECT_EQ(gpu.download(sumGXhat), gotSumXhat);
     }
-    EXPECT_LE(relativeError(gpu.download(g), wantG), 4e-3);
-    const std::vector<float> gotSum = gpu.download(sumG), gotSumXhat = gpu.download(sumGXhat);
-    for (int64_t ch = 0; ch < c; ++ch) {
-      // f32 sums of f32 terms whose dgrad the tensor cores accumulated in
-      // f32: well within 1e-3 of the terms' magnitude.
-      EXPECT_NEAR(gotSum[size_t(ch)], wantSum[size_t(ch)], 1e-3 * scale[size_t(ch)] + 1e-4)
-          << "channel " << ch;
-      EXPECT_NEAR(gotSumXhat[size_t(ch)], wantSumXhat[size_t(ch)],
-                  1e-3 * scaleXhat[size_t(ch)] + 1e-4)
-          << "channel " << ch;
-    }
-    // A second call overwrites the sums (no accumulation across calls).
-    ASSERT_OK(cutlassDgradBnSums(s, dyDev.data, wDev.data, g.data, bn, workspace, bytes,
-                                 gpu.resources.stream));
-    EXPECT_EQ(gpu.download(sumG), gotSum);
-    EXPECT_EQ(gpu.download(sumGXhat), gotSumXhat);
-  }
 }
 
 /// ResNet-50's data gradients at batch 256 whose input is a BN + ReLU
@@ -177,7 +187,8 @@ std::vector<DgradShape> resnet50Dgrads() {
     shapes.push_back(dgradShape(256, hw, width, width, 3, 1, 1));     // 3x3
     shapes.push_back(dgradShape(256, hw, width, 4 * width, 1, 1, 0)); // expand: dx has w
     if (stage > 0)
-      shapes.push_back(dgradShape(256, 2 * hw, width, width, 3, 2, 1)); // the stage's first 3x3
+      shapes.push_back(dgradShape(256, 2 * hw, width, width, 3, 2,
+                                  1)); // the stage's first 3x3
   }
   return shapes;
 }
@@ -214,12 +225,6 @@ TEST(CutlassDgrad, Resnet50Times) {
       return bnBackward(dx, &relu, nullptr, x, weight, mean, invStd, weightGrad, biasGrad, bnDx,
                         weightGrad, biasGrad, stream, bnWorkspace, bnBytes);
     });
-    const size_t plainBytes = cutlassDgradWorkspaceBytes(s, false);
-    const size_t sumsBytes = cutlassDgradWorkspaceBytes(s, true);
-    void *workspace = gpu.allocate(std::max(plainBytes, sumsBytes));
-    const double plainMs = streamMs(stream, [&] {
-      return cutlassDgrad(s, dy.data, w.data, dx.data, workspace, plainBytes, stream);
-    });
     BnSumsEpilogue bn;
     bn.reluResult = relu.data;
     bn.x = x.data;
@@ -227,23 +232,40 @@ TEST(CutlassDgrad, Resnet50Times) {
     bn.invStd = static_cast<const float *>(invStd.data);
     bn.sumG = static_cast<float *>(sumG.data);
     bn.sumGXhat = static_cast<float *>(sumGXhat.data);
-    const double fusedMs = streamMs(stream, [&] {
-      return cutlassDgradBnSums(s, dy.data, w.data, dx.data, bn, workspace, sumsBytes, stream);
-    });
-    std::printf("%s r%lld s%lld: cuDNN dgrad %s, RN BN backward %s; CUTLASS dgrad %s%s, with "
-                "the BN sums %s%s\n",
+    // Each tile width, plain and fused; the faster width's pair counts.
+    double plainMs = -1, fusedMs = -1;
+    std::string line;
+    for (DgradTile tile : kTiles) {
+      const size_t plainBytes = cutlassDgradWorkspaceBytes(s, false, tile);
+      const size_t sumsBytes = cutlassDgradWorkspaceBytes(s, true, tile);
+      void *workspace = gpu.allocate(std::max(plainBytes, sumsBytes));
+      const double plain = streamMs(stream, [&] {
+        return cutlassDgrad(s, dy.data, w.data, dx.data, workspace, plainBytes, stream, tile);
+      });
+      const double fused = streamMs(stream, [&] {
+        return cutlassDgradBnSums(s, dy.data, w.data, dx.data, bn, workspace, sumsBytes, stream,
+                                  tile);
+      });
+      line += std::string("; ") + dgradTileName(tile) + ": dgrad " + timeText(plain) +
+              ratioText(cudnnMs, plain) + ", with the BN sums " + timeText(fused) +
+              ratioText(cudnnMs, fused);
+      if (fused >= 0 && (fusedMs < 0 || fused < fusedMs)) {
+        fusedMs = fused;
+        plainMs = plain;
+      }
+    }
+    std::printf("%s r%lld s%lld: cuDNN dgrad %s, RN BN backward %s%s\n",
                 ::testing::PrintToString(xs).c_str(), (long long)s.r, (long long)s.strideH,
-                timeText(cudnnMs).c_str(), timeText(bnMs).c_str(), timeText(plainMs).c_str(),
-                ratioText(cudnnMs, plainMs).c_str(), timeText(fusedMs).c_str(),
-                ratioText(cudnnMs, fusedMs).c_str());
+                timeText(cudnnMs).c_str(), timeText(bnMs).c_str(), line.c_str());
     const double times[4] = {cudnnMs, bnMs, plainMs, fusedMs};
     for (int i = 0; i < 4; ++i)
       totals[i] += times[i] > 0 ? times[i] : NAN;
   }
   // What the fusion saves per shape is the BN backward's sums pass (about
   // half of its two passes) minus what the epilogue adds to the dgrad.
-  std::printf("per shape once: cuDNN dgrad %.3f ms, RN BN backward %.3f ms, CUTLASS dgrad %.3f "
-              "ms, with the BN sums %.3f ms\n",
+  std::printf("per shape once: cuDNN dgrad %.3f ms, RN BN backward %.3f ms, "
+              "CUTLASS dgrad %.3f "
+              "ms, with the BN sums %.3f ms (the faster tile's)\n",
               totals[0], totals[1], totals[2], totals[3]);
 }
 
@@ -252,10 +274,11 @@ TEST(CutlassDgrad, TakesResnetShapes) {
   std::vector<DgradShape> shapes = resnet50Dgrads();
   shapes.insert(shapes.end(), std::begin(kShapes), std::end(kShapes));
   for (const DgradShape &s : shapes)
-    for (bool withBnSums : {false, true}) {
-      Status supported = cutlassDgradSupports(s, withBnSums);
-      EXPECT_TRUE(supported.ok()) << supported.error().message();
-    }
+    for (bool withBnSums : {false, true})
+      for (DgradTile tile : kTiles) {
+        Status supported = cutlassDgradSupports(s, withBnSums, tile);
+        EXPECT_TRUE(supported.ok()) << supported.error().message();
+      }
 }
 
 } // namespace
