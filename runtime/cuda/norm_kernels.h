@@ -153,6 +153,21 @@ Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult,
                   cudaStream_t stream, void *workspace, size_t workspaceBytes,
                   bool prologueMask = false);
 
+/// bnBackward's second half from sums another kernel reduced (the dgrad
+/// with the BN sums in its epilogue, cutlass/cutlass_dgrad.h): g is the
+/// output gradient already masked by the ReLU, sumG = sum(g) and sumGXhat
+/// = sum(g * xhat) per channel (f32 [C]). Writes weightGrad = weightGradAcc
+/// + sumGXhat, biasGrad = biasGradAcc + sumG and dx by bnBackward's
+/// formula: one small kernel and one pass over g and x, where bnBackward
+/// makes two. `workspace` holds bnBackwardWorkspaceBytes(x.shape).
+Status bnBackwardFromSums(const DeviceTensor &g, const DeviceTensor &x,
+                          const DeviceTensor &weight, const DeviceTensor &mean,
+                          const DeviceTensor &invStd, const DeviceTensor &sumG,
+                          const DeviceTensor &sumGXhat, const DeviceTensor &weightGradAcc,
+                          const DeviceTensor &biasGradAcc, const DeviceTensor &dx,
+                          const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
+                          cudaStream_t stream, void *workspace, size_t workspaceBytes);
+
 /// bn_add_relu_backward: shortcutGrad = dy masked by reluResult > 0, then
 /// bnBackward of it (dx, weightGrad, biasGrad).
 Status bnAddReluBackward(const DeviceTensor &dy, const DeviceTensor &reluResult,

@@ -326,6 +326,62 @@ TEST(NormKernelsTest, BatchNormBackwardMatchesCpuInPlace) {
     expectBackwardMatchesCpuInPlace(c, stream, rng);
 }
 
+// Tests bnBackwardFromSums (the BN backward's second half, its sums given
+// as the dgrad's epilogue reduces them) against the CPU's whole backward:
+// the sums come from the host, in double, over the same dy, x and
+// statistics; the gradients are their accumulators.
+TEST(NormKernelsTest, BackwardFromSumsMatchesCpu) {
+  RN_SKIP_WITHOUT_CUDA();
+  TestStream stream(kWorkspaceBytes);
+  std::mt19937 rng(46);
+  for (const Case &c : cases()) {
+    if (c.shape.size() != 4)
+      continue; // the dgrad's epilogue gives sums of NHWC activations only
+    SCOPED_TRACE(caseName(c));
+    const int64_t C = c.shape.back();
+    HostTensor x = activations(c.shape, c.dtype, rng);
+    HostTensor dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
+    HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
+    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
+    HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
+    HostTensor invStd = mean;
+    ASSERT_TRUE(cpu::batchNormTrain(x.view(), w.view(), b.view(), 1e-5, y.view(), mean.view(),
+                                    invStd.view())
+                    .ok());
+    std::vector<double> sumDy(static_cast<size_t>(C)), sumDyXhat(static_cast<size_t>(C));
+    for (size_t i = 0; i < x.values.size(); ++i) {
+      const size_t ch = i % size_t(C);
+      sumDy[ch] += dy.values[i];
+      sumDyXhat[ch] += double(dy.values[i]) * ((double(x.values[i]) - mean.values[ch]) *
+                                               invStd.values[ch]);
+    }
+    HostTensor sums{std::vector<float>(sumDy.begin(), sumDy.end()), {C}, DType::f32};
+    HostTensor sumsXhat{std::vector<float>(sumDyXhat.begin(), sumDyXhat.end()), {C}, DType::f32};
+    HostTensor wAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    HostTensor bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+    HostTensor dx{std::vector<float>(x.values.size()), c.shape, c.dtype};
+    HostTensor wGrad = wAcc, bGrad = bAcc;
+    ASSERT_TRUE(cpu::batchNormBackward(dy.view(), x.view(), w.view(), mean.view(), invStd.view(),
+                                       wAcc.view(), bAcc.view(), dx.view(), wGrad.view(),
+                                       bGrad.view())
+                    .ok());
+    GpuTensor gdy = upload(dy), gx = upload(x), gw = upload(w), gm = upload(mean),
+              gs = upload(invStd), gsum = upload(sums), gsumXhat = upload(sumsXhat),
+              gwAcc = upload(wAcc), gbAcc = upload(bAcc);
+    GpuTensor gdx = deviceTensor(c.shape, c.dtype);
+    Status status = bnBackwardFromSums(gdy.view, gx.view, gw.view, gm.view, gs.view, gsum.view,
+                                       gsumXhat.view, gwAcc.view, gbAcc.view, gdx.view,
+                                       gwAcc.view, gbAcc.view, stream.stream(),
+                                       stream.resources().workspace, kWorkspaceBytes);
+    ASSERT_TRUE(status.ok()) << status.error().message();
+    stream.sync();
+    EXPECT_CLOSE(gdx.view, dx, "input_grad");
+    EXPECT_CLOSE(gwAcc.view, wGrad, "weight_grad");
+    EXPECT_CLOSE(gbAcc.view, bGrad, "bias_grad");
+  }
+}
+
 // Tests that other chunkings of the rows (NormKernelTuning's target
 // blocks: one chunk, an odd count, many) give the CPU's results too, as
 // RN_BN_TARGET_BLOCKS may set them, and that out-of-range targets are
