@@ -80,7 +80,7 @@ torch_bench() {
 # its epilogue (checked against the CPU, then timed at ResNet-50's shapes),
 # then cuDNN's norm engines (BnEngines.*) until END seconds after the start.
 bn_engines() {
-  RN_CUDA_BENCH=1 timeout 150 "$bundle/bin/rn-cuda-tests" --gtest_filter='CutlassDgrad.*:NormKernelsTest.BackwardFromSums*' \
+  RN_CUDA_BENCH=1 timeout "$(left "$1")" "$bundle/bin/rn-cuda-tests" --gtest_filter='CutlassDgrad.*:NormKernelsTest.BackwardFromSums*' \
     > "$out/cutlass-dgrad.log" 2>&1
   say "CutlassDgrad: exit $? after $((SECONDS - start)) s; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/cutlass-dgrad.log" | tr '\n' ' ')"
   grep -E 'cuDNN dgrad|Failure|error' "$out/cutlass-dgrad.log" | head -40 | tee -a "$summary"
