@@ -951,6 +951,28 @@ ChannelAffine inferenceAffine(const DeviceTensor &weight, const DeviceTensor &bi
                        true,             epsilon};
 }
 
+/// The [C] vectors every BN backward takes (the statistics, the affine
+/// weight, the parameters' gradients and their accumulators) and its
+/// workspace, checked into `check`.
+void checkBackwardOperands(Checker &check, const DeviceTensor &x, const DeviceTensor &weight,
+                           const DeviceTensor &mean, const DeviceTensor &invStd,
+                           const DeviceTensor &weightGradAcc, const DeviceTensor &biasGradAcc,
+                           const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
+                           const void *workspace, size_t workspaceBytes) {
+  const int64_t C = x.shape.back();
+  check.vector("weight", weight, C)
+      .f32Vector("batch_mean", mean, C)
+      .f32Vector("batch_inv_std", invStd, C)
+      .vector("weight_grad_acc", weightGradAcc, C)
+      .vector("bias_grad_acc", biasGradAcc, C)
+      .vector("weight_grad", weightGrad, C)
+      .vector("bias_grad", biasGrad, C);
+  const size_t needed = bnBackwardWorkspaceBytes(x.shape);
+  check.that(workspaceBytes >= needed && (workspace != nullptr || needed == 0),
+             "needs " + std::to_string(needed) + " workspace bytes, has " +
+                 std::to_string(workspaceBytes));
+}
+
 Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTensor *reluResult,
                        const DeviceTensor *reluBeta, const DeviceTensor &x,
                        const DeviceTensor &weight,
@@ -972,20 +994,10 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
     check.sameAs("shortcut_grad", *maskedOut, x);
   if (check.failed())
     return check.error();
-  const int64_t C = x.shape.back();
-  check.vector("weight", weight, C)
-      .f32Vector("batch_mean", mean, C)
-      .f32Vector("batch_inv_std", invStd, C)
-      .vector("weight_grad_acc", weightGradAcc, C)
-      .vector("bias_grad_acc", biasGradAcc, C)
-      .vector("weight_grad", weightGrad, C)
-      .vector("bias_grad", biasGrad, C);
+  checkBackwardOperands(check, x, weight, mean, invStd, weightGradAcc, biasGradAcc, weightGrad,
+                        biasGrad, workspace, workspaceBytes);
   if (reluBeta)
-    check.vector("relu_beta", *reluBeta, C);
-  size_t needed = bnBackwardWorkspaceBytes(x.shape);
-  check.that(workspaceBytes >= needed && (workspace != nullptr || needed == 0),
-             "needs " + std::to_string(needed) + " workspace bytes, has " +
-                 std::to_string(workspaceBytes));
+    check.vector("relu_beta", *reluBeta, x.shape.back());
   if (check.failed())
     return check.error();
 
@@ -1057,20 +1069,10 @@ Status backwardFromSumsChecked(const DeviceTensor &g, const DeviceTensor &x,
   check.activation("input", x).sameAs("output_grad", g, x).sameAs("input_grad", dx, x);
   if (check.failed())
     return check.error();
-  const int64_t C = x.shape.back();
-  check.vector("weight", weight, C)
-      .f32Vector("batch_mean", mean, C)
-      .f32Vector("batch_inv_std", invStd, C)
-      .f32Vector("sum_output_grad", sumG, C)
-      .f32Vector("sum_output_grad_xhat", sumGXhat, C)
-      .vector("weight_grad_acc", weightGradAcc, C)
-      .vector("bias_grad_acc", biasGradAcc, C)
-      .vector("weight_grad", weightGrad, C)
-      .vector("bias_grad", biasGrad, C);
-  size_t needed = bnBackwardWorkspaceBytes(x.shape);
-  check.that(workspaceBytes >= needed && (workspace != nullptr || needed == 0),
-             "needs " + std::to_string(needed) + " workspace bytes, has " +
-                 std::to_string(workspaceBytes));
+  checkBackwardOperands(check, x, weight, mean, invStd, weightGradAcc, biasGradAcc, weightGrad,
+                        biasGrad, workspace, workspaceBytes);
+  check.f32Vector("sum_output_grad", sumG, x.shape.back())
+      .f32Vector("sum_output_grad_xhat", sumGXhat, x.shape.back());
   if (check.failed())
     return check.error();
 

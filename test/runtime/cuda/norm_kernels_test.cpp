@@ -282,29 +282,44 @@ TEST(NormKernelsTest, BatchNormInferenceMatchesCpu) {
   }
 }
 
+/// A BN backward's inputs for case `c` (x with its batch statistics from
+/// the CPU's forward) and the CPU's results.
+struct BackwardReference {
+  HostTensor x, dy, w, mean, invStd, wAcc, bAcc; ///< inputs
+  HostTensor dx, wGrad, bGrad;                   ///< the CPU's results
+};
+BackwardReference backwardReference(const Case &c, std::mt19937 &rng) {
+  const int64_t C = c.shape.back();
+  BackwardReference r;
+  r.x = activations(c.shape, c.dtype, rng);
+  r.dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
+  r.w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
+  HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
+  HostTensor y{std::vector<float>(r.x.values.size()), c.shape, c.dtype};
+  r.mean = HostTensor{std::vector<float>(size_t(C)), {C}, DType::f32};
+  r.invStd = r.mean;
+  EXPECT_TRUE(cpu::batchNormTrain(r.x.view(), r.w.view(), b.view(), 1e-5, y.view(),
+                                  r.mean.view(), r.invStd.view())
+                  .ok());
+  r.wAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+  r.bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
+  r.dx = HostTensor{std::vector<float>(r.x.values.size()), c.shape, c.dtype};
+  r.wGrad = r.wAcc;
+  r.bGrad = r.bAcc;
+  EXPECT_TRUE(cpu::batchNormBackward(r.dy.view(), r.x.view(), r.w.view(), r.mean.view(),
+                                     r.invStd.view(), r.wAcc.view(), r.bAcc.view(), r.dx.view(),
+                                     r.wGrad.view(), r.bGrad.view())
+                  .ok());
+  return r;
+}
+
 /// batch_norm_backward of case `c` against the CPU, in place (the
 /// gradients are their accumulators).
 void expectBackwardMatchesCpuInPlace(const Case &c, TestStream &stream, std::mt19937 &rng) {
   SCOPED_TRACE(caseName(c));
-  const int64_t C = c.shape.back();
-  HostTensor x = activations(c.shape, c.dtype, rng);
-  HostTensor dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
-  HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
-  HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
-  HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
-  HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
-  HostTensor invStd = mean;
-  ASSERT_TRUE(cpu::batchNormTrain(x.view(), w.view(), b.view(), 1e-5, y.view(), mean.view(),
-                                  invStd.view())
-                  .ok());
-  HostTensor wAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
-  HostTensor bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
-  HostTensor dx{std::vector<float>(x.values.size()), c.shape, c.dtype};
-  HostTensor wGrad = wAcc, bGrad = bAcc;
-  ASSERT_TRUE(cpu::batchNormBackward(dy.view(), x.view(), w.view(), mean.view(), invStd.view(),
-                                     wAcc.view(), bAcc.view(), dx.view(), wGrad.view(),
-                                     bGrad.view())
-                  .ok());
+  BackwardReference r = backwardReference(c, rng);
+  HostTensor &x = r.x, &dy = r.dy, &w = r.w, &mean = r.mean, &invStd = r.invStd, &wAcc = r.wAcc,
+             &bAcc = r.bAcc, &dx = r.dx, &wGrad = r.wGrad, &bGrad = r.bGrad;
   GpuTensor gdy = upload(dy), gx = upload(x), gw = upload(w), gm = upload(mean),
             gs = upload(invStd), gwAcc = upload(wAcc), gbAcc = upload(bAcc);
   GpuTensor gdx = deviceTensor(c.shape, c.dtype);
@@ -339,16 +354,8 @@ TEST(NormKernelsTest, BackwardFromSumsMatchesCpu) {
       continue; // the dgrad's epilogue gives sums of NHWC activations only
     SCOPED_TRACE(caseName(c));
     const int64_t C = c.shape.back();
-    HostTensor x = activations(c.shape, c.dtype, rng);
-    HostTensor dy = randomTensor(c.shape, c.dtype, rng, -1.f, 1.f);
-    HostTensor w = randomTensor({C}, vectorType(c), rng, 0.5f, 1.5f);
-    HostTensor b = randomTensor({C}, vectorType(c), rng, -0.5f, 0.5f);
-    HostTensor y{std::vector<float>(x.values.size()), c.shape, c.dtype};
-    HostTensor mean{std::vector<float>(size_t(C)), {C}, DType::f32};
-    HostTensor invStd = mean;
-    ASSERT_TRUE(cpu::batchNormTrain(x.view(), w.view(), b.view(), 1e-5, y.view(), mean.view(),
-                                    invStd.view())
-                    .ok());
+    BackwardReference r = backwardReference(c, rng);
+    const HostTensor &x = r.x, &dy = r.dy, &mean = r.mean, &invStd = r.invStd;
     std::vector<double> sumDy(static_cast<size_t>(C)), sumDyXhat(static_cast<size_t>(C));
     for (size_t i = 0; i < x.values.size(); ++i) {
       const size_t ch = i % size_t(C);
@@ -358,17 +365,9 @@ TEST(NormKernelsTest, BackwardFromSumsMatchesCpu) {
     }
     HostTensor sums{std::vector<float>(sumDy.begin(), sumDy.end()), {C}, DType::f32};
     HostTensor sumsXhat{std::vector<float>(sumDyXhat.begin(), sumDyXhat.end()), {C}, DType::f32};
-    HostTensor wAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
-    HostTensor bAcc = randomTensor({C}, vectorType(c), rng, -1.f, 1.f);
-    HostTensor dx{std::vector<float>(x.values.size()), c.shape, c.dtype};
-    HostTensor wGrad = wAcc, bGrad = bAcc;
-    ASSERT_TRUE(cpu::batchNormBackward(dy.view(), x.view(), w.view(), mean.view(), invStd.view(),
-                                       wAcc.view(), bAcc.view(), dx.view(), wGrad.view(),
-                                       bGrad.view())
-                    .ok());
-    GpuTensor gdy = upload(dy), gx = upload(x), gw = upload(w), gm = upload(mean),
+    GpuTensor gdy = upload(dy), gx = upload(x), gw = upload(r.w), gm = upload(mean),
               gs = upload(invStd), gsum = upload(sums), gsumXhat = upload(sumsXhat),
-              gwAcc = upload(wAcc), gbAcc = upload(bAcc);
+              gwAcc = upload(r.wAcc), gbAcc = upload(r.bAcc);
     GpuTensor gdx = deviceTensor(c.shape, c.dtype);
     Status status = bnBackwardFromSums(gdy.view, gx.view, gw.view, gm.view, gs.view, gsum.view,
                                        gsumXhat.view, gwAcc.view, gbAcc.view, gdx.view,
@@ -376,9 +375,9 @@ TEST(NormKernelsTest, BackwardFromSumsMatchesCpu) {
                                        stream.resources().workspace, kWorkspaceBytes);
     ASSERT_TRUE(status.ok()) << status.error().message();
     stream.sync();
-    EXPECT_CLOSE(gdx.view, dx, "input_grad");
-    EXPECT_CLOSE(gwAcc.view, wGrad, "weight_grad");
-    EXPECT_CLOSE(gbAcc.view, bGrad, "bias_grad");
+    EXPECT_CLOSE(gdx.view, r.dx, "input_grad");
+    EXPECT_CLOSE(gwAcc.view, r.wGrad, "weight_grad");
+    EXPECT_CLOSE(gbAcc.view, r.bGrad, "bias_grad");
   }
 }
 
