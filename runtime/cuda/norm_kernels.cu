@@ -1054,58 +1054,6 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   return Status::success();
 }
 
-/// bnBackwardFromSums: the gradients' update and the dx pass of
-/// backwardChecked, with the sums given (the finalize kernel over one
-/// "chunk" that is the sums themselves copies them to the workspace, where
-/// the dx pass reads them).
-Status backwardFromSumsChecked(const DeviceTensor &g, const DeviceTensor &x,
-                               const DeviceTensor &weight, const DeviceTensor &mean,
-                               const DeviceTensor &invStd, const DeviceTensor &sumG,
-                               const DeviceTensor &sumGXhat, const DeviceTensor &weightGradAcc,
-                               const DeviceTensor &biasGradAcc, const DeviceTensor &dx,
-                               const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
-                               cudaStream_t stream, void *workspace, size_t workspaceBytes) {
-  Checker check("bnBackwardFromSums");
-  check.activation("input", x).sameAs("output_grad", g, x).sameAs("input_grad", dx, x);
-  if (check.failed())
-    return check.error();
-  checkBackwardOperands(check, x, weight, mean, invStd, weightGradAcc, biasGradAcc, weightGrad,
-                        biasGrad, workspace, workspaceBytes);
-  check.f32Vector("sum_output_grad", sumG, x.shape.back())
-      .f32Vector("sum_output_grad_xhat", sumGXhat, x.shape.back());
-  if (check.failed())
-    return check.error();
-
-  const RowPlan plan = rowPlanOf(x.shape, tuning().applyBlocks);
-  if (plan.chunks == 0)
-    return Status::success();
-  BackwardWorkspace ws = backwardWorkspace(rowPlanOf(x.shape, tuning().backwardBlocks), workspace);
-  const Tile tile = tileOf(plan);
-  GradVectors grads{weightGradAcc.data, weightGradAcc.dtype, biasGradAcc.data,
-                    biasGradAcc.dtype,  weightGrad.data,     weightGrad.dtype,
-                    biasGrad.data,      biasGrad.dtype};
-  backwardFinalizeKernel<<<finalizeGrid(plan), dim3(kFinalizeChannels, kFinalizeLanes), 0,
-                           stream>>>(static_cast<const float *>(sumG.data),
-                                     static_cast<const float *>(sumGXhat.data), tile,
-                                     /*chunks=*/1, ws.sumDy, ws.sumDyXhat, grads);
-  RN_CUDA_TRY_LAUNCH();
-  const int vec = pickVec(plan.channels, elementSize(x.dtype), {g.data, x.data, dx.data},
-                          tuning().backwardVecBytes / int(elementSize(x.dtype)));
-  const Geometry geometry = geometryOf(plan, vec);
-  const ReluRecompute noMask{weight.data, weight.dtype, nullptr, DType::f32, false};
-  withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
-    using T = typename decltype(variant)::Type;
-    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
-    backwardApplyKernel<T, V, U><<<geometry.grid, geometry.block, 0, stream>>>(
-        static_cast<const T *>(g.data), nullptr, static_cast<const T *>(x.data),
-        static_cast<const float *>(mean.data), static_cast<const float *>(invStd.data),
-        weight.data, weight.dtype, noMask, ws.sumDy, ws.sumDyXhat, static_cast<T *>(dx.data),
-        tile);
-  });
-  RN_CUDA_TRY_LAUNCH();
-  return Status::success();
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -1312,6 +1260,9 @@ Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult,
                          workspace, workspaceBytes, prologueMask);
 }
 
+// The gradients' update and the dx pass of backwardChecked, with the sums
+// given: the finalize kernel over one "chunk" that is the sums themselves
+// copies them to the workspace, where the dx pass reads them.
 Status bnBackwardFromSums(const DeviceTensor &g, const DeviceTensor &x,
                           const DeviceTensor &weight, const DeviceTensor &mean,
                           const DeviceTensor &invStd, const DeviceTensor &sumG,
@@ -1319,9 +1270,45 @@ Status bnBackwardFromSums(const DeviceTensor &g, const DeviceTensor &x,
                           const DeviceTensor &biasGradAcc, const DeviceTensor &dx,
                           const DeviceTensor &weightGrad, const DeviceTensor &biasGrad,
                           cudaStream_t stream, void *workspace, size_t workspaceBytes) {
-  return backwardFromSumsChecked(g, x, weight, mean, invStd, sumG, sumGXhat, weightGradAcc,
-                                 biasGradAcc, dx, weightGrad, biasGrad, stream, workspace,
-                                 workspaceBytes);
+  Checker check("bnBackwardFromSums");
+  check.activation("input", x).sameAs("output_grad", g, x).sameAs("input_grad", dx, x);
+  if (check.failed())
+    return check.error();
+  checkBackwardOperands(check, x, weight, mean, invStd, weightGradAcc, biasGradAcc, weightGrad,
+                        biasGrad, workspace, workspaceBytes);
+  check.f32Vector("sum_output_grad", sumG, x.shape.back())
+      .f32Vector("sum_output_grad_xhat", sumGXhat, x.shape.back());
+  if (check.failed())
+    return check.error();
+
+  const RowPlan plan = rowPlanOf(x.shape, tuning().applyBlocks);
+  if (plan.chunks == 0)
+    return Status::success();
+  BackwardWorkspace ws = backwardWorkspace(rowPlanOf(x.shape, tuning().backwardBlocks), workspace);
+  const Tile tile = tileOf(plan);
+  GradVectors grads{weightGradAcc.data, weightGradAcc.dtype, biasGradAcc.data,
+                    biasGradAcc.dtype,  weightGrad.data,     weightGrad.dtype,
+                    biasGrad.data,      biasGrad.dtype};
+  backwardFinalizeKernel<<<finalizeGrid(plan), dim3(kFinalizeChannels, kFinalizeLanes), 0,
+                           stream>>>(static_cast<const float *>(sumG.data),
+                                     static_cast<const float *>(sumGXhat.data), tile,
+                                     /*chunks=*/1, ws.sumDy, ws.sumDyXhat, grads);
+  RN_CUDA_TRY_LAUNCH();
+  const int vec = pickVec(plan.channels, elementSize(x.dtype), {g.data, x.data, dx.data},
+                          tuning().backwardVecBytes / int(elementSize(x.dtype)));
+  const Geometry geometry = geometryOf(plan, vec);
+  const ReluRecompute noMask{weight.data, weight.dtype, nullptr, DType::f32, false};
+  withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
+    backwardApplyKernel<T, V, U><<<geometry.grid, geometry.block, 0, stream>>>(
+        static_cast<const T *>(g.data), nullptr, static_cast<const T *>(x.data),
+        static_cast<const float *>(mean.data), static_cast<const float *>(invStd.data),
+        weight.data, weight.dtype, noMask, ws.sumDy, ws.sumDyXhat, static_cast<T *>(dx.data),
+        tile);
+  });
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
 }
 
 Status bnAddReluBackward(const DeviceTensor &dy, const DeviceTensor &reluResult,
