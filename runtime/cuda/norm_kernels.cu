@@ -1261,8 +1261,9 @@ Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult,
 }
 
 // The gradients' update and the dx pass of backwardChecked, with the sums
-// given: the finalize kernel over one "chunk" that is the sums themselves
-// copies them to the workspace, where the dx pass reads them.
+// given as partials: the finalize kernel adds their rows as it adds the
+// partial pass's chunks, and keeps the sums in the workspace, where the dx
+// pass reads them.
 Status bnBackwardFromSums(const DeviceTensor &g, const DeviceTensor &x,
                           const DeviceTensor &weight, const DeviceTensor &mean,
                           const DeviceTensor &invStd, const DeviceTensor &sumG,
@@ -1276,8 +1277,18 @@ Status bnBackwardFromSums(const DeviceTensor &g, const DeviceTensor &x,
     return check.error();
   checkBackwardOperands(check, x, weight, mean, invStd, weightGradAcc, biasGradAcc, weightGrad,
                         biasGrad, workspace, workspaceBytes);
-  check.f32Vector("sum_output_grad", sumG, x.shape.back())
-      .f32Vector("sum_output_grad_xhat", sumGXhat, x.shape.back());
+  const int64_t C = x.shape.back();
+  // [rows, C] partials, or [C]: the sums.
+  auto partials = [&](const char *name, const DeviceTensor &t) {
+    check.that(t.dtype == DType::f32 && t.rank() >= 1 && t.rank() <= 2 && t.shape.back() == C &&
+                   t.data != nullptr,
+               std::string(name) + " must be f32 [rows, " + std::to_string(C) + "] or [" +
+                   std::to_string(C) + "]");
+  };
+  partials("sum_output_grad", sumG);
+  partials("sum_output_grad_xhat", sumGXhat);
+  check.that(sumG.shape == sumGXhat.shape,
+             "sum_output_grad and sum_output_grad_xhat must have one shape");
   if (check.failed())
     return check.error();
 
@@ -1292,7 +1303,7 @@ Status bnBackwardFromSums(const DeviceTensor &g, const DeviceTensor &x,
   backwardFinalizeKernel<<<finalizeGrid(plan), dim3(kFinalizeChannels, kFinalizeLanes), 0,
                            stream>>>(static_cast<const float *>(sumG.data),
                                      static_cast<const float *>(sumGXhat.data), tile,
-                                     /*chunks=*/1, ws.sumDy, ws.sumDyXhat, grads);
+                                     /*chunks=*/sumG.numel() / C, ws.sumDy, ws.sumDyXhat, grads);
   RN_CUDA_TRY_LAUNCH();
   const int vec = pickVec(plan.channels, elementSize(x.dtype), {g.data, x.data, dx.data},
                           tuning().backwardVecBytes / int(elementSize(x.dtype)));

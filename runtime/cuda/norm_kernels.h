@@ -155,11 +155,13 @@ Status bnBackward(const DeviceTensor &dy, const DeviceTensor *reluResult,
 
 /// bnBackward's second half from sums another kernel reduced (the dgrad
 /// with the BN sums in its epilogue, cutlass/cutlass_dgrad.h): g is the
-/// output gradient already masked by the ReLU, sumG = sum(g) and sumGXhat
-/// = sum(g * xhat) per channel (f32 [C]). Writes weightGrad = weightGradAcc
-/// + sumGXhat, biasGrad = biasGradAcc + sumG and dx by bnBackward's
-/// formula: one small kernel and one pass over g and x, where bnBackward
-/// makes two. `workspace` holds bnBackwardWorkspaceBytes(x.shape).
+/// output gradient already masked by the ReLU; sumG and sumGXhat are f32
+/// [rows, C] partial sums (rows = 1: the sums themselves) whose columns add
+/// up to sum(g) and sum(g * xhat). Adds the rows in double in order, then
+/// writes weightGrad = weightGradAcc + sum(g * xhat), biasGrad =
+/// biasGradAcc + sum(g) and dx by bnBackward's formula: one small kernel
+/// and one pass over g and x, where bnBackward makes two. `workspace` holds
+/// bnBackwardWorkspaceBytes(x.shape).
 Status bnBackwardFromSums(const DeviceTensor &g, const DeviceTensor &x,
                           const DeviceTensor &weight, const DeviceTensor &mean,
                           const DeviceTensor &invStd, const DeviceTensor &sumG,

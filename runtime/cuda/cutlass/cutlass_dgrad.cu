@@ -28,6 +28,12 @@ using cutlass_dgrad::describe;
 using cutlass_dgrad::kAlignment;
 using cutlass_dgrad::TileKernels;
 
+int64_t tileWidth(const DgradShape &s, DgradTile tile) {
+  if (tile == DgradTile::automatic)
+    tile = s.c > 64 && s.c % 128 == 0 ? DgradTile::n128 : DgradTile::n64;
+  return tile == DgradTile::n64 ? 64 : 128;
+}
+
 Status shapeRule(const DgradShape &s) {
   if (s.n <= 0 || s.h <= 0 || s.w <= 0 || s.c <= 0 || s.k <= 0 || s.r <= 0 || s.s <= 0 ||
       s.strideH <= 0 || s.strideW <= 0 || s.padH < 0 || s.padW < 0)
@@ -37,14 +43,26 @@ Status shapeRule(const DgradShape &s) {
                  std::to_string(kAlignment));
   if (s.h + 2 * s.padH < s.r || s.w + 2 * s.padW < s.s)
     return Error(describe(s) + ": the forward's output would be empty");
+  if (s.strideH != 1 || s.strideW != 1)
+    return Error(describe(s) + ": only unit strides here (CUTLASS's strided sm90 dgrad splits "
+                               "the output into stride phases, which the epilogue's loads do not "
+                               "follow yet)");
+  return Status::success();
+}
+
+/// The sums' partial rows are [rows][c] only where c fills whole tiles.
+Status bnSumsRule(const DgradShape &s, DgradTile tile) {
+  if (s.c % tileWidth(s, tile) != 0)
+    return Error(describe(s) +
+                 ": the BN sums need channel counts that are multiples of the "
+                 "tile's width, " +
+                 std::to_string(tileWidth(s, tile)));
   return Status::success();
 }
 
 const TileKernels &kernelsFor(const DgradShape &s, DgradTile tile) {
-  if (tile == DgradTile::automatic)
-    tile = s.c <= 64 ? DgradTile::n64 : DgradTile::n128;
-  return tile == DgradTile::n64 ? cutlass_dgrad::tileKernels<64>()
-                                : cutlass_dgrad::tileKernels<128>();
+  return tileWidth(s, tile) == 64 ? cutlass_dgrad::tileKernels<64>()
+                                  : cutlass_dgrad::tileKernels<128>();
 }
 
 } // namespace
@@ -61,13 +79,19 @@ const char *dgradTileName(DgradTile tile) {
   return "?";
 }
 
+int64_t cutlassDgradPartialRows(const DgradShape &shape) {
+  return (shape.n * shape.h * shape.w + 127) / 128;
+}
+
 Status cutlassDgradSupports(const DgradShape &shape, bool withBnSums, DgradTile tile) {
   RN_RETURN_IF_ERROR(shapeRule(shape));
+  if (withBnSums)
+    RN_RETURN_IF_ERROR(bnSumsRule(shape, tile));
   return kernelsFor(shape, tile).supports(shape, withBnSums);
 }
 
 size_t cutlassDgradWorkspaceBytes(const DgradShape &shape, bool withBnSums, DgradTile tile) {
-  if (!shapeRule(shape).ok())
+  if (!shapeRule(shape).ok() || (withBnSums && !bnSumsRule(shape, tile).ok()))
     return 0;
   return kernelsFor(shape, tile).workspaceBytes(shape, withBnSums);
 }
@@ -82,7 +106,8 @@ Status cutlassDgradBnSums(const DgradShape &shape, const void *dy, const void *f
                           const BnSumsEpilogue &bn, void *workspace, size_t workspaceBytes,
                           cudaStream_t stream, DgradTile tile) {
   RN_RETURN_IF_ERROR(shapeRule(shape));
-  if (!bn.reluResult || !bn.x || !bn.mean || !bn.invStd || !bn.sumG || !bn.sumGXhat)
+  RN_RETURN_IF_ERROR(bnSumsRule(shape, tile));
+  if (!bn.reluResult || !bn.x || !bn.mean || !bn.invStd || !bn.partialG || !bn.partialGXhat)
     return Error(describe(shape) + ": the BN sums epilogue needs every one of its pointers");
   return kernelsFor(shape, tile)
       .bnSums(shape, dy, filter, g, bn, workspace, workspaceBytes, stream);

@@ -43,25 +43,33 @@ struct DgradShape {
 };
 
 /// The epilogue's extra operands: reluResult and x have dx's shape (f16),
-/// mean and invStd are the BN's statistics (f32 [c]), and sumG, sumGXhat
-/// (f32 [c]) receive the sums (overwritten, not accumulated).
+/// mean and invStd are the BN's statistics (f32 [c]). partialG and
+/// partialGXhat (f32 [cutlassDgradPartialRows(shape, tile)][c] each)
+/// receive the sums per CTA row of 128 pixels: their column sums are
+/// sum(g) and sum(g * xhat), which bnBackwardFromSums adds up.
 struct BnSumsEpilogue {
   const void *reluResult = nullptr;
   const void *x = nullptr;
   const float *mean = nullptr;
   const float *invStd = nullptr;
-  float *sumG = nullptr;
-  float *sumGXhat = nullptr;
+  float *partialG = nullptr;
+  float *partialGXhat = nullptr;
 };
 
 /// The CTA tile's width in dx's channels (its height is 128 pixels, its
-/// depth 64 of the reduction). automatic: 64 for dx of at most 64
-/// channels, where a 128-wide tile leaves half its columns idle, else 128.
+/// depth 64 of the reduction). automatic: 128 for channel counts that are
+/// multiples of 128 and more than 64, else 64 (a 128-wide tile would leave
+/// half its columns idle at 64).
 enum class DgradTile { automatic, n64, n128 };
 const char *dgradTileName(DgradTile tile);
 
-/// Whether the kernels take `shape` (channels multiples of 8, a non-empty
-/// output, CUTLASS's can_implement), or why not.
+/// Rows of BnSumsEpilogue's partial sums: ceil(n * h * w / 128).
+int64_t cutlassDgradPartialRows(const DgradShape &shape);
+
+/// Whether the kernels take `shape` (unit strides: CUTLASS's strided sm90
+/// dgrad is not checked here; channels multiples of 8, and with the BN sums
+/// of the tile's width; a non-empty output; CUTLASS's can_implement), or
+/// why not.
 Status cutlassDgradSupports(const DgradShape &shape, bool withBnSums,
                             DgradTile tile = DgradTile::automatic);
 

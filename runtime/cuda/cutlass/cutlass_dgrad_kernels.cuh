@@ -8,21 +8,21 @@
 //
 // In CUTLASS's dgrad GEMM the rows M are dx's pixels and the columns N its
 // channels, so a per-channel sum is a row-vector reduction over M
-// (Sm90RowReduction). It reduces deterministically: each CTA writes its
-// tile's partial sums to the workspace and the last CTA of a column adds
-// them in a fixed order (no atomics), so a replayed step gives the same
-// bits.
+// (Sm90RowReduction). Each CTA stores its tile's sums as one row of
+// partials ([rows of 128 pixels][channels]); the BN backward's next kernel
+// adds them in double in a fixed order (no atomics), so a replayed step
+// gives the same bits.
 //
 // The fused epilogue is a DAG of visitor nodes (Sm90TopologicalVisitor):
 //
 //   0 acc           the dgrad's accumulator (d relu_result)
 //   1 reluResult    aux load, dx's layout
 //   2 g             acc where reluResult > 0, else 0
-//   3 sum(g)        row reduction, passes g through
+//   3 sum(g)        row reduction (per-CTA partials), passes g through
 //   4 x             aux load, dx's layout
 //   5 mean, 6 invStd  row broadcasts
 //   7 g * xhat      g * (x - mean) * invStd
-//   8 sum(g * xhat) row reduction
+//   8 sum(g * xhat) row reduction (per-CTA partials)
 //   9 D = g         the output (f16), reading 3 and 8 so both are live
 //
 //===----------------------------------------------------------------------===//
@@ -111,8 +111,16 @@ template <int TileN> struct DgradKernels {
   /// element is read once, by the thread that uses it.
   using ActLoad = fusion::Sm90AuxLoad<0, EpilogueTile, Act, StrideAct, void, void, kAlignment>;
   using ChannelBroadcast = fusion::Sm90RowBroadcast<0, TileShape, float, float>;
-  using ChannelSum = fusion::Sm90RowReduction<cutlass::plus, cutlass::plus, cutlass::plus, 0,
-                                              TileShape, float, float, kRound>;
+  /// Not the final reduction: each CTA stores its tile's per-channel sums
+  /// as one row of the partials (the sm90 conv kernel gives its epilogue
+  /// no workspace for a last-CTA reduction, and atomics would make the
+  /// sums' bits depend on the CTAs' order); bnBackwardFromSums adds the
+  /// rows in double, in order.
+  using ChannelSum =
+      fusion::Sm90RowReduction<cutlass::plus, cutlass::plus, cutlass::plus, 0, TileShape, float,
+                               float, kRound, cute::Stride<cute::_0, cute::_1, cute::_0>,
+                               128 / cutlass::sizeof_bits_v<float>, /*EnableNullptr=*/true,
+                               /*FinalReduction=*/false>;
   using BnSumsCallbacks = fusion::Sm90TopologicalVisitor<
       float,
       cute::tuple<cute::seq<>, cute::seq<>, cute::seq<0, 1>, cute::seq<2>, cute::seq<>, cute::seq<>,
@@ -194,11 +202,11 @@ template <int TileN> struct DgradKernels {
     auto &thread = args.epilogue.thread;
     // Node arguments in topological order (those without any are empty).
     cute::get<1>(thread) = {static_cast<const Act *>(bn.reluResult), Act(0), stride};
-    cute::get<3>(thread) = {bn.sumG, 0.f, {}};
+    cute::get<3>(thread) = {bn.partialG, 0.f, {}};
     cute::get<4>(thread) = {static_cast<const Act *>(bn.x), Act(0), stride};
     cute::get<5>(thread) = {bn.mean, 0.f, {}};
     cute::get<6>(thread) = {bn.invStd, 0.f, {}};
-    cute::get<8>(thread) = {bn.sumGXhat, 0.f, {}};
+    cute::get<8>(thread) = {bn.partialGXhat, 0.f, {}};
     return args;
   }
 

@@ -55,19 +55,34 @@ TEST(CutlassDgrad, RefusesWhatItCannotRun) {
   Status empty = cutlassDgradSupports(dgradShape(4, 2, 16, 16, 5, 1, 0), true);
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.error().message().find("empty"), std::string::npos) << empty.error().message();
+  Status strided = cutlassDgradSupports(dgradShape(4, 12, 64, 64, 3, 2, 1), false);
+  ASSERT_FALSE(strided.ok());
+  EXPECT_NE(strided.error().message().find("unit strides"), std::string::npos)
+      << strided.error().message();
   EXPECT_TRUE(cutlassDgradSupports(dgradShape(4, 12, 16, 32, 3, 1, 1), false).ok());
-  EXPECT_TRUE(cutlassDgradSupports(dgradShape(4, 12, 16, 32, 3, 1, 1), true).ok());
+  // The sums' partial rows need whole tiles of channels.
+  Status partTile = cutlassDgradSupports(dgradShape(4, 12, 16, 32, 3, 1, 1), true);
+  ASSERT_FALSE(partTile.ok());
+  EXPECT_NE(partTile.error().message().find("tile's width"), std::string::npos)
+      << partTile.error().message();
+  EXPECT_FALSE(
+      cutlassDgradSupports(dgradShape(4, 12, 64, 32, 3, 1, 1), true, DgradTile::n128).ok());
+  EXPECT_TRUE(cutlassDgradSupports(dgradShape(4, 12, 64, 32, 3, 1, 1), true).ok());
+  EXPECT_EQ(cutlassDgradPartialRows(dgradShape(4, 12, 64, 32, 3, 1, 1)), (4 * 12 * 12 + 127) / 128);
   BnSumsEpilogue missing;
-  Status noPointers = cutlassDgradBnSums(dgradShape(4, 12, 16, 32, 3, 1, 1), nullptr, nullptr,
+  Status noPointers = cutlassDgradBnSums(dgradShape(4, 12, 64, 32, 3, 1, 1), nullptr, nullptr,
                                          nullptr, missing, nullptr, 0, nullptr);
   ASSERT_FALSE(noPointers.ok());
   EXPECT_NE(noPointers.error().message().find("pointers"), std::string::npos);
 }
 
 /// 3x3 and 1x1 convolutions, stride 1 and 2, as ResNet's.
-const DgradShape kShapes[] = {dgradShape(4, 12, 16, 32, 3, 1, 1), dgradShape(4, 8, 32, 64, 1, 1, 0),
-                              dgradShape(2, 12, 32, 64, 1, 2, 0),
-                              dgradShape(2, 13, 24, 16, 3, 2, 1),
+/// 3x3 and 1x1 convolutions at unit stride; pixel counts that are not
+/// multiples of the tile's 128 rows; 16 channels (the plain dgrad only),
+/// 64, 128 and 256 (the BN sums at the widths they fill).
+const DgradShape kShapes[] = {dgradShape(4, 12, 16, 32, 3, 1, 1), dgradShape(4, 8, 64, 32, 1, 1, 0),
+                              dgradShape(2, 10, 128, 64, 1, 1, 0),
+                              dgradShape(2, 9, 256, 136, 3, 1, 1),
                               dgradShape(3, 20, 64, 136, 3, 1, 1)};
 
 /// dx = conv2dBackwardInput(dy, w) in f32 on the CPU.
@@ -112,9 +127,11 @@ TEST(CutlassDgrad, BnSumsMatchTheCpu) {
   std::mt19937 rng(4646);
   for (const DgradShape &s : kShapes)
     for (DgradTile tile : kTiles) {
+      if (!cutlassDgradSupports(s, true, tile).ok())
+        continue; // partial tiles of channels (RefusesWhatItCannotRun)
       SCOPED_TRACE(traceOf(s, tile));
       Gpu gpu;
-      const int64_t c = s.c;
+      const int64_t c = s.c, rows = cutlassDgradPartialRows(s);
       Host dy = randomHost(dyShape(s), DType::f16, rng),
            w = randomHost(filterShape(s), DType::f16, rng);
       Host x = randomHost(dxShape(s), DType::f16, rng, -2, 3);
@@ -128,14 +145,15 @@ TEST(CutlassDgrad, BnSumsMatchTheCpu) {
       DeviceTensor reluDev = gpu.upload(relu), meanDev = gpu.upload(mean);
       DeviceTensor invStdDev = gpu.upload(invStd);
       DeviceTensor g = gpu.empty(dxShape(s), DType::f16);
-      DeviceTensor sumG = gpu.empty({c}, DType::f32), sumGXhat = gpu.empty({c}, DType::f32);
+      DeviceTensor partialG = gpu.empty({rows, c}, DType::f32);
+      DeviceTensor partialGXhat = gpu.empty({rows, c}, DType::f32);
       BnSumsEpilogue bn;
       bn.reluResult = reluDev.data;
       bn.x = xDev.data;
       bn.mean = static_cast<const float *>(meanDev.data);
       bn.invStd = static_cast<const float *>(invStdDev.data);
-      bn.sumG = static_cast<float *>(sumG.data);
-      bn.sumGXhat = static_cast<float *>(sumGXhat.data);
+      bn.partialG = static_cast<float *>(partialG.data);
+      bn.partialGXhat = static_cast<float *>(partialGXhat.data);
       const size_t bytes = cutlassDgradWorkspaceBytes(s, true, tile);
       void *workspace = gpu.allocate(bytes);
       ASSERT_OK(cutlassDgradBnSums(s, dyDev.data, wDev.data, g.data, bn, workspace, bytes,
@@ -157,7 +175,14 @@ TEST(CutlassDgrad, BnSumsMatchTheCpu) {
         scaleXhat[ch] += std::fabs(gi * xhat);
       }
       EXPECT_LE(relativeError(gpu.download(g), wantG), 4e-3);
-      const std::vector<float> gotSum = gpu.download(sumG), gotSumXhat = gpu.download(sumGXhat);
+      // The partial rows' column sums.
+      const std::vector<float> gotRows = gpu.download(partialG);
+      const std::vector<float> gotRowsXhat = gpu.download(partialGXhat);
+      std::vector<double> gotSum(channels), gotSumXhat(channels);
+      for (size_t i = 0; i < gotRows.size(); ++i) {
+        gotSum[i % channels] += gotRows[i];
+        gotSumXhat[i % channels] += gotRowsXhat[i];
+      }
       for (int64_t ch = 0; ch < c; ++ch) {
         // f32 sums of f32 terms whose dgrad the tensor cores accumulated in
         // f32: well within 1e-3 of the terms' magnitude.
@@ -167,11 +192,12 @@ TEST(CutlassDgrad, BnSumsMatchTheCpu) {
                     1e-3 * scaleXhat[size_t(ch)] + 1e-4)
             << "channel " << ch;
       }
-      // A second call overwrites the sums (no accumulation across calls).
+      // A second call overwrites the partials (no accumulation across
+      // calls), with the same bits.
       ASSERT_OK(cutlassDgradBnSums(s, dyDev.data, wDev.data, g.data, bn, workspace, bytes,
                                    gpu.resources.stream, tile));
-      EXPECT_EQ(gpu.download(sumG), gotSum);
-      EXPECT_EQ(gpu.download(sumGXhat), gotSumXhat);
+      EXPECT_EQ(gpu.download(partialG), gotRows);
+      EXPECT_EQ(gpu.download(partialGXhat), gotRowsXhat);
     }
 }
 
@@ -182,10 +208,10 @@ TEST(CutlassDgrad, BnSumsMatchTheCpu) {
 TEST(CutlassDgrad, FusedBackwardMatchesTwoPasses) {
   RN_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(464646);
-  for (const DgradShape &s : {kShapes[0], kShapes[4]}) {
+  for (const DgradShape &s : {kShapes[1], kShapes[3]}) {
     SCOPED_TRACE(traceOf(s, DgradTile::automatic));
     Gpu gpu;
-    const int64_t c = s.c;
+    const int64_t c = s.c, rows = cutlassDgradPartialRows(s);
     const Shape xs = dxShape(s);
     Host relu = randomHost(xs, DType::f16, rng);
     for (float &v : relu.values)
@@ -202,7 +228,8 @@ TEST(CutlassDgrad, FusedBackwardMatchesTwoPasses) {
     DeviceTensor biasGrad[2] = {gpu.upload(accumulator), gpu.upload(accumulator)};
     DeviceTensor dgrad = gpu.empty(xs, DType::f16), g = gpu.empty(xs, DType::f16);
     DeviceTensor bnDx[2] = {gpu.empty(xs, DType::f16), gpu.empty(xs, DType::f16)};
-    DeviceTensor sumG = gpu.empty({c}, DType::f32), sumGXhat = gpu.empty({c}, DType::f32);
+    DeviceTensor partialG = gpu.empty({rows, c}, DType::f32);
+    DeviceTensor partialGXhat = gpu.empty({rows, c}, DType::f32);
     cudaStream_t stream = gpu.resources.stream;
     const size_t bnBytes = bnBackwardWorkspaceBytes(xs);
     void *bnWorkspace = gpu.allocate(bnBytes);
@@ -219,10 +246,10 @@ TEST(CutlassDgrad, FusedBackwardMatchesTwoPasses) {
     bn.x = x.data;
     bn.mean = static_cast<const float *>(mean.data);
     bn.invStd = static_cast<const float *>(invStd.data);
-    bn.sumG = static_cast<float *>(sumG.data);
-    bn.sumGXhat = static_cast<float *>(sumGXhat.data);
+    bn.partialG = static_cast<float *>(partialG.data);
+    bn.partialGXhat = static_cast<float *>(partialGXhat.data);
     ASSERT_OK(cutlassDgradBnSums(s, dy.data, w.data, g.data, bn, workspace, bytes, stream));
-    ASSERT_OK(bnBackwardFromSums(g, x, weight, mean, invStd, sumG, sumGXhat, weightGrad[1],
+    ASSERT_OK(bnBackwardFromSums(g, x, weight, mean, invStd, partialG, partialGXhat, weightGrad[1],
                                  biasGrad[1], bnDx[1], weightGrad[1], biasGrad[1], stream,
                                  bnWorkspace, bnBytes));
     EXPECT_LE(relativeError(gpu.download(bnDx[1]), gpu.download(bnDx[0])), 4e-3);
@@ -231,9 +258,10 @@ TEST(CutlassDgrad, FusedBackwardMatchesTwoPasses) {
   }
 }
 
-/// ResNet-50's data gradients at batch 256 whose input is a BN + ReLU
-/// result (every one but the stem's): the bottlenecks' 1x1 reduce, 3x3 and
-/// 1x1 expand convolutions per stage, and the stride-2 3x3s.
+/// ResNet-50's unit-stride data gradients at batch 256 whose input is a BN
+/// + ReLU result: the bottlenecks' 1x1 reduce, 3x3 and 1x1 expand
+/// convolutions per stage (the stride-2 3x3s and projections stay cuDNN's:
+/// cutlassDgradSupports).
 std::vector<DgradShape> resnet50Dgrads() {
   std::vector<DgradShape> shapes;
   const int64_t widths[] = {64, 128, 256, 512}, sizes[] = {56, 28, 14, 7};
@@ -242,9 +270,6 @@ std::vector<DgradShape> resnet50Dgrads() {
     shapes.push_back(dgradShape(256, hw, 4 * width, width, 1, 1, 0)); // reduce: dx has 4w
     shapes.push_back(dgradShape(256, hw, width, width, 3, 1, 1));     // 3x3
     shapes.push_back(dgradShape(256, hw, width, 4 * width, 1, 1, 0)); // expand: dx has w
-    if (stage > 0)
-      shapes.push_back(dgradShape(256, 2 * hw, width, width, 3, 2,
-                                  1)); // the stage's first 3x3
   }
   return shapes;
 }
@@ -269,7 +294,9 @@ TEST(CutlassDgrad, Resnet50Times) {
     DeviceTensor weight = gpu.upload(Host({s.c}, DType::f32, 1.f));
     DeviceTensor weightGrad = gpu.upload(Host({s.c}, DType::f32, 0.f));
     DeviceTensor biasGrad = gpu.upload(Host({s.c}, DType::f32, 0.f));
-    DeviceTensor sumG = gpu.empty({s.c}, DType::f32), sumGXhat = gpu.empty({s.c}, DType::f32);
+    const int64_t rows = cutlassDgradPartialRows(s);
+    DeviceTensor partialG = gpu.empty({rows, s.c}, DType::f32);
+    DeviceTensor partialGXhat = gpu.empty({rows, s.c}, DType::f32);
     DeviceTensor bnDx = gpu.empty(xs, DType::f16);
     cudaStream_t stream = gpu.resources.stream;
 
@@ -286,11 +313,11 @@ TEST(CutlassDgrad, Resnet50Times) {
     bn.x = x.data;
     bn.mean = static_cast<const float *>(mean.data);
     bn.invStd = static_cast<const float *>(invStd.data);
-    bn.sumG = static_cast<float *>(sumG.data);
-    bn.sumGXhat = static_cast<float *>(sumGXhat.data);
+    bn.partialG = static_cast<float *>(partialG.data);
+    bn.partialGXhat = static_cast<float *>(partialGXhat.data);
     const double fromSumsMs = streamMs(stream, [&] {
-      return bnBackwardFromSums(dx, x, weight, mean, invStd, sumG, sumGXhat, weightGrad, biasGrad,
-                                bnDx, weightGrad, biasGrad, stream, bnWorkspace, bnBytes);
+      return bnBackwardFromSums(dx, x, weight, mean, invStd, partialG, partialGXhat, weightGrad,
+                                biasGrad, bnDx, weightGrad, biasGrad, stream, bnWorkspace, bnBytes);
     });
     // Each tile width, plain and fused; the faster width's pair counts.
     double plainMs = -1, fusedMs = -1;
@@ -333,16 +360,21 @@ TEST(CutlassDgrad, Resnet50Times) {
               totals[3] + totals[4]);
 }
 
-/// Host-side: CUTLASS's can_implement takes every shape the tests use.
+/// Host-side: CUTLASS's can_implement takes every shape the tests use, the
+/// plain dgrad at both widths, the fused one at the automatic width.
 TEST(CutlassDgrad, TakesResnetShapes) {
   std::vector<DgradShape> shapes = resnet50Dgrads();
   shapes.insert(shapes.end(), std::begin(kShapes), std::end(kShapes));
-  for (const DgradShape &s : shapes)
-    for (bool withBnSums : {false, true})
-      for (DgradTile tile : kTiles) {
-        Status supported = cutlassDgradSupports(s, withBnSums, tile);
-        EXPECT_TRUE(supported.ok()) << supported.error().message();
-      }
+  for (const DgradShape &s : shapes) {
+    for (DgradTile tile : kTiles) {
+      Status supported = cutlassDgradSupports(s, false, tile);
+      EXPECT_TRUE(supported.ok()) << supported.error().message();
+    }
+    if (s.c % 64 == 0) {
+      Status fused = cutlassDgradSupports(s, true);
+      EXPECT_TRUE(fused.ok()) << fused.error().message();
+    }
+  }
 }
 
 } // namespace

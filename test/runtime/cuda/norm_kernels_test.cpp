@@ -342,9 +342,9 @@ TEST(NormKernelsTest, BatchNormBackwardMatchesCpuInPlace) {
 }
 
 // Tests bnBackwardFromSums (the BN backward's second half, its sums given
-// as the dgrad's epilogue reduces them) against the CPU's whole backward:
-// the sums come from the host, in double, over the same dy, x and
-// statistics; the gradients are their accumulators.
+// as two partial rows, as the dgrad's epilogue leaves them) against the
+// CPU's whole backward: the partials come from the host, in double, over
+// the same dy, x and statistics; the gradients are their accumulators.
 TEST(NormKernelsTest, BackwardFromSumsMatchesCpu) {
   RN_SKIP_WITHOUT_CUDA();
   TestStream stream(kWorkspaceBytes);
@@ -356,15 +356,19 @@ TEST(NormKernelsTest, BackwardFromSumsMatchesCpu) {
     const int64_t C = c.shape.back();
     BackwardReference r = backwardReference(c, rng);
     const HostTensor &x = r.x, &dy = r.dy, &mean = r.mean, &invStd = r.invStd;
-    std::vector<double> sumDy(static_cast<size_t>(C)), sumDyXhat(static_cast<size_t>(C));
+    // The sums as two partial rows (the first pixels' and the rest's), as
+    // the dgrad's epilogue leaves them per CTA.
+    const size_t channels = static_cast<size_t>(C), half = x.values.size() / channels / 2;
+    std::vector<double> sumDy(2 * channels), sumDyXhat(2 * channels);
     for (size_t i = 0; i < x.values.size(); ++i) {
-      const size_t ch = i % size_t(C);
-      sumDy[ch] += dy.values[i];
-      sumDyXhat[ch] += double(dy.values[i]) * ((double(x.values[i]) - mean.values[ch]) *
-                                               invStd.values[ch]);
+      const size_t ch = i % channels, row = i / channels < half ? 0 : 1;
+      sumDy[row * channels + ch] += dy.values[i];
+      sumDyXhat[row * channels + ch] +=
+          double(dy.values[i]) * ((double(x.values[i]) - mean.values[ch]) * invStd.values[ch]);
     }
-    HostTensor sums{std::vector<float>(sumDy.begin(), sumDy.end()), {C}, DType::f32};
-    HostTensor sumsXhat{std::vector<float>(sumDyXhat.begin(), sumDyXhat.end()), {C}, DType::f32};
+    HostTensor sums{std::vector<float>(sumDy.begin(), sumDy.end()), {2, C}, DType::f32};
+    HostTensor sumsXhat{std::vector<float>(sumDyXhat.begin(), sumDyXhat.end()), {2, C},
+                        DType::f32};
     GpuTensor gdy = upload(dy), gx = upload(x), gw = upload(r.w), gm = upload(mean),
               gs = upload(invStd), gsum = upload(sums), gsumXhat = upload(sumsXhat),
               gwAcc = upload(r.wAcc), gbAcc = upload(r.bAcc);
