@@ -57,8 +57,11 @@ constexpr auto kDgrad = cutlass::conv::Operator::kDgrad;
 using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
 using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;
 using MainloopSchedule = cutlass::conv::KernelImplicitTmaWarpSpecializedSm90;
-/// dx's (and reluResult's, x's) stride: ((W, H, N) pixels, C, batch).
+/// dx's stride for the output's TMA store: ((W, H, N) pixels, C, batch).
 using StrideAct = cutlass::detail::TagToStrideC_t<cutlass::layout::TensorNHWC>;
+/// reluResult's and x's stride for the epilogue's own loads, which index
+/// the linearized problem (M = N * H * W pixels, one scalar): rows of C.
+using StrideAux = cute::Stride<int64_t, cute::_1, cute::_0>;
 constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
 
 /// acc where the ReLU's result is positive, else 0 (the ReLU's gradient).
@@ -109,7 +112,7 @@ template <int TileN> struct DgradKernels {
 
   /// Loads straight from global memory (no shared-memory stage): each
   /// element is read once, by the thread that uses it.
-  using ActLoad = fusion::Sm90AuxLoad<0, EpilogueTile, Act, StrideAct, void, void, kAlignment>;
+  using ActLoad = fusion::Sm90AuxLoad<0, EpilogueTile, Act, StrideAux, void, void, kAlignment>;
   using ChannelBroadcast = fusion::Sm90RowBroadcast<0, TileShape, float, float>;
   /// Not the final reduction: each CTA stores its tile's per-channel sums
   /// as one row of the partials (the sm90 conv kernel gives its epilogue
@@ -200,10 +203,12 @@ template <int TileN> struct DgradKernels {
         {static_cast<const Act *>(dy), static_cast<const Act *>(filter)},
         {{}, nullptr, stride, static_cast<Act *>(g), stride}};
     auto &thread = args.epilogue.thread;
+    StrideAux rows{};
+    cute::get<0>(rows) = s.c;
     // Node arguments in topological order (those without any are empty).
-    cute::get<1>(thread) = {static_cast<const Act *>(bn.reluResult), Act(0), stride};
+    cute::get<1>(thread) = {static_cast<const Act *>(bn.reluResult), Act(0), rows};
     cute::get<3>(thread) = {bn.partialG, 0.f, {}};
-    cute::get<4>(thread) = {static_cast<const Act *>(bn.x), Act(0), stride};
+    cute::get<4>(thread) = {static_cast<const Act *>(bn.x), Act(0), rows};
     cute::get<5>(thread) = {bn.mean, 0.f, {}};
     cute::get<6>(thread) = {bn.invStd, 0.f, {}};
     cute::get<8>(thread) = {bn.partialGXhat, 0.f, {}};
