@@ -80,7 +80,7 @@ const char *dgradTileName(DgradTile tile) {
 }
 
 int64_t cutlassDgradPartialRows(const DgradShape &shape) {
-  return (shape.n * shape.h * shape.w + 127) / 128;
+  return (shape.n * shape.h * shape.w + cutlass_dgrad::kTileRows - 1) / cutlass_dgrad::kTileRows;
 }
 
 Status cutlassDgradSupports(const DgradShape &shape, bool withBnSums, DgradTile tile) {

@@ -21,6 +21,10 @@ namespace rn::cuda::cutlass_dgrad {
 /// are multiples of it.
 constexpr int kAlignment = 8;
 
+/// Pixels (GEMM rows) per CTA tile, at both widths: also the pixels each
+/// row of the BN sums' partials covers.
+constexpr int kTileRows = 128;
+
 /// "dgrad dx[256,56,56,64] w[64,3,3,64] s1,1 p1,1", for messages.
 std::string describe(const DgradShape &shape);
 

@@ -105,14 +105,13 @@ template <class T, int N> struct FirstOf<cutlass::Array<T, N>> {
 /// The kernels of one CTA tile: 128 pixels by `TileN` channels by 64 of
 /// the reduction.
 template <int TileN> struct DgradKernels {
-  using TileShape = cute::Shape<cute::_128, cute::Int<TileN>, cute::Shape<cute::_64>>;
-  using EpilogueTile = typename cutlass::epilogue::collective::detail::EpilogueDescriptor<
-      TileShape, cutlass::epilogue::collective::EpilogueTileAuto, void, Act,
-      EpilogueSchedule>::EpilogueTile;
+  using TileShape =
+      cute::Shape<cute::Int<kTileRows>, cute::Int<TileN>, cute::Shape<cute::_64>>;
 
-  /// Loads straight from global memory (no shared-memory stage): each
-  /// element is read once, by the thread that uses it.
-  using ActLoad = fusion::Sm90AuxLoad<0, EpilogueTile, Act, StrideAux, void, void, kAlignment>;
+  /// Loads straight from global memory (no shared-memory stage, so no
+  /// epilogue tile, smem layout or copy op to name): each element is read
+  /// once, by the thread that uses it.
+  using ActLoad = fusion::Sm90AuxLoad<0, void, Act, StrideAux, void, void, kAlignment>;
   using ChannelBroadcast = fusion::Sm90RowBroadcast<0, TileShape, float, float>;
   /// Not the final reduction: each CTA stores its tile's per-channel sums
   /// as one row of the partials (the sm90 conv kernel gives its epilogue

@@ -92,6 +92,20 @@ Host dgradOnTheCpu(Host dy, Host w, const DgradShape &s) {
   return dx;
 }
 
+/// The epilogue's operands from the tests' device tensors.
+BnSumsEpilogue bnSums(const DeviceTensor &reluResult, const DeviceTensor &x,
+                      const DeviceTensor &mean, const DeviceTensor &invStd,
+                      const DeviceTensor &partialG, const DeviceTensor &partialGXhat) {
+  BnSumsEpilogue bn;
+  bn.reluResult = reluResult.data;
+  bn.x = x.data;
+  bn.mean = static_cast<const float *>(mean.data);
+  bn.invStd = static_cast<const float *>(invStd.data);
+  bn.partialG = static_cast<float *>(partialG.data);
+  bn.partialGXhat = static_cast<float *>(partialGXhat.data);
+  return bn;
+}
+
 /// Both tile widths are checked at every shape.
 const DgradTile kTiles[] = {DgradTile::n64, DgradTile::n128};
 
@@ -147,13 +161,7 @@ TEST(CutlassDgrad, BnSumsMatchTheCpu) {
       DeviceTensor g = gpu.empty(dxShape(s), DType::f16);
       DeviceTensor partialG = gpu.empty({rows, c}, DType::f32);
       DeviceTensor partialGXhat = gpu.empty({rows, c}, DType::f32);
-      BnSumsEpilogue bn;
-      bn.reluResult = reluDev.data;
-      bn.x = xDev.data;
-      bn.mean = static_cast<const float *>(meanDev.data);
-      bn.invStd = static_cast<const float *>(invStdDev.data);
-      bn.partialG = static_cast<float *>(partialG.data);
-      bn.partialGXhat = static_cast<float *>(partialGXhat.data);
+      const BnSumsEpilogue bn = bnSums(reluDev, xDev, meanDev, invStdDev, partialG, partialGXhat);
       const size_t bytes = cutlassDgradWorkspaceBytes(s, true, tile);
       void *workspace = gpu.allocate(bytes);
       ASSERT_OK(cutlassDgradBnSums(s, dyDev.data, wDev.data, g.data, bn, workspace, bytes,
@@ -241,13 +249,7 @@ TEST(CutlassDgrad, FusedBackwardMatchesTwoPasses) {
     ASSERT_OK(bnBackward(dgrad, &reluDev, nullptr, x, weight, mean, invStd, weightGrad[0],
                          biasGrad[0], bnDx[0], weightGrad[0], biasGrad[0], stream, bnWorkspace,
                          bnBytes));
-    BnSumsEpilogue bn;
-    bn.reluResult = reluDev.data;
-    bn.x = x.data;
-    bn.mean = static_cast<const float *>(mean.data);
-    bn.invStd = static_cast<const float *>(invStd.data);
-    bn.partialG = static_cast<float *>(partialG.data);
-    bn.partialGXhat = static_cast<float *>(partialGXhat.data);
+    const BnSumsEpilogue bn = bnSums(reluDev, x, mean, invStd, partialG, partialGXhat);
     ASSERT_OK(cutlassDgradBnSums(s, dy.data, w.data, g.data, bn, workspace, bytes, stream));
     ASSERT_OK(bnBackwardFromSums(g, x, weight, mean, invStd, partialG, partialGXhat, weightGrad[1],
                                  biasGrad[1], bnDx[1], weightGrad[1], biasGrad[1], stream,
@@ -308,13 +310,7 @@ TEST(CutlassDgrad, Resnet50Times) {
       return bnBackward(dx, &relu, nullptr, x, weight, mean, invStd, weightGrad, biasGrad, bnDx,
                         weightGrad, biasGrad, stream, bnWorkspace, bnBytes);
     });
-    BnSumsEpilogue bn;
-    bn.reluResult = relu.data;
-    bn.x = x.data;
-    bn.mean = static_cast<const float *>(mean.data);
-    bn.invStd = static_cast<const float *>(invStd.data);
-    bn.partialG = static_cast<float *>(partialG.data);
-    bn.partialGXhat = static_cast<float *>(partialGXhat.data);
+    const BnSumsEpilogue bn = bnSums(relu, x, mean, invStd, partialG, partialGXhat);
     const double fromSumsMs = streamMs(stream, [&] {
       return bnBackwardFromSums(dx, x, weight, mean, invStd, partialG, partialGXhat, weightGrad,
                                 biasGrad, bnDx, weightGrad, biasGrad, stream, bnWorkspace, bnBytes);
