@@ -951,6 +951,31 @@ ChannelAffine inferenceAffine(const DeviceTensor &weight, const DeviceTensor &bi
                        true,             epsilon};
 }
 
+/// The BN backward's dx pass from the sums in `ws` (dy masked by `relu`
+/// when given, or as `recompute` says). It reduces nothing: its rows are
+/// chunked like the apply's (its own grid, whole waves at its own
+/// occupancy), not like the sums'.
+Status launchBackwardDx(const void *dy, const void *relu, const DeviceTensor &x,
+                        const DeviceTensor &weight, const DeviceTensor &mean,
+                        const DeviceTensor &invStd, const ReluRecompute &recompute,
+                        const BackwardWorkspace &ws, const DeviceTensor &dx, int vec,
+                        cudaStream_t stream) {
+  const RowPlan plan = rowPlanOf(x.shape, tuning().applyBlocks);
+  const Geometry geometry = geometryOf(plan, vec);
+  const Tile tile = tileOf(plan);
+  withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
+    using T = typename decltype(variant)::Type;
+    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
+    backwardApplyKernel<T, V, U><<<geometry.grid, geometry.block, 0, stream>>>(
+        static_cast<const T *>(dy), static_cast<const T *>(relu), static_cast<const T *>(x.data),
+        static_cast<const float *>(mean.data), static_cast<const float *>(invStd.data),
+        weight.data, weight.dtype, recompute, ws.sumDy, ws.sumDyXhat, static_cast<T *>(dx.data),
+        tile);
+  });
+  RN_CUDA_TRY_LAUNCH();
+  return Status::success();
+}
+
 /// The [C] vectors every BN backward takes (the statistics, the affine
 /// weight, the parameters' gradients and their accumulators) and its
 /// workspace, checked into `check`.
@@ -1036,22 +1061,7 @@ Status backwardChecked(const char *fn, const DeviceTensor &dy, const DeviceTenso
   // (maskedOut comes only with reluResult, never with a recomputed mask.)
   const void *dxDy = maskedOut ? maskedData : dy.data;
   const void *dxRelu = maskedOut ? nullptr : reluData;
-  // The dx pass reduces nothing: its rows are chunked like the apply's
-  // (its own grid, whole waves at its own occupancy), not like the sums'.
-  const RowPlan dxPlan = rowPlanOf(x.shape, tuning().applyBlocks);
-  const Geometry dxGeometry = geometryOf(dxPlan, vec);
-  const Tile dxTile = tileOf(dxPlan);
-  withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
-    using T = typename decltype(variant)::Type;
-    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
-    backwardApplyKernel<T, V, U><<<dxGeometry.grid, dxGeometry.block, 0, stream>>>(
-        static_cast<const T *>(dxDy), static_cast<const T *>(dxRelu),
-        static_cast<const T *>(x.data), static_cast<const float *>(mean.data),
-        static_cast<const float *>(invStd.data), weight.data, weight.dtype, recompute,
-        ws.sumDy, ws.sumDyXhat, static_cast<T *>(dx.data), dxTile);
-  });
-  RN_CUDA_TRY_LAUNCH();
-  return Status::success();
+  return launchBackwardDx(dxDy, dxRelu, x, weight, mean, invStd, recompute, ws, dx, vec, stream);
 }
 
 } // namespace
@@ -1307,19 +1317,8 @@ Status bnBackwardFromSums(const DeviceTensor &g, const DeviceTensor &x,
   RN_CUDA_TRY_LAUNCH();
   const int vec = pickVec(plan.channels, elementSize(x.dtype), {g.data, x.data, dx.data},
                           tuning().backwardVecBytes / int(elementSize(x.dtype)));
-  const Geometry geometry = geometryOf(plan, vec);
   const ReluRecompute noMask{weight.data, weight.dtype, nullptr, DType::f32, false};
-  withVariant(x.dtype, vec, tuning().backwardRows, [&](auto variant) {
-    using T = typename decltype(variant)::Type;
-    constexpr int V = decltype(variant)::vec, U = decltype(variant)::rows;
-    backwardApplyKernel<T, V, U><<<geometry.grid, geometry.block, 0, stream>>>(
-        static_cast<const T *>(g.data), nullptr, static_cast<const T *>(x.data),
-        static_cast<const float *>(mean.data), static_cast<const float *>(invStd.data),
-        weight.data, weight.dtype, noMask, ws.sumDy, ws.sumDyXhat, static_cast<T *>(dx.data),
-        tile);
-  });
-  RN_CUDA_TRY_LAUNCH();
-  return Status::success();
+  return launchBackwardDx(g.data, nullptr, x, weight, mean, invStd, noMask, ws, dx, vec, stream);
 }
 
 Status bnAddReluBackward(const DeviceTensor &dy, const DeviceTensor &reluResult,
